@@ -1,0 +1,31 @@
+# fairbench_defaults(target): warnings and sanitizers shared by every target.
+function(fairbench_defaults target)
+  target_compile_options(${target} PRIVATE
+    -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-style-cast
+    -Wcast-align -Woverloaded-virtual -Wconversion -Wno-sign-conversion
+    -Wimplicit-fallthrough -Wnull-dereference -Wformat=2
+    # GCC 12 reports false positives inside std::string (GCC bug 105329).
+    -Wno-restrict)
+  if(FAIRBENCH_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+endfunction()
+
+if(FAIRBENCH_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+# fairbench_test(name SOURCES ... LIBS ... [LABELS ...]): one GoogleTest binary, registered with CTest.
+function(fairbench_test name)
+  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  fairbench_defaults(${name})
+  target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main Threads::Threads)
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 120)
+  endif()
+  gtest_discover_tests(${name}
+    PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}"
+    DISCOVERY_TIMEOUT 30)
+endfunction()
