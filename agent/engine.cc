@@ -1,0 +1,180 @@
+#include "agent/engine.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+
+#include "agent/worker.h"
+
+namespace fairbench::agent {
+namespace {
+
+int64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+double ProcessCpuSeconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+}  // namespace
+
+const char* PhaseName(Phase phase) { return phase == Phase::kWarmup ? "warmup" : "measure"; }
+
+Status ValidateOptions(const EngineOptions& o) {
+  if (o.addresses.empty()) return Status::InvalidArgument("no target address");
+  if (o.requests.empty()) return Status::InvalidArgument("no request to send");
+  if (o.threads == 0) return Status::InvalidArgument("threads must be ≥ 1");
+  if (o.threads > 1024) return Status::InvalidArgument("threads must be ≤ 1024");
+  if (o.connections < o.threads) {
+    return Status::InvalidArgument(std::to_string(o.connections) + " connections cannot be spread over " +
+                                   std::to_string(o.threads) + " threads (connections must be ≥ threads)");
+  }
+  if (o.duration.count() <= 0) return Status::InvalidArgument("duration must be > 0");
+  if (o.warmup.count() < 0) return Status::InvalidArgument("warmup must be ≥ 0");
+  if (o.timeout.count() <= 0) return Status::InvalidArgument("timeout must be > 0");
+  if (o.interval.count() < 10'000'000) return Status::InvalidArgument("interval must be ≥ 10ms");
+  if (o.pipeline == 0 || o.pipeline > 1024) return Status::InvalidArgument("pipeline depth must be between 1 and 1024");
+  if (o.rate < 0 || !std::isfinite(o.rate)) return Status::InvalidArgument("rate must be ≥ 0");
+  if (o.rate > 0 && o.pipeline > 1) return Status::InvalidArgument("a constant rate cannot be combined with pipelining");
+  if (o.rate > 0 && o.rate < 1e-3) return Status::InvalidArgument("rate must be at least 0.001 requests/s");
+  for (const BuiltRequest& r : o.requests) {
+    if (r.weight == 0) return Status::InvalidArgument("request '" + r.name + "' has weight 0");
+    if (r.bytes.size() > (1u << 30)) return Status::InvalidArgument("request '" + r.name + "' is larger than 1 GiB");
+  }
+  return Status::Ok();
+}
+
+Engine::Engine(EngineOptions options) : options_(std::move(options)) {}
+
+Engine::~Engine() {
+  if (started_ && !finished_) {
+    Stop();
+    for (std::thread& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+}
+
+Status Engine::Start() {
+  if (Status s = ValidateOptions(options_); !s.ok()) return s;
+  // Boundaries: every interval through the warmup, then through the measure
+  // phase; the last interval of each phase may be shorter.
+  const int64_t step = options_.interval.count();
+  const int64_t warmup = options_.warmup.count();
+  const int64_t end = warmup + options_.duration.count();
+  for (int64_t t = step; t < warmup; t += step) boundaries_.push_back({t, Phase::kWarmup, false});
+  if (warmup > 0) boundaries_.push_back({warmup, Phase::kWarmup, false});
+  for (int64_t t = warmup + step; t < end; t += step) boundaries_.push_back({t, Phase::kMeasure, false});
+  boundaries_.push_back({end, Phase::kMeasure, true});
+
+  start_mono_ns_ = MonotonicNs();
+  if (options_.start_at) {
+    const auto ahead = std::chrono::duration_cast<std::chrono::nanoseconds>(*options_.start_at - std::chrono::system_clock::now());
+    if (ahead.count() > 0) start_mono_ns_ += ahead.count();
+  }
+
+  const uint32_t per = options_.connections / options_.threads;
+  const uint32_t extra = options_.connections % options_.threads;
+  uint32_t first = 0;
+  for (uint32_t i = 0; i < options_.threads; ++i) {
+    const uint32_t n = per + (i < extra ? 1 : 0);
+    auto w = std::make_unique<Worker>(this, i, first, n);
+    if (Status s = w->Init(); !s.ok()) return s;
+    workers_.push_back(std::move(w));
+    first += n;
+  }
+  final_index_.assign(workers_.size(), kRunning);
+  last_cpu_ = ProcessCpuSeconds();
+  started_ = true;
+  for (auto& w : workers_) threads_.emplace_back([worker = w.get()] { worker->Run(); });
+  return Status::Ok();
+}
+
+void Engine::Deliver(size_t boundary_index, uint32_t worker, IntervalStats&& stats, uint32_t open_connections,
+                     int64_t end_ns, bool final) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Pending& p = pending_[boundary_index];
+    p.parts.push_back(std::move(stats));
+    p.open += open_connections;
+    p.end_ns = std::max(p.end_ns, end_ns);
+    if (final) final_index_[worker] = boundary_index;
+  }
+  cv_.notify_all();
+}
+
+std::optional<Snapshot> Engine::NextSnapshot() {
+  if (!started_) return std::nullopt;
+  const size_t k = next_boundary_;
+  Pending part;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      bool all_final = true;
+      size_t last = 0;
+      uint32_t expected = 0;
+      for (size_t f : final_index_) {
+        if (f == kRunning) {
+          all_final = false;
+          ++expected;
+          continue;
+        }
+        last = std::max(last, f);
+        if (f >= k) ++expected;
+      }
+      if (all_final && k > last) return std::nullopt;
+      const auto it = pending_.find(k);
+      if (it != pending_.end() && it->second.parts.size() == expected) {
+        part = std::move(it->second);
+        pending_.erase(it);
+        break;
+      }
+      cv_.wait(lock);
+    }
+  }
+  Snapshot s;
+  s.sequence = ++sequence_;
+  s.phase = boundaries_[k].phase;
+  s.start_ns = last_end_ns_;
+  s.end_ns = std::max(part.end_ns, last_end_ns_);
+  s.connections_open = part.open;
+  for (IntervalStats& p : part.parts) s.stats.Add(p);
+  const double cpu = ProcessCpuSeconds();
+  s.cpu_seconds = cpu - last_cpu_;
+  last_cpu_ = cpu;
+  last_end_ns_ = s.end_ns;
+  ++next_boundary_;
+  return s;
+}
+
+void Engine::Stop() {
+  stop_.store(true, std::memory_order_relaxed);
+  for (auto& w : workers_) w->Wake();
+}
+
+EndReport Engine::Finish() {
+  EndReport r;
+  r.connections_requested = options_.connections;
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  finished_ = true;
+  for (auto& w : workers_) {
+    r.drained += w->drained();
+    r.abandoned += w->abandoned();
+    r.connections_peak += w->peak_open();
+  }
+  r.measure_seconds = std::max<double>(0, static_cast<double>(last_end_ns_ - options_.warmup.count()) / 1e9);
+  r.stopped_early = stop_.load();
+  return r;
+}
+
+}  // namespace fairbench::agent

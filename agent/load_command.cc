@@ -1,0 +1,255 @@
+#include "agent/load_command.h"
+
+#include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "agent/engine.h"
+#include "agent/request.h"
+#include "agent/summary.h"
+#include "agent/url.h"
+#include "common/units.h"
+
+namespace fairbench::agent {
+namespace {
+
+int BadInput(const std::string& message) {
+  std::fprintf(stderr, "fairbench-agent: %s\n", message.c_str());
+  return 2;
+}
+
+// Raises the soft open-file limit to the hard one; returns the soft limit.
+uint64_t RaiseFileLimit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1024;
+  if (rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    getrlimit(RLIMIT_NOFILE, &rl);
+  }
+  return rl.rlim_cur;
+}
+
+}  // namespace
+
+Result<std::vector<int>> ParseCpuList(const std::string& text) {
+  std::vector<int> cpus;
+  std::stringstream ss(text);
+  std::string part;
+  const long online = sysconf(_SC_NPROCESSORS_CONF);
+  while (std::getline(ss, part, ',')) {
+    if (part.empty()) return Status::InvalidArgument("CPU list '" + text + "' has an empty element");
+    const size_t dash = part.find('-');
+    try {
+      size_t used = 0;
+      const int lo = std::stoi(part.substr(0, dash), &used);
+      if (used != (dash == std::string::npos ? part.size() : dash)) throw std::invalid_argument(part);
+      int hi = lo;
+      if (dash != std::string::npos) {
+        hi = std::stoi(part.substr(dash + 1), &used);
+        if (used != part.size() - dash - 1) throw std::invalid_argument(part);
+      }
+      if (lo < 0 || hi < lo || hi >= online) {
+        return Status::InvalidArgument("CPU list '" + text + "': '" + part + "' is outside 0-" + std::to_string(online - 1));
+      }
+      for (int c = lo; c <= hi; ++c) cpus.push_back(c);
+    } catch (const std::exception&) {
+      return Status::InvalidArgument("CPU list '" + text + "': '" + part + "' is not a number or range");
+    }
+  }
+  if (cpus.empty()) return Status::InvalidArgument("CPU list '" + text + "' is empty");
+  return cpus;
+}
+
+CLI::App* AddLoadCommand(CLI::App& app, LoadFlags& f) {
+  CLI::App* cmd = app.add_subcommand("load", "Generate HTTP load like wrk and print wrk's summary");
+  cmd->add_option("url", f.url, "Target URL, http://host[:port]/path")->required();
+  cmd->add_option("-t,--threads", f.threads, "Worker threads (default 2)");
+  cmd->add_option("-c,--connections", f.connections, "Connections to keep open, in total (default 10)");
+  cmd->add_option("-d,--duration", f.duration, "Duration of the measurement, e.g. 30s, 2m (default 10s)");
+  cmd->add_option("--warmup", f.warmup, "Load before the measurement starts, not counted (default 0s)");
+  cmd->add_option("--timeout", f.timeout, "No complete response within this time: count a timeout, reconnect (default 2s)");
+  cmd->add_option("-H,--header", f.headers, "Add a request header, 'Name: value' (repeatable)");
+  cmd->add_option("-m,--method", f.method, "Request method (default GET, or POST with a body)");
+  auto* body = cmd->add_option("--body", f.body, "Request body");
+  auto* body_file = cmd->add_option("--body-file", f.body_file, "Read the request body from a file");
+  body->excludes(body_file);
+  auto* mix = cmd->add_option("--requests", f.requests_file, "A YAML file with a weighted mix of requests");
+  mix->excludes(body)->excludes(body_file);
+  cmd->add_option("--rate", f.rate, "Constant total rate in requests/s (open model); latency is then corrected");
+  cmd->add_option("--pipeline", f.pipeline, "Requests written back to back on each connection (default 1)");
+  cmd->add_flag("--no-keep-alive", f.no_keep_alive, "A new connection for every request (sends Connection: close)");
+  cmd->add_flag("--latency", f.latency, "Print the latency distribution");
+  cmd->add_flag("--progress", f.progress, "Print one line per second to stderr while running");
+  cmd->add_option("--json", f.json_file, "Also write every number as JSON to this file ('-' for stdout)");
+  cmd->add_option("--cpus", f.cpus, "Pin worker threads to these CPUs, e.g. 1 or 2-3");
+  return cmd;
+}
+
+int RunLoadCommand(const LoadFlags& f) {
+  auto url = ParseUrl(f.url);
+  if (!url.ok()) return BadInput(url.status().message());
+  auto threads = ParseCount(f.threads);
+  if (!threads.ok()) return BadInput("-t/--threads: " + threads.status().message());
+  auto connections = ParseCount(f.connections);
+  if (!connections.ok()) return BadInput("-c/--connections: " + connections.status().message());
+  auto duration = ParseDuration(f.duration);
+  if (!duration.ok()) return BadInput("-d/--duration: " + duration.status().message());
+  auto warmup = ParseDuration(f.warmup);
+  if (!warmup.ok()) return BadInput("--warmup: " + warmup.status().message());
+  auto timeout = ParseDuration(f.timeout);
+  if (!timeout.ok()) return BadInput("--timeout: " + timeout.status().message());
+  if (*threads == 0) return BadInput("-t/--threads: must be ≥ 1");
+  if (*connections == 0) return BadInput("-c/--connections: must be ≥ 1");
+  if (*connections < *threads) {
+    return BadInput("-c/--connections: " + std::to_string(*connections) + " connections cannot be spread over " +
+                    std::to_string(*threads) + " threads (connections must be ≥ threads)");
+  }
+  if (*connections > 1'000'000 || *threads > 1024) return BadInput("-c/-t: too large");
+  if (duration->count() <= 0) return BadInput("-d/--duration: must be > 0");
+  if (timeout->count() <= 0) return BadInput("--timeout: must be > 0");
+  if (f.rate < 0) return BadInput("--rate: must be ≥ 0");
+  if (f.pipeline == 0) return BadInput("--pipeline: must be ≥ 1");
+
+  std::vector<RequestSpec> specs;
+  if (!f.requests_file.empty()) {
+    auto mix = LoadRequestMix(f.requests_file);
+    if (!mix.ok()) return BadInput(mix.status().message());
+    specs = std::move(*mix);
+  } else {
+    RequestSpec spec;
+    spec.target = url->target;
+    if (!f.body_file.empty()) {
+      std::ifstream in(f.body_file, std::ios::binary);
+      if (!in) return BadInput("--body-file: cannot read '" + f.body_file + "'");
+      std::ostringstream ss;
+      ss << in.rdbuf();
+      if (in.bad()) return BadInput("--body-file: cannot read '" + f.body_file + "'");
+      spec.body = ss.str();
+    } else {
+      spec.body = f.body;
+    }
+    spec.method = !f.method.empty() ? f.method : (spec.body.empty() ? "GET" : "POST");
+    for (const std::string& h : f.headers) {
+      auto header = ParseHeader(h);
+      if (!header.ok()) return BadInput("-H: " + header.status().message());
+      spec.headers.push_back(std::move(*header));
+    }
+    if (Status s = ValidateRequest(spec, ""); !s.ok()) return BadInput(s.message());
+    specs.push_back(std::move(spec));
+  }
+  if (!f.requests_file.empty()) {
+    // -H applies to every request of the mix too.
+    for (const std::string& h : f.headers) {
+      auto header = ParseHeader(h);
+      if (!header.ok()) return BadInput("-H: " + header.status().message());
+      for (RequestSpec& s : specs) s.headers.push_back(*header);
+    }
+  }
+
+  auto addresses = Resolve(url->host, url->port);
+  if (!addresses.ok()) return BadInput(addresses.status().message());
+
+  EngineOptions opt;
+  opt.addresses = std::move(*addresses);
+  for (const RequestSpec& s : specs) opt.requests.push_back(BuildRequest(s, url->HostHeader(), !f.no_keep_alive));
+  opt.threads = static_cast<uint32_t>(*threads);
+  opt.connections = static_cast<uint32_t>(*connections);
+  opt.duration = *duration;
+  opt.warmup = *warmup;
+  opt.timeout = *timeout;
+  opt.keep_alive = !f.no_keep_alive;
+  opt.pipeline = f.pipeline;
+  opt.rate = f.rate;
+  if (!f.cpus.empty()) {
+    auto cpus = ParseCpuList(f.cpus);
+    if (!cpus.ok()) return BadInput("--cpus: " + cpus.status().message());
+    opt.cpus = std::move(*cpus);
+  }
+  if (Status s = ValidateOptions(opt); !s.ok()) return BadInput(s.message());
+
+  const uint64_t limit = RaiseFileLimit();
+  if (opt.connections + 32 > limit) {
+    return BadInput(std::to_string(opt.connections) + " connections need about " + std::to_string(opt.connections + 32) +
+                    " open files, but the limit is " + std::to_string(limit) + " (raise it with ulimit -n)");
+  }
+
+  // SIGINT/SIGTERM end the run early, with a summary; SIGPIPE is never wanted.
+  std::signal(SIGPIPE, SIG_IGN);
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  Engine engine(opt);
+  std::printf("Running %s test @ %s\n", FormatTimeS(static_cast<double>(opt.duration.count()) / 1e9).c_str(), f.url.c_str());
+  std::printf("  %u threads and %u connections\n", opt.threads, opt.connections);
+  std::fflush(stdout);
+  if (Status s = engine.Start(); !s.ok()) {
+    std::fprintf(stderr, "fairbench-agent: %s\n", s.message().c_str());
+    return 1;
+  }
+  std::thread signal_thread([&engine, signals] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    if (sig != SIGUSR1) engine.Stop();
+  });
+
+  RunTotals totals;
+  while (auto snap = engine.NextSnapshot()) {
+    if (f.progress) {
+      const double secs = static_cast<double>(snap->end_ns - snap->start_ns) / 1e9;
+      std::fprintf(stderr, "[%6.1fs %-7s] %10.0f req/s  p50 %9s  p99 %9s  errors %llu  open %u\n",
+                   static_cast<double>(snap->end_ns) / 1e9, PhaseName(snap->phase),
+                   secs > 0 ? static_cast<double>(snap->stats.counters.requests) / secs : 0.0,
+                   FormatTimeUs(static_cast<double>(snap->stats.latency.ValueAtPercentile(50))).c_str(),
+                   FormatTimeUs(static_cast<double>(snap->stats.latency.ValueAtPercentile(99))).c_str(),
+                   static_cast<unsigned long long>(snap->stats.counters.errors.SocketErrors() + snap->stats.counters.errors.status),
+                   snap->connections_open);
+    }
+    totals.Add(*snap);
+  }
+  const EndReport end = engine.Finish();
+  pthread_kill(signal_thread.native_handle(), SIGUSR1);
+  signal_thread.join();
+
+  SummaryContext ctx;
+  ctx.url = f.url;
+  ctx.threads = opt.threads;
+  ctx.connections = opt.connections;
+  ctx.duration_s = static_cast<double>(opt.duration.count()) / 1e9;
+  ctx.rate = opt.rate;
+  ctx.keep_alive = opt.keep_alive;
+  ctx.pipeline = opt.pipeline;
+  ctx.latency_distribution = f.latency;
+  std::string text = RenderText(ctx, totals, end);
+  // The first two lines were printed at the start, as wrk does.
+  for (int skip = 0; skip < 2; ++skip) text.erase(0, text.find('\n') + 1);
+  std::fputs(text.c_str(), stdout);
+  std::fflush(stdout);
+  if (!f.json_file.empty()) {
+    const std::string json = RenderJson(ctx, totals, end).dump(2) + "\n";
+    if (f.json_file == "-") {
+      std::fputs(json.c_str(), stdout);
+    } else {
+      std::ofstream out(f.json_file);
+      out << json;
+      if (!out) {
+        std::fprintf(stderr, "fairbench-agent: cannot write '%s'\n", f.json_file.c_str());
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace fairbench::agent

@@ -1,0 +1,42 @@
+// The standalone "fairbench-agent load" command: wrk's interface and output.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace fairbench::agent {
+
+struct LoadFlags {
+  std::string url;
+  std::string threads = "2";
+  std::string connections = "10";
+  std::string duration = "10s";
+  std::string warmup = "0s";
+  std::string timeout = "2s";
+  std::vector<std::string> headers;
+  std::string method;
+  std::string body;
+  std::string body_file;
+  std::string requests_file;
+  double rate = 0;
+  uint32_t pipeline = 1;
+  bool no_keep_alive = false;
+  bool latency = false;
+  bool progress = false;
+  std::string json_file;
+  std::string cpus;
+};
+
+// Registers the subcommand's options on `app`.
+CLI::App* AddLoadCommand(CLI::App& app, LoadFlags& flags);
+// Runs it; returns the process exit code (2 for bad input).
+int RunLoadCommand(const LoadFlags& flags);
+
+// "0-3,6" → {0,1,2,3,6}.
+Result<std::vector<int>> ParseCpuList(const std::string& text);
+
+}  // namespace fairbench::agent

@@ -1,0 +1,77 @@
+// Requests: what the engine sends, built into wire bytes once before the run.
+//
+// A request on the wire is exactly what wrk sends — "METHOD target HTTP/1.1",
+// Host (with ":port" only when the URL had one), the user's headers in
+// order, Content-Length when there is a body — plus "Connection: close" in
+// short-connection mode. The user may override Host, or send their own
+// Content-Length/Connection; then ours is left out.
+//
+// A run may use a weighted mix of requests (from a YAML file); the schedule
+// interleaves them smoothly so every prefix of the sequence follows the
+// weights as closely as integers allow.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+
+namespace fairbench::agent {
+
+struct RequestSpec {
+  std::string name;  // label in reports; defaults to "METHOD path"
+  std::string method = "GET";
+  std::string target = "/";  // path and query
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  uint32_t weight = 1;
+};
+
+struct BuiltRequest {
+  std::string name;
+  std::string bytes;  // the complete request, ready to write
+  bool head = false;  // HEAD: the response has no body
+  uint32_t weight = 1;
+};
+
+BuiltRequest BuildRequest(const RequestSpec& spec, const std::string& host_header, bool keep_alive);
+
+// Parses "Name: value" (as given to -H). Rejects a missing colon, an empty
+// name, or characters that would break the request (CR, LF).
+Result<std::pair<std::string, std::string>> ParseHeader(const std::string& text);
+
+// Checks a method token and a request target; returns InvalidArgument with
+// a message naming `where` when they would produce a malformed request.
+Status ValidateRequest(const RequestSpec& spec, const std::string& where);
+
+// Loads a weighted request mix:
+//   requests:
+//     - name: hello            # optional
+//       method: GET            # default GET
+//       path: /                # required, starts with "/"
+//       headers: {Accept: text/plain}
+//       body: '...'            # or bodyFile: file (relative to the YAML file)
+//       weight: 3              # default 1
+// Errors name the file, line and column.
+Result<std::vector<RequestSpec>> LoadRequestMix(const std::string& path);
+
+// Smooth weighted round robin over request indexes. Deterministic; after
+// Σweights calls each index has come up exactly `weight` times.
+class RequestSchedule {
+ public:
+  explicit RequestSchedule(const std::vector<uint32_t>& weights);
+  uint32_t Next() {
+    if (weights_.size() == 1) return 0;
+    return NextWeighted();
+  }
+
+ private:
+  uint32_t NextWeighted();
+  std::vector<int64_t> weights_;
+  std::vector<int64_t> current_;
+  int64_t total_ = 0;
+};
+
+}  // namespace fairbench::agent

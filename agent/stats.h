@@ -1,0 +1,96 @@
+// Stats: what the engine counts, per thread and per one-second interval.
+//
+// Workers own their counters and histograms outright (nothing shared on the
+// hot path). At each interval boundary a worker hands its IntervalStats to
+// the engine, which merges the threads' parts into one Snapshot. Everything
+// merges by addition, so snapshots of several agents merge the same way and
+// totals always equal the sum of the snapshots.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/histogram.h"
+
+namespace fairbench::agent {
+
+struct ErrorCounts {
+  uint64_t connect = 0;          // socket/connect failed, refused (incl. SO_ERROR after a non-blocking connect), or connect timed out
+  uint64_t read = 0;             // read failed, parse error, or EOF mid-response / with a request unanswered
+  uint64_t write = 0;            // write failed
+  uint64_t timeout = 0;          // no complete response within the timeout (the connection is closed and reopened)
+  uint64_t status = 0;           // responses with status > 399 (wrk's "Non-2xx or 3xx responses")
+  uint64_t port_exhaustion = 0;  // connect failed with EADDRNOTAVAIL (ephemeral ports used up)
+
+  uint64_t SocketErrors() const { return connect + read + write + timeout + port_exhaustion; }
+  void Add(const ErrorCounts& o) {
+    connect += o.connect;
+    read += o.read;
+    write += o.write;
+    timeout += o.timeout;
+    status += o.status;
+    port_exhaustion += o.port_exhaustion;
+  }
+  bool operator==(const ErrorCounts&) const = default;
+};
+
+struct Counters {
+  uint64_t requests = 0;        // complete responses
+  uint64_t bytes_read = 0;      // everything read, headers included
+  uint64_t bytes_written = 0;
+  ErrorCounts errors;
+  // Responses by status class: [0] anything outside 100..599, [1] 1xx .. [5] 5xx.
+  std::array<uint64_t, 6> status_classes{};
+  uint64_t connects = 0;              // connections established
+  uint64_t connect_time_us = 0;       // sum of their connect times
+  uint64_t closes_by_server = 0;      // clean closes between responses (keep-alive ended), not errors
+
+  void Add(const Counters& o) {
+    requests += o.requests;
+    bytes_read += o.bytes_read;
+    bytes_written += o.bytes_written;
+    errors.Add(o.errors);
+    for (size_t i = 0; i < status_classes.size(); ++i) status_classes[i] += o.status_classes[i];
+    connects += o.connects;
+    connect_time_us += o.connect_time_us;
+    closes_by_server += o.closes_by_server;
+  }
+  bool operator==(const Counters&) const = default;
+};
+
+enum class Phase : uint8_t { kWarmup, kMeasure };
+const char* PhaseName(Phase phase);
+
+struct IntervalStats {
+  Counters counters;
+  // Latency in microseconds from the first byte written to the last byte
+  // parsed. With a constant rate this is the *corrected* latency, measured
+  // from the time the request should have been sent.
+  Histogram latency;
+  // Only with a constant rate: latency from the first byte actually written.
+  Histogram uncorrected;
+  // Each thread's requests/s sampled every 100 ms (wrk's "Req/Sec" row).
+  std::vector<double> rate_samples;
+
+  void Add(const IntervalStats& o) {
+    counters.Add(o.counters);
+    latency.Merge(o.latency);
+    uncorrected.Merge(o.uncorrected);
+    rate_samples.insert(rate_samples.end(), o.rate_samples.begin(), o.rate_samples.end());
+  }
+};
+
+// One interval of the whole engine (all threads merged).
+struct Snapshot {
+  uint64_t sequence = 0;  // 1, 2, 3 … across both phases
+  Phase phase = Phase::kMeasure;
+  int64_t start_ns = 0;   // interval bounds, relative to the engine's start time
+  int64_t end_ns = 0;
+  IntervalStats stats;
+  uint32_t connections_open = 0;  // established connections at the end of the interval
+  double cpu_seconds = 0;         // the agent process's CPU time (user + system) in the interval
+};
+
+}  // namespace fairbench::agent

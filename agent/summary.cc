@@ -1,0 +1,250 @@
+#include "agent/summary.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+
+#include "common/base64.h"
+#include "common/units.h"
+
+namespace fairbench::agent {
+
+void RunTotals::Add(const Snapshot& s) {
+  TimelinePoint p;
+  p.sequence = s.sequence;
+  p.phase = s.phase;
+  p.start_s = static_cast<double>(s.start_ns) / 1e9;
+  p.end_s = static_cast<double>(s.end_ns) / 1e9;
+  p.counters = s.stats.counters;
+  p.p50_us = s.stats.latency.ValueAtPercentile(50);
+  p.p90_us = s.stats.latency.ValueAtPercentile(90);
+  p.p99_us = s.stats.latency.ValueAtPercentile(99);
+  p.max_us = s.stats.latency.max();
+  p.mean_us = s.stats.latency.Mean();
+  p.connections_open = s.connections_open;
+  p.cpu_seconds = s.cpu_seconds;
+  timeline_.push_back(p);
+  if (s.phase != Phase::kMeasure) return;
+  measure_.Add(s.stats);
+  cpu_seconds_ += s.cpu_seconds;
+  min_open_ = std::min(min_open_, s.connections_open);
+}
+
+SampleStats ComputeSampleStats(const std::vector<double>& samples) {
+  SampleStats st;
+  if (samples.empty()) return st;
+  double sum = 0;
+  for (double v : samples) {
+    sum += v;
+    st.max = std::max(st.max, v);
+  }
+  st.mean = sum / static_cast<double>(samples.size());
+  if (samples.size() > 1) {
+    double ss = 0;
+    for (double v : samples) ss += (v - st.mean) * (v - st.mean);
+    st.stdev = std::sqrt(ss / static_cast<double>(samples.size() - 1));
+  }
+  size_t within = 0;
+  for (double v : samples) {
+    if (v >= st.mean - st.stdev && v <= st.mean + st.stdev) ++within;
+  }
+  st.within = 100.0 * static_cast<double>(within) / static_cast<double>(samples.size());
+  return st;
+}
+
+namespace {
+
+std::string Printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string Printf(const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  return buf;
+}
+
+std::string StatsRow(const char* name, double mean, double stdev, double max, double within,
+                     std::string (*fmt)(double)) {
+  std::string row = Printf("    %-10s", name);
+  row += PadUnits(fmt(mean), 8);
+  row += PadUnits(fmt(stdev), 10);
+  row += PadUnits(fmt(max), 9);
+  row += Printf("%8.2f%%\n", within);
+  return row;
+}
+
+std::string PercentileRow(double p, uint64_t value) {
+  std::string label;
+  if (p == std::floor(p)) label = Printf("%7.0f%%", p);
+  else if (p * 10 == std::floor(p * 10)) label = Printf("%7.1f%%", p);
+  else label = Printf("%7.2f%%", p);
+  return label + PadUnits(FormatTimeUs(static_cast<double>(value)), 10) + "\n";
+}
+
+double Seconds(const EndReport& end) { return end.measure_seconds > 0 ? end.measure_seconds : 1e-9; }
+
+}  // namespace
+
+std::string RenderText(const SummaryContext& ctx, const RunTotals& totals, const EndReport& end) {
+  const IntervalStats& m = totals.measure();
+  const Counters& k = m.counters;
+  const Histogram& lat = m.latency;
+  std::string out;
+  out += "Running " + FormatTimeS(ctx.duration_s) + " test @ " + ctx.url + "\n";
+  out += Printf("  %u threads and %u connections\n", ctx.threads, ctx.connections);
+  out += Printf("  Thread Stats%6s%11s%8s%12s\n", "Avg", "Stdev", "Max", "+/- Stdev");
+  out += StatsRow("Latency", lat.Mean(), lat.Stdev(), static_cast<double>(lat.max()), lat.WithinStdevPercent(), FormatTimeUs);
+  const SampleStats rs = ComputeSampleStats(m.rate_samples);
+  out += StatsRow("Req/Sec", rs.mean, rs.stdev, rs.max, rs.within, FormatMetric);
+  if (ctx.latency_distribution) {
+    out += "  Latency Distribution\n";
+    for (double p : {50.0, 75.0, 90.0, 99.0, 99.9, 99.99}) out += PercentileRow(p, lat.ValueAtPercentile(p));
+  }
+  out += Printf("  %llu requests in %s, %sB read\n", static_cast<unsigned long long>(k.requests),
+                FormatTimeUs(end.measure_seconds * 1e6).c_str(), FormatBinary(static_cast<double>(k.bytes_read)).c_str());
+  const ErrorCounts& e = k.errors;
+  if (e.connect || e.read || e.write || e.timeout) {
+    out += Printf("  Socket errors: connect %llu, read %llu, write %llu, timeout %llu\n",
+                  static_cast<unsigned long long>(e.connect), static_cast<unsigned long long>(e.read),
+                  static_cast<unsigned long long>(e.write), static_cast<unsigned long long>(e.timeout));
+  }
+  if (e.status) out += Printf("  Non-2xx or 3xx responses: %llu\n", static_cast<unsigned long long>(e.status));
+  const double secs = Seconds(end);
+  out += Printf("Requests/sec: %9.2f\n", static_cast<double>(k.requests) / secs);
+  out += Printf("Transfer/sec: %10sB\n", FormatBinary(static_cast<double>(k.bytes_read) / secs).c_str());
+
+  // What wrk does not say.
+  out += "--- fairbench\n";
+  if (ctx.rate > 0) {
+    out += Printf("  Latency above is CORRECTED for coordinated omission: measured from each request's scheduled send time (rate %.2f/s).\n", ctx.rate);
+    const Histogram& u = m.uncorrected;
+    out += "  Uncorrected latency (from the first byte actually written):\n";
+    out += StatsRow("Latency", u.Mean(), u.Stdev(), static_cast<double>(u.max()), u.WithinStdevPercent(), FormatTimeUs);
+    if (ctx.latency_distribution) {
+      for (double p : {50.0, 75.0, 90.0, 99.0, 99.9, 99.99}) out += PercentileRow(p, u.ValueAtPercentile(p));
+    }
+  } else {
+    out += "  Latency above is RAW: first byte written to last byte read; no coordinated-omission correction is added.\n";
+  }
+  if (!ctx.latency_distribution) {
+    out += Printf("  Latency p50 %s, p99 %s, p99.9 %s, p99.99 %s\n", FormatTimeUs(static_cast<double>(lat.ValueAtPercentile(50))).c_str(),
+                  FormatTimeUs(static_cast<double>(lat.ValueAtPercentile(99))).c_str(),
+                  FormatTimeUs(static_cast<double>(lat.ValueAtPercentile(99.9))).c_str(),
+                  FormatTimeUs(static_cast<double>(lat.ValueAtPercentile(99.99))).c_str());
+  }
+  if (k.requests > 0) {
+    out += Printf("  Bytes/response: %.1f\n", static_cast<double>(k.bytes_read) / static_cast<double>(k.requests));
+  }
+  out += Printf("  Connections: %u requested, %u established at peak", end.connections_requested, end.connections_peak);
+  if (k.connects > 0) out += Printf(", mean connect time %s", FormatTimeUs(static_cast<double>(k.connect_time_us) / static_cast<double>(k.connects)).c_str());
+  if (k.closes_by_server > 0) out += Printf(", %llu closed by the server", static_cast<unsigned long long>(k.closes_by_server));
+  out += "\n";
+  if (end.connections_peak < end.connections_requested) {
+    out += Printf("  WARNING: only %u of %u connections were ever established at once.\n", end.connections_peak, end.connections_requested);
+  }
+  out += "  Status classes:";
+  const char* names[] = {"other", "1xx", "2xx", "3xx", "4xx", "5xx"};
+  for (size_t i = 1; i < 6; ++i) {
+    if (k.status_classes[i]) out += Printf(" %s %llu", names[i], static_cast<unsigned long long>(k.status_classes[i]));
+  }
+  if (k.status_classes[0]) out += Printf(" other %llu", static_cast<unsigned long long>(k.status_classes[0]));
+  out += "\n";
+  if (e.port_exhaustion) {
+    out += Printf("  Port exhaustion (EADDRNOTAVAIL): %llu\n", static_cast<unsigned long long>(e.port_exhaustion));
+  }
+  out += Printf("  After the end: %llu responses drained (not counted), %llu requests unanswered\n",
+                static_cast<unsigned long long>(end.drained), static_cast<unsigned long long>(end.abandoned));
+  const double cores = totals.agent_cpu_seconds() / secs;
+  out += Printf("  Generator CPU: %.2f cores for %u threads (%.1f us per request)\n", cores, ctx.threads,
+                k.requests ? totals.agent_cpu_seconds() * 1e6 / static_cast<double>(k.requests) : 0.0);
+  if (cores >= 0.9 * ctx.threads) {
+    out += "  WARNING: the generator's threads were busy nearly all the time; it may have been the bottleneck.\n";
+  }
+  if (end.stopped_early) out += "  Stopped early.\n";
+  return out;
+}
+
+nlohmann::json RenderJson(const SummaryContext& ctx, const RunTotals& totals, const EndReport& end) {
+  using nlohmann::json;
+  const IntervalStats& m = totals.measure();
+  const Counters& k = m.counters;
+  const double secs = Seconds(end);
+  auto latency_json = [](const Histogram& h) {
+    json j;
+    j["count"] = h.count();
+    j["meanUs"] = h.Mean();
+    j["stdevUs"] = h.Stdev();
+    j["minUs"] = h.min();
+    j["maxUs"] = h.max();
+    j["withinStdevPercent"] = h.WithinStdevPercent();
+    json p;
+    for (double q : {50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999}) {
+      char key[16];
+      std::snprintf(key, sizeof key, "p%g", q);
+      p[key] = h.ValueAtPercentile(q);
+    }
+    j["percentilesUs"] = p;
+    j["histogram"] = Base64Encode(h.EncodeCompressed());
+    j["histogramEncoding"] = "HdrHistogram V2 compressed, base64; values in microseconds";
+    return j;
+  };
+  auto errors_json = [](const ErrorCounts& e) {
+    return json{{"connect", e.connect}, {"read", e.read},       {"write", e.write},
+                {"timeout", e.timeout}, {"status", e.status}, {"portExhaustion", e.port_exhaustion}};
+  };
+  auto classes_json = [](const Counters& c) {
+    return json{{"other", c.status_classes[0]}, {"1xx", c.status_classes[1]}, {"2xx", c.status_classes[2]},
+                {"3xx", c.status_classes[3]},   {"4xx", c.status_classes[4]}, {"5xx", c.status_classes[5]}};
+  };
+  json j;
+  j["url"] = ctx.url;
+  j["threads"] = ctx.threads;
+  j["connections"] = ctx.connections;
+  j["durationSeconds"] = ctx.duration_s;
+  j["keepAlive"] = ctx.keep_alive;
+  j["pipeline"] = ctx.pipeline;
+  if (ctx.rate > 0) j["rate"] = ctx.rate;
+  j["measureSeconds"] = end.measure_seconds;
+  j["requests"] = k.requests;
+  j["bytesRead"] = k.bytes_read;
+  j["bytesWritten"] = k.bytes_written;
+  j["requestsPerSecond"] = static_cast<double>(k.requests) / secs;
+  j["transferPerSecond"] = static_cast<double>(k.bytes_read) / secs;
+  j["bytesPerResponse"] = k.requests ? static_cast<double>(k.bytes_read) / static_cast<double>(k.requests) : 0.0;
+  j["latencyKind"] = ctx.rate > 0 ? "corrected" : "raw";
+  j["latency"] = latency_json(m.latency);
+  if (ctx.rate > 0) j["uncorrectedLatency"] = latency_json(m.uncorrected);
+  const SampleStats rs = ComputeSampleStats(m.rate_samples);
+  j["threadRequestsPerSecond"] = {{"mean", rs.mean}, {"stdev", rs.stdev}, {"max", rs.max}, {"withinStdevPercent", rs.within}};
+  j["errors"] = errors_json(k.errors);
+  j["statusClasses"] = classes_json(k);
+  j["connectionsRequested"] = end.connections_requested;
+  j["connectionsPeak"] = end.connections_peak;
+  j["connects"] = k.connects;
+  j["meanConnectUs"] = k.connects ? static_cast<double>(k.connect_time_us) / static_cast<double>(k.connects) : 0.0;
+  j["closesByServer"] = k.closes_by_server;
+  j["drained"] = end.drained;
+  j["abandoned"] = end.abandoned;
+  j["agentCpuSeconds"] = totals.agent_cpu_seconds();
+  j["stoppedEarly"] = end.stopped_early;
+  json timeline = json::array();
+  for (const TimelinePoint& p : totals.timeline()) {
+    timeline.push_back({{"sequence", p.sequence},
+                        {"phase", PhaseName(p.phase)},
+                        {"start", p.start_s},
+                        {"end", p.end_s},
+                        {"requests", p.counters.requests},
+                        {"bytesRead", p.counters.bytes_read},
+                        {"errors", errors_json(p.counters.errors)},
+                        {"statusClasses", classes_json(p.counters)},
+                        {"latencyUs", {{"mean", p.mean_us}, {"p50", p.p50_us}, {"p90", p.p90_us}, {"p99", p.p99_us}, {"max", p.max_us}}},
+                        {"connectionsOpen", p.connections_open},
+                        {"agentCpuSeconds", p.cpu_seconds}});
+  }
+  j["timeline"] = timeline;
+  return j;
+}
+
+}  // namespace fairbench::agent

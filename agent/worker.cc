@@ -1,0 +1,594 @@
+#include "agent/worker.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+
+namespace fairbench::agent {
+namespace {
+
+inline int64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+constexpr int64_t kSampleNs = 100'000'000;  // wrk's Req/Sec sampling period
+constexpr int64_t kMaxBackoffNs = 1'000'000'000;
+constexpr int64_t kFirstBackoffNs = 1'000'000;
+constexpr int kMaxEvents = 512;
+constexpr uint32_t kMaxIov = 64;
+
+std::vector<uint32_t> Weights(const EngineOptions& o) {
+  std::vector<uint32_t> w;
+  for (const BuiltRequest& r : o.requests) w.push_back(r.weight);
+  return w;
+}
+
+}  // namespace
+
+Worker::Worker(Engine* engine, uint32_t index, uint32_t first_connection, uint32_t connections)
+    : engine_(engine),
+      opt_(engine->options_),
+      index_(index),
+      first_conn_(first_connection),
+      conns_(connections),
+      schedule_(Weights(engine->options_)),
+      start_ns_(engine->start_mono_ns_),
+      timeout_ns_(engine->options_.timeout.count()),
+      interval_start_ns_(engine->start_mono_ns_),
+      next_sample_ns_(engine->start_mono_ns_ + kSampleNs),
+      last_sample_ns_(engine->start_mono_ns_) {}
+
+Worker::~Worker() {
+  for (Conn& c : conns_) {
+    if (c.fd >= 0) ::close(c.fd);
+  }
+  if (epfd_ >= 0) ::close(epfd_);
+  if (wakefd_ >= 0) ::close(wakefd_);
+}
+
+Status Worker::Init() {
+  epfd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (epfd_ < 0) return Status::IoError(std::string("epoll_create1: ") + std::strerror(errno));
+  wakefd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wakefd_ < 0) return Status::IoError(std::string("eventfd: ") + std::strerror(errno));
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = nullptr;
+  if (epoll_ctl(epfd_, EPOLL_CTL_ADD, wakefd_, &ev) != 0) return Status::IoError(std::string("epoll_ctl: ") + std::strerror(errno));
+  buf_ = std::make_unique<char[]>(kBufSize);
+  if (opt_.rate > 0) {
+    slot_ns_ = static_cast<int64_t>(std::llround(1e9 / opt_.rate));
+    conn_period_ns_ = static_cast<int64_t>(std::llround(1e9 * opt_.connections / opt_.rate));
+  }
+  for (uint32_t i = 0; i < conns_.size(); ++i) {
+    Conn& c = conns_[i];
+    c.id = first_conn_ + i;
+    if (opt_.pipeline > 1) c.batch = std::make_unique<uint32_t[]>(opt_.pipeline);
+    // Constant rate: connection g sends at start + g/R, then every C/R.
+    if (opt_.rate > 0) c.next_intended_ns = start_ns_ + static_cast<int64_t>(c.id) * slot_ns_;
+  }
+  return Status::Ok();
+}
+
+void Worker::Wake() {
+  const uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = ::write(wakefd_, &one, sizeof one);
+}
+
+// ---------------------------------------------------------------------------
+// Connection life cycle
+
+void Worker::SetState(Conn& c, State s) {
+  const bool was_open = c.state == State::kIdle || c.state == State::kBusy;
+  const bool is_open = s == State::kIdle || s == State::kBusy;
+  if (was_open && !is_open) --open_;
+  if (!was_open && is_open && ++open_ > peak_open_) peak_open_ = open_;
+  if (c.state == State::kBusy) --in_flight_;
+  if (s == State::kBusy) ++in_flight_;
+  c.state = s;
+}
+
+void Worker::StartConnect(Conn& c, int64_t now) {
+  const SocketAddress& addr = opt_.addresses.front();
+  const int fd = ::socket(addr.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
+  if (fd < 0) {
+    Fail(c, Why::kConnect, now);
+    return;
+  }
+  const int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  c.fd = fd;
+  c.sent_ns = now;  // connect start, for the connect time
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+  ev.data.ptr = &c;
+  if (epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    Fail(c, Why::kConnect, now);
+    return;
+  }
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr.storage), addr.length) == 0) {
+    OnConnected(c, now);
+    return;
+  }
+  if (errno == EINPROGRESS) {
+    SetState(c, State::kConnecting);
+    FifoPush(c, now + timeout_ns_);
+    return;
+  }
+  Fail(c, errno == EADDRNOTAVAIL ? Why::kPortExhaustion : Why::kConnect, now);
+}
+
+void Worker::OnConnected(Conn& c, int64_t now) {
+  FifoRemove(c);
+  SetState(c, State::kIdle);
+  if (!draining_) {
+    ++cur_.counters.connects;
+    cur_.counters.connect_time_us += static_cast<uint64_t>((now - c.sent_ns) / 1000);
+  }
+  MaybeSend(c, now);
+}
+
+void Worker::Close(Conn& c) {
+  if (c.fd >= 0) {
+    ::close(c.fd);  // also removes it from the epoll set
+    c.fd = -1;
+  }
+  FifoRemove(c);
+  ++c.timer_gen;
+  SetState(c, State::kClosed);
+  c.pending = 0;
+  c.write_off = c.write_len = 0;
+}
+
+void Worker::Fail(Conn& c, Why why, int64_t now) {
+  if (draining_) {
+    if (c.state == State::kBusy && c.write_off == c.write_len) abandoned_ += c.pending;
+    Close(c);
+    return;
+  }
+  ErrorCounts& e = cur_.counters.errors;
+  switch (why) {
+    case Why::kConnect: ++e.connect; break;
+    case Why::kRead: ++e.read; break;
+    case Why::kWrite: ++e.write; break;
+    case Why::kTimeout: ++e.timeout; break;
+    case Why::kPortExhaustion: ++e.port_exhaustion; break;
+    case Why::kServerClosed:
+    case Why::kDone: break;
+  }
+  Close(c);
+  ScheduleReconnect(c, now, true);
+}
+
+void Worker::ScheduleReconnect(Conn& c, int64_t now, bool after_failure) {
+  if (draining_) return;
+  if (after_failure) ++c.failures;
+  // The first reconnect after a failure is immediate (as wrk); repeated
+  // failures back off exponentially up to 1 s, with jitter so that
+  // thousands of connections do not retry in lockstep.
+  if (c.failures < 2) {
+    StartConnect(c, now);
+    return;
+  }
+  const uint32_t doublings = std::min<uint32_t>(c.failures - 2, 10);
+  const int64_t backoff = std::min(kMaxBackoffNs, kFirstBackoffNs << doublings);
+  const uint64_t h = (uint64_t{c.id} * 0x9E3779B97F4A7C15ull) ^ (uint64_t{c.failures} * 0xC2B2AE3D27D4EB4Full);
+  const int64_t delay = backoff / 2 + static_cast<int64_t>(h % static_cast<uint64_t>(backoff / 2 + 1));
+  ArmTimer(c, now + delay);
+}
+
+void Worker::ArmTimer(Conn& c, int64_t at_ns) {
+  heap_.push_back(Timer{at_ns, &c, c.timer_gen});
+  std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+}
+
+// ---------------------------------------------------------------------------
+// Requests and responses
+
+void Worker::MaybeSend(Conn& c, int64_t now) {
+  if (draining_) {
+    Close(c);
+    return;
+  }
+  if (!started_) return;  // sent when the load starts
+  int64_t intended = now;
+  if (opt_.rate > 0) {
+    if (c.next_intended_ns > now) {
+      ArmTimer(c, c.next_intended_ns);
+      return;
+    }
+    intended = c.next_intended_ns;
+    c.next_intended_ns += conn_period_ns_;
+  }
+  Send(c, now, intended);
+}
+
+bool Worker::BatchHead(const Conn& c, uint16_t i) const {
+  return opt_.requests[opt_.pipeline == 1 ? c.req : c.batch[i]].head;
+}
+
+void Worker::Send(Conn& c, int64_t now, int64_t intended) {
+  const uint32_t depth = opt_.pipeline;
+  uint32_t len = 0;
+  if (depth == 1) {
+    c.req = schedule_.Next();
+    len = static_cast<uint32_t>(opt_.requests[c.req].bytes.size());
+  } else {
+    for (uint32_t i = 0; i < depth; ++i) {
+      c.batch[i] = schedule_.Next();
+      len += static_cast<uint32_t>(opt_.requests[c.batch[i]].bytes.size());
+    }
+  }
+  c.parser.Reset(BatchHead(c, 0));
+  c.pending = static_cast<uint16_t>(depth);
+  c.answered = 0;
+  c.write_off = 0;
+  c.write_len = len;
+  c.sent_ns = now;
+  c.intended_ns = intended;
+  SetState(c, State::kBusy);
+  FifoPush(c, now + timeout_ns_);
+  ContinueWrite(c, now);
+}
+
+void Worker::ContinueWrite(Conn& c, int64_t now) {
+  ssize_t n;
+  if (opt_.pipeline == 1) {
+    const std::string& bytes = opt_.requests[c.req].bytes;
+    n = ::send(c.fd, bytes.data() + c.write_off, c.write_len - c.write_off, MSG_NOSIGNAL);
+  } else {
+    iovec iov[kMaxIov];
+    uint32_t count = 0;
+    uint32_t skip = c.write_off;
+    for (uint32_t i = 0; i < opt_.pipeline && count < kMaxIov; ++i) {
+      const std::string& bytes = opt_.requests[c.batch[i]].bytes;
+      if (skip >= bytes.size()) {
+        skip -= static_cast<uint32_t>(bytes.size());
+        continue;
+      }
+      iov[count].iov_base = const_cast<char*>(bytes.data() + skip);
+      iov[count].iov_len = bytes.size() - skip;
+      skip = 0;
+      ++count;
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = count;
+    n = ::sendmsg(c.fd, &msg, MSG_NOSIGNAL);
+  }
+  if (n >= 0) {
+    c.write_off += static_cast<uint32_t>(n);
+    if (!draining_) cur_.counters.bytes_written += static_cast<uint64_t>(n);
+    return;  // a short write resumes on EPOLLOUT
+  }
+  if (errno == EAGAIN || errno == EINTR) return;
+  Fail(c, Why::kWrite, now);
+}
+
+void Worker::OnEvent(Conn& c, uint32_t events) {
+  const uint32_t gen = c.timer_gen;
+  if (c.state == State::kConnecting) {
+    if (events & (EPOLLERR | EPOLLHUP)) {
+      int err = 0;
+      socklen_t len = sizeof err;
+      getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+      Fail(c, err == EADDRNOTAVAIL ? Why::kPortExhaustion : Why::kConnect, NowNs());
+      return;
+    }
+    if (!(events & EPOLLOUT)) return;
+    OnConnected(c, NowNs());
+    if (c.timer_gen != gen) return;
+  }
+  if (c.fd < 0) return;
+  if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+    Read(c, events);
+    if (c.timer_gen != gen) return;
+  }
+  if ((events & EPOLLOUT) && c.state == State::kBusy && c.write_off < c.write_len) ContinueWrite(c, NowNs());
+}
+
+void Worker::Read(Conn& c, uint32_t events) {
+  char* const buf = buf_.get();
+  for (;;) {
+    const ssize_t n = ::recv(c.fd, buf, kBufSize, 0);
+    if (n > 0) {
+      if (!draining_) cur_.counters.bytes_read += static_cast<uint64_t>(n);
+      if (!OnBytes(c, buf, static_cast<size_t>(n))) return;
+      // A short read drained the socket; edge-triggered epoll reports new
+      // data with a new event. After RDHUP, read on to see the end of file.
+      if (static_cast<size_t>(n) < kBufSize && !(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) return;
+      continue;
+    }
+    if (n == 0) {
+      OnEof(c);
+      return;
+    }
+    if (errno == EAGAIN) return;
+    if (errno == EINTR) continue;
+    Fail(c, Why::kRead, NowNs());
+    return;
+  }
+}
+
+bool Worker::OnBytes(Conn& c, const char* data, size_t len) {
+  const uint32_t gen = c.timer_gen;
+  while (len > 0) {
+    if (c.state != State::kBusy) {
+      Fail(c, Why::kRead, NowNs());  // bytes nobody asked for
+      return false;
+    }
+    size_t used = 0;
+    const ResponseParser::Outcome o = c.parser.Feed(data, len, &used);
+    if (o == ResponseParser::Outcome::kNeedMore) return true;
+    if (o == ResponseParser::Outcome::kError) {
+      Fail(c, Why::kRead, NowNs());
+      return false;
+    }
+    data += used;
+    len -= used;
+    const int64_t now = NowNs();
+    if (!OnResponse(c, now)) return false;
+    if (c.timer_gen != gen) return false;
+    if (c.state == State::kIdle) {
+      if (len > 0) {
+        Fail(c, Why::kRead, now);  // more bytes than the responses we asked for
+        return false;
+      }
+      MaybeSend(c, now);
+      return c.timer_gen == gen;
+    }
+  }
+  return true;
+}
+
+bool Worker::OnResponse(Conn& c, int64_t now) {
+  const int status = c.parser.status();
+  const bool keep = c.parser.keep_alive();
+  --c.pending;
+  ++c.answered;
+  if (draining_) {
+    ++drained_;
+  } else {
+    Counters& k = cur_.counters;
+    ++k.requests;
+    ++sample_requests_;
+    const int cls = status / 100;
+    ++k.status_classes[cls >= 1 && cls <= 5 ? cls : 0];
+    if (status > 399) ++k.errors.status;
+    const int64_t latency_us = (now - c.sent_ns) / 1000;
+    if (opt_.rate > 0) {
+      cur_.latency.Record((now - c.intended_ns) / 1000);
+      cur_.uncorrected.Record(latency_us);
+    } else {
+      cur_.latency.Record(latency_us);
+    }
+  }
+  c.failures = 0;
+  if (c.pending > 0) {
+    if (!keep) {
+      Fail(c, Why::kRead, now);  // the server closes with pipelined requests unanswered
+      return false;
+    }
+    c.parser.Reset(BatchHead(c, c.answered));
+    return true;
+  }
+  FifoRemove(c);
+  SetState(c, State::kIdle);
+  if (!keep || !opt_.keep_alive) {
+    if (!keep && opt_.keep_alive && !draining_) ++cur_.counters.closes_by_server;
+    Close(c);
+    ScheduleReconnect(c, now, false);
+    return false;
+  }
+  return true;
+}
+
+void Worker::OnEof(Conn& c) {
+  const int64_t now = NowNs();
+  if (c.state == State::kBusy) {
+    if (c.parser.FeedEof() == ResponseParser::Outcome::kComplete) {
+      if (OnResponse(c, now) && c.state == State::kIdle) {
+        Close(c);  // the connection is gone whatever the headers said
+        ScheduleReconnect(c, now, false);
+      } else if (c.state == State::kBusy) {
+        Fail(c, Why::kRead, now);
+      }
+      return;
+    }
+    Fail(c, Why::kRead, now);  // cut short, or no answer at all
+    return;
+  }
+  // The server closed an idle keep-alive connection. Not an error, but it
+  // counts towards backoff so that a server that closes every connection at
+  // once is not hammered in a loop.
+  if (!draining_) ++cur_.counters.closes_by_server;
+  Close(c);
+  ScheduleReconnect(c, now, true);
+}
+
+// ---------------------------------------------------------------------------
+// Timers
+
+void Worker::FifoPush(Conn& c, int64_t deadline) {
+  if (c.in_fifo) FifoRemove(c);
+  c.deadline_ns = deadline;
+  c.prev = fifo_tail_;
+  c.next = nullptr;
+  if (fifo_tail_ != nullptr) fifo_tail_->next = &c;
+  else fifo_head_ = &c;
+  fifo_tail_ = &c;
+  c.in_fifo = true;
+}
+
+void Worker::FifoRemove(Conn& c) {
+  if (!c.in_fifo) return;
+  if (c.prev != nullptr) c.prev->next = c.next;
+  else fifo_head_ = c.next;
+  if (c.next != nullptr) c.next->prev = c.prev;
+  else fifo_tail_ = c.prev;
+  c.prev = c.next = nullptr;
+  c.in_fifo = false;
+}
+
+void Worker::ExpireTimeouts(int64_t now) {
+  while (fifo_head_ != nullptr && fifo_head_->deadline_ns <= now) {
+    Conn& c = *fifo_head_;
+    FifoRemove(c);
+    Fail(c, c.state == State::kConnecting ? Why::kConnect : Why::kTimeout, now);
+  }
+}
+
+void Worker::RunTimers(int64_t now) {
+  while (!heap_.empty() && heap_.front().at_ns <= now) {
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+    const Timer t = heap_.back();
+    heap_.pop_back();
+    Conn& c = *t.conn;
+    if (t.gen != c.timer_gen) continue;
+    if (c.state == State::kClosed) StartConnect(c, NowNs());
+    else if (c.state == State::kIdle) MaybeSend(c, NowNs());
+  }
+}
+
+void Worker::SampleRate(int64_t now) {
+  if (now < next_sample_ns_) return;
+  if (sample_requests_ > 0) {
+    const double elapsed = static_cast<double>(now - last_sample_ns_) / 1e9;
+    cur_.rate_samples.push_back(static_cast<double>(sample_requests_) / elapsed);
+    sample_requests_ = 0;
+  }
+  last_sample_ns_ = now;
+  next_sample_ns_ = now + kSampleNs;
+}
+
+void Worker::CrossBoundaries(int64_t now) {
+  const auto& bounds = engine_->boundaries_;
+  while (boundary_ < bounds.size() && now >= start_ns_ + bounds[boundary_].at_ns) {
+    const Engine::Boundary& b = bounds[boundary_];
+    engine_->Deliver(boundary_, index_, std::move(cur_), open_, b.at_ns, b.last);
+    cur_ = IntervalStats();
+    ++boundary_;
+    if (b.last) {
+      BeginDrain(now);
+      return;
+    }
+  }
+}
+
+void Worker::BeginDrain(int64_t now) {
+  draining_ = true;
+  drain_deadline_ns_ = now + timeout_ns_;
+  heap_.clear();
+  for (Conn& c : conns_) {
+    if (c.state != State::kBusy) Close(c);
+  }
+}
+
+int64_t Worker::NextDeadline(int64_t now) const {
+  (void)now;
+  int64_t d = INT64_MAX;
+  if (!started_) {
+    d = start_ns_;
+  } else if (!draining_) {
+    d = std::min(d, start_ns_ + engine_->boundaries_[boundary_].at_ns);
+    d = std::min(d, next_sample_ns_);
+  }
+  if (draining_) d = std::min(d, drain_deadline_ns_);
+  if (fifo_head_ != nullptr) d = std::min(d, fifo_head_->deadline_ns);
+  if (!heap_.empty()) d = std::min(d, heap_.front().at_ns);
+  return d;
+}
+
+void Worker::Wait(int64_t deadline, int64_t now) {
+  epoll_event events[kMaxEvents];
+  int n;
+  if (have_pwait2_) {
+    timespec ts{};
+    timespec* tsp = nullptr;
+    if (deadline != INT64_MAX) {
+      const int64_t delta = std::max<int64_t>(0, deadline - now);
+      ts.tv_sec = delta / 1'000'000'000;
+      ts.tv_nsec = delta % 1'000'000'000;
+      tsp = &ts;
+    }
+    n = epoll_pwait2(epfd_, events, kMaxEvents, tsp, nullptr);
+    if (n < 0 && errno == ENOSYS) {
+      have_pwait2_ = false;  // old kernel or a seccomp profile without it
+      return;
+    }
+  } else {
+    int ms = -1;
+    if (deadline != INT64_MAX) {
+      const int64_t delta = std::max<int64_t>(0, deadline - now);
+      ms = static_cast<int>(std::min<int64_t>(INT_MAX, (delta + 999'999) / 1'000'000));
+    }
+    n = epoll_wait(epfd_, events, kMaxEvents, ms);
+  }
+  if (n < 0) return;  // EINTR
+  for (int i = 0; i < n; ++i) {
+    if (events[i].data.ptr == nullptr) {
+      uint64_t drain;
+      [[maybe_unused]] const ssize_t r = ::read(wakefd_, &drain, sizeof drain);
+      continue;
+    }
+    OnEvent(*static_cast<Conn*>(events[i].data.ptr), events[i].events);
+  }
+}
+
+// ---------------------------------------------------------------------------
+
+void Worker::Run() {
+  if (!opt_.cpus.empty()) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(opt_.cpus[index_ % opt_.cpus.size()], &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  }
+  int64_t now = NowNs();
+  for (Conn& c : conns_) StartConnect(c, now);
+  for (;;) {
+    now = NowNs();
+    if (!draining_) {
+      if (engine_->stop_.load(std::memory_order_relaxed)) {
+        const size_t k = std::min(boundary_, engine_->boundaries_.size() - 1);
+        engine_->Deliver(k, index_, std::move(cur_), open_, std::max<int64_t>(0, now - start_ns_), true);
+        cur_ = IntervalStats();
+        BeginDrain(now);
+      } else if (!started_ && now >= start_ns_) {
+        started_ = true;
+        for (Conn& c : conns_) {
+          if (c.state == State::kIdle) MaybeSend(c, now);
+        }
+      }
+      if (started_ && !draining_) {
+        SampleRate(now);
+        CrossBoundaries(now);
+      }
+    }
+    ExpireTimeouts(now);
+    RunTimers(now);
+    if (draining_ && (in_flight_ == 0 || now >= drain_deadline_ns_)) break;
+    Wait(NextDeadline(now), now);
+  }
+  for (Conn& c : conns_) {
+    if (c.state == State::kBusy && c.write_off == c.write_len) abandoned_ += c.pending;
+    Close(c);
+  }
+}
+
+}  // namespace fairbench::agent

@@ -1,0 +1,152 @@
+// Worker: one load thread — an epoll set, its share of the connections, its
+// own counters and histograms.
+//
+// The loop waits with nanosecond deadlines (epoll_pwait2) for the earliest
+// of: socket readiness, a request timeout (an intrusive FIFO: every request
+// has the same timeout, so the oldest is always at the head), a timer on the
+// heap (a reconnect after backoff, or the next scheduled send at a constant
+// rate), a 100 ms rate sample, or an interval boundary.
+//
+// Per request on a keep-alive connection the loop makes one send and one
+// recv: a socket is registered once, edge-triggered for IN|OUT|RDHUP; the
+// next request is written as soon as the previous response is parsed;
+// EPOLLOUT matters only after a short write; a read shorter than the buffer
+// means the socket is drained.
+//
+// Only the engine's Stop (via Wake) and the once-per-interval Deliver touch
+// anything shared.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "agent/engine.h"
+#include "agent/response_parser.h"
+
+namespace fairbench::agent {
+
+class Worker {
+ public:
+  Worker(Engine* engine, uint32_t index, uint32_t first_connection, uint32_t connections);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  Status Init();
+  void Run();
+  // Wakes the loop from another thread (used by Engine::Stop).
+  void Wake();
+
+  uint64_t drained() const { return drained_; }
+  uint64_t abandoned() const { return abandoned_; }
+  uint32_t peak_open() const { return peak_open_; }
+  uint32_t connections() const { return static_cast<uint32_t>(conns_.size()); }
+
+ private:
+  enum class State : uint8_t { kClosed, kConnecting, kIdle, kBusy };
+  enum class Why : uint8_t { kConnect, kRead, kWrite, kTimeout, kPortExhaustion, kServerClosed, kDone };
+
+  struct Conn {
+    int fd = -1;
+    State state = State::kClosed;
+    bool in_fifo = false;
+    uint16_t pending = 0;    // responses still expected for the batch in flight
+    uint16_t answered = 0;   // responses of the batch already parsed
+    uint32_t id = 0;         // global connection number
+    uint32_t req = 0;        // request index (batch of one)
+    uint32_t write_off = 0;  // bytes of the batch written so far
+    uint32_t write_len = 0;  // bytes of the batch
+    uint32_t failures = 0;   // consecutive failures since the last good response
+    uint32_t timer_gen = 0;  // invalidates heap entries
+    ResponseParser parser;
+    int64_t sent_ns = 0;           // first byte of the batch written
+    int64_t intended_ns = 0;       // constant rate: when it should have been sent
+    int64_t next_intended_ns = 0;  // constant rate: the next slot of this connection
+    int64_t deadline_ns = 0;       // FIFO: connect or response deadline
+    Conn* prev = nullptr;
+    Conn* next = nullptr;
+    std::unique_ptr<uint32_t[]> batch;  // pipelining: request index of each response
+  };
+
+  struct Timer {
+    int64_t at_ns;
+    Conn* conn;
+    uint32_t gen;
+    bool operator>(const Timer& o) const { return at_ns > o.at_ns; }
+  };
+
+  // Connection life cycle.
+  void SetState(Conn& c, State s);
+  void StartConnect(Conn& c, int64_t now);
+  void OnConnected(Conn& c, int64_t now);
+  void Close(Conn& c);
+  void Fail(Conn& c, Why why, int64_t now);
+  void ScheduleReconnect(Conn& c, int64_t now, bool after_failure);
+  void ArmTimer(Conn& c, int64_t at_ns);
+
+  // Requests and responses.
+  void MaybeSend(Conn& c, int64_t now);
+  void Send(Conn& c, int64_t now, int64_t intended);
+  void ContinueWrite(Conn& c, int64_t now);
+  void OnEvent(Conn& c, uint32_t events);
+  void Read(Conn& c, uint32_t events);
+  // Returns false when the connection was closed while handling the bytes.
+  bool OnBytes(Conn& c, const char* data, size_t len);
+  // Returns false when the connection was closed (end of keep-alive, error).
+  bool OnResponse(Conn& c, int64_t now);
+  void OnEof(Conn& c);
+  bool BatchHead(const Conn& c, uint16_t i) const;
+
+  // Timers.
+  void FifoPush(Conn& c, int64_t deadline);
+  void FifoRemove(Conn& c);
+  void ExpireTimeouts(int64_t now);
+  void RunTimers(int64_t now);
+  void CrossBoundaries(int64_t now);
+  void BeginDrain(int64_t now);
+  void SampleRate(int64_t now);
+  int64_t NextDeadline(int64_t now) const;
+  void Wait(int64_t deadline, int64_t now);
+
+  Engine* const engine_;
+  const EngineOptions& opt_;
+  const uint32_t index_;
+  const uint32_t first_conn_;
+  std::vector<Conn> conns_;
+  RequestSchedule schedule_;
+
+  int epfd_ = -1;
+  int wakefd_ = -1;
+  bool have_pwait2_ = true;
+  std::unique_ptr<char[]> buf_;
+  static constexpr size_t kBufSize = 64 * 1024;
+
+  Conn* fifo_head_ = nullptr;
+  Conn* fifo_tail_ = nullptr;
+  std::vector<Timer> heap_;  // min-heap by at_ns
+
+  // Timing, all in CLOCK_MONOTONIC nanoseconds.
+  const int64_t start_ns_;     // load begins
+  int64_t timeout_ns_;
+  int64_t conn_period_ns_ = 0;  // constant rate: each connection's send period
+  int64_t slot_ns_ = 0;         // constant rate: spacing of consecutive connections
+  size_t boundary_ = 0;         // next boundary to cross
+  int64_t interval_start_ns_;
+  int64_t next_sample_ns_;
+  int64_t last_sample_ns_;
+  uint64_t sample_requests_ = 0;
+
+  bool started_ = false;
+  bool draining_ = false;
+  int64_t drain_deadline_ns_ = 0;
+  uint32_t in_flight_ = 0;  // connections with a batch in flight
+  uint32_t open_ = 0;       // established connections
+  uint32_t peak_open_ = 0;
+  uint64_t drained_ = 0;
+  uint64_t abandoned_ = 0;
+
+  IntervalStats cur_;
+};
+
+}  // namespace fairbench::agent
