@@ -1,0 +1,28 @@
+// Loopback ports for tests: find one that is free, wait until one accepts.
+//
+// FreeLoopbackPort() asks the kernel for an ephemeral port on 127.0.0.1 and
+// releases it at once, so another process may take it before the caller
+// binds: callers that can let the server pick (port 0) and report its port
+// should prefer that. Thread-safe (no shared state).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+
+namespace fairbench::testing {
+
+Result<uint16_t> FreeLoopbackPort();
+
+// Connects repeatedly until a TCP connection to host:port succeeds (then
+// closes it) or `timeout` passes (DeadlineExceeded). host is a numeric IPv4
+// or IPv6 address. Each successful probe is a real connection the server
+// sees (and counts, if it counts connections).
+Status WaitForPort(const std::string& host, uint16_t port, std::chrono::milliseconds timeout);
+
+// True if something accepts TCP connections on host:port right now.
+bool PortAccepts(const std::string& host, uint16_t port);
+
+}  // namespace fairbench::testing
