@@ -1,0 +1,19 @@
+#include "common/api/benchmark_run.h"
+
+#include "common/api/schema.h"
+
+namespace fairbench::api {
+
+const std::string& Request::EffectiveBody() const {
+  static const std::string kEmpty;
+  if (body.has_value()) return *body;
+  if (body_file.has_value()) return body_file_content;
+  return kEmpty;
+}
+
+std::string_view ToString(RunPhase v) { return schema::NameOf(v); }
+std::string_view ToString(Stage v) { return schema::NameOf(v); }
+std::string_view ToString(CellState v) { return schema::NameOf(v); }
+std::string_view ToString(ConditionStatus v) { return schema::NameOf(v); }
+
+}  // namespace fairbench::api

@@ -1,0 +1,103 @@
+#include "common/api/cells.h"
+
+namespace fairbench::api {
+namespace {
+
+const std::vector<int64_t>& Levels(const BenchmarkRunSpec& spec, const Scenario& scenario) {
+  return scenario.connections.empty() ? spec.load.connections : scenario.connections;
+}
+
+}  // namespace
+
+std::string Cell::Key() const {
+  return target + "/" + scenario + "/c" + std::to_string(connections) + "/r" + std::to_string(repetition);
+}
+
+bool Cell::Matches(const CellResult& r) const {
+  return r.target == target && r.scenario == scenario && r.connections == connections &&
+         r.repetition == repetition;
+}
+
+std::vector<Cell> ExpandCells(const BenchmarkRunSpec& spec) {
+  std::vector<Cell> cells;
+  cells.reserve(CountCells(spec));
+  for (size_t t = 0; t < spec.targets.size(); ++t) {
+    for (size_t s = 0; s < spec.scenarios.size(); ++s) {
+      const Scenario& scenario = spec.scenarios[s];
+      for (const int64_t connections : Levels(spec, scenario)) {
+        for (int32_t r = 1; r <= spec.repetitions; ++r) {
+          Cell c;
+          c.index = cells.size();
+          c.target_index = t;
+          c.scenario_index = s;
+          c.target = spec.targets[t].name;
+          c.scenario = scenario.name;
+          c.connections = connections;
+          c.repetition = r;
+          cells.push_back(std::move(c));
+        }
+      }
+    }
+  }
+  return cells;
+}
+
+size_t CountCells(const BenchmarkRunSpec& spec) {
+  size_t per_target = 0;
+  for (const Scenario& s : spec.scenarios) per_target += Levels(spec, s).size();
+  const size_t repetitions = spec.repetitions > 0 ? static_cast<size_t>(spec.repetitions) : 0;
+  return spec.targets.size() * per_target * repetitions;
+}
+
+ScenarioSettings EffectiveSettings(const BenchmarkRunSpec& spec, const Scenario& scenario) {
+  ScenarioSettings s;
+  if (scenario.request) {
+    s.requests.push_back(WeightedRequest{*scenario.request, 1});
+  } else {
+    s.requests = scenario.requests;
+  }
+  s.expect = scenario.expect;
+  s.connections = Levels(spec, scenario);
+  s.duration = scenario.duration.value_or(spec.load.duration);
+  s.warmup = spec.load.warmup;
+  s.timeout = spec.load.timeout;
+  s.cooldown = spec.cooldown;
+  s.threads = spec.load.threads;
+  s.pipeline = spec.load.pipeline;
+  s.agents = spec.load.agents;
+  s.keep_alive = spec.load.keep_alive;
+  s.rate = spec.load.rate;
+  return s;
+}
+
+std::vector<int64_t> SplitEvenly(int64_t total, int32_t parts) {
+  if (parts <= 0) return {};
+  std::vector<int64_t> out(static_cast<size_t>(parts), total / parts);
+  const int64_t rest = total % parts;
+  for (int64_t i = 0; i < rest; ++i) ++out[static_cast<size_t>(i)];
+  return out;
+}
+
+std::string SubstitutePort(std::string_view text, int32_t port) {
+  static constexpr std::string_view kPlaceholder = "{port}";
+  std::string out;
+  size_t start = 0;
+  while (true) {
+    const size_t at = text.find(kPlaceholder, start);
+    if (at == std::string_view::npos) break;
+    out.append(text.substr(start, at - start));
+    out += std::to_string(port);
+    start = at + kPlaceholder.size();
+  }
+  out.append(text.substr(start));
+  return out;
+}
+
+const CellResult* FindResult(const BenchmarkRunStatus& status, const Cell& cell) {
+  for (const CellResult& r : status.results) {
+    if (cell.Matches(r)) return &r;
+  }
+  return nullptr;
+}
+
+}  // namespace fairbench::api

@@ -1,0 +1,74 @@
+// Cells: the units of work a BenchmarkRun expands into, and the settings
+// that apply to each.
+//
+// A cell is (target, scenario, connection level, repetition). ExpandCells
+// lists them in run order — target outermost (a target is deployed once for
+// all its cells), then scenario in spec order, then connection level in the
+// order written, then repetition innermost. The orchestrator runs them in
+// this order and resumes at the first cell without a result; reports use
+// the same order. EffectiveSettings resolves a scenario's overrides against
+// spec.load, so nothing downstream re-implements "scenario value, else load
+// value".
+//
+// Pure functions over the model; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/api/benchmark_run.h"
+
+namespace fairbench::api {
+
+struct Cell {
+  size_t index = 0;  // position in run order, 0-based
+  size_t target_index = 0;
+  size_t scenario_index = 0;
+  std::string target;
+  std::string scenario;
+  int64_t connections = 0;
+  int32_t repetition = 1;  // 1-based, as in status.results
+
+  // "drogon/hello/c1000/r1": stable across restarts, for logs and file names.
+  std::string Key() const;
+  bool Matches(const CellResult& result) const;
+  friend bool operator==(const Cell&, const Cell&) = default;
+};
+
+std::vector<Cell> ExpandCells(const BenchmarkRunSpec& spec);
+// ExpandCells(spec).size(), without building the list.
+size_t CountCells(const BenchmarkRunSpec& spec);
+
+// Everything one scenario runs with, overrides resolved.
+struct ScenarioSettings {
+  std::vector<WeightedRequest> requests;  // `request` becomes one entry of weight 1
+  Expect expect;
+  std::vector<int64_t> connections;  // levels
+  Duration duration{};
+  Duration warmup{};
+  Duration timeout{};
+  Duration cooldown{};
+  int32_t threads = 0;  // per agent
+  int32_t pipeline = 0;
+  int32_t agents = 0;
+  bool keep_alive = true;
+  int64_t rate = 0;  // over all agents; 0: closed loop
+  friend bool operator==(const ScenarioSettings&, const ScenarioSettings&) = default;
+};
+
+ScenarioSettings EffectiveSettings(const BenchmarkRunSpec& spec, const Scenario& scenario);
+
+// `total` over `parts` as evenly as possible, larger shares first:
+// (10, 3) → {4, 3, 3}. How connections and rate are spread over agents.
+std::vector<int64_t> SplitEvenly(int64_t total, int32_t parts);
+
+// Replaces every "{port}" in `text` (local.command, local.env values).
+std::string SubstitutePort(std::string_view text, int32_t port);
+
+// The result recorded for `cell`, or nullptr.
+const CellResult* FindResult(const BenchmarkRunStatus& status, const Cell& cell);
+
+}  // namespace fairbench::api

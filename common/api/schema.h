@@ -1,0 +1,345 @@
+// The schema of BenchmarkRun: every API field name and enum spelling, in one
+// place.
+//
+// Each Describe(v, x) lists the fields of one struct in their canonical
+// order, binding a name to a member. A visitor walks them: the decoder
+// (Node → struct, codec.cc), the encoder (struct → Node, codec.cc) and the
+// path index that gives validation its field paths (validate.cc). Renaming a
+// field here renames it everywhere, and the order here is the order of
+// encoded output and of error reports.
+//
+// The visitor interface:
+//   v.Field(std::string_view name, Member& m, unsigned flags = 0)
+// where `m` is const when encoding. Describe may call Describe of another
+// struct on the same visitor to inline its fields (WeightedRequest inlines
+// Request). Internal to fairbench_api.
+#pragma once
+
+#include <array>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "common/api/benchmark_run.h"
+
+namespace fairbench::api::schema {
+
+// Field flags.
+inline constexpr unsigned kOmitZero = 1;  // encode a number/boolean only when non-zero/true
+inline constexpr unsigned kCount = 2;     // an integer that may be written "10k" (ParseCount)
+
+template <typename S, typename T>
+concept Is = std::is_same_v<std::remove_const_t<S>, T>;
+
+template <typename V, typename S>
+  requires Is<S, BenchmarkRun>
+void Describe(V& v, S& s) {
+  v.Field("apiVersion", s.api_version);
+  v.Field("kind", s.kind);
+  v.Field("metadata", s.metadata);
+  v.Field("spec", s.spec);
+  v.Field("status", s.status);
+}
+
+template <typename V, typename S>
+  requires Is<S, ObjectMeta>
+void Describe(V& v, S& s) {
+  v.Field("name", s.name);
+  v.Field("namespace", s.namespace_);
+  v.Field("labels", s.labels);
+  v.Field("annotations", s.annotations);
+  v.Field("uid", s.uid);
+  v.Field("resourceVersion", s.resource_version);
+  v.Field("generation", s.generation, kOmitZero);
+  v.Field("creationTimestamp", s.creation_timestamp);
+}
+
+// ------------------------------------------------------------------ spec
+
+template <typename V, typename S>
+  requires Is<S, BenchmarkRunSpec>
+void Describe(V& v, S& s) {
+  v.Field("targets", s.targets);
+  v.Field("scenarios", s.scenarios);
+  v.Field("load", s.load);
+  v.Field("placement", s.placement);
+  v.Field("local", s.local);
+  v.Field("repetitions", s.repetitions);
+  v.Field("cooldown", s.cooldown);
+}
+
+template <typename V, typename S>
+  requires Is<S, Target>
+void Describe(V& v, S& s) {
+  v.Field("name", s.name);
+  v.Field("image", s.image);
+  v.Field("port", s.port);
+  v.Field("resources", s.resources);
+  v.Field("nofile", s.nofile);
+  v.Field("env", s.env);
+  v.Field("local", s.local);
+}
+
+template <typename V, typename S>
+  requires Is<S, Resources>
+void Describe(V& v, S& s) {
+  v.Field("cpu", s.cpu);
+  v.Field("memory", s.memory);
+}
+
+template <typename V, typename S>
+  requires Is<S, LocalProcess>
+void Describe(V& v, S& s) {
+  v.Field("command", s.command);
+  v.Field("env", s.env);
+  v.Field("workingDir", s.working_dir);
+  v.Field("readyPath", s.ready_path);
+  v.Field("readyTimeout", s.ready_timeout);
+}
+
+template <typename V, typename S>
+  requires Is<S, Scenario>
+void Describe(V& v, S& s) {
+  v.Field("name", s.name);
+  v.Field("request", s.request);
+  v.Field("requests", s.requests);
+  v.Field("expect", s.expect);
+  v.Field("connections", s.connections, kCount);
+  v.Field("duration", s.duration);
+}
+
+template <typename V, typename S>
+  requires Is<S, Request>
+void Describe(V& v, S& s) {
+  v.Field("method", s.method);
+  v.Field("path", s.path);
+  v.Field("headers", s.headers);
+  v.Field("body", s.body);
+  v.Field("bodyFile", s.body_file);
+}
+
+template <typename V, typename S>
+  requires Is<S, WeightedRequest>
+void Describe(V& v, S& s) {
+  Describe(v, s.request);  // inlined: {method, path, …, weight}
+  v.Field("weight", s.weight);
+}
+
+template <typename V, typename S>
+  requires Is<S, Expect>
+void Describe(V& v, S& s) {
+  v.Field("status", s.status);
+  v.Field("body", s.body);
+  v.Field("json", s.json);
+  v.Field("contentType", s.content_type);
+}
+
+template <typename V, typename S>
+  requires Is<S, Load>
+void Describe(V& v, S& s) {
+  v.Field("threads", s.threads);
+  v.Field("connections", s.connections, kCount);
+  v.Field("duration", s.duration);
+  v.Field("warmup", s.warmup);
+  v.Field("timeout", s.timeout);
+  v.Field("keepAlive", s.keep_alive);
+  v.Field("pipeline", s.pipeline);
+  v.Field("rate", s.rate, kOmitZero | kCount);
+  v.Field("agents", s.agents);
+}
+
+template <typename V, typename S>
+  requires Is<S, Placement>
+void Describe(V& v, S& s) {
+  v.Field("target", s.target);
+  v.Field("agents", s.agents);
+}
+
+template <typename V, typename S>
+  requires Is<S, NodePlacement>
+void Describe(V& v, S& s) {
+  v.Field("nodeName", s.node_name);
+  v.Field("nodeSelector", s.node_selector);
+  v.Field("tolerations", s.tolerations);
+}
+
+template <typename V, typename S>
+  requires Is<S, Toleration>
+void Describe(V& v, S& s) {
+  v.Field("key", s.key);
+  v.Field("operator", s.operator_);
+  v.Field("value", s.value);
+  v.Field("effect", s.effect);
+  v.Field("tolerationSeconds", s.toleration_seconds);
+}
+
+template <typename V, typename S>
+  requires Is<S, LocalPlacement>
+void Describe(V& v, S& s) {
+  v.Field("targetCpus", s.target_cpus);
+  v.Field("agentCpus", s.agent_cpus);
+}
+
+// ------------------------------------------------------------------ status
+
+template <typename V, typename S>
+  requires Is<S, BenchmarkRunStatus>
+void Describe(V& v, S& s) {
+  v.Field("phase", s.phase);
+  v.Field("observedGeneration", s.observed_generation, kOmitZero);
+  v.Field("current", s.current);
+  v.Field("progress", s.progress);
+  v.Field("completedCells", s.progress.completed, kOmitZero);
+  v.Field("totalCells", s.progress.total, kOmitZero);
+  v.Field("startTime", s.start_time);
+  v.Field("completionTime", s.completion_time);
+  v.Field("results", s.results);
+  v.Field("conditions", s.conditions);
+}
+
+template <typename V, typename S>
+  requires Is<S, CurrentCell>
+void Describe(V& v, S& s) {
+  v.Field("target", s.target);
+  v.Field("scenario", s.scenario);
+  v.Field("connections", s.connections, kOmitZero);
+  v.Field("repetition", s.repetition, kOmitZero);
+  v.Field("stage", s.stage);
+}
+
+template <typename V, typename S>
+  requires Is<S, CellResult>
+void Describe(V& v, S& s) {
+  v.Field("target", s.target);
+  v.Field("scenario", s.scenario);
+  v.Field("connections", s.connections);
+  v.Field("repetition", s.repetition);
+  v.Field("state", s.state);
+  v.Field("reason", s.reason);
+  v.Field("message", s.message);
+  v.Field("requestsPerSecond", s.requests_per_second, kOmitZero);
+  v.Field("latency", s.latency);
+  v.Field("errors", s.errors);
+  v.Field("statusClasses", s.status_classes);
+  v.Field("requests", s.requests, kOmitZero);
+  v.Field("bytes", s.bytes, kOmitZero);
+  v.Field("bytesPerResponse", s.bytes_per_response, kOmitZero);
+  v.Field("transferPerSecond", s.transfer_per_second, kOmitZero);
+  v.Field("memoryIdle", s.memory_idle);
+  v.Field("memoryLoaded", s.memory_loaded);
+  v.Field("targetCpu", s.target_cpu);
+  v.Field("agentCpu", s.agent_cpu);
+  v.Field("startTime", s.start_time);
+  v.Field("endTime", s.end_time);
+}
+
+template <typename V, typename S>
+  requires Is<S, Latency>
+void Describe(V& v, S& s) {
+  v.Field("mean", s.mean, kOmitZero);
+  v.Field("stdev", s.stdev, kOmitZero);
+  v.Field("max", s.max, kOmitZero);
+  v.Field("p50", s.p50, kOmitZero);
+  v.Field("p75", s.p75, kOmitZero);
+  v.Field("p90", s.p90, kOmitZero);
+  v.Field("p99", s.p99, kOmitZero);
+  v.Field("p999", s.p999, kOmitZero);
+  v.Field("p9999", s.p9999, kOmitZero);
+}
+
+template <typename V, typename S>
+  requires Is<S, ErrorCounts>
+void Describe(V& v, S& s) {
+  v.Field("connect", s.connect, kOmitZero);
+  v.Field("read", s.read, kOmitZero);
+  v.Field("write", s.write, kOmitZero);
+  v.Field("timeout", s.timeout, kOmitZero);
+  v.Field("status", s.status, kOmitZero);
+  v.Field("portExhaustion", s.port_exhaustion, kOmitZero);
+}
+
+template <typename V, typename S>
+  requires Is<S, StatusClasses>
+void Describe(V& v, S& s) {
+  v.Field("1xx", s.c1xx, kOmitZero);
+  v.Field("2xx", s.c2xx, kOmitZero);
+  v.Field("3xx", s.c3xx, kOmitZero);
+  v.Field("4xx", s.c4xx, kOmitZero);
+  v.Field("5xx", s.c5xx, kOmitZero);
+}
+
+template <typename V, typename S>
+  requires Is<S, Condition>
+void Describe(V& v, S& s) {
+  v.Field("type", s.type);
+  v.Field("status", s.status);
+  v.Field("reason", s.reason);
+  v.Field("message", s.message);
+  v.Field("lastTransitionTime", s.last_transition_time);
+  v.Field("observedGeneration", s.observed_generation, kOmitZero);
+}
+
+// True for the structs above: what a visitor descends into.
+template <typename T>
+concept Described = requires(T& t, int& v) { Describe(v, t); };
+
+// ------------------------------------------------------------------ enums
+
+template <typename E>
+struct EnumNames;
+
+template <>
+struct EnumNames<RunPhase> {
+  static constexpr std::array<std::pair<RunPhase, std::string_view>, 5> kNames{{
+      {RunPhase::kQueued, "Queued"},
+      {RunPhase::kRunning, "Running"},
+      {RunPhase::kSucceeded, "Succeeded"},
+      {RunPhase::kFailed, "Failed"},
+      {RunPhase::kCancelled, "Cancelled"},
+  }};
+};
+
+template <>
+struct EnumNames<Stage> {
+  static constexpr std::array<std::pair<Stage, std::string_view>, 8> kNames{{
+      {Stage::kWaitingForSlot, "WaitingForSlot"},
+      {Stage::kDeploying, "Deploying"},
+      {Stage::kVerifying, "Verifying"},
+      {Stage::kSamplingIdle, "SamplingIdle"},
+      {Stage::kWarmingUp, "WarmingUp"},
+      {Stage::kMeasuring, "Measuring"},
+      {Stage::kCoolingDown, "CoolingDown"},
+      {Stage::kTearingDown, "TearingDown"},
+  }};
+};
+
+template <>
+struct EnumNames<CellState> {
+  static constexpr std::array<std::pair<CellState, std::string_view>, 3> kNames{{
+      {CellState::kSucceeded, "Succeeded"},
+      {CellState::kFailed, "Failed"},
+      {CellState::kSkipped, "Skipped"},
+  }};
+};
+
+template <>
+struct EnumNames<ConditionStatus> {
+  static constexpr std::array<std::pair<ConditionStatus, std::string_view>, 3> kNames{{
+      {ConditionStatus::kTrue, "True"},
+      {ConditionStatus::kFalse, "False"},
+      {ConditionStatus::kUnknown, "Unknown"},
+  }};
+};
+
+template <typename E>
+concept NamedEnum = requires { EnumNames<E>::kNames; };
+
+template <NamedEnum E>
+std::string_view NameOf(E e) {
+  for (const auto& [value, name] : EnumNames<E>::kNames) {
+    if (value == e) return name;
+  }
+  return "?";
+}
+
+}  // namespace fairbench::api::schema

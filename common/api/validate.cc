@@ -1,0 +1,347 @@
+#include "common/api/validate.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <string>
+
+#include "common/api/cells.h"
+#include "common/api/cpu_list.h"
+#include "common/api/field_paths.h"
+#include "common/api/names.h"
+#include "common/api/node.h"
+
+namespace fairbench::api {
+namespace {
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool HasControlOrSpace(std::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f; });
+}
+
+bool HasLineBreak(std::string_view s) { return s.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos; }
+
+class Checker {
+ public:
+  Checker(const BenchmarkRun& run, const ValidateOptions& options) : run_(run), paths_(run), options_(options) {}
+
+  Diagnostics Check() {
+    CheckTypeMeta();
+    CheckMetadata(run_.metadata);
+    CheckSpec(run_.spec);
+    out_.SortByField();
+    return std::move(out_);
+  }
+
+ private:
+  template <typename T>
+  void Fail(const T& member, std::string message) {
+    const FieldPaths::Entry* e = paths_.Find(member);
+    // Every member reached from run_ is indexed; a miss is a bug here, but
+    // the message is still worth showing.
+    out_.Add(Diagnostic{e != nullptr ? e->path : "spec", std::move(message), {}, e != nullptr ? e->order : std::vector<int>{}});
+  }
+
+  template <typename T>
+  void Range(const T& value, T lo, T hi) {
+    if (value < lo || value > hi) {
+      Fail(value, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " +
+                      std::to_string(value));
+    }
+  }
+
+  template <typename T>
+  void AtLeastOne(const T& value, T max) {
+    if (value < 1) Fail(value, "must be ≥ 1");
+    else if (value > max) Fail(value, "must be at most " + std::to_string(max));
+  }
+
+  void Positive(const Duration& d) {
+    if (d <= Duration::zero()) Fail(d, "must be greater than 0");
+  }
+
+  void NotNegative(const Duration& d) {
+    if (d < Duration::zero()) Fail(d, "must not be negative");
+  }
+
+  void CheckTypeMeta() {
+    if (run_.api_version.empty()) {
+      Fail(run_.api_version, "required (" + std::string(kApiVersion) + ")");
+    } else if (run_.api_version != kApiVersion) {
+      Fail(run_.api_version, "must be " + std::string(kApiVersion) + ", got " + Quote(run_.api_version));
+    }
+    if (run_.kind.empty()) {
+      Fail(run_.kind, "required (" + std::string(kKind) + ")");
+    } else if (run_.kind != kKind) {
+      Fail(run_.kind, "must be " + std::string(kKind) + ", got " + Quote(run_.kind));
+    }
+  }
+
+  void CheckMetadata(const ObjectMeta& m) {
+    if (m.name.empty()) {
+      Fail(m.name, "required (a lowercase name such as \"cpp-frameworks\")");
+    } else if (std::string why = CheckDnsSubdomain(m.name); !why.empty()) {
+      Fail(m.name, why);
+    }
+    if (!m.namespace_.empty()) {
+      if (std::string why = CheckDnsLabel(m.namespace_); !why.empty()) Fail(m.namespace_, why);
+    }
+    CheckLabels(m.labels, true);
+    CheckLabels(m.annotations, false);
+  }
+
+  // Labels and node selectors: keys and values both constrained;
+  // annotations: keys only.
+  void CheckLabels(const StringMap& labels, bool check_values) {
+    for (const auto& [key, value] : labels) {
+      if (std::string why = CheckQualifiedName(key); !why.empty()) {
+        Fail(value, why);
+      } else if (check_values) {
+        if (std::string vwhy = CheckLabelValue(value); !vwhy.empty()) Fail(value, vwhy);
+      }
+    }
+  }
+
+  void CheckEnv(const StringMap& env) {
+    for (const auto& [key, value] : env) {
+      if (std::string why = CheckEnvName(key); !why.empty()) Fail(value, why);
+    }
+  }
+
+  void CheckSpec(const BenchmarkRunSpec& spec) {
+    CheckTargets(spec);
+    CheckScenarios(spec);
+    CheckLoad(spec.load);
+    CheckPlacement(spec.placement);
+    CheckLocalPlacement(spec.local);
+    AtLeastOne(spec.repetitions, kMaxRepetitions);
+    NotNegative(spec.cooldown);
+    const size_t cells = CountCells(spec);
+    if (cells > kMaxCells) {
+      Fail(spec, "expands into " + std::to_string(cells) +
+                     " cells (targets × scenarios × connection levels × repetitions); at most " +
+                     std::to_string(kMaxCells) + " fit in one run's status");
+    }
+  }
+
+  void CheckTargets(const BenchmarkRunSpec& spec) {
+    if (spec.targets.empty()) Fail(spec.targets, "must not be empty");
+    std::map<std::string, size_t> seen;
+    for (const Target& t : spec.targets) {
+      CheckName(t.name, &seen);
+      const bool has_command = t.local.has_value() && !t.local->command.empty();
+      switch (options_.platform) {
+        case Platform::kAny:
+          if (t.image.empty() && !t.local.has_value()) {
+            Fail(t, "needs an image (Kubernetes) or local.command (local runs)");
+          }
+          break;
+        case Platform::kLocal:
+          if (!t.local.has_value()) Fail(t.local, "required to run locally (local.command)");
+          break;
+        case Platform::kKubernetes:
+          if (t.image.empty()) Fail(t.image, "required on Kubernetes");
+          break;
+      }
+      if (HasControlOrSpace(t.image)) Fail(t.image, "must not contain spaces");
+      Range(t.port, 1, 65535);
+      if (t.resources.cpu && t.resources.cpu->millicores <= 0) Fail(*t.resources.cpu, "must be greater than 0");
+      if (t.resources.memory && t.resources.memory->bytes <= 0) Fail(*t.resources.memory, "must be greater than 0");
+      Range<int64_t>(t.nofile, 1, kMaxNofile);
+      CheckEnv(t.env);
+      if (t.local.has_value()) {
+        const LocalProcess& l = *t.local;
+        if (!has_command) {
+          Fail(l.command, "must not be empty (the program and its arguments)");
+        } else if (l.command[0].empty()) {
+          Fail(l.command[0], "must not be empty (the program to run)");
+        }
+        CheckEnv(l.env);
+        if (l.ready_path.empty() || l.ready_path[0] != '/') {
+          Fail(l.ready_path, "must start with \"/\", got " + Quote(l.ready_path));
+        }
+        Positive(l.ready_timeout);
+      }
+    }
+  }
+
+  // Required, an RFC 1123 label, unique among its siblings.
+  void CheckName(const std::string& name, std::map<std::string, size_t>* seen) {
+    if (name.empty()) {
+      Fail(name, "required");
+    } else if (std::string why = CheckDnsLabel(name); !why.empty()) {
+      Fail(name, why);
+    } else if (!seen->emplace(name, seen->size()).second) {
+      Fail(name, "duplicate name " + Quote(name));
+    }
+  }
+
+  void CheckScenarios(const BenchmarkRunSpec& spec) {
+    if (spec.scenarios.empty()) Fail(spec.scenarios, "must not be empty");
+    std::map<std::string, size_t> seen;
+    for (const Scenario& s : spec.scenarios) {
+      CheckName(s.name, &seen);
+      if (!s.request.has_value() && s.requests.empty()) {
+        Fail(s, "needs request (one request) or requests (a weighted mix)");
+      } else if (s.request.has_value() && !s.requests.empty()) {
+        Fail(s.requests, "cannot be used together with request");
+      }
+      if (s.request.has_value()) CheckRequest(*s.request);
+      for (const WeightedRequest& w : s.requests) {
+        CheckRequest(w.request);
+        if (w.weight < 1) Fail(w.weight, "must be ≥ 1");
+      }
+      CheckExpect(s.expect);
+      CheckLevels(s.connections, spec.load);
+      if (s.duration.has_value()) Positive(*s.duration);
+    }
+  }
+
+  void CheckRequest(const Request& r) {
+    if (!IsHttpToken(r.method)) {
+      Fail(r.method, Quote(r.method) + " is not an HTTP method (a token such as GET or POST)");
+    } else {
+      static constexpr std::string_view kStandard[] = {"GET", "HEAD", "POST", "PUT", "DELETE",
+                                                       "CONNECT", "OPTIONS", "TRACE", "PATCH"};
+      std::string upper = r.method;
+      for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      if (upper != r.method && std::find(std::begin(kStandard), std::end(kStandard), upper) != std::end(kStandard)) {
+        Fail(r.method, "methods are case-sensitive; did you mean " + Quote(upper) + "?");
+      }
+    }
+    if (r.path.empty()) {
+      Fail(r.path, "required (e.g. \"/\")");
+    } else if (r.path[0] != '/') {
+      Fail(r.path, "must start with \"/\", got " + Quote(r.path));
+    } else if (HasControlOrSpace(r.path)) {
+      Fail(r.path, "must not contain spaces or control characters (percent-encode them)");
+    }
+    for (const auto& [name, value] : r.headers) {
+      const std::string lower = Lower(name);
+      if (!IsHttpToken(name)) {
+        Fail(value, Quote(name) + " is not a valid header name");
+      } else if (lower == "content-length" || lower == "transfer-encoding") {
+        Fail(value, "set from the body; remove this header");
+      } else if (lower == "connection") {
+        Fail(value, "set from load.keepAlive; remove this header");
+      } else if (HasLineBreak(value)) {
+        Fail(value, "must not contain line breaks");
+      }
+    }
+    if (r.body.has_value() && r.body_file.has_value()) {
+      Fail(*r.body_file, "cannot be used together with body");
+    } else if (r.body_file.has_value()) {
+      if (r.body_file->empty()) {
+        Fail(*r.body_file, "must not be empty");
+      } else if (options_.platform == Platform::kKubernetes) {
+        Fail(*r.body_file, "only available in a local run file; use body");
+      }
+    }
+  }
+
+  void CheckExpect(const Expect& e) {
+    Range(e.status, 100, 599);
+    if (e.body.has_value() && e.json.has_value()) Fail(e.json, "cannot be used together with body");
+    if (e.content_type.has_value()) {
+      if (e.content_type->empty()) Fail(*e.content_type, "must not be empty");
+      else if (HasLineBreak(*e.content_type)) Fail(*e.content_type, "must not contain line breaks");
+    }
+  }
+
+  // Connection levels: positive, distinct, and each agent's share must give
+  // every thread at least one connection (wrk refuses the same).
+  void CheckLevels(const std::vector<int64_t>& levels, const Load& load) {
+    const bool spreadable = load.threads >= 1 && load.agents >= 1;
+    for (size_t i = 0; i < levels.size(); ++i) {
+      const int64_t c = levels[i];
+      if (c < 1) {
+        Fail(levels[i], "must be ≥ 1");
+      } else if (c > kMaxConnections) {
+        Fail(levels[i], "must be at most " + std::to_string(kMaxConnections));
+      } else if (std::find(levels.begin(), levels.begin() + static_cast<std::ptrdiff_t>(i), c) !=
+                 levels.begin() + static_cast<std::ptrdiff_t>(i)) {
+        Fail(levels[i], "duplicate level " + std::to_string(c));
+      } else if (spreadable && c / load.agents < load.threads) {
+        if (load.agents == 1) {
+          Fail(levels[i], std::to_string(c) + " connections cannot be spread over " + std::to_string(load.threads) +
+                              " threads");
+        } else {
+          Fail(levels[i], std::to_string(c) + " connections cannot be spread over " + std::to_string(load.agents) +
+                              " agents × " + std::to_string(load.threads) + " threads (each agent gets " +
+                              std::to_string(c / load.agents) + ")");
+        }
+      }
+    }
+  }
+
+  void CheckLoad(const Load& l) {
+    AtLeastOne(l.threads, kMaxThreads);
+    if (l.connections.empty()) Fail(l.connections, "must not be empty");
+    CheckLevels(l.connections, l);
+    Positive(l.duration);
+    NotNegative(l.warmup);
+    Positive(l.timeout);
+    AtLeastOne(l.pipeline, kMaxPipeline);
+    if (l.rate < 0) Fail(l.rate, "must not be negative");
+    AtLeastOne(l.agents, kMaxAgents);
+  }
+
+  void CheckPlacement(const Placement& p) {
+    CheckNodePlacement(p.target);
+    CheckNodePlacement(p.agents);
+    if (!p.agents.node_name.empty() && p.agents.node_name == p.target.node_name) {
+      Fail(p.agents.node_name, "must differ from the target's node: agents never share the target's node");
+    }
+  }
+
+  void CheckNodePlacement(const NodePlacement& p) {
+    if (!p.node_name.empty()) {
+      if (std::string why = CheckDnsSubdomain(p.node_name); !why.empty()) Fail(p.node_name, why);
+    }
+    CheckLabels(p.node_selector, true);
+    for (const Toleration& t : p.tolerations) {
+      if (t.operator_ != "" && t.operator_ != "Exists" && t.operator_ != "Equal") {
+        Fail(t.operator_, "must be Exists or Equal, got " + Quote(t.operator_));
+      }
+      if (t.key.empty() && t.operator_ != "Exists") {
+        Fail(t.key, "required unless the operator is Exists");
+      } else if (!t.key.empty()) {
+        if (std::string why = CheckQualifiedName(t.key); !why.empty()) Fail(t.key, why);
+      }
+      if (t.operator_ == "Exists" && !t.value.empty()) Fail(t.value, "must be empty when the operator is Exists");
+      if (t.effect != "" && t.effect != "NoSchedule" && t.effect != "PreferNoSchedule" && t.effect != "NoExecute") {
+        Fail(t.effect, "must be NoSchedule, PreferNoSchedule or NoExecute, got " + Quote(t.effect));
+      }
+      if (t.toleration_seconds.has_value() && t.effect != "NoExecute") {
+        Fail(*t.toleration_seconds, "only applies with the effect NoExecute");
+      }
+    }
+  }
+
+  void CheckLocalPlacement(const LocalPlacement& l) {
+    const CpuList shared = Intersection(l.target_cpus, l.agent_cpus);
+    if (!shared.empty()) {
+      Fail(l.agent_cpus, std::string(shared.cpus.size() == 1 ? "CPU " : "CPUs ") + FormatCpuList(shared) +
+                             (shared.cpus.size() == 1 ? " is" : " are") +
+                             " also in targetCpus; targets and agents never share a CPU");
+    }
+  }
+
+  const BenchmarkRun& run_;
+  FieldPaths paths_;
+  ValidateOptions options_;
+  Diagnostics out_;
+};
+
+}  // namespace
+
+Diagnostics Validate(const BenchmarkRun& run, const ValidateOptions& options) {
+  return Checker(run, options).Check();
+}
+
+}  // namespace fairbench::api
