@@ -26,8 +26,6 @@ double ProcessCpuSeconds() {
 
 }  // namespace
 
-const char* PhaseName(Phase phase) { return phase == Phase::kWarmup ? "warmup" : "measure"; }
-
 Status ValidateOptions(const EngineOptions& o) {
   if (o.addresses.empty()) return Status::InvalidArgument("no target address");
   if (o.requests.empty()) return Status::InvalidArgument("no request to send");

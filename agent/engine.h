@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "agent/request.h"
-#include "agent/stats.h"
+#include "common/metrics.h"
 #include "agent/url.h"
 #include "common/status.h"
 
@@ -58,15 +58,6 @@ struct EngineOptions {
 // Checks the options for what would make a run meaningless; the message
 // names the option.
 Status ValidateOptions(const EngineOptions& options);
-
-struct EndReport {
-  uint64_t drained = 0;          // responses that arrived during the drain (not in the snapshots)
-  uint64_t abandoned = 0;        // requests fully written but never answered when the engine stopped
-  uint32_t connections_requested = 0;
-  uint32_t connections_peak = 0;  // most connections established at once
-  double measure_seconds = 0;     // wall time of the measure phase as run (shorter when stopped early)
-  bool stopped_early = false;
-};
 
 class Worker;
 

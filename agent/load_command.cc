@@ -13,7 +13,7 @@
 
 #include "agent/engine.h"
 #include "agent/request.h"
-#include "agent/summary.h"
+#include "common/wrk_summary.h"
 #include "agent/url.h"
 #include "common/units.h"
 

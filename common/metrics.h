@@ -1,4 +1,4 @@
-// Stats: what the engine counts, per thread and per one-second interval.
+// Metrics: what a load generator counts, per thread and per interval.
 //
 // Workers own their counters and histograms outright (nothing shared on the
 // hot path). At each interval boundary a worker hands its IntervalStats to
@@ -14,7 +14,7 @@
 
 #include "common/histogram.h"
 
-namespace fairbench::agent {
+namespace fairbench {
 
 struct ErrorCounts {
   uint64_t connect = 0;          // socket/connect failed, refused (incl. SO_ERROR after a non-blocking connect), or connect timed out
@@ -93,4 +93,23 @@ struct Snapshot {
   double cpu_seconds = 0;         // the agent process's CPU time (user + system) in the interval
 };
 
-}  // namespace fairbench::agent
+// How a run ended, beyond its snapshots.
+struct EndReport {
+  uint64_t drained = 0;          // responses that arrived during the drain (not in the snapshots)
+  uint64_t abandoned = 0;        // requests fully written but never answered when the load stopped
+  uint32_t connections_requested = 0;
+  uint32_t connections_peak = 0;  // most connections established at once
+  double measure_seconds = 0;     // wall time of the measure phase as run (shorter when stopped early)
+  bool stopped_early = false;
+
+  void Add(const EndReport& o) {
+    drained += o.drained;
+    abandoned += o.abandoned;
+    connections_requested += o.connections_requested;
+    connections_peak += o.connections_peak;
+    measure_seconds = measure_seconds > o.measure_seconds ? measure_seconds : o.measure_seconds;
+    stopped_early = stopped_early || o.stopped_early;
+  }
+};
+
+}  // namespace fairbench

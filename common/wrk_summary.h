@@ -14,10 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/engine.h"
-#include "agent/stats.h"
+#include "common/metrics.h"
 
-namespace fairbench::agent {
+namespace fairbench {
 
 struct TimelinePoint {
   uint64_t sequence = 0;
@@ -69,4 +68,4 @@ SampleStats ComputeSampleStats(const std::vector<double>& samples);
 std::string RenderText(const SummaryContext& ctx, const RunTotals& totals, const EndReport& end);
 nlohmann::json RenderJson(const SummaryContext& ctx, const RunTotals& totals, const EndReport& end);
 
-}  // namespace fairbench::agent
+}  // namespace fairbench

@@ -1,4 +1,4 @@
-#include "agent/summary.h"
+#include "common/wrk_summary.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,9 @@
 #include "common/base64.h"
 #include "common/units.h"
 
-namespace fairbench::agent {
+namespace fairbench {
+
+const char* PhaseName(Phase phase) { return phase == Phase::kWarmup ? "warmup" : "measure"; }
 
 void RunTotals::Add(const Snapshot& s) {
   TimelinePoint p;
@@ -247,4 +249,4 @@ nlohmann::json RenderJson(const SummaryContext& ctx, const RunTotals& totals, co
   return j;
 }
 
-}  // namespace fairbench::agent
+}  // namespace fairbench
