@@ -1,0 +1,304 @@
+// The reference targets as real processes: every endpoint's status,
+// content type and body, keep-alive, the request log's counts, and a clean
+// exit on SIGTERM/SIGINT. Each test runs against httplib, beast and nginx.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "targets/common/request_log.h"
+#include "testing/support/bin_dir.h"
+#include "testing/support/http_client.h"
+#include "testing/support/ports.h"
+#include "testing/support/subprocess.h"
+#include "testing/support/temp_dir.h"
+
+namespace fairbench::targets {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testing::BuildRequest;
+using testing::HttpConnection;
+using testing::HttpResponse;
+using testing::Subprocess;
+using testing::TempDir;
+
+struct TargetCase {
+  std::string name;       // test name suffix
+  std::string binary;     // in the build's bin dir
+  std::string framework;  // as /api/status reports it
+  bool parses_echo;       // false: nginx sends the body back as received
+};
+
+std::ostream& operator<<(std::ostream& os, const TargetCase& c) { return os << c.name; }
+
+const std::string kEchoBody = R"({"name":"Alice","age":30,"email":"alice@example.com"})";
+
+class RunningTarget {
+ public:
+  // Starts the target on a free port and waits until it accepts.
+  static std::unique_ptr<RunningTarget> Start(const TargetCase& c, const std::string& request_log = "") {
+    auto dir = TempDir::Create("fairbench-targets-test");
+    EXPECT_TRUE(dir.ok());
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      auto port = testing::FreeLoopbackPort();
+      EXPECT_TRUE(port.ok());
+      testing::SubprocessOptions o;
+      o.argv = {testing::BinaryPath(c.binary), "--port", std::to_string(*port), "--threads", "2"};
+      if (!request_log.empty()) {
+        o.argv.push_back("--request-log");
+        o.argv.push_back(request_log);
+      }
+      o.stdout_to = testing::Redirect::File(dir->File("stdout.log"));
+      o.stderr_to = testing::Redirect::File(dir->File("stderr.log"));
+      auto proc = Subprocess::Start(std::move(o));
+      EXPECT_TRUE(proc.ok()) << proc.status().ToString();
+      if (!proc.ok()) return nullptr;
+      auto t = std::unique_ptr<RunningTarget>(new RunningTarget(std::move(*dir), std::move(*proc), *port));
+      auto deadline = std::chrono::steady_clock::now() + seconds(10);
+      while (std::chrono::steady_clock::now() < deadline) {
+        if (testing::PortAccepts("127.0.0.1", t->port)) return t;
+        if (t->process.Poll()) break;  // exited: the port was taken meanwhile?
+        std::this_thread::sleep_for(milliseconds(5));
+      }
+      if (!t->process.Poll()) {
+        ADD_FAILURE() << c.binary << " did not accept within 10 s: " << t->Output();
+        return nullptr;
+      }
+      if (attempt == 2) ADD_FAILURE() << c.binary << " exited during start: " << t->Output();
+      dir = std::move(t->dir);
+    }
+    return nullptr;
+  }
+
+  HttpConnection Connect() {
+    auto c = HttpConnection::Connect("127.0.0.1", port);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return std::move(*c);
+  }
+
+  // One request on a fresh connection.
+  HttpResponse Fetch(const std::string& method, const std::string& path, const std::string& body = "",
+                     std::vector<std::pair<std::string, std::string>> headers = {}) {
+    auto conn = Connect();
+    auto r = conn.RoundTrip(BuildRequest(method, path, "127.0.0.1", headers, body));
+    EXPECT_TRUE(r.ok()) << method << " " << path << ": " << r.status().ToString();
+    return r.ok() ? *r : HttpResponse{};
+  }
+
+  std::string Output() const {
+    std::ifstream out(dir.File("stdout.log")), err(dir.File("stderr.log"));
+    std::stringstream ss;
+    ss << out.rdbuf() << err.rdbuf();
+    return ss.str();
+  }
+
+  TempDir dir;
+  Subprocess process;
+  uint16_t port;
+
+ private:
+  RunningTarget(TempDir d, Subprocess p, uint16_t port_number)
+      : dir(std::move(d)), process(std::move(p)), port(port_number) {}
+};
+
+class TargetTest : public ::testing::TestWithParam<TargetCase> {};
+
+TEST_P(TargetTest, HelloWorld) {
+  auto t = RunningTarget::Start(GetParam());
+  ASSERT_TRUE(t);
+  auto r = t->Fetch("GET", "/");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.Header("Content-Type"), "text/plain");
+  EXPECT_EQ(r.body, "Hello, World!");
+  EXPECT_EQ(r.body.size(), 13u);
+}
+
+TEST_P(TargetTest, ApiStatus) {
+  auto t = RunningTarget::Start(GetParam());
+  ASSERT_TRUE(t);
+  auto r = t->Fetch("GET", "/api/status");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.Header("Content-Type"), "application/json");
+  EXPECT_EQ(r.body, R"({"status":"running","framework":")" + GetParam().framework + R"("})");
+}
+
+TEST_P(TargetTest, EchoSendsTheJsonBack) {
+  auto t = RunningTarget::Start(GetParam());
+  ASSERT_TRUE(t);
+  auto r = t->Fetch("POST", "/api/echo", kEchoBody, {{"Content-Type", "application/json"}});
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.Header("Content-Type"), "application/json");
+  EXPECT_EQ(r.body, kEchoBody);
+  // Whitespace shows whether the body was parsed and serialised again.
+  auto spaced = t->Fetch("POST", "/api/echo", R"({ "a" : [1, 2] })");
+  EXPECT_EQ(spaced.status, 200);
+  EXPECT_EQ(nlohmann::json::parse(spaced.body), nlohmann::json::parse(R"({"a":[1,2]})"));
+  if (GetParam().parses_echo) {
+    EXPECT_EQ(spaced.body, R"({"a":[1,2]})");
+  }
+}
+
+TEST_P(TargetTest, EchoOfInvalidJson) {
+  auto t = RunningTarget::Start(GetParam());
+  ASSERT_TRUE(t);
+  auto r = t->Fetch("POST", "/api/echo", "{not json");
+  EXPECT_EQ(r.Header("Content-Type"), "application/json");
+  if (GetParam().parses_echo) {
+    EXPECT_EQ(r.status, 400);
+  } else {
+    // nginx sends bytes back unparsed (documented in nginx.conf.in).
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "{not json");
+  }
+}
+
+TEST_P(TargetTest, UserById) {
+  auto t = RunningTarget::Start(GetParam());
+  ASSERT_TRUE(t);
+  auto r = t->Fetch("GET", "/users/42");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.Header("Content-Type"), "application/json");
+  EXPECT_EQ(r.body, R"({"id":42,"name":"User 42"})");
+  EXPECT_EQ(t->Fetch("GET", "/users/0").body, R"({"id":0,"name":"User 0"})");
+  EXPECT_EQ(t->Fetch("GET", "/users/007").body, R"({"id":7,"name":"User 7"})");
+  EXPECT_EQ(t->Fetch("GET", "/users/18446744073709551615").status,
+            GetParam().parses_echo ? 200 : 404);  // nginx: at most 19 digits
+}
+
+TEST_P(TargetTest, EverythingElseIsNotFound) {
+  auto t = RunningTarget::Start(GetParam());
+  ASSERT_TRUE(t);
+  for (const char* path : {"/users/abc", "/users/", "/users/12x", "/users/-1", "/users/42/x", "/nope", "/api",
+                           "/users/99999999999999999999999"}) {
+    EXPECT_EQ(t->Fetch("GET", path).status, 404) << path;
+  }
+  EXPECT_EQ(t->Fetch("POST", "/", "x").status, 404);
+  EXPECT_EQ(t->Fetch("GET", "/api/echo").status, 404);
+  EXPECT_EQ(t->Fetch("DELETE", "/api/status").status, 404);
+}
+
+TEST_P(TargetTest, KeepAliveServesManyRequestsOnOneConnection) {
+  auto t = RunningTarget::Start(GetParam());
+  ASSERT_TRUE(t);
+  auto conn = t->Connect();
+  for (int i = 0; i < 30; ++i) {
+    auto r = (i % 3 == 0)   ? conn.RoundTrip(BuildRequest("GET", "/", "x"))
+             : (i % 3 == 1) ? conn.RoundTrip(BuildRequest("GET", "/users/" + std::to_string(i), "x"))
+                            : conn.RoundTrip(BuildRequest("POST", "/api/echo", "x", {}, kEchoBody));
+    ASSERT_TRUE(r.ok()) << "request " << i << ": " << r.status().ToString();
+    EXPECT_EQ(r->status, 200);
+    EXPECT_NE(r->Header("Connection"), "close");
+  }
+  // Still open: one more works without reconnecting.
+  EXPECT_TRUE(conn.RoundTrip(BuildRequest("GET", "/api/status", "x")).ok());
+}
+
+// Reads a request log: the interval lines and the final total.
+struct ParsedLog {
+  std::vector<std::pair<int64_t, uint64_t>> intervals;
+  std::vector<uint64_t> totals;
+};
+
+ParsedLog ReadRequestLog(const std::string& path) {
+  ParsedLog log;
+  std::ifstream in(path);
+  std::string first;
+  uint64_t second = 0;
+  while (in >> first >> second) {
+    if (first == "total") {
+      log.totals.push_back(second);
+    } else {
+      log.intervals.emplace_back(std::stoll(first), second);
+    }
+  }
+  return log;
+}
+
+TEST_P(TargetTest, RequestLogCountsEveryRequestAndSigtermExitsZero) {
+  auto dir = TempDir::Create();
+  ASSERT_TRUE(dir.ok());
+  const std::string log_path = dir->File("requests.log");
+  const int64_t started_ms = UnixMillisNow();
+  auto t = RunningTarget::Start(GetParam(), log_path);
+  ASSERT_TRUE(t);
+  int sent = 0;
+  for (int c = 0; c < 3; ++c) {
+    auto conn = t->Connect();
+    for (int i = 0; i < 40; ++i, ++sent) {
+      const std::string path = (i % 4 == 3) ? "/missing" : "/";
+      ASSERT_TRUE(conn.RoundTrip(BuildRequest("GET", path, "x")).ok());
+    }
+    std::this_thread::sleep_for(milliseconds(120));  // spread over intervals
+  }
+  ASSERT_TRUE(t->process.Kill(SIGTERM).ok());
+  auto exit = t->process.Wait(seconds(10));
+  ASSERT_TRUE(exit.ok()) << exit.status().ToString();
+  EXPECT_TRUE(exit->success()) << exit->ToString() << "\n" << t->Output();
+  const int64_t ended_ms = UnixMillisNow();
+
+  ParsedLog log = ReadRequestLog(log_path);
+  ASSERT_EQ(log.totals.size(), 1u);
+  EXPECT_EQ(log.totals[0], static_cast<uint64_t>(sent));
+  uint64_t sum = 0;
+  int64_t previous = 0;
+  for (auto [at, count] : log.intervals) {
+    EXPECT_EQ(at % kRequestLogIntervalMs, 0);
+    EXPECT_GE(at, started_ms / kRequestLogIntervalMs * kRequestLogIntervalMs);
+    EXPECT_LE(at, ended_ms);
+    EXPECT_GT(at, previous);
+    EXPECT_GT(count, 0u);
+    previous = at;
+    sum += count;
+  }
+  EXPECT_EQ(sum, static_cast<uint64_t>(sent));
+  EXPECT_GE(log.intervals.size(), 2u);  // the pauses split the requests
+}
+
+TEST_P(TargetTest, SigtermWithIdleKeepAliveConnectionExitsZero) {
+  auto t = RunningTarget::Start(GetParam());
+  ASSERT_TRUE(t);
+  auto conn = t->Connect();
+  ASSERT_TRUE(conn.RoundTrip(BuildRequest("GET", "/", "x")).ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(t->process.Kill(SIGTERM).ok());
+  auto exit = t->process.Wait(seconds(10));
+  ASSERT_TRUE(exit.ok()) << exit.status().ToString();
+  EXPECT_TRUE(exit->success()) << exit->ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, seconds(3));
+  EXPECT_TRUE(conn.WaitForClose(seconds(2)));
+}
+
+TEST_P(TargetTest, SigintExitsZero) {
+  auto t = RunningTarget::Start(GetParam());
+  ASSERT_TRUE(t);
+  ASSERT_TRUE(t->process.Kill(SIGINT).ok());
+  auto exit = t->process.Wait(seconds(10));
+  ASSERT_TRUE(exit.ok());
+  EXPECT_TRUE(exit->success()) << exit->ToString();
+}
+
+TEST_P(TargetTest, PortIsRequired) {
+  testing::SubprocessOptions o;
+  o.argv = {testing::BinaryPath(GetParam().binary)};
+  o.stdout_to = testing::Redirect::Null();
+  o.stderr_to = testing::Redirect::Null();
+  auto p = Subprocess::Start(std::move(o));
+  ASSERT_TRUE(p.ok());
+  auto exit = p->Wait(seconds(5));
+  ASSERT_TRUE(exit.ok());
+  EXPECT_TRUE(exit->exited);
+  EXPECT_NE(exit->exit_code, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, TargetTest,
+                         ::testing::Values(TargetCase{"httplib", "fairbench-target-httplib", "cpp-httplib", true},
+                                           TargetCase{"beast", "fairbench-target-beast", "beast", true},
+                                           TargetCase{"nginx", "fairbench-target-nginx", "nginx", false}),
+                         [](const ::testing::TestParamInfo<TargetCase>& param) { return param.param.name; });
+
+}  // namespace
+}  // namespace fairbench::targets
