@@ -1,0 +1,244 @@
+// The engine against a real nginx (Debian's): nothing lost, nothing invented.
+// Every request the engine completed, drained or gave up on after writing
+// it must be in nginx's access log, and nothing else may be.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "agent/engine_test_util.h"
+#include "testing/support/nginx_fixture.h"
+
+namespace fairbench::agent {
+namespace {
+
+using testing::AccessLogEntry;
+using testing::NginxFixture;
+using testing::NginxOptions;
+
+class EngineNginxTest : public ::testing::Test {
+ protected:
+  void StartNginx(NginxOptions options = {}) {
+    options.worker_connections = std::max(options.worker_connections, 4096);
+    nginx_ = std::make_unique<NginxFixture>(options);
+    const Status s = nginx_->Start();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  // Stops nginx gracefully (every line written) and returns its log.
+  std::vector<AccessLogEntry> FinalLog() {
+    const Status s = nginx_->Stop();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    auto log = nginx_->AccessLog();
+    EXPECT_TRUE(log.ok()) << log.status().ToString();
+    return log.ok() ? *log : std::vector<AccessLogEntry>{};
+  }
+  // What the engine says reached nginx in full.
+  static uint64_t Delivered(const EngineRun& run) { return run.all.requests + run.end.drained + run.end.abandoned; }
+
+  std::unique_ptr<NginxFixture> nginx_;
+};
+
+TEST_F(EngineNginxTest, KeepAliveCountsEqualTheAccessLog) {
+  NginxOptions options;
+  options.keepalive_requests = 1000000000;  // every response alike, every connection kept
+  StartNginx(options);
+  EngineOptions o = TestOptions("127.0.0.1", nginx_->port());
+  o.warmup = std::chrono::milliseconds(300);
+  const EngineRun run = RunEngine(o);
+  const auto log = FinalLog();
+  ASSERT_GT(run.measure.requests, 100u);
+  EXPECT_EQ(run.all.errors, ErrorCounts{});
+  EXPECT_EQ(run.end.abandoned, 0u);
+  EXPECT_EQ(log.size(), Delivered(run)) << "nginx served a different number of requests";
+  EXPECT_EQ(run.all.status_classes[2], run.all.requests);
+  std::set<uint64_t> connections;
+  uint64_t bytes_sent = 0;
+  for (const AccessLogEntry& e : log) {
+    EXPECT_EQ(e.method, "GET");
+    EXPECT_EQ(e.uri, "/");
+    EXPECT_EQ(e.status, 200);
+    EXPECT_EQ(e.request_length, o.requests[0].bytes.size());
+    connections.insert(e.connection);
+    bytes_sent += e.bytes_sent;
+  }
+  EXPECT_EQ(connections.size(), 8u) << "exactly C connections, kept alive";
+  EXPECT_EQ(run.all.connects, 8u);
+  // Every byte nginx sent was read, except those of the drained responses.
+  EXPECT_EQ(run.all.bytes_read, bytes_sent - run.end.drained * (bytes_sent / log.size()));
+  EXPECT_EQ(run.end.connections_peak, 8u);
+}
+
+TEST_F(EngineNginxTest, ShortConnectionsOpenOneConnectionPerRequest) {
+  StartNginx();
+  const EngineRun run = RunEngine(TestOptions("127.0.0.1", nginx_->port(), {}, /*keep_alive=*/false));
+  const auto log = FinalLog();
+  ASSERT_GT(run.all.requests, 50u);
+  EXPECT_EQ(run.all.errors, ErrorCounts{});
+  EXPECT_EQ(log.size(), Delivered(run));
+  std::set<uint64_t> connections;
+  for (const AccessLogEntry& e : log) {
+    EXPECT_EQ(e.connection_requests, 1u);
+    connections.insert(e.connection);
+  }
+  EXPECT_EQ(connections.size(), log.size());
+  EXPECT_GE(run.all.connects, run.all.requests);
+}
+
+TEST_F(EngineNginxTest, PostBodiesArriveWhole) {
+  StartNginx();
+  RequestSpec post;
+  post.method = "POST";
+  post.target = "/api/echo";
+  post.headers = {{"Content-Type", "application/json"}};
+  post.body = R"({"name":"Alice","age":30,"email":"alice@example.com"})";
+  const EngineOptions o = TestOptions("127.0.0.1", nginx_->port(), post);
+  const EngineRun run = RunEngine(o);
+  const auto log = FinalLog();
+  ASSERT_GT(run.all.requests, 50u);
+  EXPECT_EQ(run.all.errors, ErrorCounts{});
+  EXPECT_EQ(log.size(), Delivered(run));
+  for (const AccessLogEntry& e : log) {
+    ASSERT_EQ(e.method, "POST");
+    ASSERT_EQ(e.request_length, o.requests[0].bytes.size());
+  }
+}
+
+TEST_F(EngineNginxTest, WeightedMixFollowsTheWeights) {
+  StartNginx();
+  EngineOptions o = TestOptions("127.0.0.1", nginx_->port());
+  o.requests.clear();
+  RequestSpec a, b;
+  a.target = "/a";
+  a.weight = 3;
+  b.target = "/b";
+  b.method = "HEAD";
+  o.requests.push_back(BuildRequest(a, "h", true));
+  o.requests.push_back(BuildRequest(b, "h", true));
+  const EngineRun run = RunEngine(o);
+  const auto log = FinalLog();
+  ASSERT_GT(run.all.requests, 100u);
+  EXPECT_EQ(run.all.errors, ErrorCounts{});
+  EXPECT_EQ(log.size(), Delivered(run));
+  std::map<std::string, uint64_t> by_uri;
+  for (const AccessLogEntry& e : log) ++by_uri[e.method + " " + e.uri];
+  // Each thread follows the weights exactly; only the last round of each
+  // thread can be incomplete.
+  const double total = static_cast<double>(log.size());
+  EXPECT_NEAR(static_cast<double>(by_uri["GET /a"]), total * 0.75, 2.0 * o.threads * 4);
+  EXPECT_NEAR(static_cast<double>(by_uri["HEAD /b"]), total * 0.25, 2.0 * o.threads * 4);
+  EXPECT_EQ(by_uri.size(), 2u);
+}
+
+TEST_F(EngineNginxTest, PipeliningKeepsEveryResponse) {
+  StartNginx();
+  EngineOptions o = TestOptions("127.0.0.1", nginx_->port());
+  o.pipeline = 4;
+  const EngineRun run = RunEngine(o);
+  const auto log = FinalLog();
+  ASSERT_GT(run.all.requests, 100u);
+  EXPECT_EQ(run.all.errors, ErrorCounts{});
+  EXPECT_EQ(log.size(), Delivered(run));
+}
+
+TEST_F(EngineNginxTest, ConstantRateSendsOnScheduleAndRecordsBothLatencies) {
+  StartNginx();
+  EngineOptions o = TestOptions("127.0.0.1", nginx_->port());
+  o.rate = 500;  // 400 requests in 0.8 s
+  const EngineRun run = RunEngine(o);
+  const auto log = FinalLog();
+  EXPECT_EQ(run.all.errors, ErrorCounts{});
+  EXPECT_NEAR(static_cast<double>(run.all.requests), 400.0, 12.0);
+  EXPECT_EQ(log.size(), Delivered(run));
+  uint64_t uncorrected = 0;
+  for (const Snapshot& s : run.snapshots) {
+    uncorrected += s.stats.uncorrected.count();
+    EXPECT_EQ(s.stats.uncorrected.count(), s.stats.latency.count());
+  }
+  EXPECT_EQ(uncorrected, run.all.requests);
+  // The corrected latency is never below the uncorrected one.
+  EXPECT_GE(run.latency.Mean(), 0.0);
+  // Requests are spread evenly: no 200 ms interval is far from 100 requests.
+  for (size_t i = 0; i + 1 < run.snapshots.size(); ++i) {
+    EXPECT_NEAR(static_cast<double>(run.snapshots[i].stats.counters.requests), 100.0, 6.0) << "interval " << i;
+  }
+}
+
+TEST_F(EngineNginxTest, NginxClosingKeepAliveConnectionsIsNotAnError) {
+  NginxOptions options;
+  options.keepalive_requests = 10;
+  StartNginx(options);
+  const EngineRun run = RunEngine(TestOptions("127.0.0.1", nginx_->port()));
+  const auto log = FinalLog();
+  ASSERT_GT(run.all.requests, 100u);
+  EXPECT_EQ(run.all.errors, ErrorCounts{});
+  EXPECT_EQ(log.size(), Delivered(run));
+  EXPECT_GE(run.all.closes_by_server, run.all.requests / 10 - 8);
+  EXPECT_GE(run.all.connects, run.all.requests / 10);
+}
+
+TEST_F(EngineNginxTest, SnapshotsAreContiguousAndTotalsAddUp) {
+  StartNginx();
+  EngineOptions o = TestOptions("127.0.0.1", nginx_->port());
+  o.warmup = std::chrono::milliseconds(300);  // a boundary inside an interval
+  o.duration = std::chrono::milliseconds(700);
+  const EngineRun run = RunEngine(o);
+  FinalLog();
+  // Warmup 200 + 100 ms, measure 200 + 200 + 200 + 100 ms.
+  ASSERT_EQ(run.snapshots.size(), 6u);
+  int64_t last_end = 0;
+  for (size_t i = 0; i < run.snapshots.size(); ++i) {
+    const Snapshot& s = run.snapshots[i];
+    EXPECT_EQ(s.sequence, i + 1);
+    EXPECT_EQ(s.phase, i < 2 ? Phase::kWarmup : Phase::kMeasure);
+    EXPECT_EQ(s.start_ns, last_end);
+    EXPECT_GT(s.end_ns, s.start_ns);
+    EXPECT_EQ(s.stats.latency.count(), s.stats.counters.requests);
+    last_end = s.end_ns;
+  }
+  EXPECT_EQ(run.snapshots[1].end_ns, 300'000'000);
+  EXPECT_EQ(last_end, 1'000'000'000);
+  EXPECT_NEAR(run.end.measure_seconds, 0.7, 1e-9);
+}
+
+TEST_F(EngineNginxTest, StopEndsTheRunEarlyWithoutLosingCounts) {
+  StartNginx();
+  EngineOptions o = TestOptions("127.0.0.1", nginx_->port());
+  o.duration = std::chrono::seconds(30);
+  const auto begin = std::chrono::steady_clock::now();
+  const EngineRun run = RunEngine(o, std::chrono::milliseconds(500));
+  const auto took = std::chrono::steady_clock::now() - begin;
+  const auto log = FinalLog();
+  EXPECT_LT(took, std::chrono::seconds(2));
+  EXPECT_TRUE(run.end.stopped_early);
+  EXPECT_NEAR(run.end.measure_seconds, 0.5, 0.2);
+  EXPECT_EQ(log.size(), Delivered(run));
+}
+
+TEST_F(EngineNginxTest, TenThousandConnectionsOnLoopback) {
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  rl.rlim_cur = rl.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &rl);
+  ASSERT_GE(rl.rlim_cur, 10100u) << "the open-file limit is too low for 10,000 connections";
+  NginxOptions options;
+  options.worker_rlimit_nofile = 20000;
+  options.worker_connections = 20000;
+  options.listen_backlog = 4096;
+  options.keepalive_requests = 1000000000;
+  StartNginx(options);
+  EngineOptions o = TestOptions("127.0.0.1", nginx_->port());
+  o.connections = 10000;
+  o.threads = 2;
+  o.duration = std::chrono::seconds(2);
+  o.timeout = std::chrono::seconds(2);
+  const EngineRun run = RunEngine(o);
+  const auto log = FinalLog();
+  EXPECT_EQ(run.end.connections_peak, 10000u);
+  EXPECT_EQ(run.all.errors, ErrorCounts{});
+  EXPECT_EQ(log.size(), Delivered(run));
+}
+
+}  // namespace
+}  // namespace fairbench::agent
