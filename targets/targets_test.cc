@@ -74,6 +74,11 @@ class RunningTarget {
     return nullptr;
   }
 
+  // A graceful stop, so that the nginx launcher removes its temp dir.
+  ~RunningTarget() {
+    if (process.running()) process.Terminate(SIGTERM, seconds(5));
+  }
+
   HttpConnection Connect() {
     auto c = HttpConnection::Connect("127.0.0.1", port);
     EXPECT_TRUE(c.ok()) << c.status().ToString();

@@ -33,9 +33,12 @@
 //                       Content-Length: 13 and a body); keep-alive.
 //   slow-accept         listens with backlog 1 and never accepts.
 //
-// Counters (see MisbehavingStats) are atomics updated before the client can
-// observe the event they count, except responses_written, which a settle
-// lock makes exact for snapshots taken by TakeStats().
+// Counters (see MisbehavingStats) are atomics. requests_read is counted
+// before anything is written back, so a client never sees the answer to an
+// uncounted request; responses_written is counted right after the write,
+// and a settle lock makes it exact in snapshots taken by TakeStats().
+// connections_accepted counts accept() returns: a connection the kernel
+// has completed but the server not yet accepted is not in it.
 #pragma once
 
 #include <atomic>
