@@ -73,6 +73,13 @@ Result<Duration> ParseDurationText(std::string_view text) {
     return bad(": add a unit, e.g. \"" + std::string(text) + "s\"");
   }
   if (!text.empty() && text[0] == '-') return bad(": it must not be negative");
+  if (text.find(' ') != std::string_view::npos) {
+    std::string joined;
+    for (const char c : text) {
+      if (c != ' ') joined += c;
+    }
+    return bad(": write it without spaces, " + Quote(joined));
+  }
   Duration total{0};
   size_t i = 0;
   if (text.empty()) return bad(kExamples);
@@ -117,10 +124,19 @@ class Decoder {
       frame.used[i] = true;
       const Node& value = entries[i].value;
       if (value.is_null()) return;  // null means unset: the default stays
-      Enter(JoinField(paths_.back(), name), ordinal, value.mark().known() ? value.mark() : entries[i].key_mark);
+      // A problem with a whole list or object (empty, missing a field) is
+      // best shown at its key; one with a scalar at the value.
+      const bool at_key = !value.is_scalar() || !value.mark().known();
+      Enter(JoinField(paths_.back(), name), ordinal, at_key ? entries[i].key_mark : value.mark());
       Value(value, member, flags);
       Leave();
       return;
+    }
+    if ((flags & schema::kRequired) != 0) {
+      std::vector<int> order = order_;
+      order.push_back(ordinal);
+      const std::string path = JoinField(paths_.back(), name);
+      ErrorAt(path, out_->source_map.Find(paths_.back()), "required", std::move(order));
     }
   }
 
@@ -252,7 +268,7 @@ class Decoder {
       const Node::Entry& e = n.entries()[i];
       Enter(JoinKey(paths_.back(), e.key), static_cast<int>(i), e.value.mark().known() ? e.value.mark() : e.key_mark);
       if (out.count(e.key) != 0) {
-        Error(e.value, "duplicate key");
+        ErrorAt(paths_.back(), e.key_mark, "duplicate key", order_);
       } else {
         std::string value;
         StringValue(e.value, value);
@@ -298,7 +314,8 @@ class Decoder {
     std::string names;
     std::vector<std::string_view> candidates;
     for (const auto& [value, name] : schema::EnumNames<E>::kNames) {
-      if (n.kind() == Node::Kind::kString && n.text() == name) {
+      // Any scalar: YAML reads a plain `True` (a condition status) as a boolean.
+      if (n.is_scalar() && !n.is_null() && n.text() == name) {
         out = value;
         return;
       }

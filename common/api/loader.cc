@@ -52,10 +52,12 @@ void ReadBodyFiles(BenchmarkRun& run, const std::optional<fs::path>& base_dir, D
       fail(*r.body_file, "cannot be read: this run did not come from a file; use body");
       return;
     }
-    const fs::path file = fs::path(*r.body_file).is_absolute() ? fs::path(*r.body_file) : *base_dir / *r.body_file;
+    const bool absolute = fs::path(*r.body_file).is_absolute();
+    const fs::path file = absolute ? fs::path(*r.body_file) : *base_dir / *r.body_file;
     Result<std::string> content = ReadFile(file, kMaxBodyFileBytes);
     if (!content.ok()) {
-      fail(*r.body_file, "cannot read " + Quote(file.string()) + ": " + content.status().message());
+      fail(*r.body_file, "cannot read " + Quote(*r.body_file) + (absolute ? "" : " (relative to the run file)") +
+                             ": " + content.status().message());
       return;
     }
     r.body_file_content = std::move(content).value();

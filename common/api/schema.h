@@ -27,6 +27,9 @@ namespace fairbench::api::schema {
 // Field flags.
 inline constexpr unsigned kOmitZero = 1;  // encode a number/boolean only when non-zero/true
 inline constexpr unsigned kCount = 2;     // an integer that may be written "10k" (ParseCount)
+// Decoding reports the field's absence. For objects whose own fields would
+// otherwise each report being empty; plain fields say "required" in validation.
+inline constexpr unsigned kRequired = 4;
 
 template <typename S, typename T>
 concept Is = std::is_same_v<std::remove_const_t<S>, T>;
@@ -37,7 +40,7 @@ void Describe(V& v, S& s) {
   v.Field("apiVersion", s.api_version);
   v.Field("kind", s.kind);
   v.Field("metadata", s.metadata);
-  v.Field("spec", s.spec);
+  v.Field("spec", s.spec, kRequired);
   v.Field("status", s.status);
 }
 

@@ -11,7 +11,7 @@ namespace {
 
 // Aliases share nodes inside yaml-cpp but are copied here; this bounds the
 // copy so that a "billion laughs" document fails instead of eating memory.
-constexpr size_t kMaxNodes = 1'000'000;
+constexpr size_t kMaxNodes = 200'000;
 
 bool IsDigits(std::string_view s, bool (*digit)(char)) {
   if (s.empty()) return false;

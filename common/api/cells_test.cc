@@ -1,0 +1,135 @@
+// Cell expansion, effective settings, and the small helpers the
+// orchestrator uses with them (splitting, {port}, results, conditions).
+#include "common/api/cells.h"
+
+#include <gtest/gtest.h>
+
+#include "common/api/conditions.h"
+
+namespace fairbench::api {
+namespace {
+
+using std::chrono::seconds;
+
+BenchmarkRunSpec Spec() {
+  BenchmarkRunSpec spec;
+  for (const char* name : {"drogon", "crow"}) {
+    Target t;
+    t.name = name;
+    spec.targets.push_back(t);
+  }
+  Scenario hello;
+  hello.name = "hello";
+  hello.request = Request{};
+  hello.request->path = "/";
+  hello.connections = {100, 1000};
+  spec.scenarios.push_back(hello);
+  Scenario mix;
+  mix.name = "mix";
+  mix.requests.push_back(WeightedRequest{Request{}, 3});
+  mix.requests.push_back(WeightedRequest{Request{}, 1});
+  mix.duration = seconds(5);
+  spec.scenarios.push_back(mix);
+  spec.load.connections = {50};
+  spec.repetitions = 2;
+  return spec;
+}
+
+TEST(CellsTest, ExpandsTargetThenScenarioThenLevelThenRepetition) {
+  const std::vector<Cell> cells = ExpandCells(Spec());
+  std::vector<std::string> keys;
+  for (const Cell& c : cells) keys.push_back(c.Key());
+  EXPECT_EQ(keys, (std::vector<std::string>{
+                      "drogon/hello/c100/r1", "drogon/hello/c100/r2", "drogon/hello/c1000/r1", "drogon/hello/c1000/r2",
+                      "drogon/mix/c50/r1", "drogon/mix/c50/r2", "crow/hello/c100/r1", "crow/hello/c100/r2",
+                      "crow/hello/c1000/r1", "crow/hello/c1000/r2", "crow/mix/c50/r1", "crow/mix/c50/r2"}));
+  for (size_t i = 0; i < cells.size(); ++i) EXPECT_EQ(cells[i].index, i);
+  EXPECT_EQ(cells[6].target_index, 1u);
+  EXPECT_EQ(cells[4].scenario_index, 1u);
+  EXPECT_EQ(CountCells(Spec()), cells.size());
+  EXPECT_TRUE(ExpandCells(BenchmarkRunSpec{}).empty());
+}
+
+TEST(CellsTest, ResolvesScenarioOverrides) {
+  const BenchmarkRunSpec spec = Spec();
+  const ScenarioSettings hello = EffectiveSettings(spec, spec.scenarios[0]);
+  ASSERT_EQ(hello.requests.size(), 1u);
+  EXPECT_EQ(hello.requests[0].weight, 1);
+  EXPECT_EQ(hello.requests[0].request.path, "/");
+  EXPECT_EQ(hello.connections, (std::vector<int64_t>{100, 1000}));
+  EXPECT_EQ(hello.duration, seconds(30));
+  EXPECT_EQ(hello.warmup, seconds(5));
+  EXPECT_EQ(hello.timeout, seconds(2));
+  EXPECT_EQ(hello.cooldown, seconds(10));
+  EXPECT_EQ(hello.threads, 4);
+  EXPECT_EQ(hello.agents, 1);
+  EXPECT_EQ(hello.pipeline, 1);
+  EXPECT_TRUE(hello.keep_alive);
+  EXPECT_EQ(hello.expect.status, 200);
+
+  const ScenarioSettings mix = EffectiveSettings(spec, spec.scenarios[1]);
+  ASSERT_EQ(mix.requests.size(), 2u);
+  EXPECT_EQ(mix.requests[0].weight, 3);
+  EXPECT_EQ(mix.connections, (std::vector<int64_t>{50}));
+  EXPECT_EQ(mix.duration, seconds(5));
+}
+
+TEST(CellsTest, SplitsEvenlyLargerSharesFirst) {
+  EXPECT_EQ(SplitEvenly(10, 3), (std::vector<int64_t>{4, 3, 3}));
+  EXPECT_EQ(SplitEvenly(100, 1), (std::vector<int64_t>{100}));
+  EXPECT_EQ(SplitEvenly(2, 4), (std::vector<int64_t>{1, 1, 0, 0}));
+  EXPECT_TRUE(SplitEvenly(5, 0).empty());
+}
+
+TEST(CellsTest, SubstitutesPort) {
+  EXPECT_EQ(SubstitutePort("--port={port}", 8080), "--port=8080");
+  EXPECT_EQ(SubstitutePort("{port}{port}", 1), "11");
+  EXPECT_EQ(SubstitutePort("{por}", 1), "{por}");
+  EXPECT_EQ(SubstitutePort("", 1), "");
+}
+
+TEST(CellsTest, FindsResults) {
+  const std::vector<Cell> cells = ExpandCells(Spec());
+  BenchmarkRunStatus status;
+  CellResult r;
+  r.target = "drogon";
+  r.scenario = "hello";
+  r.connections = 1000;
+  r.repetition = 2;
+  status.results.push_back(r);
+  EXPECT_EQ(FindResult(status, cells[3]), &status.results[0]);
+  EXPECT_EQ(FindResult(status, cells[2]), nullptr);
+}
+
+TEST(CellsTest, BodiesComeFromBodyOrFile) {
+  Request r;
+  EXPECT_EQ(r.EffectiveBody(), "");
+  r.body_file = "x.json";
+  r.body_file_content = "{}";
+  EXPECT_EQ(r.EffectiveBody(), "{}");
+  Request copy = r;
+  copy.body_file_content = "other";
+  EXPECT_EQ(copy, r);  // the content read from disk is not part of the API
+}
+
+TEST(ConditionsTest, TransitionTimeMovesOnlyWithStatus) {
+  std::vector<Condition> conditions;
+  const Time t0 = Time(seconds(1000));
+  const Time t1 = Time(seconds(2000));
+  EXPECT_TRUE(SetCondition(conditions, Condition{"Progressing", ConditionStatus::kTrue, "Deploying", "", {}, 1}, t0));
+  EXPECT_EQ(conditions[0].last_transition_time, t0);
+  EXPECT_TRUE(SetCondition(conditions, Condition{"Progressing", ConditionStatus::kTrue, "Measuring", "x", {}, 1}, t1));
+  EXPECT_EQ(conditions[0].last_transition_time, t0);
+  EXPECT_EQ(conditions[0].reason, "Measuring");
+  EXPECT_FALSE(SetCondition(conditions, Condition{"Progressing", ConditionStatus::kTrue, "Measuring", "x", {}, 1}, t1));
+  EXPECT_TRUE(SetCondition(conditions, Condition{"Progressing", ConditionStatus::kFalse, "Done", "", {}, 1}, t1));
+  EXPECT_EQ(conditions[0].last_transition_time, t1);
+  EXPECT_TRUE(SetCondition(conditions, Condition{"Complete", ConditionStatus::kTrue, "AllCellsDone", "", {}, 1}, t1));
+  EXPECT_EQ(conditions.size(), 2u);
+  EXPECT_TRUE(IsConditionTrue(conditions, "Complete"));
+  EXPECT_FALSE(IsConditionTrue(conditions, "Progressing"));
+  EXPECT_EQ(FindCondition(conditions, "Missing"), nullptr);
+}
+
+}  // namespace
+}  // namespace fairbench::api

@@ -1,0 +1,133 @@
+// YAML and JSON text to Node and back: scalar kinds, positions, syntax
+// errors, quoting on output.
+#include <gtest/gtest.h>
+
+#include "common/api/json_text.h"
+#include "common/api/node.h"
+#include "common/api/yaml_text.h"
+
+namespace fairbench::api {
+namespace {
+
+TEST(YamlTextTest, ResolvesScalarsWithTheCoreSchema) {
+  Result<Node> n = ParseYaml(
+      "a: 4\nb: \"4\"\nc: true\nd: ~\ne: 1.5\nf: 0x1f\ng: yes\nh: 30s\ni: !!str 7\nj: 'x'\nk:\nl: -3\nm: .inf\n", "t");
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  const auto kind = [&](const char* key) { return n->Find(key)->kind(); };
+  EXPECT_EQ(kind("a"), Node::Kind::kInt);
+  EXPECT_EQ(kind("b"), Node::Kind::kString);
+  EXPECT_EQ(kind("c"), Node::Kind::kBool);
+  EXPECT_EQ(kind("d"), Node::Kind::kNull);
+  EXPECT_EQ(kind("e"), Node::Kind::kFloat);
+  EXPECT_EQ(kind("f"), Node::Kind::kInt);
+  EXPECT_EQ(kind("g"), Node::Kind::kString);  // YAML 1.2: "yes" is not a boolean
+  EXPECT_EQ(kind("h"), Node::Kind::kString);
+  EXPECT_EQ(kind("i"), Node::Kind::kString);
+  EXPECT_EQ(kind("j"), Node::Kind::kString);
+  EXPECT_EQ(kind("k"), Node::Kind::kNull);
+  EXPECT_EQ(kind("l"), Node::Kind::kInt);
+  EXPECT_EQ(kind("m"), Node::Kind::kFloat);
+  EXPECT_EQ(n->Find("b")->Describe(), "\"4\"");
+  EXPECT_EQ(n->Find("a")->Describe(), "4");
+}
+
+TEST(YamlTextTest, KeepsPositions) {
+  Result<Node> n = ParseYaml("spec:\n  load:\n    threads: four\n  targets:\n  - name: x\n", "t");
+  ASSERT_TRUE(n.ok());
+  const Node& load = *n->Find("spec")->Find("load");
+  EXPECT_EQ(load.Find("threads")->mark(), (Mark{3, 14}));
+  EXPECT_EQ(load.entries()[0].key_mark, (Mark{3, 5}));
+  const Node& target = n->Find("spec")->Find("targets")->items()[0];
+  EXPECT_EQ(target.mark(), (Mark{5, 5}));
+}
+
+TEST(YamlTextTest, EmptyValuePointsAtItsKey) {
+  Result<Node> n = ParseYaml("a:\nb: 1\n", "t");
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n->Find("a")->mark(), (Mark{1, 1}));
+}
+
+TEST(YamlTextTest, SyntaxErrorsNameFileLineAndColumn) {
+  EXPECT_EQ(ParseYaml("a: [1, 2\nb: 3\n", "run.yaml").status().message(),
+            "run.yaml:2:2: invalid YAML: end of sequence flow not found");
+  EXPECT_EQ(ParseYaml("spec:\n\tload: 1\n", "run.yaml").status().message(),
+            "run.yaml:2:6: invalid YAML: illegal map value (a tab in the indentation; YAML indents with spaces only)");
+  EXPECT_EQ(ParseYaml("a: 1\n---\nb: 2\n", "run.yaml").status().message(),
+            "run.yaml: expected one YAML document, found 2 (separated by ---)");
+  EXPECT_EQ(ParseYaml("key: [1, {a: 2]\n", "r.yaml").status().code(), Status::Code::kInvalidArgument);
+}
+
+TEST(YamlTextTest, EmptyTextIsNull) {
+  EXPECT_TRUE(ParseYaml("", "t")->is_null());
+  EXPECT_TRUE(ParseYaml("# only a comment\n", "t")->is_null());
+  EXPECT_TRUE(ParseYaml("---\n", "t")->is_null());
+}
+
+TEST(YamlTextTest, RefusesAliasBombs) {
+  std::string doc = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 8; ++i) {
+    const std::string prev = "*a" + std::to_string(i - 1);
+    doc += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + prev + ", " + prev + ", " + prev + ", " +
+           prev + ", " + prev + ", " + prev + ", " + prev + ", " + prev + ", " + prev + ", " + prev + "]\n";
+  }
+  Result<Node> n = ParseYaml(doc, "bomb.yaml");
+  ASSERT_FALSE(n.ok());
+  EXPECT_NE(n.status().message().find("document too large"), std::string::npos) << n.status().message();
+}
+
+TEST(YamlTextTest, EmitQuotesWhatWouldChangeType) {
+  Node m = Node::Map();
+  for (const char* s : {"4", "true", "", "null", "~", "1.5", "a: b", "- x", "#c", "multi\nline", " lead", "{port}",
+                        "0x10", "plain", "µs", "[x]", "'q'", "\"dq\""}) {
+    m.Add(std::string("k") + std::to_string(m.entries().size()), Node::String(s));
+  }
+  m.Add("200", Node::Int(200));
+  m.Add("list", Node::Sequence());
+  m.Add("obj", Node::Map());
+  Node seq = Node::Sequence();
+  seq.Append(Node::Int(1));
+  seq.Append(Node::String("2"));
+  m.Add("levels", seq);
+  const std::string text = EmitYaml(m);
+  Result<Node> back = ParseYaml(text, "t");
+  ASSERT_TRUE(back.ok()) << text;
+  EXPECT_EQ(*back, m) << text;
+  EXPECT_NE(text.find("levels: [1, \"2\"]"), std::string::npos) << text;
+  EXPECT_NE(text.find("k0: \"4\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"200\": 200"), std::string::npos) << text;
+}
+
+TEST(JsonTextTest, ParsesInOrderAndReportsErrors) {
+  Result<Node> n = ParseJson(R"({"b": 1, "a": [true, null, 1.5, "x", -2, 18446744073709551615]})", "run.json");
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n->entries()[0].key, "b");
+  const Node& a = *n->Find("a");
+  EXPECT_EQ(a.items()[0].kind(), Node::Kind::kBool);
+  EXPECT_EQ(a.items()[1].kind(), Node::Kind::kNull);
+  EXPECT_EQ(a.items()[2].kind(), Node::Kind::kFloat);
+  EXPECT_EQ(a.items()[3].kind(), Node::Kind::kString);
+  EXPECT_EQ(a.items()[4].text(), "-2");
+  EXPECT_EQ(a.items()[5].text(), "18446744073709551615");
+  EXPECT_FALSE(a.mark().known());
+
+  EXPECT_EQ(ParseJson("{\"a\": 1,\n  \"b\": [1, 2,]\n}", "run.json").status().message(),
+            "run.json:2:14: invalid JSON: syntax error while parsing value - unexpected ']'; expected '[', '{', or "
+            "a literal");
+  EXPECT_FALSE(ParseJson("", "run.json").ok());
+}
+
+TEST(JsonTextTest, RoundTrips) {
+  Result<Node> n = ParseJson(R"({"s": "4", "i": 4, "f": 0.25, "b": false, "n": null, "l": [1, {"x": "y"}]})", "t");
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(EmitJson(*n, -1), R"({"s":"4","i":4,"f":0.25,"b":false,"n":null,"l":[1,{"x":"y"}]})");
+  Result<Node> back = ParseJson(EmitJson(*n), "t");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, *n);
+  // And through YAML: every kind survives.
+  Result<Node> via_yaml = ParseYaml(EmitYaml(*n), "t");
+  ASSERT_TRUE(via_yaml.ok());
+  EXPECT_EQ(*via_yaml, *n);
+}
+
+}  // namespace
+}  // namespace fairbench::api

@@ -1,0 +1,250 @@
+// Validation rules, one by one, on runs built in code.
+#include "common/api/validate.h"
+
+#include <gtest/gtest.h>
+
+namespace fairbench::api {
+namespace {
+
+using Lines = std::vector<std::string>;
+
+BenchmarkRun Valid() {
+  BenchmarkRun run;
+  run.metadata.name = "t";
+  Target t;
+  t.name = "a";
+  t.image = "img";
+  run.spec.targets.push_back(t);
+  Scenario s;
+  s.name = "s";
+  s.request = Request{};
+  s.request->path = "/";
+  run.spec.scenarios.push_back(s);
+  return run;
+}
+
+Lines Check(const BenchmarkRun& run, Platform platform = Platform::kAny) {
+  return Validate(run, ValidateOptions{platform}).Lines("");
+}
+
+TEST(ValidateTest, AValidRunHasNoDiagnostics) { EXPECT_EQ(Check(Valid()), Lines{}); }
+
+TEST(ValidateTest, TypeMetaAndMetadata) {
+  BenchmarkRun run = Valid();
+  run.api_version = "fairbench.dev/v1";
+  run.kind = "";
+  run.metadata.name = "Cpp_Frameworks";
+  run.metadata.namespace_ = "a.b";
+  run.metadata.labels["bad key"] = "x";
+  run.metadata.labels["ok"] = "bad value";
+  EXPECT_EQ(Check(run),
+            (Lines{"apiVersion: must be fairbench.dev/v1alpha1, got \"fairbench.dev/v1\"",
+                   "kind: required (BenchmarkRun)",
+                   "metadata.name: \"Cpp_Frameworks\" is not a valid name: use lowercase letters, digits, '-' and '.', "
+                   "starting and ending with a letter or digit (RFC 1123 subdomain)",
+                   "metadata.namespace: \"a.b\" is not a valid name: use lowercase letters, digits and '-', starting and "
+                   "ending with a letter or digit (RFC 1123 label)",
+                   "metadata.labels[\"bad key\"]: \"bad key\" is not a valid key: use letters, digits, '-', '_' and '.', "
+                   "starting and ending with a letter or digit, after an optional \"prefix/\"",
+                   "metadata.labels.ok: \"bad value\" is not a valid label value: use letters, digits, '-', '_' and '.', "
+                   "starting and ending with a letter or digit"}));
+  run = Valid();
+  run.metadata.name = "";
+  EXPECT_EQ(Check(run), (Lines{"metadata.name: required (a lowercase name such as \"cpp-frameworks\")"}));
+}
+
+TEST(ValidateTest, EmptyListsAndCollectsEverything) {
+  BenchmarkRun run = Valid();
+  run.spec.targets.clear();
+  run.spec.scenarios.clear();
+  run.spec.load.connections.clear();
+  run.spec.repetitions = 0;
+  EXPECT_EQ(Check(run), (Lines{"spec.targets: must not be empty", "spec.scenarios: must not be empty",
+                               "spec.load.connections: must not be empty", "spec.repetitions: must be ≥ 1"}));
+}
+
+TEST(ValidateTest, Targets) {
+  BenchmarkRun run = Valid();
+  run.spec.targets.push_back(run.spec.targets[0]);
+  Target& t = run.spec.targets[1];
+  t.port = 70000;
+  t.nofile = 0;
+  t.resources.cpu = CpuQuantity{0};
+  t.env["A=B"] = "x";
+  t.image = "has space";
+  EXPECT_EQ(Check(run), (Lines{"spec.targets[1].name: duplicate name \"a\"",
+                               "spec.targets[1].image: must not contain spaces",
+                               "spec.targets[1].port: must be between 1 and 65535, got 70000",
+                               "spec.targets[1].resources.cpu: must be greater than 0",
+                               "spec.targets[1].nofile: must be between 1 and 1048576, got 0",
+                               "spec.targets[1].env[\"A=B\"]: a variable name cannot contain '='"}));
+}
+
+TEST(ValidateTest, TargetsNeedAWayToRunOnThePlatform) {
+  BenchmarkRun run = Valid();
+  run.spec.targets[0].image.clear();
+  EXPECT_EQ(Check(run), (Lines{"spec.targets[0]: needs an image (Kubernetes) or local.command (local runs)"}));
+  EXPECT_EQ(Check(run, Platform::kKubernetes), (Lines{"spec.targets[0].image: required on Kubernetes"}));
+  EXPECT_EQ(Check(run, Platform::kLocal), (Lines{"spec.targets[0].local: required to run locally (local.command)"}));
+  run.spec.targets[0].local = LocalProcess{};
+  run.spec.targets[0].local->ready_path = "healthz";
+  run.spec.targets[0].local->ready_timeout = Duration(0);
+  EXPECT_EQ(Check(run, Platform::kLocal),
+            (Lines{"spec.targets[0].local.command: must not be empty (the program and its arguments)",
+                   "spec.targets[0].local.readyPath: must start with \"/\", got \"healthz\"",
+                   "spec.targets[0].local.readyTimeout: must be greater than 0"}));
+  run.spec.targets[0].local = LocalProcess{};
+  run.spec.targets[0].local->command = {"", "--port"};
+  EXPECT_EQ(Check(run, Platform::kLocal),
+            (Lines{"spec.targets[0].local.command[0]: must not be empty (the program to run)"}));
+}
+
+TEST(ValidateTest, NamesAreDnsLabels) {
+  BenchmarkRun run = Valid();
+  run.spec.targets[0].name = "Drogon";
+  run.spec.scenarios[0].name = "";
+  EXPECT_EQ(Check(run), (Lines{"spec.targets[0].name: \"Drogon\" is not a valid name: use lowercase letters, digits "
+                               "and '-', starting and ending with a letter or digit (RFC 1123 label)",
+                               "spec.scenarios[0].name: required"}));
+}
+
+TEST(ValidateTest, RequestOrRequests) {
+  BenchmarkRun run = Valid();
+  run.spec.scenarios[0].request.reset();
+  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0]: needs request (one request) or requests (a weighted mix)"}));
+  run.spec.scenarios[0].request = Request{};
+  run.spec.scenarios[0].request->path = "/";
+  run.spec.scenarios[0].requests.push_back(WeightedRequest{*run.spec.scenarios[0].request, 0});
+  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].requests: cannot be used together with request",
+                               "spec.scenarios[0].requests[0].weight: must be ≥ 1"}));
+}
+
+TEST(ValidateTest, Requests) {
+  BenchmarkRun run = Valid();
+  Request& r = *run.spec.scenarios[0].request;
+  r.method = "GE T";
+  r.path = "api/status";
+  r.headers["Content-Length"] = "3";
+  r.headers["X Y"] = "1";
+  r.headers["X-Ok"] = "a\r\nInjected: 1";
+  r.headers["connection"] = "close";
+  r.body = "x";
+  r.body_file = "b.json";
+  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].request.method: \"GE T\" is not an HTTP method (a token such as GET "
+                               "or POST)",
+                               "spec.scenarios[0].request.path: must start with \"/\", got \"api/status\"",
+                               "spec.scenarios[0].request.headers.Content-Length: set from the body; remove this header",
+                               "spec.scenarios[0].request.headers[\"X Y\"]: \"X Y\" is not a valid header name",
+                               "spec.scenarios[0].request.headers.X-Ok: must not contain line breaks",
+                               "spec.scenarios[0].request.headers.connection: set from load.keepAlive; remove this header",
+                               "spec.scenarios[0].request.bodyFile: cannot be used together with body"}));
+  r = Request{};
+  r.method = "post";
+  r.path = "/a b";
+  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].request.method: methods are case-sensitive; did you mean \"POST\"?",
+                               "spec.scenarios[0].request.path: must not contain spaces or control characters "
+                               "(percent-encode them)"}));
+  r = Request{};
+  r.body_file = "b.json";
+  EXPECT_EQ(Check(run, Platform::kKubernetes),
+            (Lines{"spec.scenarios[0].request.path: required (e.g. \"/\")",
+                   "spec.scenarios[0].request.bodyFile: only available in a local run file; use body"}));
+}
+
+TEST(ValidateTest, Expect) {
+  BenchmarkRun run = Valid();
+  Expect& e = run.spec.scenarios[0].expect;
+  e.status = 700;
+  e.body = "x";
+  e.json = nlohmann::json::object();
+  e.content_type = "";
+  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].expect.status: must be between 100 and 599, got 700",
+                               "spec.scenarios[0].expect.json: cannot be used together with body",
+                               "spec.scenarios[0].expect.contentType: must not be empty"}));
+}
+
+TEST(ValidateTest, ConnectionsCoverEveryThreadOfEveryAgent) {
+  BenchmarkRun run = Valid();
+  run.spec.load.connections = {2, 4, 0, 4};
+  EXPECT_EQ(Check(run), (Lines{"spec.load.connections[0]: 2 connections cannot be spread over 4 threads",
+                               "spec.load.connections[2]: must be ≥ 1",
+                               "spec.load.connections[3]: duplicate level 4"}));
+  run.spec.load.connections = {6, 8};
+  run.spec.load.agents = 2;
+  EXPECT_EQ(Check(run), (Lines{"spec.load.connections[0]: 6 connections cannot be spread over 2 agents × 4 threads "
+                               "(each agent gets 3)"}));
+  run = Valid();
+  run.spec.scenarios.push_back(run.spec.scenarios[0]);
+  run.spec.scenarios.push_back(run.spec.scenarios[0]);
+  run.spec.scenarios[1].name = "s1";
+  run.spec.scenarios[2].name = "s2";
+  run.spec.scenarios[2].connections = {0, 2000000};
+  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[2].connections[0]: must be ≥ 1",
+                               "spec.scenarios[2].connections[1]: must be at most 1000000"}));
+}
+
+TEST(ValidateTest, Load) {
+  BenchmarkRun run = Valid();
+  Load& l = run.spec.load;
+  l.threads = 0;
+  l.duration = Duration(0);
+  l.warmup = Duration(-1);
+  l.timeout = Duration(0);
+  l.pipeline = 0;
+  l.rate = -5;
+  l.agents = 1000;
+  run.spec.cooldown = Duration(-1);
+  run.spec.scenarios[0].duration = Duration(0);
+  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].duration: must be greater than 0", "spec.load.threads: must be ≥ 1",
+                               "spec.load.duration: must be greater than 0", "spec.load.warmup: must not be negative",
+                               "spec.load.timeout: must be greater than 0", "spec.load.pipeline: must be ≥ 1",
+                               "spec.load.rate: must not be negative", "spec.load.agents: must be at most 256",
+                               "spec.cooldown: must not be negative"}));
+}
+
+TEST(ValidateTest, Placement) {
+  BenchmarkRun run = Valid();
+  Placement& p = run.spec.placement;
+  p.target.node_name = "node-a";
+  p.agents.node_name = "node-a";
+  p.target.node_selector["fairbench.dev/role"] = "target";
+  p.agents.node_selector["role"] = "a b";
+  p.agents.tolerations.push_back(Toleration{"", "Equal", "x", "Sometimes", 5});
+  p.agents.tolerations.push_back(Toleration{"k", "Exists", "v", "", std::nullopt});
+  p.agents.tolerations.push_back(Toleration{"k", "Maybe", "", "NoExecute", 5});
+  EXPECT_EQ(Check(run),
+            (Lines{"spec.placement.agents.nodeName: must differ from the target's node: agents never share the "
+                   "target's node",
+                   "spec.placement.agents.nodeSelector.role: \"a b\" is not a valid label value: use letters, digits, "
+                   "'-', '_' and '.', starting and ending with a letter or digit",
+                   "spec.placement.agents.tolerations[0].key: required unless the operator is Exists",
+                   "spec.placement.agents.tolerations[0].effect: must be NoSchedule, PreferNoSchedule or NoExecute, got "
+                   "\"Sometimes\"",
+                   "spec.placement.agents.tolerations[0].tolerationSeconds: only applies with the effect NoExecute",
+                   "spec.placement.agents.tolerations[1].value: must be empty when the operator is Exists",
+                   "spec.placement.agents.tolerations[2].operator: must be Exists or Equal, got \"Maybe\""}));
+}
+
+TEST(ValidateTest, LocalCpusAreDisjoint) {
+  BenchmarkRun run = Valid();
+  run.spec.local.target_cpus.cpus = {0, 1, 2, 3};
+  run.spec.local.agent_cpus.cpus = {2, 3, 4};
+  EXPECT_EQ(Check(run),
+            (Lines{"spec.local.agentCpus: CPUs 2-3 are also in targetCpus; targets and agents never share a CPU"}));
+  run.spec.local.agent_cpus.cpus = {3, 4};
+  EXPECT_EQ(Check(run),
+            (Lines{"spec.local.agentCpus: CPU 3 is also in targetCpus; targets and agents never share a CPU"}));
+}
+
+TEST(ValidateTest, TheRunFitsInItsStatus) {
+  BenchmarkRun run = Valid();
+  run.spec.load.connections = {100, 200, 300, 400, 500, 600};
+  run.spec.repetitions = 100;
+  run.spec.targets.push_back(run.spec.targets[0]);
+  run.spec.targets[1].name = "b";
+  EXPECT_EQ(Check(run), (Lines{"spec: expands into 1200 cells (targets × scenarios × connection levels × repetitions); "
+                               "at most 1000 fit in one run's status"}));
+}
+
+}  // namespace
+}  // namespace fairbench::api
