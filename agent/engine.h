@@ -50,6 +50,11 @@ struct EngineOptions {
   uint32_t pipeline = 1;   // requests written back to back per connection
   double rate = 0;         // total requests/s over all connections; 0 = as fast as possible
   std::vector<int> cpus;   // pin worker i to cpus[i % size]; empty = no pinning
+  // With several agents sharing a load: this engine's first connection
+  // among all of them, and their total. A constant rate is then staggered
+  // over every connection of every agent.
+  uint32_t connection_offset = 0;
+  uint32_t total_connections = 0;  // 0: just this engine's
   // Wall-clock start of the load (so that several agents start together).
   // Connections are opened before it. Unset: start now.
   std::optional<std::chrono::system_clock::time_point> start_at;

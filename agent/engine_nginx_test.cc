@@ -34,8 +34,15 @@ class EngineNginxTest : public ::testing::Test {
     EXPECT_TRUE(log.ok()) << log.status().ToString();
     return log.ok() ? *log : std::vector<AccessLogEntry>{};
   }
-  // What the engine says reached nginx in full.
-  static uint64_t Delivered(const EngineRun& run) { return run.all.requests + run.end.drained + run.end.abandoned; }
+  // nginx must have logged every request the engine saw answered (in the
+  // run or in the drain) and nothing it never sent. Requests written but
+  // still unanswered when the engine gave up (abandoned) may or may not have
+  // been served by then.
+  static void ExpectLogMatches(const std::vector<AccessLogEntry>& log, const EngineRun& run) {
+    const uint64_t answered = run.all.requests + run.end.drained;
+    EXPECT_GE(log.size(), answered) << "nginx served fewer requests than the engine counted";
+    EXPECT_LE(log.size(), answered + run.end.abandoned) << "nginx served requests the engine never accounted for";
+  }
 
   std::unique_ptr<NginxFixture> nginx_;
 };
@@ -46,12 +53,13 @@ TEST_F(EngineNginxTest, KeepAliveCountsEqualTheAccessLog) {
   StartNginx(options);
   EngineOptions o = TestOptions("127.0.0.1", nginx_->port());
   o.warmup = std::chrono::milliseconds(300);
+  o.timeout = std::chrono::seconds(5);  // a slow machine must not turn the drain into a guess
   const EngineRun run = RunEngine(o);
   const auto log = FinalLog();
   ASSERT_GT(run.measure.requests, 100u);
   EXPECT_EQ(run.all.errors, ErrorCounts{});
   EXPECT_EQ(run.end.abandoned, 0u);
-  EXPECT_EQ(log.size(), Delivered(run)) << "nginx served a different number of requests";
+  EXPECT_EQ(log.size(), run.all.requests + run.end.drained);
   EXPECT_EQ(run.all.status_classes[2], run.all.requests);
   std::set<uint64_t> connections;
   uint64_t bytes_sent = 0;
@@ -76,7 +84,7 @@ TEST_F(EngineNginxTest, ShortConnectionsOpenOneConnectionPerRequest) {
   const auto log = FinalLog();
   ASSERT_GT(run.all.requests, 50u);
   EXPECT_EQ(run.all.errors, ErrorCounts{});
-  EXPECT_EQ(log.size(), Delivered(run));
+  ExpectLogMatches(log, run);
   std::set<uint64_t> connections;
   for (const AccessLogEntry& e : log) {
     EXPECT_EQ(e.connection_requests, 1u);
@@ -98,7 +106,7 @@ TEST_F(EngineNginxTest, PostBodiesArriveWhole) {
   const auto log = FinalLog();
   ASSERT_GT(run.all.requests, 50u);
   EXPECT_EQ(run.all.errors, ErrorCounts{});
-  EXPECT_EQ(log.size(), Delivered(run));
+  ExpectLogMatches(log, run);
   for (const AccessLogEntry& e : log) {
     ASSERT_EQ(e.method, "POST");
     ASSERT_EQ(e.request_length, o.requests[0].bytes.size());
@@ -120,7 +128,7 @@ TEST_F(EngineNginxTest, WeightedMixFollowsTheWeights) {
   const auto log = FinalLog();
   ASSERT_GT(run.all.requests, 100u);
   EXPECT_EQ(run.all.errors, ErrorCounts{});
-  EXPECT_EQ(log.size(), Delivered(run));
+  ExpectLogMatches(log, run);
   std::map<std::string, uint64_t> by_uri;
   for (const AccessLogEntry& e : log) ++by_uri[e.method + " " + e.uri];
   // Each thread follows the weights exactly; only the last round of each
@@ -139,7 +147,7 @@ TEST_F(EngineNginxTest, PipeliningKeepsEveryResponse) {
   const auto log = FinalLog();
   ASSERT_GT(run.all.requests, 100u);
   EXPECT_EQ(run.all.errors, ErrorCounts{});
-  EXPECT_EQ(log.size(), Delivered(run));
+  ExpectLogMatches(log, run);
 }
 
 TEST_F(EngineNginxTest, ConstantRateSendsOnScheduleAndRecordsBothLatencies) {
@@ -150,7 +158,7 @@ TEST_F(EngineNginxTest, ConstantRateSendsOnScheduleAndRecordsBothLatencies) {
   const auto log = FinalLog();
   EXPECT_EQ(run.all.errors, ErrorCounts{});
   EXPECT_NEAR(static_cast<double>(run.all.requests), 400.0, 12.0);
-  EXPECT_EQ(log.size(), Delivered(run));
+  ExpectLogMatches(log, run);
   uint64_t uncorrected = 0;
   for (const Snapshot& s : run.snapshots) {
     uncorrected += s.stats.uncorrected.count();
@@ -173,7 +181,7 @@ TEST_F(EngineNginxTest, NginxClosingKeepAliveConnectionsIsNotAnError) {
   const auto log = FinalLog();
   ASSERT_GT(run.all.requests, 100u);
   EXPECT_EQ(run.all.errors, ErrorCounts{});
-  EXPECT_EQ(log.size(), Delivered(run));
+  ExpectLogMatches(log, run);
   EXPECT_GE(run.all.closes_by_server, run.all.requests / 10 - 8);
   EXPECT_GE(run.all.connects, run.all.requests / 10);
 }
@@ -213,7 +221,7 @@ TEST_F(EngineNginxTest, StopEndsTheRunEarlyWithoutLosingCounts) {
   EXPECT_LT(took, std::chrono::seconds(2));
   EXPECT_TRUE(run.end.stopped_early);
   EXPECT_NEAR(run.end.measure_seconds, 0.5, 0.2);
-  EXPECT_EQ(log.size(), Delivered(run));
+  ExpectLogMatches(log, run);
 }
 
 TEST_F(EngineNginxTest, TenThousandConnectionsOnLoopback) {
@@ -237,7 +245,7 @@ TEST_F(EngineNginxTest, TenThousandConnectionsOnLoopback) {
   const auto log = FinalLog();
   EXPECT_EQ(run.end.connections_peak, 10000u);
   EXPECT_EQ(run.all.errors, ErrorCounts{});
-  EXPECT_EQ(log.size(), Delivered(run));
+  ExpectLogMatches(log, run);
 }
 
 }  // namespace

@@ -72,15 +72,18 @@ Status Worker::Init() {
   if (epoll_ctl(epfd_, EPOLL_CTL_ADD, wakefd_, &ev) != 0) return Status::IoError(std::string("epoll_ctl: ") + std::strerror(errno));
   buf_ = std::make_unique<char[]>(kBufSize);
   if (opt_.rate > 0) {
-    slot_ns_ = static_cast<int64_t>(std::llround(1e9 / opt_.rate));
+    // Each connection sends every C/R seconds; consecutive connections (of
+    // all agents) are one slot apart.
+    const double total = opt_.total_connections > 0 ? opt_.total_connections : opt_.connections;
     conn_period_ns_ = static_cast<int64_t>(std::llround(1e9 * opt_.connections / opt_.rate));
+    slot_ns_ = static_cast<int64_t>(std::llround(static_cast<double>(conn_period_ns_) / total));
   }
   for (uint32_t i = 0; i < conns_.size(); ++i) {
     Conn& c = conns_[i];
     c.id = first_conn_ + i;
     if (opt_.pipeline > 1) c.batch = std::make_unique<uint32_t[]>(opt_.pipeline);
     // Constant rate: connection g sends at start + g/R, then every C/R.
-    if (opt_.rate > 0) c.next_intended_ns = start_ns_ + static_cast<int64_t>(c.id) * slot_ns_;
+    if (opt_.rate > 0) c.next_intended_ns = start_ns_ + static_cast<int64_t>(opt_.connection_offset + c.id) * slot_ns_;
   }
   return Status::Ok();
 }

@@ -1,0 +1,278 @@
+#include "agent/agent_client.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <random>
+
+#include "agent/request.h"
+#include "agent/url.h"
+#include "common/wire.h"
+
+namespace fairbench::agent {
+namespace {
+
+// gRPC keepalive: ping every 500 ms, give up after 500 ms without an
+// answer, so a silent network failure stops the load within about a second.
+grpc::ChannelArguments ChannelArgs() {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 500);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 500);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  args.SetInt(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, 64 * 1024 * 1024);
+  return args;
+}
+
+Result<EngineOptions> OptionsFromJob(const v1::LoadJob& job, const std::vector<int>& cpus) {
+  EngineOptions o;
+  if (job.port() == 0 || job.port() > 65535) return Status::InvalidArgument("job: bad port");
+  auto addrs = Resolve(job.host(), static_cast<uint16_t>(job.port()));
+  if (!addrs.ok()) return addrs.status();
+  o.addresses = std::move(*addrs);
+  const std::string host_header =
+      job.host_header().empty() ? job.host() + ":" + std::to_string(job.port()) : job.host_header();
+  for (const v1::Request& r : job.requests()) {
+    RequestSpec spec;
+    spec.name = r.name();
+    spec.method = r.method().empty() ? "GET" : r.method();
+    spec.target = r.target().empty() ? "/" : r.target();
+    for (const v1::Header& h : r.headers()) spec.headers.emplace_back(h.name(), h.value());
+    spec.body = r.body();
+    spec.weight = r.weight() == 0 ? 1 : r.weight();
+    if (Status s = ValidateRequest(spec, "job request '" + spec.name + "': "); !s.ok()) return s;
+    o.requests.push_back(BuildRequest(spec, host_header, job.keep_alive()));
+  }
+  o.threads = job.threads();
+  o.connections = job.connections();
+  o.warmup = std::chrono::nanoseconds(job.warmup_ns());
+  o.duration = std::chrono::nanoseconds(job.duration_ns());
+  o.timeout = std::chrono::nanoseconds(job.timeout_ns());
+  if (job.interval_ns() > 0) o.interval = std::chrono::nanoseconds(job.interval_ns());
+  o.keep_alive = job.keep_alive();
+  o.pipeline = job.pipeline() == 0 ? 1 : job.pipeline();
+  o.rate = job.rate();
+  o.connection_offset = job.connection_offset();
+  o.total_connections = job.total_connections();
+  o.cpus = cpus;
+  if (job.start_unix_ns() > 0) {
+    o.start_at = std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(job.start_unix_ns())));
+  }
+  if (Status s = ValidateOptions(o); !s.ok()) return s;
+  return o;
+}
+
+}  // namespace
+
+AgentClient::AgentClient(AgentClientOptions options) : options_(std::move(options)) {
+  if (options_.agent_id.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    options_.agent_id = std::string(host) + "-" + std::to_string(getpid());
+  }
+  if (options_.node.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    options_.node = host;
+  }
+}
+
+AgentClient::~AgentClient() {
+  Shutdown();
+  StopJob();
+}
+
+void AgentClient::Shutdown() {
+  shutdown_ = true;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (engine_ != nullptr) engine_->Stop();
+  if (context_ != nullptr) context_->TryCancel();
+}
+
+bool AgentClient::Write(const v1::AgentMessage& msg) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  grpc::ClientReaderWriter<v1::AgentMessage, v1::ControllerMessage>* stream;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stream = stream_;
+  }
+  return stream != nullptr && stream->Write(msg);
+}
+
+Status AgentClient::Run() {
+  std::mt19937 rng(static_cast<uint32_t>(getpid()));
+  auto last_alive = std::chrono::steady_clock::now();
+  std::chrono::milliseconds backoff(100);
+  while (!shutdown_) {
+    const auto began = std::chrono::steady_clock::now();
+    const Status s = Session();
+    if (!s.ok()) return s;
+    if (shutdown_) break;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - began > std::chrono::seconds(5)) {
+      backoff = std::chrono::milliseconds(100);  // the session was healthy for a while
+      last_alive = now;
+    }
+    if (options_.give_up_after.count() > 0 && now - last_alive > options_.give_up_after) {
+      return Status::Unavailable("no controller at " + options_.controller + " for " +
+                                 std::to_string(options_.give_up_after.count()) + " ms");
+    }
+    std::uniform_int_distribution<int64_t> jitter(0, backoff.count() / 2);
+    std::this_thread::sleep_for(backoff + std::chrono::milliseconds(jitter(rng)));
+    backoff = std::min<std::chrono::milliseconds>(backoff * 2, std::chrono::seconds(5));
+  }
+  return Status::Ok();
+}
+
+Status AgentClient::Session() {
+  auto channel = grpc::CreateCustomChannel(options_.controller, grpc::InsecureChannelCredentials(), ChannelArgs());
+  auto stub = v1::AgentHub::NewStub(channel);
+  grpc::ClientContext context;
+  auto stream = stub->Connect(&context);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shutdown_) return Status::Ok();
+    context_ = &context;
+    stream_ = stream.get();
+  }
+  v1::AgentMessage hello;
+  v1::Hello* h = hello.mutable_hello();
+  h->set_agent_id(options_.agent_id);
+  h->set_node(options_.node);
+  h->set_cores(static_cast<uint32_t>(options_.cpus.empty() ? sysconf(_SC_NPROCESSORS_ONLN) : static_cast<long>(options_.cpus.size())));
+  h->set_version(FAIRBENCH_VERSION);
+  h->set_token(options_.token);
+  Write(hello);
+
+  bool welcomed = false;
+  v1::ControllerMessage msg;
+  while (stream->Read(&msg)) {
+    switch (msg.body_case()) {
+      case v1::ControllerMessage::kWelcome:
+        welcomed = true;
+        spdlog::info("connected to controller {} as {}", options_.controller, options_.agent_id);
+        break;
+      case v1::ControllerMessage::kLoadJob:
+        StartJob(msg.load_job());
+        break;
+      case v1::ControllerMessage::kCancel: {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (engine_ != nullptr && msg.cancel().job_id() == job_id_) {
+          spdlog::info("job {} cancelled: {}", job_id_, msg.cancel().reason());
+          engine_->Stop();
+        }
+        break;
+      }
+      case v1::ControllerMessage::BODY_NOT_SET:
+        break;
+    }
+  }
+  // The stream is gone: no load without a controller (invariant 1).
+  StopJob();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    context_ = nullptr;
+    stream_ = nullptr;
+  }
+  const grpc::Status status = stream->Finish();
+  if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+    return Status::FailedPrecondition("controller " + options_.controller + " refused this agent: " + status.error_message());
+  }
+  if (!shutdown_) {
+    spdlog::warn("stream to controller {} ended{}: {}", options_.controller, welcomed ? "" : " before a welcome",
+                 status.error_message().empty() ? "closed" : status.error_message());
+  }
+  return Status::Ok();
+}
+
+void AgentClient::StartJob(const v1::LoadJob& job) {
+  std::string busy_with;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (engine_ != nullptr || !job_id_.empty()) {
+      busy_with = job_id_;
+    } else {
+      job_id_ = job.job_id();
+    }
+  }
+  if (!busy_with.empty()) {
+    v1::AgentMessage busy;
+    busy.mutable_job_failed()->set_job_id(job.job_id());
+    busy.mutable_job_failed()->set_reason("agent busy with job " + busy_with);
+    Write(busy);
+    return;
+  }
+  if (job_thread_.joinable()) job_thread_.join();
+  job_thread_ = std::thread([this, job] { RunJob(job); });
+}
+
+void AgentClient::RunJob(v1::LoadJob job) {
+  auto fail = [&](const std::string& reason) {
+    spdlog::error("job {} failed: {}", job.job_id(), reason);
+    v1::AgentMessage m;
+    m.mutable_job_failed()->set_job_id(job.job_id());
+    m.mutable_job_failed()->set_reason(reason);
+    Write(m);
+    std::lock_guard<std::mutex> lock(mu_);
+    job_id_.clear();
+  };
+  auto options = OptionsFromJob(job, options_.cpus);
+  if (!options.ok()) return fail(options.status().message());
+  Engine engine(std::move(*options));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    engine_ = &engine;
+    if (shutdown_ || stream_ == nullptr) engine.Stop();
+  }
+  if (Status s = engine.Start(); !s.ok()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      engine_ = nullptr;
+    }
+    return fail(s.message());
+  }
+  spdlog::info("job {}: {} connections, {} threads against {}:{}", job.job_id(), job.connections(), job.threads(),
+               job.host(), job.port());
+  Counters totals;
+  uint64_t last_sequence = 0;
+  while (auto snap = engine.NextSnapshot()) {
+    totals.Add(snap->stats.counters);
+    last_sequence = snap->sequence;
+    v1::AgentMessage m;
+    wire::ToProto(*snap, job.job_id(), m.mutable_snapshot());
+    if (!Write(m)) engine.Stop();  // the stream broke: stop within the interval
+  }
+  const EndReport end = engine.Finish();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    engine_ = nullptr;
+    job_id_.clear();
+  }
+  v1::AgentMessage done;
+  v1::JobDone* d = done.mutable_job_done();
+  d->set_job_id(job.job_id());
+  d->set_last_sequence(last_sequence);
+  wire::ToProto(totals, d->mutable_totals());
+  d->set_drained(end.drained);
+  d->set_abandoned(end.abandoned);
+  d->set_connections_peak(end.connections_peak);
+  d->set_measure_seconds(end.measure_seconds);
+  d->set_stopped_early(end.stopped_early);
+  Write(done);
+  spdlog::info("job {} done: {} requests{}", job.job_id(), totals.requests, end.stopped_early ? " (stopped early)" : "");
+}
+
+void AgentClient::StopJob() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (engine_ != nullptr) engine_->Stop();
+  }
+  if (job_thread_.joinable()) job_thread_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  job_id_.clear();
+}
+
+}  // namespace fairbench::agent

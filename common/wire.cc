@@ -1,0 +1,116 @@
+#include "common/wire.h"
+
+namespace fairbench::wire {
+
+void ToProto(const Counters& in, v1::Counters* out) {
+  out->set_requests(in.requests);
+  out->set_bytes_read(in.bytes_read);
+  out->set_bytes_written(in.bytes_written);
+  v1::ErrorCounts* e = out->mutable_errors();
+  e->set_connect(in.errors.connect);
+  e->set_read(in.errors.read);
+  e->set_write(in.errors.write);
+  e->set_timeout(in.errors.timeout);
+  e->set_status(in.errors.status);
+  e->set_port_exhaustion(in.errors.port_exhaustion);
+  out->clear_status_classes();
+  for (uint64_t c : in.status_classes) out->add_status_classes(c);
+  out->set_connects(in.connects);
+  out->set_connect_time_us(in.connect_time_us);
+  out->set_closes_by_server(in.closes_by_server);
+}
+
+Counters FromProto(const v1::Counters& in) {
+  Counters c;
+  c.requests = in.requests();
+  c.bytes_read = in.bytes_read();
+  c.bytes_written = in.bytes_written();
+  c.errors.connect = in.errors().connect();
+  c.errors.read = in.errors().read();
+  c.errors.write = in.errors().write();
+  c.errors.timeout = in.errors().timeout();
+  c.errors.status = in.errors().status();
+  c.errors.port_exhaustion = in.errors().port_exhaustion();
+  for (int i = 0; i < in.status_classes_size() && i < static_cast<int>(c.status_classes.size()); ++i) {
+    c.status_classes[static_cast<size_t>(i)] = in.status_classes(i);
+  }
+  c.connects = in.connects();
+  c.connect_time_us = in.connect_time_us();
+  c.closes_by_server = in.closes_by_server();
+  return c;
+}
+
+void ToProto(const Histogram& in, v1::Latency* out) {
+  if (in.count() > 0) out->set_hdr(in.EncodeCompressed());
+  const HistogramMoments& m = in.moments();
+  out->set_count(m.count);
+  out->set_sum(m.sum);
+  out->set_sum_squares_hi(static_cast<uint64_t>(m.sum_squares >> 64));
+  out->set_sum_squares_lo(static_cast<uint64_t>(m.sum_squares));
+  out->set_min(m.min);
+  out->set_max(m.max);
+  out->set_clamped(in.clamped());
+}
+
+Result<Histogram> FromProto(const v1::Latency& in) {
+  if (in.count() == 0) {
+    if (!in.hdr().empty()) return Status::InvalidArgument("latency: counts without a count");
+    return Histogram();
+  }
+  auto h = Histogram::DecodeCompressed(in.hdr());
+  if (!h.ok()) return h.status();
+  if (h->count() != in.count()) {
+    return Status::InvalidArgument("latency: histogram holds " + std::to_string(h->count()) + " values, message says " +
+                                   std::to_string(in.count()));
+  }
+  HistogramMoments m;
+  m.count = in.count();
+  m.sum = in.sum();
+  m.sum_squares = (static_cast<uint128_t>(in.sum_squares_hi()) << 64) | in.sum_squares_lo();
+  m.min = in.min();
+  m.max = in.max();
+  h->SetMoments(m, in.clamped());
+  return h;
+}
+
+void ToProto(const Snapshot& in, const std::string& job_id, v1::Snapshot* out) {
+  out->set_job_id(job_id);
+  out->set_sequence(in.sequence);
+  out->set_phase(in.phase == Phase::kWarmup ? v1::PHASE_WARMUP : v1::PHASE_MEASURE);
+  out->set_start_ns(in.start_ns);
+  out->set_end_ns(in.end_ns);
+  ToProto(in.stats.counters, out->mutable_counters());
+  ToProto(in.stats.latency, out->mutable_latency());
+  if (in.stats.uncorrected.count() > 0) ToProto(in.stats.uncorrected, out->mutable_uncorrected());
+  out->clear_rate_samples();
+  for (double r : in.stats.rate_samples) out->add_rate_samples(r);
+  out->set_connections_open(in.connections_open);
+  out->set_cpu_seconds(in.cpu_seconds);
+}
+
+Result<Snapshot> FromProto(const v1::Snapshot& in) {
+  Snapshot s;
+  if (in.sequence() == 0) return Status::InvalidArgument("snapshot: sequence numbers start at 1");
+  if (in.phase() != v1::PHASE_WARMUP && in.phase() != v1::PHASE_MEASURE) {
+    return Status::InvalidArgument("snapshot: unknown phase");
+  }
+  s.sequence = in.sequence();
+  s.phase = in.phase() == v1::PHASE_WARMUP ? Phase::kWarmup : Phase::kMeasure;
+  s.start_ns = in.start_ns();
+  s.end_ns = in.end_ns();
+  s.stats.counters = FromProto(in.counters());
+  auto latency = FromProto(in.latency());
+  if (!latency.ok()) return latency.status();
+  s.stats.latency = std::move(*latency);
+  if (in.has_uncorrected()) {
+    auto u = FromProto(in.uncorrected());
+    if (!u.ok()) return u.status();
+    s.stats.uncorrected = std::move(*u);
+  }
+  s.stats.rate_samples.assign(in.rate_samples().begin(), in.rate_samples().end());
+  s.connections_open = in.connections_open();
+  s.cpu_seconds = in.cpu_seconds();
+  return s;
+}
+
+}  // namespace fairbench::wire
