@@ -1,0 +1,175 @@
+// The test API server's request handling, independent of HTTP: a request
+// (method, path, query, headers, body, authenticated user) goes in, a reply
+// or an open watch comes out. Implements KUBE-API.md §1–§5 and the pod and
+// namespace lifecycle parts of §9 for any resource the ResourceRegistry
+// serves, including those added by CustomResourceDefinitions.
+//
+// It is deliberately independent of controller/kube: the client is tested
+// against this server, so a misreading of the API shared by both could not
+// hide in common code.
+//
+// Thread-safe: one mutex serialises every request (the store, the registry
+// and the GC see a single consistent state). A maintenance thread sends
+// bookmarks, runs garbage collection, establishes CRDs after their delay
+// and finishes pod terminations that are due.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+#include "testing/apiserver/api_status.h"
+#include "testing/apiserver/faults.h"
+#include "testing/apiserver/object_store.h"
+#include "testing/apiserver/resource_types.h"
+
+namespace fairbench::apiserver {
+
+struct ApiServerOptions {
+  // Changes kept for watch/list at an older RV; anything older → 410.
+  size_t history_limit = 10000;
+  std::chrono::milliseconds bookmark_interval{10000};
+  std::chrono::seconds max_watch_timeout{1800};
+  size_t watch_queue_limit = 10000;
+  // How long a new CRD stays unserved (404) before it is Established.
+  std::chrono::milliseconds crd_establish_delay{0};
+  bool garbage_collection = true;
+  // Pods whose grace period has run out are removed without a kubelet.
+  bool auto_finish_pod_termination = false;
+  std::vector<std::string> namespaces = {"default", "kube-system", "kube-public", "kube-node-lease"};
+  // Shown in /api's serverAddressByClientCIDRs.
+  std::string server_address = "127.0.0.1:6443";
+};
+
+struct ApiRequest {
+  std::string method;
+  std::string path;
+  std::multimap<std::string, std::string> query;
+  std::string accept;
+  std::string content_type;
+  std::string user_agent;
+  std::string body;
+  std::string user;  // authenticated name, "" when anonymous
+};
+
+struct ApiResponse {
+  int code = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::shared_ptr<WatchChannel> watch;  // set: stream it instead of body
+};
+
+// Authorization for tests of 403: a request matching a rule is forbidden.
+struct DenyRule {
+  std::string user;      // "" = any
+  std::string verb;      // get, list, watch, create, update, patch, delete, deletecollection; "" = any
+  std::string resource;  // plural; "" = any
+};
+
+class ApiServer {
+ public:
+  explicit ApiServer(ApiServerOptions options = {});
+  ~ApiServer();
+  ApiServer(const ApiServer&) = delete;
+  ApiServer& operator=(const ApiServer&) = delete;
+
+  ApiResponse Handle(const ApiRequest& request);
+
+  FaultInjector& faults() { return faults_; }
+  void SetDenyRules(std::vector<DenyRule> rules);
+
+  // The test kubelet's side of graceful pod deletion: the pod's containers
+  // have stopped, remove it (it stays while finalizers remain).
+  Status FinishPodTermination(const std::string& ns, const std::string& name);
+  // Ends open watches: abruptly (connection cut) or cleanly.
+  void DropWatches(bool abrupt);
+  // Forgets the watch history: every older RV now answers 410.
+  void CompactHistory();
+  void set_history_limit(size_t limit);
+  uint64_t current_resource_version();
+  size_t open_watches();
+  // Runs one garbage-collection pass now (tests that cannot wait).
+  void CollectGarbage();
+  // Stops background work and ends every watch; Handle may not be called after.
+  void Shutdown();
+
+ private:
+  struct Committed {
+    nlohmann::json object;
+    bool removed = false;
+  };
+  struct Target {
+    const ResourceInfo* resource = nullptr;
+    std::string ns;
+    std::string name;
+    std::string subresource;
+  };
+
+  ApiResponse Dispatch(const ApiRequest& req);
+  ApiResponse Discovery(const ApiRequest& req, bool* handled);
+  Outcome<Target> Route(const ApiRequest& req);
+
+  ApiResponse List(const Target& t, const ApiRequest& req);
+  ApiResponse Watch(const Target& t, const ApiRequest& req);
+  ApiResponse Get(const Target& t, const ApiRequest& req);
+  ApiResponse Create(const Target& t, const ApiRequest& req);
+  ApiResponse Update(const Target& t, const ApiRequest& req);
+  ApiResponse Patch(const Target& t, const ApiRequest& req);
+  ApiResponse Apply(const Target& t, const ApiRequest& req, const nlohmann::json* current);
+  ApiResponse Delete(const Target& t, const ApiRequest& req);
+  ApiResponse DeleteCollection(const Target& t, const ApiRequest& req);
+
+  // The write pipeline shared by create, update and patch.
+  Outcome<nlohmann::json> Admit(const Target& t, nlohmann::json obj, const nlohmann::json* old,
+                                const ApiRequest& req, std::vector<std::string>* warnings);
+  ApiResponse StoreCreate(const Target& t, nlohmann::json obj, const ApiRequest& req, const std::string& manager,
+                          const std::string& operation);
+  ApiResponse StoreUpdate(const Target& t, nlohmann::json obj, const nlohmann::json& old, const ApiRequest& req,
+                          const std::string& manager, bool managed_fields_done);
+  Outcome<Committed> DeleteObject(const ResourceInfo& r, const std::string& ns, const std::string& name,
+                                  const nlohmann::json& options);
+  // Stores an update; removes the object instead when it is terminating and
+  // nothing holds it any more (no finalizers, grace period over).
+  Committed CommitUpdate(const ResourceInfo& r, nlohmann::json obj);
+  void PrepareForCreate(const ResourceInfo& r, nlohmann::json& obj);
+  std::vector<Cause> ValidateType(const ResourceInfo& r, nlohmann::json& obj, const nlohmann::json* old);
+  const ResourceInfo* ByStorageKey(const std::string& key) const;
+  void AfterStoredChange(const ResourceInfo& r, const nlohmann::json& obj, bool deleted);
+
+  nlohmann::json Render(const ResourceInfo& r, nlohmann::json obj, bool for_list) const;
+  ApiResponse Reply(int code, const nlohmann::json& body) const;
+  ApiResponse Reply(StatusReply s) const;
+  bool Denied(const ApiRequest& req, const std::string& verb, const Target& t, StatusReply* reply) const;
+  std::string Manager(const ApiRequest& req) const;
+
+  void Maintain();
+  void GarbageCollectLocked();
+  void EstablishDueCrdsLocked();
+  void FinishDuePodsLocked();
+
+  const ApiServerOptions options_;
+  FaultInjector faults_;
+
+  std::mutex mu_;
+  ObjectStore store_;                      // guarded by mu_
+  ResourceRegistry registry_;              // guarded by mu_
+  std::vector<DenyRule> deny_;             // guarded by mu_
+  std::map<std::string, std::chrono::steady_clock::time_point> pending_crds_;  // guarded by mu_
+  bool gc_due_ = false;                    // guarded by mu_
+  bool stopping_ = false;                  // guarded by mu_
+  uint64_t next_cluster_ip_ = 10;          // guarded by mu_
+  std::condition_variable wake_;
+  std::thread maintenance_;
+};
+
+}  // namespace fairbench::apiserver

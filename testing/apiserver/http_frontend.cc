@@ -1,0 +1,198 @@
+#include "testing/apiserver/http_frontend.h"
+
+#include <httplib.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <chrono>
+
+#include "testing/apiserver/request_util.h"
+
+namespace fairbench::apiserver {
+namespace {
+
+// The peer's certificate CN, if it presented one that verified.
+std::string ClientCertUser(const httplib::Request& req) {
+  if (!req.ssl) return "";
+  X509* peer = SSL_get1_peer_certificate(req.ssl);
+  if (!peer) return "";
+  std::string user;
+  if (SSL_get_verify_result(req.ssl) == X509_V_OK) {
+    char cn[256] = {0};
+    if (X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName, cn, sizeof cn) > 0) user = cn;
+  }
+  X509_free(peer);
+  return user;
+}
+
+bool ConfigureTls(SSL_CTX& ctx, const TlsMaterial& tls) {
+  BIO* cert_bio = BIO_new_mem_buf(tls.server.cert_pem.data(), static_cast<int>(tls.server.cert_pem.size()));
+  X509* cert = PEM_read_bio_X509(cert_bio, nullptr, nullptr, nullptr);
+  BIO_free(cert_bio);
+  BIO* key_bio = BIO_new_mem_buf(tls.server.key_pem.data(), static_cast<int>(tls.server.key_pem.size()));
+  EVP_PKEY* key = PEM_read_bio_PrivateKey(key_bio, nullptr, nullptr, nullptr);
+  BIO_free(key_bio);
+  BIO* ca_bio = BIO_new_mem_buf(tls.ca.cert_pem.data(), static_cast<int>(tls.ca.cert_pem.size()));
+  X509* ca = PEM_read_bio_X509(ca_bio, nullptr, nullptr, nullptr);
+  BIO_free(ca_bio);
+  bool ok = cert && key && ca && SSL_CTX_use_certificate(&ctx, cert) == 1 && SSL_CTX_use_PrivateKey(&ctx, key) == 1 &&
+            SSL_CTX_check_private_key(&ctx) == 1;
+  if (ok) {
+    SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
+    X509_STORE_add_cert(SSL_CTX_get_cert_store(&ctx), ca);
+    STACK_OF(X509_NAME)* names = sk_X509_NAME_new_null();
+    sk_X509_NAME_push(names, X509_NAME_dup(X509_get_subject_name(ca)));
+    SSL_CTX_set_client_CA_list(&ctx, names);
+    // Ask for a client certificate but do not require one: bearer tokens
+    // authenticate too. A certificate that is sent must verify.
+    SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER, nullptr);
+  }
+  X509_free(cert);
+  EVP_PKEY_free(key);
+  X509_free(ca);
+  return ok;
+}
+
+}  // namespace
+
+HttpFrontend::HttpFrontend(ApiServer& api, const HttpFrontendOptions& options)
+    : api_(api), tls_(options.tls != nullptr), tokens_(options.tokens) {}
+
+Result<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(ApiServer& api, const HttpFrontendOptions& options) {
+  std::unique_ptr<HttpFrontend> f(new HttpFrontend(api, options));
+  if (options.tls) {
+    const TlsMaterial* tls = options.tls;
+    f->server_ = std::make_unique<httplib::SSLServer>([tls](SSL_CTX& ctx) { return ConfigureTls(ctx, *tls); });
+    if (!f->server_->is_valid()) return Status::InvalidArgument("the TLS certificate or key is not usable");
+  } else {
+    f->server_ = std::make_unique<httplib::Server>();
+  }
+  size_t threads = options.threads;
+  f->server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  f->server_->set_keep_alive_max_count(1000);
+  f->server_->set_keep_alive_timeout(2);
+  f->server_->set_read_timeout(10);
+  f->server_->set_write_timeout(10);
+  f->server_->set_tcp_nodelay(true);
+  HttpFrontend* self = f.get();
+  auto handler = [self](const httplib::Request& req, httplib::Response& res) {
+    ApiRequest ar;
+    ar.method = req.method;
+    ar.path = req.path;
+    for (const auto& [k, v] : req.params) ar.query.emplace(k, v);
+    ar.accept = req.get_header_value("Accept");
+    ar.content_type = req.get_header_value("Content-Type");
+    ar.user_agent = req.get_header_value("User-Agent");
+    ar.body = req.body;
+
+    bool auth_required;
+    {
+      std::lock_guard<std::mutex> lock(self->mu_);
+      auth_required = self->tls_ || !self->tokens_.empty();
+      ar.user = ClientCertUser(req);
+      std::string auth = req.get_header_value("Authorization");
+      if (ar.user.empty() && auth.rfind("Bearer ", 0) == 0) {
+        auto it = self->tokens_.find(auth.substr(7));
+        if (it != self->tokens_.end()) ar.user = it->second;
+      }
+    }
+    bool open_path = req.path == "/healthz" || req.path == "/livez" || req.path == "/readyz";
+    auto send = [&res](const ApiResponse& r) {
+      res.status = r.code;
+      for (const auto& [k, v] : r.headers) res.set_header(k, v);
+      res.set_content(r.body, r.content_type);
+    };
+    if (auth_required && ar.user.empty() && !open_path) {
+      ApiResponse r;
+      r.code = 401;
+      r.body = Unauthorized().body.dump();
+      send(r);
+      return;
+    }
+    const bool watch = IsWatchRequest(ar.method, ar.query);
+    auto delay = self->api_.faults().Latency(ar.method, ar.path);
+    if (delay.count() > 0) std::this_thread::sleep_for(delay);
+    if (auto fault = self->api_.faults().BeforeRequest(ar.method, ar.path, watch)) {
+      ApiResponse r;
+      r.code = fault->code;
+      r.body = fault->body.dump();
+      r.headers = fault->headers;
+      send(r);
+      return;
+    }
+    ApiResponse r = self->api_.Handle(ar);
+    if (!r.watch) {
+      send(r);
+      return;
+    }
+    // httplib gzips a compressible response body when asked to, buffering a
+    // stream until it ends; a watch must reach the client event by event.
+    const_cast<httplib::Request&>(req).headers.erase("Accept-Encoding");
+    res.status = 200;
+    auto ch = r.watch;
+    FaultInjector* faults = &self->api_.faults();
+    res.set_chunked_content_provider(
+        "application/json",
+        [ch, faults](size_t, httplib::DataSink& sink) {
+          auto item = ch->Next(std::chrono::milliseconds(250));
+          switch (item.kind) {
+            case WatchChannel::Item::Kind::kLine:
+              if (!sink.write(item.line.data(), item.line.size())) {
+                ch->Cancel();
+                return false;
+              }
+              if (faults->DropWatchNow()) {
+                ch->Cancel();
+                return false;
+              }
+              return true;
+            case WatchChannel::Item::Kind::kIdle:
+              return true;
+            case WatchChannel::Item::Kind::kClean:
+              sink.done();
+              return true;
+            case WatchChannel::Item::Kind::kAbrupt:
+              return false;
+          }
+          return false;
+        },
+        [ch](bool) { ch->Cancel(); });
+  };
+  f->server_->Get(".*", handler);
+  f->server_->Post(".*", handler);
+  f->server_->Put(".*", handler);
+  f->server_->Patch(".*", handler);
+  f->server_->Delete(".*", handler);
+
+  if (options.port == 0) {
+    f->port_ = f->server_->bind_to_any_port(options.host);
+    if (f->port_ <= 0) return Status::Unavailable("cannot listen on " + options.host);
+  } else {
+    if (!f->server_->bind_to_port(options.host, options.port)) {
+      return Status::Unavailable("cannot listen on " + options.host + ":" + std::to_string(options.port));
+    }
+    f->port_ = options.port;
+  }
+  std::string host = options.host.find(':') != std::string::npos ? "[" + options.host + "]" : options.host;
+  f->url_ = std::string(options.tls ? "https://" : "http://") + host + ":" + std::to_string(f->port_);
+  f->thread_ = std::thread([self] { self->server_->listen_after_bind(); });
+  for (int i = 0; i < 500 && !f->server_->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  return f;
+}
+
+HttpFrontend::~HttpFrontend() { Stop(); }
+
+void HttpFrontend::SetTokens(std::map<std::string, std::string> tokens) {
+  std::lock_guard<std::mutex> lock(mu_);
+  tokens_ = std::move(tokens);
+}
+
+void HttpFrontend::Stop() {
+  if (stopped_.exchange(true)) return;
+  api_.DropWatches(false);
+  if (server_) server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace fairbench::apiserver

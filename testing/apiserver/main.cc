@@ -1,0 +1,78 @@
+// fairbench-test-apiserver: the test API server as a program, so that a
+// person can point kubectl at it and a demo can run without a cluster.
+//
+//   fairbench-test-apiserver --listen 127.0.0.1:6443 --tls-dir /tmp/fb-tls
+//       --token secret --write-kubeconfig /tmp/fb.kubeconfig
+//   KUBECONFIG=/tmp/fb.kubeconfig kubectl get namespaces
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+#include "testing/apiserver/test_apiserver.h"
+
+int main(int argc, char** argv) {
+  using namespace fairbench::apiserver;
+  CLI::App app{"fairbench test Kubernetes API server"};
+  std::string listen = "127.0.0.1:6443";
+  std::string tls_dir;
+  std::vector<std::string> tokens;
+  std::string kubeconfig;
+  size_t history = 10000;
+  double bookmark_seconds = 10;
+  double establish_seconds = 0;
+  bool auto_pods = false;
+  app.add_option("--listen", listen, "host:port to listen on (port 0 = any free port)");
+  app.add_option("--tls-dir", tls_dir, "serve HTTPS with certificates from (or generated into) this directory");
+  app.add_option("--token", tokens, "accept this bearer token (repeatable)");
+  app.add_option("--write-kubeconfig", kubeconfig, "write a kubeconfig for this server to FILE");
+  app.add_option("--history", history, "watch history kept, in changes; older resource versions answer 410");
+  app.add_option("--bookmark-interval", bookmark_seconds, "seconds between watch bookmarks");
+  app.add_option("--crd-establish-delay", establish_seconds, "seconds before a new CRD is served");
+  app.add_flag("--auto-finish-pods", auto_pods, "remove terminating pods when their grace period ends");
+  CLI11_PARSE(app, argc, argv);
+
+  size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) {
+    std::cerr << "fairbench-test-apiserver: --listen must be host:port\n";
+    return 2;
+  }
+  TestApiServerOptions options;
+  options.host = listen.substr(0, colon);
+  if (options.host.size() > 2 && options.host.front() == '[') options.host = options.host.substr(1, options.host.size() - 2);
+  options.port = std::atoi(listen.c_str() + colon + 1);
+  options.tls = !tls_dir.empty();
+  options.tls_dir = tls_dir;
+  for (const auto& t : tokens) options.tokens[t] = "fairbench-token-user";
+  options.api.history_limit = history;
+  options.api.bookmark_interval = std::chrono::milliseconds(static_cast<int64_t>(bookmark_seconds * 1000));
+  options.api.crd_establish_delay = std::chrono::milliseconds(static_cast<int64_t>(establish_seconds * 1000));
+  options.api.auto_finish_pod_termination = auto_pods;
+  options.api.server_address = listen;
+
+  // Block the signals before any thread starts so that only sigwait sees them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto server = TestApiServer::Start(options);
+  if (!server.ok()) {
+    std::cerr << "fairbench-test-apiserver: " << server.status().ToString() << "\n";
+    return 1;
+  }
+  if (!kubeconfig.empty()) {
+    auto s = (*server)->WriteKubeconfig(kubeconfig, tokens.empty() ? "" : tokens.front());
+    if (!s.ok()) {
+      std::cerr << "fairbench-test-apiserver: " << s.ToString() << "\n";
+      return 1;
+    }
+  }
+  std::printf("fairbench-test-apiserver listening on %s\n", (*server)->url().c_str());
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&signals, &sig);
+  (*server)->Stop();
+  return 0;
+}

@@ -1,0 +1,115 @@
+#include "testing/apiserver/request_util.h"
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "testing/apiserver/time_text.h"
+
+namespace fairbench::apiserver {
+namespace {
+std::mt19937_64& Rng() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return rng;
+}
+const char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+}  // namespace
+
+std::string QueryValue(const std::multimap<std::string, std::string>& query, const std::string& key) {
+  auto it = query.find(key);
+  return it == query.end() ? "" : it->second;
+}
+
+bool QueryBool(const std::multimap<std::string, std::string>& query, const std::string& key) {
+  std::string v = QueryValue(query, key);
+  return v == "true" || v == "1" || v == "True";
+}
+
+bool IsWatchRequest(const std::string& method, const std::multimap<std::string, std::string>& query) {
+  return method == "GET" && QueryBool(query, "watch");
+}
+
+bool WantsTable(const std::string& accept) { return accept.find("as=Table") != std::string::npos; }
+
+std::string MediaType(const std::string& content_type) {
+  std::string m = content_type.substr(0, content_type.find(';'));
+  while (!m.empty() && m.back() == ' ') m.pop_back();
+  return m;
+}
+
+std::string NowText() { return FormatTime(std::chrono::system_clock::now()); }
+
+std::string NewUid() {
+  std::uniform_int_distribution<uint32_t> d(0, 0xffffffff);
+  uint32_t a = d(Rng()), b = d(Rng()), c = d(Rng()), e = d(Rng());
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%08x-%04x-4%03x-%04x-%04x%08x", a, b >> 16, b & 0xfff, (c & 0x3fff) | 0x8000,
+                c >> 16, e);
+  return buf;
+}
+
+std::string RandomSuffix() {
+  static const char kAlphabet[] = "bcdfghjklmnpqrstvwxz2456789";
+  std::uniform_int_distribution<size_t> d(0, sizeof(kAlphabet) - 2);
+  std::string s;
+  for (int i = 0; i < 5; ++i) s += kAlphabet[d(Rng())];
+  return s;
+}
+
+std::string Base64Encode(const std::string& in) {
+  std::string out;
+  size_t i = 0;
+  while (i + 2 < in.size()) {
+    uint32_t n = (static_cast<uint8_t>(in[i]) << 16) | (static_cast<uint8_t>(in[i + 1]) << 8) |
+                 static_cast<uint8_t>(in[i + 2]);
+    out += kB64[(n >> 18) & 63];
+    out += kB64[(n >> 12) & 63];
+    out += kB64[(n >> 6) & 63];
+    out += kB64[n & 63];
+    i += 3;
+  }
+  if (i + 1 == in.size()) {
+    uint32_t n = static_cast<uint8_t>(in[i]) << 16;
+    out += kB64[(n >> 18) & 63];
+    out += kB64[(n >> 12) & 63];
+    out += "==";
+  } else if (i + 2 == in.size()) {
+    uint32_t n = (static_cast<uint8_t>(in[i]) << 16) | (static_cast<uint8_t>(in[i + 1]) << 8);
+    out += kB64[(n >> 18) & 63];
+    out += kB64[(n >> 12) & 63];
+    out += kB64[(n >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+std::optional<std::string> Base64Decode(const std::string& in) {
+  std::string out;
+  uint32_t buf = 0;
+  int bits = 0;
+  for (char c : in) {
+    if (c == '=') break;
+    const char* p = std::char_traits<char>::find(kB64, 64, c);
+    if (!p) return std::nullopt;
+    buf = (buf << 6) | static_cast<uint32_t>(p - kB64);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((buf >> bits) & 0xff);
+    }
+  }
+  return out;
+}
+
+bool ParseUint(const std::string& text, uint64_t* out) {
+  if (text.empty() || text.size() > 19) return false;
+  uint64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  *out = v;
+  return true;
+}
+
+}  // namespace fairbench::apiserver

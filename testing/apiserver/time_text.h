@@ -1,0 +1,16 @@
+// Kubernetes time text: metav1.Time is RFC 3339 UTC to the second
+// ("2026-07-01T10:00:00Z"). Stateless.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace fairbench::apiserver {
+
+std::string FormatTime(std::chrono::system_clock::time_point t);
+std::optional<std::chrono::system_clock::time_point> ParseTime(const std::string& text);
+// kubectl's age column ("5s", "3m2s", "4h", "2d3h"), from apimachinery's HumanDuration.
+std::string HumanDuration(std::chrono::seconds d);
+
+}  // namespace fairbench::apiserver
