@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/api/cpu_list.h"
+#include "common/api/encoder.h"
 #include "common/api/field_path.h"
 #include "common/api/json_text.h"
 #include "common/api/quantity.h"
@@ -18,16 +19,6 @@
 
 namespace fairbench::api {
 namespace {
-
-template <typename T>
-struct IsOptional : std::false_type {};
-template <typename T>
-struct IsOptional<std::optional<T>> : std::true_type {};
-
-template <typename T>
-struct IsVector : std::false_type {};
-template <typename T>
-struct IsVector<std::vector<T>> : std::true_type {};
 
 // Unknown fields sort after the known fields of their object.
 constexpr int kUnknownFieldOrder = 1'000'000;
@@ -166,11 +157,11 @@ class Decoder {
   void Value(const Node& n, T& out, unsigned flags) {
     if constexpr (schema::Described<T>) {
       Struct(n, out);
-    } else if constexpr (IsOptional<T>::value) {
+    } else if constexpr (schema::kIsOptional<T>) {
       typename T::value_type v{};
       Value(n, v, flags);
       out = std::move(v);
-    } else if constexpr (IsVector<T>::value) {
+    } else if constexpr (schema::kIsVector<T>) {
       if (!n.is_sequence()) return Error(n, "must be a list, got " + n.Describe());
       out.clear();
       out.resize(n.items().size());
@@ -390,87 +381,6 @@ class Decoder {
   std::vector<Frame> frames_;
   std::vector<std::string> paths_;
   std::vector<int> order_;
-};
-
-// ---------------------------------------------------------------- encoder
-
-class Encoder {
- public:
-  template <typename T>
-  void Field(std::string_view name, const T& member, unsigned flags = 0) {
-    if (Omitted(member, flags)) return;
-    Node v = Value(member);
-    // An object with nothing to say is left out, like an empty list.
-    if (v.is_map() && v.entries().empty() && !std::is_same_v<T, std::optional<nlohmann::json>>) return;
-    maps_.back()->Add(std::string(name), std::move(v));
-  }
-
-  template <typename T>
-  Node Value(const T& m) {
-    if constexpr (schema::Described<T>) {
-      Node out = Node::Map();
-      maps_.push_back(&out);
-      schema::Describe(*this, m);
-      maps_.pop_back();
-      return out;
-    } else if constexpr (IsOptional<T>::value) {
-      return Value(*m);
-    } else if constexpr (IsVector<T>::value) {
-      Node out = Node::Sequence();
-      for (const auto& item : m) out.Append(Value(item));
-      return out;
-    } else if constexpr (std::is_same_v<T, StringMap>) {
-      Node out = Node::Map();
-      for (const auto& [k, v] : m) out.Add(k, Node::String(v));
-      return out;
-    } else if constexpr (std::is_same_v<T, std::string>) {
-      return Node::String(m);
-    } else if constexpr (std::is_same_v<T, bool>) {
-      return Node::Bool(m);
-    } else if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T>) {
-      return Node::Uint(m);
-    } else if constexpr (std::is_integral_v<T>) {
-      return Node::Int(m);
-    } else if constexpr (std::is_floating_point_v<T>) {
-      return Node::Float(m);
-    } else if constexpr (schema::NamedEnum<T>) {
-      return Node::String(std::string(schema::NameOf(m)));
-    } else if constexpr (std::is_same_v<T, Duration>) {
-      return Node::String(FormatDuration(m));
-    } else if constexpr (std::is_same_v<T, Time>) {
-      return Node::String(FormatTime(m));
-    } else if constexpr (std::is_same_v<T, CpuQuantity>) {
-      return Node::String(FormatCpu(m));
-    } else if constexpr (std::is_same_v<T, MemoryQuantity>) {
-      return Node::String(FormatMemory(m));
-    } else if constexpr (std::is_same_v<T, CpuList>) {
-      return Node::String(FormatCpuList(m));
-    } else if constexpr (std::is_same_v<T, Progress>) {
-      return Node::String(std::to_string(m.completed) + "/" + std::to_string(m.total));
-    } else {
-      static_assert(std::is_same_v<T, nlohmann::json>, "no encoding for this type");
-      return NodeFromJson(m);
-    }
-  }
-
- private:
-  template <typename T>
-  static bool Omitted(const T& m, unsigned flags) {
-    if constexpr (IsOptional<T>::value) {
-      return !m.has_value();
-    } else if constexpr (IsVector<T>::value || std::is_same_v<T, StringMap> || std::is_same_v<T, std::string> ||
-                         std::is_same_v<T, CpuList>) {
-      return m.empty();
-    } else if constexpr (std::is_same_v<T, Progress>) {
-      return m.total == 0 && m.completed == 0;
-    } else if constexpr (std::is_arithmetic_v<T>) {
-      return (flags & schema::kOmitZero) != 0 && m == T{};
-    } else {
-      return false;
-    }
-  }
-
-  std::vector<Node*> maps_;
 };
 
 }  // namespace

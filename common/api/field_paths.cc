@@ -7,20 +7,6 @@
 #include "common/api/schema.h"
 
 namespace fairbench::api {
-namespace {
-
-template <typename T>
-struct IsOptional : std::false_type {};
-template <typename T>
-struct IsOptional<std::optional<T>> : std::true_type {};
-
-template <typename T>
-struct IsVector : std::false_type {};
-template <typename T>
-struct IsVector<std::vector<T>> : std::true_type {};
-
-}  // namespace
-
 FieldPaths::FieldPaths(const BenchmarkRun& run) { Register(run, "", {}); }
 
 template <typename T>
@@ -47,9 +33,9 @@ void FieldPaths::Walk(const T& member, const Entry& at) {
     schema::Describe(*this, member);
     counters_.pop_back();
     stack_.pop_back();
-  } else if constexpr (IsOptional<T>::value) {
+  } else if constexpr (schema::kIsOptional<T>) {
     if (member.has_value()) Register(*member, at.path, at.order);
-  } else if constexpr (IsVector<T>::value) {
+  } else if constexpr (schema::kIsVector<T>) {
     for (size_t i = 0; i < member.size(); ++i) {
       std::vector<int> order = at.order;
       order.push_back(static_cast<int>(i));

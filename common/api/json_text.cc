@@ -55,21 +55,6 @@ std::string Reformat(std::string_view source, const std::string& what) {
   return out + ": invalid JSON: " + reason;
 }
 
-}  // namespace
-
-Node NodeFromJson(const nlohmann::ordered_json& j) { return FromJson(j); }
-Node NodeFromJson(const nlohmann::json& j) { return FromJson(j); }
-
-Result<Node> ParseJson(std::string_view text, std::string_view source) {
-  try {
-    return FromJson(nlohmann::ordered_json::parse(text));
-  } catch (const nlohmann::json::exception& e) {
-    return Status::InvalidArgument(Reformat(source, e.what()));
-  } catch (const std::exception& e) {
-    return Status::InvalidArgument(std::string(source) + ": invalid JSON: " + e.what());
-  }
-}
-
 template <typename Json>
 Json ToJsonT(const Node& n) {
   switch (n.kind()) {
@@ -104,6 +89,21 @@ Json ToJsonT(const Node& n) {
     }
   }
   return nullptr;
+}
+
+}  // namespace
+
+Node NodeFromJson(const nlohmann::ordered_json& j) { return FromJson(j); }
+Node NodeFromJson(const nlohmann::json& j) { return FromJson(j); }
+
+Result<Node> ParseJson(std::string_view text, std::string_view source) {
+  try {
+    return FromJson(nlohmann::ordered_json::parse(text));
+  } catch (const nlohmann::json::exception& e) {
+    return Status::InvalidArgument(Reformat(source, e.what()));
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(std::string(source) + ": invalid JSON: " + e.what());
+  }
 }
 
 nlohmann::ordered_json NodeToJson(const Node& n) { return ToJsonT<nlohmann::ordered_json>(n); }

@@ -3,8 +3,9 @@
 //
 // Each Describe(v, x) lists the fields of one struct in their canonical
 // order, binding a name to a member. A visitor walks them: the decoder
-// (Node → struct, codec.cc), the encoder (struct → Node, codec.cc) and the
-// path index that gives validation its field paths (validate.cc). Renaming a
+// (Node → struct, codec.cc), the encoder (struct → Node, encoder.h), the
+// path index that gives validation its field paths (field_paths.h) and the
+// CRD's OpenAPI schema (openapi.h). Renaming a
 // field here renames it everywhere, and the order here is the order of
 // encoded output and of error reports.
 //
@@ -16,9 +17,11 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "common/api/benchmark_run.h"
 
@@ -281,6 +284,16 @@ void Describe(V& v, S& s) {
   v.Field("lastTransitionTime", s.last_transition_time);
   v.Field("observedGeneration", s.observed_generation, kOmitZero);
 }
+
+// Containers the visitors handle generically.
+template <typename T>
+inline constexpr bool kIsOptional = false;
+template <typename T>
+inline constexpr bool kIsOptional<std::optional<T>> = true;
+template <typename T>
+inline constexpr bool kIsVector = false;
+template <typename T>
+inline constexpr bool kIsVector<std::vector<T>> = true;
 
 // True for the structs above: what a visitor descends into.
 template <typename T>

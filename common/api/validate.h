@@ -3,8 +3,8 @@
 //
 // Covers what a type cannot say: required fields, ranges (port 1..65535,
 // expect.status 100..599, pipeline ≥ 1, …), names (DNS-1123, HTTP tokens),
-// uniqueness, exclusive fields (request XOR requests, body XOR bodyFile XOR
-// — for expect — json), and rules between fields (each agent's share of
+// uniqueness, exclusive fields (request or requests, body or bodyFile,
+// expect.body or expect.json), and rules between fields (each agent's share of
 // connections covers its threads; agents and targets never share CPUs or
 // nodes; the run fits in its status). Every diagnostic names a field path;
 // the result is sorted in field order. No I/O: reading bodyFile is the
