@@ -1,0 +1,53 @@
+#include "common/report/cell_checks.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace fairbench::report {
+
+void CheckCell(const api::ScenarioSettings& settings, CellRecord& cell, const CheckThresholds& thresholds) {
+  const api::CellResult& r = cell.result;
+  const bool had_gap = std::find(cell.flags.begin(), cell.flags.end(), CellFlag::kSnapshotGap) != cell.flags.end();
+  cell.flags.clear();
+  cell.littles_law_connections = 0;
+  if (r.state != api::CellState::kSucceeded) return;
+
+  const double mean_seconds = r.latency.mean / 1e6;
+  if (r.requests_per_second > 0 && mean_seconds > 0) {
+    cell.littles_law_connections = r.requests_per_second * mean_seconds;
+  }
+
+  const uint32_t agents = cell.agents > 0 ? cell.agents : static_cast<uint32_t>(std::max(settings.agents, 1));
+  const double threads = static_cast<double>(settings.threads) * agents;
+  if (r.agent_cpu && threads > 0 && *r.agent_cpu >= thresholds.generator_saturated_share * threads) {
+    cell.flags.push_back(CellFlag::kGeneratorSaturated);
+  }
+
+  const double in_flight = static_cast<double>(r.connections) * std::max(settings.pipeline, 1);
+  if (settings.rate == 0 && cell.littles_law_connections > 0 && in_flight > 0 &&
+      std::abs(cell.littles_law_connections / in_flight - 1) > thresholds.littles_law_tolerance) {
+    cell.flags.push_back(CellFlag::kLittlesLawMismatch);
+  }
+
+  if (cell.agents > 0 && static_cast<int64_t>(cell.connections_peak) < r.connections) {
+    cell.flags.push_back(CellFlag::kFewerConnections);
+  }
+  if (had_gap) cell.flags.push_back(CellFlag::kSnapshotGap);
+
+  const api::ErrorCounts& e = r.errors;
+  if (e.connect + e.read + e.write + e.timeout + e.port_exhaustion + e.status > 0) {
+    cell.flags.push_back(CellFlag::kErrors);
+  }
+}
+
+void CheckCells(RunRecord& record, const CheckThresholds& thresholds) {
+  for (CellRecord& cell : record.cells) {
+    for (const api::Scenario& s : record.run.spec.scenarios) {
+      if (s.name != cell.result.scenario) continue;
+      CheckCell(api::EffectiveSettings(record.run.spec, s), cell, thresholds);
+      break;
+    }
+  }
+}
+
+}  // namespace fairbench::report

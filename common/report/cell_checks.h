@@ -1,0 +1,49 @@
+// Cell checks: the flags that tell a reader to look at a cell twice, and
+// the Little's-law figure behind one of them, computed from the cell's own
+// numbers.
+//
+// Thresholds (CheckThresholds, defaults in brackets):
+//   GeneratorSaturated  agent CPU (cores, summed over agents) ≥ [90 %] of the
+//                       agents' threads (threads per agent × agents): the
+//                       load generator, not the target, may have set the pace.
+//   LittlesLawMismatch  closed loop only: requests/s × mean latency (the
+//                       requests in flight, by Little's law) differs from
+//                       connections × pipeline by more than [25 %]. In a
+//                       closed loop every connection always has its requests
+//                       in flight, so the two must agree; when they do not,
+//                       the latency or the rate is not what it seems (the
+//                       study found 660 and 2,354 for 100 connections).
+//                       Skipped with a constant rate (connections then wait
+//                       idle by design) and when either number is unknown.
+//   FewerConnections    the most connections open at once < the connections
+//                       asked for. Skipped when agents == 0 (not recorded).
+//   Errors              any socket error (connect, read, write, timeout, port
+//                       exhaustion) or any response whose status differed
+//                       from the scenario's expected status.
+//   SnapshotGap         not computed here: the orchestrator sees gaps in the
+//                       sequence numbers; CheckCell keeps the flag as found.
+//
+// Failed and skipped cells carry no flags: their reason says it all.
+// Pure functions; thread-safe.
+#pragma once
+
+#include "common/api/cells.h"
+#include "common/report/run_record.h"
+
+namespace fairbench::report {
+
+struct CheckThresholds {
+  double generator_saturated_share = 0.90;  // of the agents' threads
+  double littles_law_tolerance = 0.25;      // relative to connections × pipeline
+};
+
+// Recomputes cell.littles_law_connections and cell.flags (SnapshotGap kept).
+// `settings` are the scenario's effective settings (api::EffectiveSettings):
+// threads per agent, agents, pipeline and rate.
+void CheckCell(const api::ScenarioSettings& settings, CellRecord& cell, const CheckThresholds& thresholds = {});
+
+// The same for every cell of a record, each with its scenario's settings
+// (cells whose scenario is not in the spec are left alone).
+void CheckCells(RunRecord& record, const CheckThresholds& thresholds = {});
+
+}  // namespace fairbench::report

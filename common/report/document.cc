@@ -1,0 +1,853 @@
+#include "common/report/document.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include "common/api/cells.h"
+#include "common/api/cpu_list.h"
+#include "common/api/quantity.h"
+#include "common/api/time_text.h"
+#include "common/report/analysis.h"
+#include "common/report/cell_checks.h"
+#include "common/report/format.h"
+#include "common/units.h"
+
+namespace fairbench::report {
+namespace {
+
+// Where a run may describe itself for the report's first lines.
+constexpr const char* kDescriptionAnnotation = "fairbench.dev/description";
+// Marks a flagged cell in the ranking tables.
+constexpr const char* kFlagMark = " ⚑";
+
+// ---------------------------------------------------------------- small builders
+
+Span Plain(std::string text) { return Span{Span::Style::kPlain, std::move(text)}; }
+Span Strong(std::string text) { return Span{Span::Style::kStrong, std::move(text)}; }
+Span Code(std::string text) { return Span{Span::Style::kCode, std::move(text)}; }
+Paragraph P(std::vector<Span> spans) { return Paragraph{std::move(spans)}; }
+Paragraph P(std::string text) { return Paragraph{{Plain(std::move(text))}}; }
+
+std::string Conns(int64_t connections) { return FormatCount(static_cast<double>(connections)); }
+std::string ConnsText(int64_t connections) {
+  return Conns(connections) + (connections == 1 ? " connection" : " connections");
+}
+std::string Rate(double v) { return v > 0 ? FormatRate(v) : kMissing; }
+std::string Latency(double us) { return us > 0 ? FormatLatency(us) : kMissing; }
+std::string Bytes(double b) { return b > 0 ? FormatBytes(b) : kMissing; }
+std::string Count(uint64_t v) { return FormatCount(static_cast<double>(v)); }
+
+std::string Lowercase(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return out;
+}
+
+// "hello @ 1,000", for column headers that name a cell group.
+std::string GroupLabel(const std::string& scenario, int64_t connections) { return scenario + " @ " + Conns(connections); }
+
+// "GET /", "POST /api/echo", "mix of 3 requests".
+std::string RequestText(const api::Scenario* s) {
+  if (s == nullptr) return kMissing;
+  if (s->request) return s->request->method + " " + s->request->path;
+  if (s->requests.size() == 1) return s->requests[0].request.method + " " + s->requests[0].request.path;
+  return "mix of " + std::to_string(s->requests.size()) + " requests";
+}
+
+std::string StateText(const api::CellResult& r) {
+  std::string s = Lowercase(api::ToString(r.state));
+  if (!r.reason.empty()) s += " (" + r.reason + ")";
+  return s;
+}
+
+struct Context {
+  const RunRecord& record;
+  const RunIndex& index;
+  bool show_repetition;  // a repetition column is needed
+  std::vector<std::string> ranked_targets;
+  std::map<std::string, int> slots;  // target → colour slot
+};
+
+// The first columns of a per-cell table.
+std::vector<std::string> CellColumns(const Context& ctx) {
+  std::vector<std::string> h{"target", "scenario", "connections"};
+  if (ctx.show_repetition) h.push_back("repetition");
+  return h;
+}
+std::vector<std::string> CellCells(const Context& ctx, const api::CellResult& r) {
+  std::vector<std::string> row{r.target, r.scenario, Conns(r.connections)};
+  if (ctx.show_repetition) row.push_back(std::to_string(r.repetition));
+  return row;
+}
+std::vector<Align> Aligns(size_t left, size_t right) {
+  std::vector<Align> a(left, Align::kLeft);
+  a.insert(a.end(), right, Align::kRight);
+  return a;
+}
+
+// (scenario, level) pairs in report order.
+std::vector<std::pair<std::string, int64_t>> Groups(const RunIndex& index) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const std::string& s : index.scenarios()) {
+    for (int64_t c : index.Levels(s)) out.emplace_back(s, c);
+  }
+  return out;
+}
+
+// Every cell, grouped by scenario and level in report order, targets by
+// rank within a group, repetitions in record order.
+std::vector<const CellRecord*> CellsInReportOrder(const Context& ctx) {
+  std::vector<const CellRecord*> out;
+  for (const auto& [scenario, level] : Groups(ctx.index)) {
+    for (const std::string& target : ctx.ranked_targets) {
+      for (const CellRecord* c : ctx.index.Cells(target, scenario, level)) out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// "average latency spans 1.8×, maximum 26.1×" over the representative cells
+// of one group: the study's reminder that averages hide tails.
+std::string TailSpread(const Context& ctx, const std::string& scenario, int64_t connections) {
+  double min_avg = 0, max_avg = 0, min_max = 0, max_max = 0;
+  int n = 0;
+  for (const std::string& t : ctx.index.targets()) {
+    const CellRecord* c = ctx.index.Representative(t, scenario, connections);
+    if (c == nullptr || c->result.latency.mean <= 0 || c->result.latency.max <= 0) continue;
+    const api::Latency& l = c->result.latency;
+    min_avg = n == 0 ? l.mean : std::min(min_avg, l.mean);
+    max_avg = n == 0 ? l.mean : std::max(max_avg, l.mean);
+    min_max = n == 0 ? l.max : std::min(min_max, l.max);
+    max_max = n == 0 ? l.max : std::max(max_max, l.max);
+    ++n;
+  }
+  if (n < 2) return "";
+  return "Across " + std::to_string(n) + " targets the average latency spans " + FormatFactor(max_avg / min_avg) +
+         ", the maximum " + FormatFactor(max_max / min_max) + ".";
+}
+
+// ---------------------------------------------------------------- preamble
+
+std::vector<Paragraph> Preamble(const Context& ctx) {
+  std::vector<Paragraph> out;
+  const api::BenchmarkRun& run = ctx.record.run;
+  if (const auto it = run.metadata.annotations.find(kDescriptionAnnotation); it != run.metadata.annotations.end()) {
+    out.push_back(P(it->second));
+  }
+  size_t succeeded = 0, failed = 0, skipped = 0;
+  for (const CellRecord& c : ctx.record.cells) {
+    switch (c.result.state) {
+      case api::CellState::kSucceeded: ++succeeded; break;
+      case api::CellState::kFailed: ++failed; break;
+      case api::CellState::kSkipped: ++skipped; break;
+    }
+  }
+  const size_t total = run.status.progress.total > 0 ? static_cast<size_t>(run.status.progress.total)
+                                                     : api::CountCells(run.spec);
+  const std::string phase = run.status.phase ? std::string(api::ToString(*run.status.phase)) : "not started";
+  std::string counts = std::to_string(ctx.record.cells.size()) + " of " + std::to_string(total) + " cells finished: " +
+                       std::to_string(succeeded) + " succeeded, " + std::to_string(failed) + " failed, " +
+                       std::to_string(skipped) + " skipped.";
+  std::vector<Span> spans{Plain("Run "), Strong(run.metadata.name.empty() ? "(unnamed)" : run.metadata.name)};
+  if (!run.metadata.namespace_.empty()) spans.push_back(Plain(" in namespace " + run.metadata.namespace_));
+  spans.push_back(Plain(": " + phase + ". " + counts));
+  if (run.status.start_time) {
+    std::string when = " Started " + api::FormatTime(*run.status.start_time);
+    if (run.status.completion_time) when += ", completed " + api::FormatTime(*run.status.completion_time);
+    spans.push_back(Plain(when + "."));
+  }
+  out.push_back(P(std::move(spans)));
+  for (const api::Condition& c : run.status.conditions) {
+    if (c.type == "Failed" && c.status == api::ConditionStatus::kTrue) {
+      out.push_back(P({Strong("The run failed"), Plain(": " + c.reason + (c.message.empty() ? "" : " — " + c.message))}));
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- environment and method
+
+Section Method(const Context& ctx) {
+  Section s{"method", "Environment and method", 2, {}};
+  const Environment& e = ctx.record.environment;
+  const api::BenchmarkRunSpec& spec = ctx.record.run.spec;
+
+  BulletList env;
+  auto item = [&env](const std::string& name, const std::string& value) {
+    if (!value.empty()) env.items.push_back(P({Strong(name + ":"), Plain(" " + value)}));
+  };
+  item("Platform", e.platform);
+  item("Host", e.hostname);
+  item("Kernel", e.kernel);
+  std::string cpu = e.cpu_model;
+  if (e.cpus > 0) cpu += (cpu.empty() ? "" : ", ") + std::to_string(e.cpus) + " CPUs";
+  item("CPU", cpu);
+  item("Memory", e.memory_bytes > 0 ? FormatBytes(static_cast<double>(e.memory_bytes)) : "");
+  item("Target CPUs", api::FormatCpuList(api::CpuList{e.target_cpus}));
+  item("Agent CPUs", api::FormatCpuList(api::CpuList{e.agent_cpus}));
+  item("fairbench", e.fairbench_version);
+  for (const std::string& note : e.notes) env.items.push_back(P(note));
+  if (env.items.empty()) {
+    s.blocks.push_back(P("The environment was not recorded."));
+  } else {
+    s.blocks.push_back(std::move(env));
+  }
+
+  Table targets{{"target", "runs", "port", "CPU", "memory", "nofile"}, Aligns(2, 4), {}};
+  for (const api::Target& t : spec.targets) {
+    std::string runs = t.image;
+    if (t.local && !t.local->command.empty()) {
+      runs.clear();
+      for (const std::string& arg : t.local->command) runs += (runs.empty() ? "" : " ") + arg;
+    }
+    targets.rows.push_back({t.name, runs.empty() ? kMissing : runs, std::to_string(t.port),
+                            t.resources.cpu ? api::FormatCpu(*t.resources.cpu) : "no limit",
+                            t.resources.memory ? FormatBytes(static_cast<double>(t.resources.memory->bytes)) : "no limit",
+                            FormatCount(static_cast<double>(t.nofile))});
+  }
+  if (!targets.rows.empty()) s.blocks.push_back(std::move(targets));
+
+  Table scenarios{{"scenario", "request", "expected", "connections", "duration"}, Aligns(3, 2), {}};
+  for (const api::Scenario& sc : spec.scenarios) {
+    const api::ScenarioSettings settings = api::EffectiveSettings(spec, sc);
+    std::string request = RequestText(&sc);
+    const std::string& body = sc.request ? sc.request->EffectiveBody() : std::string();
+    if (!body.empty()) request += " with a " + FormatBytes(static_cast<double>(body.size())) + " body";
+    std::string expected = "status " + std::to_string(sc.expect.status);
+    if (sc.expect.body) expected += ", body \"" + *sc.expect.body + "\"";
+    if (sc.expect.json) expected += ", JSON " + sc.expect.json->dump();
+    if (sc.expect.content_type) expected += ", " + *sc.expect.content_type;
+    std::string levels;
+    for (int64_t c : settings.connections) levels += (levels.empty() ? "" : ", ") + Conns(c);
+    scenarios.rows.push_back({sc.name, request, expected, levels, FormatDuration(settings.duration)});
+  }
+  if (!scenarios.rows.empty()) s.blocks.push_back(std::move(scenarios));
+
+  const api::Load& l = spec.load;
+  std::string load = std::to_string(l.agents) + (l.agents == 1 ? " agent" : " agents") + " × " +
+                     std::to_string(l.threads) + " threads; each cell measures for " + FormatDuration(l.duration) +
+                     " after a " + FormatDuration(l.warmup) + " warmup, then the target rests " +
+                     FormatDuration(spec.cooldown) + "; request timeout " + FormatDuration(l.timeout) + "; " +
+                     (l.keep_alive ? "keep-alive" : "a new connection per request") + "; " +
+                     std::to_string(l.pipeline) + (l.pipeline == 1 ? " request" : " requests") +
+                     " in flight per connection; ";
+  load += l.rate > 0 ? "a constant rate of " + FormatCount(static_cast<double>(l.rate)) + " requests/s."
+                     : "closed loop (each connection sends its next request when the answer arrives).";
+  load += " " + std::to_string(spec.repetitions) + (spec.repetitions == 1 ? " repetition" : " repetitions") +
+          " per cell. Targets are loaded one at a time, never two at once.";
+  s.blocks.push_back(P({Strong("Load:"), Plain(" " + load)}));
+
+  size_t corrected = 0;
+  for (const CellRecord& c : ctx.record.cells) corrected += c.latency_corrected ? 1 : 0;
+  const std::string raw_text =
+      "from the first byte of a request written to the last byte of its response read. In a closed loop a slow "
+      "response also delays the next request of its connection, and the time that request did not get sent is "
+      "not counted (coordinated omission): tails look better than users would see them.";
+  const std::string corrected_text =
+      "measured from the moment the constant rate scheduled each request, so time spent waiting to be sent "
+      "counts (no coordinated omission); results.json also holds the uncorrected latency.";
+  if (corrected == 0) {
+    s.blocks.push_back(P({Strong("Latency is raw:"), Plain(" " + raw_text)}));
+  } else if (corrected == ctx.record.cells.size()) {
+    s.blocks.push_back(P({Strong("Latency is corrected:"), Plain(" " + corrected_text)}));
+  } else {
+    s.blocks.push_back(P({Strong("Latency is corrected"), Plain(" in the " + std::to_string(corrected) +
+                                                                 " constant-rate cells (" + corrected_text +
+                                                                 ") and raw in the others (" + raw_text + ")")}));
+  }
+  s.blocks.push_back(P("Averages hide tails: the tables show the standard deviation, p99, p99.9 and the maximum "
+                       "next to the average. Missing numbers print as " +
+                       std::string(kMissing) + "."));
+  return s;
+}
+
+// ---------------------------------------------------------------- overview and rankings
+
+// "Fastest: cinatra in 5 of 6 cells, drogon in hello @ 10,000."
+std::string Winners(const Context& ctx) {
+  std::map<std::string, std::vector<std::string>> won;
+  std::vector<std::string> order;
+  size_t groups = 0;
+  for (const auto& [scenario, level] : Groups(ctx.index)) {
+    const std::vector<RankEntry> ranking = Rank(ctx.index, scenario, level);
+    if (ranking.empty() || ranking.front().cell == nullptr) continue;
+    ++groups;
+    const std::string& t = ranking.front().target;
+    if (won[t].empty()) order.push_back(t);
+    won[t].push_back(GroupLabel(scenario, level));
+  }
+  if (groups < 2) return "";
+  std::stable_sort(order.begin(), order.end(),
+                   [&won](const std::string& a, const std::string& b) { return won[a].size() > won[b].size(); });
+  std::string out = "Fastest: ";
+  for (size_t i = 0; i < order.size(); ++i) {
+    const std::vector<std::string>& w = won[order[i]];
+    out += (i == 0 ? "" : ", ") + order[i] + " (";
+    if (w.size() > 2) {
+      out += std::to_string(w.size()) + " of " + std::to_string(groups) + " rows";
+    } else {
+      for (size_t k = 0; k < w.size(); ++k) out += (k == 0 ? "" : ", ") + w[k];
+    }
+    out += ")";
+  }
+  return out + ".";
+}
+
+Section Overview(const Context& ctx) {
+  Section s{"overview", "Results at a glance", 2, {}};
+  const auto groups = Groups(ctx.index);
+  std::string order;
+  if (!ctx.index.baseline().empty() && !ctx.index.Levels(ctx.index.baseline()).empty()) {
+    order = " Targets are ordered by their rank in " + ctx.index.baseline() + " at " +
+            ConnsText(ctx.index.Levels(ctx.index.baseline()).front()) + ".";
+  }
+  s.blocks.push_back(P("Requests per second of each target in each scenario; higher is better." + order));
+  Table t{{"scenario", "connections"}, Aligns(1, 1 + ctx.ranked_targets.size()), {}};
+  for (const std::string& target : ctx.ranked_targets) t.header.push_back(target);
+  BarChart chart;
+  chart.title = "Requests per second";
+  chart.value_label = "requests/s";
+  chart.kind = ValueKind::kRate;
+  chart.series = ctx.ranked_targets;
+  for (const std::string& target : ctx.ranked_targets) chart.series_slots.push_back(ctx.slots.at(target));
+  for (const auto& [scenario, level] : groups) {
+    std::vector<std::string> row{scenario, Conns(level)};
+    std::vector<std::optional<double>> values;
+    for (const std::string& target : ctx.ranked_targets) {
+      const CellRecord* c = ctx.index.Representative(target, scenario, level);
+      const CellRecord* f = ctx.index.Failure(target, scenario, level);
+      row.push_back(c ? Rate(c->result.requests_per_second) : f ? Lowercase(api::ToString(f->result.state)) : kMissing);
+      values.push_back(c && c->result.requests_per_second > 0 ? std::optional<double>(c->result.requests_per_second)
+                                                              : std::nullopt);
+    }
+    t.rows.push_back(std::move(row));
+    chart.categories.push_back(GroupLabel(scenario, level));
+    chart.values.push_back(std::move(values));
+  }
+  s.blocks.push_back(std::move(t));
+  if (const std::string w = Winners(ctx); !w.empty()) s.blocks.push_back(P(w));
+  s.blocks.push_back(Chart(std::move(chart)));
+  return s;
+}
+
+std::vector<Section> Rankings(const Context& ctx) {
+  std::vector<Section> out;
+  Section intro{"rankings", "Ranking per scenario", 2, {}};
+  intro.blocks.push_back(P({Plain("Best requests/s first; "), Strong("vs best"),
+                            Plain(" is the share of the fastest target's requests/s. Latency columns are the "
+                                  "average, standard deviation, 99th and 99.9th percentiles and maximum." +
+                                  std::string(ctx.show_repetition
+                                                  ? " Each row is the repetition with the median requests/s."
+                                                  : "") +
+                                  std::string(kFlagMark) + " marks a cell listed under Flags.")}));
+  out.push_back(std::move(intro));
+  for (const auto& [scenario, level] : Groups(ctx.index)) {
+    Section s{"ranking-" + scenario + "-" + std::to_string(level), scenario + " · " + ConnsText(level), 3, {}};
+    s.blocks.push_back(P({Code(RequestText(ctx.index.FindScenario(scenario)))}));
+    Table t{{"#", "target", "requests/s", "vs best", "avg", "stdev", "p99", "p99.9", "max"}, Aligns(2, 7), {}};
+    t.align[0] = Align::kRight;
+    LadderChart ladder;
+    ladder.title = "Latency of " + scenario + " at " + ConnsText(level) + " (log scale)";
+    ladder.marks = {"avg", "p50", "p90", "p99", "p99.9", "max"};
+    int rank = 0;
+    for (const RankEntry& e : Rank(ctx.index, scenario, level)) {
+      if (e.cell == nullptr) {
+        const std::string state = e.failure ? StateText(e.failure->result) : "not run";
+        t.rows.push_back({kMissing, e.target, state, kMissing, kMissing, kMissing, kMissing, kMissing, kMissing});
+        continue;
+      }
+      const api::CellResult& r = e.cell->result;
+      const api::Latency& l = r.latency;
+      t.rows.push_back({std::to_string(++rank), e.target + (e.cell->flags.empty() ? "" : kFlagMark),
+                        Rate(r.requests_per_second), e.share_of_best > 0 ? FormatShare(e.share_of_best) : kMissing,
+                        Latency(l.mean), Latency(l.stdev), Latency(l.p99), Latency(l.p999), Latency(l.max)});
+      ladder.rows.push_back(e.target);
+      ladder.row_slots.push_back(ctx.slots.at(e.target));
+      std::vector<std::optional<double>> v;
+      for (double x : {l.mean, l.p50, l.p90, l.p99, l.p999, l.max}) v.push_back(x > 0 ? std::optional<double>(x) : std::nullopt);
+      ladder.values.push_back(std::move(v));
+    }
+    s.blocks.push_back(std::move(t));
+    if (const std::string tails = TailSpread(ctx, scenario, level); !tails.empty()) s.blocks.push_back(P(tails));
+    if (!ladder.rows.empty()) s.blocks.push_back(Chart(std::move(ladder)));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- baseline and scaling
+
+std::optional<Section> Baseline(const Context& ctx) {
+  const std::string& base = ctx.index.baseline();
+  if (base.empty()) return std::nullopt;
+  const std::vector<int64_t>& base_levels = ctx.index.Levels(base);
+  std::vector<std::pair<std::string, int64_t>> columns;
+  for (const auto& [scenario, level] : Groups(ctx.index)) {
+    if (scenario != base && std::find(base_levels.begin(), base_levels.end(), level) != base_levels.end()) {
+      columns.emplace_back(scenario, level);
+    }
+  }
+  if (columns.empty()) return std::nullopt;
+  bool one_level = true;
+  for (const auto& c : columns) one_level = one_level && c.second == columns.front().second;
+
+  Section s{"baseline", "Drop versus the hello-world baseline", 2, {}};
+  s.blocks.push_back(P({Plain("Requests/s of each scenario relative to the same target's "), Strong(base),
+                        Plain(one_level ? " at " + ConnsText(columns.front().second) : " at the same connection level"),
+                        Plain(": what the scenario's work (routing, JSON, parsing) costs on top of the framework's "
+                              "floor. A large drop points at the component the scenario adds, such as the JSON "
+                              "library.")}));
+  Table t{{"target", base + (one_level ? "" : " @ " + Conns(columns.front().second)) + " requests/s"},
+          Aligns(1, 1 + columns.size()),
+          {}};
+  for (const auto& [scenario, level] : columns) t.header.push_back(one_level ? scenario : GroupLabel(scenario, level));
+  for (const std::string& target : ctx.ranked_targets) {
+    const CellRecord* b = ctx.index.Representative(target, base, columns.front().second);
+    std::vector<std::string> row{target, b ? Rate(b->result.requests_per_second) : kMissing};
+    for (const auto& [scenario, level] : columns) {
+      const CellRecord* bl = ctx.index.Representative(target, base, level);
+      const CellRecord* c = ctx.index.Representative(target, scenario, level);
+      const std::optional<double> change =
+          bl && c ? Change(bl->result.requests_per_second, c->result.requests_per_second) : std::nullopt;
+      row.push_back(change ? FormatChange(*change) : kMissing);
+    }
+    t.rows.push_back(std::move(row));
+  }
+  s.blocks.push_back(std::move(t));
+  return s;
+}
+
+std::vector<Section> Scaling(const Context& ctx) {
+  std::vector<Section> out;
+  for (const std::string& scenario : ctx.index.scenarios()) {
+    const std::vector<int64_t>& levels = ctx.index.Levels(scenario);
+    if (levels.size() < 2) continue;
+    if (out.empty()) {
+      Section intro{"scaling", "Scaling with connections", 2, {}};
+      intro.blocks.push_back(P("Requests/s and latency of the same scenario as connections grow; the change in "
+                               "parentheses is relative to the lowest level."));
+      out.push_back(std::move(intro));
+    }
+    std::string path;
+    for (int64_t c : levels) path += (path.empty() ? "" : " → ") + Conns(c);
+    Section s{"scaling-" + scenario, scenario + ": " + path + " connections", 3, {}};
+    Table rates{{"target"}, Aligns(1, levels.size()), {}};
+    Table latency{{"target"}, Aligns(1, levels.size()), {}};
+    for (int64_t c : levels) {
+      rates.header.push_back(Conns(c) + " requests/s");
+      latency.header.push_back(Conns(c) + " avg / max");
+    }
+    LineChart chart;
+    chart.title = "Requests per second of " + scenario + " by connections";
+    chart.x_label = "connections (log scale)";
+    chart.y_label = "requests/s";
+    chart.x_kind = ValueKind::kCount;
+    chart.y_kind = ValueKind::kRate;
+    chart.log_x = true;
+    for (int64_t c : levels) chart.x_ticks.push_back(static_cast<double>(c));
+    for (const std::string& target : ctx.ranked_targets) {
+      std::vector<std::string> rate_row{target}, latency_row{target};
+      const CellRecord* first = ctx.index.Representative(target, scenario, levels.front());
+      LineSeries line{target, ctx.slots.at(target), {}};
+      for (int64_t c : levels) {
+        const CellRecord* cell = ctx.index.Representative(target, scenario, c);
+        if (cell == nullptr) {
+          const CellRecord* f = ctx.index.Failure(target, scenario, c);
+          rate_row.push_back(f ? StateText(f->result) : kMissing);
+          latency_row.push_back(kMissing);
+          continue;
+        }
+        const api::CellResult& r = cell->result;
+        std::string text = Rate(r.requests_per_second);
+        if (c != levels.front() && first != nullptr) {
+          if (const auto change = Change(first->result.requests_per_second, r.requests_per_second)) {
+            text += " (" + FormatChange(*change) + ")";
+          }
+        }
+        rate_row.push_back(text);
+        latency_row.push_back(Latency(r.latency.mean) + " / " + Latency(r.latency.max));
+        if (r.requests_per_second > 0) line.points.emplace_back(static_cast<double>(c), r.requests_per_second);
+      }
+      rates.rows.push_back(std::move(rate_row));
+      latency.rows.push_back(std::move(latency_row));
+      if (!line.points.empty()) chart.series.push_back(std::move(line));
+    }
+    s.blocks.push_back(std::move(rates));
+    s.blocks.push_back(std::move(latency));
+    if (const std::string tails = TailSpread(ctx, scenario, levels.back()); !tails.empty()) {
+      s.blocks.push_back(P("At " + ConnsText(levels.back()) + ": " + Lowercase(tails.substr(0, 1)) + tails.substr(1)));
+    }
+    s.blocks.push_back(Chart(std::move(chart)));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- errors, resources, bytes
+
+Section Errors(const Context& ctx) {
+  Section s{"errors", "Errors", 2, {}};
+  s.blocks.push_back(P("Socket errors by kind — connect, read (including a connection closed mid-response), write, "
+                       "timeout (no complete response within the timeout), port exhaustion (the load generator ran "
+                       "out of ephemeral ports) — and responses whose status differed from the expected one."));
+  std::vector<std::string> header = CellColumns(ctx);
+  const size_t left = header.size();
+  for (const char* h : {"connect", "read", "write", "timeout", "status", "port exhaustion", "requests"}) header.push_back(h);
+  Table t{header, Aligns(left, header.size() - left), {}};
+  t.align[2] = Align::kRight;
+  for (const CellRecord* c : CellsInReportOrder(ctx)) {
+    const api::ErrorCounts& e = c->result.errors;
+    if (e.connect + e.read + e.write + e.timeout + e.status + e.port_exhaustion == 0) continue;
+    std::vector<std::string> row = CellCells(ctx, c->result);
+    for (uint64_t v : {e.connect, e.read, e.write, e.timeout, e.status, e.port_exhaustion}) row.push_back(Count(v));
+    row.push_back(c->result.requests > 0 ? Count(c->result.requests) : kMissing);
+    t.rows.push_back(std::move(row));
+  }
+  if (t.rows.empty()) {
+    s.blocks.push_back(P("No cell had a socket error or an unexpected status."));
+  } else {
+    s.blocks.push_back(std::move(t));
+    s.blocks.push_back(P("Every other cell had none."));
+  }
+  return s;
+}
+
+Section Resources(const Context& ctx) {
+  Section s{"resources", "Memory and CPU", 2, {}};
+  const auto groups = Groups(ctx.index);
+  Table memory{{"target", "idle"}, Aligns(1, 1 + groups.size()), {}};
+  Table cpu{{"target"}, Aligns(1, groups.size()), {}};
+  for (const auto& [scenario, level] : groups) {
+    memory.header.push_back(GroupLabel(scenario, level));
+    cpu.header.push_back(GroupLabel(scenario, level));
+  }
+  bool any_memory = false, any_cpu = false;
+  for (const std::string& target : ctx.ranked_targets) {
+    std::optional<uint64_t> idle;
+    for (const CellRecord& c : ctx.record.cells) {
+      if (c.result.target == target && c.result.memory_idle && !idle) idle = c.result.memory_idle;
+    }
+    std::vector<std::string> mem_row{target, idle ? FormatBytes(static_cast<double>(*idle)) : kMissing};
+    std::vector<std::string> cpu_row{target};
+    any_memory = any_memory || idle.has_value();
+    for (const auto& [scenario, level] : groups) {
+      const CellRecord* c = ctx.index.Representative(target, scenario, level);
+      const auto& loaded = c ? c->result.memory_loaded : std::optional<uint64_t>();
+      mem_row.push_back(loaded ? FormatBytes(static_cast<double>(*loaded)) : kMissing);
+      any_memory = any_memory || loaded.has_value();
+      const std::optional<double> tc = c ? c->result.target_cpu : std::nullopt;
+      const std::optional<double> ac = c ? c->result.agent_cpu : std::nullopt;
+      cpu_row.push_back((tc ? FormatDecimal(*tc, 2) : kMissing) + " / " + (ac ? FormatDecimal(*ac, 2) : kMissing));
+      any_cpu = any_cpu || tc || ac;
+    }
+    memory.rows.push_back(std::move(mem_row));
+    cpu.rows.push_back(std::move(cpu_row));
+  }
+  if (any_memory) {
+    s.blocks.push_back(P("Memory of the target's processes: idle, before any load, and loaded, at the end of each "
+                         "cell's measurement — sampled while only this target was under load."));
+    s.blocks.push_back(std::move(memory));
+  } else {
+    s.blocks.push_back(P("Memory was not recorded."));
+  }
+  if (any_cpu) {
+    s.blocks.push_back(P("CPU in cores, averaged over each measurement: the target / the load agents. Agents near "
+                         "their thread count may have limited the load (see Flags)."));
+    s.blocks.push_back(std::move(cpu));
+  } else {
+    s.blocks.push_back(P("CPU use was not recorded."));
+  }
+  return s;
+}
+
+Section BytesSection(const Context& ctx) {
+  Section s{"bytes", "Bytes per response and transfer", 2, {}};
+  const auto groups = Groups(ctx.index);
+  // Bytes per response do not depend on the load: one column per scenario, at its lowest level.
+  std::vector<std::pair<std::string, int64_t>> lowest;
+  for (const std::string& sc : ctx.index.scenarios()) {
+    if (!ctx.index.Levels(sc).empty()) lowest.emplace_back(sc, ctx.index.Levels(sc).front());
+  }
+  std::string caveat =
+      "Throughput comparisons must be read against bytes per response (headers included, as read from the wire): "
+      "a server that sends fewer or shorter headers does less work per request.";
+  if (!ctx.index.baseline().empty() && !ctx.index.Levels(ctx.index.baseline()).empty()) {
+    const std::string& base = ctx.index.baseline();
+    const int64_t level = ctx.index.Levels(base).front();
+    const CellRecord *small = nullptr, *large = nullptr;
+    for (const std::string& t : ctx.ranked_targets) {
+      const CellRecord* c = ctx.index.Representative(t, base, level);
+      if (c == nullptr || c->result.bytes_per_response <= 0) continue;
+      if (!small || c->result.bytes_per_response < small->result.bytes_per_response) small = c;
+      if (!large || c->result.bytes_per_response > large->result.bytes_per_response) large = c;
+    }
+    const std::vector<RankEntry> ranking = Rank(ctx.index, base, level);
+    if (ranking.size() >= 2 && ranking[0].cell && ranking[1].cell) {
+      const api::CellResult& first = ranking[0].cell->result;
+      const api::CellResult& second = ranking[1].cell->result;
+      const std::optional<double> lead = Change(second.requests_per_second, first.requests_per_second);
+      const std::optional<double> more = Change(first.bytes_per_response, second.bytes_per_response);
+      if (lead && more && *more > 0) {
+        caveat += " In " + base + " at " + ConnsText(level) + ", " + first.target + " answers " + FormatShare(*lead) +
+                  " more requests/s than " + second.target + ", but " + second.target + " sends " +
+                  FormatShare(*more, 0) + " more bytes per response (" + Bytes(second.bytes_per_response) + " vs " +
+                  Bytes(first.bytes_per_response) + ").";
+      }
+    }
+    if (small && large && small != large) {
+      const double more = large->result.bytes_per_response / small->result.bytes_per_response - 1;
+      caveat += " Across targets, " + large->result.target + " sends " + FormatShare(more, 0) + " more bytes per " +
+                "response than " + small->result.target + " (" + Bytes(large->result.bytes_per_response) + " vs " +
+                Bytes(small->result.bytes_per_response) + ").";
+    }
+  }
+  s.blocks.push_back(P(caveat));
+  Table per_response{{"target"}, Aligns(1, lowest.size()), {}};
+  for (const auto& [sc, level] : lowest) per_response.header.push_back(sc);
+  Table transfer{{"target"}, Aligns(1, groups.size()), {}};
+  for (const auto& [sc, level] : groups) transfer.header.push_back(GroupLabel(sc, level));
+  bool any = false;
+  for (const std::string& target : ctx.ranked_targets) {
+    std::vector<std::string> a{target}, b{target};
+    for (const auto& [sc, level] : lowest) {
+      const CellRecord* c = ctx.index.Representative(target, sc, level);
+      a.push_back(c ? Bytes(c->result.bytes_per_response) : kMissing);
+      any = any || (c && c->result.bytes_per_response > 0);
+    }
+    for (const auto& [sc, level] : groups) {
+      const CellRecord* c = ctx.index.Representative(target, sc, level);
+      b.push_back(c && c->result.transfer_per_second > 0 ? FormatByteRate(c->result.transfer_per_second) : kMissing);
+    }
+    per_response.rows.push_back(std::move(a));
+    transfer.rows.push_back(std::move(b));
+  }
+  if (!any) {
+    s.blocks.push_back(P("Bytes per response were not recorded."));
+    return s;
+  }
+  s.blocks.push_back(P({Strong("Bytes per response"), Plain(" (each scenario at its lowest connection level):")}));
+  s.blocks.push_back(std::move(per_response));
+  s.blocks.push_back(P({Strong("Transfer per second"), Plain(" (bytes read from the target):")}));
+  s.blocks.push_back(std::move(transfer));
+  return s;
+}
+
+// ---------------------------------------------------------------- flags, repetitions, failures
+
+std::string FlagDetail(const CellRecord& c, CellFlag flag) {
+  const api::CellResult& r = c.result;
+  switch (flag) {
+    case CellFlag::kGeneratorSaturated:
+      return r.agent_cpu ? "the agents used " + FormatDecimal(*r.agent_cpu, 2) + " cores" : "the agents were saturated";
+    case CellFlag::kLittlesLawMismatch: {
+      const double ratio = c.littles_law_connections / static_cast<double>(r.connections);
+      return "requests/s × mean latency = " + FormatCount(c.littles_law_connections) + " requests in flight for " +
+             ConnsText(r.connections) + " (" + FormatFactor(ratio) + "): " +
+             (ratio > 1 ? "more than the connections can carry; the latency or the rate is off"
+                        : "connections sat idle; reconnects, errors or a busy generator");
+    }
+    case CellFlag::kFewerConnections:
+      return "at most " + Count(c.connections_peak) + " of " + Conns(r.connections) + " connections were open";
+    case CellFlag::kSnapshotGap: return "an agent's interval went missing; the totals lack it";
+    case CellFlag::kErrors: {
+      const api::ErrorCounts& e = r.errors;
+      const uint64_t socket = e.connect + e.read + e.write + e.timeout + e.port_exhaustion;
+      std::string out;
+      if (socket > 0) out = Count(socket) + (socket == 1 ? " socket error" : " socket errors");
+      if (e.status > 0) out += (out.empty() ? "" : ", ") + Count(e.status) + " unexpected statuses";
+      return out + " (see Errors)";
+    }
+  }
+  return "";
+}
+
+Section Flags(const Context& ctx) {
+  Section s{"flags", "Flags: cells that need a second look", 2, {}};
+  const CheckThresholds th;
+  BulletList legend;
+  legend.items.push_back(P({Code(FlagName(CellFlag::kLittlesLawMismatch)),
+                            Plain(": requests/s × mean latency (the requests in flight, by Little's law) is more than " +
+                                  FormatShare(th.littles_law_tolerance, 0) +
+                                  " away from the connections. In a closed loop they must agree; when they do not, "
+                                  "the measurement, not the server, needs a look.")}));
+  legend.items.push_back(P({Code(FlagName(CellFlag::kGeneratorSaturated)),
+                            Plain(": the agents used at least " + FormatShare(th.generator_saturated_share, 0) +
+                                  " of their threads' CPU; the load generator may have set the pace.")}));
+  legend.items.push_back(P({Code(FlagName(CellFlag::kFewerConnections)),
+                            Plain(": fewer connections were open at once than asked for.")}));
+  legend.items.push_back(P({Code(FlagName(CellFlag::kSnapshotGap)), Plain(": an agent's interval went missing.")}));
+  legend.items.push_back(
+      P({Code(FlagName(CellFlag::kErrors)), Plain(": socket errors or responses with an unexpected status.")}));
+  s.blocks.push_back(std::move(legend));
+
+  std::vector<std::string> header = CellColumns(ctx);
+  const size_t left = header.size();
+  header.push_back("flag");
+  header.push_back("detail");
+  Table t{header, Aligns(left + 2, 0), {}};
+  t.align[2] = Align::kRight;
+  for (const CellRecord* c : CellsInReportOrder(ctx)) {
+    for (CellFlag f : c->flags) {
+      std::vector<std::string> row = CellCells(ctx, c->result);
+      row.push_back(FlagName(f));
+      row.push_back(FlagDetail(*c, f));
+      t.rows.push_back(std::move(row));
+    }
+  }
+  if (t.rows.empty()) {
+    s.blocks.push_back(P("No cell was flagged."));
+  } else {
+    s.blocks.push_back(std::move(t));
+  }
+  return s;
+}
+
+// Coefficient of variation bands for the noise label.
+std::string NoiseLabel(double cv) {
+  if (cv < 0.02) return "low";
+  if (cv < 0.05) return "moderate";
+  return "high";
+}
+
+Section Repetitions(const Context& ctx) {
+  Section s{"repetitions", "Repetitions and run-to-run spread", 2, {}};
+  if (ctx.index.MaxRepetitions() <= 1) {
+    s.blocks.push_back(P("Each cell ran once, so the run-to-run spread is unknown. Re-runs of the same benchmark "
+                         "commonly differ by several percent, and by more at high concurrency: a difference of a few "
+                         "percent between targets is not a finding. Set spec.repetitions to measure the spread."));
+    return s;
+  }
+  s.blocks.push_back(P("Requests/s over the succeeded repetitions of each cell. CV is the coefficient of variation "
+                       "(sample standard deviation ÷ mean); noise is low below 2 %, moderate below 5 %, high above. "
+                       "A difference between targets smaller than their spread is not a finding."));
+  Table t{{"target", "scenario", "connections", "runs", "min", "median", "max", "CV", "noise"}, Aligns(2, 6), {}};
+  t.align.push_back(Align::kLeft);
+  for (const std::string& target : ctx.index.targets()) {
+    for (const auto& [scenario, level] : Groups(ctx.index)) {
+      std::vector<double> rates;
+      for (const CellRecord* c : ctx.index.Cells(target, scenario, level)) {
+        if (c->result.state == api::CellState::kSucceeded) rates.push_back(c->result.requests_per_second);
+      }
+      if (rates.empty()) continue;
+      const Spread sp = ComputeSpread(rates);
+      const bool spread = sp.count > 1;
+      t.rows.push_back({target, scenario, Conns(level), std::to_string(sp.count), Rate(sp.min), Rate(sp.median),
+                        Rate(sp.max), spread ? FormatShare(sp.cv) : kMissing, spread ? NoiseLabel(sp.cv) : kMissing});
+    }
+  }
+  s.blocks.push_back(std::move(t));
+  return s;
+}
+
+Section Failures(const Context& ctx) {
+  Section s{"failures", "Failed and skipped cells", 2, {}};
+  std::vector<std::string> header = CellColumns(ctx);
+  const size_t left = header.size();
+  for (const char* h : {"state", "reason", "message"}) header.push_back(h);
+  Table t{header, Aligns(left + 3, 0), {}};
+  t.align[2] = Align::kRight;
+  for (const CellRecord* c : CellsInReportOrder(ctx)) {
+    if (c->result.state == api::CellState::kSucceeded) continue;
+    std::vector<std::string> row = CellCells(ctx, c->result);
+    row.push_back(Lowercase(api::ToString(c->result.state)));
+    row.push_back(c->result.reason.empty() ? kMissing : c->result.reason);
+    row.push_back(c->result.message.empty() ? kMissing : c->result.message);
+    t.rows.push_back(std::move(row));
+  }
+  const size_t total = ctx.record.run.status.progress.total > 0
+                           ? static_cast<size_t>(ctx.record.run.status.progress.total)
+                           : api::CountCells(ctx.record.run.spec);
+  if (t.rows.empty()) {
+    s.blocks.push_back(P("None: every finished cell succeeded."));
+  } else {
+    s.blocks.push_back(std::move(t));
+  }
+  if (ctx.record.cells.size() < total) {
+    s.blocks.push_back(P(std::to_string(total - ctx.record.cells.size()) + " of " + std::to_string(total) +
+                         " cells have not run (yet)."));
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------- HTML-only: timelines and raw output
+
+std::optional<Section> Timelines(const Context& ctx) {
+  Section s{"timeline", "Requests per second over time", 2, {}, /*html_only=*/true};
+  s.blocks.push_back(P("Each interval of the representative repetition, warmup shaded; a steady line means a "
+                       "steady server, a falling one a server that degrades (or a generator that does)."));
+  for (const auto& [scenario, level] : Groups(ctx.index)) {
+    LineChart chart;
+    chart.title = scenario + " · " + ConnsText(level);
+    chart.x_label = "seconds since the cell started";
+    chart.y_label = "requests/s";
+    chart.x_kind = ValueKind::kSeconds;
+    chart.y_kind = ValueKind::kRate;
+    double warmup_end = 0;
+    for (const std::string& target : ctx.ranked_targets) {
+      const CellRecord* c = ctx.index.Representative(target, scenario, level);
+      if (c == nullptr || c->timeline.empty()) continue;
+      LineSeries line{target, ctx.slots.at(target), {}};
+      const double start = c->timeline.front().start_s;
+      for (const TimelinePoint& p : c->timeline) {
+        const double secs = p.end_s - p.start_s;
+        if (secs <= 0) continue;
+        if (p.phase == Phase::kWarmup) warmup_end = std::max(warmup_end, p.end_s - start);
+        line.points.emplace_back(p.end_s - start, static_cast<double>(p.counters.requests) / secs);
+      }
+      if (!line.points.empty()) chart.series.push_back(std::move(line));
+    }
+    if (chart.series.empty()) continue;
+    if (warmup_end > 0) {
+      chart.shade = std::make_pair(0.0, warmup_end);
+      chart.shade_label = "warmup";
+    }
+    s.blocks.push_back(Chart(std::move(chart)));
+  }
+  if (s.blocks.size() == 1) return std::nullopt;
+  return s;
+}
+
+std::optional<Section> RawOutput(const Context& ctx) {
+  Section s{"raw", "Raw output per cell", 2, {}, /*html_only=*/true};
+  for (const CellRecord& c : ctx.record.cells) {
+    if (c.wrk_text.empty()) continue;
+    const api::CellResult& r = c.result;
+    s.blocks.push_back(RawText{r.target + " · " + r.scenario + " · " + ConnsText(r.connections) + " · repetition " +
+                                   std::to_string(r.repetition),
+                               c.wrk_text});
+  }
+  if (s.blocks.empty()) return std::nullopt;
+  return s;
+}
+
+}  // namespace
+
+Document BuildDocument(const RunRecord& record) {
+  const RunIndex index(record);
+  Context ctx{record, index, index.MaxRepetitions() > 1, index.TargetsByBaselineRank(), {}};
+  // Colours follow the baseline ranking, so the leaders get the most distinct ones.
+  for (size_t i = 0; i < ctx.ranked_targets.size(); ++i) ctx.slots[ctx.ranked_targets[i]] = static_cast<int>(i);
+
+  Document doc;
+  doc.title = (record.run.metadata.name.empty() ? std::string("Benchmark") : record.run.metadata.name) +
+              ": benchmark report";
+  doc.preamble = Preamble(ctx);
+  doc.sections.push_back(Method(ctx));
+  doc.sections.push_back(Overview(ctx));
+  for (Section& s : Rankings(ctx)) doc.sections.push_back(std::move(s));
+  if (auto s = Baseline(ctx)) doc.sections.push_back(std::move(*s));
+  for (Section& s : Scaling(ctx)) doc.sections.push_back(std::move(s));
+  doc.sections.push_back(Errors(ctx));
+  doc.sections.push_back(Resources(ctx));
+  doc.sections.push_back(BytesSection(ctx));
+  doc.sections.push_back(Flags(ctx));
+  doc.sections.push_back(Repetitions(ctx));
+  doc.sections.push_back(Failures(ctx));
+  if (auto s = Timelines(ctx)) doc.sections.push_back(std::move(*s));
+  if (auto s = RawOutput(ctx)) doc.sections.push_back(std::move(*s));
+  return doc;
+}
+
+}  // namespace fairbench::report

@@ -1,0 +1,76 @@
+// Document: the report's content — sections of paragraphs, lists, tables
+// and charts — independent of the output format. BuildDocument computes it
+// from a RunRecord; markdown.h and html.h only lay it out, so the two
+// reports always hold the same tables in the same order.
+//
+// What it contains, in order: the run's state; environment and method
+// (targets, resources, scenarios, load, what "latency" means here); results
+// at a glance; per scenario and connection level a ranking; the drop of each
+// scenario versus the hello-world baseline; scaling across connection
+// levels; errors; memory and CPU; bytes per response and transfer/s; flags
+// that need a second look; repetitions and their spread; failed and skipped
+// cells; and (HTML only) each cell's wrk-style text.
+//
+// Text in the Document is plain: renderers escape it for their format.
+// Missing numbers print as "–".
+#pragma once
+
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "common/report/chart.h"
+#include "common/report/run_record.h"
+
+namespace fairbench::report {
+
+inline constexpr const char* kMissing = "–";
+
+struct Span {
+  enum class Style { kPlain, kStrong, kCode };
+  Style style = Style::kPlain;
+  std::string text;
+};
+
+struct Paragraph {
+  std::vector<Span> spans;
+};
+
+struct BulletList {
+  std::vector<Paragraph> items;
+};
+
+enum class Align { kLeft, kRight };
+
+struct Table {
+  std::vector<std::string> header;
+  std::vector<Align> align;  // per column
+  std::vector<std::vector<std::string>> rows;
+};
+
+// Raw text kept as it was produced (a cell's wrk-style output), under a
+// one-line summary. Only the HTML report shows these.
+struct RawText {
+  std::string summary;
+  std::string text;
+};
+
+using Block = std::variant<Paragraph, BulletList, Table, Chart, RawText>;
+
+struct Section {
+  std::string id;     // unique anchor: "ranking-hello-100"
+  std::string title;
+  int level = 2;      // 2 or 3
+  std::vector<Block> blocks;
+  bool html_only = false;  // charts and raw text only: the Markdown report leaves it out
+};
+
+struct Document {
+  std::string title;
+  std::vector<Paragraph> preamble;
+  std::vector<Section> sections;
+};
+
+Document BuildDocument(const RunRecord& record);
+
+}  // namespace fairbench::report

@@ -1,0 +1,406 @@
+// The Markdown report: the study's published figures rendered the way the
+// study reads (rankings, drops, scaling, Little's law outliers), and exact
+// table lines for a small record.
+#include "common/report/markdown.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "common/report/cell_checks.h"
+#include "common/report/study_figures.h"
+
+namespace fairbench::report {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+bool HasLine(const std::string& text, const std::string& line) {
+  for (const std::string& l : Lines(text)) {
+    if (l == line) return true;
+  }
+  return false;
+}
+
+// The lines of the section under `heading`, up to the next heading.
+std::string Section(const std::string& text, const std::string& heading) {
+  const size_t at = text.find("\n" + heading + "\n");
+  if (at == std::string::npos) return "";
+  const size_t end = text.find("\n#", at + heading.size() + 2);
+  return text.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1);
+}
+
+// Table rows of a section whose first cells start with `prefix`, in order.
+std::vector<std::string> Rows(const std::string& section, const std::string& prefix = "| ") {
+  std::vector<std::string> out;
+  for (const std::string& l : Lines(section)) {
+    if (l.rfind(prefix, 0) == 0 && l.rfind("|--", 0) != 0 && l.rfind("|---", 0) != 0) out.push_back(l);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- the study's published figures
+
+class StudyReportTest : public ::testing::Test {
+ protected:
+  const std::string md_ = RenderMarkdown(StudyFigures());
+};
+
+TEST_F(StudyReportTest, SaysTheNumbersArePublishedFiguresNotMeasurements) {
+  EXPECT_NE(md_.find("Published figures of the study"), std::string::npos);
+  EXPECT_NE(md_.find("not by fairbench"), std::string::npos);
+  EXPECT_EQ(md_.rfind("# cpp-frameworks: benchmark report\n", 0), 0u);
+}
+
+TEST_F(StudyReportTest, RanksHelloWorldAsTheStudy) {
+  const std::string s = Section(md_, "### hello · 100 connections");
+  ASSERT_FALSE(s.empty()) << md_;
+  EXPECT_EQ(Rows(s), (std::vector<std::string>{
+                         "| # | target | requests/s | vs best | avg | stdev | p99 | p99.9 | max |",
+                         "| 1 | cinatra | 605,123 | 100.0 % | 149.52 µs | 183.62 µs | – | – | 12.22 ms |",
+                         "| 2 | hical | 562,810 | 93.0 % | 174.11 µs | 315.23 µs | – | – | 19.66 ms |",
+                         "| 3 | drogon | 515,760 | 85.2 % | 195.54 µs | 265.15 µs | – | – | 16.08 ms |",
+                         "| 4 | crow | 311,188 | 51.4 % | 327.38 µs | 255.88 µs | – | – | 19.55 ms |",
+                         "| 5 | oatpp ⚑ | 226,090 | 37.4 % | 2.92 ms | 7.22 ms | – | – | 100.31 ms |",
+                         "| 6 | cpp-httplib ⚑ | 85,410 | 14.1 % | 27.56 ms | 36.14 ms | – | – | 317.88 ms |",
+                     }));
+}
+
+TEST_F(StudyReportTest, RanksEveryScenarioAsTheStudy) {
+  auto order = [this](const std::string& heading) {
+    std::vector<std::string> names;
+    for (const std::string& row : Rows(Section(md_, heading), "| ")) {
+      const size_t a = row.find(" | ") + 3;
+      names.push_back(row.substr(a, row.find(" |", a) - a));
+    }
+    return std::vector<std::string>(names.begin() + 1, names.end());  // without the header
+  };
+  EXPECT_EQ(order("### json · 100 connections"),
+            (std::vector<std::string>{"cinatra", "hical", "drogon", "crow", "oatpp", "cpp-httplib"}));
+  EXPECT_EQ(order("### echo · 100 connections"),
+            (std::vector<std::string>{"cinatra", "hical", "drogon", "crow", "oatpp", "cpp-httplib"}));
+  EXPECT_EQ(order("### path-param · 100 connections"),
+            (std::vector<std::string>{"cinatra", "hical", "drogon", "crow", "oatpp", "cpp-httplib"}));
+  EXPECT_EQ(order("### hello · 1,000 connections"),
+            (std::vector<std::string>{"cinatra", "drogon", "hical", "crow", "oatpp ⚑", "cpp-httplib ⚑"}));
+  EXPECT_EQ(order("### hello · 10,000 connections").front(), "drogon ⚑");
+}
+
+TEST_F(StudyReportTest, OverviewIsTheStudysFiguresTable) {
+  const std::string s = Section(md_, "## Results at a glance");
+  EXPECT_TRUE(HasLine(s, "| scenario | connections | cinatra | hical | drogon | crow | oatpp | cpp-httplib |")) << s;
+  EXPECT_TRUE(HasLine(s, "| hello | 100 | 605,123 | 562,810 | 515,760 | 311,188 | 226,090 | 85,410 |"));
+  EXPECT_TRUE(HasLine(s, "| hello | 10,000 | 197,470 | 181,924 | 197,957 | 185,720 | 123,480 | 74,864 |"));
+  EXPECT_TRUE(HasLine(s, "| echo | 100 | 533,886 | 439,399 | 292,815 | 236,927 | 146,888 | 72,802 |"));
+  EXPECT_TRUE(HasLine(s, "Fastest: cinatra (5 of 6 rows), drogon (hello @ 10,000)."));
+}
+
+TEST_F(StudyReportTest, ComputesTheDropsTheStudyStates) {
+  const std::string s = Section(md_, "## Drop versus the hello-world baseline");
+  // JSON and JSON echo versus Hello World, as published.
+  EXPECT_EQ(Rows(s), (std::vector<std::string>{
+                         "| target | hello requests/s | json | echo | path-param |",
+                         "| cinatra | 605,123 | −6.3 % | −11.8 % | −11.1 % |",
+                         "| hical | 562,810 | −5.0 % | −21.9 % | −8.2 % |",
+                         "| drogon | 515,760 | −29.9 % | −43.2 % | −34.9 % |",
+                         "| crow | 311,188 | −10.0 % | −23.9 % | −12.6 % |",
+                         "| oatpp | 226,090 | −15.6 % | −35.0 % | −16.0 % |",
+                         "| cpp-httplib | 85,410 | −6.8 % | −14.8 % | −5.4 % |",
+                     }));
+}
+
+TEST_F(StudyReportTest, ScalingShowsTheDeclineFromTheLowestLevel) {
+  const std::string s = Section(md_, "### hello: 100 → 1,000 → 10,000 connections");
+  EXPECT_TRUE(HasLine(s, "| target | 100 requests/s | 1,000 requests/s | 10,000 requests/s |")) << s;
+  EXPECT_TRUE(HasLine(s, "| cinatra | 605,123 | 479,291 (−20.8 %) | 197,470 (−67.4 %) |"));
+  EXPECT_TRUE(HasLine(s, "| drogon | 515,760 | 464,828 (−9.9 %) | 197,957 (−61.6 %) |"));
+  EXPECT_TRUE(HasLine(s, "| cpp-httplib | 85,410 | 84,332 (−1.3 %) | 74,864 (−12.3 %) |"));
+  EXPECT_TRUE(HasLine(s, "| oatpp | 2.92 ms / 100.31 ms | 7.86 ms / 1.67 s | 54.73 ms / 2.00 s |"));
+  // The study's "averages span 1.8×, maxima 26×" observation, computed.
+  EXPECT_TRUE(HasLine(s, "At 10,000 connections: across 6 targets the average latency spans 2.2×, the maximum 26.1×."));
+}
+
+TEST_F(StudyReportTest, FlagsTheLittlesLawOutliersTheStudyNames) {
+  const std::string s = Section(md_, "## Flags: cells that need a second look");
+  const std::vector<std::string> at_100 = Rows(s, "| ");
+  auto has = [&](const std::string& prefix) {
+    for (const std::string& row : at_100) {
+      if (row.rfind(prefix, 0) == 0) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(has("| oatpp | hello | 100 | LittlesLawMismatch | requests/s × mean latency = 660 requests in flight "
+                  "for 100 connections (6.6×)"))
+      << s;
+  EXPECT_TRUE(has("| cpp-httplib | hello | 100 | LittlesLawMismatch | requests/s × mean latency = 2,354 requests in "
+                  "flight for 100 connections (23.5×)"));
+  // The four whose figure was 90–102 are not flagged at 100 connections.
+  for (const char* name : {"cinatra", "hical", "drogon", "crow"}) {
+    EXPECT_FALSE(has(std::string("| ") + name + " | hello | 100 |")) << name;
+  }
+}
+
+TEST_F(StudyReportTest, ErrorsAtTenThousandConnections) {
+  const std::string s = Section(md_, "## Errors");
+  EXPECT_EQ(Rows(s), (std::vector<std::string>{
+                         "| target | scenario | connections | connect | read | write | timeout | status | port "
+                         "exhaustion | requests |",
+                         "| cinatra | hello | 10,000 | 0 | 0 | 0 | 2,288 | 0 | 0 | – |",
+                         "| oatpp | hello | 10,000 | 0 | 0 | 0 | 7,899 | 0 | 0 | – |",
+                         "| cpp-httplib | hello | 10,000 | 0 | 161,186 | 0 | 55 | 0 | 0 | – |",
+                     }));
+}
+
+TEST_F(StudyReportTest, BytesPerResponseCaveatAndMemory) {
+  const std::string bytes = Section(md_, "## Bytes per response and transfer");
+  EXPECT_NE(bytes.find("Throughput comparisons must be read against bytes per response"), std::string::npos);
+  // The study's discount: Cinatra's 7.5 % lead over Hical against Hical's 65 % more bytes.
+  EXPECT_NE(bytes.find("cinatra answers 7.5 % more requests/s than hical, but hical sends 65 % more bytes per "
+                       "response (175 B vs 106 B)"),
+            std::string::npos)
+      << bytes;
+  EXPECT_TRUE(HasLine(bytes, "| oatpp | 97 B | – | – | – |"));
+  const std::string memory = Section(md_, "## Memory and CPU");
+  EXPECT_TRUE(HasLine(memory, "| drogon | 97.79 MiB | 92.05 MiB | – | – | – | – | – |")) << memory;
+  EXPECT_TRUE(HasLine(memory, "| cpp-httplib | 1.89 MiB | 1.90 MiB | – | – | – | – | – |"));
+  EXPECT_TRUE(HasLine(memory, "CPU use was not recorded."));
+}
+
+TEST_F(StudyReportTest, MethodAndSingleRunCaveat) {
+  const std::string method = Section(md_, "## Environment and method");
+  EXPECT_TRUE(HasLine(method, "| hello | GET / | status 200, body \"Hello, World!\" | 100, 1,000, 10,000 | 30s |"))
+      << method;
+  EXPECT_TRUE(HasLine(method, "| hical | example.org/fairbench/hical:2.7.0 | 8080 | 4 | 1.00 GiB | 65,536 |"));
+  EXPECT_NE(method.find("**Latency is raw:**"), std::string::npos);
+  EXPECT_NE(method.find("coordinated omission"), std::string::npos);
+  EXPECT_NE(Section(md_, "## Repetitions and run-to-run spread").find("Each cell ran once"), std::string::npos);
+  EXPECT_TRUE(HasLine(Section(md_, "## Failed and skipped cells"), "None: every finished cell succeeded."));
+}
+
+TEST(MarkdownTest, FailedAndSkippedCellsShowTheirReason) {
+  RunRecord record = StudyFigures();
+  for (CellRecord& c : record.cells) {
+    if (c.result.target == "cpp-httplib" && c.result.connections == 10000) {
+      c.result.state = api::CellState::kFailed;
+      c.result.reason = "TargetExited";
+      c.result.message = "exit status 137 | OOM-killed?";
+    }
+    if (c.result.target == "oatpp" && c.result.scenario == "echo") {
+      c.result.state = api::CellState::kSkipped;
+      c.result.reason = "VerificationFailed";
+      c.result.message = "POST /api/echo: status 500, expected 200";
+    }
+  }
+  CheckCells(record);
+  const std::string md = RenderMarkdown(record);
+  EXPECT_EQ(Rows(Section(md, "## Failed and skipped cells")),
+            (std::vector<std::string>{
+                "| target | scenario | connections | state | reason | message |",
+                "| cpp-httplib | hello | 10,000 | failed | TargetExited | exit status 137 \\| OOM-killed? |",
+                "| oatpp | echo | 100 | skipped | VerificationFailed | POST /api/echo: status 500, expected 200 |",
+            }))
+      << md;
+  EXPECT_TRUE(HasLine(Section(md, "### hello · 10,000 connections"),
+                      "| – | cpp-httplib | failed (TargetExited) | – | – | – | – | – | – |"));
+  EXPECT_TRUE(HasLine(Section(md, "### echo · 100 connections"),
+                      "| – | oatpp | skipped (VerificationFailed) | – | – | – | – | – | – |"));
+  EXPECT_TRUE(HasLine(Section(md, "### hello: 100 → 1,000 → 10,000 connections"),
+                      "| cpp-httplib | 85,410 | 84,332 (−1.3 %) | failed (TargetExited) |"));
+  EXPECT_TRUE(HasLine(Section(md, "## Drop versus the hello-world baseline"),
+                      "| oatpp | 226,090 | −15.6 % | – | −16.0 % |"));
+  EXPECT_NE(md.find("36 of 36 cells finished: 34 succeeded, 1 failed, 1 skipped."), std::string::npos);
+}
+
+TEST(MarkdownTest, EscapesTextFromTheRun) {
+  EXPECT_EQ(EscapeMarkdown("a|b *c* _d_ `e` <f> [g](h) \\ ~i~\nj"),
+            "a\\|b \\*c\\* \\_d\\_ \\`e\\` \\<f> \\[g\\](h) \\\\ \\~i\\~ j");
+  RunRecord record = StudyFigures();
+  record.run.metadata.annotations["fairbench.dev/description"] = "# not a heading <script>x</script>";
+  record.cells[0].result.state = api::CellState::kFailed;
+  record.cells[0].result.reason = "TargetExited";
+  record.cells[0].result.message = "line one\nline | two";
+  const std::string md = RenderMarkdown(record);
+  EXPECT_NE(md.find("\n\\# not a heading \\<script>x\\</script>\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| line one line \\| two |"), std::string::npos);
+  for (size_t at = md.find('<'); at != std::string::npos; at = md.find('<', at + 1)) {
+    EXPECT_EQ(md[at - 1], '\\') << "unescaped '<' at " << at;
+  }
+}
+
+// ---------------------------------------------------------------- a small record, exact lines
+
+CellRecord SmallCell(const std::string& target, const std::string& scenario, int64_t connections, double rps,
+                     api::Latency latency) {
+  CellRecord c;
+  api::CellResult& r = c.result;
+  r.target = target;
+  r.scenario = scenario;
+  r.connections = connections;
+  r.requests_per_second = rps;
+  r.latency = latency;
+  r.requests = static_cast<uint64_t>(rps * 10);
+  r.bytes_per_response = 120;
+  r.transfer_per_second = rps * 120;
+  r.memory_idle = static_cast<uint64_t>(10 * kMiB);
+  r.memory_loaded = static_cast<uint64_t>(12.5 * kMiB);
+  r.target_cpu = 1.5;
+  r.agent_cpu = 0.25;
+  c.agents = 1;
+  c.connections_peak = static_cast<uint32_t>(connections);
+  c.measure_seconds = 10;
+  return c;
+}
+
+RunRecord SmallRecord() {
+  RunRecord record;
+  api::BenchmarkRun& run = record.run;
+  run.metadata.name = "small";
+  api::Target alpha;
+  alpha.name = "alpha";
+  alpha.local = api::LocalProcess{};
+  alpha.local->command = {"./alpha", "--port", "{port}"};
+  api::Target beta;
+  beta.name = "beta";
+  beta.image = "example.org/beta:1";
+  beta.resources.cpu = api::CpuQuantity{2000};
+  beta.resources.memory = api::MemoryQuantity{512 << 20};
+  run.spec.targets = {alpha, beta};
+  api::Scenario hello;
+  hello.name = "hello";
+  hello.request = api::Request{};
+  hello.request->path = "/";
+  hello.connections = {10, 100};
+  api::Scenario json;
+  json.name = "json";
+  json.request = api::Request{};
+  json.request->path = "/json";
+  run.spec.scenarios = {hello, json};
+  run.spec.load.connections = {10};
+  run.spec.load.duration = std::chrono::seconds(10);
+  run.spec.load.threads = 2;
+  run.status.phase = api::RunPhase::kSucceeded;
+
+  record.cells = {
+      SmallCell("alpha", "hello", 10, 1000, {9800, 1200, 30000, 9000, 0, 12000, 15000, 21000, 0}),
+      SmallCell("alpha", "hello", 100, 1500, {66000, 5000, 250000, 60000, 0, 90000, 200000, 240000, 0}),
+      SmallCell("alpha", "json", 10, 800, {12400, 1500, 40000, 12000, 0, 14000, 20000, 30000, 0}),
+      SmallCell("beta", "hello", 10, 2000, {4900, 700, 12000, 4500, 0, 6000, 8000, 11000, 0}),
+      SmallCell("beta", "hello", 100, 1200, {200000, 40000, 1900000, 180000, 0, 260000, 900000, 1500000, 0}),
+      SmallCell("beta", "json", 10, 0, {}),
+  };
+  record.cells[4].result.errors.timeout = 7;
+  record.cells[4].connections_peak = 96;
+  record.cells[4].result.agent_cpu = 1.9;  // of 2 threads
+  api::CellResult& failed = record.cells[5].result;
+  failed.state = api::CellState::kFailed;
+  failed.reason = "VerificationFailed";
+  failed.message = "GET /json: status 500";
+  failed.memory_loaded.reset();
+  failed.target_cpu.reset();
+  failed.agent_cpu.reset();
+  failed.bytes_per_response = 0;
+  failed.transfer_per_second = 0;
+  failed.requests = 0;
+  for (const CellRecord& c : record.cells) run.status.results.push_back(c.result);
+  run.status.progress = {6, 6};
+  CheckCells(record);
+  return record;
+}
+
+TEST(MarkdownTest, SmallRecordExactTables) {
+  const std::string md = RenderMarkdown(SmallRecord());
+  EXPECT_EQ(Rows(Section(md, "## Results at a glance")),
+            (std::vector<std::string>{"| scenario | connections | beta | alpha |",
+                                      "| hello | 10 | 2,000 | 1,000 |",
+                                      "| hello | 100 | 1,200 | 1,500 |",
+                                      "| json | 10 | failed | 800 |"}))
+      << md;
+  EXPECT_EQ(Rows(Section(md, "### hello · 10 connections")),
+            (std::vector<std::string>{
+                "| # | target | requests/s | vs best | avg | stdev | p99 | p99.9 | max |",
+                "| 1 | beta | 2,000 | 100.0 % | 4.90 ms | 700.00 µs | 8.00 ms | 11.00 ms | 12.00 ms |",
+                "| 2 | alpha | 1,000 | 50.0 % | 9.80 ms | 1.20 ms | 15.00 ms | 21.00 ms | 30.00 ms |",
+            }));
+  EXPECT_EQ(Rows(Section(md, "### hello · 100 connections")),
+            (std::vector<std::string>{
+                "| # | target | requests/s | vs best | avg | stdev | p99 | p99.9 | max |",
+                "| 1 | alpha | 1,500 | 100.0 % | 66.00 ms | 5.00 ms | 200.00 ms | 240.00 ms | 250.00 ms |",
+                "| 2 | beta ⚑ | 1,200 | 80.0 % | 200.00 ms | 40.00 ms | 900.00 ms | 1.50 s | 1.90 s |",
+            }));
+  EXPECT_EQ(Rows(Section(md, "## Drop versus the hello-world baseline")),
+            (std::vector<std::string>{"| target | hello requests/s | json |", "| beta | 2,000 | – |",
+                                      "| alpha | 1,000 | −20.0 % |"}));
+  EXPECT_EQ(Rows(Section(md, "### hello: 10 → 100 connections")),
+            (std::vector<std::string>{"| target | 10 requests/s | 100 requests/s |",
+                                      "| beta | 2,000 | 1,200 (−40.0 %) |",
+                                      "| alpha | 1,000 | 1,500 (+50.0 %) |",
+                                      "| target | 10 avg / max | 100 avg / max |",
+                                      "| beta | 4.90 ms / 12.00 ms | 200.00 ms / 1.90 s |",
+                                      "| alpha | 9.80 ms / 30.00 ms | 66.00 ms / 250.00 ms |"}));
+  EXPECT_EQ(Rows(Section(md, "## Errors")),
+            (std::vector<std::string>{
+                "| target | scenario | connections | connect | read | write | timeout | status | port exhaustion | "
+                "requests |",
+                "| beta | hello | 100 | 0 | 0 | 0 | 7 | 0 | 0 | 12,000 |"}));
+  EXPECT_EQ(Rows(Section(md, "## Memory and CPU")),
+            (std::vector<std::string>{"| target | idle | hello @ 10 | hello @ 100 | json @ 10 |",
+                                      "| beta | 10.00 MiB | 12.50 MiB | 12.50 MiB | – |",
+                                      "| alpha | 10.00 MiB | 12.50 MiB | 12.50 MiB | 12.50 MiB |",
+                                      "| target | hello @ 10 | hello @ 100 | json @ 10 |",
+                                      "| beta | 1.50 / 0.25 | 1.50 / 1.90 | – / – |",
+                                      "| alpha | 1.50 / 0.25 | 1.50 / 0.25 | 1.50 / 0.25 |"}));
+  EXPECT_EQ(Rows(Section(md, "## Bytes per response and transfer")),
+            (std::vector<std::string>{"| target | hello | json |", "| beta | 120 B | – |", "| alpha | 120 B | 120 B |",
+                                      "| target | hello @ 10 | hello @ 100 | json @ 10 |",
+                                      "| beta | 234.38 KiB/s | 140.63 KiB/s | – |",
+                                      "| alpha | 117.19 KiB/s | 175.78 KiB/s | 93.75 KiB/s |"}));
+  EXPECT_EQ(Rows(Section(md, "## Flags: cells that need a second look")),
+            (std::vector<std::string>{
+                "| target | scenario | connections | flag | detail |",
+                "| beta | hello | 100 | GeneratorSaturated | the agents used 1.90 cores |",
+                "| beta | hello | 100 | LittlesLawMismatch | requests/s × mean latency = 240 requests in flight for 100 "
+                "connections (2.4×): more than the connections can carry; the latency or the rate is off |",
+                "| beta | hello | 100 | FewerConnections | at most 96 of 100 connections were open |",
+                "| beta | hello | 100 | Errors | 7 socket errors (see Errors) |"}));
+  EXPECT_EQ(Rows(Section(md, "## Failed and skipped cells")),
+            (std::vector<std::string>{"| target | scenario | connections | state | reason | message |",
+                                      "| beta | json | 10 | failed | VerificationFailed | GET /json: status 500 |"}));
+  EXPECT_TRUE(HasLine(md, "Run **small**: Succeeded. 6 of 6 cells finished: 5 succeeded, 1 failed, 0 skipped."));
+}
+
+TEST(MarkdownTest, RepetitionsShowTheSpread) {
+  RunRecord record = SmallRecord();
+  record.run.spec.repetitions = 3;
+  record.cells.resize(1);  // alpha, hello, 10
+  for (int32_t rep : {2, 3}) {
+    CellRecord c = record.cells[0];
+    c.result.repetition = rep;
+    c.result.requests_per_second = rep == 2 ? 1100 : 950;
+    c.result.latency.mean = rep == 2 ? 9000 : 10500;
+    record.cells.push_back(c);
+  }
+  record.run.status.results.clear();
+  for (const CellRecord& c : record.cells) record.run.status.results.push_back(c.result);
+  record.run.status.progress = {3, 18};
+  const std::string md = RenderMarkdown(record);
+  // mean 1016.67, sample stdev 76.38 → CV 7.5 %
+  EXPECT_EQ(Rows(Section(md, "## Repetitions and run-to-run spread")),
+            (std::vector<std::string>{"| target | scenario | connections | runs | min | median | max | CV | noise |",
+                                      "| alpha | hello | 10 | 3 | 950 | 1,000 | 1,100 | 7.5 % | high |"}))
+      << md;
+  // The row shows the median repetition, and per-cell tables name the repetition.
+  EXPECT_TRUE(HasLine(Section(md, "### hello · 10 connections"),
+                      "| 1 | alpha | 1,000 | 100.0 % | 9.80 ms | 1.20 ms | 15.00 ms | 21.00 ms | 30.00 ms |"));
+  EXPECT_NE(md.find("Each row is the repetition with the median requests/s."), std::string::npos);
+  EXPECT_TRUE(HasLine(md, "15 of 18 cells have not run (yet)."));
+}
+
+}  // namespace
+}  // namespace fairbench::report

@@ -1,0 +1,107 @@
+// RunRecord: everything a finished (or partly finished) run produced, as the
+// orchestrator records it and the report renders it.
+//
+// A CellRecord is one cell (target × scenario × connection level ×
+// repetition): its compact result — the very entry that goes into the
+// BenchmarkRun's status.results — plus what only the report and
+// results.json carry: the per-interval timeline (agents merged), the
+// encoded latency histograms, the cell's wrk-style text and the flags that
+// tell a reader to look twice (cell_checks.h computes them).
+//
+// results.json is ToJson(RunRecord):
+//
+//   {"apiVersion": "fairbench.dev/v1alpha1", "kind": "BenchmarkResults",
+//    "histogramEncoding": "...",
+//    "run": <the BenchmarkRun as the API codec writes it, status included,
+//            except status.results>,
+//    "environment": {...},
+//    "cells": [{"result": <api CellResult>, "agents": 1, ..., "timeline": [...]}]}
+//
+// Each cell's compact result is written once, under cells[i].result, not a
+// second time under run.status.results: RunRecordFromJson rebuilds
+// status.results from the cells. A record round-trips exactly when
+// run.status.results mirrors the cells' results, which is the orchestrator's
+// invariant. Reading is strict (`fairbench run --resume` must not drop
+// data it does not understand): wrong types, unknown fields, a histogram
+// that does not decode, a flag with no name — each is an InvalidArgument
+// whose message names the field path ("cells[3].timeline[0].requests: …").
+//
+// Plain values; thread-compatible.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/api/benchmark_run.h"
+#include "common/status.h"
+#include "common/wrk_summary.h"
+
+namespace fairbench::report {
+
+inline constexpr std::string_view kResultsKind = "BenchmarkResults";
+
+// Why a cell deserves a second look. Spelt in the report and results.json
+// by FlagName(): "GeneratorSaturated", … The thresholds are in cell_checks.h.
+enum class CellFlag {
+  kGeneratorSaturated,    // the agents' threads were busy nearly all the time
+  kLittlesLawMismatch,    // requests/s × mean latency is far from the connections
+  kFewerConnections,      // fewer connections were established than asked
+  kSnapshotGap,           // an agent's interval went missing (set by the orchestrator)
+  kErrors,                // socket errors or unexpected statuses
+};
+const char* FlagName(CellFlag flag);
+std::optional<CellFlag> FlagFromName(std::string_view name);
+
+struct CellRecord {
+  api::CellResult result;
+  std::vector<TimelinePoint> timeline;   // every interval, warmup included
+  std::string latency_histogram;         // base64 of HdrHistogram V2 (µs), measure phase
+  std::string uncorrected_histogram;     // same, constant-rate runs only
+  bool latency_corrected = false;        // true with a constant rate
+  std::string wrk_text;                  // the cell's summary in wrk's layout
+  uint32_t agents = 0;                   // 0: not recorded (figures imported from elsewhere)
+  uint32_t connections_peak = 0;         // summed over agents
+  uint64_t drained = 0;
+  uint64_t abandoned = 0;
+  double measure_seconds = 0;
+  double littles_law_connections = 0;    // requests/s × mean latency; 0 when either is unknown
+  std::vector<CellFlag> flags;           // in enum order, each at most once
+};
+
+// Where the run ran: printed in the report so that numbers are never read
+// without their context.
+struct Environment {
+  std::string hostname;
+  std::string kernel;
+  std::string cpu_model;
+  int cpus = 0;
+  uint64_t memory_bytes = 0;
+  std::string platform;  // "local" or "kubernetes"
+  std::string fairbench_version;
+  std::vector<int> target_cpus;
+  std::vector<int> agent_cpus;
+  // Anything else a reader needs to weigh the numbers, one fact per line:
+  // the hypervisor, the NIC model, sysctls, the container runtime.
+  std::vector<std::string> notes;
+};
+
+struct RunRecord {
+  api::BenchmarkRun run;            // spec and status (status.results mirrors cells[i].result)
+  Environment environment;
+  std::vector<CellRecord> cells;    // finished cells, in cell order
+};
+
+// results.json, in the layout above; "results" is left out of run.status.
+nlohmann::ordered_json ToJson(const RunRecord& record);
+// The inverse of ToJson. Errors are InvalidArgument, prefixed "results.json: ".
+Result<RunRecord> RunRecordFromJson(const nlohmann::json& json);
+// The same from the file's text; syntax errors name line and column:
+// "SOURCE:3:14: invalid JSON: …"; other errors are prefixed "SOURCE: ".
+Result<RunRecord> RunRecordFromJsonText(std::string_view text, std::string_view source);
+
+}  // namespace fairbench::report
