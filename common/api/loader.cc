@@ -44,7 +44,7 @@ void ReadBodyFiles(BenchmarkRun& run, const std::optional<fs::path>& base_dir, D
   const FieldPaths paths(run);
   const auto fail = [&](const std::string& member, std::string message) {
     const FieldPaths::Entry* e = paths.Find(member);
-    out->Add(Diagnostic{e != nullptr ? e->path : "spec", std::move(message), {}, e != nullptr ? e->order : std::vector<int>{}});
+    out->Add(Diagnostic{e != nullptr ? e->path : std::string(), std::move(message), {}, e != nullptr ? e->order : std::vector<int>{}});
   };
   const auto read = [&](Request& r) {
     if (!r.body_file.has_value() || r.body_file->empty() || r.body.has_value()) return;  // validation reports those

@@ -44,7 +44,7 @@ class Checker {
     const FieldPaths::Entry* e = paths_.Find(member);
     // Every member reached from run_ is indexed; a miss is a bug here, but
     // the message is still worth showing.
-    out_.Add(Diagnostic{e != nullptr ? e->path : "spec", std::move(message), {}, e != nullptr ? e->order : std::vector<int>{}});
+    out_.Add(Diagnostic{e != nullptr ? e->path : std::string(), std::move(message), {}, e != nullptr ? e->order : std::vector<int>{}});
   }
 
   template <typename T>
