@@ -132,7 +132,12 @@ void ApiServer::CollectGarbage() {
 ApiResponse ApiServer::Handle(const ApiRequest& request) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) return Reply(ServiceUnavailable("the server is shutting down"));
-  return Dispatch(request);
+  // A handler bug must come back as a Status, not escape into the HTTP library.
+  try {
+    return Dispatch(request);
+  } catch (const std::exception& e) {
+    return Reply(InternalError(std::string("unexpected error in the test API server: ") + e.what()));
+  }
 }
 
 ApiResponse ApiServer::Reply(int code, const json& body) const {

@@ -108,7 +108,8 @@ std::vector<Cause> ValidateMetadata(const ResourceInfo& r, const json& obj, cons
       errs.push_back(FieldInvalid(std::string("metadata.") + m, md[m], "must be a map of strings"));
       continue;
     }
-    for (const auto& [k, v] : md.value(m, json::object()).items()) {
+    const json entries = md.value(m, json::object());
+    for (const auto& [k, v] : entries.items()) {
       if (!ValidQualifiedName(k)) {
         errs.push_back(FieldInvalid(std::string("metadata.") + m, k,
                                     "name part must consist of alphanumeric characters, '-', '_' or '.', and must "
@@ -208,6 +209,14 @@ json MaskedPodSpec(json spec) {
 }
 
 Outcome<json> ParseObjectBody(const ApiRequest& req, const ResourceInfo& r) {
+  // JSON and YAML only. Protobuf bodies get 415, after which client-go
+  // (kubectl) falls back to JSON.
+  const std::string media = MediaType(req.content_type);
+  if (!media.empty() && media != "application/json" && media != "application/yaml" && media != "*/*") {
+    return MakeStatus(415, "UnsupportedMediaType",
+                      "the body of the request was in an unknown format - accepted media types include: "
+                      "application/json, application/yaml");
+  }
   auto parsed = YamlToJson(req.body);
   if (!parsed.ok()) {
     return BadRequest(r.kind + " in version \"" + r.version + "\" cannot be handled as a " + r.kind + ": " +
@@ -799,6 +808,10 @@ Outcome<ApiServer::Committed> ApiServer::DeleteObject(const ResourceInfo& r, con
     pod_grace = grace ? *grace : obj["spec"].value("terminationGracePeriodSeconds", int64_t{30});
   }
   if (IsCore(r, "namespaces")) {
+    if (name == "default" || name == "kube-system" || name == "kube-public") {
+      return MakeStatus(403, "Forbidden", "namespaces \"" + name + "\" is forbidden: this namespace may not be deleted",
+                        {{"name", name}, {"kind", "namespaces"}});
+    }
     // The namespace controller (our GC pass) empties it, then removes it.
     md["deletionTimestamp"] = NowText();
     md["deletionGracePeriodSeconds"] = 0;
