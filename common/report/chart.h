@@ -14,7 +14,9 @@
 
 namespace fairbench::report {
 
-enum class ValueKind { kRate, kLatencyUs, kCount, kSeconds };
+// kNines: an x value v stands for the percentile 100 × (1 − 1/v), so that
+// 90 %, 99 %, 99.9 % sit one step apart on a log axis (HdrHistogram's plot).
+enum class ValueKind { kRate, kLatencyUs, kCount, kSeconds, kNines };
 
 // Horizontal bars, grouped: one group per category, one bar per series.
 struct BarChart {

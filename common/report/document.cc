@@ -9,6 +9,8 @@
 #include "common/api/cpu_list.h"
 #include "common/api/quantity.h"
 #include "common/api/time_text.h"
+#include "common/base64.h"
+#include "common/histogram.h"
 #include "common/report/analysis.h"
 #include "common/report/cell_checks.h"
 #include "common/report/format.h"
@@ -332,6 +334,45 @@ Section Overview(const Context& ctx) {
   return s;
 }
 
+// The latency percentile spectrum of each target's representative cell,
+// drawn from its histogram as HdrHistogram's plots do; nullopt when no
+// cell of the group carries a histogram.
+std::optional<LineChart> Spectrum(const Context& ctx, const std::string& scenario, int64_t connections) {
+  static constexpr double kPercentiles[] = {0,  25, 50,   75,    90,    95,     97,     99,      99.5,
+                                            99.7, 99.9, 99.95, 99.97, 99.99, 99.995, 99.999, 99.9995, 99.9999};
+  LineChart chart;
+  chart.title = "Latency by percentile of " + scenario + " at " + ConnsText(connections) + " (log scales)";
+  chart.x_label = "percentile";
+  chart.y_label = "latency";
+  chart.x_kind = ValueKind::kNines;
+  chart.y_kind = ValueKind::kLatencyUs;
+  chart.log_x = true;
+  chart.log_y = true;
+  double widest = 1;
+  for (const std::string& target : ctx.ranked_targets) {
+    const CellRecord* c = ctx.index.Representative(target, scenario, connections);
+    if (c == nullptr || c->latency_histogram.empty()) continue;
+    const Result<std::string> bytes = Base64Decode(c->latency_histogram);
+    if (!bytes.ok()) continue;
+    const Result<Histogram> h = Histogram::DecodeCompressed(*bytes);
+    if (!h.ok() || h->count() == 0) continue;
+    LineSeries line{target, ctx.slots.at(target), {}};
+    for (double p : kPercentiles) {
+      const double nines = 1 / (1 - p / 100);
+      // Beyond one sample in `count` the percentile is just the maximum again.
+      if (nines > static_cast<double>(h->count()) * (1 + 1e-9)) break;
+      const uint64_t us = h->ValueAtPercentile(p);
+      if (us == 0) continue;
+      line.points.emplace_back(nines, static_cast<double>(us));
+      widest = std::max(widest, nines);
+    }
+    if (!line.points.empty()) chart.series.push_back(std::move(line));
+  }
+  if (chart.series.empty()) return std::nullopt;
+  for (double t = 1; t <= widest * 1.0001; t *= 10) chart.x_ticks.push_back(t);
+  return chart;
+}
+
 std::vector<Section> Rankings(const Context& ctx) {
   std::vector<Section> out;
   Section intro{"rankings", "Ranking per scenario", 2, {}};
@@ -372,6 +413,7 @@ std::vector<Section> Rankings(const Context& ctx) {
     s.blocks.push_back(std::move(t));
     if (const std::string tails = TailSpread(ctx, scenario, level); !tails.empty()) s.blocks.push_back(P(tails));
     if (!ladder.rows.empty()) s.blocks.push_back(Chart(std::move(ladder)));
+    if (std::optional<LineChart> spectrum = Spectrum(ctx, scenario, level)) s.blocks.push_back(Chart(std::move(*spectrum)));
     out.push_back(std::move(s));
   }
   return out;

@@ -9,7 +9,9 @@
 // scenario versus the hello-world baseline; scaling across connection
 // levels; errors; memory and CPU; bytes per response and transfer/s; flags
 // that need a second look; repetitions and their spread; failed and skipped
-// cells; and (HTML only) each cell's wrk-style text.
+// cells; and, for the HTML report only, charts (requests/s per scenario and
+// target, each ranking's latency statistics and percentile spectrum, scaling
+// with connections, requests/s over time) and each cell's wrk-style text.
 //
 // Text in the Document is plain: renderers escape it for their format.
 // Missing numbers print as "–".

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/base64.h"
+#include "common/histogram.h"
 #include "common/report/cell_checks.h"
 #include "common/report/study_figures.h"
 #include "common/report/svg.h"
@@ -106,6 +108,9 @@ RunRecord TimelineRecord() {
       p.counters.requests = static_cast<uint64_t>(c.result.requests_per_second) + s;
       c.timeline.push_back(p);
     }
+    Histogram h;
+    for (int64_t us = 1; us <= 1000; ++us) h.Record(us * (name[0] == 'a' ? 100 : 50));
+    c.latency_histogram = Base64Encode(h.EncodeCompressed());
     c.wrk_text = std::string("Running 10s test @ http://127.0.0.1/\n  ") + name + "\n";
     c.agents = 1;
     c.connections_peak = 100;
@@ -127,6 +132,21 @@ TEST(HtmlTest, DrawsRequestsPerSecondOverTimeFromTheTimeline) {
   EXPECT_NE(html.find("<details><summary>alpha · hello · 100 connections · repetition 1</summary>\n"
                       "<pre>Running 10s test @ http://127.0.0.1/\n  alpha\n</pre></details>"),
             std::string::npos);
+}
+
+TEST(HtmlTest, DrawsThePercentileSpectrumFromTheHistograms) {
+  const std::string html = RenderHtml(TimelineRecord());
+  const size_t at = html.find(">Latency by percentile of hello at 100 connections (log scales)</title>");
+  ASSERT_NE(at, std::string::npos) << html;
+  const std::string chart = html.substr(at, html.find("</svg>", at) - at);
+  EXPECT_EQ(Count(chart, "<polyline "), 2u);
+  for (const char* tick : {">0 %</text>", ">90 %</text>", ">99 %</text>", ">99.9 %</text>"}) {
+    EXPECT_NE(chart.find(tick), std::string::npos) << tick;
+  }
+  EXPECT_EQ(chart.find(">99.99 %</text>"), std::string::npos);  // 1,000 samples resolve no further
+  // Values are the histogram's: the highest value of the percentile's bucket.
+  EXPECT_NE(chart.find("<title>alpha at 99 %: 99.01 ms</title>"), std::string::npos) << chart;
+  EXPECT_NE(chart.find("<title>beta at 99.9 %: 49.95 ms</title>"), std::string::npos);
 }
 
 TEST(HtmlTest, ChartsHandleMissingAndSingleValues) {

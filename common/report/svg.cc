@@ -32,6 +32,14 @@ std::string Label(ValueKind kind, double v) {
     case ValueKind::kLatencyUs: return FormatLatency(v);
     case ValueKind::kCount: return FormatCount(v);
     case ValueKind::kSeconds: return FormatDecimal(v, std::fabs(v) < 10 && v != std::round(v) ? 1 : 0) + " s";
+    case ValueKind::kNines: {
+      const double p = v > 0 ? 100 * (1 - 1 / v) : 0;
+      int decimals = 0;
+      while (decimals < 6 && std::fabs(std::round(p * std::pow(10.0, decimals)) - p * std::pow(10.0, decimals)) > 1e-6) {
+        ++decimals;
+      }
+      return FormatDecimal(p, decimals) + " %";
+    }
   }
   return FormatDecimal(v, 2);
 }
@@ -278,11 +286,15 @@ std::string Lines(const LineChart& c, std::string_view id) {
   for (const LineSeries& s : c.series) {
     const std::string colour(SlotColour(s.slot));
     std::string points;
-    for (const auto& [px, py] : s.points) points += Num(x.Map(px)) + "," + Num(y.Map(py)) + " ";
+    const auto drawable = [&](double px, double py) { return (!x.log || px > 0) && (!y.log || py > 0); };
+    for (const auto& [px, py] : s.points) {
+      if (drawable(px, py)) points += Num(x.Map(px)) + "," + Num(y.Map(py)) + " ";
+    }
     body += "<polyline fill=\"none\" stroke=\"" + colour + "\" stroke-width=\"2\" points=\"" + points + "\"><title>" +
             EscapeXml(s.name) + "</title></polyline>\n";
     if (s.points.size() > 60) continue;
     for (const auto& [px, py] : s.points) {
+      if (!drawable(px, py)) continue;
       body += "<circle cx=\"" + Num(x.Map(px)) + "\" cy=\"" + Num(y.Map(py)) + "\" r=\"3\" fill=\"" + colour +
               "\"><title>" + EscapeXml(s.name + " at " + Label(c.x_kind, px) + ": " + Label(c.y_kind, py)) +
               "</title></circle>\n";
