@@ -69,7 +69,11 @@ void Informer::Replace(std::vector<Json> objects, const std::string&) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     std::map<std::string, Json> next;
-    for (auto& o : objects) next[ObjectKey(o)] = std::move(o);
+    for (auto& o : objects) {
+      // The key first: json's by-value assignment would move `o` before it.
+      std::string key = ObjectKey(o);
+      next[key] = std::move(o);
+    }
     for (auto& [key, old] : cache_) {
       auto it = next.find(key);
       if (it == next.end()) {

@@ -978,6 +978,9 @@ void ApiServer::GarbageCollectLocked() {
         }
       }
     }
+    // Owners' finalizers first: decide about dangling references only on a
+    // snapshot taken after them (an orphaned dependent has lost its ref).
+    if (store_.current_rv() != before) continue;
     // Dependents whose owners are gone: delete them, or drop dangling refs.
     for (const auto& it : all) {
       const json& refs = it.obj["metadata"].value("ownerReferences", json::array());

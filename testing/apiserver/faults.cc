@@ -5,7 +5,9 @@ namespace fairbench::apiserver {
 void FaultInjector::Configure(const FaultConfig& config) {
   std::lock_guard<std::mutex> lock(mu_);
   config_ = config;
+  if (config_.server_error_codes.empty()) config_.server_error_codes = {500};
   rng_.seed(config.seed);
+  injected_ = 0;
 }
 
 bool FaultInjector::Eligible(const std::string& method, const std::string& path) const {
@@ -30,10 +32,10 @@ std::optional<StatusReply> FaultInjector::BeforeRequest(const std::string& metho
   }
   if (config_.server_error_rate > 0 && u(rng_) < config_.server_error_rate) {
     ++injected_;
-    switch (rng_() % 3) {
-      case 0: return InternalError("injected fault");
-      case 1: return ServiceUnavailable("injected fault: the server is currently unable to handle the request");
-      default: return GatewayTimeout("injected fault: the server was unable to return a response in the time allotted");
+    switch (config_.server_error_codes[rng_() % config_.server_error_codes.size()]) {
+      case 503: return ServiceUnavailable("injected fault: the server is currently unable to handle the request");
+      case 504: return GatewayTimeout("injected fault: the server was unable to return a response in the time allotted");
+      default: return InternalError("injected fault");
     }
   }
   return std::nullopt;

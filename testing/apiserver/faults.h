@@ -20,7 +20,8 @@
 namespace fairbench::apiserver {
 
 struct FaultConfig {
-  double server_error_rate = 0;  // 500, 503 or 504, before the request is handled
+  double server_error_rate = 0;  // one of server_error_codes, before the request is handled
+  std::vector<int> server_error_codes = {500, 503, 504};
   double throttle_rate = 0;      // 429 with Retry-After
   int retry_after_seconds = 1;
   double watch_drop_rate = 0;    // after each streamed watch event, cut the connection
@@ -40,6 +41,7 @@ class FaultInjector {
   std::optional<StatusReply> BeforeRequest(const std::string& method, const std::string& path, bool is_watch);
   std::chrono::milliseconds Latency(const std::string& method, const std::string& path);
   bool DropWatchNow();
+  // Faults injected since the last Configure.
   uint64_t injected() const;
 
  private:

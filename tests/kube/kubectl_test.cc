@@ -1,0 +1,203 @@
+// The independent check: the real kubectl (the same binary users run)
+// against the test API server over HTTPS with a client certificate.
+// kubectl must be present (PATH or .tools/bin from `scripts/setup
+// --with-tools`); if it is not, these tests fail and say so.
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iterator>
+#include <sstream>
+
+#include "controller/kube/exec_credential.h"
+#include "tests/kube/kube_test_env.h"
+
+namespace fairbench::kube {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::string FindKubectl() {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    std::string candidate = dir + "/kubectl";
+    if (!dir.empty() && access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  std::string local = std::string(FAIRBENCH_SOURCE_DIR) + "/.tools/bin/kubectl";
+  if (access(local.c_str(), X_OK) == 0) return local;
+  return "";
+}
+
+class Kubectl : public testenv::KubeTest {
+ protected:
+  void SetUp() override {
+    kubectl_ = FindKubectl();
+    ASSERT_FALSE(kubectl_.empty()) << "kubectl not found on PATH nor in " << FAIRBENCH_SOURCE_DIR
+                                   << "/.tools/bin: run scripts/setup --with-tools";
+    apiserver::TestApiServerOptions o;
+    o.tls = true;
+    Start(o);
+    char tmpl[] = "/tmp/fairbench-kubectl-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    kubeconfig_ = dir_ + "/kubeconfig";
+    ASSERT_TRUE(server_->WriteKubeconfig(kubeconfig_).ok());
+    auto cfg = LoadKubeconfig({{kubeconfig_}, "", nullptr});
+    ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+    auto c = Client::Create(*cfg, testenv::FastRetries());
+    ASSERT_TRUE(c.ok());
+    client_ = std::move(*c);
+  }
+  void TearDown() override {
+    KubeTest::TearDown();
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  std::vector<std::string> Args(std::vector<std::string> args) const {
+    // A private HOME and cache: no state from the machine or earlier runs.
+    args.insert(args.begin(), {"--kubeconfig", kubeconfig_, "--cache-dir", dir_ + "/cache"});
+    return args;
+  }
+  CommandResult Run(std::vector<std::string> args) {
+    auto r = RunCommand(kubectl_, Args(std::move(args)), {{"HOME", dir_}, {"KUBECONFIG", ""}}, 60s);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : CommandResult{};
+  }
+  // Runs and expects success; returns stdout.
+  std::string Ok(std::vector<std::string> args) {
+    std::string shown;
+    for (const auto& a : args) shown += " " + a;
+    auto r = Run(std::move(args));
+    EXPECT_EQ(r.exit_code, 0) << "kubectl" << shown << "\n" << r.out << r.err;
+    return r.out;
+  }
+  std::string Data(const std::string& name) const { return testenv::TestData(name); }
+
+  std::string kubectl_;
+  std::string dir_;
+  std::string kubeconfig_;
+};
+
+TEST_F(Kubectl, ApplyGetYamlDeleteAndTheInvalidMessage) {
+  EXPECT_NE(Ok({"apply", "-f", Data("benchmarkrun-crd.yaml")}).find(
+                "customresourcedefinition.apiextensions.k8s.io/benchmarkruns.fairbench.dev created"),
+            std::string::npos);
+  Ok({"wait", "--for=condition=Established", "crd/benchmarkruns.fairbench.dev", "--timeout=10s"});
+  EXPECT_NE(Ok({"apply", "-f", Data("benchmarkrun.yaml")}).find("benchmarkrun.fairbench.dev/cpp-frameworks created"),
+            std::string::npos);
+  // Applying the same file again is idempotent.
+  EXPECT_NE(Ok({"apply", "-f", Data("benchmarkrun.yaml")}).find("benchmarkrun.fairbench.dev/cpp-frameworks unchanged"),
+            std::string::npos);
+  EXPECT_NE(Ok({"apply", "-f", Data("benchmarkrun-crd.yaml")}).find("unchanged"), std::string::npos);
+
+  // Printer columns, via the short name too.
+  auto status = client_->Patch(resources::BenchmarkRuns(), "default", "cpp-frameworks", PatchType::kMerge,
+                               R"({"status":{"phase":"Running","progress":"3/12"}})", {}, "status");
+  ASSERT_TRUE(status.ok()) << status.error().ToString();
+  std::string table = Ok({"get", "br"});
+  EXPECT_NE(table.find("NAME"), std::string::npos) << table;
+  for (const char* column : {"PHASE", "THREADS", "PROGRESS", "AGE"}) {
+    EXPECT_NE(table.find(column), std::string::npos) << column << "\n" << table;
+  }
+  std::istringstream rows(table);
+  std::string header, row;
+  std::getline(rows, header);
+  std::getline(rows, row);
+  std::istringstream cells(row);
+  std::vector<std::string> c{std::istream_iterator<std::string>(cells), std::istream_iterator<std::string>()};
+  ASSERT_GE(c.size(), 5u) << table;
+  EXPECT_EQ(c[0], "cpp-frameworks");
+  EXPECT_EQ(c[1], "Running");
+  EXPECT_EQ(c[2], "8");
+  EXPECT_EQ(c[3], "3/12");
+
+  // -o yaml shows the stored object with its defaults.
+  std::string yaml = Ok({"get", "benchmarkrun", "cpp-frameworks", "-o", "yaml"});
+  EXPECT_NE(yaml.find("duration: 30s"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("phase: Running"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("uid:"), std::string::npos);
+
+  // An invalid object: kubectl shows the server's 422 with every cause.
+  auto invalid = Run({"apply", "-f", Data("benchmarkrun-invalid.yaml")});
+  EXPECT_NE(invalid.exit_code, 0);
+  std::string message = invalid.out + invalid.err;
+  EXPECT_NE(message.find("The BenchmarkRun \"broken\" is invalid"), std::string::npos) << message;
+  EXPECT_NE(message.find("spec.load.threads: Invalid value: 0: spec.load.threads in body should be greater than or "
+                         "equal to 1"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("spec.targets[0].port"), std::string::npos) << message;
+
+  EXPECT_NE(Ok({"delete", "benchmarkrun", "cpp-frameworks"}).find("benchmarkrun.fairbench.dev \"cpp-frameworks\" deleted"),
+            std::string::npos);
+  auto empty = Run({"get", "benchmarkruns"});
+  EXPECT_EQ(empty.exit_code, 0);
+  EXPECT_NE((empty.out + empty.err).find("No resources found in default namespace."), std::string::npos);
+}
+
+TEST_F(Kubectl, WatchPrintsEachChange) {
+  Ok({"apply", "-f", Data("benchmarkrun-crd.yaml")});
+  Ok({"wait", "--for=condition=Established", "crd/benchmarkruns.fairbench.dev", "--timeout=10s"});
+  Ok({"apply", "-f", Data("benchmarkrun.yaml")});
+  auto watch = testenv::ChildProcess::Spawn(kubectl_, Args({"get", "benchmarkruns", "--watch"}), {"HOME=" + dir_});
+  ASSERT_TRUE(watch);
+  ASSERT_TRUE(watch->WaitFor("cpp-frameworks", 10s)) << watch->output();
+  EXPECT_NE(watch->output().find("PHASE"), std::string::npos);
+  watch->Mark();
+  ASSERT_TRUE(client_->Patch(resources::BenchmarkRuns(), "default", "cpp-frameworks", PatchType::kMerge,
+                             R"({"status":{"phase":"Running","progress":"1/4"}})", {}, "status").ok());
+  ASSERT_TRUE(watch->WaitFor("1/4", 10s)) << watch->output();
+  watch->Mark();
+  ASSERT_TRUE(client_->Patch(resources::BenchmarkRuns(), "default", "cpp-frameworks", PatchType::kMerge,
+                             R"({"status":{"phase":"Succeeded","progress":"4/4"}})", {}, "status").ok());
+  ASSERT_TRUE(watch->WaitFor("Succeeded", 10s)) << watch->output();
+  watch->Kill();
+}
+
+TEST_F(Kubectl, ServerSideApplyAndConflicts) {
+  Ok({"apply", "-f", Data("benchmarkrun-crd.yaml")});
+  Ok({"wait", "--for=condition=Established", "crd/benchmarkruns.fairbench.dev", "--timeout=10s"});
+  EXPECT_NE(Ok({"apply", "--server-side", "-f", Data("benchmarkrun.yaml")}).find("serverside-applied"),
+            std::string::npos);
+  Ok({"patch", "benchmarkrun", "cpp-frameworks", "--type", "merge", "-p", R"({"spec":{"load":{"threads":2}}})"});
+  auto conflict = Run({"apply", "--server-side", "-f", Data("benchmarkrun.yaml")});
+  EXPECT_NE(conflict.exit_code, 0);
+  EXPECT_NE((conflict.out + conflict.err).find("conflict with \"kubectl-patch\""), std::string::npos)
+      << conflict.out << conflict.err;
+  Ok({"apply", "--server-side", "--force-conflicts", "-f", Data("benchmarkrun.yaml")});
+  EXPECT_EQ(Ok({"get", "br", "cpp-frameworks", "-o", "jsonpath={.spec.load.threads}"}), "8");
+}
+
+TEST_F(Kubectl, DiscoveryEventsAndBuiltInTables) {
+  std::string resources = Ok({"api-resources"});
+  for (const char* r : {"pods", "configmaps", "leases", "customresourcedefinitions"}) {
+    EXPECT_NE(resources.find(r), std::string::npos) << r;
+  }
+  EXPECT_NE(Ok({"get", "namespaces"}).find("kube-system"), std::string::npos);
+  Ok({"apply", "-f", Data("benchmarkrun-crd.yaml")});
+  Ok({"wait", "--for=condition=Established", "crd/benchmarkruns.fairbench.dev", "--timeout=10s"});
+  EXPECT_NE(Ok({"api-resources", "--api-group", "fairbench.dev"}).find("BenchmarkRun"), std::string::npos);
+  Ok({"apply", "-f", Data("benchmarkrun.yaml")});
+  auto run = client_->Get(resources::BenchmarkRuns(), "default", "cpp-frameworks");
+  ASSERT_TRUE(run.ok());
+  {
+    Json ev = {{"apiVersion", "v1"},
+               {"kind", "Event"},
+               {"metadata", {{"name", "cpp-frameworks.1"}, {"namespace", "default"}}},
+               {"involvedObject", {{"apiVersion", "fairbench.dev/v1alpha1"}, {"kind", "BenchmarkRun"},
+                                   {"name", "cpp-frameworks"}, {"namespace", "default"},
+                                   {"uid", (*run)["metadata"]["uid"]}}},
+               {"reason", "TargetDeployed"},
+               {"message", "drogon is ready"},
+               {"type", "Normal"},
+               {"lastTimestamp", (*run)["metadata"]["creationTimestamp"]}};
+    ASSERT_TRUE(client_->Create(resources::Events(), "default", ev).ok());
+  }
+  std::string events = Ok({"get", "events"});
+  EXPECT_NE(events.find("TargetDeployed"), std::string::npos) << events;
+  EXPECT_NE(events.find("benchmarkrun/cpp-frameworks"), std::string::npos) << events;
+}
+
+}  // namespace
+}  // namespace fairbench::kube
