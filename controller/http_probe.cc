@@ -1,0 +1,64 @@
+#include "controller/http_probe.h"
+
+#include <curl/curl.h>
+
+#include <mutex>
+
+namespace fairbench::controller {
+namespace {
+
+size_t Append(char* data, size_t size, size_t n, void* out) {
+  auto* body = static_cast<std::string*>(out);
+  if (body->size() > (16u << 20)) return 0;  // a probe never needs more
+  body->append(data, size * n);
+  return size * n;
+}
+
+void GlobalInit() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+}  // namespace
+
+Result<ProbeResponse> HttpProbe(const ProbeRequest& r) {
+  GlobalInit();
+  CURL* curl = curl_easy_init();
+  if (curl == nullptr) return Status::Internal("curl_easy_init failed");
+  const bool v6 = r.host.find(':') != std::string::npos;
+  const std::string url = "http://" + (v6 ? "[" + r.host + "]" : r.host) + ":" + std::to_string(r.port) + r.path;
+  ProbeResponse out;
+  curl_slist* headers = nullptr;
+  for (const auto& [k, v] : r.headers) headers = curl_slist_append(headers, (k + ": " + v).c_str());
+  headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, r.method.c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(r.timeout.count()));
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(r.timeout.count()));
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Append);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &out.body);
+  if (r.method == "HEAD") curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+  if (!r.body.empty()) {
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, r.body.data());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
+  }
+  const CURLcode rc = curl_easy_perform(curl);
+  Status status;
+  if (rc != CURLE_OK) {
+    status = Status::Unavailable(std::string(r.method + " " + url + ": ") + curl_easy_strerror(rc));
+  } else {
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &out.status);
+    char* ct = nullptr;
+    curl_easy_getinfo(curl, CURLINFO_CONTENT_TYPE, &ct);
+    if (ct != nullptr) out.content_type = ct;
+  }
+  curl_slist_free_all(headers);
+  curl_easy_cleanup(curl);
+  if (!status.ok()) return status;
+  return out;
+}
+
+}  // namespace fairbench::controller

@@ -1,0 +1,36 @@
+// HttpProbe: one plain HTTP/1.1 request with libcurl, for readiness checks
+// and for verifying each scenario once before a target is loaded.
+//
+// Blocking; call it from the orchestrator's thread, never from an event loop.
+// Thread-safe (each call has its own curl handle).
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+
+namespace fairbench::controller {
+
+struct ProbeRequest {
+  std::string method = "GET";
+  std::string host;
+  uint16_t port = 0;
+  std::string path = "/";
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  std::chrono::milliseconds timeout{2000};
+};
+
+struct ProbeResponse {
+  long status = 0;
+  std::string content_type;
+  std::string body;
+};
+
+// Unavailable when nothing answered (refused, reset, timed out).
+Result<ProbeResponse> HttpProbe(const ProbeRequest& request);
+
+}  // namespace fairbench::controller

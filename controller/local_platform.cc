@@ -1,0 +1,264 @@
+#include "controller/local_platform.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "common/api/cells.h"
+#include "controller/http_probe.h"
+
+namespace fairbench::controller {
+namespace {
+
+Result<uint16_t> FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::IoError(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    close(fd);
+    return Status::IoError(std::string("cannot find a free port: ") + std::strerror(errno));
+  }
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+class LocalTarget final : public TargetInstance {
+ public:
+  LocalTarget(std::string name, Process process, uint16_t port, std::string ready_path, std::string log)
+      : name_(std::move(name)), process_(std::move(process)), port_(port), ready_path_(std::move(ready_path)),
+        log_(std::move(log)) {}
+
+  std::string host() const override { return "127.0.0.1"; }
+  uint16_t port() const override { return port_; }
+  std::string LogLocation() const override { return log_; }
+
+  Status WaitReady(std::chrono::steady_clock::time_point deadline) override {
+    std::string last = "no answer yet";
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (auto gone = Gone()) return Status::Unavailable(name_ + " " + *gone + " before it was ready (see " + log_ + ")");
+      ProbeRequest r;
+      r.host = host();
+      r.port = port_;
+      r.path = ready_path_;
+      r.timeout = std::chrono::milliseconds(500);
+      auto response = HttpProbe(r);
+      if (response.ok()) return Status::Ok();  // any HTTP answer: it is serving
+      last = response.status().message();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return Status::DeadlineExceeded(name_ + " did not answer on port " + std::to_string(port_) + " in time (" + last +
+                                    "; see " + log_ + ")");
+  }
+
+  std::optional<std::string> Gone() override {
+    if (auto e = process_.Poll()) return e->ToString();
+    return std::nullopt;
+  }
+
+  Result<TargetUsage> Usage() override {
+    auto u = SampleProcessTree(process_.pid());
+    if (!u.ok()) return u.status();
+    return TargetUsage{u->rss_bytes, u->cpu_seconds};
+  }
+
+  Status Teardown() override {
+    const ExitInfo e = process_.Stop(std::chrono::seconds(5));
+    spdlog::debug("target {} stopped: {}", name_, e.ToString());
+    return Status::Ok();
+  }
+
+ private:
+  std::string name_;
+  Process process_;
+  uint16_t port_;
+  std::string ready_path_;
+  std::string log_;
+};
+
+class FileLockSlot final : public LoadSlot {
+ public:
+  explicit FileLockSlot(int fd) : fd_(fd) {}
+  ~FileLockSlot() override {
+    flock(fd_, LOCK_UN);
+    close(fd_);
+  }
+  bool held() const override { return true; }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+std::pair<std::vector<int>, std::vector<int>> SplitCpus(const std::vector<int>& cpus) {
+  if (cpus.size() < 2) return {cpus, cpus};
+  const size_t half = cpus.size() / 2;
+  return {std::vector<int>(cpus.begin(), cpus.begin() + static_cast<long>(half)),
+          std::vector<int>(cpus.begin() + static_cast<long>(half), cpus.end())};
+}
+
+std::string FormatCpuList(const std::vector<int>& cpus) {
+  std::string out;
+  for (size_t i = 0; i < cpus.size();) {
+    size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    out += std::to_string(cpus[i]);
+    if (j > i) out += "-" + std::to_string(cpus[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+Result<std::unique_ptr<LocalPlatform>> LocalPlatform::Create(LocalPlatformOptions options) {
+  const std::vector<int> allowed = AllowedCpus();
+  auto [t, a] = SplitCpus(allowed);
+  if (options.target_cpus.empty()) options.target_cpus = t;
+  if (options.agent_cpus.empty()) options.agent_cpus = a;
+  for (int c : options.target_cpus) {
+    if (std::find(allowed.begin(), allowed.end(), c) == allowed.end()) {
+      return Status::InvalidArgument("target CPU " + std::to_string(c) + " is not available (allowed: " + FormatCpuList(allowed) + ")");
+    }
+  }
+  for (int c : options.agent_cpus) {
+    if (std::find(allowed.begin(), allowed.end(), c) == allowed.end()) {
+      return Status::InvalidArgument("agent CPU " + std::to_string(c) + " is not available (allowed: " + FormatCpuList(allowed) + ")");
+    }
+    if (allowed.size() > 1 && std::find(options.target_cpus.begin(), options.target_cpus.end(), c) != options.target_cpus.end()) {
+      return Status::InvalidArgument("CPU " + std::to_string(c) + " is both a target CPU and an agent CPU: they must not share a core");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(options.log_dir, ec);
+  if (ec) return Status::IoError("cannot create '" + options.log_dir + "': " + ec.message());
+  return std::unique_ptr<LocalPlatform>(new LocalPlatform(std::move(options)));
+}
+
+LocalPlatform::~LocalPlatform() {
+  for (Process& p : agents_) p.Stop(std::chrono::seconds(2));
+}
+
+std::vector<std::string> LocalPlatform::notes() const {
+  std::vector<std::string> n = {"local platform: targets pinned to CPUs " + FormatCpuList(options_.target_cpus) +
+                                ", agents to CPUs " + FormatCpuList(options_.agent_cpus)};
+  if (options_.target_cpus == options_.agent_cpus) n.push_back("WARNING: a single CPU is shared by targets and agents");
+  n.push_back("memory is the resident set of the target's process tree (from /proc); limits from spec.resources are not enforced locally");
+  return n;
+}
+
+Result<std::unique_ptr<TargetInstance>> LocalPlatform::Deploy(const api::Target& target) {
+  if (!target.local || target.local->command.empty()) {
+    return Status::InvalidArgument("target " + target.name + " has no local.command: it cannot run on the local platform");
+  }
+  bool wants_port = false;
+  for (const std::string& arg : target.local->command) wants_port |= arg.find("{port}") != std::string::npos;
+  uint16_t port = static_cast<uint16_t>(target.port);
+  if (wants_port) {
+    auto free = FreePort();
+    if (!free.ok()) return free.status();
+    port = *free;
+  }
+  ProcessOptions o;
+  for (const std::string& arg : target.local->command) o.argv.push_back(api::SubstitutePort(arg, port));
+  for (const auto& [k, v] : target.env) o.env[k] = v;
+  for (const auto& [k, v] : target.local->env) o.env[k] = api::SubstitutePort(v, port);
+  o.working_dir = target.local->working_dir;
+  if (!o.working_dir.empty() && std::filesystem::path(o.working_dir).is_relative()) {
+    o.working_dir = (std::filesystem::path(options_.base_dir) / o.working_dir).string();
+  }
+  o.cpus = options_.target_cpus;
+  o.nofile = static_cast<uint64_t>(target.nofile);
+  o.log_file = (std::filesystem::path(options_.log_dir) / (target.name + ".log")).string();
+  auto process = Process::Start(o);
+  if (!process.ok()) return Status::InvalidArgument("target " + target.name + ": " + process.status().message());
+  spdlog::info("started target {} (pid {}) on 127.0.0.1:{}, CPUs {}", target.name, process->pid(), port,
+               FormatCpuList(o.cpus));
+  return std::unique_ptr<TargetInstance>(
+      new LocalTarget(target.name, std::move(*process), port, target.local->ready_path, o.log_file));
+}
+
+Result<std::vector<std::string>> LocalPlatform::EnsureAgents(int count, int threads) {
+  (void)threads;
+  // Restart any agent that died, then add agents up to the count.
+  for (size_t i = 0; i < agents_.size(); ++i) {
+    if (auto e = agents_[i].Poll()) {
+      spdlog::warn("agent {} {}; starting a new one", agent_ids_[i], e->ToString());
+      agents_[i] = Process();
+      agent_ids_[i].clear();
+    }
+  }
+  while (agents_.size() < static_cast<size_t>(count)) {
+    agents_.emplace_back();
+    agent_ids_.emplace_back();
+  }
+  for (size_t i = 0; i < static_cast<size_t>(count); ++i) {
+    if (!agent_ids_[i].empty()) continue;
+    const std::string id = "local-agent-" + std::to_string(i) + "-" + std::to_string(agent_generation_++);
+    ProcessOptions o;
+    o.argv = {options_.agent_binary, "--controller", options_.controller_address, "--id", id, "--cpus",
+              FormatCpuList(options_.agent_cpus), "--give-up-after", "10"};
+    o.env["FAIRBENCH_AGENT_TOKEN"] = options_.token;  // not on the command line, where ps shows it
+    o.cpus = options_.agent_cpus;
+    o.nofile = 1 << 20;  // capped at the hard limit
+    o.log_file = (std::filesystem::path(options_.log_dir) / ("agent-" + std::to_string(i) + ".log")).string();
+    auto p = Process::Start(o);
+    if (!p.ok()) return Status::InvalidArgument("cannot start an agent: " + p.status().message());
+    agents_[i] = std::move(*p);
+    agent_ids_[i] = id;
+  }
+  return std::vector<std::string>(agent_ids_.begin(), agent_ids_.begin() + count);
+}
+
+void LocalPlatform::KillAgent(size_t index, int signal) {
+  if (index < agents_.size()) agents_[index].Kill(signal);
+}
+
+std::vector<pid_t> LocalPlatform::AgentPids() {
+  std::vector<pid_t> out;
+  for (const Process& p : agents_) out.push_back(p.pid());
+  return out;
+}
+
+Result<std::unique_ptr<LoadSlot>> LocalPlatform::AcquireSlot(const std::string& holder, std::chrono::milliseconds timeout) {
+  const int fd = open(options_.lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) return Status::IoError("cannot open lock file '" + options_.lock_file + "': " + std::strerror(errno));
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool logged = false;
+  while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) {
+      close(fd);
+      return Status::IoError("cannot lock '" + options_.lock_file + "': " + std::strerror(errno));
+    }
+    if (!logged) {
+      spdlog::info("waiting for the load slot: another fairbench run holds {}", options_.lock_file);
+      logged = true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      close(fd);
+      return Status::DeadlineExceeded("another fairbench run holds the load slot (" + options_.lock_file + ")");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  // Leave the holder's name in the file for people who wonder who holds it.
+  if (ftruncate(fd, 0) == 0) {
+    const std::string who = holder + " pid " + std::to_string(getpid()) + "\n";
+    [[maybe_unused]] const ssize_t n = pwrite(fd, who.data(), who.size(), 0);
+  }
+  return std::unique_ptr<LoadSlot>(new FileLockSlot(fd));
+}
+
+}  // namespace fairbench::controller

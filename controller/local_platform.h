@@ -1,0 +1,77 @@
+// LocalPlatform: the embedded default — targets and agents are processes on
+// this machine, on separate CPUs.
+//
+// CPUs: the target CPUs and agent CPUs never overlap. By default the CPUs
+// this process may use are split in half: the first half for targets, the
+// second for agents (on a 2-CPU machine: CPU 0 and CPU 1). The run's
+// spec.local or the options override it.
+//
+// Targets: spec.targets[].local.command, with "{port}" replaced by a free
+// loopback port (or the target's port when the command has no "{port}"),
+// its env and working directory; output in LOGDIR/<target>.log; pinned;
+// RLIMIT_NOFILE set to the target's nofile. Memory and CPU are the sums over
+// the target's whole process tree, from /proc.
+//
+// Agents: fairbench-agent processes in connect mode dialing the controller
+// on loopback, pinned to the agent CPUs, output in LOGDIR/agent-N.log.
+//
+// The load slot is an exclusive flock on a machine-wide lock file, so that
+// two `fairbench run` commands on one machine never load at the same time
+// (the kernel releases it if the process dies).
+//
+// Children die with the thread that started them (PR_SET_PDEATHSIG): call
+// Deploy and EnsureAgents from the thread that runs the whole run.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "controller/platform.h"
+#include "controller/process.h"
+
+namespace fairbench::controller {
+
+struct LocalPlatformOptions {
+  std::string agent_binary;          // path of fairbench-agent
+  std::string controller_address;    // host:port the agents dial
+  std::string token;
+  std::string log_dir;
+  std::string base_dir;              // relative working dirs start here (the run file's directory)
+  std::string lock_file = "/tmp/fairbench-load.lock";
+  std::vector<int> target_cpus;      // empty: first half of the allowed CPUs
+  std::vector<int> agent_cpus;       // empty: second half
+};
+
+class LocalPlatform final : public Platform {
+ public:
+  // Fails when the CPU sets overlap or are empty.
+  static Result<std::unique_ptr<LocalPlatform>> Create(LocalPlatformOptions options);
+  ~LocalPlatform() override;
+
+  std::string name() const override { return "local"; }
+  Result<std::unique_ptr<TargetInstance>> Deploy(const api::Target& target) override;
+  Result<std::vector<std::string>> EnsureAgents(int count, int threads) override;
+  Result<std::unique_ptr<LoadSlot>> AcquireSlot(const std::string& holder, std::chrono::milliseconds timeout) override;
+  std::vector<int> target_cpus() const override { return options_.target_cpus; }
+  std::vector<int> agent_cpus() const override { return options_.agent_cpus; }
+  std::vector<std::string> notes() const override;
+
+  // For tests: kill agent `index` (simulates a crash).
+  void KillAgent(size_t index, int signal);
+  std::vector<pid_t> AgentPids();
+
+ private:
+  explicit LocalPlatform(LocalPlatformOptions options) : options_(std::move(options)) {}
+  LocalPlatformOptions options_;
+  std::vector<Process> agents_;
+  std::vector<std::string> agent_ids_;
+  int agent_generation_ = 0;
+};
+
+// Splits `cpus` into (first half, second half); a single CPU is shared.
+std::pair<std::vector<int>, std::vector<int>> SplitCpus(const std::vector<int>& cpus);
+std::string FormatCpuList(const std::vector<int>& cpus);
+
+}  // namespace fairbench::controller

@@ -1,0 +1,321 @@
+#include "controller/run_command.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/spdlog.h>
+
+#include "common/api/cells.h"
+#include "common/api/cpu_list.h"
+#include "common/api/loader.h"
+#include "common/report/html.h"
+#include "common/report/markdown.h"
+#include "common/units.h"
+#include "controller/agent_hub.h"
+#include "controller/environment.h"
+#include "controller/grpc_server.h"
+#include "controller/local_platform.h"
+#include "controller/orchestrator.h"
+
+namespace fairbench::controller {
+namespace {
+
+int BadInput(const std::string& message) {
+  std::fprintf(stderr, "fairbench: %s\n", message.c_str());
+  return 2;
+}
+
+std::string RandomToken() {
+  std::ifstream in("/dev/urandom", std::ios::binary);
+  unsigned char bytes[16] = {};
+  in.read(reinterpret_cast<char*>(bytes), sizeof bytes);
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out += hex[b >> 4];
+    out += hex[b & 15];
+  }
+  return out;
+}
+
+std::string SelfDir() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(".") : exe.parent_path().string();
+}
+
+std::string WithCommas(double v) {
+  std::string digits = std::to_string(static_cast<long long>(v + 0.5));
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+// Live progress on a terminal (one line redrawn), a plain log otherwise.
+class Progress final : public RunObserver {
+ public:
+  Progress(bool tty, bool quiet) : tty_(tty), quiet_(quiet) {}
+
+  void OnStage(const api::BenchmarkRun& run, const api::CurrentCell& c) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    total_ = static_cast<size_t>(run.status.progress.total);
+    done_ = static_cast<size_t>(run.status.progress.completed);
+    current_ = c;
+    if (!tty_) {
+      Line(Describe(c) + " · " + std::string(api::ToString(*c.stage)));
+    } else {
+      Redraw(0, 0);
+    }
+  }
+  void OnLive(const api::CurrentCell& c, double rps, double elapsed) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    current_ = c;
+    if (tty_) Redraw(rps, elapsed);
+  }
+  void OnCellDone(const report::RunRecord& record, const report::CellRecord& cell) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = record.cells.size();
+    const api::CellResult& r = cell.result;
+    std::string text = "[" + std::to_string(done_) + "/" + std::to_string(total_) + "] " + r.target + " · " + r.scenario +
+                       " · " + std::to_string(r.connections) + " conns";
+    if (r.repetition > 1) text += " · rep " + std::to_string(r.repetition);
+    if (r.state == api::CellState::kSucceeded) {
+      text += ": " + WithCommas(r.requests_per_second) + " req/s, avg " + FormatTimeUs(r.latency.mean) + ", p99 " +
+              FormatTimeUs(r.latency.p99) + ", max " + FormatTimeUs(r.latency.max);
+      const uint64_t errors = r.errors.connect + r.errors.read + r.errors.write + r.errors.timeout + r.errors.status +
+                              r.errors.port_exhaustion;
+      if (errors > 0) text += ", " + std::to_string(errors) + " errors";
+      for (report::CellFlag f : cell.flags) text += " ⚑" + std::string(report::FlagName(f));
+    } else {
+      text += ": " + std::string(api::ToString(r.state)) + " (" + r.reason + ": " + r.message + ")";
+    }
+    Line(text);
+  }
+  void OnMessage(const std::string& message) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    Line(message);
+  }
+  void Finish() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (tty_ && drawn_) std::fputs("\r\033[K", stderr);
+  }
+
+ private:
+  std::string Describe(const api::CurrentCell& c) const {
+    std::string s = c.target + " · " + c.scenario + " · " + std::to_string(c.connections) + " conns";
+    if (c.repetition > 1) s += " · rep " + std::to_string(c.repetition);
+    return s;
+  }
+  void Line(const std::string& text) {
+    if (quiet_) return;
+    if (tty_ && drawn_) std::fputs("\r\033[K", stderr);
+    std::fprintf(stderr, "%s\n", text.c_str());
+    drawn_ = false;
+  }
+  void Redraw(double rps, double elapsed) {
+    if (quiet_ || !current_.stage) return;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.1fs", elapsed);
+    std::string text = "[" + std::to_string(done_ + 1) + "/" + std::to_string(total_) + "] " + Describe(current_) + " · " +
+                       std::string(api::ToString(*current_.stage));
+    if (elapsed > 0) text += " · " + std::string(buf);
+    if (rps > 0) text += " · " + WithCommas(rps) + " req/s";
+    std::fprintf(stderr, "\r\033[K%s", text.c_str());
+    std::fflush(stderr);
+    drawn_ = true;
+  }
+
+  const bool tty_;
+  const bool quiet_;
+  std::mutex mu_;
+  size_t total_ = 0;
+  size_t done_ = 0;
+  api::CurrentCell current_;
+  bool drawn_ = false;
+};
+
+Result<std::vector<int>> CpuFlag(const std::string& text, const std::string& flag) {
+  if (text.empty()) return std::vector<int>{};
+  auto list = api::ParseCpuList(text);
+  if (!list.ok()) return Status::InvalidArgument(flag + ": " + list.status().message());
+  return list->cpus;
+}
+
+}  // namespace
+
+CLI::App* AddRunCommand(CLI::App& app, RunFlags& f) {
+  CLI::App* cmd = app.add_subcommand("run", "Benchmark the targets of one or more BenchmarkRun files on this machine");
+  cmd->add_option("files", f.files, "BenchmarkRun files (YAML or JSON), run one after the other")->required();
+  cmd->add_option("-o,--output", f.output, "Directory for report.md, report.html, results.json (default: out/<run name>)");
+  cmd->add_flag("--resume", f.resume, "Continue an interrupted run from OUTPUT/results.json, keeping finished cells");
+  cmd->add_option("--target-cpus", f.target_cpus, "CPUs for the targets (default: the first half)");
+  cmd->add_option("--agent-cpus", f.agent_cpus, "CPUs for the agents (default: the second half)");
+  cmd->add_option("--lock-file", f.lock_file, "Machine-wide lock that serialises fairbench runs");
+  cmd->add_option("--listen", f.listen, "Address the agents dial (default 127.0.0.1:0, a free port)");
+  cmd->add_option("--agent-binary", f.agent_binary, "Path of fairbench-agent (default: next to this program)");
+  cmd->add_flag("-q,--quiet", f.quiet, "No progress on stderr");
+  return cmd;
+}
+
+int RunRunCommand(const RunFlags& f) {
+  std::vector<api::BenchmarkRun> runs;
+  std::vector<std::string> bases;
+  for (const std::string& file : f.files) {
+    api::LoadOptions lo;
+    lo.validation.platform = api::Platform::kLocal;
+    auto run = api::LoadRunFile(file, lo);
+    if (!run.ok()) {
+      std::fprintf(stderr, "%s\n", run.status().message().c_str());
+      return 2;
+    }
+    runs.push_back(std::move(*run));
+    bases.push_back(api::BaseDirectory(file).string());
+  }
+  auto target_cpus = CpuFlag(f.target_cpus, "--target-cpus");
+  if (!target_cpus.ok()) return BadInput(target_cpus.status().message());
+  auto agent_cpus = CpuFlag(f.agent_cpus, "--agent-cpus");
+  if (!agent_cpus.ok()) return BadInput(agent_cpus.status().message());
+  const std::string agent_binary = f.agent_binary.empty() ? SelfDir() + "/fairbench-agent" : f.agent_binary;
+  if (access(agent_binary.c_str(), X_OK) != 0) return BadInput("cannot find fairbench-agent at " + agent_binary);
+
+  // SIGINT / SIGTERM: the first cancels the run (finished cells are kept for
+  // --resume); a second one ends the process at once.
+  std::signal(SIGPIPE, SIG_IGN);
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  const std::string token = RandomToken();
+  AgentHub hub(token);
+  auto server = StartGrpcServer(&hub, f.listen);
+  if (!server.ok()) return BadInput(server.status().message());
+  const std::string host = f.listen.substr(0, f.listen.rfind(':'));
+  const std::string address = host + ":" + std::to_string(server->port);
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  Progress progress(tty, f.quiet);
+  Orchestrator* current = nullptr;
+  std::mutex current_mu;
+  bool interrupted = false;
+  std::thread signal_thread([&] {
+    for (;;) {
+      int sig = 0;
+      sigwait(&signals, &sig);
+      if (sig == SIGUSR1) return;
+      std::lock_guard<std::mutex> lock(current_mu);
+      if (interrupted) _exit(130);
+      interrupted = true;
+      std::fprintf(stderr, "\nfairbench: stopping after this moment; finished cells are kept (run again with --resume)\n");
+      if (current != nullptr) current->Cancel();
+    }
+  });
+
+  int exit_code = 0;
+  for (size_t i = 0; i < runs.size() && !interrupted; ++i) {
+    const api::BenchmarkRun& run = runs[i];
+    std::string output = f.output;
+    if (output.empty()) output = "out/" + run.metadata.name;
+    else if (runs.size() > 1) output = (std::filesystem::path(output) / run.metadata.name).string();
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(output) / "logs", ec);
+    if (ec) {
+      std::fprintf(stderr, "fairbench: cannot create '%s': %s\n", output.c_str(), ec.message().c_str());
+      exit_code = 1;
+      break;
+    }
+    // The controller's own log goes to a file; the terminal shows progress.
+    auto logger = spdlog::basic_logger_mt("fairbench-" + std::to_string(i), (std::filesystem::path(output) / "logs" / "controller.log").string());
+    logger->flush_on(spdlog::level::info);
+    spdlog::set_default_logger(logger);
+
+    std::optional<report::RunRecord> resume;
+    const auto results_path = std::filesystem::path(output) / "results.json";
+    if (f.resume) {
+      std::ifstream in(results_path);
+      if (!in) return BadInput("--resume: nothing to resume in " + output + " (no results.json)");
+      std::stringstream ss;
+      ss << in.rdbuf();
+      auto rec = report::RunRecordFromJsonText(ss.str(), results_path.string());
+      if (!rec.ok()) return BadInput("--resume: " + rec.status().message());
+      resume = std::move(*rec);
+    } else if (std::filesystem::exists(results_path)) {
+      std::fprintf(stderr, "fairbench: %s already holds results; continue it with --resume or choose another --output\n",
+                   output.c_str());
+      exit_code = 2;
+      break;
+    }
+
+    LocalPlatformOptions po;
+    po.agent_binary = agent_binary;
+    po.controller_address = address;
+    po.token = token;
+    po.log_dir = (std::filesystem::path(output) / "logs").string();
+    po.base_dir = bases[i];
+    po.lock_file = f.lock_file;
+    po.target_cpus = !target_cpus->empty() ? *target_cpus : run.spec.local.target_cpus.cpus;
+    po.agent_cpus = !agent_cpus->empty() ? *agent_cpus : run.spec.local.agent_cpus.cpus;
+    auto platform = LocalPlatform::Create(po);
+    if (!platform.ok()) return BadInput(platform.status().message());
+
+    OrchestratorOptions oo;
+    oo.output_dir = output;
+    oo.environment = DescribeEnvironment("local", FAIRBENCH_VERSION);
+    oo.environment.target_cpus = (*platform)->target_cpus();
+    oo.environment.agent_cpus = (*platform)->agent_cpus();
+    for (const std::string& n : (*platform)->notes()) oo.environment.notes.push_back(n);
+    Orchestrator orchestrator(**platform, hub, oo, &progress);
+    {
+      std::lock_guard<std::mutex> lock(current_mu);
+      current = &orchestrator;
+      if (interrupted) orchestrator.Cancel();
+    }
+    if (!f.quiet) {
+      std::fprintf(stderr, "fairbench: run %s: %zu cells; targets on CPUs %s, agents on CPUs %s; output in %s\n",
+                   run.metadata.name.c_str(), api::CountCells(run.spec), FormatCpuList((*platform)->target_cpus()).c_str(),
+                   FormatCpuList((*platform)->agent_cpus()).c_str(), output.c_str());
+    }
+    auto record = orchestrator.Run(run, std::move(resume));
+    {
+      std::lock_guard<std::mutex> lock(current_mu);
+      current = nullptr;
+    }
+    progress.Finish();
+    if (!record.ok()) {
+      std::fprintf(stderr, "fairbench: %s\n", record.status().message().c_str());
+      exit_code = record.status().code() == Status::Code::kFailedPrecondition ? 2 : 1;
+      continue;
+    }
+    const std::string markdown = report::RenderMarkdown(*record);
+    std::ofstream(std::filesystem::path(output) / "report.md") << markdown;
+    std::ofstream(std::filesystem::path(output) / "report.html") << report::RenderHtml(*record);
+    std::fputs(markdown.c_str(), stdout);
+    std::fflush(stdout);
+    if (!f.quiet) {
+      std::fprintf(stderr, "fairbench: report in %s/report.md and report.html; every number in %s/results.json\n",
+                   output.c_str(), output.c_str());
+    }
+    if (record->run.status.phase == api::RunPhase::kCancelled) exit_code = 130;
+    else if (record->run.status.phase != api::RunPhase::kSucceeded && exit_code == 0) exit_code = 3;
+  }
+  hub.Shutdown();
+  server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  pthread_kill(signal_thread.native_handle(), SIGUSR1);
+  signal_thread.join();
+  return exit_code;
+}
+
+}  // namespace fairbench::controller

@@ -1,0 +1,29 @@
+// `fairbench run FILE... [--output DIR] [--resume]`: benchmark the run's
+// targets on this machine, one at a time, and write the report.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace fairbench::controller {
+
+struct RunFlags {
+  std::vector<std::string> files;
+  std::string output;
+  bool resume = false;
+  std::string target_cpus;
+  std::string agent_cpus;
+  std::string lock_file = "/tmp/fairbench-load.lock";
+  std::string listen = "127.0.0.1:0";
+  std::string agent_binary;
+  bool quiet = false;
+};
+
+CLI::App* AddRunCommand(CLI::App& app, RunFlags& flags);
+// Exit codes: 0 every cell succeeded; 1 the run could not be carried out;
+// 2 bad input; 3 finished with failed or skipped cells; 130 interrupted.
+int RunRunCommand(const RunFlags& flags);
+
+}  // namespace fairbench::controller
