@@ -107,12 +107,18 @@ std::optional<ApiError> Client::Authorize(HttpRequest* request, ClientCertificat
 ApiResult<HttpResponse> Client::Execute(const Call& call) {
   Backoff backoff(options_.retry_backoff);
   bool refreshed = false;
+  // The timeout bounds the whole call, retries and waits included.
+  const auto timeout = TimeoutOr(call.timeout);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto remaining = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  };
   for (int attempt = 1;; ++attempt) {
     HttpRequest req;
     req.method = call.method;
     req.path_and_query = BuildPath(call.path, call.query);
     req.body = call.body;
-    req.timeout = TimeoutOr(call.timeout);
+    req.timeout = std::max(remaining(), std::chrono::milliseconds(1));
     req.headers.emplace_back("Accept", f::kJson);
     if (!call.content_type.empty()) req.headers.emplace_back("Content-Type", call.content_type);
     ClientCertificate cert;
@@ -142,6 +148,7 @@ ApiResult<HttpResponse> Client::Execute(const Call& call) {
     if (err.retry_after && err.retry_after->count() > 0) {
       wait = std::min<std::chrono::nanoseconds>(*err.retry_after, options_.max_retry_after);
     }
+    if (remaining() <= wait) return err;  // no time left for another attempt
     clock_.SleepFor(wait);
   }
 }

@@ -3,9 +3,10 @@
 // create, update, merge/JSON/strategic patch, server-side apply (fieldManager,
 // force), delete (propagationPolicy, preconditions), the status subresource,
 // watch, discovery — with errors as values (ApiError), a timeout on every
-// call, bounded retries with backoff for retriable failures (429 honours
-// Retry-After), and one credential refresh after a 401 (token file re-read,
-// exec plugin re-run). TypedClient (typed_client.h) adds typed objects.
+// call (covering its retries), bounded retries with backoff for retriable
+// failures (429 honours Retry-After), and one credential refresh after a 401
+// (token file re-read, exec plugin re-run). TypedClient (typed_client.h)
+// adds typed objects.
 //
 // Namespaces: for object operations an empty `ns` means the configured
 // default namespace; for List and Watch it means all namespaces.

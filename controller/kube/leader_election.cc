@@ -51,11 +51,30 @@ void LeaderElector::SetState(State s) {
 
 std::string LeaderElector::leader() const { return candidate_.ObservedHolder(); }
 
+bool LeaderElector::IsLeader() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Judged on the clock too: a renewal stuck in a slow call must not keep us
+  // leading past the renew deadline, after which others may take over.
+  return state_ == State::kLeading && clock_.Now() - last_renew_ < config_.renew_deadline;
+}
+
+void LeaderElector::SetLastRenew(Clock::Steady t) {
+  std::lock_guard<std::mutex> lock(mu_);
+  last_renew_ = t;
+}
+
+Clock::Steady LeaderElector::LastRenew() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_renew_;
+}
+
 LeaderElector::State LeaderElector::Step() {
   State s = state();
   if (s == State::kStopped) return s;
+  // A renewal counts from when it was attempted, not from when it returned.
+  const auto attempted = clock_.Now();
   bool ok = candidate_.TryAcquireOrRenew();
-  auto now = clock_.Now();
+  const auto now = clock_.Now();
   std::string holder = candidate_.ObservedHolder();
   if (holder != reported_leader_ && !holder.empty()) {
     reported_leader_ = holder;
@@ -64,15 +83,15 @@ LeaderElector::State LeaderElector::Step() {
   switch (s) {
     case State::kFollowing:
       if (ok) {
-        last_renew_ = now;
+        SetLastRenew(attempted);
         SetState(State::kLeading);
         if (config_.on_started_leading) config_.on_started_leading();
       }
       break;
     case State::kLeading:
       if (ok) {
-        last_renew_ = now;
-      } else if (now - last_renew_ >= config_.renew_deadline) {
+        SetLastRenew(attempted);
+      } else if (now - LastRenew() >= config_.renew_deadline) {
         // No renewal within the deadline: another candidate may take the
         // lease once it expires, so stop acting as leader now.
         SetState(State::kStopped);

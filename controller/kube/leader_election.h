@@ -52,12 +52,15 @@ class LeaderElector {
   void Run(std::stop_token stop);
 
   State state() const;
-  bool IsLeader() const { return state() == State::kLeading; }
+  // Leading, and renewed within the renew deadline.
+  bool IsLeader() const;
   std::string leader() const;  // the last holder observed
 
  private:
   LeaderElector(Client& client, Clock& clock, LeaderElectionConfig config);
   void SetState(State s);
+  void SetLastRenew(Clock::Steady t);
+  Clock::Steady LastRenew() const;
 
   const LeaderElectionConfig config_;
   Clock& clock_;
@@ -66,7 +69,7 @@ class LeaderElector {
   std::mt19937_64 rng_{std::random_device{}()};
   mutable std::mutex mu_;
   State state_ = State::kFollowing;   // guarded by mu_
-  Clock::Steady last_renew_{};        // loop thread only
+  Clock::Steady last_renew_{};        // guarded by mu_
   std::string reported_leader_;       // loop thread only
 };
 

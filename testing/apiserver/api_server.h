@@ -4,6 +4,15 @@
 // namespace lifecycle parts of §9 for any resource the ResourceRegistry
 // serves, including those added by CustomResourceDefinitions.
 //
+// Simplifications, each a documented gap rather than a silent one: request
+// bodies are JSON or YAML (protobuf bodies, which kubectl's typed `create
+// <built-in>` commands send, get 415; `kubectl apply -f` sends JSON); a
+// strategic merge patch on a built-in type is applied as a JSON merge patch
+// (lists are replaced, not merged by key); server-side apply treats lists as
+// atomic; CEL rules are not evaluated; there is no scheduler or kubelet
+// (pod status is written through the API by tests; FinishPodTermination is
+// the kubelet's half of graceful deletion).
+//
 // It is deliberately independent of controller/kube: the client is tested
 // against this server, so a misreading of the API shared by both could not
 // hide in common code.

@@ -201,3 +201,41 @@ TEST_F(Kubectl, DiscoveryEventsAndBuiltInTables) {
 
 }  // namespace
 }  // namespace fairbench::kube
+
+namespace fairbench::kube {
+namespace {
+
+// The program a person or a demo runs: it writes a kubeconfig that both
+// kubectl and the fairbench client use, with a bearer token over HTTPS.
+TEST(TestApiServerProgram, ServesKubectlThroughTheKubeconfigItWrites) {
+  std::string kubectl = FindKubectl();
+  ASSERT_FALSE(kubectl.empty()) << "kubectl not found on PATH nor in " << FAIRBENCH_SOURCE_DIR
+                                << "/.tools/bin: run scripts/setup --with-tools";
+  char tmpl[] = "/tmp/fairbench-program-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::string kubeconfig = dir + "/kubeconfig";
+  auto server = testenv::ChildProcess::Spawn(TEST_APISERVER_BIN, {"--listen", "127.0.0.1:0", "--tls-dir", dir + "/tls",
+                                                                  "--token", "demo-token", "--write-kubeconfig",
+                                                                  kubeconfig});
+  ASSERT_TRUE(server);
+  ASSERT_TRUE(server->WaitFor("listening on https://127.0.0.1:", 10s)) << server->output();
+  for (const char* f : {"ca.crt", "server.crt", "server.key", "admin.crt", "admin.key"}) {
+    EXPECT_TRUE(fs::exists(dir + "/tls/" + f)) << f;
+  }
+  auto r = RunCommand(kubectl, {"--kubeconfig", kubeconfig, "--cache-dir", dir + "/cache", "get", "namespaces"},
+                      {{"HOME", dir}, {"KUBECONFIG", ""}}, 30s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->exit_code, 0) << r->out << r->err;
+  EXPECT_NE(r->out.find("kube-system"), std::string::npos) << r->out;
+  auto cfg = LoadKubeconfig({{kubeconfig}, "", nullptr});
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  auto client = Client::Create(*cfg, testenv::FastRetries());
+  ASSERT_TRUE(client.ok());
+  EXPECT_TRUE((*client)->List(resources::Namespaces(), "").ok());
+  client->reset();
+  server->Kill();
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace fairbench::kube
