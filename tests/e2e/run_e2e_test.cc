@@ -1,0 +1,305 @@
+// fairbench run, end to end: the real `fairbench` binary drives real agents
+// against real target processes on this machine; the tests read what it
+// wrote (results.json) and what the targets themselves logged.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <iomanip>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "testing/support/bin_dir.h"
+#include "testing/support/subprocess.h"
+#include "testing/support/temp_dir.h"
+
+namespace fairbench {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using testing::Subprocess;
+using testing::SubprocessOptions;
+
+std::string ReadFile(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// One 100 ms bucket of a target's --request-log.
+struct Bucket {
+  double start = 0;  // seconds since the epoch
+  uint64_t count = 0;
+};
+
+std::vector<Bucket> RequestLog(const std::filesystem::path& p) {
+  std::vector<Bucket> out;
+  std::ifstream in(p);
+  std::string a;
+  uint64_t b = 0;
+  while (in >> a >> b) {
+    if (a == "total") continue;
+    out.push_back({std::stod(a) / 1000.0, b});
+  }
+  return out;
+}
+
+double ParseTime(const std::string& rfc3339) {
+  std::tm tm{};
+  std::istringstream ss(rfc3339.substr(0, 19));
+  ss >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
+  double frac = 0;
+  if (rfc3339.size() > 20 && rfc3339[19] == '.') frac = std::stod("0" + rfc3339.substr(19, rfc3339.find('Z') - 19));
+  return static_cast<double>(timegm(&tm)) + frac;
+}
+
+class RunE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = testing::TempDir::Create("fairbench-e2e");
+    ASSERT_TRUE(dir.ok());
+    dir_.emplace(std::move(*dir));
+    out_ = dir_->path().string() + "/out";
+    lock_ = dir_->path().string() + "/load.lock";
+  }
+  std::string Target(const std::string& name, const std::string& server = "beast") {
+    return "  - name: " + name + "\n    local:\n      command: [" + testing::BinaryPath("fairbench-target-" + server) +
+           ", --port, \"{port}\", --threads, \"1\", --request-log, " + dir_->path().string() + "/" + name + ".requests]\n";
+  }
+  std::string WriteRun(const std::string& targets, const std::string& extra_scenarios = "", int agents = 1,
+                       const std::string& duration = "1s") {
+    const std::string text = "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: e2e}\nspec:\n  targets:\n" +
+                             targets +
+                             "  scenarios:\n"
+                             "  - name: hello\n    request: {path: /}\n    expect: {status: 200, body: \"Hello, World!\"}\n"
+                             "  - name: json\n    request: {path: /api/status}\n    expect: {status: 200, contentType: application/json}\n" +
+                             extra_scenarios + "  load: {threads: 1, connections: [8], warmup: 300ms, duration: " + duration +
+                             ", timeout: 1s, agents: " + std::to_string(agents) + "}\n  cooldown: 500ms\n";
+    const std::string path = dir_->path().string() + "/run.yaml";
+    std::ofstream(path) << text;
+    return path;
+  }
+  Result<Subprocess> Start(const std::string& run_file, std::vector<std::string> extra = {}) {
+    SubprocessOptions o;
+    o.argv = {testing::BinaryPath("fairbench"), "run", run_file, "--output", out_, "--lock-file", lock_};
+    o.argv.insert(o.argv.end(), extra.begin(), extra.end());
+    o.stdout_to = testing::Redirect::File(dir_->path().string() + "/stdout.txt", true);
+    o.stderr_to = testing::Redirect::File(dir_->path().string() + "/stderr.txt", true);
+    return Subprocess::Start(o);
+  }
+  // Runs fairbench to the end; returns its exit code.
+  int Run(const std::string& run_file, std::vector<std::string> extra = {}) {
+    auto p = Start(run_file, extra);
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    if (!p.ok()) return -1;
+    auto status = p->Wait(120s);
+    EXPECT_TRUE(status.ok()) << "fairbench run did not finish";
+    return status.ok() ? status->exit_code : -1;
+  }
+  json Results() {
+    const json j = json::parse(ReadFile(out_ + "/results.json"), nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << ReadFile(dir_->path().string() + "/stderr.txt");
+    return j;
+  }
+  std::string Stderr() { return ReadFile(dir_->path().string() + "/stderr.txt"); }
+  // Waits until results.json holds at least n cells.
+  bool WaitForCells(size_t n, std::chrono::seconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const json j = json::parse(ReadFile(out_ + "/results.json"), nullptr, false);
+      if (!j.is_discarded() && j.contains("cells") && j["cells"].size() >= n) return true;
+      std::this_thread::sleep_for(50ms);
+    }
+    return false;
+  }
+
+  std::optional<testing::TempDir> dir_;
+  std::string out_;
+  std::string lock_;
+};
+
+uint64_t TimelineRequests(const json& cell) {
+  uint64_t n = 0;
+  for (const json& p : cell["timeline"]) n += p["requests"].get<uint64_t>();
+  return n;
+}
+
+TEST_F(RunE2eTest, TwoTargetsTwoAgentsOneAtATimeNothingLost) {
+  const std::string run = WriteRun(Target("alpha") + Target("beta", "httplib"), "", /*agents=*/2);
+  ASSERT_EQ(Run(run), 0) << Stderr();
+  const json r = Results();
+  ASSERT_EQ(r["cells"].size(), 4u);
+  // The load window of each cell: from the warmup's start to the end of the
+  // measurement, when the agents stop sending. (The next target is deployed
+  // only after the drain, the teardown and the release of the slot.)
+  struct Window {
+    std::string target;
+    double from, to;
+  };
+  std::vector<Window> windows;
+  for (const json& c : r["cells"]) {
+    const json& res = c["result"];
+    ASSERT_EQ(res["state"], "Succeeded") << res.dump();
+    EXPECT_EQ(c["agents"], 2);
+    const double start = ParseTime(res["startTime"]);
+    const double end = ParseTime(res["endTime"]);
+    windows.push_back({res["target"], start - 0.3, end});
+    // (b) the cell's totals equal the sum of its snapshots…
+    uint64_t measured = 0;
+    for (const json& p : c["timeline"]) {
+      if (p["phase"] == "measure") measured += p["requests"].get<uint64_t>();
+    }
+    EXPECT_EQ(measured, res["requests"].get<uint64_t>());
+  }
+  // (a) no two targets' measurement windows overlap…
+  for (const Window& a : windows) {
+    for (const Window& b : windows) {
+      if (a.target == b.target) continue;
+      EXPECT_TRUE(a.to <= b.from || b.to <= a.from) << a.target << " and " << b.target << " overlap";
+    }
+  }
+  // …and no target served a request during another target's load window.
+  for (const std::string name : {"alpha", "beta"}) {
+    const auto log = RequestLog(dir_->path().string() + "/" + name + ".requests");
+    ASSERT_FALSE(log.empty()) << name;
+    for (const Bucket& b : log) {
+      for (const Window& w : windows) {
+        if (w.target == name) continue;
+        EXPECT_FALSE(b.start + 0.1 > w.from + 0.05 && b.start < w.to - 0.05)
+            << name << " served " << b.count << " requests at " << std::fixed << b.start << " during " << w.target
+            << "'s window " << w.from << ".." << w.to;
+      }
+    }
+    // (b) …and the count the target itself served: every request of every
+    // cell (warmup, measurement, drain) plus the probes before the load
+    // (readiness, one verification per scenario).
+    uint64_t served = 0;
+    for (const Bucket& b : log) served += b.count;
+    uint64_t sent = 0, abandoned = 0;
+    for (const json& c : r["cells"]) {
+      if (c["result"]["target"] != name) continue;
+      sent += TimelineRequests(c) + c["drained"].get<uint64_t>();
+      abandoned += c["abandoned"].get<uint64_t>();
+    }
+    EXPECT_GE(served, sent + 2) << name;
+    EXPECT_LE(served, sent + abandoned + 2 + 20) << name << ": more requests than the agents and the probes made";
+  }
+  EXPECT_TRUE(std::filesystem::exists(out_ + "/report.md"));
+  EXPECT_TRUE(std::filesystem::exists(out_ + "/report.html"));
+  EXPECT_TRUE(std::filesystem::exists(out_ + "/cells/alpha_hello_c8_r1.txt"));
+}
+
+TEST_F(RunE2eTest, AKilledAgentFailsItsCellAndTheRunGoesOn) {
+  const std::string run = WriteRun(Target("alpha"), "", 1, "3s");
+  auto p = Start(run);
+  ASSERT_TRUE(p.ok());
+  // Kill the agent in the middle of the first cell.
+  std::this_thread::sleep_for(2500ms);
+  SubprocessOptions kill;
+  kill.argv = {"pkill", "-KILL", "-f", "fairbench-agent --controller"};
+  auto k = Subprocess::Start(kill);
+  ASSERT_TRUE(k.ok());
+  ASSERT_TRUE(k->Wait(5s).ok());
+  auto status = p->Wait(60s);
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->exit_code, 3) << Stderr();
+  const json r = Results();
+  ASSERT_EQ(r["cells"].size(), 2u);
+  EXPECT_EQ(r["cells"][0]["result"]["state"], "Failed");
+  EXPECT_EQ(r["cells"][0]["result"]["reason"], "AgentFailed");
+  EXPECT_NE(r["cells"][0]["result"]["message"].get<std::string>().find("disconnected"), std::string::npos);
+  EXPECT_EQ(r["cells"][1]["result"]["state"], "Succeeded") << "a new agent takes over the next cell";
+  EXPECT_EQ(r["run"]["status"]["phase"], "Failed");
+}
+
+TEST_F(RunE2eTest, ATargetThatExitsIsAFindingAndTheNextTargetRuns) {
+  // The first target dies 2 s after it starts: during its first cell.
+  const std::string dying = "  - name: dying\n    local:\n      command: [timeout, -s, KILL, \"2\", " +
+                            testing::BinaryPath("fairbench-target-beast") + ", --port, \"{port}\", --threads, \"1\"]\n";
+  const std::string run = WriteRun(dying + Target("healthy"), "", 1, "2s");
+  EXPECT_EQ(Run(run), 3) << Stderr();
+  const json r = Results();
+  ASSERT_EQ(r["cells"].size(), 4u);
+  EXPECT_EQ(r["cells"][0]["result"]["state"], "Failed");
+  EXPECT_EQ(r["cells"][0]["result"]["reason"], "TargetExited");
+  EXPECT_NE(r["cells"][0]["result"]["message"].get<std::string>().find("killed by signal 9"), std::string::npos)
+      << r["cells"][0]["result"].dump();
+  EXPECT_EQ(r["cells"][1]["result"]["state"], "Skipped");
+  EXPECT_EQ(r["cells"][1]["result"]["reason"], "TargetExited");
+  EXPECT_EQ(r["cells"][2]["result"]["state"], "Succeeded");
+  EXPECT_EQ(r["cells"][3]["result"]["state"], "Succeeded");
+}
+
+TEST_F(RunE2eTest, AKilledControllerResumesWithoutLosingFinishedCells) {
+  const std::string run = WriteRun(Target("alpha") + Target("beta"));
+  auto p = Start(run);
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(WaitForCells(1, 60s)) << Stderr();
+  ASSERT_TRUE(p->Kill(SIGKILL).ok());
+  ASSERT_TRUE(p->Wait(10s).ok());
+  const json before = Results();
+  ASSERT_GE(before["cells"].size(), 1u);
+  ASSERT_LT(before["cells"].size(), 4u);
+  // The controller's children died with it.
+  std::this_thread::sleep_for(500ms);
+  SubprocessOptions check;
+  check.argv = {"pgrep", "-f", "fairbench-agent --controller"};
+  auto c = Subprocess::Start(check);
+  ASSERT_TRUE(c.ok());
+  auto pg = c->Wait(5s);
+  ASSERT_TRUE(pg.ok());
+  EXPECT_EQ(pg->exit_code, 1) << "an agent outlived its controller";
+
+  EXPECT_EQ(Run(run, {"--resume"}), 0) << Stderr();
+  const json after = Results();
+  ASSERT_EQ(after["cells"].size(), 4u);
+  for (size_t i = 0; i < before["cells"].size(); ++i) {
+    EXPECT_EQ(after["cells"][i], before["cells"][i]) << "finished cell " << i << " changed on resume";
+  }
+  EXPECT_EQ(after["run"]["status"]["phase"], "Succeeded");
+}
+
+TEST_F(RunE2eTest, AFailingEndpointIsReportedAndNotLoaded) {
+  const std::string broken = "  - name: wrong\n    request: {path: /api/status}\n    expect: {status: 200, body: nope}\n";
+  const std::string run = WriteRun(Target("alpha"), broken);
+  EXPECT_EQ(Run(run), 3) << Stderr();
+  const json r = Results();
+  ASSERT_EQ(r["cells"].size(), 3u);
+  const json& wrong = r["cells"][2];
+  EXPECT_EQ(wrong["result"]["state"], "Skipped");
+  EXPECT_EQ(wrong["result"]["reason"], "VerificationFailed");
+  EXPECT_NE(wrong["result"]["message"].get<std::string>().find("expected body 'nope'"), std::string::npos);
+  EXPECT_TRUE(!wrong.contains("timeline") || wrong["timeline"].empty());
+  EXPECT_NE(ReadFile(out_ + "/report.md").find("VerificationFailed"), std::string::npos);
+  // The target served the other two cells, the probes, and nothing more.
+  uint64_t served = 0;
+  for (const Bucket& b : RequestLog(dir_->path().string() + "/alpha.requests")) served += b.count;
+  uint64_t sent = 0, abandoned = 0;
+  for (const json& c : r["cells"]) {
+    if (c.contains("timeline")) sent += TimelineRequests(c) + c["drained"].get<uint64_t>();
+    if (c.contains("abandoned")) abandoned += c["abandoned"].get<uint64_t>();
+  }
+  EXPECT_LE(served, sent + abandoned + 3 + 20);
+}
+
+TEST_F(RunE2eTest, BrokenRunFilesAreRefusedWithTheirMessage) {
+  const std::string path = dir_->path().string() + "/bad.yaml";
+  std::ofstream(path) << "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: bad}\nspec:\n"
+                         "  targets: []\n  scenarios:\n  - name: hello\n    request: {path: /}\n  load: {conections: [1]}\n";
+  EXPECT_EQ(Run(path), 2);
+  const std::string err = Stderr();
+  EXPECT_NE(err.find("spec.load.conections: unknown field (did you mean \"connections\"?)"), std::string::npos) << err;
+  EXPECT_FALSE(std::filesystem::exists(out_ + "/results.json"));
+  std::ofstream(path) << "spec: [unclosed\n";
+  EXPECT_EQ(Run(path), 2);
+  EXPECT_NE(Stderr().find("bad.yaml:"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fairbench
