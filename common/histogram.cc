@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 
 namespace fairbench {
 namespace {
@@ -207,12 +208,15 @@ Result<Histogram> Histogram::DecodeCompressed(std::string_view bytes) {
   const uint32_t clen = GetBe32(p + 4);
   if (clen > bytes.size() - 8) return Status::InvalidArgument("histogram: compressed length exceeds input");
 
-  std::string encoded(kV2HeaderSize + kMaxPayload, '\0');
-  uLongf dlen = static_cast<uLongf>(encoded.size());
-  const int rc = uncompress(reinterpret_cast<Bytef*>(encoded.data()), &dlen, p + 8, clen);
+  // Inflate into a buffer kept per thread: a decode per agent per second
+  // must not allocate (and fault in) a fresh 200 KB every time.
+  thread_local std::unique_ptr<unsigned char[]> buffer(new unsigned char[kV2HeaderSize + kMaxPayload]);
+  unsigned char* const encoded = buffer.get();
+  uLongf dlen = static_cast<uLongf>(kV2HeaderSize + kMaxPayload);
+  const int rc = uncompress(encoded, &dlen, p + 8, clen);
   if (rc != Z_OK) return Status::InvalidArgument("histogram: zlib error " + std::to_string(rc));
   if (dlen < kV2HeaderSize) return Status::InvalidArgument("histogram: truncated V2 header");
-  const auto* e = reinterpret_cast<const unsigned char*>(encoded.data());
+  const unsigned char* e = encoded;
   if (GetBe32(e) != kV2EncodingCookie) return Status::InvalidArgument("histogram: bad V2 cookie");
   const uint32_t payload_len = GetBe32(e + 4);
   const uint32_t offset = GetBe32(e + 8);

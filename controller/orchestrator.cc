@@ -363,8 +363,10 @@ report::CellRecord Orchestrator::RunCell(const api::BenchmarkRun& run, const api
   if (!idle.ok()) return NotRun(cell, CellState::kFailed, "AgentsUnavailable", idle.status().message());
 
   const std::vector<int64_t> shares = api::SplitEvenly(cell.connections, agents);
-  const auto start_wall = std::chrono::system_clock::now() + std::chrono::milliseconds(500);
-  const auto start_steady = Clock::now() + std::chrono::milliseconds(500);
+  // A start a moment ahead, the same for every agent, so that they begin
+  // together; their connections open before it.
+  const auto start_wall = std::chrono::system_clock::now() + std::chrono::milliseconds(100);
+  const auto start_steady = Clock::now() + std::chrono::milliseconds(100);
   auto aggregator = std::make_shared<CellAggregator>(static_cast<size_t>(agents));
   const std::string job_id = run.metadata.name + "/" + cell.Key() + "/" + std::to_string(++job_counter_);
   std::vector<std::string> started;
