@@ -278,8 +278,8 @@ ApiResult<Json> Client::Apply(const ResourceType& r, const Json& object, const P
                options, subresource);
 }
 
-ApiResult<Json> Client::Delete(const ResourceType& r, std::string_view ns, std::string_view name,
-                               const DeleteOptions& options) {
+namespace {
+Json DeleteBody(const DeleteOptions& options) {
   Json body = {{f::kKind, "DeleteOptions"}, {f::kApiVersion, "v1"}};
   switch (options.propagation) {
     case PropagationPolicy::kDefault: break;
@@ -295,8 +295,28 @@ ApiResult<Json> Client::Delete(const ResourceType& r, std::string_view ns, std::
     body[f::kPreconditions] = pre;
   }
   if (options.dry_run) body["dryRun"] = Json::array({"All"});
-  Call c{"DELETE", r.Path(NamespaceFor(r, ns, nullptr), name), {}, body.dump(), f::kJson, options.timeout, true};
+  return body;
+}
+}  // namespace
+
+ApiResult<Json> Client::Delete(const ResourceType& r, std::string_view ns, std::string_view name,
+                               const DeleteOptions& options) {
+  Call c{"DELETE", r.Path(NamespaceFor(r, ns, nullptr), name), {}, DeleteBody(options).dump(), f::kJson,
+         options.timeout, true};
   return ExecuteJson(c);
+}
+
+ApiResult<ObjectList> Client::DeleteCollection(const ResourceType& r, std::string_view ns, const ListOptions& selectors,
+                                               const DeleteOptions& options) {
+  Call c{"DELETE", r.Path(r.namespaced() ? ns : "", ""), {}, DeleteBody(options).dump(), f::kJson, options.timeout,
+         true};
+  AddIf(&c.query, f::kQueryLabelSelector, selectors.label_selector);
+  AddIf(&c.query, f::kQueryFieldSelector, selectors.field_selector);
+  auto j = ExecuteJson(c);
+  if (!j.ok()) return j.error();
+  ObjectList out;
+  for (auto& item : j->value(f::kItems, Json::array())) out.items.push_back(std::move(item));
+  return out;
 }
 
 ApiResult<WatchEnd> Client::Watch(const ResourceType& r, std::string_view ns, const WatchOptions& options,

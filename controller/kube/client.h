@@ -101,6 +101,11 @@ class Client {
   ApiResult<Json> Delete(const ResourceType& r, std::string_view ns, std::string_view name,
                          const DeleteOptions& options = {});
 
+  // Deletes every object the selectors match (empty ns: all namespaces);
+  // returns what the server deleted or marked for deletion.
+  ApiResult<ObjectList> DeleteCollection(const ResourceType& r, std::string_view ns, const ListOptions& selectors,
+                                         const DeleteOptions& options = {});
+
   // Streams events to `on_event` (on this thread) until the server closes
   // the stream (kClosed), `stop` is requested (kStopped), or a failure: an
   // error status before streaming (410, 429, 403, ...), a cut connection,

@@ -381,6 +381,14 @@ std::vector<Cause> ApiServer::ValidateType(const ResourceInfo& r, json& obj, con
     if (!ns.empty() && ns != Str(obj["metadata"], "namespace")) {
       errs.push_back(FieldInvalid("involvedObject.namespace", ns, "does not match event.namespace"));
     }
+  } else if (r.group == "events.k8s.io" && r.plural == "events") {
+    for (const char* k : {"eventTime", "reportingController", "reportingInstance", "action", "reason"}) {
+      if (Str(obj, k).empty()) errs.push_back(FieldRequired(k));
+    }
+    std::string type = Str(obj, "type");
+    if (type != "Normal" && type != "Warning") errs.push_back(FieldNotSupported("type", type, {"Normal", "Warning"}));
+    if (!obj.contains("regarding") || !obj["regarding"].is_object()) errs.push_back(FieldRequired("regarding"));
+    if (Str(obj, "note").size() > 1024) errs.push_back(FieldTooLong("note", 1024));
   } else if (r.group == "coordination.k8s.io" && r.plural == "leases") {
     const json& spec = obj.value("spec", json::object());
     if (spec.contains("leaseDurationSeconds") &&
@@ -745,6 +753,11 @@ ApiResponse ApiServer::DeleteCollection(const Target& t, const ApiRequest& req) 
   auto fields = FieldSelector::Parse(QueryValue(req.query, "fieldSelector"), r.AllowedFieldSelectors());
   if (!fields.ok()) return Reply(BadRequest(fields.status().message()));
   json options = json::object();
+  if (!req.body.empty()) {
+    auto parsed = YamlToJson(req.body);
+    if (!parsed.ok() || !parsed->is_object()) return Reply(BadRequest("invalid DeleteOptions body"));
+    options = std::move(*parsed);
+  }
   if (!QueryValue(req.query, "propagationPolicy").empty()) {
     options["propagationPolicy"] = QueryValue(req.query, "propagationPolicy");
   }

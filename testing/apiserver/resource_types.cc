@@ -243,6 +243,10 @@ ResourceRegistry::ResourceRegistry() {
               {"involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid",
                "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath", "reason",
                "reportingComponent", "source", "type"}));
+  // events.k8s.io/v1 is stored apart from core/v1 events here (the real
+  // server converts between the two over one storage).
+  add(Builtin("events.k8s.io", "v1", "Event", "events", true, false, {}, {AgeColumn()},
+              {"reason", "type", "regarding.kind", "regarding.name", "regarding.namespace", "reportingController"}));
   add(Builtin("", "v1", "Node", "nodes", false, true, {"no"}, NodeColumns(), {"spec.unschedulable"}));
   add(Builtin("coordination.k8s.io", "v1", "Lease", "leases", true, false, {},
               {Col("Holder", "string", "Holder of the lease",
