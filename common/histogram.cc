@@ -223,10 +223,15 @@ Result<Histogram> Histogram::DecodeCompressed(std::string_view bytes) {
   const uint32_t digits = GetBe32(e + 12);
   const uint64_t lowest = GetBe64(e + 16);
   const uint64_t highest = GetBe64(e + 24);
-  if (offset != 0 || digits != static_cast<uint32_t>(kSignificantDigits) ||
-      lowest != static_cast<uint64_t>(kLowestDiscernible) || highest != static_cast<uint64_t>(kHighestTrackable)) {
-    return Status::InvalidArgument("histogram: layout differs from fairbench's (1.." + std::to_string(kHighestTrackable) +
-                                   ", 3 digits)");
+  // Any histogram with the same lowest value and precision has the same
+  // bucket layout (the highest trackable value only sets how many buckets
+  // exist), so it reads as long as its values fit in ours. The normalizing
+  // index offset is ignored, as hdr-histogram-js does (it writes 1 there).
+  (void)highest;
+  (void)offset;
+  if (digits != static_cast<uint32_t>(kSignificantDigits) || lowest != static_cast<uint64_t>(kLowestDiscernible)) {
+    return Status::InvalidArgument("histogram: layout differs from fairbench's (lowest " + std::to_string(lowest) +
+                                   ", " + std::to_string(digits) + " digits; expected lowest 1, 3 digits)");
   }
   if (payload_len > dlen - kV2HeaderSize) return Status::InvalidArgument("histogram: payload length exceeds data");
 

@@ -14,8 +14,9 @@
 //
 // Encoding: EncodeCompressed() writes HdrHistogram's V2 compressed format
 // (cookie 0x1c849314, zlib-deflated V2 payload with zig-zag LEB128 counts and
-// negative runs of zeros), readable by HdrHistogram in Java, C, Go and Python.
-// The exact moments travel separately (see HistogramMoments).
+// negative runs of zeros) — the format HdrHistogram's implementations share;
+// histogram_interop_test checks it both ways against hdr-histogram-js. The
+// exact moments travel separately (see HistogramMoments).
 //
 // Not thread-safe: one writer; merge copies made by the owner.
 #pragma once
