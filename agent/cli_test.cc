@@ -1,0 +1,147 @@
+// fairbench-agent's command line, as a user meets it: wrk's layout line for
+// line (checked against Debian's wrk on the same nginx), JSON output, and
+// one clear line with exit code 2 for every kind of bad input.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "testing/support/bin_dir.h"
+#include "testing/support/nginx_fixture.h"
+#include "testing/support/subprocess.h"
+#include "testing/support/temp_dir.h"
+
+namespace fairbench::agent {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Outcome {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+Outcome RunCommand(const std::vector<std::string>& argv, const std::filesystem::path& dir) {
+  testing::SubprocessOptions o;
+  o.argv = argv;
+  o.stdout_to = testing::Redirect::File((dir / "out").string());
+  o.stderr_to = testing::Redirect::File((dir / "err").string());
+  Outcome r;
+  auto p = testing::Subprocess::Start(o);
+  EXPECT_TRUE(p.ok()) << p.status().ToString();
+  if (!p.ok()) return r;
+  auto status = p->Wait(30s);
+  EXPECT_TRUE(status.ok());
+  if (status.ok()) r.code = status->exited ? status->exit_code : -1;
+  std::ifstream out(dir / "out"), err(dir / "err");
+  std::stringstream a, b;
+  a << out.rdbuf();
+  b << err.rdbuf();
+  r.out = a.str();
+  r.err = b.str();
+  return r;
+}
+
+// The line's shape: digits, units and padding removed.
+std::string Skeleton(const std::string& line) {
+  static const std::regex number(R"([0-9]+(\.[0-9]+)?(us|ms|s|m|h|k|M|G|K|B|GB|MB|KB|%)?)");
+  std::string s = std::regex_replace(line, number, "N");
+  s.erase(std::remove(s.begin(), s.end(), ' '), s.end());
+  return s;
+}
+
+class AgentCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = testing::TempDir::Create("fairbench-cli");
+    ASSERT_TRUE(dir.ok());
+    dir_.emplace(std::move(*dir));
+  }
+  Outcome Agent(std::vector<std::string> args) {
+    args.insert(args.begin(), testing::BinaryPath("fairbench-agent"));
+    return RunCommand(args, dir_->path());
+  }
+  std::optional<testing::TempDir> dir_;
+};
+
+TEST_F(AgentCliTest, BadInputGetsOneLineAndExitCodeTwo) {
+  const std::string body_dir = dir_->path().string();
+  std::ofstream(body_dir + "/mix.yaml") << "requests:\n  - path: /\n    wieght: 2\n";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"load", "127.0.0.1:8080/"}, "invalid URL"},
+      {{"load", "https://127.0.0.1/"}, "https is not supported"},
+      {{"load", "http://no-such-host.invalid/"}, "cannot resolve host 'no-such-host.invalid'"},
+      {{"load", "http://127.0.0.1:1/", "--body-file", body_dir + "/absent.json"}, "--body-file: cannot read"},
+      {{"load", "http://127.0.0.1:1/", "-t", "4", "-c", "2"}, "2 connections cannot be spread over 4 threads"},
+      {{"load", "http://127.0.0.1:1/", "-d", "0s"}, "-d/--duration: must be > 0"},
+      {{"load", "http://127.0.0.1:1/", "-d", "30x"}, "unknown time unit"},
+      {{"load", "http://127.0.0.1:1/", "--bogus"}, "--bogus"},
+      {{"load", "http://127.0.0.1:1/", "-H", "NoColon"}, "must look like 'Name: value'"},
+      {{"load", "http://127.0.0.1:1/", "--body", "x", "--body-file", "y"}, "excludes"},
+      {{"load", "http://127.0.0.1:1/", "--requests", body_dir + "/mix.yaml"}, "mix.yaml:3:5: requests[0].wieght: unknown field"},
+      {{"load", "http://127.0.0.1:1/", "--rate", "10", "--pipeline", "2"}, "constant rate cannot be combined with pipelining"},
+      {{"load", "http://127.0.0.1:1/", "-c", "100000", "-t", "1"}, "open files"},
+      {{}, "give a command"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const Outcome o = Agent(args);
+    EXPECT_EQ(o.code, 2) << expected << "\n" << o.err;
+    EXPECT_NE(o.err.find(expected), std::string::npos) << "stderr: " << o.err;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << "one line, not: " << o.err;
+    EXPECT_TRUE(o.out.empty() || o.out.find("Running") == 0) << o.out;
+  }
+}
+
+TEST_F(AgentCliTest, PrintsWrksLayoutLineForLine) {
+  testing::NginxOptions options;
+  options.keepalive_requests = 1000000000;
+  testing::NginxFixture nginx(options);
+  ASSERT_TRUE(nginx.Start().ok());
+  const std::string url = "http://127.0.0.1:" + std::to_string(nginx.port()) + "/";
+  const Outcome wrk = RunCommand({"wrk", "-t2", "-c10", "-d1s", "--latency", url}, dir_->path());
+  ASSERT_EQ(wrk.code, 0) << wrk.err << " (wrk is installed by scripts/setup)";
+  const Outcome ours = Agent({"load", url, "-t2", "-c10", "-d1s", "--latency", "--json", (dir_->path() / "r.json").string()});
+  ASSERT_EQ(ours.code, 0) << ours.err;
+  // Everything wrk prints, in the same order and the same shape; ours may
+  // add lines (99.9 %, 99.99 %) and a block after "--- fairbench".
+  std::istringstream w(wrk.out), f(ours.out.substr(0, ours.out.find("--- fairbench")));
+  std::vector<std::string> wl, fl;
+  for (std::string line; std::getline(w, line);) wl.push_back(line);
+  for (std::string line; std::getline(f, line);) fl.push_back(line);
+  size_t j = 0;
+  for (const std::string& line : wl) {
+    while (j < fl.size() && Skeleton(fl[j]) != Skeleton(line)) ++j;
+    ASSERT_LT(j, fl.size()) << "wrk's line has no counterpart in order: '" << line << "'\nours:\n" << ours.out;
+    ++j;
+  }
+  EXPECT_NE(ours.out.find("   99.9%"), std::string::npos);
+  EXPECT_NE(ours.out.find("  99.99%"), std::string::npos);
+  EXPECT_NE(ours.out.find("Latency above is RAW"), std::string::npos);
+  EXPECT_NE(ours.out.find("Bytes/response:"), std::string::npos);
+  std::ifstream in(dir_->path() / "r.json");
+  const nlohmann::json j2 = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_FALSE(j2.is_discarded());
+  EXPECT_GT(j2["requests"].get<uint64_t>(), 0u);
+  EXPECT_EQ(j2["latencyKind"], "raw");
+  EXPECT_EQ(j2["connections"], 10);
+  EXPECT_FALSE(j2["latency"]["histogram"].get<std::string>().empty());
+  EXPECT_GE(j2["timeline"].size(), 1u);
+}
+
+TEST_F(AgentCliTest, ConstantRateSaysTheLatencyIsCorrected) {
+  testing::NginxFixture nginx;
+  ASSERT_TRUE(nginx.Start().ok());
+  const std::string url = "http://127.0.0.1:" + std::to_string(nginx.port()) + "/";
+  const Outcome o = Agent({"load", url, "-t1", "-c4", "-d1s", "--rate", "200"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("CORRECTED for coordinated omission"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("Uncorrected latency"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fairbench::agent
