@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/api/cells.h"
+#include "controller/cgroup.h"
 #include "controller/http_probe.h"
 
 namespace fairbench::controller {
@@ -38,9 +39,10 @@ Result<uint16_t> FreePort() {
 
 class LocalTarget final : public TargetInstance {
  public:
-  LocalTarget(std::string name, Process process, uint16_t port, std::string ready_path, std::string log)
-      : name_(std::move(name)), process_(std::move(process)), port_(port), ready_path_(std::move(ready_path)),
-        log_(std::move(log)) {}
+  LocalTarget(std::string name, Process process, std::unique_ptr<TargetCgroup> cgroup, uint16_t port,
+              std::string ready_path, std::string log)
+      : name_(std::move(name)), process_(std::move(process)), cgroup_(std::move(cgroup)), port_(port),
+        ready_path_(std::move(ready_path)), log_(std::move(log)) {}
 
   std::string host() const override { return "127.0.0.1"; }
   uint16_t port() const override { return port_; }
@@ -65,11 +67,18 @@ class LocalTarget final : public TargetInstance {
   }
 
   std::optional<std::string> Gone() override {
-    if (auto e = process_.Poll()) return e->ToString();
-    return std::nullopt;
+    auto e = process_.Poll();
+    if (!e) return std::nullopt;
+    if (cgroup_ && cgroup_->OomKilled()) return "was OOMKilled (" + e->ToString() + ")";
+    return e->ToString();
   }
 
   Result<TargetUsage> Usage() override {
+    if (cgroup_) {
+      auto memory = cgroup_->MemoryWorkingSet();
+      auto cpu = cgroup_->CpuSeconds();
+      if (memory.ok() && cpu.ok()) return TargetUsage{*memory, *cpu};
+    }
     auto u = SampleProcessTree(process_.pid());
     if (!u.ok()) return u.status();
     return TargetUsage{u->rss_bytes, u->cpu_seconds};
@@ -78,12 +87,14 @@ class LocalTarget final : public TargetInstance {
   Status Teardown() override {
     const ExitInfo e = process_.Stop(std::chrono::seconds(5));
     spdlog::debug("target {} stopped: {}", name_, e.ToString());
+    cgroup_.reset();  // kills stragglers, removes the group
     return Status::Ok();
   }
 
  private:
   std::string name_;
   Process process_;
+  std::unique_ptr<TargetCgroup> cgroup_;
   uint16_t port_;
   std::string ready_path_;
   std::string log_;
@@ -156,7 +167,13 @@ std::vector<std::string> LocalPlatform::notes() const {
   std::vector<std::string> n = {"local platform: targets pinned to CPUs " + FormatCpuList(options_.target_cpus) +
                                 ", agents to CPUs " + FormatCpuList(options_.agent_cpus)};
   if (options_.target_cpus == options_.agent_cpus) n.push_back("WARNING: a single CPU is shared by targets and agents");
-  n.push_back("memory is the resident set of the target's process tree (from /proc); limits from spec.resources are not enforced locally");
+  if (cgroups_used_) {
+    n.push_back("each target runs in a cgroup of its own: spec.resources are enforced (memory limit, CPU quota); memory is the "
+                "cgroup's working set (usage minus inactive file cache, as docker stats shows it)");
+  } else {
+    n.push_back("memory is the resident set of the target's process tree (from /proc): no writable cgroup here, so "
+                "spec.resources are not enforced");
+  }
   return n;
 }
 
@@ -183,12 +200,27 @@ Result<std::unique_ptr<TargetInstance>> LocalPlatform::Deploy(const api::Target&
   o.cpus = options_.target_cpus;
   o.nofile = static_cast<uint64_t>(target.nofile);
   o.log_file = (std::filesystem::path(options_.log_dir) / (target.name + ".log")).string();
+  std::unique_ptr<TargetCgroup> cgroup;
+  if (options_.use_cgroups) {
+    std::optional<int64_t> memory, cpu;
+    if (target.resources.memory) memory = target.resources.memory->bytes;
+    if (target.resources.cpu) cpu = target.resources.cpu->millicores;
+    auto g = TargetCgroup::Create(target.name + "-" + std::to_string(getpid()) + "-" + std::to_string(++deployed_), memory, cpu);
+    if (g.ok()) {
+      cgroup = std::move(*g);
+      o.cgroup_procs = cgroup->procs_files();
+    } else if (!cgroup_warned_) {
+      spdlog::warn("targets run without a cgroup of their own: {}", g.status().message());
+      cgroup_warned_ = true;
+    }
+  }
+  cgroups_used_ = cgroup != nullptr;
   auto process = Process::Start(o);
   if (!process.ok()) return Status::InvalidArgument("target " + target.name + ": " + process.status().message());
-  spdlog::info("started target {} (pid {}) on 127.0.0.1:{}, CPUs {}", target.name, process->pid(), port,
-               FormatCpuList(o.cpus));
-  return std::unique_ptr<TargetInstance>(
-      new LocalTarget(target.name, std::move(*process), port, target.local->ready_path, o.log_file));
+  spdlog::info("started target {} (pid {}) on 127.0.0.1:{}, CPUs {}{}", target.name, process->pid(), port,
+               FormatCpuList(o.cpus), cgroup ? ", " + cgroup->Describe() : "");
+  return std::unique_ptr<TargetInstance>(new LocalTarget(target.name, std::move(*process), std::move(cgroup), port,
+                                                         target.local->ready_path, o.log_file));
 }
 
 Result<std::vector<std::string>> LocalPlatform::EnsureAgents(int count, int threads) {

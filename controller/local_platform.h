@@ -9,8 +9,10 @@
 // Targets: spec.targets[].local.command, with "{port}" replaced by a free
 // loopback port (or the target's port when the command has no "{port}"),
 // its env and working directory; output in LOGDIR/<target>.log; pinned;
-// RLIMIT_NOFILE set to the target's nofile. Memory and CPU are the sums over
-// the target's whole process tree, from /proc.
+// RLIMIT_NOFILE set to the target's nofile. When the machine allows it, each
+// target runs in a cgroup of its own (TargetCgroup): spec.resources are
+// enforced, memory is its working set, an OOM kill is named. Otherwise
+// memory and CPU are the sums over its process tree, from /proc.
 //
 // Agents: fairbench-agent processes in connect mode dialing the controller
 // on loopback, pinned to the agent CPUs, output in LOGDIR/agent-N.log.
@@ -42,6 +44,9 @@ struct LocalPlatformOptions {
   std::string lock_file = "/tmp/fairbench-load.lock";
   std::vector<int> target_cpus;      // empty: first half of the allowed CPUs
   std::vector<int> agent_cpus;       // empty: second half
+  // Put each target in a cgroup of its own when the machine allows it
+  // (limits from spec.resources enforced, memory read like docker stats).
+  bool use_cgroups = true;
 };
 
 class LocalPlatform final : public Platform {
@@ -68,6 +73,9 @@ class LocalPlatform final : public Platform {
   std::vector<Process> agents_;
   std::vector<std::string> agent_ids_;
   int agent_generation_ = 0;
+  int deployed_ = 0;
+  bool cgroup_warned_ = false;
+  bool cgroups_used_ = false;
 };
 
 // Splits `cpus` into (first half, second half); a single CPU is shared.

@@ -66,8 +66,23 @@ Result<Process> Process::Start(const ProcessOptions& options) {
                                         : open(options.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) return Status::IoError("cannot open log file '" + options.log_file + "': " + std::strerror(errno));
   int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  std::vector<int> cgroup_fds;
+  for (const std::string& procs : options.cgroup_procs) {
+    const int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+      for (int f : cgroup_fds) close(f);
+      close(log_fd);
+      close(null_fd);
+      return Status::IoError("cannot open '" + procs + "': " + std::strerror(errno));
+    }
+    cgroup_fds.push_back(fd);
+  }
+  auto close_cgroup_fds = [&] {
+    for (int f : cgroup_fds) close(f);
+  };
   int err_pipe[2];
   if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    close_cgroup_fds();
     close(log_fd);
     close(null_fd);
     return Status::IoError(std::string("pipe: ") + std::strerror(errno));
@@ -75,6 +90,7 @@ Result<Process> Process::Start(const ProcessOptions& options) {
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
+    close_cgroup_fds();
     close(log_fd);
     close(null_fd);
     close(err_pipe[0]);
@@ -83,6 +99,21 @@ Result<Process> Process::Start(const ProcessOptions& options) {
   }
   if (pid == 0) {
     setpgid(0, 0);
+    // Join the cgroups first: everything the child does from here is charged there.
+    {
+      char digits[24];
+      int n = 0;
+      for (pid_t self = getpid(); self > 0; self /= 10) digits[n++] = static_cast<char>('0' + self % 10);
+      char text[24];
+      for (int i = 0; i < n; ++i) text[i] = digits[n - 1 - i];
+      for (int fd : cgroup_fds) {
+        if (write(fd, text, static_cast<size_t>(n)) != n) {
+          const int e = errno;
+          [[maybe_unused]] ssize_t w = write(err_pipe[1], &e, sizeof e);
+          _exit(127);
+        }
+      }
+    }
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127);  // the controller died between fork and prctl
     sigset_t none;
@@ -105,6 +136,7 @@ Result<Process> Process::Start(const ProcessOptions& options) {
     _exit(127);
   }
   close(err_pipe[1]);
+  close_cgroup_fds();
   close(log_fd);
   close(null_fd);
   setpgid(pid, pid);  // also in the parent, so the group exists before we signal it

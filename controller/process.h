@@ -30,6 +30,8 @@ struct ProcessOptions {
   std::vector<int> cpus;   // empty: inherit
   uint64_t nofile = 0;     // 0: inherit
   std::string log_file;    // stdout and stderr, appended; empty: /dev/null
+  // cgroup.procs files the child joins before exec (TargetCgroup).
+  std::vector<std::string> cgroup_procs;
 };
 
 struct ExitInfo {
