@@ -2,12 +2,15 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 
+#include "common/base64.h"
 #include "controller/kube/exec_credential.h"
 
 namespace fairbench::kube {
@@ -82,8 +85,10 @@ Status MergeFile(const std::string& path, Merged* m) {
 // certificate-authority-data wins over certificate-authority, and so on.
 Result<std::string> DataOrFile(const Entry& e, const char* data_key, const char* file_key, const std::string& what) {
   std::string data = Scalar(e.node, data_key);
+  // Some tools wrap long base64 values; the line breaks carry no data.
+  data.erase(std::remove_if(data.begin(), data.end(), [](unsigned char c) { return std::isspace(c); }), data.end());
   if (!data.empty()) {
-    auto decoded = DecodeBase64(data);
+    auto decoded = Base64Decode(data);
     if (!decoded.ok()) return Status::InvalidArgument(what + ": " + data_key + " is not valid base64");
     return decoded;
   }
@@ -95,26 +100,6 @@ Result<std::string> DataOrFile(const Entry& e, const char* data_key, const char*
 }
 
 }  // namespace
-
-Result<std::string> DecodeBase64(const std::string& text) {
-  static const std::string kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  uint32_t buf = 0;
-  int bits = 0;
-  for (char c : text) {
-    if (c == '=' ) break;
-    if (c == '\n' || c == '\r' || c == ' ' || c == '\t') continue;
-    size_t v = kAlphabet.find(c);
-    if (v == std::string::npos) return Status::InvalidArgument("invalid base64 character");
-    buf = (buf << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((buf >> bits) & 0xff);
-    }
-  }
-  return out;
-}
 
 std::vector<std::string> DefaultKubeconfigPaths() {
   std::vector<std::string> out;

@@ -29,7 +29,4 @@ Result<RestConfig> LoadKubeconfig(const KubeconfigOptions& options = {});
 // The files $KUBECONFIG names, or ~/.kube/config.
 std::vector<std::string> DefaultKubeconfigPaths();
 
-// base64 decoding for *-data fields.
-Result<std::string> DecodeBase64(const std::string& text);
-
 }  // namespace fairbench::kube

@@ -11,14 +11,14 @@
 #include "controller/kube/exec_credential.h"
 #include "controller/kube/in_cluster_config.h"
 #include "controller/kube/time_format.h"
-#include "testing/apiserver/request_util.h"
+#include "common/base64.h"
 #include "testing/apiserver/tls_material.h"
 
 namespace fairbench::kube {
 namespace {
 
 namespace fs = std::filesystem;
-using apiserver::Base64Encode;
+using fairbench::Base64Encode;
 using apiserver::TlsMaterial;
 
 class TempDir {

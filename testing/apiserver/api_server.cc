@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "common/base64.h"
 #include "testing/apiserver/discovery.h"
 #include "testing/apiserver/request_util.h"
 #include "testing/apiserver/table.h"
@@ -31,7 +32,7 @@ std::string ContinueToken(uint64_t rv, const std::string& start_key) {
 
 bool ParseContinue(const std::string& token, uint64_t* rv, std::string* start_after) {
   auto raw = Base64Decode(token);
-  if (!raw) return false;
+  if (!raw.ok()) return false;
   auto t = json::parse(*raw, nullptr, false);
   if (t.is_discarded() || !t.is_object() || !t.contains("rv") || !t["rv"].is_number_unsigned() ||
       !t.contains("start") || !t["start"].is_string()) {

@@ -12,7 +12,6 @@ std::mt19937_64& Rng() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   return rng;
 }
-const char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 }  // namespace
 
 std::string QueryValue(const std::multimap<std::string, std::string>& query, const std::string& key) {
@@ -54,51 +53,6 @@ std::string RandomSuffix() {
   std::string s;
   for (int i = 0; i < 5; ++i) s += kAlphabet[d(Rng())];
   return s;
-}
-
-std::string Base64Encode(const std::string& in) {
-  std::string out;
-  size_t i = 0;
-  while (i + 2 < in.size()) {
-    uint32_t n = (static_cast<uint8_t>(in[i]) << 16) | (static_cast<uint8_t>(in[i + 1]) << 8) |
-                 static_cast<uint8_t>(in[i + 2]);
-    out += kB64[(n >> 18) & 63];
-    out += kB64[(n >> 12) & 63];
-    out += kB64[(n >> 6) & 63];
-    out += kB64[n & 63];
-    i += 3;
-  }
-  if (i + 1 == in.size()) {
-    uint32_t n = static_cast<uint8_t>(in[i]) << 16;
-    out += kB64[(n >> 18) & 63];
-    out += kB64[(n >> 12) & 63];
-    out += "==";
-  } else if (i + 2 == in.size()) {
-    uint32_t n = (static_cast<uint8_t>(in[i]) << 16) | (static_cast<uint8_t>(in[i + 1]) << 8);
-    out += kB64[(n >> 18) & 63];
-    out += kB64[(n >> 12) & 63];
-    out += kB64[(n >> 6) & 63];
-    out += '=';
-  }
-  return out;
-}
-
-std::optional<std::string> Base64Decode(const std::string& in) {
-  std::string out;
-  uint32_t buf = 0;
-  int bits = 0;
-  for (char c : in) {
-    if (c == '=') break;
-    const char* p = std::char_traits<char>::find(kB64, 64, c);
-    if (!p) return std::nullopt;
-    buf = (buf << 6) | static_cast<uint32_t>(p - kB64);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((buf >> bits) & 0xff);
-    }
-  }
-  return out;
 }
 
 bool ParseUint(const std::string& text, uint64_t* out) {

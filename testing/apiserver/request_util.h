@@ -1,5 +1,5 @@
 // Small helpers shared by the API server's handlers: query parameters,
-// content negotiation, identifiers, base64 for continue tokens. Stateless
+// content negotiation, identifiers. Stateless
 // except for the per-thread random generator behind NewUid/RandomSuffix.
 #pragma once
 
@@ -19,8 +19,6 @@ std::string NowText();
 std::string NewUid();
 // generateName suffixes use the same alphabet as the real server.
 std::string RandomSuffix();
-std::string Base64Encode(const std::string& in);
-std::optional<std::string> Base64Decode(const std::string& in);
 bool ParseUint(const std::string& text, uint64_t* out);
 
 }  // namespace fairbench::apiserver

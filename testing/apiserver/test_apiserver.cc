@@ -2,7 +2,7 @@
 
 #include <fstream>
 
-#include "testing/apiserver/request_util.h"
+#include "common/base64.h"
 
 namespace fairbench::apiserver {
 
