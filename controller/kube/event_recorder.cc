@@ -46,11 +46,6 @@ ApiStatus EventRecorder::Record(const Json& object, EventType type, const std::s
 
   Event ev;
   ev.metadata.ns = ref.ns.empty() ? "default" : ref.ns;
-  char suffix[32];
-  std::snprintf(suffix, sizeof suffix, ".%llx",
-                static_cast<unsigned long long>(
-                    std::chrono::duration_cast<std::chrono::nanoseconds>(wall.time_since_epoch()).count()));
-  ev.metadata.name = ref.name + suffix;
   ev.involved_object = ref;
   ev.reason = reason;
   ev.message = text;
@@ -62,7 +57,17 @@ ApiStatus EventRecorder::Record(const Json& object, EventType type, const std::s
   ev.count = 1;
   ev.reporting_component = options_.component;
   ev.reporting_instance = options_.reporting_instance;
-  auto created = client_.Create(resources::Events(), ev.metadata.ns, ev.ToJson());
+  auto nanos = static_cast<unsigned long long>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(wall.time_since_epoch()).count());
+  ApiResult<Json> created = ApiError{};
+  // Two events about one object in the same nanosecond would share a name.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    char suffix[32];
+    std::snprintf(suffix, sizeof suffix, ".%llx", nanos + static_cast<unsigned long long>(attempt));
+    ev.metadata.name = ref.name + suffix;
+    created = client_.Create(resources::Events(), ev.metadata.ns, ev.ToJson());
+    if (created.reason() != Reason::kAlreadyExists) break;
+  }
   if (!created.ok()) return created.error();
 
   lock.lock();

@@ -9,7 +9,8 @@
 // <built-in>` commands send, get 415; `kubectl apply -f` sends JSON); a
 // strategic merge patch on a built-in type is applied as a JSON merge patch
 // (lists are replaced, not merged by key); server-side apply treats lists as
-// atomic; CEL rules are not evaluated; there is no scheduler or kubelet
+// atomic; CEL rules are not evaluated; deleting a CRD removes its objects
+// without waiting for their finalizers; there is no scheduler or kubelet
 // (pod status is written through the API by tests; FinishPodTermination is
 // the kubelet's half of graceful deletion).
 //

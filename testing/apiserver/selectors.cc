@@ -223,11 +223,4 @@ bool FieldSelector::Matches(const nlohmann::json& object) const {
   return true;
 }
 
-std::string FieldSelector::ExactValue(const std::string& field) const {
-  for (const auto& r : reqs_) {
-    if (r.equals && r.field == field) return r.value;
-  }
-  return "";
-}
-
 }  // namespace fairbench::apiserver

@@ -46,8 +46,6 @@ class FieldSelector {
   static Result<FieldSelector> Parse(std::string_view text, const std::vector<std::string>& allowed);
   bool Matches(const nlohmann::json& object) const;
   bool empty() const { return reqs_.empty(); }
-  // The value required for `field` with `=`, or "" (used to narrow lookups).
-  std::string ExactValue(const std::string& field) const;
 
  private:
   std::vector<Requirement> reqs_;

@@ -66,6 +66,15 @@ TEST_F(Events, RepeatsAreCountedOnOneEvent) {
   EXPECT_EQ(EventClient(*client_).List("default")->size(), 3u);
 }
 
+TEST_F(Events, DistinctEventsInTheSameInstantGetDistinctNames) {
+  auto run = client_->Create(resources::BenchmarkRuns(), "default", BenchmarkRun("r1"));
+  ASSERT_TRUE(run.ok());
+  EventRecorder recorder(*client_, clock_);
+  ASSERT_TRUE(recorder.Normal(*run, "A", "one").ok());
+  ASSERT_TRUE(recorder.Normal(*run, "B", "two").ok());
+  EXPECT_EQ(EventClient(*client_).List("default")->size(), 2u);
+}
+
 TEST_F(Events, ClusterScopedObjectsReportToDefault) {
   Json node = {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "node-1"}}}};
   auto created = client_->Create(resources::Nodes(), "", node);
