@@ -37,9 +37,15 @@ void CellAggregator::FlushReady() {
     const double secs = static_cast<double>(s.end_ns - s.start_ns) / 1e9;
     if (secs > 0) live_rps_ = static_cast<double>(s.stats.counters.requests) / secs;
     totals_.Add(s);
+    if (on_interval_) on_interval_(s);
     ++next_sequence_;
     it = partial_.erase(it);
   }
+}
+
+void CellAggregator::SetIntervalCallback(std::function<void(const Snapshot&)> callback) {
+  std::lock_guard<std::mutex> lock(mu_);
+  on_interval_ = std::move(callback);
 }
 
 void CellAggregator::OnDone(const std::string&, const JobSummary& summary) {
@@ -52,7 +58,10 @@ void CellAggregator::OnDone(const std::string&, const JobSummary& summary) {
     if (done_ == agents_) {
       // Every agent has finished: intervals that some agent never sent (a
       // gap) are added as they are, in order.
-      for (auto& [seq, p] : partial_) totals_.Add(p.merged);
+      for (auto& [seq, p] : partial_) {
+        totals_.Add(p.merged);
+        if (on_interval_) on_interval_(p.merged);
+      }
       partial_.clear();
     }
   }

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -26,6 +27,11 @@ namespace fairbench::controller {
 class CellAggregator final : public JobObserver {
  public:
   explicit CellAggregator(size_t agents) : agents_(agents) {}
+
+  // Called with each merged interval as it is added to the totals, in
+  // order, with the aggregator locked (so never after the callback is
+  // replaced): must be quick and must not call back into the aggregator.
+  void SetIntervalCallback(std::function<void(const Snapshot&)> callback);
 
   void OnSnapshot(const std::string& agent_id, Snapshot snapshot) override;
   void OnDone(const std::string& agent_id, const JobSummary& summary) override;
@@ -64,6 +70,7 @@ class CellAggregator final : public JobObserver {
   uint64_t missing_ = 0;                 // guarded by mu_
   std::string failure_;                  // guarded by mu_
   double live_rps_ = 0;                  // guarded by mu_
+  std::function<void(const Snapshot&)> on_interval_;  // guarded by mu_
 };
 
 }  // namespace fairbench::controller

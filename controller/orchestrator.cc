@@ -288,7 +288,14 @@ Result<report::RunRecord> Orchestrator::Run(const api::BenchmarkRun& run, std::o
 
     SetStage(record.run, *todo.front(), Stage::kSamplingIdle);
     SleepUnlessCancelled(std::chrono::milliseconds(500));
-    if (auto u = ctx.instance->Usage(); u.ok()) ctx.memory_idle = u->memory_bytes;
+    if (auto u = ctx.instance->Usage(); u.ok()) {
+      ctx.memory_idle = u->memory_bytes;
+      if (observer_ != nullptr) {
+        api::CurrentCell idle{target.name, todo.front()->scenario, todo.front()->connections, todo.front()->repetition,
+                              Stage::kSamplingIdle};
+        observer_->OnTargetUsage(run.metadata.name, idle, *u);
+      }
+    }
 
     for (size_t i = 0; i < todo.size() && !cancelled_; ++i) {
       const api::Cell& cell = *todo[i];
@@ -368,6 +375,20 @@ report::CellRecord Orchestrator::RunCell(const api::BenchmarkRun& run, const api
   const auto start_wall = std::chrono::system_clock::now() + std::chrono::milliseconds(100);
   const auto start_steady = Clock::now() + std::chrono::milliseconds(100);
   auto aggregator = std::make_shared<CellAggregator>(static_cast<size_t>(agents));
+  const api::CurrentCell this_cell{cell.target, cell.scenario, cell.connections, cell.repetition, std::nullopt};
+  if (observer_ != nullptr) {
+    aggregator->SetIntervalCallback([observer = observer_, name = run.metadata.name, c = this_cell,
+                                     start = std::chrono::time_point_cast<std::chrono::nanoseconds>(start_wall)](
+                                        const Snapshot& s) {
+      observer->OnInterval(name, c, s, start + std::chrono::nanoseconds(s.end_ns));
+    });
+  }
+  // Nothing reaches the observer once this cell is over (a cancelled job's
+  // late snapshots included).
+  struct Unhook {
+    CellAggregator* a;
+    ~Unhook() { a->SetIntervalCallback(nullptr); }
+  } unhook{aggregator.get()};
   const std::string job_id = run.metadata.name + "/" + cell.Key() + "/" + std::to_string(++job_counter_);
   std::vector<std::string> started;
   int64_t offset = 0;
@@ -451,6 +472,11 @@ report::CellRecord Orchestrator::RunCell(const api::BenchmarkRun& run, const api
         usage_end = *u;
         usage_end_at = now;
         memory_max = std::max(memory_max, u->memory_bytes);
+        if (observer_ != nullptr) {
+          api::CurrentCell c = this_cell;
+          c.stage = Stage::kMeasuring;
+          observer_->OnTargetUsage(run.metadata.name, c, *u);
+        }
       }
     }
     if (observer_ != nullptr && now >= start_steady) {

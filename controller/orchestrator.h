@@ -43,6 +43,15 @@ class RunObserver {
   virtual void OnLive(const api::CurrentCell& current, double requests_per_second, double elapsed_seconds) = 0;
   virtual void OnCellDone(const report::RunRecord& record, const report::CellRecord& cell) = 0;
   virtual void OnMessage(const std::string& message) = 0;
+  // Each merged interval of a cell (every agent's snapshot of one sequence
+  // number), in sequence order, with the wall-clock time at which the
+  // interval ended (the job's start time plus its end_ns). Called on gRPC
+  // threads with the cell's aggregator locked: must be quick, must not block.
+  virtual void OnInterval(const std::string& /*run*/, const api::CurrentCell& /*cell*/, const Snapshot& /*merged*/,
+                          api::Time /*end*/) {}
+  // The target's memory and CPU, as sampled during a cell's measurement and
+  // once when idle.
+  virtual void OnTargetUsage(const std::string& /*run*/, const api::CurrentCell& /*cell*/, const TargetUsage& /*usage*/) {}
 };
 
 struct OrchestratorOptions {

@@ -24,6 +24,12 @@
 #include "controller/environment.h"
 #include "controller/grpc_server.h"
 #include "controller/local_platform.h"
+#include "controller/metrics/exposition.h"
+#include "controller/metrics/metrics_server.h"
+#include "controller/metrics/observer_fanout.h"
+#include "controller/metrics/remote_writer.h"
+#include "controller/metrics/run_metrics.h"
+#include "controller/metrics/self_metrics.h"
 #include "controller/orchestrator.h"
 
 namespace fairbench::controller {
@@ -166,6 +172,13 @@ CLI::App* AddRunCommand(CLI::App& app, RunFlags& f) {
   cmd->add_option("--listen", f.listen, "Address the agents dial (default 127.0.0.1:0, a free port)");
   cmd->add_option("--agent-binary", f.agent_binary, "Path of fairbench-agent (default: next to this program)");
   cmd->add_flag("-q,--quiet", f.quiet, "No progress on stderr");
+  cmd->add_option("--metrics-address", f.metrics_address,
+                  "Serve Prometheus /metrics, /healthz and /readyz on HOST:PORT (e.g. 127.0.0.1:9464)");
+  cmd->add_option("--remote-write-url", f.remote_write_url,
+                  "Push every one-second interval to this Prometheus remote write endpoint");
+  cmd->add_option("--metrics-retention", f.metrics_retention, "How long a finished run's series stay (default 10m)");
+  cmd->add_option("--metrics-linger", f.metrics_linger,
+                  "Keep serving /metrics this long after the last run, so scrapers see the final values (default 0s)");
   return cmd;
 }
 
@@ -208,6 +221,50 @@ int RunRunCommand(const RunFlags& f) {
   const std::string address = host + ":" + std::to_string(server->port);
   const bool tty = isatty(STDERR_FILENO) != 0;
   Progress progress(tty, f.quiet);
+
+  // Prometheus: the live series, served and/or pushed, when asked for.
+  auto retention = ParseDuration(f.metrics_retention);
+  if (!retention.ok()) return BadInput("--metrics-retention: " + retention.status().message());
+  auto linger = ParseDuration(f.metrics_linger);
+  if (!linger.ok()) return BadInput("--metrics-linger: " + linger.status().message());
+  const bool with_metrics = !f.metrics_address.empty() || !f.remote_write_url.empty();
+  metrics::MetricRegistry registry;
+  std::unique_ptr<metrics::RemoteWriter> remote;
+  if (!f.remote_write_url.empty()) {
+    metrics::RemoteWriterOptions ro;
+    ro.url = f.remote_write_url;
+    ro.user_agent = std::string("fairbench/") + FAIRBENCH_VERSION;
+    auto w = metrics::RemoteWriter::Start(ro);
+    if (!w.ok()) return BadInput("--remote-write-url: " + w.status().message());
+    remote = std::move(*w);
+  }
+  metrics::RunMetricsOptions mo;
+  mo.retention = std::chrono::duration_cast<std::chrono::milliseconds>(*retention);
+  mo.remote = remote.get();
+  metrics::RunMetrics run_metrics(registry, mo);
+  metrics::RegisterSelfMetrics(registry, FAIRBENCH_VERSION, remote.get());
+  registry.AddCollector([&] {
+    const HubStats st = hub.stats();
+    run_metrics.SetAgentHub(hub.Agents().size(), st.snapshots, st.missing);
+  });
+  std::unique_ptr<metrics::MetricsServer> metrics_server;
+  if (!f.metrics_address.empty()) {
+    metrics::MetricsServerOptions so;
+    so.address = f.metrics_address;
+    so.render = [&registry] { return metrics::RenderText(registry.Collect()); };
+    auto started = metrics::MetricsServer::Start(so);
+    if (!started.ok()) return BadInput("--metrics-address: " + started.status().message());
+    metrics_server = std::move(*started);
+    if (!f.quiet) {
+      const std::string& h = metrics_server->host();
+      const std::string shown = h.find(':') != std::string::npos ? "[" + h + "]" : h;
+      std::fprintf(stderr, "fairbench: Prometheus metrics on http://%s:%u/metrics\n", shown.c_str(),
+                   static_cast<unsigned>(metrics_server->port()));
+    }
+  }
+  for (const api::BenchmarkRun& run : runs) run_metrics.RunQueued(run.metadata.name);
+  metrics::ObserverFanout fanout({&progress, &run_metrics});
+  RunObserver* observer = with_metrics ? static_cast<RunObserver*>(&fanout) : &progress;
   Orchestrator* current = nullptr;
   std::mutex current_mu;
   bool interrupted = false;
@@ -277,7 +334,8 @@ int RunRunCommand(const RunFlags& f) {
     oo.environment.target_cpus = (*platform)->target_cpus();
     oo.environment.agent_cpus = (*platform)->agent_cpus();
     for (const std::string& n : (*platform)->notes()) oo.environment.notes.push_back(n);
-    Orchestrator orchestrator(**platform, hub, oo, &progress);
+    if (with_metrics) oo.on_persist = [&run_metrics](const report::RunRecord& r) { run_metrics.OnPersist(r); };
+    Orchestrator orchestrator(**platform, hub, oo, observer);
     {
       std::lock_guard<std::mutex> lock(current_mu);
       current = &orchestrator;
@@ -311,6 +369,29 @@ int RunRunCommand(const RunFlags& f) {
     if (record->run.status.phase == api::RunPhase::kCancelled) exit_code = 130;
     else if (record->run.status.phase != api::RunPhase::kSucceeded && exit_code == 0) exit_code = 3;
   }
+  if (metrics_server) {
+    // Scrapers get the final values before the endpoint goes (a second
+    // signal ends the wait).
+    const auto until = std::chrono::steady_clock::now() + *linger;
+    while (std::chrono::steady_clock::now() < until) {
+      {
+        std::lock_guard<std::mutex> lock(current_mu);
+        if (interrupted) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  if (remote) {
+    remote->Stop(std::chrono::seconds(10));
+    const metrics::RemoteWriterStats st = remote->stats();
+    if (!f.quiet || st.samples_dropped > 0) {
+      std::fprintf(stderr, "fairbench: remote write: %llu samples sent in %llu requests, %llu dropped%s%s\n",
+                   static_cast<unsigned long long>(st.samples_sent), static_cast<unsigned long long>(st.requests),
+                   static_cast<unsigned long long>(st.samples_dropped), st.last_error.empty() ? "" : "; last error: ",
+                   st.last_error.c_str());
+    }
+  }
+  if (metrics_server) metrics_server->Stop();
   hub.Shutdown();
   server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   pthread_kill(signal_thread.native_handle(), SIGUSR1);

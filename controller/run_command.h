@@ -1,5 +1,7 @@
-// `fairbench run FILE... [--output DIR] [--resume]`: benchmark the run's
-// targets on this machine, one at a time, and write the report.
+// `fairbench run FILE... [--output DIR] [--resume] [--metrics-address
+// HOST:PORT] [--remote-write-url URL]`: benchmark the run's targets on this
+// machine, one at a time, and write the report; optionally serve the live
+// numbers to Prometheus and push them with remote write.
 #pragma once
 
 #include <string>
@@ -19,6 +21,13 @@ struct RunFlags {
   std::string listen = "127.0.0.1:0";
   std::string agent_binary;
   bool quiet = false;
+  // Prometheus (controller/metrics): /metrics, /healthz, /readyz on this
+  // address; samples pushed to this remote write URL; a finished run's
+  // series kept this long; /metrics kept up this long after the last run.
+  std::string metrics_address;
+  std::string remote_write_url;
+  std::string metrics_retention = "10m";
+  std::string metrics_linger = "0s";
 };
 
 CLI::App* AddRunCommand(CLI::App& app, RunFlags& flags);
