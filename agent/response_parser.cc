@@ -13,6 +13,15 @@ constexpr size_t kStatusPrefixLen = sizeof(kStatusPrefix) - 1;
 constexpr std::string_view kNames[] = {"content-length", "transfer-encoding", "connection"};
 constexpr uint8_t kAllNames = 0b111;
 
+// Case-insensitive comparison with a lower-case name.
+inline bool NameIs(const char* p, size_t len, std::string_view lower) {
+  if (len != lower.size()) return false;
+  for (size_t i = 0; i < len; ++i) {
+    if (static_cast<char>(p[i] | 0x20) != lower[i]) return false;
+  }
+  return true;
+}
+
 inline int HexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   const char l = static_cast<char>(c | 0x20);
@@ -32,6 +41,34 @@ void ResponseParser::EndToken() {
     if (token == "keep-alive") saw_keep_alive_ = true;
   }
   token_len_ = 0;
+}
+
+bool ResponseParser::ValueChar(char c) {
+  if (c == '\r') return true;
+  if (header_ == Header::kContentLength) {
+    if (c == ' ' || c == '\t') {
+      if (value_started_) length_done_ = true;
+      return true;
+    }
+    if (c < '0' || c > '9' || length_done_) {
+      error_ = "malformed Content-Length";
+      return false;
+    }
+    if (remaining_ > (UINT64_MAX - 9) / 10) {
+      error_ = "Content-Length too large";
+      return false;
+    }
+    remaining_ = remaining_ * 10 + static_cast<uint64_t>(c - '0');
+    value_started_ = true;
+    return true;
+  }
+  if (c == ',' || c == ' ' || c == '\t') {
+    EndToken();
+    return true;
+  }
+  if (token_len_ < sizeof(token_)) token_[token_len_] = static_cast<char>(c | 0x20);
+  if (token_len_ < 255) ++token_len_;
+  return true;
 }
 
 void ResponseParser::EndHeaderValue() {
@@ -147,6 +184,34 @@ ResponseParser::Outcome ResponseParser::Feed(const char* data, size_t len, size_
           if (o == Outcome::kComplete) return complete();
           break;
         }
+        {
+          // Fast path: the whole line is here, so the name is compared at
+          // once and uninteresting values are skipped. A line split across
+          // reads goes through the byte-wise states below.
+          const auto* lf = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+          if (lf != nullptr) {
+            const auto* colon = static_cast<const char*>(std::memchr(p, ':', static_cast<size_t>(lf - p)));
+            if (colon == nullptr) return Fail("header line without a colon");
+            const auto len = static_cast<size_t>(colon - p);
+            header_ = NameIs(p, len, kNames[0])   ? Header::kContentLength
+                      : NameIs(p, len, kNames[1]) ? Header::kTransferEncoding
+                      : NameIs(p, len, kNames[2]) ? Header::kConnection
+                                                  : Header::kNone;
+            if (header_ != Header::kNone) {
+              token_len_ = 0;
+              value_started_ = false;
+              length_done_ = false;
+              if (header_ == Header::kContentLength) remaining_ = 0;
+              for (const char* v = colon + 1; v < lf; ++v) {
+                if (!ValueChar(*v)) return Outcome::kError;
+              }
+              EndHeaderValue();
+              if (error_ != nullptr) return Outcome::kError;
+            }
+            p = lf + 1;
+            break;
+          }
+        }
         name_mask_ = kAllNames;
         pos_ = 0;
         state_ = State::kHeaderName;
@@ -202,26 +267,7 @@ ResponseParser::Outcome ResponseParser::Feed(const char* data, size_t len, size_
           state_ = State::kHeaderStart;
           break;
         }
-        if (c == '\r') break;
-        if (header_ == Header::kContentLength) {
-          if (c == ' ' || c == '\t') {
-            if (value_started_) length_done_ = true;
-            break;
-          }
-          if (c < '0' || c > '9' || length_done_) return Fail("malformed Content-Length");
-          if (remaining_ > (UINT64_MAX - 9) / 10) return Fail("Content-Length too large");
-          remaining_ = remaining_ * 10 + static_cast<uint64_t>(c - '0');
-          value_started_ = true;
-          break;
-        }
-        if (c == ',' || c == ' ' || c == '\t') {
-          EndToken();
-          break;
-        }
-        if (token_len_ < sizeof(token_)) {
-          token_[token_len_] = static_cast<char>(c | 0x20);
-        }
-        if (token_len_ < 255) ++token_len_;
+        if (!ValueChar(c)) return Outcome::kError;
         break;
       }
       case State::kBodyLength: {

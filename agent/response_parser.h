@@ -81,6 +81,8 @@ class ResponseParser {
   // is no body, kNeedMore otherwise (or restarts for a 1xx).
   Outcome HeadersDone();
   void EndHeaderValue();
+  // One byte of an interpreted header's value; false (with error_) when malformed.
+  bool ValueChar(char c);
   void EndToken();
 
   uint64_t remaining_ = 0;      // body or chunk bytes left
