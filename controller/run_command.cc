@@ -370,8 +370,8 @@ int RunRunCommand(const RunFlags& f) {
     else if (record->run.status.phase != api::RunPhase::kSucceeded && exit_code == 0) exit_code = 3;
   }
   if (metrics_server) {
-    // Scrapers get the final values before the endpoint goes (a second
-    // signal ends the wait).
+    // Scrapers get the final values before the endpoint goes; SIGINT or
+    // SIGTERM ends the wait (an interrupted run does not wait at all).
     const auto until = std::chrono::steady_clock::now() + *linger;
     while (std::chrono::steady_clock::now() < until) {
       {
