@@ -90,13 +90,15 @@ RunMetrics::RunMetrics(MetricRegistry& registry, RunMetricsOptions options)
                            With(kCellLabels, "percentile"));
   connections_open_ = r.AddGauge("fairbench_connections_open",
                                  "Connections established at the end of the newest interval.", kCellLabels);
-  target_memory_ = r.AddGauge("fairbench_target_memory_bytes", "Resident memory of the target's processes.",
+  target_memory_ = r.AddGauge("fairbench_target_memory_bytes",
+                              "Memory of the target as its platform measures it: the working set of its cgroup (as "
+                              "Kubernetes counts it) when it has one, else the resident memory of its processes.",
                               {"run", "target"});
   target_cpu_ = r.AddCounter("fairbench_target_cpu_seconds_total",
                              "CPU time (user and system) of the target's processes since it was deployed.",
                              {"run", "target"});
   target_memory_peak_ = r.AddGauge("fairbench_target_memory_peak_bytes",
-                                   "Highest resident memory of the target sampled during the cell's measurement.",
+                                   "Highest fairbench_target_memory_bytes sampled during the cell's measurement.",
                                    kCellLabels);
   runs_by_phase_ = r.AddGauge("fairbench_runs", "Benchmark runs known to this controller, by phase.", {"phase"});
   queue_length_ = r.AddGauge("fairbench_queue_length", "Benchmark runs waiting for their turn.");
