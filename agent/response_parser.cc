@@ -192,10 +192,10 @@ ResponseParser::Outcome ResponseParser::Feed(const char* data, size_t len, size_
           if (lf != nullptr) {
             const auto* colon = static_cast<const char*>(std::memchr(p, ':', static_cast<size_t>(lf - p)));
             if (colon == nullptr) return Fail("header line without a colon");
-            const auto len = static_cast<size_t>(colon - p);
-            header_ = NameIs(p, len, kNames[0])   ? Header::kContentLength
-                      : NameIs(p, len, kNames[1]) ? Header::kTransferEncoding
-                      : NameIs(p, len, kNames[2]) ? Header::kConnection
+            const auto name_len = static_cast<size_t>(colon - p);
+            header_ = NameIs(p, name_len, kNames[0])   ? Header::kContentLength
+                      : NameIs(p, name_len, kNames[1]) ? Header::kTransferEncoding
+                      : NameIs(p, name_len, kNames[2]) ? Header::kConnection
                                                   : Header::kNone;
             if (header_ != Header::kNone) {
               token_len_ = 0;
