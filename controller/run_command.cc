@@ -303,11 +303,17 @@ int RunRunCommand(const RunFlags& f) {
     const auto results_path = std::filesystem::path(output) / "results.json";
     if (f.resume) {
       std::ifstream in(results_path);
-      if (!in) return BadInput("--resume: nothing to resume in " + output + " (no results.json)");
+      if (!in) {
+        exit_code = BadInput("--resume: nothing to resume in " + output + " (no results.json)");
+        break;
+      }
       std::stringstream ss;
       ss << in.rdbuf();
       auto rec = report::RunRecordFromJsonText(ss.str(), results_path.string());
-      if (!rec.ok()) return BadInput("--resume: " + rec.status().message());
+      if (!rec.ok()) {
+        exit_code = BadInput("--resume: " + rec.status().message());
+        break;
+      }
       resume = std::move(*rec);
     } else if (std::filesystem::exists(results_path)) {
       std::fprintf(stderr, "fairbench: %s already holds results; continue it with --resume or choose another --output\n",
@@ -326,7 +332,10 @@ int RunRunCommand(const RunFlags& f) {
     po.target_cpus = !target_cpus->empty() ? *target_cpus : run.spec.local.target_cpus.cpus;
     po.agent_cpus = !agent_cpus->empty() ? *agent_cpus : run.spec.local.agent_cpus.cpus;
     auto platform = LocalPlatform::Create(po);
-    if (!platform.ok()) return BadInput(platform.status().message());
+    if (!platform.ok()) {
+      exit_code = BadInput(platform.status().message());
+      break;
+    }
 
     OrchestratorOptions oo;
     oo.output_dir = output;
