@@ -1,11 +1,13 @@
 // fairbench: fair, reproducible HTTP benchmarks of web servers.
 //
 //   fairbench run FILE... [--output DIR] [--resume]   on this machine, targets and agents pinned to CPUs
+//   fairbench crd                                     the BenchmarkRun CRD, for kubectl apply
 #include <cstdio>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
+#include "common/api/crd.h"
 #include "controller/run_command.h"
 
 int main(int argc, char** argv) {
@@ -14,6 +16,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("fairbench ") + FAIRBENCH_VERSION);
   fairbench::controller::RunFlags run;
   CLI::App* run_cmd = fairbench::controller::AddRunCommand(app, run);
+  CLI::App* crd_cmd = app.add_subcommand("crd", "Print the BenchmarkRun CustomResourceDefinition (YAML)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -27,5 +30,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (run_cmd->parsed()) return fairbench::controller::RunRunCommand(run);
+  if (crd_cmd->parsed()) {
+    std::fputs(fairbench::api::BenchmarkRunCrdYaml().c_str(), stdout);
+    return 0;
+  }
   return 2;
 }

@@ -110,7 +110,21 @@ std::shared_ptr<SchemaNode> ParseNode(const json& j, const std::string& path, bo
     }
   };
   junctor("allOf", &n->all_of);
-  junctor("anyOf", &n->any_of);
+  // The one place a type may stand inside a junctor: the int-or-string
+  // pattern "x-kubernetes-int-or-string: true, anyOf: [{type: integer},
+  // {type: string}]", which the real API server accepts as structural.
+  const bool int_or_string_any_of = n->int_or_string && j.contains("anyOf") && j["anyOf"].is_array() &&
+                                    j["anyOf"].size() == 2 && j["anyOf"][0] == json{{"type", "integer"}} &&
+                                    j["anyOf"][1] == json{{"type", "string"}};
+  if (int_or_string_any_of) {
+    for (const char* t : {"integer", "string"}) {
+      auto alternative = std::make_shared<SchemaNode>();
+      alternative->type = t;
+      n->any_of.push_back(alternative);
+    }
+  } else {
+    junctor("anyOf", &n->any_of);
+  }
   junctor("oneOf", &n->one_of);
   if (j.contains("not")) n->not_ = ParseNode(j["not"], Child(path, "not"), true, errors);
 
