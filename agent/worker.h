@@ -84,6 +84,8 @@ class Worker {
   void Fail(Conn& c, Why why, int64_t now);
   void ScheduleReconnect(Conn& c, int64_t now, bool after_failure);
   void ArmTimer(Conn& c, int64_t at_ns);
+  // Starts the first connect of connections not yet opened, at a bounded pace.
+  void OpenConnections(int64_t now);
 
   // Requests and responses.
   void MaybeSend(Conn& c, int64_t now);
@@ -121,6 +123,13 @@ class Worker {
   bool have_pwait2_ = true;
   std::unique_ptr<char[]> buf_;
   static constexpr size_t kBufSize = 64 * 1024;
+
+  // First connects: kOpenBurst at once, then kOpenPerMs per millisecond.
+  static constexpr uint64_t kOpenBurst = 512;
+  static constexpr uint64_t kOpenPerMs = 50;
+  static constexpr int64_t kOpenTickNs = 1'000'000;
+  size_t opened_ = 0;
+  int64_t opening_since_ns_ = 0;
 
   Conn* fifo_head_ = nullptr;
   Conn* fifo_tail_ = nullptr;
