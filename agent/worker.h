@@ -9,7 +9,8 @@
 //
 // Per request on a keep-alive connection the loop makes one send and one
 // recv: a socket is registered once, edge-triggered for IN|OUT|RDHUP; the
-// next request is written as soon as the previous response is parsed;
+// next request is written right after the batch of events in which the
+// previous response was parsed (all reads of a batch, then all writes);
 // EPOLLOUT matters only after a short write; a read shorter than the buffer
 // means the socket is drained.
 //
@@ -134,6 +135,13 @@ class Worker {
   Conn* fifo_head_ = nullptr;
   Conn* fifo_tail_ = nullptr;
   std::vector<Timer> heap_;  // min-heap by at_ns
+  // Connections whose response completed in the current batch of events;
+  // their next requests are sent when the batch is done.
+  struct Answered {
+    Conn* conn;
+    uint32_t gen;
+  };
+  std::vector<Answered> answered_;
 
   // Timing, all in CLOCK_MONOTONIC nanoseconds.
   const int64_t start_ns_;     // load begins
