@@ -73,10 +73,12 @@ Status Engine::Start() {
   for (int64_t t = warmup + step; t < end; t += step) boundaries_.push_back({t, Phase::kMeasure, false});
   boundaries_.push_back({end, Phase::kMeasure, true});
 
-  start_mono_ns_ = MonotonicNs();
+  const int64_t now = MonotonicNs();
   if (options_.start_at) {
     const auto ahead = std::chrono::duration_cast<std::chrono::nanoseconds>(*options_.start_at - std::chrono::system_clock::now());
-    if (ahead.count() > 0) start_mono_ns_ += ahead.count();
+    load_start_ns_ = now + std::max<int64_t>(1, ahead.count());
+  } else {
+    connect_deadline_ns_ = now + options_.timeout.count();
   }
 
   const uint32_t per = options_.connections / options_.threads;
@@ -151,6 +153,13 @@ std::optional<Snapshot> Engine::NextSnapshot() {
   last_end_ns_ = s.end_ns;
   ++next_boundary_;
   return s;
+}
+
+void Engine::SetLoadStart(int64_t now_ns) {
+  int64_t expected = 0;
+  if (load_start_ns_.compare_exchange_strong(expected, now_ns, std::memory_order_acq_rel)) {
+    for (auto& w : workers_) w->Wake();
+  }
 }
 
 void Engine::Stop() {

@@ -56,7 +56,9 @@ struct EngineOptions {
   uint32_t connection_offset = 0;
   uint32_t total_connections = 0;  // 0: just this engine's
   // Wall-clock start of the load (so that several agents start together).
-  // Connections are opened before it. Unset: start now.
+  // Connections are opened before it. Unset: the load starts as soon as
+  // every connection is established (or after `timeout`, whichever comes
+  // first), so that the measurement does not include opening them.
   std::optional<std::chrono::system_clock::time_point> start_at;
 };
 
@@ -104,9 +106,13 @@ class Engine {
   std::vector<Boundary> boundaries_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::thread> threads_;
+  // Sets the load's start (monotonic ns) once, and wakes the workers.
+  void SetLoadStart(int64_t now_ns);
+
   std::atomic<bool> stop_{false};
-  std::chrono::steady_clock::time_point start_;
-  int64_t start_mono_ns_ = 0;
+  std::atomic<int64_t> load_start_ns_{0};     // 0 until known
+  std::atomic<uint32_t> connected_workers_{0};
+  int64_t connect_deadline_ns_ = 0;           // start anyway at this time
 
   std::mutex mu_;
   std::condition_variable cv_;

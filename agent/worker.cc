@@ -47,11 +47,7 @@ Worker::Worker(Engine* engine, uint32_t index, uint32_t first_connection, uint32
       first_conn_(first_connection),
       conns_(connections),
       schedule_(Weights(engine->options_)),
-      start_ns_(engine->start_mono_ns_),
-      timeout_ns_(engine->options_.timeout.count()),
-      interval_start_ns_(engine->start_mono_ns_),
-      next_sample_ns_(engine->start_mono_ns_ + kSampleNs),
-      last_sample_ns_(engine->start_mono_ns_) {}
+      timeout_ns_(engine->options_.timeout.count()) {}
 
 Worker::~Worker() {
   for (Conn& c : conns_) {
@@ -83,8 +79,6 @@ Status Worker::Init() {
     Conn& c = conns_[i];
     c.id = first_conn_ + i;
     if (opt_.pipeline > 1) c.batch = std::make_unique<uint32_t[]>(opt_.pipeline);
-    // Constant rate: connection g sends at start + g/R, then every C/R.
-    if (opt_.rate > 0) c.next_intended_ns = start_ns_ + static_cast<int64_t>(opt_.connection_offset + c.id) * slot_ns_;
   }
   return Status::Ok();
 }
@@ -500,10 +494,46 @@ void Worker::OpenConnections(int64_t now) {
   // Ten thousand SYNs at once overflow the server's accept queue (somaxconn):
   // dropped handshakes come back a second or three later and their requests
   // time out — an artefact of the generator, not a property of the server.
-  // Opening the connections at a bounded pace (with a burst) avoids it.
-  const int64_t elapsed = now - opening_since_ns_;
-  const uint64_t allowed = kOpenBurst + static_cast<uint64_t>(elapsed / 1000) * kOpenPerMs / 1000;
-  while (opened_ < conns_.size() && opened_ < allowed) StartConnect(conns_[opened_++], now);
+  // First connects therefore draw from a token bucket (kOpenBurst deep,
+  // refilled at kOpenPerMs), at most kOpenPerCall at a time so that events
+  // are handled in between.
+  open_tokens_ = std::min<double>(static_cast<double>(kOpenBurst),
+                                  open_tokens_ + static_cast<double>(now - open_refill_ns_) * kOpenPerMs / 1e6);
+  open_refill_ns_ = now;
+  uint32_t started = 0;
+  while (opened_ < conns_.size() && open_tokens_ >= 1.0 && started < kOpenPerCall) {
+    StartConnect(conns_[opened_++], now);
+    open_tokens_ -= 1.0;
+    ++started;
+  }
+}
+
+void Worker::MaybeStart(int64_t now) {
+  int64_t start = engine_->load_start_ns_.load(std::memory_order_acquire);
+  if (start == 0) {
+    // Starting when connected: the last worker to have all its connections
+    // established, or the first to reach the deadline, sets the start.
+    if (!reported_connected_ && open_ == conns_.size()) {
+      reported_connected_ = true;
+      if (engine_->connected_workers_.fetch_add(1) + 1 == engine_->workers_.size()) engine_->SetLoadStart(now);
+    } else if (now >= engine_->connect_deadline_ns_) {
+      engine_->SetLoadStart(now);
+    }
+    start = engine_->load_start_ns_.load(std::memory_order_acquire);
+    if (start == 0 || now < start) return;
+  } else if (now < start) {
+    return;
+  }
+  started_ = true;
+  start_ns_ = start;
+  interval_start_ns_ = start;
+  last_sample_ns_ = start;
+  next_sample_ns_ = start + kSampleNs;
+  for (Conn& c : conns_) {
+    // Constant rate: connection g sends at start + g/R, then every C/R.
+    if (opt_.rate > 0) c.next_intended_ns = start + static_cast<int64_t>(opt_.connection_offset + c.id) * slot_ns_;
+    if (c.state == State::kIdle) MaybeSend(c, now);
+  }
 }
 
 void Worker::BeginDrain(int64_t now) {
@@ -518,7 +548,8 @@ void Worker::BeginDrain(int64_t now) {
 int64_t Worker::NextDeadline(int64_t now) const {
   int64_t d = INT64_MAX;
   if (!started_) {
-    d = start_ns_;
+    const int64_t start = engine_->load_start_ns_.load(std::memory_order_acquire);
+    d = start != 0 ? start : engine_->connect_deadline_ns_;
   } else if (!draining_) {
     d = std::min(d, start_ns_ + engine_->boundaries_[boundary_].at_ns);
     d = std::min(d, next_sample_ns_);
@@ -580,21 +611,19 @@ void Worker::Run() {
     pthread_setaffinity_np(pthread_self(), sizeof set, &set);
   }
   int64_t now = NowNs();
-  opening_since_ns_ = now;
+  open_refill_ns_ = now;
+  open_tokens_ = kOpenBurst;
   OpenConnections(now);
   for (;;) {
     now = NowNs();
     if (!draining_) {
       if (engine_->stop_.load(std::memory_order_relaxed)) {
         const size_t k = std::min(boundary_, engine_->boundaries_.size() - 1);
-        engine_->Deliver(k, index_, std::move(cur_), open_, std::max<int64_t>(0, now - start_ns_), true);
+        engine_->Deliver(k, index_, std::move(cur_), open_, started_ ? std::max<int64_t>(0, now - start_ns_) : 0, true);
         cur_ = IntervalStats();
         BeginDrain(now);
-      } else if (!started_ && now >= start_ns_) {
-        started_ = true;
-        for (Conn& c : conns_) {
-          if (c.state == State::kIdle) MaybeSend(c, now);
-        }
+      } else if (!started_) {
+        MaybeStart(now);
       }
       if (started_ && !draining_) {
         SampleRate(now);

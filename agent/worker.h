@@ -108,6 +108,8 @@ class Worker {
   void RunTimers(int64_t now);
   void CrossBoundaries(int64_t now);
   void BeginDrain(int64_t now);
+  // Starts the load once the engine's start time is known and has come.
+  void MaybeStart(int64_t now);
   void SampleRate(int64_t now);
   int64_t NextDeadline(int64_t now) const;
   void Wait(int64_t deadline, int64_t now);
@@ -125,12 +127,14 @@ class Worker {
   std::unique_ptr<char[]> buf_;
   static constexpr size_t kBufSize = 64 * 1024;
 
-  // First connects: kOpenBurst at once, then kOpenPerMs per millisecond.
-  static constexpr uint64_t kOpenBurst = 512;
-  static constexpr uint64_t kOpenPerMs = 50;
+  // First connects: a token bucket kOpenBurst deep, refilled at kOpenPerMs.
+  static constexpr uint32_t kOpenBurst = 512;
+  static constexpr double kOpenPerMs = 50;
+  static constexpr uint32_t kOpenPerCall = 128;
   static constexpr int64_t kOpenTickNs = 1'000'000;
   size_t opened_ = 0;
-  int64_t opening_since_ns_ = 0;
+  double open_tokens_ = 0;
+  int64_t open_refill_ns_ = 0;
 
   Conn* fifo_head_ = nullptr;
   Conn* fifo_tail_ = nullptr;
@@ -144,17 +148,18 @@ class Worker {
   std::vector<Answered> answered_;
 
   // Timing, all in CLOCK_MONOTONIC nanoseconds.
-  const int64_t start_ns_;     // load begins
+  int64_t start_ns_ = 0;       // load began (once started_)
   int64_t timeout_ns_;
   int64_t conn_period_ns_ = 0;  // constant rate: each connection's send period
   int64_t slot_ns_ = 0;         // constant rate: spacing of consecutive connections
   size_t boundary_ = 0;         // next boundary to cross
-  int64_t interval_start_ns_;
-  int64_t next_sample_ns_;
-  int64_t last_sample_ns_;
+  int64_t interval_start_ns_ = 0;
+  int64_t next_sample_ns_ = 0;
+  int64_t last_sample_ns_ = 0;
   uint64_t sample_requests_ = 0;
 
   bool started_ = false;
+  bool reported_connected_ = false;
   bool draining_ = false;
   int64_t drain_deadline_ns_ = 0;
   uint32_t in_flight_ = 0;  // connections with a batch in flight

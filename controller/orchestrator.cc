@@ -371,9 +371,12 @@ report::CellRecord Orchestrator::RunCell(const api::BenchmarkRun& run, const api
 
   const std::vector<int64_t> shares = api::SplitEvenly(cell.connections, agents);
   // A start a moment ahead, the same for every agent, so that they begin
-  // together; their connections open before it.
-  const auto start_wall = std::chrono::system_clock::now() + std::chrono::milliseconds(100);
-  const auto start_steady = Clock::now() + std::chrono::milliseconds(100);
+  // together; their connections open before it (agents open about 50 per
+  // millisecond per thread, so the lead grows with the connections).
+  const auto lead = std::chrono::milliseconds(100) +
+                    std::chrono::microseconds(25 * cell.connections / std::max(1, agents * settings.threads));
+  const auto start_wall = std::chrono::system_clock::now() + lead;
+  const auto start_steady = Clock::now() + lead;
   auto aggregator = std::make_shared<CellAggregator>(static_cast<size_t>(agents));
   const api::CurrentCell this_cell{cell.target, cell.scenario, cell.connections, cell.repetition, std::nullopt};
   if (observer_ != nullptr) {
