@@ -185,11 +185,14 @@ def main():
                           f"{cpu / max(requests, 1) * 1e6:6.2f} us CPU/req  rss {rss / 1024:6.1f} MiB  errors {errors}",
                           flush=True)
                     time.sleep(1)
+            # Under strace everything is slower: give the connections of the
+            # higher levels time to open, so that setup does not dominate.
+            strace_secs = max(args.strace_duration, 3 + conns // 1000)
             for tool in ("wrk", "fairbench"):
                 trace = os.path.join(tmp, f"strace-{tool}-{conns}.txt")
                 argv = ["strace", "-c", "-f", "-o", trace, "taskset", "-c", args.client_cpu] + \
-                    tool_argv(tool, args.agent, url, conns, args.strace_duration)
-                out, _, _, code = run_measured(argv, args.strace_duration + 60)
+                    tool_argv(tool, args.agent, url, conns, strace_secs)
+                out, _, _, code = run_measured(argv, strace_secs + 60)
                 requests, _, _, _ = parse_output(out)
                 runs[tool + "_syscalls_per_request"] = strace_calls(trace) / max(requests, 1)
                 time.sleep(1)
