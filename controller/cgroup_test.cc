@@ -23,8 +23,9 @@ TEST_F(TargetCgroupTest, EnforcesTheMemoryLimitAndNamesTheOomKill) {
   auto g = TargetCgroup::Create("test-oom-" + std::to_string(getpid()), 32 << 20, std::nullopt);
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   ProcessOptions o;
-  // tail keeps a line without a newline in memory: 200 MB of it.
-  o.argv = {"sh", "-c", "head -c 200000000 /dev/zero | tail -c 1 >/dev/null"};
+  // tail keeps the last lines in memory, and without a newline the whole
+  // input is one line: 200 MB of it.
+  o.argv = {"sh", "-c", "head -c 200000000 /dev/zero | tail >/dev/null"};
   o.cgroup_procs = (*g)->procs_files();
   auto p = Process::Start(o);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
@@ -52,10 +53,10 @@ TEST_F(TargetCgroupTest, MeasuresMemoryAndCpuOfEveryProcessInIt) {
     ASSERT_TRUE(c.ok() && m.ok());
     cpu = *c;
     memory = std::max(memory, *m);
-    if (memory > (20u << 20)) break;
+    if (memory > (16u << 20) && cpu > 0.05) break;
   }
   EXPECT_GT(cpu, 0.05);
-  EXPECT_GT(memory, 20u << 20);
+  EXPECT_GT(memory, 16u << 20);  // the 20 MB string, give or take the shell's own
   EXPECT_FALSE((*g)->OomKilled());
   p->Stop(1s);
 }
