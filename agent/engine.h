@@ -22,7 +22,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,8 +30,8 @@
 #include <vector>
 
 #include "agent/request.h"
-#include "common/metrics.h"
 #include "agent/url.h"
+#include "common/metrics.h"
 #include "common/status.h"
 
 namespace fairbench::agent {

@@ -17,6 +17,7 @@
 
 #include "agent/agent_client.h"
 #include "agent/load_command.h"
+#include "common/cli.h"
 
 namespace {
 
@@ -96,19 +97,7 @@ int main(int argc, char** argv) {
   app.add_option("--give-up-after", give_up, "Exit when no controller could be reached for this many seconds (0: never)");
   fairbench::agent::LoadFlags load;
   CLI::App* load_cmd = fairbench::agent::AddLoadCommand(app, load);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    // One clear line, exit code 2, whatever the mistake.
-    std::fprintf(stderr, "fairbench-agent: %s (see --help)\n", e.what());
-    return 2;
-  }
+  if (auto code = fairbench::ParseCommandLine(app, argc, argv, "fairbench-agent")) return *code;
   if (load_cmd->parsed()) return fairbench::agent::RunLoadCommand(load);
   if (controller_opt->count() > 0) return Connect(controller, token, token_file, id, node, cpus, give_up);
   std::fprintf(stderr, "fairbench-agent: give a command (load URL) or --controller HOST:PORT (see --help)\n");

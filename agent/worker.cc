@@ -166,8 +166,6 @@ void Worker::Fail(Conn& c, Why why, int64_t now) {
     case Why::kWrite: ++e.write; break;
     case Why::kTimeout: ++e.timeout; break;
     case Why::kPortExhaustion: ++e.port_exhaustion; break;
-    case Why::kServerClosed:
-    case Why::kDone: break;
   }
   Close(c);
   ScheduleReconnect(c, now, true);

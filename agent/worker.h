@@ -42,11 +42,10 @@ class Worker {
   uint64_t drained() const { return drained_; }
   uint64_t abandoned() const { return abandoned_; }
   uint32_t peak_open() const { return peak_open_; }
-  uint32_t connections() const { return static_cast<uint32_t>(conns_.size()); }
 
  private:
   enum class State : uint8_t { kClosed, kConnecting, kIdle, kBusy };
-  enum class Why : uint8_t { kConnect, kRead, kWrite, kTimeout, kPortExhaustion, kServerClosed, kDone };
+  enum class Why : uint8_t { kConnect, kRead, kWrite, kTimeout, kPortExhaustion };
 
   struct Conn {
     int fd = -1;

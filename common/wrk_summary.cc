@@ -30,7 +30,6 @@ void RunTotals::Add(const Snapshot& s) {
   if (s.phase != Phase::kMeasure) return;
   measure_.Add(s.stats);
   cpu_seconds_ += s.cpu_seconds;
-  min_open_ = std::min(min_open_, s.connections_open);
 }
 
 SampleStats ComputeSampleStats(const std::vector<double>& samples) {

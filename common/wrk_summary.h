@@ -39,13 +39,11 @@ class RunTotals {
   const IntervalStats& measure() const { return measure_; }
   const std::vector<TimelinePoint>& timeline() const { return timeline_; }
   double agent_cpu_seconds() const { return cpu_seconds_; }
-  uint32_t min_connections_open() const { return min_open_; }
 
  private:
   IntervalStats measure_;
   std::vector<TimelinePoint> timeline_;
   double cpu_seconds_ = 0;
-  uint32_t min_open_ = UINT32_MAX;
 };
 
 struct SummaryContext {

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/api/crd.h"
+#include "common/cli.h"
 #include "controller/run_command.h"
 
 int main(int argc, char** argv) {
@@ -17,18 +18,7 @@ int main(int argc, char** argv) {
   fairbench::controller::RunFlags run;
   CLI::App* run_cmd = fairbench::controller::AddRunCommand(app, run);
   CLI::App* crd_cmd = app.add_subcommand("crd", "Print the BenchmarkRun CustomResourceDefinition (YAML)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "fairbench: %s (see --help)\n", e.what());
-    return 2;
-  }
+  if (auto code = fairbench::ParseCommandLine(app, argc, argv, "fairbench")) return *code;
   if (run_cmd->parsed()) return fairbench::controller::RunRunCommand(run);
   if (crd_cmd->parsed()) {
     std::fputs(fairbench::api::BenchmarkRunCrdYaml().c_str(), stdout);
