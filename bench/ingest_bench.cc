@@ -3,8 +3,7 @@
 // cell's aggregate — what happens once per agent per second.
 #include <benchmark/benchmark.h>
 
-#include <random>
-
+#include "bench/realistic_snapshot.h"
 #include "common/wire.h"
 #include "controller/cell_aggregator.h"
 
@@ -12,30 +11,9 @@ namespace {
 
 using fairbench::Snapshot;
 
-// A busy one-second snapshot: 100,000 latencies spread like a real server's
-// (a lognormal body around 300 µs and a 1 % tail up to seconds).
 fairbench::v1::Snapshot Realistic(uint64_t sequence) {
-  Snapshot s;
-  s.sequence = sequence;
-  s.phase = fairbench::Phase::kMeasure;
-  s.start_ns = static_cast<int64_t>(sequence - 1) * 1'000'000'000;
-  s.end_ns = static_cast<int64_t>(sequence) * 1'000'000'000;
-  std::mt19937_64 rng(sequence);
-  std::lognormal_distribution<double> body(std::log(300.0), 0.6);
-  std::uniform_real_distribution<double> tail(0, 1);
-  for (int i = 0; i < 100000; ++i) {
-    double v = body(rng);
-    if (tail(rng) < 0.01) v *= 100;
-    s.stats.latency.Record(static_cast<int64_t>(v));
-  }
-  s.stats.counters.requests = 100000;
-  s.stats.counters.bytes_read = 100000 * 160;
-  s.stats.counters.status_classes[2] = 100000;
-  for (int i = 0; i < 40; ++i) s.stats.rate_samples.push_back(100000.0 + i);
-  s.connections_open = 100;
-  s.cpu_seconds = 0.9;
   fairbench::v1::Snapshot msg;
-  fairbench::wire::ToProto(s, "job", &msg);
+  fairbench::wire::ToProto(fairbench::bench::RealisticSnapshot(sequence), "job", &msg);
   return msg;
 }
 

@@ -6,6 +6,7 @@
 
 #include <random>
 
+#include "bench/realistic_snapshot.h"
 #include "controller/metrics/exposition.h"
 #include "controller/metrics/run_metrics.h"
 #include "controller/metrics/write_request.h"
@@ -15,29 +16,7 @@ namespace {
 using namespace fairbench;
 using namespace fairbench::metrics;
 
-// A busy one-second interval: 100,000 latencies, a lognormal body around
-// 300 µs and a 1 % tail up to seconds.
-Snapshot Realistic(uint64_t sequence) {
-  Snapshot s;
-  s.sequence = sequence;
-  s.phase = Phase::kMeasure;
-  s.start_ns = static_cast<int64_t>(sequence - 1) * 1'000'000'000;
-  s.end_ns = static_cast<int64_t>(sequence) * 1'000'000'000;
-  std::mt19937_64 rng(sequence);
-  std::lognormal_distribution<double> body(std::log(300.0), 0.6);
-  std::uniform_real_distribution<double> tail(0, 1);
-  for (int i = 0; i < 100000; ++i) {
-    double v = body(rng);
-    if (tail(rng) < 0.01) v *= 100;
-    s.stats.latency.Record(static_cast<int64_t>(v));
-  }
-  s.stats.counters.requests = 100000;
-  s.stats.counters.bytes_read = 100000 * 160;
-  s.stats.counters.status_classes[2] = 100000;
-  s.connections_open = 100;
-  s.cpu_seconds = 0.9;
-  return s;
-}
+Snapshot Realistic(uint64_t sequence) { return fairbench::bench::RealisticSnapshot(sequence); }
 
 class Discard final : public SampleSink {
  public:

@@ -133,6 +133,7 @@ class ApiServer {
   ApiResponse Watch(const Target& t, const ApiRequest& req);
   ApiResponse Get(const Target& t, const ApiRequest& req);
   ApiResponse Create(const Target& t, const ApiRequest& req);
+  static void KeepStatusRules(const Target& t, const ResourceInfo& r, const json& old, json& obj);
   ApiResponse Update(const Target& t, const ApiRequest& req);
   ApiResponse Patch(const Target& t, const ApiRequest& req);
   ApiResponse Apply(const Target& t, const ApiRequest& req, const nlohmann::json* current);

@@ -518,6 +518,26 @@ ApiResponse ApiServer::StoreCreate(const Target& target, json obj, const ApiRequ
   return resp;
 }
 
+// The status subresource's rules for a write (KUBE-API.md §4): a write to
+// /status changes only status; a write to the object keeps the stored status.
+void ApiServer::KeepStatusRules(const Target& t, const ResourceInfo& r, const json& old, json& obj) {
+  if (t.subresource == "status") {
+    json next = old;
+    if (obj.contains("status")) {
+      next["status"] = obj["status"];
+    } else {
+      next.erase("status");
+    }
+    obj = std::move(next);
+  } else if (r.status_subresource) {
+    if (old.contains("status")) {
+      obj["status"] = old["status"];
+    } else {
+      obj.erase("status");
+    }
+  }
+}
+
 ApiResponse ApiServer::Update(const Target& t, const ApiRequest& req) {
   const ResourceInfo& r = *t.resource;
   auto body = ParseObjectBody(req, r);
@@ -537,21 +557,7 @@ ApiResponse ApiServer::Update(const Target& t, const ApiRequest& req) {
   }
   if (!rv.empty() && rv != Str((*cur)["metadata"], "resourceVersion")) return Reply(ConflictModified(r.Name(t.name)));
   json old = *cur;
-  if (t.subresource == "status") {
-    json next = old;
-    if (obj.contains("status")) {
-      next["status"] = obj["status"];
-    } else {
-      next.erase("status");
-    }
-    obj = std::move(next);
-  } else if (r.status_subresource) {
-    if (old.contains("status")) {
-      obj["status"] = old["status"];
-    } else {
-      obj.erase("status");
-    }
-  }
+  KeepStatusRules(t, r, old, obj);
   return StoreUpdate(t, std::move(obj), old, req, Manager(req), false);
 }
 
@@ -647,21 +653,7 @@ ApiResponse ApiServer::Patch(const Target& t, const ApiRequest& req) {
     return Reply(Invalid(r.Name(t.name), {FieldInvalid("metadata.name", name, "field is immutable")}));
   }
   const json& old = *cur;
-  if (t.subresource == "status") {
-    json next = old;
-    if (patched.contains("status")) {
-      next["status"] = patched["status"];
-    } else {
-      next.erase("status");
-    }
-    patched = std::move(next);
-  } else if (r.status_subresource) {
-    if (old.contains("status")) {
-      patched["status"] = old["status"];
-    } else {
-      patched.erase("status");
-    }
-  }
+  KeepStatusRules(t, r, old, patched);
   json old_copy = old;
   return StoreUpdate(t, std::move(patched), old_copy, req, Manager(req), false);
 }
