@@ -8,6 +8,7 @@
 #include "agent/request.h"
 #include "agent/url.h"
 #include "common/wire.h"
+#include "common/wire_job.h"
 
 namespace fairbench::agent {
 namespace {
@@ -26,41 +27,39 @@ grpc::ChannelArguments ChannelArgs() {
   return args;
 }
 
-Result<EngineOptions> OptionsFromJob(const v1::LoadJob& job, const std::vector<int>& cpus) {
+// The engine's options for a decoded job (wire::FromProto applied the
+// defaults and refused what cannot run); resolves the target.
+Result<EngineOptions> OptionsFromJob(const wire::JobSpec& job, const std::vector<int>& cpus) {
   EngineOptions o;
-  if (job.port() == 0 || job.port() > 65535) return Status::InvalidArgument("job: bad port");
-  auto addrs = Resolve(job.host(), static_cast<uint16_t>(job.port()));
+  auto addrs = Resolve(job.host, job.port);
   if (!addrs.ok()) return addrs.status();
   o.addresses = std::move(*addrs);
-  const std::string host_header =
-      job.host_header().empty() ? job.host() + ":" + std::to_string(job.port()) : job.host_header();
-  for (const v1::Request& r : job.requests()) {
+  const std::string host_header = job.EffectiveHostHeader();
+  for (size_t i = 0; i < job.requests.size(); ++i) {
+    const wire::JobRequest& r = job.requests[i];
     RequestSpec spec;
-    spec.name = r.name();
-    spec.method = r.method().empty() ? "GET" : r.method();
-    spec.target = r.target().empty() ? "/" : r.target();
-    for (const v1::Header& h : r.headers()) spec.headers.emplace_back(h.name(), h.value());
-    spec.body = r.body();
-    spec.weight = r.weight() == 0 ? 1 : r.weight();
-    if (Status s = ValidateRequest(spec, "job request '" + spec.name + "': "); !s.ok()) return s;
-    o.requests.push_back(BuildRequest(spec, host_header, job.keep_alive()));
+    spec.name = r.name;
+    spec.method = r.method;
+    spec.target = r.target;
+    spec.headers = r.headers;
+    spec.body = r.body;
+    spec.weight = r.weight;
+    if (Status s = ValidateRequest(spec, "job.requests[" + std::to_string(i) + "]: "); !s.ok()) return s;
+    o.requests.push_back(BuildRequest(spec, host_header, job.keep_alive));
   }
-  o.threads = job.threads();
-  o.connections = job.connections();
-  o.warmup = std::chrono::nanoseconds(job.warmup_ns());
-  o.duration = std::chrono::nanoseconds(job.duration_ns());
-  o.timeout = std::chrono::nanoseconds(job.timeout_ns());
-  if (job.interval_ns() > 0) o.interval = std::chrono::nanoseconds(job.interval_ns());
-  o.keep_alive = job.keep_alive();
-  o.pipeline = job.pipeline() == 0 ? 1 : job.pipeline();
-  o.rate = job.rate();
-  o.connection_offset = job.connection_offset();
-  o.total_connections = job.total_connections();
+  o.threads = job.threads;
+  o.connections = job.connections;
+  o.warmup = job.warmup;
+  o.duration = job.duration;
+  o.timeout = job.timeout;
+  o.interval = job.interval;
+  o.keep_alive = job.keep_alive;
+  o.pipeline = job.pipeline;
+  o.rate = job.rate;
+  o.connection_offset = job.connection_offset;
+  o.total_connections = job.total_connections;
   o.cpus = cpus;
-  if (job.start_unix_ns() > 0) {
-    o.start_at = std::chrono::system_clock::time_point(
-        std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(job.start_unix_ns())));
-  }
+  o.start_at = job.start;
   if (Status s = ValidateOptions(o); !s.ok()) return s;
   return o;
 }
@@ -219,7 +218,9 @@ void AgentClient::RunJob(v1::LoadJob job) {
     std::lock_guard<std::mutex> lock(mu_);
     job_id_.clear();
   };
-  auto options = OptionsFromJob(job, options_.cpus);
+  auto spec = wire::FromProto(job);
+  if (!spec.ok()) return fail(spec.status().message());
+  auto options = OptionsFromJob(*spec, options_.cpus);
   if (!options.ok()) return fail(options.status().message());
   Engine engine(std::move(*options));
   {
@@ -234,8 +235,8 @@ void AgentClient::RunJob(v1::LoadJob job) {
     }
     return fail(s.message());
   }
-  spdlog::info("job {}: {} connections, {} threads against {}:{}", job.job_id(), job.connections(), job.threads(),
-               job.host(), job.port());
+  spdlog::info("job {}: {} connections, {} threads against {}:{}", spec->job_id, spec->connections, spec->threads,
+               spec->host, spec->port);
   Counters totals;
   uint64_t last_sequence = 0;
   while (auto snap = engine.NextSnapshot()) {

@@ -86,6 +86,10 @@ TEST_F(AgentCliTest, BadInputGetsOneLineAndExitCodeTwo) {
       {{"load", "http://127.0.0.1:1/", "--requests", body_dir + "/mix.yaml"}, "mix.yaml:3:5: requests[0].wieght: unknown field"},
       {{"load", "http://127.0.0.1:1/", "--rate", "10", "--pipeline", "2"}, "constant rate cannot be combined with pipelining"},
       {{"load", "http://127.0.0.1:1/", "-c", "100000", "-t", "1"}, "open files"},
+      {{"load", "http://127.0.0.1:1/", "--cpus", "1-a"}, "--cpus: \"1-a\" is not a CPU list"},
+      {{"load", "http://127.0.0.1:1/", "--cpus", "1023"}, "--cpus: CPU list '1023': CPU 1023 is outside 0-"},
+      {{"load", "http://127.0.0.1:1/", "--cpus", " "}, "--cpus: CPU list ' ' is empty"},
+      {{"--controller", "127.0.0.1:1", "--token", "t", "--cpus", "2-1"}, "--cpus: \"2-1\" is not a CPU list"},
       {{}, "give a command"},
   };
   for (const auto& [args, expected] : cases) {

@@ -68,17 +68,18 @@ Status Engine::Start() {
   const int64_t step = options_.interval.count();
   const int64_t warmup = options_.warmup.count();
   const int64_t end = warmup + options_.duration.count();
-  for (int64_t t = step; t < warmup; t += step) boundaries_.push_back({t, Phase::kWarmup, false});
-  if (warmup > 0) boundaries_.push_back({warmup, Phase::kWarmup, false});
-  for (int64_t t = warmup + step; t < end; t += step) boundaries_.push_back({t, Phase::kMeasure, false});
-  boundaries_.push_back({end, Phase::kMeasure, true});
+  std::vector<Boundary>& boundaries = state_.boundaries;
+  for (int64_t t = step; t < warmup; t += step) boundaries.push_back({t, Phase::kWarmup, false});
+  if (warmup > 0) boundaries.push_back({warmup, Phase::kWarmup, false});
+  for (int64_t t = warmup + step; t < end; t += step) boundaries.push_back({t, Phase::kMeasure, false});
+  boundaries.push_back({end, Phase::kMeasure, true});
 
   const int64_t now = MonotonicNs();
   if (options_.start_at) {
     const auto ahead = std::chrono::duration_cast<std::chrono::nanoseconds>(*options_.start_at - std::chrono::system_clock::now());
-    load_start_ns_ = now + std::max<int64_t>(1, ahead.count());
+    state_.load_start_ns = now + std::max<int64_t>(1, ahead.count());
   } else {
-    connect_deadline_ns_ = now + options_.timeout.count();
+    state_.connect_deadline_ns = now + options_.timeout.count();
   }
 
   const uint32_t per = options_.connections / options_.threads;
@@ -86,7 +87,7 @@ Status Engine::Start() {
   uint32_t first = 0;
   for (uint32_t i = 0; i < options_.threads; ++i) {
     const uint32_t n = per + (i < extra ? 1 : 0);
-    auto w = std::make_unique<Worker>(this, i, first, n);
+    auto w = std::make_unique<Worker>(static_cast<LoadCoordinator&>(*this), options_, i, first, n);
     if (Status s = w->Init(); !s.ok()) return s;
     workers_.push_back(std::move(w));
     first += n;
@@ -142,7 +143,7 @@ std::optional<Snapshot> Engine::NextSnapshot() {
   }
   Snapshot s;
   s.sequence = ++sequence_;
-  s.phase = boundaries_[k].phase;
+  s.phase = state_.boundaries[k].phase;
   s.start_ns = last_end_ns_;
   s.end_ns = std::max(part.end_ns, last_end_ns_);
   s.connections_open = part.open;
@@ -155,15 +156,20 @@ std::optional<Snapshot> Engine::NextSnapshot() {
   return s;
 }
 
+void Engine::ReportConnected(int64_t now_ns) {
+  // The last worker to have all its connections established starts the load.
+  if (connected_workers_.fetch_add(1) + 1 == workers_.size()) SetLoadStart(now_ns);
+}
+
 void Engine::SetLoadStart(int64_t now_ns) {
   int64_t expected = 0;
-  if (load_start_ns_.compare_exchange_strong(expected, now_ns, std::memory_order_acq_rel)) {
+  if (state_.load_start_ns.compare_exchange_strong(expected, now_ns, std::memory_order_acq_rel)) {
     for (auto& w : workers_) w->Wake();
   }
 }
 
 void Engine::Stop() {
-  stop_.store(true, std::memory_order_relaxed);
+  state_.stop.store(true, std::memory_order_relaxed);
   for (auto& w : workers_) w->Wake();
 }
 
@@ -180,7 +186,7 @@ EndReport Engine::Finish() {
     r.connections_peak += w->peak_open();
   }
   r.measure_seconds = std::max<double>(0, static_cast<double>(last_end_ns_ - options_.warmup.count()) / 1e9);
-  r.stopped_early = stop_.load();
+  r.stopped_early = state_.stop.load();
   return r;
 }
 

@@ -19,7 +19,6 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -29,37 +28,12 @@
 #include <thread>
 #include <vector>
 
-#include "agent/request.h"
-#include "agent/url.h"
+#include "agent/engine_options.h"
+#include "agent/load_coordinator.h"
 #include "common/metrics.h"
 #include "common/status.h"
 
 namespace fairbench::agent {
-
-struct EngineOptions {
-  std::vector<SocketAddress> addresses;  // the target; connections use the first address
-  std::vector<BuiltRequest> requests;    // one or a weighted mix
-  uint32_t threads = 2;
-  uint32_t connections = 10;
-  std::chrono::nanoseconds warmup{0};
-  std::chrono::nanoseconds duration = std::chrono::seconds(10);
-  std::chrono::nanoseconds timeout = std::chrono::seconds(2);
-  std::chrono::nanoseconds interval = std::chrono::seconds(1);
-  bool keep_alive = true;
-  uint32_t pipeline = 1;   // requests written back to back per connection
-  double rate = 0;         // total requests/s over all connections; 0 = as fast as possible
-  std::vector<int> cpus;   // pin worker i to cpus[i % size]; empty = no pinning
-  // With several agents sharing a load: this engine's first connection
-  // among all of them, and their total. A constant rate is then staggered
-  // over every connection of every agent.
-  uint32_t connection_offset = 0;
-  uint32_t total_connections = 0;  // 0: just this engine's
-  // Wall-clock start of the load (so that several agents start together).
-  // Connections are opened before it. Unset: the load starts as soon as
-  // every connection is established (or after `timeout`, whichever comes
-  // first), so that the measurement does not include opening them.
-  std::optional<std::chrono::system_clock::time_point> start_at;
-};
 
 // Checks the options for what would make a run meaningless; the message
 // names the option.
@@ -67,10 +41,11 @@ Status ValidateOptions(const EngineOptions& options);
 
 class Worker;
 
-class Engine {
+// The workers see the engine only as their LoadCoordinator.
+class Engine final : private LoadCoordinator {
  public:
   explicit Engine(EngineOptions options);
-  ~Engine();
+  ~Engine() override;
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
@@ -87,31 +62,19 @@ class Engine {
 
   const EngineOptions& options() const { return options_; }
 
-  // Interval boundaries, relative to the start, shared by all workers.
-  struct Boundary {
-    int64_t at_ns;
-    Phase phase;  // of the interval that ends here
-    bool last;
-  };
-
  private:
-  friend class Worker;
-  // Called by a worker at each boundary it crosses (once a second), and once
-  // with final = true for the interval in which it stopped.
+  // LoadCoordinator
+  const LoadState& state() const override { return state_; }
   void Deliver(size_t boundary_index, uint32_t worker, IntervalStats&& stats, uint32_t open_connections,
-               int64_t end_ns, bool final);
+               int64_t end_ns, bool final) override;
+  void ReportConnected(int64_t now_ns) override;
+  void SetLoadStart(int64_t now_ns) override;
 
   EngineOptions options_;
-  std::vector<Boundary> boundaries_;
+  LoadState state_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::thread> threads_;
-  // Sets the load's start (monotonic ns) once, and wakes the workers.
-  void SetLoadStart(int64_t now_ns);
-
-  std::atomic<bool> stop_{false};
-  std::atomic<int64_t> load_start_ns_{0};     // 0 until known
   std::atomic<uint32_t> connected_workers_{0};
-  int64_t connect_deadline_ns_ = 0;           // start anyway at this time
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -1,6 +1,5 @@
 #include "agent/load_command.h"
 
-#include <pthread.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -9,13 +8,15 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
-#include <thread>
 
 #include "agent/engine.h"
 #include "agent/request.h"
-#include "common/wrk_summary.h"
+#include "agent/request_mix.h"
 #include "agent/url.h"
+#include "common/api/cpu_list.h"
+#include "common/signals.h"
 #include "common/units.h"
+#include "common/wrk_summary.h"
 
 namespace fairbench::agent {
 namespace {
@@ -39,33 +40,16 @@ uint64_t RaiseFileLimit() {
 
 }  // namespace
 
-Result<std::vector<int>> ParseCpuList(const std::string& text) {
-  std::vector<int> cpus;
-  std::stringstream ss(text);
-  std::string part;
-  const long online = sysconf(_SC_NPROCESSORS_CONF);
-  while (std::getline(ss, part, ',')) {
-    if (part.empty()) return Status::InvalidArgument("CPU list '" + text + "' has an empty element");
-    const size_t dash = part.find('-');
-    try {
-      size_t used = 0;
-      const int lo = std::stoi(part.substr(0, dash), &used);
-      if (used != (dash == std::string::npos ? part.size() : dash)) throw std::invalid_argument(part);
-      int hi = lo;
-      if (dash != std::string::npos) {
-        hi = std::stoi(part.substr(dash + 1), &used);
-        if (used != part.size() - dash - 1) throw std::invalid_argument(part);
-      }
-      if (lo < 0 || hi < lo || hi >= online) {
-        return Status::InvalidArgument("CPU list '" + text + "': '" + part + "' is outside 0-" + std::to_string(online - 1));
-      }
-      for (int c = lo; c <= hi; ++c) cpus.push_back(c);
-    } catch (const std::exception&) {
-      return Status::InvalidArgument("CPU list '" + text + "': '" + part + "' is not a number or range");
-    }
+Result<std::vector<int>> ParseCpusFlag(const std::string& text) {
+  auto list = api::ParseCpuList(text);
+  if (!list.ok()) return list.status();
+  if (list->empty()) return Status::InvalidArgument("CPU list '" + text + "' is empty");
+  const long configured = sysconf(_SC_NPROCESSORS_CONF);
+  if (list->cpus.back() >= configured) {
+    return Status::InvalidArgument("CPU list '" + text + "': CPU " + std::to_string(list->cpus.back()) +
+                                   " is outside 0-" + std::to_string(configured - 1));
   }
-  if (cpus.empty()) return Status::InvalidArgument("CPU list '" + text + "' is empty");
-  return cpus;
+  return std::move(list->cpus);
 }
 
 CLI::App* AddLoadCommand(CLI::App& app, LoadFlags& f) {
@@ -169,7 +153,7 @@ int RunLoadCommand(const LoadFlags& f) {
   opt.pipeline = f.pipeline;
   opt.rate = f.rate;
   if (!f.cpus.empty()) {
-    auto cpus = ParseCpuList(f.cpus);
+    auto cpus = ParseCpusFlag(f.cpus);
     if (!cpus.ok()) return BadInput("--cpus: " + cpus.status().message());
     opt.cpus = std::move(*cpus);
   }
@@ -182,13 +166,10 @@ int RunLoadCommand(const LoadFlags& f) {
   }
 
   // SIGINT/SIGTERM end the run early, with a summary; SIGPIPE is never wanted.
+  // Blocked before the engine's threads start (they inherit the mask); the
+  // watcher takes them once the engine has started.
   std::signal(SIGPIPE, SIG_IGN);
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGUSR1);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  const BlockedSignals stop_signals({SIGINT, SIGTERM});
 
   Engine engine(opt);
   std::printf("Running %s test @ %s\n", FormatTimeS(static_cast<double>(opt.duration.count()) / 1e9).c_str(), f.url.c_str());
@@ -198,11 +179,7 @@ int RunLoadCommand(const LoadFlags& f) {
     std::fprintf(stderr, "fairbench-agent: %s\n", s.message().c_str());
     return 1;
   }
-  std::thread signal_thread([&engine, signals] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    if (sig != SIGUSR1) engine.Stop();
-  });
+  SignalWatcher signal_watcher({SIGINT, SIGTERM}, [&engine](int) { engine.Stop(); });
 
   RunTotals totals;
   while (auto snap = engine.NextSnapshot()) {
@@ -219,8 +196,7 @@ int RunLoadCommand(const LoadFlags& f) {
     totals.Add(*snap);
   }
   const EndReport end = engine.Finish();
-  pthread_kill(signal_thread.native_handle(), SIGUSR1);
-  signal_thread.join();
+  signal_watcher.Stop();
 
   SummaryContext ctx;
   ctx.url = f.url;

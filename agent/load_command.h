@@ -36,7 +36,8 @@ CLI::App* AddLoadCommand(CLI::App& app, LoadFlags& flags);
 // Runs it; returns the process exit code (2 for bad input).
 int RunLoadCommand(const LoadFlags& flags);
 
-// "0-3,6" → {0,1,2,3,6}.
-Result<std::vector<int>> ParseCpuList(const std::string& text);
+// --cpus (load and connect mode): a CPU list as api::ParseCpuList reads it
+// ("0-3,6" → {0,1,2,3,6}, ascending), not empty, of CPUs this machine has.
+Result<std::vector<int>> ParseCpusFlag(const std::string& text);
 
 }  // namespace fairbench::agent

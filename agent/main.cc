@@ -2,15 +2,11 @@
 //
 //   fairbench-agent load URL [options]                  standalone, wrk's interface and output
 //   fairbench-agent --controller HOST:PORT --token T    serve a controller's load jobs
-#include <pthread.h>
-#include <unistd.h>
-
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
-#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -18,6 +14,7 @@
 #include "agent/agent_client.h"
 #include "agent/load_command.h"
 #include "common/cli.h"
+#include "common/signals.h"
 
 namespace {
 
@@ -50,7 +47,7 @@ int Connect(const std::string& controller, std::string token, const std::string&
   options.node = node;
   options.give_up_after = std::chrono::milliseconds(static_cast<int64_t>(give_up_s * 1000));
   if (!cpus.empty()) {
-    auto list = fairbench::agent::ParseCpuList(cpus);
+    auto list = fairbench::agent::ParseCpusFlag(cpus);
     if (!list.ok()) {
       std::fprintf(stderr, "fairbench-agent: --cpus: %s\n", list.status().message().c_str());
       return 2;
@@ -58,21 +55,11 @@ int Connect(const std::string& controller, std::string token, const std::string&
     options.cpus = *list;
   }
   std::signal(SIGPIPE, SIG_IGN);
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGUSR1);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  AgentClient client(options);
-  std::thread signal_thread([&client, signals] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    client.Shutdown();
-  });
+  AgentClient client(options);  // starts no thread
+  // Before client.Run() starts any thread: they all inherit the mask.
+  fairbench::SignalWatcher signal_watcher({SIGINT, SIGTERM}, [&client](int) { client.Shutdown(); });
   const fairbench::Status s = client.Run();
-  pthread_kill(signal_thread.native_handle(), SIGUSR1);
-  signal_thread.join();
+  signal_watcher.Stop();
   if (!s.ok()) {
     std::fprintf(stderr, "fairbench-agent: %s\n", s.message().c_str());
     return 1;

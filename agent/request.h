@@ -6,9 +6,9 @@
 // short-connection mode. The user may override Host, or send their own
 // Content-Length/Connection; then ours is left out.
 //
-// A run may use a weighted mix of requests (from a YAML file); the schedule
-// interleaves them smoothly so every prefix of the sequence follows the
-// weights as closely as integers allow.
+// A run may use a weighted mix of requests (request_mix.h reads one from a
+// YAML file); the schedule interleaves them smoothly so every prefix of the
+// sequence follows the weights as closely as integers allow.
 #pragma once
 
 #include <cstdint>
@@ -45,17 +45,6 @@ Result<std::pair<std::string, std::string>> ParseHeader(const std::string& text)
 // Checks a method token and a request target; returns InvalidArgument with
 // a message naming `where` when they would produce a malformed request.
 Status ValidateRequest(const RequestSpec& spec, const std::string& where);
-
-// Loads a weighted request mix:
-//   requests:
-//     - name: hello            # optional
-//       method: GET            # default GET
-//       path: /                # required, starts with "/"
-//       headers: {Accept: text/plain}
-//       body: '...'            # or bodyFile: file (relative to the YAML file)
-//       weight: 3              # default 1
-// Errors name the file, line and column.
-Result<std::vector<RequestSpec>> LoadRequestMix(const std::string& path);
 
 // Smooth weighted round robin over request indexes. Deterministic; after
 // Σweights calls each index has come up exactly `weight` times.

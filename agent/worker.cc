@@ -40,14 +40,16 @@ std::vector<uint32_t> Weights(const EngineOptions& o) {
 
 }  // namespace
 
-Worker::Worker(Engine* engine, uint32_t index, uint32_t first_connection, uint32_t connections)
-    : engine_(engine),
-      opt_(engine->options_),
+Worker::Worker(LoadCoordinator& coordinator, const EngineOptions& options, uint32_t index, uint32_t first_connection,
+               uint32_t connections)
+    : coordinator_(coordinator),
+      load_(coordinator.state()),
+      opt_(options),
       index_(index),
       first_conn_(first_connection),
       conns_(connections),
-      schedule_(Weights(engine->options_)),
-      timeout_ns_(engine->options_.timeout.count()) {}
+      schedule_(Weights(options)),
+      timeout_ns_(options.timeout.count()) {}
 
 Worker::~Worker() {
   for (Conn& c : conns_) {
@@ -475,10 +477,10 @@ void Worker::SampleRate(int64_t now) {
 }
 
 void Worker::CrossBoundaries(int64_t now) {
-  const auto& bounds = engine_->boundaries_;
+  const std::vector<Boundary>& bounds = load_.boundaries;
   while (boundary_ < bounds.size() && now >= start_ns_ + bounds[boundary_].at_ns) {
-    const Engine::Boundary& b = bounds[boundary_];
-    engine_->Deliver(boundary_, index_, std::move(cur_), open_, b.at_ns, b.last);
+    const Boundary& b = bounds[boundary_];
+    coordinator_.Deliver(boundary_, index_, std::move(cur_), open_, b.at_ns, b.last);
     cur_ = IntervalStats();
     ++boundary_;
     if (b.last) {
@@ -507,17 +509,17 @@ void Worker::OpenConnections(int64_t now) {
 }
 
 void Worker::MaybeStart(int64_t now) {
-  int64_t start = engine_->load_start_ns_.load(std::memory_order_acquire);
+  int64_t start = load_.load_start_ns.load(std::memory_order_acquire);
   if (start == 0) {
     // Starting when connected: the last worker to have all its connections
     // established, or the first to reach the deadline, sets the start.
     if (!reported_connected_ && open_ == conns_.size()) {
       reported_connected_ = true;
-      if (engine_->connected_workers_.fetch_add(1) + 1 == engine_->workers_.size()) engine_->SetLoadStart(now);
-    } else if (now >= engine_->connect_deadline_ns_) {
-      engine_->SetLoadStart(now);
+      coordinator_.ReportConnected(now);
+    } else if (now >= load_.connect_deadline_ns) {
+      coordinator_.SetLoadStart(now);
     }
-    start = engine_->load_start_ns_.load(std::memory_order_acquire);
+    start = load_.load_start_ns.load(std::memory_order_acquire);
     if (start == 0 || now < start) return;
   } else if (now < start) {
     return;
@@ -546,10 +548,10 @@ void Worker::BeginDrain(int64_t now) {
 int64_t Worker::NextDeadline(int64_t now) const {
   int64_t d = INT64_MAX;
   if (!started_) {
-    const int64_t start = engine_->load_start_ns_.load(std::memory_order_acquire);
-    d = start != 0 ? start : engine_->connect_deadline_ns_;
+    const int64_t start = load_.load_start_ns.load(std::memory_order_acquire);
+    d = start != 0 ? start : load_.connect_deadline_ns;
   } else if (!draining_) {
-    d = std::min(d, start_ns_ + engine_->boundaries_[boundary_].at_ns);
+    d = std::min(d, start_ns_ + load_.boundaries[boundary_].at_ns);
     d = std::min(d, next_sample_ns_);
   }
   if (draining_) d = std::min(d, drain_deadline_ns_);
@@ -615,9 +617,9 @@ void Worker::Run() {
   for (;;) {
     now = NowNs();
     if (!draining_) {
-      if (engine_->stop_.load(std::memory_order_relaxed)) {
-        const size_t k = std::min(boundary_, engine_->boundaries_.size() - 1);
-        engine_->Deliver(k, index_, std::move(cur_), open_, started_ ? std::max<int64_t>(0, now - start_ns_) : 0, true);
+      if (load_.stop.load(std::memory_order_relaxed)) {
+        const size_t k = std::min(boundary_, load_.boundaries.size() - 1);
+        coordinator_.Deliver(k, index_, std::move(cur_), open_, started_ ? std::max<int64_t>(0, now - start_ns_) : 0, true);
         cur_ = IntervalStats();
         BeginDrain(now);
       } else if (!started_) {

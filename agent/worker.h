@@ -14,29 +14,37 @@
 // EPOLLOUT matters only after a short write; a read shorter than the buffer
 // means the socket is drained.
 //
-// Only the engine's Stop (via Wake) and the once-per-interval Deliver touch
-// anything shared.
+// The worker knows its coordinator (the engine) only as a LoadCoordinator:
+// in its loop it reads the coordinator's LoadState (the stop flag, the
+// start, the boundaries) without a call; it calls it once per interval
+// (Deliver) and once per run (ReportConnected, SetLoadStart). Only the
+// coordinator's Wake and those calls touch anything shared.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
-#include "agent/engine.h"
+#include "agent/engine_options.h"
+#include "agent/load_coordinator.h"
 #include "agent/response_parser.h"
+#include "common/status.h"
 
 namespace fairbench::agent {
 
 class Worker {
  public:
-  Worker(Engine* engine, uint32_t index, uint32_t first_connection, uint32_t connections);
+  // `coordinator` and `options` must outlive the worker.
+  Worker(LoadCoordinator& coordinator, const EngineOptions& options, uint32_t index, uint32_t first_connection,
+         uint32_t connections);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
   Status Init();
   void Run();
-  // Wakes the loop from another thread (used by Engine::Stop).
+  // Wakes the loop from another thread (after the coordinator set the stop
+  // flag or the start).
   void Wake();
 
   uint64_t drained() const { return drained_; }
@@ -107,13 +115,14 @@ class Worker {
   void RunTimers(int64_t now);
   void CrossBoundaries(int64_t now);
   void BeginDrain(int64_t now);
-  // Starts the load once the engine's start time is known and has come.
+  // Starts the load once the load's start time is known and has come.
   void MaybeStart(int64_t now);
   void SampleRate(int64_t now);
   int64_t NextDeadline(int64_t now) const;
   void Wait(int64_t deadline, int64_t now);
 
-  Engine* const engine_;
+  LoadCoordinator& coordinator_;
+  const LoadState& load_;  // coordinator_.state()
   const EngineOptions& opt_;
   const uint32_t index_;
   const uint32_t first_conn_;

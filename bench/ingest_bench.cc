@@ -5,7 +5,7 @@
 
 #include "bench/realistic_snapshot.h"
 #include "common/wire.h"
-#include "controller/cell_aggregator.h"
+#include "controller/hub/cell_aggregator.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 
 #include "common/api/crd.h"
 #include "common/cli.h"
-#include "controller/run_command.h"
+#include "controller/cli/run_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"fairbench: fair, reproducible HTTP benchmarks of web servers"};

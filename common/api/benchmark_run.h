@@ -89,6 +89,15 @@ struct LocalProcess {
   friend bool operator==(const LocalProcess&, const LocalProcess&) = default;
 };
 
+// When a deployed target counts as ready: it answers HTTP (any status) on
+// `path` within `timeout`. The same on every platform (Kubernetes: the
+// pod's readiness probe).
+struct Readiness {
+  std::string path = "/";
+  Duration timeout = std::chrono::seconds(30);
+  friend bool operator==(const Readiness&, const Readiness&) = default;
+};
+
 struct Target {
   std::string name;  // DNS-1123 label, unique in the run
   std::string image;  // container image (Kubernetes)
@@ -96,6 +105,8 @@ struct Target {
   Resources resources;
   int64_t nofile = 65536;  // RLIMIT_NOFILE of the server
   StringMap env;
+  // Unset: local.readyPath / local.readyTimeout where given, else the defaults.
+  std::optional<Readiness> readiness;
   std::optional<LocalProcess> local;
   friend bool operator==(const Target&, const Target&) = default;
 };

@@ -49,6 +49,16 @@ size_t CountCells(const BenchmarkRunSpec& spec) {
   return spec.targets.size() * per_target * repetitions;
 }
 
+Readiness EffectiveReadiness(const Target& target) {
+  if (target.readiness) return *target.readiness;
+  Readiness r;
+  if (target.local) {
+    r.path = target.local->ready_path;
+    r.timeout = target.local->ready_timeout;
+  }
+  return r;
+}
+
 ScenarioSettings EffectiveSettings(const BenchmarkRunSpec& spec, const Scenario& scenario) {
   ScenarioSettings s;
   if (scenario.request) {

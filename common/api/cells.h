@@ -61,6 +61,10 @@ struct ScenarioSettings {
 
 ScenarioSettings EffectiveSettings(const BenchmarkRunSpec& spec, const Scenario& scenario);
 
+// The target's readiness: spec.targets[].readiness, else the local one
+// (local.readyPath, local.readyTimeout), else the defaults.
+Readiness EffectiveReadiness(const Target& target);
+
 // `total` over `parts` as evenly as possible, larger shares first:
 // (10, 3) → {4, 3, 3}. How connections and rate are spread over agents.
 std::vector<int64_t> SplitEvenly(int64_t total, int32_t parts);

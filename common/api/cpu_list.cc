@@ -76,4 +76,10 @@ CpuList Intersection(const CpuList& a, const CpuList& b) {
   return out;
 }
 
+std::pair<CpuList, CpuList> SplitInHalves(const CpuList& list) {
+  if (list.cpus.size() < 2) return {list, list};
+  const auto middle = list.cpus.begin() + static_cast<std::ptrdiff_t>(list.cpus.size() / 2);
+  return {CpuList{std::vector<int>(list.cpus.begin(), middle)}, CpuList{std::vector<int>(middle, list.cpus.end())}};
+}
+
 }  // namespace fairbench::api

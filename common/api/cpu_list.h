@@ -8,6 +8,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "common/api/benchmark_run.h"
 #include "common/status.h"
@@ -21,5 +22,9 @@ Result<CpuList> ParseCpuList(std::string_view text);
 // Canonical: ascending, runs collapsed ("0-3,8").
 std::string FormatCpuList(const CpuList& list);
 CpuList Intersection(const CpuList& a, const CpuList& b);
+// The first half and the second half, in the list's order (targets and
+// agents on disjoint cores); with an odd count the second half has one more.
+// Fewer than two CPUs cannot be split: both halves are the whole list.
+std::pair<CpuList, CpuList> SplitInHalves(const CpuList& list);
 
 }  // namespace fairbench::api

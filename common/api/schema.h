@@ -83,7 +83,15 @@ void Describe(V& v, S& s) {
   v.Field("resources", s.resources);
   v.Field("nofile", s.nofile);
   v.Field("env", s.env);
+  v.Field("readiness", s.readiness);
   v.Field("local", s.local);
+}
+
+template <typename V, typename S>
+  requires Is<S, Readiness>
+void Describe(V& v, S& s) {
+  v.Field("path", s.path);
+  v.Field("timeout", s.timeout);
 }
 
 template <typename V, typename S>

@@ -69,7 +69,11 @@ Result<Time> ParseTime(std::string_view s) {
          std::chrono::seconds(second) + std::chrono::nanoseconds(nanos);
 }
 
-std::string FormatTime(Time t) {
+namespace {
+
+// `fraction_digits`: -1 as many as needed (none for whole seconds), else
+// exactly that many (0 to 9), truncated.
+std::string Format(Time t, int fraction_digits) {
   const auto days = std::chrono::floor<std::chrono::days>(t);
   const std::chrono::year_month_day ymd{days};
   auto rest = t - days;
@@ -85,13 +89,23 @@ std::string FormatTime(Time t) {
                 static_cast<int>(m.count()), static_cast<int>(sec.count()));
   std::string out = buf;
   long long ns = static_cast<long long>(rest.count());
-  if (ns > 0) {
+  if (fraction_digits != 0 && (ns > 0 || fraction_digits > 0)) {
     std::snprintf(buf, sizeof buf, ".%09lld", ns);
     std::string frac = buf;
-    while (frac.back() == '0') frac.pop_back();
+    if (fraction_digits > 0) {
+      frac.resize(static_cast<size_t>(1 + fraction_digits));
+    } else {
+      while (frac.back() == '0') frac.pop_back();
+    }
     out += frac;
   }
   return out + "Z";
 }
+
+}  // namespace
+
+std::string FormatTime(Time t) { return Format(t, -1); }
+std::string FormatTimeSeconds(Time t) { return Format(t, 0); }
+std::string FormatMicroTime(Time t) { return Format(t, 6); }
 
 }  // namespace fairbench::api

@@ -154,6 +154,11 @@ class Checker {
       if (t.resources.memory && t.resources.memory->bytes <= 0) Fail(*t.resources.memory, "must be greater than 0");
       Range<int64_t>(t.nofile, 1, kMaxNofile);
       CheckEnv(t.env);
+      if (t.readiness.has_value()) {
+        const Readiness& r = *t.readiness;
+        if (r.path.empty() || r.path[0] != '/') Fail(r.path, "must start with \"/\", got " + Quote(r.path));
+        Positive(r.timeout);
+      }
       if (t.local.has_value()) {
         const LocalProcess& l = *t.local;
         if (!has_command) {

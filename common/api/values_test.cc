@@ -63,6 +63,19 @@ TEST(CpuListTest, ParsesAndFormats) {
   EXPECT_EQ(FormatCpuList(Intersection(*ParseCpuList("0-5"), *ParseCpuList("4-9"))), "4-5");
 }
 
+TEST(CpuListTest, SplitsInHalvesForTargetsAndAgents) {
+  const auto halves = [](const char* text) {
+    const auto [first, second] = SplitInHalves(*ParseCpuList(text));
+    return FormatCpuList(first) + " | " + FormatCpuList(second);
+  };
+  EXPECT_EQ(halves("0-3"), "0-1 | 2-3");
+  EXPECT_EQ(halves("0-2"), "0 | 1-2");
+  EXPECT_EQ(halves("0,1"), "0 | 1");
+  EXPECT_EQ(halves("2,5,7,9"), "2,5 | 7,9");
+  EXPECT_EQ(halves("3"), "3 | 3");  // one CPU: shared
+  EXPECT_EQ(halves(""), " | ");
+}
+
 TEST(TimeTest, ParsesAndFormatsRfc3339) {
   EXPECT_EQ(FormatTime(*ParseTime("2026-09-28T12:00:00Z")), "2026-09-28T12:00:00Z");
   EXPECT_EQ(FormatTime(*ParseTime("2026-09-28T12:00:00.250Z")), "2026-09-28T12:00:00.25Z");
@@ -76,6 +89,23 @@ TEST(TimeTest, ParsesAndFormatsRfc3339) {
   EXPECT_FALSE(ParseTime("2026-09-28T12:00:00").ok());  // no zone
   EXPECT_FALSE(ParseTime("2026-09-28T24:00:00Z").ok());
   EXPECT_FALSE(ParseTime("2026-09-28T12:00:00.Z").ok());
+}
+
+// Kubernetes' two forms, as the kube client writes them: metav1.Time (whole
+// seconds) and metav1.MicroTime (six digits), both cut, never rounded.
+TEST(TimeTest, FormatsKubernetesSecondsAndMicroseconds) {
+  const Time t = *ParseTime("2026-07-01T10:00:00Z");
+  EXPECT_EQ(FormatTimeSeconds(t), "2026-07-01T10:00:00Z");
+  EXPECT_EQ(FormatMicroTime(t), "2026-07-01T10:00:00.000000Z");
+  const Time m = *ParseTime("2026-07-01T10:00:00.123456789Z");
+  EXPECT_EQ(FormatMicroTime(m), "2026-07-01T10:00:00.123456Z");
+  EXPECT_EQ(FormatTimeSeconds(m), "2026-07-01T10:00:00Z");
+  EXPECT_EQ(FormatTime(m), "2026-07-01T10:00:00.123456789Z");
+  EXPECT_EQ(FormatTimeSeconds(*ParseTime("2026-07-01T12:00:00+02:00")), "2026-07-01T10:00:00Z");
+  EXPECT_EQ(FormatMicroTime(*ParseTime("2026-07-01T12:00:00.5+02:00")), "2026-07-01T10:00:00.500000Z");
+  // Before 1970, cut towards the past too.
+  EXPECT_EQ(FormatTimeSeconds(Time(std::chrono::milliseconds(-1500))), "1969-12-31T23:59:58Z");
+  EXPECT_EQ(FormatMicroTime(Time(std::chrono::nanoseconds(-1))), "1969-12-31T23:59:59.999999Z");
 }
 
 TEST(NamesTest, FollowsKubernetes) {

@@ -2,8 +2,8 @@
 
 #include <cstdio>
 
+#include "common/api/time_text.h"
 #include "controller/kube/api_fields.h"
-#include "controller/kube/time_format.h"
 
 namespace fairbench::kube {
 
@@ -30,7 +30,7 @@ ApiStatus EventRecorder::Record(const Json& object, EventType type, const std::s
     std::string ns = s.ns, name = s.name;
     int32_t count = s.count;
     lock.unlock();
-    Json patch = {{fields::kCount, count}, {fields::kLastTimestamp, FormatTime(wall)}};
+    Json patch = {{fields::kCount, count}, {fields::kLastTimestamp, api::FormatTimeSeconds(wall)}};
     auto patched = client_.Patch(resources::Events(), ns, name, PatchType::kMerge, patch.dump());
     if (patched.ok()) return ApiOk();
     if (patched.reason() != Reason::kNotFound) return patched.error();

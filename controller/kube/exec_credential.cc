@@ -12,8 +12,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "common/api/time_text.h"
 #include "controller/kube/api_fields.h"
-#include "controller/kube/time_format.h"
 
 extern char** environ;
 
@@ -134,7 +134,7 @@ Result<std::pair<Credentials, std::optional<Clock::Wall>>> ParseExecCredential(c
   std::optional<Clock::Wall> expires;
   std::string exp = st.value("expirationTimestamp", "");
   if (!exp.empty()) {
-    auto t = ParseTime(exp);
+    auto t = api::ParseTime(exp);
     if (!t.ok()) return Status::InvalidArgument("exec plugin: bad expirationTimestamp: " + t.status().message());
     expires = *t;
   }

@@ -10,7 +10,7 @@
 
 #include "controller/kube/exec_credential.h"
 #include "controller/kube/in_cluster_config.h"
-#include "controller/kube/time_format.h"
+#include "common/api/time_text.h"
 #include "common/base64.h"
 #include "testing/apiserver/tls_material.h"
 
@@ -213,7 +213,7 @@ std::string Plugin(const TempDir& d, const std::string& body) {
 TEST(ExecCredential, CachesUntilExpiryAndRerunsAfterInvalidate) {
   TempDir d;
   FakeClock clock;
-  std::string expiry = FormatTime(clock.WallNow() + std::chrono::minutes(5));
+  std::string expiry = api::FormatTimeSeconds(clock.WallNow() + std::chrono::minutes(5));
   auto plugin = Plugin(d, "n=$(cat \"$DIR/runs\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$DIR/runs\"\n"
                           "echo \"$KUBERNETES_EXEC_INFO\" > \"$DIR/info\"\n"
                           "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","

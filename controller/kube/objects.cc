@@ -1,7 +1,7 @@
 #include "controller/kube/objects.h"
 
+#include "common/api/time_text.h"
 #include "controller/kube/api_fields.h"
-#include "controller/kube/time_format.h"
 
 namespace fairbench::kube {
 namespace {
@@ -41,7 +41,7 @@ struct Reader {
   std::optional<WallTime> Time(const char* key) {
     std::string s = Str(key);
     if (s.empty()) return std::nullopt;
-    auto t = ParseTime(s);
+    auto t = api::ParseTime(s);
     if (!t.ok()) {
       Fail(key, "an RFC 3339 time");
       return std::nullopt;
@@ -163,8 +163,8 @@ Json ObjectMeta::ToJson() const {
   PutStr(j, f::kUid, uid);
   PutStr(j, f::kResourceVersion, resource_version);
   if (generation) j[f::kGeneration] = generation;
-  if (creation_timestamp) j[f::kCreationTimestamp] = FormatTime(*creation_timestamp);
-  if (deletion_timestamp) j[f::kDeletionTimestamp] = FormatTime(*deletion_timestamp);
+  if (creation_timestamp) j[f::kCreationTimestamp] = api::FormatTimeSeconds(*creation_timestamp);
+  if (deletion_timestamp) j[f::kDeletionTimestamp] = api::FormatTimeSeconds(*deletion_timestamp);
   PutMap(j, f::kLabels, labels);
   PutMap(j, f::kAnnotations, annotations);
   if (!finalizers.empty()) j[f::kFinalizers] = finalizers;
@@ -194,7 +194,7 @@ Json Condition::ToJson() const {
   PutStr(j, f::kReason, reason);
   PutStr(j, f::kMessage, message);
   if (observed_generation) j[f::kObservedGeneration] = observed_generation;
-  if (last_transition_time) j[f::kLastTransitionTime] = FormatTime(*last_transition_time);
+  if (last_transition_time) j[f::kLastTransitionTime] = api::FormatTimeSeconds(*last_transition_time);
   return j;
 }
 
@@ -235,8 +235,8 @@ Json Lease::ToJson() const {
   Json spec_json = Json::object();
   spec_json[f::kHolderIdentity] = spec.holder_identity;
   if (spec.lease_duration_seconds) spec_json[f::kLeaseDurationSeconds] = *spec.lease_duration_seconds;
-  if (spec.acquire_time) spec_json[f::kAcquireTime] = FormatMicroTime(*spec.acquire_time);
-  if (spec.renew_time) spec_json[f::kRenewTime] = FormatMicroTime(*spec.renew_time);
+  if (spec.acquire_time) spec_json[f::kAcquireTime] = api::FormatMicroTime(*spec.acquire_time);
+  if (spec.renew_time) spec_json[f::kRenewTime] = api::FormatMicroTime(*spec.renew_time);
   spec_json[f::kLeaseTransitions] = spec.lease_transitions;
   return {{f::kApiVersion, "coordination.k8s.io/v1"},
           {f::kKind, "Lease"},
@@ -297,8 +297,8 @@ Json Event::ToJson() const {
   PutStr(src, f::kComponent, source_component);
   PutStr(src, f::kHost, source_host);
   if (!src.empty()) j[f::kSource] = src;
-  if (first_timestamp) j[f::kFirstTimestamp] = FormatTime(*first_timestamp);
-  if (last_timestamp) j[f::kLastTimestamp] = FormatTime(*last_timestamp);
+  if (first_timestamp) j[f::kFirstTimestamp] = api::FormatTimeSeconds(*first_timestamp);
+  if (last_timestamp) j[f::kLastTimestamp] = api::FormatTimeSeconds(*last_timestamp);
   if (count) j[f::kCount] = count;
   PutStr(j, f::kReportingComponent, reporting_component);
   PutStr(j, f::kReportingInstance, reporting_instance);

@@ -2,21 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "controller/kube/time_format.h"
-
 namespace fairbench::kube {
 namespace {
-
-TEST(TimeFormat, SecondsAndMicroseconds) {
-  auto t = *ParseTime("2026-07-01T10:00:00Z");
-  EXPECT_EQ(FormatTime(t), "2026-07-01T10:00:00Z");
-  auto m = *ParseTime("2026-07-01T10:00:00.123456Z");
-  EXPECT_EQ(FormatMicroTime(m), "2026-07-01T10:00:00.123456Z");
-  EXPECT_EQ(FormatTime(m), "2026-07-01T10:00:00Z");
-  EXPECT_EQ(FormatTime(*ParseTime("2026-07-01T12:00:00+02:00")), "2026-07-01T10:00:00Z");
-  EXPECT_FALSE(ParseTime("yesterday").ok());
-  EXPECT_FALSE(ParseTime("2026-07-01T10:00:00").ok());
-}
 
 TEST(ObjectMeta, RoundTrip) {
   Json j = {{"name", "run-1"},

@@ -42,7 +42,7 @@
 
 #include "controller/metrics/registry.h"
 #include "controller/metrics/sample_sink.h"
-#include "controller/orchestrator.h"
+#include "controller/orchestrator/run_observer.h"
 
 namespace fairbench::metrics {
 
@@ -62,8 +62,8 @@ class RunMetrics final : public controller::RunObserver {
 
   // A run that waits for its turn (fairbench run with several files).
   void RunQueued(const std::string& run);
-  // Every persisted change of a run's record (OrchestratorOptions::on_persist).
-  void OnPersist(const report::RunRecord& record);
+  // Every stored change of a run's record.
+  void OnPersist(const report::RunRecord& record) override;
   // The agent hub's numbers, read at scrape time by a collector.
   void SetAgentHub(size_t connected, uint64_t snapshots, uint64_t missing);
   // Drops the series of runs whose retention has passed.

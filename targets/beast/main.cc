@@ -1,12 +1,13 @@
 // fairbench-target-beast --port P [--host H] [--threads N] [--request-log FILE]
 // The study's endpoints on Boost.Beast; see beast_server.h.
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 
+#include "common/signals.h"
 #include "targets/beast/beast_server.h"
 #include "targets/common/request_counter.h"
 #include "targets/common/request_log.h"
-#include "targets/common/shutdown_signal.h"
 #include "targets/common/target_flags.h"
 
 int main(int argc, char** argv) {
@@ -15,20 +16,16 @@ int main(int argc, char** argv) {
   fairbench::targets::AddTargetFlags(app, &flags);
   CLI11_PARSE(app, argc, argv);
 
-  fairbench::targets::BlockShutdownSignals();
+  // SIGTERM/SIGINT: taken by the wait at the end, blocked before any thread
+  // starts. A client that goes away costs an EPIPE, not the process.
+  std::signal(SIGPIPE, SIG_IGN);
+  const fairbench::BlockedSignals shutdown_signals({SIGTERM, SIGINT});
 
   fairbench::targets::RequestCounter counter;
-  std::unique_ptr<fairbench::targets::RequestLog> log;
-  std::unique_ptr<fairbench::targets::RequestLogSampler> sampler;
-  if (!flags.request_log.empty()) {
-    auto opened = fairbench::targets::RequestLog::Open(flags.request_log);
-    if (!opened.ok()) {
-      std::fprintf(stderr, "%s\n", opened.status().ToString().c_str());
-      return 1;
-    }
-    log = std::move(*opened);
-    sampler = std::make_unique<fairbench::targets::RequestLogSampler>(&counter, log.get());
-    sampler->Start();
+  auto request_log = fairbench::targets::SampledRequestLog::Start(flags.request_log, &counter);
+  if (!request_log.ok()) {
+    std::fprintf(stderr, "%s\n", request_log.status().ToString().c_str());
+    return 1;
   }
 
   fairbench::targets::BeastServer server({flags.host, flags.port, flags.threads}, &counter);
@@ -40,8 +37,8 @@ int main(int argc, char** argv) {
               static_cast<unsigned>(flags.port), flags.threads);
   std::fflush(stdout);
 
-  fairbench::targets::WaitForShutdownSignal();
+  shutdown_signals.Wait();
   server.Stop();
-  if (sampler) sampler->Stop();
+  if (*request_log) (*request_log)->Stop();
   return 0;
 }

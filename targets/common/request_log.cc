@@ -81,4 +81,14 @@ void RequestLogSampler::Stop() {
   log_->WriteTotal(last_total_);
 }
 
+Result<std::unique_ptr<SampledRequestLog>> SampledRequestLog::Start(const std::string& path,
+                                                                   const RequestCounter* counter) {
+  if (path.empty()) return std::unique_ptr<SampledRequestLog>();
+  auto log = RequestLog::Open(path);
+  if (!log.ok()) return log.status();
+  std::unique_ptr<SampledRequestLog> sampled(new SampledRequestLog(std::move(*log), counter));
+  sampled->sampler_.Start();
+  return sampled;
+}
+
 }  // namespace fairbench::targets

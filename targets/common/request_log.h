@@ -14,7 +14,8 @@
 //
 // RequestLog itself only formats and writes (not thread-safe: one writer).
 // RequestLogSampler is the background thread that turns a RequestCounter
-// into interval lines.
+// into interval lines. SampledRequestLog is both, as a target that counts
+// its own requests sets up its --request-log.
 #pragma once
 
 #include <chrono>
@@ -77,6 +78,24 @@ class RequestLogSampler {
   std::condition_variable cv_;
   bool stop_ = false;  // guarded by mu_
   bool stopped_ = false;
+};
+
+// The --request-log of a target that counts its requests in a
+// RequestCounter: the file opened and sampled from Start() on.
+class SampledRequestLog {
+ public:
+  // An empty path (no --request-log) gives nullptr. `counter` must outlive
+  // the log.
+  static Result<std::unique_ptr<SampledRequestLog>> Start(const std::string& path, const RequestCounter* counter);
+  // Writes the current partial interval and the total; idempotent (the
+  // destructor calls it).
+  void Stop() { sampler_.Stop(); }
+
+ private:
+  SampledRequestLog(std::unique_ptr<RequestLog> log, const RequestCounter* counter)
+      : log_(std::move(log)), sampler_(counter, log_.get()) {}
+  std::unique_ptr<RequestLog> log_;
+  RequestLogSampler sampler_;  // after log_: stopped before it is closed
 };
 
 }  // namespace fairbench::targets

@@ -78,6 +78,26 @@ TEST(RequestLogTest, IdleRunWritesOnlyTheTotalAndRunsAppend) {
   EXPECT_EQ(Slurp(dir->File("r.log")), "total 0\ntotal 0\n");
 }
 
+TEST(RequestLogTest, SampledLogIsNothingWithoutAPathAndSamplesTheCounterWithOne) {
+  RequestCounter counter;
+  auto none = SampledRequestLog::Start("", &counter);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, nullptr);
+
+  auto dir = testing::TempDir::Create();
+  ASSERT_TRUE(dir.ok());
+  EXPECT_FALSE(SampledRequestLog::Start(dir->File("no/such/dir/r.log"), &counter).ok());
+  auto log = SampledRequestLog::Start(dir->File("r.log"), &counter);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  ASSERT_NE(*log, nullptr);
+  for (int i = 0; i < 3; ++i) counter.Increment();
+  (*log)->Stop();
+  (*log)->Stop();  // idempotent
+  log->reset();
+  const std::string text = Slurp(dir->File("r.log"));
+  EXPECT_NE(text.find(" 3\ntotal 3\n"), std::string::npos) << text;
+}
+
 TEST(AccessLogTailTest, BucketsNginxLinesIntoIntervals) {
   auto dir = testing::TempDir::Create();
   ASSERT_TRUE(dir.ok());

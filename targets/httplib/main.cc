@@ -18,15 +18,16 @@
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <condition_variable>
+#include <csignal>
 #include <cstdlib>
 #include <mutex>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "common/signals.h"
 #include "targets/common/request_counter.h"
 #include "targets/common/request_log.h"
-#include "targets/common/shutdown_signal.h"
 #include "targets/common/target_flags.h"
 
 namespace {
@@ -75,20 +76,16 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  fairbench::targets::BlockShutdownSignals();
+  // SIGTERM/SIGINT: taken by the wait at the end, blocked before any thread
+  // starts. A client that goes away costs an EPIPE, not the process.
+  std::signal(SIGPIPE, SIG_IGN);
+  const fairbench::BlockedSignals shutdown_signals({SIGTERM, SIGINT});
 
   RequestCounter counter;
-  std::unique_ptr<fairbench::targets::RequestLog> log;
-  std::unique_ptr<fairbench::targets::RequestLogSampler> sampler;
-  if (!flags.request_log.empty()) {
-    auto opened = fairbench::targets::RequestLog::Open(flags.request_log);
-    if (!opened.ok()) {
-      std::fprintf(stderr, "%s\n", opened.status().ToString().c_str());
-      return 1;
-    }
-    log = std::move(*opened);
-    sampler = std::make_unique<fairbench::targets::RequestLogSampler>(&counter, log.get());
-    sampler->Start();
+  auto request_log = fairbench::targets::SampledRequestLog::Start(flags.request_log, &counter);
+  if (!request_log.ok()) {
+    std::fprintf(stderr, "%s\n", request_log.status().ToString().c_str());
+    return 1;
   }
 
   httplib::Server server;
@@ -119,7 +116,7 @@ int main(int argc, char** argv) {
               static_cast<unsigned>(flags.port), flags.threads);
   std::fflush(stdout);
 
-  fairbench::targets::WaitForShutdownSignal();
+  shutdown_signals.Wait();
   server.stop();
   // stop() closes the listener, but a pool thread waiting on an idle
   // keep-alive connection only notices after the keep-alive timeout (5 s).
@@ -129,7 +126,7 @@ int main(int argc, char** argv) {
     std::unique_lock lock(mu);
     joined = cv.wait_for(lock, std::chrono::seconds(1), [&] { return serving_done; });
   }
-  if (sampler) sampler->Stop();
+  if (*request_log) (*request_log)->Stop();
   std::fflush(nullptr);
   if (!joined) std::_Exit(0);
   serving.join();

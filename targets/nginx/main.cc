@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/signals.h"
 #include "targets/common/request_log.h"
 #include "targets/common/target_flags.h"
 #include "targets/nginx/access_log_tail.h"
@@ -101,12 +102,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   signal(SIGPIPE, SIG_IGN);
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGCHLD);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  const fairbench::BlockedSignals signals({SIGTERM, SIGINT, SIGCHLD});
 
   const bool temp_dir = work_dir.empty();
   if (temp_dir) {
@@ -190,8 +186,7 @@ int main(int argc, char** argv) {
   int raw = 0;
   bool asked_to_stop = false;
   while (true) {
-    int sig = 0;
-    sigwait(&set, &sig);
+    const int sig = signals.Wait();
     if (sig == SIGCHLD) {
       if (waitpid(*pid, &raw, WNOHANG) == *pid) break;
       continue;

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "common/signals.h"
 #include "testing/apiserver/test_apiserver.h"
 
 int main(int argc, char** argv) {
@@ -50,12 +51,8 @@ int main(int argc, char** argv) {
   options.api.auto_finish_pod_termination = auto_pods;
   options.api.server_address = listen;
 
-  // Block the signals before any thread starts so that only sigwait sees them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // Block the signals before any thread starts so that only the wait below sees them.
+  const fairbench::BlockedSignals signals({SIGINT, SIGTERM});
 
   auto server = TestApiServer::Start(options);
   if (!server.ok()) {
@@ -71,8 +68,7 @@ int main(int argc, char** argv) {
   }
   std::printf("fairbench-test-apiserver listening on %s\n", (*server)->url().c_str());
   std::fflush(stdout);
-  int sig = 0;
-  sigwait(&signals, &sig);
+  signals.Wait();
   (*server)->Stop();
   return 0;
 }

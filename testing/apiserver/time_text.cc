@@ -1,44 +1,15 @@
 #include "testing/apiserver/time_text.h"
 
-#include <cstdio>
-#include <ctime>
+#include "common/api/time_text.h"
 
 namespace fairbench::apiserver {
 
-std::string FormatTime(std::chrono::system_clock::time_point t) {
-  std::time_t tt = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+std::string FormatTime(std::chrono::system_clock::time_point t) { return api::FormatTimeSeconds(t); }
 
 std::optional<std::chrono::system_clock::time_point> ParseTime(const std::string& text) {
-  std::tm tm{};
-  int consumed = 0;
-  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                  &tm.tm_min, &tm.tm_sec, &consumed) != 6) {
-    return std::nullopt;
-  }
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  std::time_t tt = timegm(&tm);
-  auto t = std::chrono::system_clock::from_time_t(tt);
-  // Fractions and zone offsets: only "Z" and ±hh:mm are produced by Kubernetes.
-  size_t i = static_cast<size_t>(consumed);
-  if (i < text.size() && text[i] == '.') {
-    ++i;
-    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
-  }
-  if (i < text.size() && (text[i] == '+' || text[i] == '-')) {
-    int hh = 0, mm = 0;
-    if (std::sscanf(text.c_str() + i + 1, "%2d:%2d", &hh, &mm) == 2) {
-      auto off = std::chrono::hours(hh) + std::chrono::minutes(mm);
-      t = text[i] == '+' ? t - off : t + off;
-    }
-  }
-  return t;
+  auto t = api::ParseTime(text);
+  if (!t.ok()) return std::nullopt;
+  return *t;
 }
 
 std::string HumanDuration(std::chrono::seconds d) {

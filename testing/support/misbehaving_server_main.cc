@@ -14,6 +14,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/signals.h"
 #include "common/units.h"
 #include "testing/support/misbehaving_server.h"
 
@@ -63,12 +64,7 @@ int main(int argc, char** argv) {
   // Signals are taken synchronously by this thread; every thread started
   // later inherits the mask. Writes to closed sockets must fail, not kill.
   signal(SIGPIPE, SIG_IGN);
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGUSR1);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  const fairbench::BlockedSignals signals({SIGTERM, SIGINT, SIGUSR1});
 
   fairbench::testing::MisbehavingServerOptions options;
   options.host = host;
@@ -85,8 +81,7 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
 
   while (true) {
-    int sig = 0;
-    if (sigwait(&set, &sig) != 0) continue;
+    const int sig = signals.Wait();
     if (!stats_file.empty()) {
       if (Status s = WriteStatsFile(stats_file, server.TakeStats().ToJson()); !s.ok()) {
         std::fprintf(stderr, "%s\n", s.ToString().c_str());

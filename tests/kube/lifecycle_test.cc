@@ -1,6 +1,6 @@
 // KUBE-API.md §4 and §9 (pod deletion): generation, status subresource,
 // finalizers, ownerReferences and garbage collection, graceful pod deletion.
-#include "controller/kube/time_format.h"
+#include "common/api/time_text.h"
 #include "tests/kube/kube_test_env.h"
 
 namespace fairbench::kube {
@@ -227,7 +227,7 @@ TEST_F(Lifecycle, GracefulPodDeletionEndsThroughTheKubeletHook) {
   auto deleting = client_->Delete(pods, "default", "target");
   ASSERT_TRUE(deleting.ok());
   EXPECT_EQ((*deleting)["metadata"]["deletionGracePeriodSeconds"], 20);
-  auto ts = ParseTime((*deleting)["metadata"]["deletionTimestamp"].get<std::string>());
+  auto ts = api::ParseTime((*deleting)["metadata"]["deletionTimestamp"].get<std::string>());
   ASSERT_TRUE(ts.ok());
   EXPECT_GT(*ts, std::chrono::system_clock::now() + std::chrono::seconds(15));
   EXPECT_TRUE(client_->Get(pods, "default", "target").ok());

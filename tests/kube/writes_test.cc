@@ -1,5 +1,5 @@
 // KUBE-API.md §3: writes, errors, optimistic concurrency, patches.
-#include "controller/kube/time_format.h"
+#include "common/api/time_text.h"
 #include "controller/kube/typed_client.h"
 #include "tests/kube/kube_test_env.h"
 
@@ -26,7 +26,7 @@ TEST_F(Writes, CreateSetsServerFieldsAndGenerateName) {
   EXPECT_FALSE(md.value("uid", "").empty());
   EXPECT_FALSE(Rv(*created).empty());
   EXPECT_EQ(md["generation"], 1);
-  EXPECT_TRUE(ParseTime(md["creationTimestamp"].get<std::string>()).ok());
+  EXPECT_TRUE(api::ParseTime(md["creationTimestamp"].get<std::string>()).ok());
   EXPECT_TRUE(md.contains("managedFields"));
 
   Json gen = BenchmarkRun("");

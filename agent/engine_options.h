@@ -1,0 +1,40 @@
+// EngineOptions: what one run of the load engine does (see engine.h).
+// Plain value; ValidateOptions (engine.h) checks it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "agent/request.h"
+#include "agent/url.h"
+
+namespace fairbench::agent {
+
+struct EngineOptions {
+  std::vector<SocketAddress> addresses;  // the target; connections use the first address
+  std::vector<BuiltRequest> requests;    // one or a weighted mix
+  uint32_t threads = 2;
+  uint32_t connections = 10;
+  std::chrono::nanoseconds warmup{0};
+  std::chrono::nanoseconds duration = std::chrono::seconds(10);
+  std::chrono::nanoseconds timeout = std::chrono::seconds(2);
+  std::chrono::nanoseconds interval = std::chrono::seconds(1);
+  bool keep_alive = true;
+  uint32_t pipeline = 1;   // requests written back to back per connection
+  double rate = 0;         // total requests/s over all connections; 0 = as fast as possible
+  std::vector<int> cpus;   // pin worker i to cpus[i % size]; empty = no pinning
+  // With several agents sharing a load: this engine's first connection
+  // among all of them, and their total. A constant rate is then staggered
+  // over every connection of every agent.
+  uint32_t connection_offset = 0;
+  uint32_t total_connections = 0;  // 0: just this engine's
+  // Wall-clock start of the load (so that several agents start together).
+  // Connections are opened before it. Unset: the load starts as soon as
+  // every connection is established (or after `timeout`, whichever comes
+  // first), so that the measurement does not include opening them.
+  std::optional<std::chrono::system_clock::time_point> start_at;
+};
+
+}  // namespace fairbench::agent

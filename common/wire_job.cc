@@ -1,0 +1,196 @@
+#include "common/wire_job.h"
+
+#include <cmath>
+#include <limits>
+#include <ratio>
+#include <string_view>
+
+namespace fairbench::wire {
+namespace {
+
+// start travels as int64 ns since the epoch: the clock must be that fine for
+// a start to survive the round trip.
+static_assert(std::ratio_less_equal_v<std::chrono::system_clock::period, std::nano>,
+              "system_clock is coarser than a nanosecond");
+
+constexpr uint32_t kMaxThreads = 1024;
+constexpr uint32_t kMaxPipeline = 1024;
+constexpr int64_t kMinIntervalNs = 10'000'000;
+constexpr double kMinRate = 1e-3;
+
+bool IsTokenChar(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  if ((u >= '0' && u <= '9') || (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z')) return true;
+  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+bool IsToken(const std::string& s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!IsTokenChar(c)) return false;
+  }
+  return true;
+}
+
+bool HasSpaceOrControl(const std::string& s) {
+  for (char c : s) {
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return true;
+  }
+  return false;
+}
+
+bool HasCrLf(const std::string& s) { return s.find_first_of("\r\n") != std::string::npos; }
+
+Status Invalid(const std::string& field, const std::string& what) {
+  return Status::InvalidArgument("job." + field + ": " + what);
+}
+
+std::string Quoted(const std::string& s) { return "'" + s + "'"; }
+
+// A duration field: 0 is the default, negative is refused.
+Status DecodeDuration(int64_t ns, const char* field, std::chrono::nanoseconds* out) {
+  if (ns < 0) return Invalid(field, "must be ≥ 0 (got " + std::to_string(ns) + ")");
+  if (ns > 0) *out = std::chrono::nanoseconds(ns);
+  return Status::Ok();
+}
+
+Result<JobRequest> DecodeRequest(const v1::Request& in, size_t index) {
+  const std::string at = "requests[" + std::to_string(index) + "].";
+  JobRequest r;
+  r.name = in.name();
+  if (!in.method().empty()) r.method = in.method();
+  if (!in.target().empty()) r.target = in.target();
+  for (const v1::Header& h : in.headers()) r.headers.emplace_back(h.name(), h.value());
+  r.body = in.body();
+  if (in.weight() != 0) r.weight = in.weight();
+
+  if (!IsToken(r.method)) return Invalid(at + "method", Quoted(r.method) + " is not an HTTP method token");
+  if (r.target.front() != '/' && r.target != "*") return Invalid(at + "target", Quoted(r.target) + " must start with '/'");
+  if (HasSpaceOrControl(r.target)) {
+    return Invalid(at + "target", Quoted(r.target) + " contains spaces or control characters");
+  }
+  for (size_t i = 0; i < r.headers.size(); ++i) {
+    const auto& [name, value] = r.headers[i];
+    const std::string field = at + "headers[" + std::to_string(i) + "]";
+    if (!IsToken(name)) return Invalid(field + ".name", Quoted(name) + " is not a header name token");
+    if (HasCrLf(value)) return Invalid(field + ".value", "header " + Quoted(name) + " contains a line break");
+  }
+  return r;
+}
+
+}  // namespace
+
+std::string JobSpec::EffectiveHostHeader() const {
+  if (!host_header.empty()) return host_header;
+  const bool v6 = host.find(':') != std::string::npos && host.front() != '[';
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+void ToProto(const JobSpec& in, v1::LoadJob* out) {
+  out->Clear();
+  out->set_job_id(in.job_id);
+  out->set_host(in.host);
+  out->set_port(in.port);
+  out->set_host_header(in.host_header);
+  for (const JobRequest& r : in.requests) {
+    v1::Request* m = out->add_requests();
+    m->set_name(r.name);
+    m->set_method(r.method);
+    m->set_target(r.target);
+    for (const auto& [name, value] : r.headers) {
+      v1::Header* h = m->add_headers();
+      h->set_name(name);
+      h->set_value(value);
+    }
+    m->set_body(r.body);
+    m->set_weight(r.weight);
+  }
+  out->set_connections(in.connections);
+  out->set_threads(in.threads);
+  out->set_warmup_ns(in.warmup.count());
+  out->set_duration_ns(in.duration.count());
+  out->set_timeout_ns(in.timeout.count());
+  out->set_interval_ns(in.interval.count());
+  out->set_keep_alive(in.keep_alive);
+  out->set_pipeline(in.pipeline);
+  out->set_rate(in.rate);
+  if (in.start) {
+    out->set_start_unix_ns(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(in.start->time_since_epoch()).count());
+  }
+  out->set_connection_offset(in.connection_offset);
+  out->set_total_connections(in.total_connections);
+}
+
+Result<JobSpec> FromProto(const v1::LoadJob& in) {
+  JobSpec j;
+  j.job_id = in.job_id();
+  if (j.job_id.empty()) return Invalid("job_id", "empty");
+
+  j.host = in.host();
+  if (j.host.empty()) return Invalid("host", "empty");
+  if (HasSpaceOrControl(j.host)) return Invalid("host", Quoted(j.host) + " contains spaces or control characters");
+  if (in.port() == 0 || in.port() > 65535) {
+    return Invalid("port", "must be between 1 and 65535 (got " + std::to_string(in.port()) + ")");
+  }
+  j.port = static_cast<uint16_t>(in.port());
+  j.host_header = in.host_header();
+  if (HasCrLf(j.host_header)) return Invalid("host_header", "contains a line break");
+
+  if (in.requests().empty()) return Invalid("requests", "at least one request");
+  for (int i = 0; i < in.requests_size(); ++i) {
+    auto r = DecodeRequest(in.requests(i), static_cast<size_t>(i));
+    if (!r.ok()) return r.status();
+    j.requests.push_back(std::move(*r));
+  }
+
+  j.connections = in.connections();
+  if (j.connections == 0) return Invalid("connections", "must be ≥ 1");
+  if (in.threads() != 0) j.threads = in.threads();
+  if (j.threads > kMaxThreads) {
+    return Invalid("threads", "must be ≤ " + std::to_string(kMaxThreads) + " (got " + std::to_string(j.threads) + ")");
+  }
+  if (j.threads > j.connections) {
+    return Invalid("threads", std::to_string(j.threads) + " threads for " + std::to_string(j.connections) +
+                                  " connections (must be ≤ connections)");
+  }
+
+  if (Status s = DecodeDuration(in.warmup_ns(), "warmup_ns", &j.warmup); !s.ok()) return s;
+  if (Status s = DecodeDuration(in.duration_ns(), "duration_ns", &j.duration); !s.ok()) return s;
+  if (Status s = DecodeDuration(in.timeout_ns(), "timeout_ns", &j.timeout); !s.ok()) return s;
+  if (Status s = DecodeDuration(in.interval_ns(), "interval_ns", &j.interval); !s.ok()) return s;
+  if (j.duration.count() > std::numeric_limits<int64_t>::max() - j.warmup.count()) {
+    return Invalid("duration_ns", "warmup + duration overflow 64-bit nanoseconds");
+  }
+  if (j.interval.count() < kMinIntervalNs) {
+    return Invalid("interval_ns", "must be ≥ 10 ms (got " + std::to_string(j.interval.count()) + " ns)");
+  }
+
+  j.keep_alive = in.keep_alive();  // a proto3 bool: false and unset are the same
+  if (in.pipeline() != 0) j.pipeline = in.pipeline();
+  if (j.pipeline > kMaxPipeline) {
+    return Invalid("pipeline", "must be ≤ " + std::to_string(kMaxPipeline) + " (got " + std::to_string(j.pipeline) + ")");
+  }
+
+  j.rate = in.rate();
+  if (!std::isfinite(j.rate) || j.rate < 0) return Invalid("rate", "must be a finite number ≥ 0");
+  if (j.rate > 0 && j.rate < kMinRate) return Invalid("rate", "must be 0 or at least 0.001 requests/s");
+  if (j.rate > 0 && j.pipeline > 1) return Invalid("rate", "a constant rate cannot be combined with pipeline > 1");
+
+  if (in.start_unix_ns() < 0) return Invalid("start_unix_ns", "must be ≥ 0 (got " + std::to_string(in.start_unix_ns()) + ")");
+  if (in.start_unix_ns() > 0) {
+    j.start = std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
+        std::chrono::nanoseconds(in.start_unix_ns())));
+  }
+
+  j.connection_offset = in.connection_offset();
+  j.total_connections = in.total_connections();
+  if (j.total_connections != 0 &&
+      uint64_t{j.total_connections} < uint64_t{j.connection_offset} + uint64_t{j.connections}) {
+    return Invalid("total_connections", std::to_string(j.total_connections) + " is less than connection_offset + connections (" +
+                                            std::to_string(uint64_t{j.connection_offset} + j.connections) + ")");
+  }
+  return j;
+}
+
+}  // namespace fairbench::wire

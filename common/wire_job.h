@@ -1,0 +1,75 @@
+// Wire: the load job (v1::LoadJob in proto/fairbench/v1/agent.proto), one
+// codec for both ends. The controller fills a JobSpec and calls ToProto; the
+// agent calls FromProto and gets the same JobSpec back, field for field.
+//
+// The defaults live here and only here: the member initialisers below. A
+// field the proto leaves at zero or empty decodes to its default, so a job
+// from an older controller that left e.g. pipeline or weight unset means the
+// same thing. One exception: keep_alive is a proto3 bool, and false cannot be
+// told apart from unset, so it decodes as sent (false); the default true
+// applies to JobSpecs built in C++ (ToProto always writes it).
+//
+// FromProto also refuses a job that cannot run, with an InvalidArgument
+// naming the proto field ("job.port: must be between 1 and 65535 (got 0)",
+// "job.requests[1].target: ..."). The agent's engine still checks its own
+// options; this check is what makes a refusal name the job's field.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "fairbench/v1/agent.pb.h"
+
+namespace fairbench::wire {
+
+struct JobRequest {
+  std::string name;  // label in reports; empty: "METHOD target"
+  std::string method = "GET";
+  std::string target = "/";  // path and query
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  uint32_t weight = 1;  // share in a weighted mix
+
+  bool operator==(const JobRequest&) const = default;
+};
+
+struct JobSpec {
+  std::string job_id;
+  std::string host;  // name or IP, resolved by the agent
+  uint16_t port = 0;
+  std::string host_header;  // empty: "host:port"
+  std::vector<JobRequest> requests;
+  uint32_t connections = 0;  // this agent's share
+  uint32_t threads = 1;
+  std::chrono::nanoseconds warmup{0};
+  std::chrono::nanoseconds duration{std::chrono::seconds(10)};
+  std::chrono::nanoseconds timeout{std::chrono::seconds(2)};
+  std::chrono::nanoseconds interval{std::chrono::seconds(1)};
+  bool keep_alive = true;
+  uint32_t pipeline = 1;
+  double rate = 0;  // this agent's requests/s; 0 = as fast as possible
+  std::optional<std::chrono::system_clock::time_point> start;  // wall clock; unset: as soon as connected
+  uint32_t connection_offset = 0;  // this agent's first connection among all agents'
+  uint32_t total_connections = 0;  // 0: just this agent's
+
+  // Host header as sent: host_header, or host:port ("[v6]:port" for an IPv6
+  // address).
+  std::string EffectiveHostHeader() const;
+
+  bool operator==(const JobSpec&) const = default;
+};
+
+// Writes every field (defaults included); `out` is cleared first. An unset
+// start is written as 0.
+void ToProto(const JobSpec& in, v1::LoadJob* out);
+
+// Applies the defaults above to fields left at zero/empty and refuses a job
+// that cannot run (InvalidArgument, the message names the field).
+Result<JobSpec> FromProto(const v1::LoadJob& in);
+
+}  // namespace fairbench::wire

@@ -1,0 +1,311 @@
+#include "controller/cli/run_command.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/spdlog.h>
+
+#include "common/api/cells.h"
+#include "common/api/cpu_list.h"
+#include "common/api/loader.h"
+#include "common/report/html.h"
+#include "common/report/markdown.h"
+#include "common/units.h"
+#include "controller/cli/progress.h"
+#include "controller/hub/agent_hub.h"
+#include "controller/hub/grpc_server.h"
+#include "controller/platform/local/local_platform.h"
+#include "controller/metrics/exposition.h"
+#include "controller/metrics/metrics_server.h"
+#include "controller/metrics/remote_writer.h"
+#include "controller/metrics/run_metrics.h"
+#include "controller/metrics/self_metrics.h"
+#include "controller/orchestrator/observer_fanout.h"
+#include "controller/orchestrator/orchestrator.h"
+#include "controller/store/file_run_store.h"
+
+namespace fairbench::controller {
+namespace {
+
+int BadInput(const std::string& message) {
+  std::fprintf(stderr, "fairbench: %s\n", message.c_str());
+  return 2;
+}
+
+std::string RandomToken() {
+  std::ifstream in("/dev/urandom", std::ios::binary);
+  unsigned char bytes[16] = {};
+  in.read(reinterpret_cast<char*>(bytes), sizeof bytes);
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out += hex[b >> 4];
+    out += hex[b & 15];
+  }
+  return out;
+}
+
+std::string SelfDir() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(".") : exe.parent_path().string();
+}
+
+Result<std::vector<int>> CpuFlag(const std::string& text, const std::string& flag) {
+  if (text.empty()) return std::vector<int>{};
+  auto list = api::ParseCpuList(text);
+  if (!list.ok()) return Status::InvalidArgument(flag + ": " + list.status().message());
+  return list->cpus;
+}
+
+}  // namespace
+
+CLI::App* AddRunCommand(CLI::App& app, RunFlags& f) {
+  CLI::App* cmd = app.add_subcommand("run", "Benchmark the targets of one or more BenchmarkRun files on this machine");
+  cmd->add_option("files", f.files, "BenchmarkRun files (YAML or JSON), run one after the other")->required();
+  cmd->add_option("-o,--output", f.output, "Directory for report.md, report.html, results.json (default: out/<run name>)");
+  cmd->add_flag("--resume", f.resume, "Continue an interrupted run from OUTPUT/results.json, keeping finished cells");
+  cmd->add_option("--target-cpus", f.target_cpus, "CPUs for the targets (default: the first half)");
+  cmd->add_option("--agent-cpus", f.agent_cpus, "CPUs for the agents (default: the second half)");
+  cmd->add_option("--lock-file", f.lock_file, "Machine-wide lock that serialises fairbench runs");
+  cmd->add_option("--listen", f.listen, "Address the agents dial (default 127.0.0.1:0, a free port)");
+  cmd->add_option("--agent-binary", f.agent_binary, "Path of fairbench-agent (default: next to this program)");
+  cmd->add_flag("-q,--quiet", f.quiet, "No progress on stderr");
+  cmd->add_option("--metrics-address", f.metrics_address,
+                  "Serve Prometheus /metrics, /healthz and /readyz on HOST:PORT (e.g. 127.0.0.1:9464)");
+  cmd->add_option("--remote-write-url", f.remote_write_url,
+                  "Push every one-second interval to this Prometheus remote write endpoint");
+  cmd->add_option("--metrics-retention", f.metrics_retention, "How long a finished run's series stay (default 10m)");
+  cmd->add_option("--metrics-linger", f.metrics_linger,
+                  "Keep serving /metrics this long after the last run, so scrapers see the final values (default 0s)");
+  return cmd;
+}
+
+int RunRunCommand(const RunFlags& f) {
+  std::vector<api::BenchmarkRun> runs;
+  std::vector<std::string> bases;
+  for (const std::string& file : f.files) {
+    api::LoadOptions lo;
+    lo.validation.platform = api::Platform::kLocal;
+    auto run = api::LoadRunFile(file, lo);
+    if (!run.ok()) {
+      std::fprintf(stderr, "%s\n", run.status().message().c_str());
+      return 2;
+    }
+    runs.push_back(std::move(*run));
+    bases.push_back(api::BaseDirectory(file).string());
+  }
+  auto target_cpus = CpuFlag(f.target_cpus, "--target-cpus");
+  if (!target_cpus.ok()) return BadInput(target_cpus.status().message());
+  auto agent_cpus = CpuFlag(f.agent_cpus, "--agent-cpus");
+  if (!agent_cpus.ok()) return BadInput(agent_cpus.status().message());
+  const std::string agent_binary = f.agent_binary.empty() ? SelfDir() + "/fairbench-agent" : f.agent_binary;
+  if (access(agent_binary.c_str(), X_OK) != 0) return BadInput("cannot find fairbench-agent at " + agent_binary);
+
+  // SIGINT / SIGTERM: the first cancels the run (finished cells are kept for
+  // --resume); a second one ends the process at once.
+  std::signal(SIGPIPE, SIG_IGN);
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  const std::string token = RandomToken();
+  AgentHub hub(token);
+  auto server = StartGrpcServer(&hub, f.listen);
+  if (!server.ok()) return BadInput(server.status().message());
+  const std::string host = f.listen.substr(0, f.listen.rfind(':'));
+  const std::string address = host + ":" + std::to_string(server->port);
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  Progress progress(tty, f.quiet);
+
+  // Prometheus: the live series, served and/or pushed, when asked for.
+  auto retention = ParseDuration(f.metrics_retention);
+  if (!retention.ok()) return BadInput("--metrics-retention: " + retention.status().message());
+  auto linger = ParseDuration(f.metrics_linger);
+  if (!linger.ok()) return BadInput("--metrics-linger: " + linger.status().message());
+  const bool with_metrics = !f.metrics_address.empty() || !f.remote_write_url.empty();
+  metrics::MetricRegistry registry;
+  std::unique_ptr<metrics::RemoteWriter> remote;
+  if (!f.remote_write_url.empty()) {
+    metrics::RemoteWriterOptions ro;
+    ro.url = f.remote_write_url;
+    ro.user_agent = std::string("fairbench/") + FAIRBENCH_VERSION;
+    auto w = metrics::RemoteWriter::Start(ro);
+    if (!w.ok()) return BadInput("--remote-write-url: " + w.status().message());
+    remote = std::move(*w);
+  }
+  metrics::RunMetricsOptions mo;
+  mo.retention = std::chrono::duration_cast<std::chrono::milliseconds>(*retention);
+  mo.remote = remote.get();
+  metrics::RunMetrics run_metrics(registry, mo);
+  metrics::RegisterSelfMetrics(registry, FAIRBENCH_VERSION, remote.get());
+  registry.AddCollector([&] {
+    const HubStats st = hub.stats();
+    run_metrics.SetAgentHub(hub.Agents().size(), st.snapshots, st.missing);
+  });
+  std::unique_ptr<metrics::MetricsServer> metrics_server;
+  if (!f.metrics_address.empty()) {
+    metrics::MetricsServerOptions so;
+    so.address = f.metrics_address;
+    so.render = [&registry] { return metrics::RenderText(registry.Collect()); };
+    auto started = metrics::MetricsServer::Start(so);
+    if (!started.ok()) return BadInput("--metrics-address: " + started.status().message());
+    metrics_server = std::move(*started);
+    if (!f.quiet) {
+      const std::string& h = metrics_server->host();
+      const std::string shown = h.find(':') != std::string::npos ? "[" + h + "]" : h;
+      std::fprintf(stderr, "fairbench: Prometheus metrics on http://%s:%u/metrics\n", shown.c_str(),
+                   static_cast<unsigned>(metrics_server->port()));
+    }
+  }
+  for (const api::BenchmarkRun& run : runs) run_metrics.RunQueued(run.metadata.name);
+  ObserverFanout fanout({&progress, &run_metrics});
+  RunObserver* observer = with_metrics ? static_cast<RunObserver*>(&fanout) : &progress;
+  Orchestrator* current = nullptr;
+  std::mutex current_mu;
+  bool interrupted = false;
+  std::thread signal_thread([&] {
+    for (;;) {
+      int sig = 0;
+      sigwait(&signals, &sig);
+      if (sig == SIGUSR1) return;
+      std::lock_guard<std::mutex> lock(current_mu);
+      if (interrupted) _exit(130);
+      interrupted = true;
+      std::fprintf(stderr, "\nfairbench: stopping after this moment; finished cells are kept (run again with --resume)\n");
+      if (current != nullptr) current->Cancel();
+    }
+  });
+
+  int exit_code = 0;
+  for (size_t i = 0; i < runs.size() && !interrupted; ++i) {
+    const api::BenchmarkRun& run = runs[i];
+    std::string output = f.output;
+    if (output.empty()) output = "out/" + run.metadata.name;
+    else if (runs.size() > 1) output = (std::filesystem::path(output) / run.metadata.name).string();
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(output) / "logs", ec);
+    if (ec) {
+      std::fprintf(stderr, "fairbench: cannot create '%s': %s\n", output.c_str(), ec.message().c_str());
+      exit_code = 1;
+      break;
+    }
+    // The controller's own log goes to a file; the terminal shows progress.
+    auto logger = spdlog::basic_logger_mt("fairbench-" + std::to_string(i), (std::filesystem::path(output) / "logs" / "controller.log").string());
+    logger->flush_on(spdlog::level::info);
+    spdlog::set_default_logger(logger);
+
+    FileRunStore store(output);
+    if (f.resume) {
+      if (!store.HasRecord()) {
+        exit_code = BadInput("--resume: nothing to resume in " + output + " (no results.json)");
+        break;
+      }
+      // Read now, so that a broken file is bad input (exit 2) before anything starts.
+      if (auto rec = store.Load(); !rec.ok()) {
+        exit_code = BadInput("--resume: " + rec.status().message());
+        break;
+      }
+    } else if (store.HasRecord()) {
+      std::fprintf(stderr, "fairbench: %s already holds results; continue it with --resume or choose another --output\n",
+                   output.c_str());
+      exit_code = 2;
+      break;
+    }
+
+    LocalPlatformOptions po;
+    po.agent_binary = agent_binary;
+    po.controller_address = address;
+    po.token = token;
+    po.log_dir = (std::filesystem::path(output) / "logs").string();
+    po.base_dir = bases[i];
+    po.lock_file = f.lock_file;
+    po.program_dir = SelfDir();
+    po.fairbench_version = FAIRBENCH_VERSION;
+    po.target_cpus = !target_cpus->empty() ? *target_cpus : run.spec.local.target_cpus.cpus;
+    po.agent_cpus = !agent_cpus->empty() ? *agent_cpus : run.spec.local.agent_cpus.cpus;
+    auto platform = LocalPlatform::Create(po);
+    if (!platform.ok()) {
+      exit_code = BadInput(platform.status().message());
+      break;
+    }
+
+    OrchestratorOptions oo;
+    oo.fairbench_version = FAIRBENCH_VERSION;
+    Orchestrator orchestrator(**platform, hub, oo, observer);
+    {
+      std::lock_guard<std::mutex> lock(current_mu);
+      current = &orchestrator;
+      if (interrupted) orchestrator.Cancel();
+    }
+    if (!f.quiet) {
+      std::fprintf(stderr, "fairbench: run %s: %zu cells; targets on CPUs %s, agents on CPUs %s; output in %s\n",
+                   run.metadata.name.c_str(), api::CountCells(run.spec), CpuListText((*platform)->target_cpus()).c_str(),
+                   CpuListText((*platform)->agent_cpus()).c_str(), output.c_str());
+    }
+    auto record = orchestrator.Run(run, store, f.resume);
+    {
+      std::lock_guard<std::mutex> lock(current_mu);
+      current = nullptr;
+    }
+    progress.Finish();
+    if (!record.ok()) {
+      std::fprintf(stderr, "fairbench: %s\n", record.status().message().c_str());
+      exit_code = record.status().code() == Status::Code::kFailedPrecondition ? 2 : 1;
+      continue;
+    }
+    const std::string markdown = report::RenderMarkdown(*record);
+    std::ofstream(std::filesystem::path(output) / "report.md") << markdown;
+    std::ofstream(std::filesystem::path(output) / "report.html") << report::RenderHtml(*record);
+    std::fputs(markdown.c_str(), stdout);
+    std::fflush(stdout);
+    if (!f.quiet) {
+      std::fprintf(stderr, "fairbench: report in %s/report.md and report.html; every number in %s/results.json\n",
+                   output.c_str(), output.c_str());
+    }
+    if (record->run.status.phase == api::RunPhase::kCancelled) exit_code = 130;
+    else if (record->run.status.phase != api::RunPhase::kSucceeded && exit_code == 0) exit_code = 3;
+  }
+  if (metrics_server) {
+    // Scrapers get the final values before the endpoint goes; SIGINT or
+    // SIGTERM ends the wait (an interrupted run does not wait at all).
+    const auto until = std::chrono::steady_clock::now() + *linger;
+    while (std::chrono::steady_clock::now() < until) {
+      {
+        std::lock_guard<std::mutex> lock(current_mu);
+        if (interrupted) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  if (remote) {
+    remote->Stop(std::chrono::seconds(10));
+    const metrics::RemoteWriterStats st = remote->stats();
+    if (!f.quiet || st.samples_dropped > 0) {
+      std::fprintf(stderr, "fairbench: remote write: %llu samples sent in %llu requests, %llu dropped%s%s\n",
+                   static_cast<unsigned long long>(st.samples_sent), static_cast<unsigned long long>(st.requests),
+                   static_cast<unsigned long long>(st.samples_dropped), st.last_error.empty() ? "" : "; last error: ",
+                   st.last_error.c_str());
+    }
+  }
+  if (metrics_server) metrics_server->Stop();
+  hub.Shutdown();
+  server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  pthread_kill(signal_thread.native_handle(), SIGUSR1);
+  signal_thread.join();
+  return exit_code;
+}
+
+}  // namespace fairbench::controller

@@ -1,0 +1,373 @@
+#include "controller/hub/agent_hub.h"
+
+#include <deque>
+
+#include <spdlog/spdlog.h>
+
+#include "common/wire.h"
+#include "controller/hub/job_stream.h"
+
+namespace fairbench::controller {
+
+class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage> {
+ public:
+  static constexpr size_t kOutboxLimit = 16;
+
+  explicit AgentSession(AgentHub* hub) : hub_(hub) { StartRead(&in_); }
+
+  // Thread-safe. False when the stream is finishing or the outbox is full.
+  bool Send(v1::ControllerMessage msg) {
+    const v1::ControllerMessage* first = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finishing_ || outbox_.size() >= kOutboxLimit) return false;
+      outbox_.push_back(std::move(msg));
+      if (!writing_) {
+        writing_ = true;
+        first = &outbox_.front();
+      }
+    }
+    if (first != nullptr) StartWrite(first);
+    return true;
+  }
+
+  void End(const grpc::Status& status) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finishing_) return;
+      finishing_ = true;
+    }
+    Finish(status);
+  }
+
+  // Called by the hub with its lock held (lock order: hub, then session).
+  AgentInfo Info() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    AgentInfo info = info_;
+    info.job_id = job_id_;
+    return info;
+  }
+  const std::string& id() const { return info_.id; }  // fixed after Hello
+
+  Status BeginJob(const v1::LoadJob& job, std::shared_ptr<JobObserver> observer) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finishing_) return Status::Unavailable("agent " + info_.id + " is disconnecting");
+      if (!job_id_.empty()) return Status::FailedPrecondition("agent " + info_.id + " is busy with job " + job_id_);
+      job_id_ = job.job_id();
+      observer_ = std::move(observer);
+      stream_ = JobStream();
+    }
+    v1::ControllerMessage m;
+    *m.mutable_load_job() = job;
+    if (!Send(std::move(m))) {
+      std::lock_guard<std::mutex> lock(mu_);
+      job_id_.clear();
+      observer_.reset();
+      return Status::Unavailable("agent " + info_.id + " cannot take a message now");
+    }
+    return Status::Ok();
+  }
+
+  void CancelJob(const std::string& job_id, const std::string& reason) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (job_id_ != job_id) return;
+    }
+    v1::ControllerMessage m;
+    m.mutable_cancel()->set_job_id(job_id);
+    m.mutable_cancel()->set_reason(reason);
+    Send(std::move(m));
+  }
+
+ private:
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      End(grpc::Status::OK);  // the agent closed its side or the stream broke
+      return;
+    }
+    if (!welcomed_) {
+      HandleHello();
+    } else {
+      switch (in_.body_case()) {
+        case v1::AgentMessage::kSnapshot: HandleSnapshot(); break;
+        case v1::AgentMessage::kJobDone: HandleDone(); break;
+        case v1::AgentMessage::kJobFailed: Fail(in_.job_failed().job_id(), in_.job_failed().reason()); break;
+        case v1::AgentMessage::kHello:
+        case v1::AgentMessage::BODY_NOT_SET: break;
+      }
+    }
+    bool finishing;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      finishing = finishing_;
+    }
+    if (!finishing) StartRead(&in_);
+  }
+
+  void HandleHello() {
+    if (in_.body_case() != v1::AgentMessage::kHello || in_.hello().agent_id().empty()) {
+      hub_->Count(0, 0, 0, 1);
+      End(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the first message must be Hello with an agent id"));
+      return;
+    }
+    if (in_.hello().token() != hub_->token_) {
+      hub_->Count(0, 0, 0, 1);
+      spdlog::warn("refused agent {} from {}: wrong token", in_.hello().agent_id(), in_.hello().node());
+      End(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "wrong token"));
+      return;
+    }
+    info_.id = in_.hello().agent_id();
+    info_.node = in_.hello().node();
+    info_.cores = in_.hello().cores();
+    info_.version = in_.hello().version();
+    if (Status s = hub_->Register(this); !s.ok()) {
+      End(grpc::Status(grpc::StatusCode::UNAVAILABLE, s.message()));
+      return;
+    }
+    welcomed_ = true;
+    v1::ControllerMessage welcome;
+    welcome.mutable_welcome()->set_controller_id(hub_->controller_id_);
+    Send(std::move(welcome));
+  }
+
+  void HandleSnapshot() {
+    const v1::Snapshot& msg = in_.snapshot();
+    std::shared_ptr<JobObserver> observer;
+    JobStream::Verdict verdict = JobStream::Verdict::kAccept;
+    auto decoded = wire::FromProto(msg);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (msg.job_id() != job_id_ || !observer_) return;  // a late snapshot of a job already over
+      if (!decoded.ok()) {
+        observer = std::move(observer_);
+        job_id_.clear();
+      } else {
+        const uint64_t missing_before = stream_.missing();
+        verdict = stream_.OnSnapshot(decoded->sequence, decoded->stats.counters);
+        hub_counts_.snapshots += verdict == JobStream::Verdict::kAccept ? 1 : 0;
+        hub_counts_.duplicates += verdict == JobStream::Verdict::kDuplicate ? 1 : 0;
+        hub_counts_.missing += stream_.missing() - missing_before;
+        if (verdict == JobStream::Verdict::kAccept) observer = observer_;
+      }
+    }
+    FlushCounts();
+    if (verdict == JobStream::Verdict::kDuplicate) return;
+    if (!decoded.ok()) {
+      CancelAfterFailure(msg.job_id());
+      observer->OnFailed(info_.id, "bad snapshot: " + decoded.status().message());
+      return;
+    }
+    observer->OnSnapshot(info_.id, std::move(*decoded));
+  }
+
+  void HandleDone() {
+    const v1::JobDone& done = in_.job_done();
+    std::shared_ptr<JobObserver> observer;
+    JobSummary summary;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (done.job_id() != job_id_ || !observer_) return;
+      summary.totals = wire::FromProto(done.totals());
+      summary.consistent = stream_.Consistent(done.last_sequence(), summary.totals);
+      summary.missing_snapshots = stream_.missing();
+      summary.duplicate_snapshots = stream_.duplicates();
+      observer = std::move(observer_);
+      job_id_.clear();
+    }
+    summary.end.drained = done.drained();
+    summary.end.abandoned = done.abandoned();
+    summary.end.connections_peak = done.connections_peak();
+    summary.end.measure_seconds = done.measure_seconds();
+    summary.end.stopped_early = done.stopped_early();
+    observer->OnDone(info_.id, summary);
+  }
+
+  void Fail(const std::string& job_id, const std::string& reason) {
+    std::shared_ptr<JobObserver> observer;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (job_id != job_id_ || !observer_) return;
+      observer = std::move(observer_);
+      job_id_.clear();
+    }
+    observer->OnFailed(info_.id, reason);
+  }
+
+  void CancelAfterFailure(const std::string& job_id) {
+    v1::ControllerMessage m;
+    m.mutable_cancel()->set_job_id(job_id);
+    m.mutable_cancel()->set_reason("the controller could not read this job's snapshots");
+    Send(std::move(m));
+  }
+
+  void FlushCounts() {
+    HubStats c;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      c = hub_counts_;
+      hub_counts_ = HubStats();
+    }
+    if (c.snapshots || c.duplicates || c.missing) hub_->Count(c.snapshots, c.duplicates, c.missing, 0);
+  }
+
+  void OnWriteDone(bool ok) override {
+    const v1::ControllerMessage* next = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      outbox_.pop_front();
+      if (!ok) {
+        outbox_.clear();
+        writing_ = false;
+        return;
+      }
+      if (!outbox_.empty() && !finishing_) {
+        next = &outbox_.front();
+      } else {
+        writing_ = false;
+      }
+    }
+    if (next != nullptr) StartWrite(next);
+  }
+
+  void OnDone() override {
+    std::shared_ptr<JobObserver> observer;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      observer = std::move(observer_);
+      job_id_.clear();
+    }
+    if (observer) observer->OnFailed(info_.id, "agent " + info_.id + " disconnected");
+    hub_->Unregister(this);
+    delete this;
+  }
+
+  void OnCancel() override { End(grpc::Status::CANCELLED); }
+
+  AgentHub* const hub_;
+  v1::AgentMessage in_;  // only the reading reaction touches it
+  bool welcomed_ = false;  // only the reading reaction touches it
+  AgentInfo info_;       // written once, at Hello, before Register
+
+  mutable std::mutex mu_;
+  std::deque<v1::ControllerMessage> outbox_;  // guarded by mu_
+  bool writing_ = false;                     // guarded by mu_
+  bool finishing_ = false;                   // guarded by mu_
+  std::string job_id_;                       // guarded by mu_
+  std::shared_ptr<JobObserver> observer_;    // guarded by mu_
+  JobStream stream_;                         // guarded by mu_
+  HubStats hub_counts_;                      // guarded by mu_
+};
+
+AgentHub::AgentHub(std::string token, std::string controller_id)
+    : token_(std::move(token)), controller_id_(std::move(controller_id)) {}
+
+AgentHub::~AgentHub() = default;
+
+grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* AgentHub::Connect(grpc::CallbackServerContext*) {
+  auto* session = new AgentSession(this);
+  std::lock_guard<std::mutex> lock(mu_);
+  all_.insert(session);  // after a shutdown, its Hello is refused by Register
+  return session;
+}
+
+Status AgentHub::Register(AgentSession* session) {
+  AgentSession* replaced = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shutdown_) return Status::Unavailable("controller shutting down");
+    auto it = sessions_.find(session->id());
+    if (it != sessions_.end() && it->second != session) replaced = it->second;
+    sessions_[session->id()] = session;
+    if (replaced != nullptr) {
+      // Ended under the lock so that it cannot be deleted meanwhile.
+      replaced->End(grpc::Status(grpc::StatusCode::ABORTED, "replaced by a newer connection of the same agent"));
+    }
+  }
+  spdlog::info("agent {} connected", session->id());
+  cv_.notify_all();
+  return Status::Ok();
+}
+
+void AgentHub::Unregister(AgentSession* session) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    all_.erase(session);
+    auto it = sessions_.find(session->id());
+    if (it != sessions_.end() && it->second == session) {
+      sessions_.erase(it);
+      spdlog::info("agent {} disconnected", session->id());
+    }
+  }
+  cv_.notify_all();
+}
+
+void AgentHub::Count(uint64_t snapshots, uint64_t duplicates, uint64_t missing, uint64_t refused) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.snapshots += snapshots;
+  stats_.duplicates += duplicates;
+  stats_.missing += missing;
+  stats_.refused += refused;
+}
+
+std::vector<AgentInfo> AgentHub::Agents() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<AgentInfo> out;
+  for (const auto& [id, session] : sessions_) out.push_back(session->Info());
+  return out;
+}
+
+Result<std::vector<std::string>> AgentHub::WaitForAgents(size_t count, std::chrono::milliseconds timeout,
+                                                         const std::set<std::string>& ids, std::stop_token stop) {
+  std::unique_lock<std::mutex> lock(mu_);
+  std::vector<std::string> idle;
+  const bool ready = cv_.wait_for(lock, stop, timeout, [&] {
+    idle.clear();
+    for (const auto& [id, session] : sessions_) {
+      if (!ids.empty() && ids.count(id) == 0) continue;
+      if (session->Info().job_id.empty()) idle.push_back(id);
+    }
+    return shutdown_ || idle.size() >= count;
+  });
+  if (shutdown_) return Status::Cancelled("controller shutting down");
+  if (!ready && stop.stop_requested()) return Status::Cancelled("stopped while waiting for agents");
+  if (!ready) {
+    return Status::DeadlineExceeded(std::to_string(idle.size()) + " of " + std::to_string(count) +
+                                    " agents connected and idle after " + std::to_string(timeout.count()) + " ms");
+  }
+  idle.resize(count);
+  return idle;
+}
+
+Status AgentHub::StartJob(const std::string& agent_id, const wire::JobSpec& job, std::shared_ptr<JobObserver> observer) {
+  v1::LoadJob proto;
+  wire::ToProto(job, &proto);
+  return StartJob(agent_id, proto, std::move(observer));
+}
+
+Status AgentHub::StartJob(const std::string& agent_id, const v1::LoadJob& job, std::shared_ptr<JobObserver> observer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sessions_.find(agent_id);
+  if (it == sessions_.end()) return Status::NotFound("agent " + agent_id + " is not connected");
+  return it->second->BeginJob(job, std::move(observer));
+}
+
+void AgentHub::CancelJob(const std::string& agent_id, const std::string& job_id, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sessions_.find(agent_id);
+  if (it != sessions_.end()) it->second->CancelJob(job_id, reason);
+}
+
+void AgentHub::Shutdown() {
+  std::lock_guard<std::mutex> lock(mu_);
+  shutdown_ = true;
+  for (AgentSession* s : all_) s->End(grpc::Status(grpc::StatusCode::UNAVAILABLE, "controller shutting down"));
+  cv_.notify_all();
+}
+
+HubStats AgentHub::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+}  // namespace fairbench::controller

@@ -1,0 +1,143 @@
+#include "controller/orchestrator/cell_jobs.h"
+
+#include <algorithm>
+
+#include "common/base64.h"
+#include "common/report/cell_checks.h"
+
+namespace fairbench::controller {
+namespace {
+
+api::Latency LatencyOf(const Histogram& h) {
+  api::Latency l;
+  l.mean = h.Mean();
+  l.stdev = h.Stdev();
+  l.max = static_cast<double>(h.max());
+  l.p50 = static_cast<double>(h.ValueAtPercentile(50));
+  l.p75 = static_cast<double>(h.ValueAtPercentile(75));
+  l.p90 = static_cast<double>(h.ValueAtPercentile(90));
+  l.p99 = static_cast<double>(h.ValueAtPercentile(99));
+  l.p999 = static_cast<double>(h.ValueAtPercentile(99.9));
+  l.p9999 = static_cast<double>(h.ValueAtPercentile(99.99));
+  return l;
+}
+
+}  // namespace
+
+std::chrono::nanoseconds StartLead(int64_t connections, int agents, int threads) {
+  return std::chrono::milliseconds(100) + std::chrono::microseconds(25 * connections / std::max(1, agents * threads));
+}
+
+std::vector<wire::JobSpec> BuildCellJobs(const api::ScenarioSettings& settings, const api::Cell& cell,
+                                         const TargetPlacement& target, int agents,
+                                         std::chrono::system_clock::time_point start, const std::string& job_id) {
+  agents = std::max(1, agents);
+  const std::vector<int64_t> shares = api::SplitEvenly(cell.connections, agents);
+  std::vector<wire::JobSpec> jobs;
+  int64_t offset = 0;
+  for (int i = 0; i < agents; ++i) {
+    wire::JobSpec job;
+    job.job_id = job_id;
+    job.host = target.host;
+    job.port = target.port;
+    for (const api::WeightedRequest& w : settings.requests) {
+      wire::JobRequest r;
+      r.method = w.request.method;
+      r.target = w.request.path;
+      for (const auto& [k, v] : w.request.headers) r.headers.emplace_back(k, v);
+      r.body = w.request.EffectiveBody();
+      r.weight = static_cast<uint32_t>(w.weight);
+      job.requests.push_back(std::move(r));
+    }
+    const int64_t conns = shares[static_cast<size_t>(i)];
+    job.connections = static_cast<uint32_t>(conns);
+    job.threads = static_cast<uint32_t>(std::max<int64_t>(1, std::min<int64_t>(settings.threads, conns)));
+    job.warmup = settings.warmup;
+    job.duration = settings.duration;
+    job.timeout = settings.timeout;
+    job.interval = std::chrono::seconds(1);
+    job.keep_alive = settings.keep_alive;
+    job.pipeline = static_cast<uint32_t>(settings.pipeline);
+    if (settings.rate > 0) {
+      job.rate = static_cast<double>(settings.rate) * static_cast<double>(conns) / static_cast<double>(cell.connections);
+    }
+    job.start = start;
+    job.connection_offset = static_cast<uint32_t>(offset);
+    job.total_connections = static_cast<uint32_t>(cell.connections);
+    offset += conns;
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
+
+report::CellRecord NotRunRecord(const api::Cell& cell, api::CellState state, const std::string& reason,
+                                const std::string& message) {
+  report::CellRecord rec;
+  rec.result.target = cell.target;
+  rec.result.scenario = cell.scenario;
+  rec.result.connections = cell.connections;
+  rec.result.repetition = cell.repetition;
+  rec.result.state = state;
+  rec.result.reason = reason;
+  rec.result.message = message;
+  return rec;
+}
+
+report::CellRecord CellRecordFrom(const api::ScenarioSettings& settings, const api::Cell& cell,
+                                  const TargetPlacement& target, const CellMeasurement& m) {
+  EndReport end = m.end;
+  end.connections_requested = static_cast<uint32_t>(cell.connections);
+  const IntervalStats& measured = m.totals.measure();
+  const double secs = end.measure_seconds > 0 ? end.measure_seconds : 1e-9;
+  report::CellRecord rec = NotRunRecord(cell, api::CellState::kSucceeded, "", "");
+  api::CellResult& r = rec.result;
+  const Counters& c = measured.counters;
+  r.requests = c.requests;
+  r.bytes = c.bytes_read;
+  r.requests_per_second = static_cast<double>(c.requests) / secs;
+  r.transfer_per_second = static_cast<double>(c.bytes_read) / secs;
+  r.bytes_per_response = c.requests ? static_cast<double>(c.bytes_read) / static_cast<double>(c.requests) : 0.0;
+  r.latency = LatencyOf(measured.latency);
+  r.errors.connect = c.errors.connect;
+  r.errors.read = c.errors.read;
+  r.errors.write = c.errors.write;
+  r.errors.timeout = c.errors.timeout;
+  r.errors.status = c.errors.status;
+  r.errors.port_exhaustion = c.errors.port_exhaustion;
+  r.status_classes.c1xx = c.status_classes[1];
+  r.status_classes.c2xx = c.status_classes[2];
+  r.status_classes.c3xx = c.status_classes[3];
+  r.status_classes.c4xx = c.status_classes[4];
+  r.status_classes.c5xx = c.status_classes[5];
+  r.memory_idle = m.memory_idle;
+  if (m.memory_max > 0) r.memory_loaded = m.memory_max;
+  if (m.usage_first && m.usage_last) r.target_cpu = CoresBetween(*m.usage_first, *m.usage_last);
+  r.agent_cpu = m.totals.agent_cpu_seconds() / secs;
+  r.start_time = m.measure_start;
+  r.end_time = m.measure_start + std::chrono::nanoseconds(static_cast<int64_t>(secs * 1e9));
+  rec.timeline = m.totals.timeline();
+  rec.latency_histogram = Base64Encode(measured.latency.EncodeCompressed());
+  if (settings.rate > 0) rec.uncorrected_histogram = Base64Encode(measured.uncorrected.EncodeCompressed());
+  rec.latency_corrected = settings.rate > 0;
+  SummaryContext sc;
+  const std::string path = settings.requests.empty() ? "/" : settings.requests.front().request.path;
+  sc.url = "http://" + target.host + ":" + std::to_string(target.port) + path;
+  sc.threads = static_cast<uint32_t>(std::min<int64_t>(settings.threads, cell.connections) * m.agents);
+  sc.connections = static_cast<uint32_t>(cell.connections);
+  sc.duration_s = std::chrono::duration<double>(settings.duration).count();
+  sc.rate = static_cast<double>(settings.rate);
+  sc.keep_alive = settings.keep_alive;
+  sc.pipeline = static_cast<uint32_t>(settings.pipeline);
+  sc.latency_distribution = true;
+  rec.wrk_text = RenderText(sc, m.totals, end);
+  rec.agents = static_cast<uint32_t>(m.agents);
+  rec.connections_peak = end.connections_peak;
+  rec.drained = end.drained;
+  rec.abandoned = end.abandoned;
+  rec.measure_seconds = end.measure_seconds;
+  if (!m.consistent || m.missing_snapshots > 0) rec.flags.push_back(report::CellFlag::kSnapshotGap);
+  report::CheckCell(settings, rec);
+  return rec;
+}
+
+}  // namespace fairbench::controller

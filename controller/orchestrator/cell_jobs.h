@@ -1,0 +1,56 @@
+// The steps of one cell that need no waiting, as pure functions: the load
+// jobs sent to its agents, and the cell's record made from what they
+// reported.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/api/cells.h"
+#include "common/metrics.h"
+#include "common/report/run_record.h"
+#include "common/wire_job.h"
+#include "common/wrk_summary.h"
+#include "controller/platform/platform.h"
+
+namespace fairbench::controller {
+
+// How long before the load's start the jobs are sent, so that every agent
+// has its connections open when it begins (agents open about 50 per
+// millisecond per thread, so the lead grows with the connections).
+std::chrono::nanoseconds StartLead(int64_t connections, int agents, int threads);
+
+// One job per agent: the connections split evenly (the first agents get one
+// more), threads capped at the agent's connections, the rate split in
+// proportion, each agent's connection offset within the cell, the same
+// wall-clock start for all.
+std::vector<wire::JobSpec> BuildCellJobs(const api::ScenarioSettings& settings, const api::Cell& cell,
+                                         const TargetPlacement& target, int agents,
+                                         std::chrono::system_clock::time_point start, const std::string& job_id);
+
+// A cell that produced no numbers: skipped, failed, or cancelled.
+report::CellRecord NotRunRecord(const api::Cell& cell, api::CellState state, const std::string& reason,
+                                const std::string& message);
+
+// What a finished cell measured.
+struct CellMeasurement {
+  RunTotals totals;  // the agents' merged intervals
+  EndReport end;     // their end reports added up
+  bool consistent = true;
+  uint64_t missing_snapshots = 0;
+  int agents = 1;
+  api::Time measure_start{};  // wall clock: the job's start plus the warmup
+  std::optional<uint64_t> memory_idle;
+  uint64_t memory_max = 0;  // 0: never sampled
+  std::optional<TargetUsage> usage_first, usage_last;  // during the measure phase
+};
+
+// The cell's record: requests/s over the measured time, latency from the
+// merged histogram, errors, status classes, memory, target and agent CPU,
+// the per-second timeline, the histograms, the text in wrk's layout, flags.
+report::CellRecord CellRecordFrom(const api::ScenarioSettings& settings, const api::Cell& cell,
+                                  const TargetPlacement& target, const CellMeasurement& m);
+
+}  // namespace fairbench::controller

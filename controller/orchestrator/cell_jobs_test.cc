@@ -1,0 +1,137 @@
+#include "controller/orchestrator/cell_jobs.h"
+
+#include <gtest/gtest.h>
+
+namespace fairbench::controller {
+namespace {
+
+using namespace std::chrono_literals;
+
+api::ScenarioSettings Settings() {
+  api::ScenarioSettings s;
+  api::WeightedRequest hello;
+  hello.request.path = "/";
+  hello.weight = 3;
+  api::WeightedRequest echo;
+  echo.request.method = "POST";
+  echo.request.path = "/api/echo";
+  echo.request.headers = {{"Content-Type", "application/json"}};
+  echo.request.body_file = "echo.json";
+  echo.request.body_file_content = R"({"a":1})";
+  s.requests = {hello, echo};
+  s.threads = 4;
+  s.warmup = 2s;
+  s.duration = 5s;
+  s.timeout = 1500ms;
+  s.pipeline = 1;
+  s.keep_alive = false;
+  s.rate = 1000;
+  return s;
+}
+
+api::Cell CellOf(int64_t connections) {
+  api::Cell c;
+  c.target = "nginx";
+  c.scenario = "mix";
+  c.connections = connections;
+  return c;
+}
+
+// Catches: connections or rate not split over the agents (or split with
+// a remainder lost), offsets overlapping, threads above an agent's
+// connections, agents given different starts, a request field dropped (the
+// body of a bodyFile, a header, a weight), the warmup/duration/timeout or
+// keep-alive not passed on.
+TEST(CellJobsTest, OneJobPerAgentWithItsShare) {
+  const auto start = std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000));
+  const TargetPlacement where{"node-a", "10.0.0.7", 8080};
+  const auto jobs = BuildCellJobs(Settings(), CellOf(10), where, 3, start, "run/nginx/mix/c10/r1/1");
+  ASSERT_EQ(jobs.size(), 3u);
+  EXPECT_EQ(jobs[0].connections, 4u);
+  EXPECT_EQ(jobs[1].connections, 3u);
+  EXPECT_EQ(jobs[2].connections, 3u);
+  EXPECT_EQ(jobs[0].connection_offset, 0u);
+  EXPECT_EQ(jobs[1].connection_offset, 4u);
+  EXPECT_EQ(jobs[2].connection_offset, 7u);
+  double rate = 0;
+  for (const wire::JobSpec& j : jobs) {
+    EXPECT_EQ(j.total_connections, 10u);
+    EXPECT_EQ(j.threads, std::min<uint32_t>(4, j.connections));
+    EXPECT_EQ(j.start, start);
+    EXPECT_EQ(j.host, "10.0.0.7");
+    EXPECT_EQ(j.port, 8080);
+    EXPECT_EQ(j.job_id, "run/nginx/mix/c10/r1/1");
+    EXPECT_EQ(j.warmup, 2s);
+    EXPECT_EQ(j.duration, 5s);
+    EXPECT_EQ(j.timeout, 1500ms);
+    EXPECT_FALSE(j.keep_alive);
+    rate += j.rate;
+  }
+  EXPECT_DOUBLE_EQ(jobs[0].rate, 400.0);
+  EXPECT_DOUBLE_EQ(rate, 1000.0);
+  const wire::JobSpec& j = jobs[0];
+  ASSERT_EQ(j.requests.size(), 2u);
+  EXPECT_EQ(j.requests[0].method, "GET");
+  EXPECT_EQ(j.requests[0].target, "/");
+  EXPECT_EQ(j.requests[0].weight, 3u);
+  EXPECT_EQ(j.requests[1].method, "POST");
+  EXPECT_EQ(j.requests[1].body, R"({"a":1})");
+  EXPECT_EQ(j.requests[1].headers, (std::vector<std::pair<std::string, std::string>>{{"Content-Type", "application/json"}}));
+}
+
+// Catches: the controller and the agent disagreeing on a field — the jobs
+// go through the one codec both ends use and come back the same.
+TEST(CellJobsTest, JobsSurviveTheWireCodec) {
+  const auto start = std::chrono::system_clock::time_point(std::chrono::nanoseconds(1'800'000'000'123'456'789));
+  for (const wire::JobSpec& job : BuildCellJobs(Settings(), CellOf(10), {"n", "127.0.0.1", 9}, 2, start, "j")) {
+    v1::LoadJob proto;
+    wire::ToProto(job, &proto);
+    auto back = wire::FromProto(proto);
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(*back, job);
+  }
+}
+
+// Catches: the start lead not growing with connections per thread.
+TEST(CellJobsTest, StartLeadGrowsWithConnectionsPerThread) {
+  EXPECT_EQ(StartLead(100, 1, 4), 100ms + 625us);
+  EXPECT_EQ(StartLead(10000, 2, 4), 100ms + 31250us);
+}
+
+// Catches: requests/s divided by the configured duration instead of the
+// measured time, bytes per response or agent CPU from the wrong totals,
+// flags not set for a stream with gaps.
+TEST(CellJobsTest, RecordFromMeasurement) {
+  CellMeasurement m;
+  for (uint64_t seq = 1; seq <= 3; ++seq) {
+    Snapshot s;
+    s.sequence = seq;
+    s.phase = seq == 1 ? Phase::kWarmup : Phase::kMeasure;
+    s.start_ns = static_cast<int64_t>(seq - 1) * 1'000'000'000;
+    s.end_ns = static_cast<int64_t>(seq) * 1'000'000'000;
+    s.stats.counters.requests = 500;
+    s.stats.counters.bytes_read = 100'000;
+    s.stats.counters.status_classes[2] = 500;
+    for (int i = 0; i < 500; ++i) s.stats.latency.Record(2000);
+    s.cpu_seconds = 0.3;
+    m.totals.Add(s);
+  }
+  m.end.measure_seconds = 2.5;  // measured, not the configured 5 s
+  m.consistent = false;
+  m.memory_max = 1 << 20;
+  m.usage_first = TargetUsage{1, 10.0, api::Time(std::chrono::seconds(100))};
+  m.usage_last = TargetUsage{1, 13.0, api::Time(std::chrono::seconds(104))};
+  const report::CellRecord r = CellRecordFrom(Settings(), CellOf(10), {"n", "127.0.0.1", 9}, m);
+  EXPECT_EQ(r.result.requests, 1000u);  // the warmup interval is not counted
+  EXPECT_DOUBLE_EQ(r.result.requests_per_second, 400.0);
+  EXPECT_DOUBLE_EQ(r.result.bytes_per_response, 200.0);
+  EXPECT_DOUBLE_EQ(*r.result.target_cpu, 0.75);  // 3 CPU-s over the platform's 4 s
+  EXPECT_NEAR(*r.result.agent_cpu, 0.6 / 2.5, 1e-12);
+  EXPECT_EQ(r.result.memory_loaded, std::optional<uint64_t>(1 << 20));
+  EXPECT_NEAR(r.result.latency.p99, 2000, 2);
+  EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), report::CellFlag::kSnapshotGap), r.flags.end());
+  EXPECT_EQ(r.timeline.size(), 3u);
+}
+
+}  // namespace
+}  // namespace fairbench::controller

@@ -1,0 +1,480 @@
+#include "controller/orchestrator/orchestrator.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "common/api/conditions.h"
+#include "controller/hub/cell_aggregator.h"
+#include "controller/orchestrator/cell_jobs.h"
+#include "controller/orchestrator/verify.h"
+
+namespace fairbench::controller {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using api::CellState;
+using api::Stage;
+
+api::Time WallNow() {
+  return std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now());
+}
+
+// Notes of an earlier attempt that name what it ran ("target …") stay in a
+// resumed record's environment unless the platform reports them anew.
+std::vector<std::string> MergeNotes(std::vector<std::string> now, const std::vector<std::string>& before) {
+  for (const std::string& n : before) {
+    if (n.rfind("target ", 0) == 0 && std::find(now.begin(), now.end(), n) == now.end()) now.push_back(n);
+  }
+  return now;
+}
+
+}  // namespace
+
+struct Orchestrator::RunState {
+  const api::BenchmarkRun& run;
+  RunStore& store;
+  report::RunRecord record;
+  std::vector<api::Cell> cells;
+  std::map<size_t, report::CellRecord> finished;  // by cell index
+  std::vector<std::string> earlier_notes;
+
+  void Rebuild() {
+    record.cells.clear();
+    record.run.status.results.clear();
+    for (auto& [index, c] : finished) {
+      record.cells.push_back(c);
+      record.run.status.results.push_back(c.result);
+    }
+    record.run.status.progress.completed = static_cast<int64_t>(finished.size());
+    record.run.status.progress.total = static_cast<int64_t>(cells.size());
+  }
+};
+
+Orchestrator::Orchestrator(Platform& platform, AgentPool& agents, OrchestratorOptions options, RunObserver* observer)
+    : platform_(platform), agents_(agents), options_(std::move(options)), observer_(observer) {
+  if (!options_.verify) {
+    options_.verify = [](const TargetPlacement& t, const api::ScenarioSettings& s) { return VerifyScenario(t.host, t.port, s); };
+  }
+}
+
+void Orchestrator::Cancel() { stop_.request_stop(); }
+
+bool Orchestrator::SleepUnlessStopped(std::chrono::nanoseconds d) {
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait_for(lock, stop_.get_token(), d, [] { return false; });
+  return !stop_.stop_requested();
+}
+
+void Orchestrator::SetStage(const api::BenchmarkRun& run, const api::Cell& cell, Stage stage) {
+  if (observer_ == nullptr) return;
+  observer_->OnStage(run, api::CurrentCell{cell.target, cell.scenario, cell.connections, cell.repetition, stage});
+}
+
+void Orchestrator::Message(const std::string& message) {
+  spdlog::info("{}", message);
+  if (observer_ != nullptr) observer_->OnMessage(message);
+}
+
+Result<report::RunRecord> Orchestrator::Run(const api::BenchmarkRun& run, RunStore& store, bool resume) {
+  RunState state{run, store, {}, api::ExpandCells(run.spec), {}, {}};
+  report::RunRecord& record = state.record;
+  record.run = run;
+  record.run.status = api::BenchmarkRunStatus();
+  std::optional<report::RunRecord> earlier;
+  if (resume) {
+    auto stored = store.Load();
+    if (!stored.ok()) return stored.status();
+    earlier = std::move(*stored);
+  }
+  if (earlier) {
+    if (!(earlier->run.spec == run.spec)) {
+      return Status::FailedPrecondition("the run's spec differs from the stored one: resuming would mix two different runs");
+    }
+    for (report::CellRecord& c : earlier->cells) {
+      for (const api::Cell& cell : state.cells) {
+        if (cell.Matches(c.result)) state.finished[cell.index] = std::move(c);
+      }
+    }
+    record.run.status.start_time = earlier->run.status.start_time;
+    record.run.status.conditions = earlier->run.status.conditions;
+    state.earlier_notes = earlier->environment.notes;
+  }
+  auto describe = [&] {
+    record.environment = platform_.Describe();
+    record.environment.notes = MergeNotes(record.environment.notes, state.earlier_notes);
+    if (record.environment.fairbench_version.empty()) record.environment.fairbench_version = options_.fairbench_version;
+  };
+  describe();
+
+  auto persist = [&]() -> Status {
+    if (Status s = store.Save(record); !s.ok()) return s;
+    if (observer_ != nullptr) observer_->OnPersist(record);
+    return Status::Ok();
+  };
+  record.run.status.phase = api::RunPhase::kRunning;
+  if (!record.run.status.start_time) record.run.status.start_time = WallNow();
+  record.run.status.observed_generation = run.metadata.generation;
+  api::Condition progressing;
+  progressing.type = "Progressing";
+  progressing.status = api::ConditionStatus::kTrue;
+  progressing.reason = earlier ? "Resumed" : "Started";
+  progressing.message =
+      std::to_string(state.finished.size()) + " of " + std::to_string(state.cells.size()) + " cells finished";
+  progressing.observed_generation = run.metadata.generation;
+  api::SetCondition(record.run.status.conditions, progressing, WallNow());
+  state.Rebuild();
+  if (Status s = persist(); !s.ok()) return s;
+  if (!state.finished.empty()) {
+    Message("resuming: " + std::to_string(state.finished.size()) + " of " + std::to_string(state.cells.size()) +
+            " cells kept from the interrupted run");
+  }
+
+  for (size_t t = 0; t < run.spec.targets.size() && !cancelled(); ++t) {
+    for (int attempt = 1;; ++attempt) {
+      std::vector<const api::Cell*> todo;
+      for (const api::Cell& c : state.cells) {
+        if (c.target_index == t && state.finished.count(c.index) == 0) todo.push_back(&c);
+      }
+      if (todo.empty() || cancelled()) break;
+      if (attempt > options_.slot_attempts) {
+        for (const api::Cell* c : todo) {
+          report::CellRecord rec = NotRunRecord(*c, CellState::kFailed, "SlotLost",
+                                                "the load slot was lost " + std::to_string(options_.slot_attempts) +
+                                                    " times while this target was under load");
+          state.finished[c->index] = std::move(rec);
+        }
+        state.Rebuild();
+        if (Status s = persist(); !s.ok()) return s;
+        break;
+      }
+      Status error;
+      const TargetOutcome outcome = RunTarget(state, t, todo, &error);
+      if (!error.ok()) return error;
+      describe();
+      if (outcome != TargetOutcome::kSlotLost) break;
+      Message("target " + run.spec.targets[t].name + ": the load slot was lost; waiting for it again");
+    }
+  }
+
+  state.Rebuild();
+  size_t failed = 0, skipped = 0;
+  for (const report::CellRecord& c : record.cells) {
+    failed += c.result.state == CellState::kFailed;
+    skipped += c.result.state == CellState::kSkipped;
+  }
+  const size_t total = state.cells.size();
+  api::Condition done;
+  done.observed_generation = run.metadata.generation;
+  progressing.status = api::ConditionStatus::kFalse;
+  if (cancelled()) {
+    record.run.status.phase = api::RunPhase::kCancelled;
+    progressing.reason = "Cancelled";
+    progressing.message =
+        "cancelled after " + std::to_string(record.cells.size()) + " of " + std::to_string(total) + " cells";
+  } else {
+    const bool all_ok = failed + skipped == 0;
+    record.run.status.phase = all_ok ? api::RunPhase::kSucceeded : api::RunPhase::kFailed;
+    record.run.status.completion_time = WallNow();
+    progressing.reason = "Finished";
+    progressing.message = "all " + std::to_string(total) + " cells finished";
+    done.type = all_ok ? "Complete" : "Failed";
+    done.status = api::ConditionStatus::kTrue;
+    done.reason = all_ok ? "AllCellsSucceeded" : "CellsFailed";
+    done.message = all_ok ? "every cell succeeded"
+                          : std::to_string(failed) + " failed and " + std::to_string(skipped) + " skipped of " +
+                                std::to_string(total) + " cells";
+    api::SetCondition(record.run.status.conditions, done, WallNow());
+  }
+  api::SetCondition(record.run.status.conditions, progressing, WallNow());
+  record.run.status.current.reset();
+  if (Status s = persist(); !s.ok()) return s;
+  return record;
+}
+
+Orchestrator::TargetOutcome Orchestrator::RunTarget(RunState& state, size_t target_index,
+                                                    const std::vector<const api::Cell*>& todo, Status* error) {
+  const api::BenchmarkRun& run = state.run;
+  const api::Target& target = run.spec.targets[target_index];
+  const std::stop_token stop = stop_.get_token();
+  auto record_cell = [&](const api::Cell& cell, report::CellRecord rec) -> bool {
+    if (Status s = state.store.SaveCell(cell, rec); !s.ok()) {
+      *error = s;
+      return false;
+    }
+    state.finished[cell.index] = std::move(rec);
+    state.Rebuild();
+    if (observer_ != nullptr) observer_->OnCellDone(state.record, state.finished[cell.index]);
+    if (Status s = state.store.Save(state.record); !s.ok()) {
+      *error = s;
+      return false;
+    }
+    if (observer_ != nullptr) observer_->OnPersist(state.record);
+    return true;
+  };
+  auto fail_rest = [&](size_t from, CellState cell_state, const std::string& reason, const std::string& message) {
+    for (size_t i = from; i < todo.size(); ++i) {
+      if (!record_cell(*todo[i], NotRunRecord(*todo[i], cell_state, reason, message))) return;
+    }
+  };
+  // Stops and removes the target; a failure is reported, not hidden.
+  auto teardown = [&](TargetInstance& instance) {
+    SetStage(state.record.run, *todo.front(), Stage::kTearingDown);
+    if (Status s = instance.Teardown(); !s.ok()) {
+      Message("WARNING: target " + target.name + " could not be torn down cleanly: " + s.message());
+    }
+  };
+  const RunIdentity identity{run.metadata.name, run.metadata.namespace_, run.metadata.uid};
+
+  SetStage(state.record.run, *todo.front(), Stage::kWaitingForSlot);
+  auto slot = platform_.AcquireSlot(run.metadata.name + "/" + target.name, options_.slot_timeout, stop);
+  if (stop.stop_requested()) return TargetOutcome::kStopped;
+  if (!slot.ok()) {
+    fail_rest(0, CellState::kFailed, "SlotUnavailable", slot.status().message());
+    return TargetOutcome::kDone;
+  }
+  SetStage(state.record.run, *todo.front(), Stage::kDeploying);
+  auto deployed = platform_.Deploy(DeployRequest{identity, target, target_index, run.spec.placement.target}, stop);
+  if (stop.stop_requested()) {
+    if (deployed.ok()) teardown(**deployed);
+    return TargetOutcome::kStopped;
+  }
+  if (!deployed.ok()) {
+    fail_rest(0, CellState::kFailed, "DeployFailed", deployed.status().message());
+    return TargetOutcome::kDone;
+  }
+  TargetInstance& instance = **deployed;
+  const api::Readiness readiness = api::EffectiveReadiness(target);
+  if (Status s = instance.WaitReady(Clock::now() + readiness.timeout, stop); !s.ok()) {
+    teardown(instance);
+    if (stop.stop_requested()) return TargetOutcome::kStopped;
+    fail_rest(0, CellState::kFailed, "NotReady", s.message());
+    return TargetOutcome::kDone;
+  }
+  const TargetPlacement where = instance.placement();
+  Message("target " + target.name + " is ready on " + where.host + ":" + std::to_string(where.port) +
+          (where.node.empty() ? "" : " (node " + where.node + ")"));
+
+  SetStage(state.record.run, *todo.front(), Stage::kVerifying);
+  std::map<size_t, std::string> broken;  // scenario index → why
+  for (const api::Cell* c : todo) {
+    if (broken.count(c->scenario_index) || stop.stop_requested()) continue;
+    const api::Scenario& sc = run.spec.scenarios[c->scenario_index];
+    if (Status s = options_.verify(where, api::EffectiveSettings(run.spec, sc)); !s.ok()) {
+      broken[c->scenario_index] = s.message();
+      Message("target " + target.name + " fails scenario " + sc.name + ": " + s.message());
+    } else {
+      broken[c->scenario_index] = "";
+    }
+  }
+
+  SetStage(state.record.run, *todo.front(), Stage::kSamplingIdle);
+  SleepUnlessStopped(options_.idle_settle);
+  std::optional<uint64_t> memory_idle;
+  if (auto u = instance.Usage(); u.ok()) {
+    memory_idle = u->memory_bytes;
+    if (observer_ != nullptr) {
+      const api::Cell& first = *todo.front();
+      observer_->OnTargetUsage(run.metadata.name,
+                               api::CurrentCell{target.name, first.scenario, first.connections, first.repetition,
+                                                Stage::kSamplingIdle},
+                               *u);
+    }
+  }
+
+  TargetOutcome outcome = TargetOutcome::kDone;
+  for (size_t i = 0; i < todo.size(); ++i) {
+    if (stop.stop_requested()) {
+      outcome = TargetOutcome::kStopped;
+      break;
+    }
+    const api::Cell& cell = *todo[i];
+    if (auto gone = instance.Gone()) {
+      fail_rest(i, CellState::kSkipped, "TargetExited",
+                "target " + target.name + " " + *gone + " earlier (see " + instance.LogLocation() + ")");
+      break;
+    }
+    if (!broken[cell.scenario_index].empty()) {
+      if (!record_cell(cell, NotRunRecord(cell, CellState::kSkipped, "VerificationFailed", broken[cell.scenario_index]))) {
+        break;
+      }
+      continue;
+    }
+    if (!(*slot)->held()) {  // lost between cells: nothing was loaded, nothing to record
+      outcome = TargetOutcome::kSlotLost;
+      break;
+    }
+    report::CellRecord rec = RunCell(state, cell, instance, **slot, memory_idle);
+    if (stop.stop_requested()) {  // an interrupted cell is not a result: a resume runs it again
+      outcome = TargetOutcome::kStopped;
+      break;
+    }
+    const bool slot_lost = rec.result.reason == "SlotLost";
+    if (!record_cell(cell, std::move(rec))) break;
+    if (slot_lost) {
+      outcome = TargetOutcome::kSlotLost;
+      break;
+    }
+    if (i + 1 < todo.size()) {
+      const api::ScenarioSettings settings = api::EffectiveSettings(run.spec, run.spec.scenarios[cell.scenario_index]);
+      SetStage(state.record.run, cell, Stage::kCoolingDown);
+      SleepUnlessStopped(settings.cooldown);
+    }
+  }
+  teardown(instance);
+  return outcome;
+}
+
+report::CellRecord Orchestrator::RunCell(RunState& state, const api::Cell& cell, TargetInstance& instance,
+                                         const LoadSlot& slot, std::optional<uint64_t> memory_idle) {
+  const api::BenchmarkRun& run = state.record.run;
+  const api::Scenario& scenario = run.spec.scenarios[cell.scenario_index];
+  const api::ScenarioSettings settings = api::EffectiveSettings(run.spec, scenario);
+  const int agents = std::max(1, settings.agents);
+  const std::stop_token stop = stop_.get_token();
+  const TargetPlacement where = instance.placement();
+  auto not_run = [&](CellState s, const std::string& reason, const std::string& message) {
+    return NotRunRecord(cell, s, reason, message);
+  };
+
+  SetStage(run, cell, Stage::kWarmingUp);
+  AgentRequest request;
+  request.run = RunIdentity{run.metadata.name, run.metadata.namespace_, run.metadata.uid};
+  request.count = agents;
+  request.threads = settings.threads;
+  request.target = where;
+  request.placement = run.spec.placement.agents;
+  auto ids = platform_.EnsureAgents(request, stop);
+  if (!ids.ok()) return not_run(CellState::kFailed, "AgentsUnavailable", ids.status().message());
+  auto idle = agents_.WaitForAgents(static_cast<size_t>(agents), options_.agent_timeout,
+                                    std::set<std::string>(ids->begin(), ids->end()), stop);
+  if (!idle.ok()) return not_run(CellState::kFailed, "AgentsUnavailable", idle.status().message());
+
+  const auto lead = StartLead(cell.connections, agents, settings.threads);
+  const auto start_wall = std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::system_clock::duration>(lead);
+  const auto start_steady = Clock::now() + lead;
+  const std::string job_id = run.metadata.name + "/" + cell.Key() + "/" + std::to_string(++job_counter_);
+  const std::vector<wire::JobSpec> jobs = BuildCellJobs(settings, cell, where, agents, start_wall, job_id);
+
+  auto aggregator = std::make_shared<CellAggregator>(static_cast<size_t>(agents));
+  const api::CurrentCell this_cell{cell.target, cell.scenario, cell.connections, cell.repetition, std::nullopt};
+  const api::Time start_time = std::chrono::time_point_cast<std::chrono::nanoseconds>(start_wall);
+  if (observer_ != nullptr) {
+    aggregator->SetIntervalCallback([observer = observer_, name = run.metadata.name, c = this_cell, start_time](
+                                        const Snapshot& s) {
+      observer->OnInterval(name, c, s, start_time + std::chrono::nanoseconds(s.end_ns));
+    });
+  }
+  // Nothing reaches the observer once this cell is over (a cancelled job's
+  // late snapshots included).
+  struct Unhook {
+    CellAggregator* a;
+    ~Unhook() { a->SetIntervalCallback(nullptr); }
+  } unhook{aggregator.get()};
+
+  std::vector<std::string> started;
+  auto cancel_all = [&](const std::string& why) {
+    for (const std::string& a : started) agents_.CancelJob(a, job_id, why);
+  };
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const std::string& agent = (*idle)[i];
+    if (Status s = agents_.StartJob(agent, jobs[i], aggregator); !s.ok()) {
+      cancel_all("another agent could not start");
+      return not_run(CellState::kFailed, "AgentsUnavailable", s.message());
+    }
+    started.push_back(agent);
+  }
+
+  const auto measure_start = start_steady + settings.warmup;
+  const auto measure_end = measure_start + settings.duration;
+  const auto deadline = measure_end + settings.timeout + options_.job_grace;
+  CellMeasurement m;
+  m.agents = agents;
+  m.memory_idle = memory_idle;
+  m.measure_start = start_time + settings.warmup;
+  bool measuring_announced = false;
+  CellAggregator::Outcome outcome = CellAggregator::Outcome::kTimeout;
+  // Stops the load and waits briefly for the agents to say they stopped.
+  auto abort_cell = [&](const std::string& why) {
+    cancel_all(why);
+    aggregator->Wait(Clock::now() + std::chrono::seconds(1));
+  };
+  for (;;) {
+    outcome = aggregator->Wait(std::min(deadline, Clock::now() + options_.sample_period));
+    const auto now = Clock::now();
+    if (outcome != CellAggregator::Outcome::kTimeout) break;
+    if (stop.stop_requested()) {
+      abort_cell("the run was cancelled");
+      return not_run(CellState::kFailed, "Cancelled", "the run was cancelled during this cell");
+    }
+    if (!slot.held()) {
+      abort_cell("the load slot was lost");
+      return not_run(CellState::kFailed, "SlotLost",
+                     "the load slot was lost during this cell (another target may have been under load): its load "
+                     "was stopped and its numbers discarded");
+    }
+    if (auto gone = instance.Gone()) {
+      abort_cell("the target exited");
+      return not_run(CellState::kFailed, "TargetExited",
+                     "target " + cell.target + " " + *gone + " during this cell (see " + instance.LogLocation() + ")");
+    }
+    if (now >= measure_start && now <= measure_end) {
+      if (!measuring_announced) {
+        SetStage(run, cell, Stage::kMeasuring);
+        measuring_announced = true;
+      }
+      if (auto u = instance.Usage(); u.ok()) {
+        if (!m.usage_first) m.usage_first = *u;
+        m.usage_last = *u;
+        m.memory_max = std::max(m.memory_max, u->memory_bytes);
+        if (observer_ != nullptr) {
+          api::CurrentCell c = this_cell;
+          c.stage = Stage::kMeasuring;
+          observer_->OnTargetUsage(run.metadata.name, c, *u);
+        }
+      }
+    }
+    if (observer_ != nullptr && now >= start_steady) {
+      api::CurrentCell c = this_cell;
+      c.stage = now < measure_start ? Stage::kWarmingUp : Stage::kMeasuring;
+      observer_->OnLive(c, aggregator->LiveRequestsPerSecond(), std::chrono::duration<double>(now - start_steady).count());
+    }
+    if (now >= deadline) break;
+  }
+  if (outcome == CellAggregator::Outcome::kTimeout) {
+    cancel_all("the controller gave up waiting");
+    return not_run(CellState::kFailed, "AgentTimeout",
+                   "the agents did not finish within " +
+                       std::to_string(std::chrono::duration_cast<std::chrono::seconds>(deadline - start_steady).count()) +
+                       " s");
+  }
+  if (outcome == CellAggregator::Outcome::kFailed) {
+    cancel_all("another agent of this cell failed");
+    if (auto gone = instance.Gone()) {
+      return not_run(CellState::kFailed, "TargetExited",
+                     "target " + cell.target + " " + *gone + " during this cell (see " + instance.LogLocation() + ")");
+    }
+    if (!slot.held()) {
+      return not_run(CellState::kFailed, "SlotLost", "the load slot was lost during this cell: its numbers were discarded");
+    }
+    return not_run(CellState::kFailed, "AgentFailed", aggregator->failure());
+  }
+  // The whole measurement happened while the slot was ours, or it is not a result.
+  if (!slot.held()) {
+    return not_run(CellState::kFailed, "SlotLost", "the load slot was lost during this cell: its numbers were discarded");
+  }
+  m.totals = aggregator->Totals();
+  m.end = aggregator->End();
+  m.consistent = aggregator->consistent();
+  m.missing_snapshots = aggregator->missing_snapshots();
+  return CellRecordFrom(settings, cell, where, m);
+}
+
+}  // namespace fairbench::controller

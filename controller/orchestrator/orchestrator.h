@@ -1,0 +1,95 @@
+// Orchestrator: runs a BenchmarkRun, one target under load at a time.
+//
+// One state machine, the same on every platform; it knows the platform only
+// through the seam (platform/platform.h), the agents only through AgentPool
+// and the record's home only through RunStore. Per target in order: take
+// the load slot → deploy pinned → wait until ready → verify every scenario
+// once against its expect (a failing endpoint is reported, never loaded) →
+// sample idle memory → for each cell (scenario × connection level ×
+// repetition): warm up and measure with the run's agents (merged), sample
+// loaded memory and target CPU, cool down → tear down → release the slot.
+//
+// Nothing finished is ever lost: after every cell the whole record is saved
+// to the store, and a run resumed from it keeps every finished cell and
+// continues at the first unfinished one. A target that crashes is a
+// finding: its current cell fails with the reason, its remaining cells are
+// skipped with it, and the run moves on. A lost agent fails its cell; the
+// platform replaces it for the next one.
+//
+// The load slot is checked throughout every cell: a slot that is no longer
+// held (a lease lost) stops the agents at once and fails the cell with the
+// reason SlotLost — never a result; the target's remaining cells wait for
+// the slot again (up to slot_attempts times).
+//
+// Cancel() reaches every wait (slot, deploy, readiness, agents, load,
+// cooldown) through a stop token; the interrupted cell is not recorded (a
+// resume redoes it). Run() uses the calling thread; Cancel() may be called
+// from any thread.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "common/api/benchmark_run.h"
+#include "common/api/cells.h"
+#include "common/report/run_record.h"
+#include "controller/hub/agent_pool.h"
+#include "controller/orchestrator/run_observer.h"
+#include "controller/orchestrator/run_store.h"
+#include "controller/platform/platform.h"
+
+namespace fairbench::controller {
+
+struct OrchestratorOptions {
+  std::chrono::milliseconds agent_timeout{20000};  // to connect and go idle
+  std::chrono::milliseconds slot_timeout{std::chrono::hours(24)};
+  std::chrono::milliseconds job_grace{15000};  // beyond warmup + duration + timeout
+  std::chrono::milliseconds sample_period{200};
+  std::chrono::milliseconds idle_settle{500};  // before the idle memory sample
+  // How often a target whose slot was lost waits for it again.
+  int slot_attempts = 3;
+  std::string fairbench_version;
+  // Checks a scenario against the ready target; VerifyScenario by default.
+  std::function<Status(const TargetPlacement&, const api::ScenarioSettings&)> verify;
+};
+
+class Orchestrator {
+ public:
+  Orchestrator(Platform& platform, AgentPool& agents, OrchestratorOptions options, RunObserver* observer);
+
+  // Runs `run` to the end, saving its record in `store`. With `resume`, the
+  // stored record's finished cells are kept (its spec must be the same);
+  // without, the store's record is replaced. Errors are about the run as a
+  // whole (the store cannot be read or written, the spec changed); cell
+  // failures are in the record.
+  Result<report::RunRecord> Run(const api::BenchmarkRun& run, RunStore& store, bool resume);
+  // Stops the current cell (not recorded, so a resume redoes it) and ends
+  // the run as Cancelled. Thread-safe.
+  void Cancel();
+  bool cancelled() const { return stop_.stop_requested(); }
+
+ private:
+  struct RunState;
+  enum class TargetOutcome { kDone, kSlotLost, kStopped };
+  TargetOutcome RunTarget(RunState& state, size_t target_index, const std::vector<const api::Cell*>& todo,
+                          Status* error);
+  report::CellRecord RunCell(RunState& state, const api::Cell& cell, TargetInstance& instance, const LoadSlot& slot,
+                             std::optional<uint64_t> memory_idle);
+  void SetStage(const api::BenchmarkRun& run, const api::Cell& cell, api::Stage stage);
+  void Message(const std::string& message);
+  bool SleepUnlessStopped(std::chrono::nanoseconds d);
+
+  Platform& platform_;
+  AgentPool& agents_;
+  OrchestratorOptions options_;
+  RunObserver* observer_;
+  std::stop_source stop_;
+  uint64_t job_counter_ = 0;
+};
+
+}  // namespace fairbench::controller

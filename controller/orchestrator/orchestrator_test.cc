@@ -1,0 +1,747 @@
+// The orchestrator against a fake platform, a fake agent pool and a store
+// in memory: no process, no socket. The fakes behave like the real parts
+// where the orchestrator can tell (agents stream snapshots in real time
+// after the job's start and answer a cancel; a target's usage carries the
+// platform's own timestamps; a slot can be lost), and record what they were
+// asked to do, so that every test asserts on the record and on the calls.
+#include "controller/orchestrator/orchestrator.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+
+namespace fairbench::controller {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// ------------------------------------------------------------------ fakes
+
+class Log {
+ public:
+  void Add(const std::string& e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(e);
+  }
+  std::vector<std::string> Get() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return events_;
+  }
+  size_t Count(const std::string& prefix) const {
+    size_t n = 0;
+    for (const std::string& e : Get()) n += e.rfind(prefix, 0) == 0;
+    return n;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> events_;
+};
+
+// Blocks until the token is stopped or `d` passed; true when stopped.
+bool WaitForStop(std::stop_token stop, std::chrono::nanoseconds d) {
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::unique_lock<std::mutex> lock(mu);
+  return cv.wait_for(lock, stop, d, [] { return false; }) || stop.stop_requested();
+}
+
+struct SharedState {
+  Log log;
+  std::atomic<int> deployed{0};      // targets up right now
+  std::atomic<int> max_deployed{0};
+  std::shared_ptr<std::atomic<bool>> slot;  // the slot held now (null: none)
+  std::mutex slot_mu;
+  std::atomic<int> violations{0};    // jobs started without the slot or with two targets up
+};
+
+class FakeSlot final : public LoadSlot {
+ public:
+  FakeSlot(SharedState& s, std::string holder, std::shared_ptr<std::atomic<bool>> held)
+      : s_(s), holder_(std::move(holder)), held_(std::move(held)) {}
+  ~FakeSlot() override {
+    s_.log.Add("release " + holder_);
+    std::lock_guard<std::mutex> lock(s_.slot_mu);
+    s_.slot.reset();
+  }
+  bool held() const override { return held_->load(); }
+
+ private:
+  SharedState& s_;
+  std::string holder_;
+  std::shared_ptr<std::atomic<bool>> held_;
+};
+
+class FakeTarget final : public TargetInstance {
+ public:
+  FakeTarget(SharedState& s, std::string name, bool block_ready) : s_(s), name_(std::move(name)), block_ready_(block_ready) {}
+  TargetPlacement placement() const override { return TargetPlacement{"node-a", "10.1.2.3", 8080}; }
+  Status WaitReady(Clock::time_point deadline, std::stop_token stop) override {
+    if (!block_ready_) return Status::Ok();
+    s_.log.Add("waiting ready " + name_);
+    if (WaitForStop(stop, deadline - Clock::now())) return Status::Cancelled("stopped");
+    return Status::DeadlineExceeded(name_ + " not ready");
+  }
+  std::optional<std::string> Gone() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return gone_;
+  }
+  void Kill(const std::string& why) {
+    std::lock_guard<std::mutex> lock(mu_);
+    gone_ = why;
+  }
+  // The platform's clock: each sample is one second after the previous one
+  // and 1.5 CPU-seconds more, so the target used exactly 1.5 cores — whatever
+  // the controller's own sampling rhythm. The first sample (idle) shows
+  // 32 MiB, every later one 64 MiB.
+  Result<TargetUsage> Usage() override {
+    const int n = ++samples_;
+    TargetUsage u;
+    u.memory_bytes = n == 1 ? 32u << 20 : 64u << 20;
+    u.cpu_seconds = 1.5 * n;
+    u.sampled_at = api::Time(std::chrono::seconds(1'700'000'000 + n));
+    return u;
+  }
+  Status Teardown() override {
+    s_.log.Add("teardown " + name_);
+    --s_.deployed;
+    return Status::Ok();
+  }
+  std::string LogLocation() const override { return "logs/" + name_ + ".log"; }
+  std::string Description() const override { return name_ + "-server"; }
+
+ private:
+  SharedState& s_;
+  std::string name_;
+  bool block_ready_;
+  std::mutex mu_;
+  std::optional<std::string> gone_;
+  std::atomic<int> samples_{0};
+};
+
+class FakePlatform final : public Platform {
+ public:
+  explicit FakePlatform(SharedState& s) : s_(s) {}
+  bool block_slot = false;
+  bool block_ready = false;
+  std::set<std::string> fail_deploy;
+
+  std::string name() const override { return "fake"; }
+  Result<std::unique_ptr<TargetInstance>> Deploy(const DeployRequest& r, std::stop_token) override {
+    s_.log.Add("deploy " + r.target.name + " run=" + r.run.name + " uid=" + r.run.uid + " index=" +
+               std::to_string(r.target_index) + " node=" + r.placement.node_name);
+    if (fail_deploy.count(r.target.name)) return Status::Unavailable("image pull failed");
+    const int now = ++s_.deployed;
+    int max = s_.max_deployed.load();
+    while (now > max && !s_.max_deployed.compare_exchange_weak(max, now)) {
+    }
+    auto t = std::make_unique<FakeTarget>(s_, r.target.name, block_ready);
+    std::lock_guard<std::mutex> lock(mu_);
+    targets.push_back(t.get());
+    return std::unique_ptr<TargetInstance>(std::move(t));
+  }
+  Result<std::vector<std::string>> EnsureAgents(const AgentRequest& r, std::stop_token) override {
+    s_.log.Add("agents " + std::to_string(r.count) + " threads=" + std::to_string(r.threads) + " avoid=" + r.target.node);
+    std::vector<std::string> ids;
+    for (int i = 0; i < r.count; ++i) ids.push_back("agent-" + std::to_string(i));
+    return ids;
+  }
+  Result<std::unique_ptr<LoadSlot>> AcquireSlot(const std::string& holder, std::chrono::milliseconds,
+                                                std::stop_token stop) override {
+    s_.log.Add("slot " + holder);
+    if (block_slot && WaitForStop(stop, 60s)) return Status::Cancelled("stopped while waiting for the slot");
+    auto held = std::make_shared<std::atomic<bool>>(true);
+    {
+      std::lock_guard<std::mutex> lock(s_.slot_mu);
+      s_.slot = held;
+    }
+    return std::unique_ptr<LoadSlot>(new FakeSlot(s_, holder, held));
+  }
+  report::Environment Describe() const override {
+    report::Environment e;
+    e.platform = "fake";
+    e.hostname = "node-a";
+    e.notes = {"fake platform"};
+    return e;
+  }
+  FakeTarget* target(size_t i) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return i < targets.size() ? targets[i] : nullptr;
+  }
+
+ private:
+  SharedState& s_;
+  std::mutex mu_;
+  std::vector<FakeTarget*> targets;
+};
+
+// Agents. kNormal: after the job's start + warmup + duration (wall clock,
+// as a real agent), two measure intervals of 1,000 responses each (900 at
+// 1 ms, 100 at 5 ms) and 0.25 CPU-seconds, then JobDone with 2 s measured.
+// kHang: an interval every 50 ms until cancelled, then JobDone stopped
+// early. kFail: the stream breaks after 100 ms.
+enum class AgentMode { kNormal, kHang, kFail };
+
+class FakeAgents final : public AgentPool {
+ public:
+  explicit FakeAgents(SharedState& s) : s_(s) {}
+  ~FakeAgents() override {
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      threads.swap(threads_);
+      for (auto& [id, flag] : cancel_) *flag = true;
+    }
+    for (std::thread& t : threads) t.join();
+  }
+  std::atomic<AgentMode> mode{AgentMode::kNormal};
+  bool block_wait = false;
+
+  Result<std::vector<std::string>> WaitForAgents(size_t count, std::chrono::milliseconds, const std::set<std::string>& ids,
+                                                 std::stop_token stop) override {
+    if (block_wait) {
+      s_.log.Add("waiting for agents");
+      if (WaitForStop(stop, 60s)) return Status::Cancelled("stopped while waiting for agents");
+    }
+    std::vector<std::string> out(ids.begin(), ids.end());
+    out.resize(std::min(count, out.size()));
+    return out;
+  }
+
+  Status StartJob(const std::string& agent, const wire::JobSpec& job, std::shared_ptr<JobObserver> observer) override {
+    {
+      std::lock_guard<std::mutex> lock(s_.slot_mu);
+      if (!s_.slot || !s_.slot->load() || s_.deployed != 1) ++s_.violations;
+    }
+    s_.log.Add("job " + agent + " " + job.job_id);
+    auto cancelled = std::make_shared<std::atomic<bool>>(false);
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs.push_back(job);
+    cancel_[agent + "|" + job.job_id] = cancelled;
+    const AgentMode m = mode.load();
+    threads_.emplace_back([this, agent, job, observer, cancelled, m] { Serve(agent, job, observer, *cancelled, m); });
+    return Status::Ok();
+  }
+
+  void CancelJob(const std::string& agent, const std::string& job_id, const std::string& reason) override {
+    s_.log.Add("cancel " + agent + " " + reason);
+    std::lock_guard<std::mutex> lock(mu_);
+    cancel_times.push_back(Clock::now());
+    auto it = cancel_.find(agent + "|" + job_id);
+    if (it != cancel_.end()) *it->second = true;
+  }
+
+  std::vector<wire::JobSpec> Jobs() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return jobs;
+  }
+  std::vector<Clock::time_point> CancelTimes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cancel_times;
+  }
+  // When the newest job's agent last sent an interval.
+  std::atomic<int64_t> last_interval_ns{0};
+
+  static Snapshot Interval(uint64_t seq, int64_t end_ns) {
+    Snapshot s;
+    s.sequence = seq;
+    s.phase = Phase::kMeasure;
+    s.start_ns = end_ns - 1'000'000'000;
+    s.end_ns = end_ns;
+    s.stats.counters.requests = 1000;
+    s.stats.counters.bytes_read = 150'000;
+    s.stats.counters.status_classes[2] = 1000;
+    for (int i = 0; i < 900; ++i) s.stats.latency.Record(1000);
+    for (int i = 0; i < 100; ++i) s.stats.latency.Record(5000);
+    s.cpu_seconds = 0.25;
+    return s;
+  }
+
+ private:
+  void Serve(const std::string& agent, const wire::JobSpec& job, const std::shared_ptr<JobObserver>& observer,
+             std::atomic<bool>& cancelled, AgentMode m) {
+    JobSummary summary;
+    summary.end.connections_peak = job.connections;
+    if (m == AgentMode::kFail) {
+      std::this_thread::sleep_for(100ms);
+      observer->OnFailed(agent, "stream broken: the agent went away");
+      return;
+    }
+    if (m == AgentMode::kHang) {
+      uint64_t seq = 0;
+      while (!cancelled) {
+        std::this_thread::sleep_for(50ms);
+        ++seq;
+        observer->OnSnapshot(agent, Interval(seq, static_cast<int64_t>(seq) * 1'000'000'000));
+        last_interval_ns = Clock::now().time_since_epoch().count();
+      }
+      summary.end.stopped_early = true;
+      summary.end.measure_seconds = 0.1;
+      observer->OnDone(agent, summary);
+      return;
+    }
+    const auto until = *job.start + job.warmup + job.duration;
+    while (std::chrono::system_clock::now() < until && !cancelled) std::this_thread::sleep_for(5ms);
+    observer->OnSnapshot(agent, Interval(1, 1'000'000'000));
+    observer->OnSnapshot(agent, Interval(2, 2'000'000'000));
+    summary.end.measure_seconds = 2.0;
+    summary.totals.requests = 2000;
+    observer->OnDone(agent, summary);
+  }
+
+  SharedState& s_;
+  std::mutex mu_;
+  std::vector<std::thread> threads_;
+  std::map<std::string, std::shared_ptr<std::atomic<bool>>> cancel_;
+  std::vector<wire::JobSpec> jobs;
+  std::vector<Clock::time_point> cancel_times;
+};
+
+class MemoryStore final : public RunStore {
+ public:
+  std::optional<report::RunRecord> stored;
+  int saves = 0;
+  std::vector<std::string> cell_keys;
+  Result<std::optional<report::RunRecord>> Load() override { return stored; }
+  Status Save(const report::RunRecord& record) override {
+    stored = record;
+    ++saves;
+    return Status::Ok();
+  }
+  Status SaveCell(const api::Cell& cell, const report::CellRecord&) override {
+    cell_keys.push_back(cell.Key());
+    return Status::Ok();
+  }
+};
+
+class Recorder final : public RunObserver {
+ public:
+  void OnStage(const api::BenchmarkRun&, const api::CurrentCell& c) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    stages.push_back(c.target + ":" + std::string(api::ToString(*c.stage)));
+  }
+  void OnLive(const api::CurrentCell&, double, double) override {}
+  void OnCellDone(const report::RunRecord&, const report::CellRecord&) override { ++cells_done; }
+  void OnMessage(const std::string& m) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    messages.push_back(m);
+  }
+  void OnPersist(const report::RunRecord&) override { ++persists; }
+  std::mutex mu_;
+  std::vector<std::string> stages;
+  std::vector<std::string> messages;
+  std::atomic<int> cells_done{0};
+  std::atomic<int> persists{0};
+};
+
+// ------------------------------------------------------------------ fixture
+
+api::BenchmarkRun MakeRun(std::vector<std::string> targets, std::vector<int64_t> connections, int agents = 1) {
+  api::BenchmarkRun run;
+  run.metadata.name = "demo";
+  run.metadata.uid = "uid-1";
+  run.metadata.generation = 3;
+  for (const std::string& t : targets) {
+    api::Target target;
+    target.name = t;
+    target.image = "example.org/" + t;
+    run.spec.targets.push_back(target);
+  }
+  api::Scenario hello;
+  hello.name = "hello";
+  hello.request = api::Request{};
+  hello.request->path = "/";
+  run.spec.scenarios.push_back(hello);
+  run.spec.load.connections = std::move(connections);
+  run.spec.load.threads = 2;
+  run.spec.load.agents = agents;
+  run.spec.load.warmup = 0ms;
+  run.spec.load.duration = 200ms;
+  run.spec.load.timeout = 1s;
+  run.spec.cooldown = 0ms;
+  run.spec.placement.target.node_name = "node-a";
+  return run;
+}
+
+class OrchestratorTest : public ::testing::Test {
+ protected:
+  OrchestratorTest() : platform_(state_), agents_(state_) {
+    spdlog::set_level(spdlog::level::warn);
+    options_.agent_timeout = 2s;
+    options_.job_grace = 2s;
+    options_.sample_period = 20ms;
+    options_.idle_settle = 0ms;
+    options_.fairbench_version = "9.9.9";
+    options_.verify = [this](const TargetPlacement& where, const api::ScenarioSettings& s) {
+      verified_.push_back(where.host + ":" + std::to_string(where.port) + s.requests.front().request.path);
+      return verify_result_;
+    };
+  }
+  Orchestrator Make() { return Orchestrator(platform_, agents_, options_, &recorder_); }
+  // Runs `run` on a thread and cancels it when `when` says so; returns the
+  // record and how long the run took after the cancel.
+  Result<report::RunRecord> RunAndCancel(const api::BenchmarkRun& run, const std::function<bool()>& when,
+                                         std::chrono::milliseconds* after_cancel) {
+    Orchestrator o = Make();
+    std::optional<Result<report::RunRecord>> result;
+    std::thread t([&] { result.emplace(o.Run(run, store_, false)); });
+    const auto give_up = Clock::now() + 5s;
+    while (!when() && Clock::now() < give_up) std::this_thread::sleep_for(5ms);
+    std::this_thread::sleep_for(50ms);
+    const auto cancel_at = Clock::now();
+    o.Cancel();
+    t.join();
+    *after_cancel = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - cancel_at);
+    return std::move(*result);
+  }
+
+  SharedState state_;
+  FakePlatform platform_;
+  FakeAgents agents_;
+  MemoryStore store_;
+  Recorder recorder_;
+  OrchestratorOptions options_;
+  Status verify_result_;
+  std::vector<std::string> verified_;
+};
+
+// ------------------------------------------------------------------ tests
+
+// Catches: two targets up (or loaded) at once, a slot released before the
+// teardown, agents not told the target's node, the run identity not given
+// to Deploy, a job started without the slot, numbers computed from anything
+// but the agents' counts (rps = 2 × 1,000 responses per agent ÷ 2 s), the
+// target's cores computed from the controller's sampling clock instead of
+// the platform's timestamps (1.5 exactly), a record not saved after a cell.
+TEST_F(OrchestratorTest, TargetsRunOneAtATimeAndNumbersComeFromTheAgents) {
+  const api::BenchmarkRun run = MakeRun({"alpha", "beta"}, {10, 20}, /*agents=*/2);
+  auto record = Make().Run(run, store_, false);
+  ASSERT_TRUE(record.ok()) << record.status().message();
+
+  EXPECT_EQ(record->run.status.phase, api::RunPhase::kSucceeded);
+  ASSERT_EQ(record->cells.size(), 4u);
+  for (const report::CellRecord& c : record->cells) {
+    SCOPED_TRACE(c.result.target + "/" + std::to_string(c.result.connections));
+    EXPECT_EQ(c.result.state, api::CellState::kSucceeded) << c.result.reason << ": " << c.result.message;
+    EXPECT_EQ(c.result.requests, 4000u);                 // 2 agents × 2 intervals × 1,000
+    EXPECT_DOUBLE_EQ(c.result.requests_per_second, 2000.0);  // ÷ 2 s measured
+    EXPECT_DOUBLE_EQ(c.result.bytes_per_response, 150.0);
+    EXPECT_NEAR(c.result.latency.p50, 1000, 1);
+    EXPECT_NEAR(c.result.latency.p99, 5000, 5);
+    EXPECT_NEAR(c.result.latency.mean, 1400, 2);
+    EXPECT_EQ(c.result.status_classes.c2xx, 4000u);
+    ASSERT_TRUE(c.result.target_cpu.has_value());
+    EXPECT_DOUBLE_EQ(*c.result.target_cpu, 1.5);
+    ASSERT_TRUE(c.result.agent_cpu.has_value());
+    EXPECT_DOUBLE_EQ(*c.result.agent_cpu, 0.5);  // 2 agents × 2 × 0.25 CPU-s ÷ 2 s
+    EXPECT_EQ(c.result.memory_idle, std::optional<uint64_t>(32u << 20));
+    EXPECT_EQ(c.result.memory_loaded, std::optional<uint64_t>(64u << 20));
+    EXPECT_EQ(c.agents, 2u);
+    EXPECT_NE(c.wrk_text.find("http://10.1.2.3:8080/"), std::string::npos);
+  }
+  EXPECT_EQ(state_.max_deployed.load(), 1);
+  EXPECT_EQ(state_.violations.load(), 0);
+
+  // The calls in order: never a second slot or deploy before the first
+  // target's teardown and release.
+  const std::vector<std::string> log = state_.log.Get();
+  std::vector<std::string> lifecycle;
+  for (const std::string& e : log) {
+    if (e.rfind("job ", 0) != 0) lifecycle.push_back(e);
+  }
+  const std::vector<std::string> want = {
+      "slot demo/alpha",
+      "deploy alpha run=demo uid=uid-1 index=0 node=node-a",
+      "agents 2 threads=2 avoid=node-a",
+      "agents 2 threads=2 avoid=node-a",
+      "teardown alpha",
+      "release demo/alpha",
+      "slot demo/beta",
+      "deploy beta run=demo uid=uid-1 index=1 node=node-a",
+      "agents 2 threads=2 avoid=node-a",
+      "agents 2 threads=2 avoid=node-a",
+      "teardown beta",
+      "release demo/beta",
+  };
+  EXPECT_EQ(lifecycle, want);
+
+  // Each agent got its share of the connections, the same start, the
+  // target's address.
+  const std::vector<wire::JobSpec> jobs = agents_.Jobs();
+  ASSERT_EQ(jobs.size(), 8u);
+  EXPECT_EQ(jobs[0].connections + jobs[1].connections, 10u);
+  EXPECT_EQ(jobs[1].connection_offset, jobs[0].connections);
+  EXPECT_EQ(jobs[0].start, jobs[1].start);
+  EXPECT_EQ(jobs[0].host, "10.1.2.3");
+  EXPECT_EQ(jobs[0].port, 8080);
+
+  // Saved: the start, each cell, the end; the store's record is the result.
+  EXPECT_EQ(store_.saves, 6);
+  EXPECT_EQ(recorder_.persists.load(), 6);
+  ASSERT_TRUE(store_.stored.has_value());
+  EXPECT_EQ(store_.stored->cells.size(), 4u);
+  EXPECT_EQ(store_.stored->run.status.phase, api::RunPhase::kSucceeded);
+  EXPECT_EQ(store_.cell_keys.size(), 4u);
+  // Each target verified once per scenario at its placement.
+  EXPECT_EQ(verified_, (std::vector<std::string>{"10.1.2.3:8080/", "10.1.2.3:8080/"}));
+  // The environment is the platform's, with the version added.
+  EXPECT_EQ(record->environment.platform, "fake");
+  EXPECT_EQ(record->environment.fairbench_version, "9.9.9");
+}
+
+// Catches: LoadSlot::held() never checked during a cell (a lost lease
+// keeping a target under load), a lost slot recorded as a result or with
+// another reason, load not stopped within a second, the target's other
+// cells run without waiting for the slot again.
+TEST_F(OrchestratorTest, LostSlotStopsTheLoadWithinASecondAndFailsTheCell) {
+  agents_.mode = AgentMode::kHang;
+  const api::BenchmarkRun run = MakeRun({"alpha"}, {10, 20});
+  Orchestrator o = Make();
+  std::optional<Result<report::RunRecord>> result;
+  std::thread t([&] { result.emplace(o.Run(run, store_, false)); });
+  // Wait until the first cell is under load, then lose the slot.
+  while (agents_.last_interval_ns.load() == 0) std::this_thread::sleep_for(5ms);
+  agents_.mode = AgentMode::kNormal;  // the next jobs finish normally
+  std::shared_ptr<std::atomic<bool>> slot;
+  {
+    std::lock_guard<std::mutex> lock(state_.slot_mu);
+    slot = state_.slot;
+  }
+  ASSERT_TRUE(slot);
+  const auto lost_at = Clock::now();
+  *slot = false;
+  t.join();
+
+  const std::vector<Clock::time_point> cancels = agents_.CancelTimes();
+  ASSERT_FALSE(cancels.empty());
+  EXPECT_LT(cancels.front() - lost_at, 1s) << "the load went on after the slot was lost";
+  // The fake agent stops sending intervals once cancelled.
+  EXPECT_LT(Clock::time_point(Clock::duration(agents_.last_interval_ns.load())) - lost_at, 1s);
+
+  ASSERT_TRUE(result->ok()) << result->status().message();
+  const report::RunRecord& record = **result;
+  ASSERT_EQ(record.cells.size(), 2u);
+  EXPECT_EQ(record.cells[0].result.state, api::CellState::kFailed);
+  EXPECT_EQ(record.cells[0].result.reason, "SlotLost");
+  EXPECT_EQ(record.cells[0].result.requests, 0u) << "numbers of a cell without the slot must not be kept";
+  EXPECT_EQ(record.cells[0].result.requests_per_second, 0.0);
+  // The second cell waited for the slot again, on a fresh deployment.
+  EXPECT_EQ(record.cells[1].result.state, api::CellState::kSucceeded);
+  EXPECT_EQ(state_.log.Count("slot demo/alpha"), 2u);
+  EXPECT_EQ(state_.log.Count("deploy alpha"), 2u);
+  EXPECT_EQ(state_.log.Count("teardown alpha"), 2u);
+  EXPECT_EQ(record.run.status.phase, api::RunPhase::kFailed);
+}
+
+// Catches: a slot that keeps being lost retried forever.
+TEST_F(OrchestratorTest, SlotLostTooOftenFailsTheRestOfTheTarget) {
+  options_.slot_attempts = 1;
+  agents_.mode = AgentMode::kHang;
+  const api::BenchmarkRun run = MakeRun({"alpha"}, {10, 20});
+  Orchestrator o = Make();
+  std::optional<Result<report::RunRecord>> result;
+  std::thread t([&] { result.emplace(o.Run(run, store_, false)); });
+  while (agents_.last_interval_ns.load() == 0) std::this_thread::sleep_for(5ms);
+  {
+    std::lock_guard<std::mutex> lock(state_.slot_mu);
+    *state_.slot = false;
+  }
+  t.join();
+  ASSERT_TRUE(result->ok());
+  ASSERT_EQ((*result)->cells.size(), 2u);
+  EXPECT_EQ((*result)->cells[0].result.reason, "SlotLost");
+  EXPECT_EQ((*result)->cells[1].result.reason, "SlotLost");
+  EXPECT_EQ(state_.log.Count("slot "), 1u);
+}
+
+// Catches: AcquireSlot not cancellable (a deleted run stuck for up to 24 h).
+TEST_F(OrchestratorTest, CancelWhileWaitingForTheSlot) {
+  platform_.block_slot = true;
+  std::chrono::milliseconds after{};
+  auto record = RunAndCancel(MakeRun({"alpha"}, {10}), [&] { return state_.log.Count("slot ") > 0; }, &after);
+  EXPECT_LT(after, 1s);
+  ASSERT_TRUE(record.ok());
+  EXPECT_EQ(record->run.status.phase, api::RunPhase::kCancelled);
+  EXPECT_TRUE(record->cells.empty());
+  EXPECT_EQ(state_.log.Count("deploy "), 0u);
+}
+
+// Catches: WaitReady not cancellable, or the target left running.
+TEST_F(OrchestratorTest, CancelWhileWaitingForTheTargetToBeReady) {
+  platform_.block_ready = true;
+  std::chrono::milliseconds after{};
+  auto record = RunAndCancel(MakeRun({"alpha"}, {10}), [&] { return state_.log.Count("waiting ready") > 0; }, &after);
+  EXPECT_LT(after, 1s);
+  ASSERT_TRUE(record.ok());
+  EXPECT_EQ(record->run.status.phase, api::RunPhase::kCancelled);
+  EXPECT_TRUE(record->cells.empty()) << "a cancelled run records no cell it did not finish";
+  EXPECT_EQ(state_.log.Count("teardown alpha"), 1u);
+  EXPECT_EQ(state_.log.Count("release demo/alpha"), 1u);
+}
+
+// Catches: the wait for agents not cancellable (pods pulling images for
+// minutes), or a cancelled cell recorded as AgentsUnavailable.
+TEST_F(OrchestratorTest, CancelWhileWaitingForAgents) {
+  agents_.block_wait = true;
+  std::chrono::milliseconds after{};
+  auto record = RunAndCancel(MakeRun({"alpha"}, {10}), [&] { return state_.log.Count("waiting for agents") > 0; }, &after);
+  EXPECT_LT(after, 1s);
+  ASSERT_TRUE(record.ok());
+  EXPECT_EQ(record->run.status.phase, api::RunPhase::kCancelled);
+  EXPECT_TRUE(record->cells.empty());
+  EXPECT_EQ(state_.log.Count("teardown alpha"), 1u);
+}
+
+// Catches: a cancel during load not reaching the agents, or the interrupted
+// cell recorded (a resume would then skip it).
+TEST_F(OrchestratorTest, CancelDuringLoadStopsTheAgentsAndRecordsNothing) {
+  agents_.mode = AgentMode::kHang;
+  std::chrono::milliseconds after{};
+  auto record = RunAndCancel(MakeRun({"alpha", "beta"}, {10}), [&] { return agents_.last_interval_ns.load() != 0; }, &after);
+  EXPECT_LT(after, 1500ms);
+  ASSERT_TRUE(record.ok());
+  EXPECT_EQ(record->run.status.phase, api::RunPhase::kCancelled);
+  EXPECT_TRUE(record->cells.empty());
+  EXPECT_EQ(agents_.CancelTimes().size(), 1u);
+  EXPECT_EQ(state_.log.Count("teardown alpha"), 1u);
+  EXPECT_EQ(state_.log.Count("deploy beta"), 0u);
+  ASSERT_TRUE(store_.stored.has_value());
+  EXPECT_EQ(store_.stored->run.status.phase, api::RunPhase::kCancelled);
+}
+
+// Catches: a target that dies under load recorded as an agent failure or a
+// result, its remaining cells run against nothing, the run not moving on.
+TEST_F(OrchestratorTest, TargetThatDiesFailsItsCellAndSkipsTheRest) {
+  agents_.mode = AgentMode::kHang;
+  const api::BenchmarkRun run = MakeRun({"alpha", "beta"}, {10, 20});
+  Orchestrator o = Make();
+  std::optional<Result<report::RunRecord>> result;
+  std::thread t([&] { result.emplace(o.Run(run, store_, false)); });
+  while (agents_.last_interval_ns.load() == 0) std::this_thread::sleep_for(5ms);
+  agents_.mode = AgentMode::kNormal;
+  platform_.target(0)->Kill("was OOMKilled (killed by signal 9)");
+  t.join();
+  ASSERT_TRUE(result->ok()) << result->status().message();
+  const report::RunRecord& record = **result;
+  ASSERT_EQ(record.cells.size(), 4u);
+  EXPECT_EQ(record.cells[0].result.state, api::CellState::kFailed);
+  EXPECT_EQ(record.cells[0].result.reason, "TargetExited");
+  EXPECT_NE(record.cells[0].result.message.find("OOMKilled"), std::string::npos);
+  EXPECT_NE(record.cells[0].result.message.find("logs/alpha.log"), std::string::npos);
+  EXPECT_EQ(record.cells[1].result.state, api::CellState::kSkipped);
+  EXPECT_EQ(record.cells[1].result.reason, "TargetExited");
+  EXPECT_EQ(record.cells[2].result.state, api::CellState::kSucceeded);
+  EXPECT_EQ(record.cells[3].result.state, api::CellState::kSucceeded);
+  EXPECT_EQ(record.run.status.phase, api::RunPhase::kFailed);
+}
+
+// Catches: resume losing a finished cell, redoing it, or deploying a
+// target whose cells are all done.
+TEST_F(OrchestratorTest, ResumeKeepsFinishedCellsAndRunsOnlyTheRest) {
+  const api::BenchmarkRun run = MakeRun({"alpha", "beta"}, {10});
+  report::RunRecord earlier;
+  earlier.run = run;
+  report::CellRecord kept;
+  kept.result.target = "alpha";
+  kept.result.scenario = "hello";
+  kept.result.connections = 10;
+  kept.result.repetition = 1;
+  kept.result.state = api::CellState::kSucceeded;
+  kept.result.requests = 777;
+  earlier.cells.push_back(kept);
+  earlier.environment.notes = {"target alpha ran alpha-server"};
+  store_.stored = earlier;
+
+  auto record = Make().Run(run, store_, /*resume=*/true);
+  ASSERT_TRUE(record.ok()) << record.status().message();
+  ASSERT_EQ(record->cells.size(), 2u);
+  EXPECT_EQ(record->cells[0].result.requests, 777u);
+  EXPECT_EQ(record->cells[1].result.target, "beta");
+  EXPECT_EQ(record->cells[1].result.requests, 2000u);
+  EXPECT_EQ(state_.log.Count("deploy alpha"), 0u);
+  EXPECT_EQ(agents_.Jobs().size(), 1u);
+  EXPECT_EQ(record->run.status.phase, api::RunPhase::kSucceeded);
+  // What the earlier attempt ran stays in the environment.
+  const auto& notes = record->environment.notes;
+  EXPECT_NE(std::find(notes.begin(), notes.end(), "target alpha ran alpha-server"), notes.end());
+  ASSERT_FALSE(recorder_.messages.empty());
+  EXPECT_EQ(recorder_.messages.front(), "resuming: 1 of 2 cells kept from the interrupted run");
+}
+
+// Catches: resuming a record of another spec (two runs mixed in one report).
+TEST_F(OrchestratorTest, ResumeRefusesARecordOfAnotherSpec) {
+  report::RunRecord earlier;
+  earlier.run = MakeRun({"alpha"}, {10});
+  store_.stored = earlier;
+  auto record = Make().Run(MakeRun({"alpha"}, {10, 20}), store_, true);
+  ASSERT_FALSE(record.ok());
+  EXPECT_EQ(record.status().code(), Status::Code::kFailedPrecondition);
+  EXPECT_EQ(state_.log.Count("deploy "), 0u);
+}
+
+// Catches: a lost agent recorded as success or ending the run; agents not
+// ensured again for the next cell.
+TEST_F(OrchestratorTest, LostAgentFailsItsCellAndTheNextCellRuns) {
+  agents_.mode = AgentMode::kFail;
+  const api::BenchmarkRun run = MakeRun({"alpha"}, {10, 20});
+  Orchestrator o = Make();
+  std::optional<Result<report::RunRecord>> result;
+  std::thread t([&] { result.emplace(o.Run(run, store_, false)); });
+  while (agents_.Jobs().empty()) std::this_thread::sleep_for(2ms);
+  agents_.mode = AgentMode::kNormal;
+  t.join();
+  ASSERT_TRUE(result->ok());
+  ASSERT_EQ((*result)->cells.size(), 2u);
+  EXPECT_EQ((*result)->cells[0].result.reason, "AgentFailed");
+  EXPECT_NE((*result)->cells[0].result.message.find("the agent went away"), std::string::npos);
+  EXPECT_EQ((*result)->cells[1].result.state, api::CellState::kSucceeded);
+  EXPECT_EQ(state_.log.Count("agents "), 2u);
+}
+
+// Catches: a failing endpoint loaded anyway, or its failure not named.
+TEST_F(OrchestratorTest, FailedVerificationSkipsTheScenarioWithoutLoad) {
+  verify_result_ = Status::FailedPrecondition("GET /: expected status 200, got 404");
+  auto record = Make().Run(MakeRun({"alpha"}, {10, 20}), store_, false);
+  ASSERT_TRUE(record.ok());
+  ASSERT_EQ(record->cells.size(), 2u);
+  for (const report::CellRecord& c : record->cells) {
+    EXPECT_EQ(c.result.state, api::CellState::kSkipped);
+    EXPECT_EQ(c.result.reason, "VerificationFailed");
+    EXPECT_EQ(c.result.message, "GET /: expected status 200, got 404");
+  }
+  EXPECT_TRUE(agents_.Jobs().empty());
+}
+
+// Catches: a failed deploy ending the run or leaving the slot taken.
+TEST_F(OrchestratorTest, FailedDeployFailsThatTargetOnly) {
+  platform_.fail_deploy = {"alpha"};
+  auto record = Make().Run(MakeRun({"alpha", "beta"}, {10}), store_, false);
+  ASSERT_TRUE(record.ok());
+  ASSERT_EQ(record->cells.size(), 2u);
+  EXPECT_EQ(record->cells[0].result.reason, "DeployFailed");
+  EXPECT_EQ(record->cells[0].result.message, "image pull failed");
+  EXPECT_EQ(record->cells[1].result.state, api::CellState::kSucceeded);
+  EXPECT_EQ(state_.log.Count("release demo/alpha"), 1u);
+}
+
+// Catches: the readiness timeout read from local settings only (a
+// Kubernetes target has none) instead of spec.targets[].readiness.
+TEST_F(OrchestratorTest, ReadinessTimeoutComesFromTheTarget) {
+  platform_.block_ready = true;
+  api::BenchmarkRun run = MakeRun({"alpha"}, {10});
+  run.spec.targets[0].readiness = api::Readiness{"/healthz", 150ms};
+  const auto start = Clock::now();
+  auto record = Make().Run(run, store_, false);
+  ASSERT_TRUE(record.ok());
+  EXPECT_LT(Clock::now() - start, 2s);
+  ASSERT_EQ(record->cells.size(), 1u);
+  EXPECT_EQ(record->cells[0].result.reason, "NotReady");
+}
+
+}  // namespace
+}  // namespace fairbench::controller

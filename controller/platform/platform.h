@@ -1,0 +1,117 @@
+// Platform: where targets and agents run. The orchestrator is the same on
+// every platform; only this seam differs (LocalPlatform: processes pinned to
+// CPUs on this machine; a Kubernetes platform: pods pinned to nodes).
+//
+// Everything here is platform-neutral: no CPU lists, no file paths, no
+// process ids. Every call that may wait takes a std::stop_token and returns
+// Status::Cancelled soon (well within a second) after a stop is requested,
+// so that cancelling a run reaches it wherever it waits.
+//
+// Calls come from the orchestrator's thread, one at a time.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "common/api/benchmark_run.h"
+#include "common/report/run_record.h"
+#include "common/status.h"
+
+namespace fairbench::controller {
+
+// The target's memory and CPU as the platform sees them, with the time at
+// which the platform took the sample (its own clock: a kubelet's stats carry
+// their own timestamp), so that CPU cores are Δcpu_seconds ÷ Δsampled_at.
+struct TargetUsage {
+  uint64_t memory_bytes = 0;
+  double cpu_seconds = 0;  // cumulative, so that deltas give cores
+  api::Time sampled_at{};
+};
+
+// Cores used between two samples; nullopt when they do not span any time.
+std::optional<double> CoresBetween(const TargetUsage& first, const TargetUsage& last);
+
+// Which run a deployment belongs to (names, owner references, labels).
+struct RunIdentity {
+  std::string name;
+  std::string namespace_;
+  std::string uid;
+};
+
+struct DeployRequest {
+  RunIdentity run;
+  api::Target target;
+  size_t target_index = 0;
+  api::NodePlacement placement;  // spec.placement.target
+};
+
+// Where a deployed target landed and where agents reach it.
+struct TargetPlacement {
+  std::string node;  // the machine or Kubernetes node it runs on
+  std::string host;  // address agents connect to
+  uint16_t port = 0;
+};
+
+struct AgentRequest {
+  RunIdentity run;
+  int count = 1;
+  int threads = 1;  // load threads per agent
+  // Agents never share the target's node (on one machine the platform keeps
+  // them on other CPUs instead).
+  TargetPlacement target;
+  api::NodePlacement placement;  // spec.placement.agents
+};
+
+class TargetInstance {
+ public:
+  virtual ~TargetInstance() = default;
+  virtual TargetPlacement placement() const = 0;
+  // Until the target answers HTTP on its readiness path (any status), it
+  // exits (Unavailable), the deadline passes (DeadlineExceeded) or a stop is
+  // requested (Cancelled).
+  virtual Status WaitReady(std::chrono::steady_clock::time_point deadline, std::stop_token stop) = 0;
+  // Why the target is gone ("exited with code 1", "was OOMKilled"), or
+  // nullopt while it runs.
+  virtual std::optional<std::string> Gone() = 0;
+  virtual Result<TargetUsage> Usage() = 0;
+  // Stops it and releases what it held.
+  [[nodiscard]] virtual Status Teardown() = 0;
+  // Where its output is kept, for messages ("see out/logs/drogon.log").
+  virtual std::string LogLocation() const = 0;
+  // What was started, for the report ("/usr/bin/nginx-server --port 40211").
+  virtual std::string Description() const = 0;
+};
+
+// Held while a target is under load; destroying it releases the slot.
+class LoadSlot {
+ public:
+  virtual ~LoadSlot() = default;
+  // Still ours? A lease can be lost (not renewed in time, taken over); a
+  // lock file cannot. The orchestrator checks it throughout every cell.
+  virtual bool held() const = 0;
+};
+
+class Platform {
+ public:
+  virtual ~Platform() = default;
+  virtual std::string name() const = 0;
+  // Starts the target pinned (to the target CPUs, or a target node).
+  virtual Result<std::unique_ptr<TargetInstance>> Deploy(const DeployRequest& request, std::stop_token stop) = 0;
+  // Makes sure `request.count` agents exist and are dialing the controller,
+  // none on the target's node; returns their ids. Replaces agents that died.
+  virtual Result<std::vector<std::string>> EnsureAgents(const AgentRequest& request, std::stop_token stop) = 0;
+  // Waits for the global load slot (one target under load at a time).
+  virtual Result<std::unique_ptr<LoadSlot>> AcquireSlot(const std::string& holder, std::chrono::milliseconds timeout,
+                                                        std::stop_token stop) = 0;
+  // The environment the numbers were measured in, for the report: the
+  // machines targets and agents run on (not the controller's), how they are
+  // kept apart, what is enforced.
+  virtual report::Environment Describe() const = 0;
+};
+
+}  // namespace fairbench::controller

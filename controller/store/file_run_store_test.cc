@@ -1,0 +1,109 @@
+#include "controller/store/file_run_store.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+namespace fairbench::controller {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class FileRunStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("fairbench-store-" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+report::RunRecord Record() {
+  report::RunRecord r;
+  r.run.metadata.name = "demo";
+  api::Target t;
+  t.name = "nginx";
+  t.local = api::LocalProcess{};
+  t.local->command = {"nginx"};
+  r.run.spec.targets.push_back(t);
+  report::CellRecord c;
+  c.result.target = "nginx";
+  c.result.scenario = "hello";
+  c.result.connections = 100;
+  c.result.requests = 12345;
+  c.result.state = api::CellState::kSucceeded;
+  r.cells.push_back(c);
+  r.environment.notes = {"target nginx ran /usr/sbin/nginx"};
+  return r;
+}
+
+// Catches: Load returning "nothing" as an error, or an empty record.
+TEST_F(FileRunStoreTest, NothingStoredIsNulloptNotAnError) {
+  FileRunStore store(dir_);
+  EXPECT_FALSE(store.HasRecord());
+  auto loaded = store.Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_FALSE(loaded->has_value());
+}
+
+// Catches: a field dropped between Save and Load (a resume would lose a
+// finished cell's numbers), or a leftover temporary file.
+TEST_F(FileRunStoreTest, SavedRecordLoadsBack) {
+  FileRunStore store(dir_);
+  ASSERT_TRUE(store.Save(Record()).ok());
+  EXPECT_TRUE(store.HasRecord());
+  EXPECT_FALSE(fs::exists(dir_ / "results.json.tmp"));
+  auto loaded = store.Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  ASSERT_TRUE(loaded->has_value());
+  const report::RunRecord& r = **loaded;
+  EXPECT_EQ(r.run.metadata.name, "demo");
+  ASSERT_EQ(r.cells.size(), 1u);
+  EXPECT_EQ(r.cells[0].result.requests, 12345u);
+  EXPECT_EQ(r.environment.notes, Record().environment.notes);
+}
+
+// Catches: a broken results.json treated as "nothing stored" (a resume
+// would start over and overwrite finished cells).
+TEST_F(FileRunStoreTest, BrokenRecordIsAnErrorNamingTheFile) {
+  fs::create_directories(dir_);
+  std::ofstream(dir_ / "results.json") << "{\"run\": ";
+  FileRunStore store(dir_);
+  auto loaded = store.Load();
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find("results.json"), std::string::npos);
+}
+
+// Catches: the cell file's name not derived from the cell's key, or a
+// cell without text writing an empty file.
+TEST_F(FileRunStoreTest, CellTextGoesToItsOwnFile) {
+  FileRunStore store(dir_);
+  api::Cell cell;
+  cell.target = "nginx";
+  cell.scenario = "hello";
+  cell.connections = 100;
+  cell.repetition = 1;
+  report::CellRecord rec;
+  rec.wrk_text = "Running 30s test @ http://127.0.0.1/\n";
+  ASSERT_TRUE(store.SaveCell(cell, rec).ok());
+  EXPECT_EQ(ReadFile(dir_ / "cells" / "nginx_hello_c100_r1.txt"), rec.wrk_text);
+  api::Cell other = cell;
+  other.scenario = "json";
+  ASSERT_TRUE(store.SaveCell(other, report::CellRecord{}).ok());
+  EXPECT_FALSE(fs::exists(dir_ / "cells" / "nginx_json_c100_r1.txt"));
+}
+
+}  // namespace
+}  // namespace fairbench::controller
