@@ -4,6 +4,9 @@
 // person ("spec.targets[0].port: must be between 1 and 65535"). Result<T>
 // holds a T or a failed Status. Neither throws. Both are cheap to move and
 // safe to pass between threads (they are plain values).
+//
+// Status is [[nodiscard]]: a call whose failure may be ignored says so
+// with a (void) cast and a comment on why.
 #pragma once
 
 #include <string>
@@ -12,7 +15,7 @@
 
 namespace fairbench {
 
-class Status {
+class [[nodiscard]] Status {
  public:
   enum class Code {
     kOk = 0,

@@ -1,8 +1,8 @@
 #include "controller/cli/run_command.h"
 
-#include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -19,11 +19,11 @@
 #include "common/api/loader.h"
 #include "common/report/html.h"
 #include "common/report/markdown.h"
+#include "common/signals.h"
 #include "common/units.h"
 #include "controller/cli/progress.h"
 #include "controller/hub/agent_hub.h"
 #include "controller/hub/grpc_server.h"
-#include "controller/platform/local/local_platform.h"
 #include "controller/metrics/exposition.h"
 #include "controller/metrics/metrics_server.h"
 #include "controller/metrics/remote_writer.h"
@@ -31,6 +31,7 @@
 #include "controller/metrics/self_metrics.h"
 #include "controller/orchestrator/observer_fanout.h"
 #include "controller/orchestrator/orchestrator.h"
+#include "controller/platform/local/local_platform.h"
 #include "controller/store/file_run_store.h"
 
 namespace fairbench::controller {
@@ -113,13 +114,18 @@ int RunRunCommand(const RunFlags& f) {
 
   // SIGINT / SIGTERM: the first cancels the run (finished cells are kept for
   // --resume); a second one ends the process at once.
+  // Taken before any thread starts, so that only the watcher sees them.
   std::signal(SIGPIPE, SIG_IGN);
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGUSR1);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  Orchestrator* current = nullptr;
+  std::mutex current_mu;
+  std::atomic<bool> interrupted{false};
+  SignalWatcher watcher({SIGINT, SIGTERM}, [&](int) {
+    std::lock_guard<std::mutex> lock(current_mu);
+    if (interrupted) _exit(130);
+    interrupted = true;
+    std::fprintf(stderr, "\nfairbench: stopping after this moment; finished cells are kept (run again with --resume)\n");
+    if (current != nullptr) current->Cancel();
+  });
 
   const std::string token = RandomToken();
   AgentHub hub(token);
@@ -173,21 +179,6 @@ int RunRunCommand(const RunFlags& f) {
   for (const api::BenchmarkRun& run : runs) run_metrics.RunQueued(run.metadata.name);
   ObserverFanout fanout({&progress, &run_metrics});
   RunObserver* observer = with_metrics ? static_cast<RunObserver*>(&fanout) : &progress;
-  Orchestrator* current = nullptr;
-  std::mutex current_mu;
-  bool interrupted = false;
-  std::thread signal_thread([&] {
-    for (;;) {
-      int sig = 0;
-      sigwait(&signals, &sig);
-      if (sig == SIGUSR1) return;
-      std::lock_guard<std::mutex> lock(current_mu);
-      if (interrupted) _exit(130);
-      interrupted = true;
-      std::fprintf(stderr, "\nfairbench: stopping after this moment; finished cells are kept (run again with --resume)\n");
-      if (current != nullptr) current->Cancel();
-    }
-  });
 
   int exit_code = 0;
   for (size_t i = 0; i < runs.size() && !interrupted; ++i) {
@@ -283,10 +274,7 @@ int RunRunCommand(const RunFlags& f) {
     // SIGTERM ends the wait (an interrupted run does not wait at all).
     const auto until = std::chrono::steady_clock::now() + *linger;
     while (std::chrono::steady_clock::now() < until) {
-      {
-        std::lock_guard<std::mutex> lock(current_mu);
-        if (interrupted) break;
-      }
+      if (interrupted) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
@@ -303,8 +291,7 @@ int RunRunCommand(const RunFlags& f) {
   if (metrics_server) metrics_server->Stop();
   hub.Shutdown();
   server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-  pthread_kill(signal_thread.native_handle(), SIGUSR1);
-  signal_thread.join();
+  watcher.Stop();
   return exit_code;
 }
 

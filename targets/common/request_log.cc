@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace fairbench::targets {
@@ -46,7 +47,7 @@ void RequestLogSampler::Sample(int64_t interval_start_ms) {
   if (total != last_total_) {
     // A failed write has nobody to tell on this thread; the total line at
     // Stop() still reports the count.
-    log_->WriteInterval(interval_start_ms, total - last_total_);
+    (void)log_->WriteInterval(interval_start_ms, total - last_total_);
     last_total_ = total;
   }
 }
@@ -78,7 +79,7 @@ void RequestLogSampler::Stop() {
   if (thread_.joinable()) thread_.join();
   // The partial interval we are in, then a total that equals the lines' sum.
   Sample(UnixMillisNow() / kRequestLogIntervalMs * kRequestLogIntervalMs);
-  log_->WriteTotal(last_total_);
+  if (Status s = log_->WriteTotal(last_total_); !s.ok()) std::fprintf(stderr, "request log: %s\n", s.message().c_str());
 }
 
 Result<std::unique_ptr<SampledRequestLog>> SampledRequestLog::Start(const std::string& path,

@@ -177,7 +177,9 @@ int main(int argc, char** argv) {
     tail = std::make_unique<fairbench::targets::AccessLogTail>(work_dir + "/access.log", log.get());
     tailer = std::thread([&] {
       while (!stop_tail.load()) {
-        tail->Poll(fairbench::targets::UnixMillisNow());
+        // The log may not exist yet (nginx creates it on its first
+        // request); the next poll tries again.
+        (void)tail->Poll(fairbench::targets::UnixMillisNow());
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
     });

@@ -86,8 +86,11 @@ class RunE2eTest : public ::testing::Test {
     std::ofstream(path) << text;
     return path;
   }
-  Result<Subprocess> Start(const std::string& run_file, std::vector<std::string> extra = {}) {
+  Result<Subprocess> Start(const std::string& run_file, std::vector<std::string> extra = {},
+                           std::map<std::string, std::string> env = {}, std::string working_dir = "") {
     SubprocessOptions o;
+    o.env = std::move(env);
+    o.working_dir = std::move(working_dir);
     o.argv = {testing::BinaryPath("fairbench"), "run", run_file, "--output", out_, "--lock-file", lock_};
     o.argv.insert(o.argv.end(), extra.begin(), extra.end());
     o.stdout_to = testing::Redirect::File(dir_->path().string() + "/stdout.txt", true);
@@ -95,8 +98,9 @@ class RunE2eTest : public ::testing::Test {
     return Subprocess::Start(o);
   }
   // Runs fairbench to the end; returns its exit code.
-  int Run(const std::string& run_file, std::vector<std::string> extra = {}) {
-    auto p = Start(run_file, extra);
+  int Run(const std::string& run_file, std::vector<std::string> extra = {}, std::map<std::string, std::string> env = {},
+          std::string working_dir = "") {
+    auto p = Start(run_file, extra, std::move(env), std::move(working_dir));
     EXPECT_TRUE(p.ok()) << p.status().ToString();
     if (!p.ok()) return -1;
     auto status = p->Wait(120s);
@@ -344,6 +348,36 @@ TEST_F(RunE2eTest, BrokenRunFilesAreRefusedWithTheirMessage) {
   std::ofstream(path) << "spec: [unclosed\n";
   EXPECT_EQ(Run(path), 2);
   EXPECT_NE(Stderr().find("bad.yaml:"), std::string::npos);
+}
+
+// A target's program named without a slash (as examples/quickstart.yaml
+// does) is found next to the fairbench binary whatever the working folder
+// and PATH, and the report says which file ran; a program found nowhere is
+// a failed deploy that says where it looked. Catches: the lookup beside the
+// binary dropped (every cell would fail "No such file or directory"), the
+// resolved path missing from the report.
+TEST_F(RunE2eTest, BareProgramNamesAreFoundNextToFairbench) {
+  const std::string bin = std::filesystem::path(testing::BinaryPath("fairbench")).parent_path().string();
+  const std::string targets =
+      "  - name: alpha\n    local:\n      command: [fairbench-target-beast, --port, \"{port}\", --threads, \"1\"]\n"
+      "  - name: ghost\n    local:\n      command: [no-such-fairbench-server, --port, \"{port}\"]\n";
+  const std::string run = WriteRun(targets, "", 1, "500ms");
+  ASSERT_EQ(Run(run, {}, {{"PATH", "/usr/bin:/bin"}}, dir_->path().string()), 3) << Stderr();
+  const json r = Results();
+  ASSERT_EQ(r["cells"].size(), 4u);
+  EXPECT_EQ(r["cells"][0]["result"]["state"], "Succeeded") << r["cells"][0]["result"].dump();
+  EXPECT_EQ(r["cells"][1]["result"]["state"], "Succeeded");
+  const json& ghost = r["cells"][2]["result"];
+  EXPECT_EQ(ghost["reason"], "DeployFailed");
+  EXPECT_NE(ghost["message"].get<std::string>().find("'no-such-fairbench-server' not found (searched " + bin),
+            std::string::npos)
+      << ghost.dump();
+  bool named = false;
+  for (const json& note : r["environment"]["notes"]) {
+    named |= note.get<std::string>().rfind("target alpha ran " + bin + "/fairbench-target-beast --port ", 0) == 0;
+  }
+  EXPECT_TRUE(named) << r["environment"].dump();
+  EXPECT_NE(ReadFile(out_ + "/report.md").find("target alpha ran " + bin + "/fairbench-target-beast"), std::string::npos);
 }
 
 }  // namespace

@@ -75,8 +75,10 @@ Result<std::unique_ptr<TargetCgroup>> TargetCgroup::Create(const std::string& na
   };
   if (IsCgroup2(root) && Read(root + "/cgroup.controllers").find("memory") != std::string::npos) {
     g->version_ = 2;
-    // The root group may hold processes and still delegate controllers.
-    Write(root + "/cgroup.subtree_control", "+memory +cpu");
+    // The root group may hold processes and still delegate controllers;
+    // where it already does (or may not be written) the next write says
+    // whether our group can have them.
+    (void)Write(root + "/cgroup.subtree_control", "+memory +cpu");
     const std::string base = root + "/fairbench";
     if (Status s = MakeDir(base, g->dirs_); !s.ok()) return fail(s);
     if (Status s = Write(base + "/cgroup.subtree_control", "+memory +cpu"); !s.ok()) return fail(s);
@@ -84,9 +86,15 @@ Result<std::unique_ptr<TargetCgroup>> TargetCgroup::Create(const std::string& na
     if (Status s = MakeDir(g->memory_dir_, g->dirs_); !s.ok()) return fail(s);
     if (memory_limit) {
       if (Status s = Write(g->memory_dir_ + "/memory.max", std::to_string(*memory_limit)); !s.ok()) return fail(s);
-      Write(g->memory_dir_ + "/memory.swap.max", "0");
+      // Absent without swap accounting, where there is no swap to limit.
+      (void)Write(g->memory_dir_ + "/memory.swap.max", "0");
     }
-    if (cpu_millicores) Write(g->memory_dir_ + "/cpu.max", std::to_string(*cpu_millicores * 100) + " 100000");
+    if (cpu_millicores) {
+      // A CPU limit that cannot be set must not be reported as enforced.
+      if (Status s = Write(g->memory_dir_ + "/cpu.max", std::to_string(*cpu_millicores * 100) + " 100000"); !s.ok()) {
+        return fail(s);
+      }
+    }
     g->procs_ = {g->memory_dir_ + "/cgroup.procs"};
     return g;
   }
@@ -107,8 +115,8 @@ Result<std::unique_ptr<TargetCgroup>> TargetCgroup::Create(const std::string& na
       if (Status s = Write(g->memory_dir_ + "/memory.limit_in_bytes", std::to_string(*memory_limit)); !s.ok()) return fail(s);
     }
     if (cpu_millicores && !g->cpu_dir_.empty()) {
-      Write(g->cpu_dir_ + "/cpu.cfs_period_us", "100000");
-      Write(g->cpu_dir_ + "/cpu.cfs_quota_us", std::to_string(*cpu_millicores * 100));
+      if (Status s = Write(g->cpu_dir_ + "/cpu.cfs_period_us", "100000"); !s.ok()) return fail(s);
+      if (Status s = Write(g->cpu_dir_ + "/cpu.cfs_quota_us", std::to_string(*cpu_millicores * 100)); !s.ok()) return fail(s);
     }
     return g;
   }

@@ -133,18 +133,11 @@ class FileLockSlot final : public LoadSlot {
 
 std::string CpuListText(const std::vector<int>& cpus) { return api::FormatCpuList(api::CpuList{cpus}); }
 
-std::pair<std::vector<int>, std::vector<int>> SplitCpus(const std::vector<int>& cpus) {
-  if (cpus.size() < 2) return {cpus, cpus};
-  const size_t half = cpus.size() / 2;
-  return {std::vector<int>(cpus.begin(), cpus.begin() + static_cast<long>(half)),
-          std::vector<int>(cpus.begin() + static_cast<long>(half), cpus.end())};
-}
-
 Result<std::unique_ptr<LocalPlatform>> LocalPlatform::Create(LocalPlatformOptions options) {
   const std::vector<int> allowed = AllowedCpus();
-  auto [t, a] = SplitCpus(allowed);
-  if (options.target_cpus.empty()) options.target_cpus = t;
-  if (options.agent_cpus.empty()) options.agent_cpus = a;
+  auto [t, a] = api::SplitInHalves(api::CpuList{allowed});
+  if (options.target_cpus.empty()) options.target_cpus = t.cpus;
+  if (options.agent_cpus.empty()) options.agent_cpus = a.cpus;
   for (int c : options.target_cpus) {
     if (std::find(allowed.begin(), allowed.end(), c) == allowed.end()) {
       return Status::InvalidArgument("target CPU " + std::to_string(c) + " is not available (allowed: " + CpuListText(allowed) + ")");

@@ -88,8 +88,6 @@ class LocalPlatform final : public Platform {
   std::map<std::string, std::string> ran_;  // target name → what was started
 };
 
-// Splits `cpus` into (first half, second half); a single CPU is shared.
-std::pair<std::vector<int>, std::vector<int>> SplitCpus(const std::vector<int>& cpus);
 // "0-1,4", as Linux writes CPU lists.
 std::string CpuListText(const std::vector<int>& cpus);
 
