@@ -382,22 +382,47 @@ class OrchestratorTest : public ::testing::Test {
       return verify_result_;
     };
   }
+  ~OrchestratorTest() override {
+    if (thread_.joinable()) {  // a test that failed before Finish()
+      orchestrator_->Cancel();
+      thread_.join();
+    }
+  }
   Orchestrator Make() { return Orchestrator(platform_, agents_, options_, &recorder_); }
   // Runs `run` on a thread and cancels it when `when` says so; returns the
   // record and how long the run took after the cancel.
   Result<report::RunRecord> RunAndCancel(const api::BenchmarkRun& run, const std::function<bool()>& when,
                                          std::chrono::milliseconds* after_cancel) {
-    Orchestrator o = Make();
-    std::optional<Result<report::RunRecord>> result;
-    std::thread t([&] { result.emplace(o.Run(run, store_, false)); });
+    Start(run);
     const auto give_up = Clock::now() + 5s;
     while (!when() && Clock::now() < give_up) std::this_thread::sleep_for(5ms);
     std::this_thread::sleep_for(50ms);
     const auto cancel_at = Clock::now();
-    o.Cancel();
-    t.join();
+    orchestrator_->Cancel();
+    auto result = Finish();
     *after_cancel = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - cancel_at);
-    return std::move(*result);
+    return result;
+  }
+
+  // Starts `run` on a thread of its own; Finish() waits for its record.
+  void Start(const api::BenchmarkRun& run) {
+    orchestrator_ = std::make_unique<Orchestrator>(Make());
+    thread_ = std::thread([this, run] { result_.emplace(orchestrator_->Run(run, store_, false)); });
+  }
+  Result<report::RunRecord> Finish() {
+    thread_.join();
+    return std::move(*result_);
+  }
+  // Until an agent has sent its first interval of load.
+  void WaitUntilLoaded() {
+    while (agents_.last_interval_ns.load() == 0) std::this_thread::sleep_for(5ms);
+  }
+  // Takes the slot away from its holder (a lease lost); returns when.
+  Clock::time_point LoseSlot() {
+    std::lock_guard<std::mutex> lock(state_.slot_mu);
+    EXPECT_TRUE(state_.slot);
+    if (state_.slot) *state_.slot = false;
+    return Clock::now();
   }
 
   SharedState state_;
@@ -408,6 +433,9 @@ class OrchestratorTest : public ::testing::Test {
   OrchestratorOptions options_;
   Status verify_result_;
   std::vector<std::string> verified_;
+  std::unique_ptr<Orchestrator> orchestrator_;
+  std::thread thread_;
+  std::optional<Result<report::RunRecord>> result_;
 };
 
 // ------------------------------------------------------------------ tests
@@ -500,22 +528,11 @@ TEST_F(OrchestratorTest, TargetsRunOneAtATimeAndNumbersComeFromTheAgents) {
 // cells run without waiting for the slot again.
 TEST_F(OrchestratorTest, LostSlotStopsTheLoadWithinASecondAndFailsTheCell) {
   agents_.mode = AgentMode::kHang;
-  const api::BenchmarkRun run = MakeRun({"alpha"}, {10, 20});
-  Orchestrator o = Make();
-  std::optional<Result<report::RunRecord>> result;
-  std::thread t([&] { result.emplace(o.Run(run, store_, false)); });
-  // Wait until the first cell is under load, then lose the slot.
-  while (agents_.last_interval_ns.load() == 0) std::this_thread::sleep_for(5ms);
+  Start(MakeRun({"alpha"}, {10, 20}));
+  WaitUntilLoaded();
   agents_.mode = AgentMode::kNormal;  // the next jobs finish normally
-  std::shared_ptr<std::atomic<bool>> slot;
-  {
-    std::lock_guard<std::mutex> lock(state_.slot_mu);
-    slot = state_.slot;
-  }
-  ASSERT_TRUE(slot);
-  const auto lost_at = Clock::now();
-  *slot = false;
-  t.join();
+  const auto lost_at = LoseSlot();
+  auto result = Finish();
 
   const std::vector<Clock::time_point> cancels = agents_.CancelTimes();
   ASSERT_FALSE(cancels.empty());
@@ -523,8 +540,8 @@ TEST_F(OrchestratorTest, LostSlotStopsTheLoadWithinASecondAndFailsTheCell) {
   // The fake agent stops sending intervals once cancelled.
   EXPECT_LT(Clock::time_point(Clock::duration(agents_.last_interval_ns.load())) - lost_at, 1s);
 
-  ASSERT_TRUE(result->ok()) << result->status().message();
-  const report::RunRecord& record = **result;
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  const report::RunRecord& record = *result;
   ASSERT_EQ(record.cells.size(), 2u);
   EXPECT_EQ(record.cells[0].result.state, api::CellState::kFailed);
   EXPECT_EQ(record.cells[0].result.reason, "SlotLost");
@@ -542,20 +559,14 @@ TEST_F(OrchestratorTest, LostSlotStopsTheLoadWithinASecondAndFailsTheCell) {
 TEST_F(OrchestratorTest, SlotLostTooOftenFailsTheRestOfTheTarget) {
   options_.slot_attempts = 1;
   agents_.mode = AgentMode::kHang;
-  const api::BenchmarkRun run = MakeRun({"alpha"}, {10, 20});
-  Orchestrator o = Make();
-  std::optional<Result<report::RunRecord>> result;
-  std::thread t([&] { result.emplace(o.Run(run, store_, false)); });
-  while (agents_.last_interval_ns.load() == 0) std::this_thread::sleep_for(5ms);
-  {
-    std::lock_guard<std::mutex> lock(state_.slot_mu);
-    *state_.slot = false;
-  }
-  t.join();
-  ASSERT_TRUE(result->ok());
-  ASSERT_EQ((*result)->cells.size(), 2u);
-  EXPECT_EQ((*result)->cells[0].result.reason, "SlotLost");
-  EXPECT_EQ((*result)->cells[1].result.reason, "SlotLost");
+  Start(MakeRun({"alpha"}, {10, 20}));
+  WaitUntilLoaded();
+  LoseSlot();
+  auto result = Finish();
+  ASSERT_TRUE(result.ok());
+  ASSERT_EQ(result->cells.size(), 2u);
+  EXPECT_EQ(result->cells[0].result.reason, "SlotLost");
+  EXPECT_EQ(result->cells[1].result.reason, "SlotLost");
   EXPECT_EQ(state_.log.Count("slot "), 1u);
 }
 
@@ -618,16 +629,13 @@ TEST_F(OrchestratorTest, CancelDuringLoadStopsTheAgentsAndRecordsNothing) {
 // result, its remaining cells run against nothing, the run not moving on.
 TEST_F(OrchestratorTest, TargetThatDiesFailsItsCellAndSkipsTheRest) {
   agents_.mode = AgentMode::kHang;
-  const api::BenchmarkRun run = MakeRun({"alpha", "beta"}, {10, 20});
-  Orchestrator o = Make();
-  std::optional<Result<report::RunRecord>> result;
-  std::thread t([&] { result.emplace(o.Run(run, store_, false)); });
-  while (agents_.last_interval_ns.load() == 0) std::this_thread::sleep_for(5ms);
+  Start(MakeRun({"alpha", "beta"}, {10, 20}));
+  WaitUntilLoaded();
   agents_.mode = AgentMode::kNormal;
   platform_.target(0)->Kill("was OOMKilled (killed by signal 9)");
-  t.join();
-  ASSERT_TRUE(result->ok()) << result->status().message();
-  const report::RunRecord& record = **result;
+  auto result = Finish();
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  const report::RunRecord& record = *result;
   ASSERT_EQ(record.cells.size(), 4u);
   EXPECT_EQ(record.cells[0].result.state, api::CellState::kFailed);
   EXPECT_EQ(record.cells[0].result.reason, "TargetExited");
@@ -688,18 +696,15 @@ TEST_F(OrchestratorTest, ResumeRefusesARecordOfAnotherSpec) {
 // ensured again for the next cell.
 TEST_F(OrchestratorTest, LostAgentFailsItsCellAndTheNextCellRuns) {
   agents_.mode = AgentMode::kFail;
-  const api::BenchmarkRun run = MakeRun({"alpha"}, {10, 20});
-  Orchestrator o = Make();
-  std::optional<Result<report::RunRecord>> result;
-  std::thread t([&] { result.emplace(o.Run(run, store_, false)); });
+  Start(MakeRun({"alpha"}, {10, 20}));
   while (agents_.Jobs().empty()) std::this_thread::sleep_for(2ms);
   agents_.mode = AgentMode::kNormal;
-  t.join();
-  ASSERT_TRUE(result->ok());
-  ASSERT_EQ((*result)->cells.size(), 2u);
-  EXPECT_EQ((*result)->cells[0].result.reason, "AgentFailed");
-  EXPECT_NE((*result)->cells[0].result.message.find("the agent went away"), std::string::npos);
-  EXPECT_EQ((*result)->cells[1].result.state, api::CellState::kSucceeded);
+  auto result = Finish();
+  ASSERT_TRUE(result.ok());
+  ASSERT_EQ(result->cells.size(), 2u);
+  EXPECT_EQ(result->cells[0].result.reason, "AgentFailed");
+  EXPECT_NE(result->cells[0].result.message.find("the agent went away"), std::string::npos);
+  EXPECT_EQ(result->cells[1].result.state, api::CellState::kSucceeded);
   EXPECT_EQ(state_.log.Count("agents "), 2u);
 }
 
