@@ -1,0 +1,252 @@
+#include "controller/operator/reconciler.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "common/api/cells.h"
+#include "common/api/codec.h"
+#include "common/api/conditions.h"
+#include "common/api/loader.h"
+
+namespace fairbench::controller {
+namespace {
+
+using kube::Json;
+
+api::Time WallNow() {
+  return std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now());
+}
+
+const Json* Find(const Json& j, std::initializer_list<const char*> path) {
+  const Json* at = &j;
+  for (const char* p : path) {
+    if (!at->is_object()) return nullptr;
+    auto it = at->find(p);
+    if (it == at->end()) return nullptr;
+    at = &*it;
+  }
+  return at;
+}
+
+std::string StringAt(const Json& j, std::initializer_list<const char*> path) {
+  const Json* v = Find(j, path);
+  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
+}
+
+bool Terminal(std::optional<api::RunPhase> p) {
+  return p == api::RunPhase::kSucceeded || p == api::RunPhase::kFailed || p == api::RunPhase::kCancelled;
+}
+
+bool HasFinalizer(const Json& object) {
+  const Json* f = Find(object, {"metadata", "finalizers"});
+  if (f == nullptr || !f->is_array()) return false;
+  return std::any_of(f->begin(), f->end(), [](const Json& v) { return v.is_string() && v.get<std::string>() == kFinalizer; });
+}
+
+bool CancelRequested(const Json& object) {
+  const std::string v = StringAt(object, {"metadata", "annotations", kCancelAnnotation});
+  return !v.empty() && v != "false";
+}
+
+bool BeingDeleted(const Json& object) { return Find(object, {"metadata", "deletionTimestamp"}) != nullptr; }
+
+int64_t Generation(const Json& object) {
+  const Json* g = Find(object, {"metadata", "generation"});
+  return g != nullptr && g->is_number_integer() ? g->get<int64_t>() : 0;
+}
+
+}  // namespace
+
+std::string KeyOf(const Json& object) {
+  const std::string ns = StringAt(object, {"metadata", "namespace"});
+  const std::string name = StringAt(object, {"metadata", "name"});
+  return ns.empty() ? name : ns + "/" + name;
+}
+
+std::optional<api::RunPhase> PhaseOf(const Json& object) {
+  const std::string phase = StringAt(object, {"status", "phase"});
+  for (api::RunPhase p : {api::RunPhase::kQueued, api::RunPhase::kRunning, api::RunPhase::kSucceeded,
+                          api::RunPhase::kFailed, api::RunPhase::kCancelled}) {
+    if (phase == api::ToString(p)) return p;
+  }
+  return std::nullopt;
+}
+
+Reconciler::Reconciler(kube::Client& client, kube::Informer& runs, RunExecutor& executor, kube::EventRecorder* events,
+                       ReconcilerOptions options)
+    : client_(client), runs_(runs), executor_(executor), events_(events), options_(std::move(options)) {}
+
+void Reconciler::Event(const Json& object, bool warning, const std::string& reason, const std::string& message) {
+  if (events_ == nullptr) return;
+  const kube::ApiStatus s = warning ? events_->Warning(object, reason, message) : events_->Normal(object, reason, message);
+  if (!s.ok()) spdlog::warn("event {} for {}: {}", reason, KeyOf(object), s.error().message);
+}
+
+Status Reconciler::PatchStatus(const Json& object, const api::BenchmarkRunStatus& status) {
+  const Json patch = {{"status", api::ToJson(status)}};
+  auto r = client_.Patch(kube::resources::BenchmarkRuns(), StringAt(object, {"metadata", "namespace"}),
+                         StringAt(object, {"metadata", "name"}), kube::PatchType::kMerge, patch.dump(), {}, "status");
+  if (!r.ok()) return Status::Unavailable("status of " + KeyOf(object) + ": " + r.error().message);
+  return Status::Ok();
+}
+
+Status Reconciler::Cleanup(const Json& object) {
+  const std::string ns = StringAt(object, {"metadata", "namespace"});
+  kube::ListOptions selector;
+  selector.label_selector = std::string(kRunLabel) + "=" + StringAt(object, {"metadata", "name"});
+  kube::DeleteOptions now;
+  now.grace_period_seconds = 0;
+  now.propagation = kube::PropagationPolicy::kBackground;
+  for (const kube::ResourceType& r : {kube::resources::Pods(), kube::resources::ConfigMaps()}) {
+    auto d = client_.DeleteCollection(r, ns, selector, now);
+    if (!d.ok() && d.error().reason != kube::Reason::kNotFound) {
+      return Status::Unavailable("cleaning up " + KeyOf(object) + ": " + d.error().message);
+    }
+  }
+  return Status::Ok();
+}
+
+std::string Reconciler::NextRunnable() const {
+  std::string best_key;
+  std::string best_time;
+  for (const Json& o : runs_.List()) {
+    const auto phase = PhaseOf(o);
+    if (phase != api::RunPhase::kQueued && phase != api::RunPhase::kRunning) continue;
+    if (BeingDeleted(o) || CancelRequested(o) || !HasFinalizer(o)) continue;
+    // RFC 3339 in UTC to the second: text order is time order.
+    const std::string created = StringAt(o, {"metadata", "creationTimestamp"});
+    const std::string key = KeyOf(o);
+    if (best_key.empty() || created < best_time || (created == best_time && key < best_key)) {
+      best_key = key;
+      best_time = created;
+    }
+  }
+  return best_key;
+}
+
+Reconciler::Outcome Reconciler::Reconcile(const std::string& key) {
+  Outcome out;
+  const std::optional<Json> cached = runs_.Get(key);
+  const bool active = executor_.Active() == key;
+  // 1. Gone.
+  if (!cached) {
+    if (active) executor_.Cancel(key);
+    return out;
+  }
+  const Json& object = *cached;
+  const std::string ns = StringAt(object, {"metadata", "namespace"});
+  const std::string name = StringAt(object, {"metadata", "name"});
+
+  // 2. Being deleted: stop it, remove what it created, let it go.
+  if (BeingDeleted(object)) {
+    if (active) {
+      executor_.Cancel(key);
+      out.requeue_after = std::chrono::milliseconds(200);
+      return out;
+    }
+    if (!HasFinalizer(object)) return out;
+    if (Status s = Cleanup(object); !s.ok()) {
+      out.status = s;
+      return out;
+    }
+    Json updated = object;
+    Json& finalizers = updated["metadata"]["finalizers"];
+    finalizers.erase(std::remove(finalizers.begin(), finalizers.end(), Json(kFinalizer)), finalizers.end());
+    auto r = client_.Update(kube::resources::BenchmarkRuns(), updated);
+    if (!r.ok() && r.error().reason != kube::Reason::kNotFound) {
+      out.status = Status::Unavailable("removing the finalizer of " + key + ": " + r.error().message);
+    }
+    return out;
+  }
+
+  // 3. The finalizer, so that a deletion waits for the cleanup.
+  if (!HasFinalizer(object)) {
+    Json updated = object;
+    updated["metadata"]["finalizers"].push_back(kFinalizer);
+    auto r = client_.Update(kube::resources::BenchmarkRuns(), updated);
+    // The informer brings the updated object back; it is reconciled then.
+    if (!r.ok()) out.status = Status::Unavailable("adding the finalizer to " + key + ": " + r.error().message);
+    return out;
+  }
+
+  // 4. Finished: nothing to do.
+  const std::optional<api::RunPhase> phase = PhaseOf(object);
+  if (Terminal(phase)) {
+    if (active) executor_.Cancel(key);  // cannot happen unless someone rewrote the status
+    return out;
+  }
+
+  // 5. What the CRD schema lets through but the model refuses.
+  auto run = api::FromKubernetesObject(object);
+  if (!run.ok()) {
+    api::BenchmarkRunStatus failed;
+    failed.phase = api::RunPhase::kFailed;
+    failed.observed_generation = Generation(object);
+    failed.completion_time = WallNow();
+    api::Condition c;
+    c.type = "Failed";
+    c.status = api::ConditionStatus::kTrue;
+    c.reason = "InvalidSpec";
+    c.message = run.status().message();
+    c.observed_generation = Generation(object);
+    api::SetCondition(failed.conditions, c, WallNow());
+    out.status = PatchStatus(object, failed);
+    if (out.status.ok()) Event(object, true, "InvalidSpec", run.status().message());
+    return out;
+  }
+
+  // 6. First seen: queued.
+  if (!phase) {
+    api::BenchmarkRunStatus queued;
+    queued.phase = api::RunPhase::kQueued;
+    queued.observed_generation = Generation(object);
+    queued.progress.total = static_cast<int64_t>(api::CountCells(run->spec));
+    api::Condition c;
+    c.type = "Queued";
+    c.status = api::ConditionStatus::kTrue;
+    c.reason = "Queued";
+    c.message = "waiting for its turn: runs are executed one at a time, in order of creation";
+    c.observed_generation = Generation(object);
+    api::SetCondition(queued.conditions, c, WallNow());
+    out.status = PatchStatus(object, queued);
+    if (out.status.ok()) Event(object, false, "Queued", std::to_string(queued.progress.total) + " cells queued");
+    return out;
+  }
+
+  // 7. Cancel requested: the active run stops and keeps its record; a
+  // queued one never starts.
+  if (CancelRequested(object)) {
+    if (active) {
+      executor_.Cancel(key);
+      return out;
+    }
+    api::BenchmarkRunStatus status = run->status;
+    status.phase = api::RunPhase::kCancelled;
+    status.completion_time = WallNow();
+    status.current.reset();
+    api::Condition c;
+    c.type = "Progressing";
+    c.status = api::ConditionStatus::kFalse;
+    c.reason = "Cancelled";
+    c.message = std::string("cancelled by the ") + kCancelAnnotation + " annotation before it ran";
+    c.observed_generation = Generation(object);
+    api::SetCondition(status.conditions, c, WallNow());
+    out.status = PatchStatus(object, status);
+    if (out.status.ok()) Event(object, false, "Cancelled", c.message);
+    return out;
+  }
+
+  // 8. The executor's turn: the oldest runnable run goes first.
+  if (!executor_.Active().empty()) return out;
+  const std::string next = NextRunnable();
+  if (next != key) {
+    out.also = next;
+    return out;
+  }
+  out.status = executor_.Start(key, *run);
+  if (out.status.ok()) spdlog::info("started {}", key);
+  return out;
+}
+
+}  // namespace fairbench::controller

@@ -1,0 +1,96 @@
+// Reconciler: the level-based reconcile of BenchmarkRuns. For one key
+// ("namespace/name") it looks at the object as the informer's cache has it
+// and moves it one step towards where it should be:
+//
+//   gone from the cache      the active run with that key is cancelled
+//   being deleted            cancelled if active (and revisited until the
+//                            executor let go of it); then everything the run
+//                            created (pods, ConfigMaps with its label) is
+//                            deleted and the finalizer removed
+//   no finalizer             the finalizer is added
+//   terminal phase           nothing (Succeeded, Failed, Cancelled)
+//   refused by the model     Failed, with a condition and a Warning event
+//                            naming the field, as `fairbench run` names it
+//   no phase                 Queued, with a condition and an event
+//   cancel annotation        the active run is cancelled (its record is
+//                            kept); a queued one becomes Cancelled
+//   executor idle            the oldest runnable run (creation time, then
+//                            namespace/name) is handed to the executor
+//
+// Runs are executed one at a time, in order of creation. The executor
+// writes the status of the run it executes; the reconciler writes the
+// status of the others. Status goes through the status subresource as a
+// merge patch. Idempotent: reconciling the same state twice changes
+// nothing. Called from one worker thread.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "common/api/benchmark_run.h"
+#include "common/status.h"
+#include "controller/kube/client.h"
+#include "controller/kube/event_recorder.h"
+#include "controller/kube/informer.h"
+
+namespace fairbench::controller {
+
+inline constexpr char kFinalizer[] = "fairbench.dev/cleanup";
+// `kubectl annotate br NAME fairbench.dev/cancel=true`: stop the run and
+// keep its record (deleting the run removes the record too).
+inline constexpr char kCancelAnnotation[] = "fairbench.dev/cancel";
+inline constexpr char kRunLabel[] = "fairbench.dev/run";
+
+// The one run being executed (the orchestrator on its own thread).
+class RunExecutor {
+ public:
+  virtual ~RunExecutor() = default;
+  // The key of the run being executed; "" when idle.
+  virtual std::string Active() const = 0;
+  // Starts executing `run` in the background; returns at once.
+  virtual Status Start(const std::string& key, const api::BenchmarkRun& run) = 0;
+  // Asks the active run to stop (its load within a second); the executor
+  // writes its final status and becomes idle.
+  virtual void Cancel(const std::string& key) = 0;
+};
+
+struct ReconcilerOptions {
+  std::string field_manager = "fairbench-controller";
+};
+
+class Reconciler {
+ public:
+  Reconciler(kube::Client& client, kube::Informer& runs, RunExecutor& executor, kube::EventRecorder* events,
+             ReconcilerOptions options = {});
+
+  struct Outcome {
+    Status status;  // not OK: retry with backoff
+    // Revisit this key after this long (a deletion waiting for the executor).
+    std::chrono::milliseconds requeue_after{0};
+    // Another key to visit (the oldest queued run, when this one was not it).
+    std::string also;
+  };
+  Outcome Reconcile(const std::string& key);
+
+  // The runnable run that goes next: the oldest by creation time, then key;
+  // "" when none.
+  std::string NextRunnable() const;
+
+ private:
+  Status PatchStatus(const kube::Json& object, const api::BenchmarkRunStatus& status);
+  Status Cleanup(const kube::Json& object);
+  void Event(const kube::Json& object, bool warning, const std::string& reason, const std::string& message);
+
+  kube::Client& client_;
+  kube::Informer& runs_;
+  RunExecutor& executor_;
+  kube::EventRecorder* events_;
+  const ReconcilerOptions options_;
+};
+
+// "ns/name" of an object.
+std::string KeyOf(const kube::Json& object);
+// The phase in an object's status; nullopt when none is set yet.
+std::optional<api::RunPhase> PhaseOf(const kube::Json& object);
+
+}  // namespace fairbench::controller

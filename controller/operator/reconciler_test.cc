@@ -1,0 +1,263 @@
+// The reconciler against the test API server with the product CRD
+// (manifests/), driven the way a user drives it: real kubectl apply, get,
+// describe, annotate and delete. The executor is a fake that records what
+// it was asked to run; the real one runs the orchestrator.
+#include "controller/operator/run_controller.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+#include <spdlog/spdlog.h>
+
+#include "common/api/cells.h"
+#include "controller/kube/clock.h"
+#include "controller/kube/exec_credential.h"
+#include "controller/kube/kubeconfig.h"
+#include "testing/apiserver/yaml_json.h"
+#include "tests/kube/kube_test_env.h"
+
+namespace fairbench::controller {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using kube::Json;
+using kube::testenv::Eventually;
+
+std::string FindKubectl() {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    const std::string candidate = dir + "/kubectl";
+    if (!dir.empty() && access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  const std::string local = std::string(FAIRBENCH_SOURCE_DIR) + "/.tools/bin/kubectl";
+  return access(local.c_str(), X_OK) == 0 ? local : "";
+}
+
+class FakeExecutor final : public RunExecutor {
+ public:
+  explicit FakeExecutor(kube::Client& client) : client_(client) {}
+  std::function<void()> on_idle;
+
+  std::string Active() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return active_;
+  }
+  Status Start(const std::string& key, const api::BenchmarkRun& run) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!active_.empty()) ++overlaps_;
+    active_ = key;
+    started_.push_back(key);
+    cells_[key] = api::CountCells(run.spec);
+    return Status::Ok();
+  }
+  void Cancel(const std::string& key) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled_.push_back(key);
+    }
+    Finish(key, "Cancelled");
+  }
+  // The run ends: its status written as the real executor writes it, then idle.
+  void Finish(const std::string& key, const std::string& phase) {
+    const std::string ns = key.substr(0, key.find('/'));
+    const std::string name = key.substr(key.find('/') + 1);
+    const Json patch = {{"status", {{"phase", phase}}}};
+    (void)client_.Patch(kube::resources::BenchmarkRuns(), ns, name, kube::PatchType::kMerge, patch.dump(), {}, "status");
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (active_ == key) active_.clear();
+    }
+    if (on_idle) on_idle();
+  }
+  std::vector<std::string> started() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return started_;
+  }
+  std::vector<std::string> cancelled() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cancelled_;
+  }
+  int overlaps() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return overlaps_;
+  }
+  size_t cells(const std::string& key) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cells_.find(key);
+    return it == cells_.end() ? 0 : it->second;
+  }
+
+ private:
+  kube::Client& client_;
+  mutable std::mutex mu_;
+  std::string active_;
+  std::vector<std::string> started_, cancelled_;
+  std::map<std::string, size_t> cells_;
+  int overlaps_ = 0;
+};
+
+std::string RunYaml(const std::string& name, const std::string& extra_load = "") {
+  return "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: " + name +
+         "}\nspec:\n  targets:\n  - {name: nginx, image: example.org/fairbench/nginx:1, port: 8080}\n"
+         "  scenarios:\n  - name: hello\n    request: {path: /}\n    connections: [100, 1000]\n"
+         "  load: {threads: 2, duration: 5s" +
+         extra_load + "}\n";
+}
+
+class ReconcilerTest : public kube::testenv::KubeTest {
+ protected:
+  void SetUp() override {
+    spdlog::set_level(spdlog::level::warn);
+    kubectl_ = FindKubectl();
+    ASSERT_FALSE(kubectl_.empty()) << "kubectl not found: run scripts/setup --with-tools";
+    Start(apiserver::TestApiServerOptions{});
+    char tmpl[] = "/tmp/fairbench-reconciler-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    kubeconfig_ = dir_ + "/kubeconfig";
+    ASSERT_TRUE(server_->WriteKubeconfig(kubeconfig_).ok());
+    auto cfg = kube::LoadKubeconfig({{kubeconfig_}, "", nullptr});
+    ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+    auto c = kube::Client::Create(*cfg, kube::testenv::FastRetries());
+    ASSERT_TRUE(c.ok());
+    client_ = std::move(*c);
+    Ok({"apply", "-f", std::string(FAIRBENCH_SOURCE_DIR) + "/manifests/crd/benchmarkruns.fairbench.dev.yaml"});
+    Ok({"wait", "--for=condition=Established", "crd/benchmarkruns.fairbench.dev", "--timeout=10s"});
+    executor_ = std::make_unique<FakeExecutor>(*client_);
+    events_ = std::make_unique<kube::EventRecorder>(*client_, clock_);
+    controller_ = std::make_unique<RunController>(*client_, "default", *executor_, events_.get());
+    executor_->on_idle = [this] { controller_->RequeueAll(); };
+    ASSERT_TRUE(controller_->Start(10s));
+  }
+  void TearDown() override {
+    if (controller_) controller_->Stop();
+    controller_.reset();
+    events_.reset();
+    executor_.reset();
+    KubeTest::TearDown();
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  kube::CommandResult Run(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--kubeconfig", kubeconfig_, "--cache-dir", dir_ + "/cache"});
+    auto r = kube::RunCommand(kubectl_, args, {{"HOME", dir_}, {"KUBECONFIG", ""}}, 60s);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : kube::CommandResult{};
+  }
+  std::string Ok(std::vector<std::string> args) {
+    std::string shown;
+    for (const auto& a : args) shown += " " + a;
+    auto r = Run(std::move(args));
+    EXPECT_EQ(r.exit_code, 0) << "kubectl" << shown << "\n" << r.out << r.err;
+    return r.out;
+  }
+  void Apply(const std::string& yaml) {
+    const std::string file = dir_ + "/run.yaml";
+    std::ofstream(file) << yaml;
+    Ok({"apply", "-f", file});
+  }
+  std::string Phase(const std::string& name) {
+    auto r = Run({"get", "br", name, "-o", "jsonpath={.status.phase}"});
+    return r.exit_code == 0 ? r.out : "<" + r.err + ">";
+  }
+  bool PhaseBecomes(const std::string& name, const std::string& phase) {
+    return Eventually([&] { return Phase(name) == phase; }, 10s);
+  }
+  Json Get(const std::string& name) {
+    auto r = Run({"get", "br", name, "-o", "json"});
+    return r.exit_code == 0 ? Json::parse(r.out) : Json();
+  }
+
+  std::string kubectl_, dir_, kubeconfig_;
+  kube::SystemClock clock_;
+  std::unique_ptr<FakeExecutor> executor_;
+  std::unique_ptr<kube::EventRecorder> events_;
+  std::unique_ptr<RunController> controller_;
+};
+
+// Catches: a run not queued (no phase, no event), the finalizer not added,
+// runs started out of creation order or two at a time, the next run not
+// started when the executor becomes idle.
+TEST_F(ReconcilerTest, RunsAreQueuedAndExecutedOneAtATimeInOrderOfCreation) {
+  Apply(RunYaml("first"));
+  std::this_thread::sleep_for(1100ms);  // creation timestamps are to the second
+  Apply(RunYaml("second"));
+  ASSERT_TRUE(PhaseBecomes("second", "Queued")) << Phase("second");
+  ASSERT_TRUE(Eventually([&] { return executor_->started().size() == 1; }, 10s));
+  EXPECT_EQ(executor_->started(), std::vector<std::string>{"default/first"});
+  EXPECT_EQ(executor_->cells("default/first"), 2u);
+  const Json second = Get("second");
+  EXPECT_EQ(second["metadata"]["finalizers"], Json::array({kFinalizer}));
+  EXPECT_EQ(second["status"]["progress"], "0/2");
+  EXPECT_EQ(second["status"]["totalCells"], 2);
+  EXPECT_EQ(second["status"]["conditions"][0]["reason"], "Queued");
+  // kubectl get shows the phase column; describe shows the Queued event.
+  EXPECT_NE(Ok({"get", "br", "second"}).find("Queued"), std::string::npos);
+  EXPECT_TRUE(Eventually([&] { return Ok({"describe", "br", "second"}).find("2 cells queued") != std::string::npos; }, 10s));
+
+  executor_->Finish("default/first", "Succeeded");
+  ASSERT_TRUE(Eventually([&] { return executor_->started().size() == 2; }, 10s));
+  EXPECT_EQ(executor_->started()[1], "default/second");
+  executor_->Finish("default/second", "Succeeded");
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(executor_->started().size(), 2u) << "a finished run must not start again";
+  EXPECT_EQ(executor_->overlaps(), 0);
+}
+
+// Catches: a run the model refuses (the CRD schema lets it through) left
+// queued or started, or failed without naming the field.
+TEST_F(ReconcilerTest, AnInvalidRunFailsWithTheFieldNamed) {
+  // 3 connections cannot be spread over 2 agents × 2 threads: the schema
+  // has no rule for that, the model has.
+  Apply("apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: bad}\nspec:\n"
+        "  targets:\n  - {name: nginx, image: example.org/fairbench/nginx:1}\n"
+        "  scenarios:\n  - name: hello\n    request: {path: /}\n"
+        "  load: {threads: 2, agents: 2, connections: [3]}\n");
+  ASSERT_TRUE(PhaseBecomes("bad", "Failed")) << Phase("bad");
+  const Json bad = Get("bad");
+  const Json& c = bad["status"]["conditions"][0];
+  EXPECT_EQ(c["reason"], "InvalidSpec");
+  EXPECT_NE(c["message"].get<std::string>().find("spec.load.connections[0]"), std::string::npos) << c.dump();
+  EXPECT_TRUE(executor_->started().empty());
+  EXPECT_TRUE(Eventually([&] { return Ok({"describe", "br", "bad"}).find("InvalidSpec") != std::string::npos; }, 10s));
+}
+
+// Catches: a deleted run left loading, the objects it created left behind
+// (orphans), the finalizer never removed (the delete hanging).
+TEST_F(ReconcilerTest, DeletingTheActiveRunCancelsItAndRemovesWhatItCreated) {
+  Apply(RunYaml("doomed"));
+  ASSERT_TRUE(Eventually([&] { return executor_->Active() == "default/doomed"; }, 10s));
+  const Json labels = {{kRunLabel, "doomed"}};
+  ASSERT_TRUE(client_->Create(kube::resources::ConfigMaps(), "default", kube::testenv::ConfigMapJson("doomed-results-0", {{"a", "b"}}, labels)).ok());
+  ASSERT_TRUE(client_->Create(kube::resources::ConfigMaps(), "default", kube::testenv::ConfigMapJson("unrelated", {{"a", "b"}})).ok());
+  Ok({"delete", "br", "doomed", "--wait=true", "--timeout=20s"});
+  EXPECT_EQ(executor_->cancelled(), std::vector<std::string>{"default/doomed"});
+  EXPECT_NE(Run({"get", "br", "doomed"}).exit_code, 0);
+  EXPECT_NE(Run({"get", "configmap", "doomed-results-0"}).exit_code, 0) << "an object the run created was left behind";
+  EXPECT_EQ(Run({"get", "configmap", "unrelated"}).exit_code, 0) << "an object of no run was deleted";
+}
+
+// Catches: the documented cancel annotation ignored, or the record of a
+// cancelled run deleted (cancel keeps it; delete removes it).
+TEST_F(ReconcilerTest, TheCancelAnnotationStopsARunAndKeepsItsRecord) {
+  Apply(RunYaml("running"));
+  ASSERT_TRUE(Eventually([&] { return executor_->Active() == "default/running"; }, 10s));
+  std::this_thread::sleep_for(1100ms);
+  Apply(RunYaml("waiting"));
+  ASSERT_TRUE(PhaseBecomes("waiting", "Queued"));
+  Ok({"annotate", "br", "waiting", std::string(kCancelAnnotation) + "=true"});
+  ASSERT_TRUE(PhaseBecomes("waiting", "Cancelled")) << Phase("waiting");
+  Ok({"annotate", "br", "running", std::string(kCancelAnnotation) + "=true"});
+  ASSERT_TRUE(PhaseBecomes("running", "Cancelled")) << Phase("running");
+  EXPECT_EQ(executor_->cancelled(), std::vector<std::string>{"default/running"});
+  EXPECT_EQ(executor_->started(), std::vector<std::string>{"default/running"}) << "a cancelled queued run must not start";
+  EXPECT_EQ(Run({"get", "br", "waiting"}).exit_code, 0);
+  EXPECT_EQ(Run({"get", "br", "running"}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace fairbench::controller
