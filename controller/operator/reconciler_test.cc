@@ -116,7 +116,9 @@ class ReconcilerTest : public kube::testenv::KubeTest {
     spdlog::set_level(spdlog::level::warn);
     kubectl_ = FindKubectl();
     ASSERT_FALSE(kubectl_.empty()) << "kubectl not found: run scripts/setup --with-tools";
-    Start(apiserver::TestApiServerOptions{});
+    apiserver::TestApiServerOptions o;
+    o.tls = true;  // as a cluster serves it: watches over TLS included
+    Start(o);
     char tmpl[] = "/tmp/fairbench-reconciler-XXXXXX";
     dir_ = mkdtemp(tmpl);
     kubeconfig_ = dir_ + "/kubeconfig";
