@@ -1,0 +1,76 @@
+#include "controller/operator/executor.h"
+
+#include <spdlog/spdlog.h>
+
+namespace fairbench::controller {
+
+OrchestratorExecutor::OrchestratorExecutor(AgentPool& agents, OrchestratorOptions options, Factory factory,
+                                           std::function<void()> on_idle)
+    : agents_(agents), options_(std::move(options)), factory_(std::move(factory)), on_idle_(std::move(on_idle)) {}
+
+OrchestratorExecutor::~OrchestratorExecutor() { Shutdown(); }
+
+void OrchestratorExecutor::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shut_down_ = true;
+    cancel_requested_ = true;
+    if (orchestrator_ != nullptr) orchestrator_->Cancel();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string OrchestratorExecutor::Active() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return active_;
+}
+
+Status OrchestratorExecutor::Start(const std::string& key, const api::BenchmarkRun& run) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shut_down_) return Status::Cancelled("the executor is shutting down");
+    if (!active_.empty()) return Status::FailedPrecondition("run " + active_ + " is being executed");
+  }
+  // The previous run's thread has finished (it cleared active_ last).
+  if (thread_.joinable()) thread_.join();
+  auto parts = factory_(run);
+  if (!parts.ok()) return parts.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  active_ = key;
+  cancel_requested_ = false;
+  thread_ = std::thread(&OrchestratorExecutor::Execute, this, key, run, std::move(*parts));
+  return Status::Ok();
+}
+
+void OrchestratorExecutor::Cancel(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (active_ != key) return;
+  cancel_requested_ = true;
+  if (orchestrator_ != nullptr) orchestrator_->Cancel();
+}
+
+void OrchestratorExecutor::Execute(std::string key, api::BenchmarkRun run, RunParts parts) {
+  Orchestrator orchestrator(*parts.platform, agents_, options_, parts.observer.get());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    orchestrator_ = &orchestrator;
+    if (cancel_requested_) orchestrator.Cancel();
+  }
+  spdlog::info("executing {}", key);
+  Result<report::RunRecord> record = orchestrator.Run(run, *parts.store, /*resume=*/true);
+  if (!record.ok()) spdlog::error("run {} ended early: {}", key, record.status().message());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    orchestrator_ = nullptr;
+  }
+  if (parts.finish) parts.finish(record);
+  parts.observer.reset();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    active_.clear();
+  }
+  spdlog::info("run {} is over", key);
+  if (on_idle_) on_idle_();
+}
+
+}  // namespace fairbench::controller

@@ -1,0 +1,142 @@
+// The operator's executor with the orchestrator's fakes: it runs one run at
+// a time on its own thread, always resumes from the run's store, hands the
+// end to the run's finish hook, and lets go (idle) so that the next run
+// can start.
+#include "controller/operator/executor.h"
+
+#include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+
+#include "controller/orchestrator/fakes_for_test.h"
+
+namespace fairbench::controller {
+namespace {
+
+using namespace fakes;
+
+class ExecutorTest : public ::testing::Test {
+ protected:
+  ExecutorTest() : agents_(state_) {
+    spdlog::set_level(spdlog::level::warn);
+    platform_ = std::make_shared<FakePlatform>(state_);
+    options_.agent_timeout = 2s;
+    options_.job_grace = 2s;
+    options_.sample_period = 20ms;
+    options_.idle_settle = 0ms;
+    options_.verify = [](const TargetPlacement&, const api::ScenarioSettings&) { return Status::Ok(); };
+  }
+  std::unique_ptr<OrchestratorExecutor> Make() {
+    return std::make_unique<OrchestratorExecutor>(
+        agents_, options_,
+        [this](const api::BenchmarkRun&) -> Result<RunParts> {
+          RunParts parts;
+          parts.platform = platform_;
+          auto store = std::make_unique<MemoryStore>();
+          if (stored_) store->stored = stored_;
+          MemoryStore* s = store.get();
+          parts.store = std::move(store);
+          parts.finish = [this, s](const Result<report::RunRecord>& r) {
+            std::lock_guard<std::mutex> lock(mu_);
+            ended_.push_back(r.ok() ? std::string(api::ToString(*r->run.status.phase)) : r.status().message());
+            saved_ = s->stored;
+          };
+          return parts;
+        },
+        [this] { ++idle_calls_; });
+  }
+  bool WaitIdle(OrchestratorExecutor& e, std::chrono::milliseconds timeout) {
+    const auto until = Clock::now() + timeout;
+    while (!e.Active().empty() && Clock::now() < until) std::this_thread::sleep_for(5ms);
+    return e.Active().empty();
+  }
+
+  SharedState state_;
+  std::shared_ptr<FakePlatform> platform_;
+  FakeAgents agents_;
+  OrchestratorOptions options_;
+  std::optional<report::RunRecord> stored_;
+  std::mutex mu_;
+  std::vector<std::string> ended_;
+  std::optional<report::RunRecord> saved_;
+  std::atomic<int> idle_calls_{0};
+};
+
+// Catches: the run not executed on its own thread (Start blocking the
+// reconciler), a second run started while one is active, the finish hook
+// or the idle notice skipped (the next run would never start).
+TEST_F(ExecutorTest, RunsOneRunAtATimeAndSaysWhenItIsIdle) {
+  auto e = Make();
+  const auto start = Clock::now();
+  ASSERT_TRUE(e->Start("default/demo", MakeRun({"alpha"}, {10})).ok());
+  EXPECT_LT(Clock::now() - start, 100ms) << "Start must return at once";
+  EXPECT_EQ(e->Active(), "default/demo");
+  const Status busy = e->Start("default/other", MakeRun({"beta"}, {10}));
+  EXPECT_EQ(busy.code(), Status::Code::kFailedPrecondition);
+  ASSERT_TRUE(WaitIdle(*e, 5s));
+  EXPECT_EQ(idle_calls_.load(), 1);
+  std::lock_guard<std::mutex> lock(mu_);
+  EXPECT_EQ(ended_, std::vector<std::string>{"Succeeded"});
+  ASSERT_TRUE(saved_.has_value());
+  EXPECT_EQ(saved_->cells.size(), 1u);
+  EXPECT_EQ(state_.log.Count("deploy beta"), 0u);
+}
+
+// Catches: a run started by a previous leader begun anew (finished cells
+// lost or measured twice) instead of resumed from its store.
+TEST_F(ExecutorTest, AlwaysResumesFromTheStore) {
+  const api::BenchmarkRun run = MakeRun({"alpha", "beta"}, {10});
+  report::RunRecord earlier;
+  earlier.run = run;
+  report::CellRecord kept;
+  kept.result.target = "alpha";
+  kept.result.scenario = "hello";
+  kept.result.connections = 10;
+  kept.result.repetition = 1;
+  kept.result.state = api::CellState::kSucceeded;
+  kept.result.requests = 777;
+  earlier.cells.push_back(kept);
+  stored_ = earlier;
+  auto e = Make();
+  ASSERT_TRUE(e->Start("default/demo", run).ok());
+  ASSERT_TRUE(WaitIdle(*e, 5s));
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSERT_TRUE(saved_.has_value());
+  ASSERT_EQ(saved_->cells.size(), 2u);
+  EXPECT_EQ(saved_->cells[0].result.requests, 777u);
+  EXPECT_EQ(state_.log.Count("deploy alpha"), 0u);
+  EXPECT_EQ(state_.log.Count("deploy beta"), 1u);
+}
+
+// Catches: Cancel not reaching the orchestrator (a deleted run waiting for
+// the slot for hours), a cancel of another key stopping the active run.
+TEST_F(ExecutorTest, CancelStopsTheActiveRunWithinASecond) {
+  platform_->block_slot = true;
+  auto e = Make();
+  ASSERT_TRUE(e->Start("default/demo", MakeRun({"alpha"}, {10})).ok());
+  while (state_.log.Count("slot ") == 0) std::this_thread::sleep_for(5ms);
+  e->Cancel("default/other");
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(e->Active(), "default/demo");
+  const auto cancel_at = Clock::now();
+  e->Cancel("default/demo");
+  ASSERT_TRUE(WaitIdle(*e, 5s));
+  EXPECT_LT(Clock::now() - cancel_at, 1s);
+  std::lock_guard<std::mutex> lock(mu_);
+  EXPECT_EQ(ended_, std::vector<std::string>{"Cancelled"});
+}
+
+// Catches: destroying the executor with a run under way leaving its thread
+// running (a crash at exit) or hanging.
+TEST_F(ExecutorTest, ShutdownEndsTheActiveRun) {
+  agents_.mode = AgentMode::kHang;
+  auto e = Make();
+  ASSERT_TRUE(e->Start("default/demo", MakeRun({"alpha"}, {10})).ok());
+  while (agents_.last_interval_ns.load() == 0) std::this_thread::sleep_for(5ms);
+  const auto at = Clock::now();
+  e.reset();
+  EXPECT_LT(Clock::now() - at, 2s);
+  EXPECT_EQ(agents_.CancelTimes().size(), 1u);
+}
+
+}  // namespace
+}  // namespace fairbench::controller

@@ -1,0 +1,369 @@
+// Fakes of the orchestrator's seams, for tests: a platform, an agent pool,
+// a store in memory and an observer. No process, no socket. They behave
+// like the real parts where the orchestrator can tell (agents stream
+// snapshots in real time after the job's start and answer a cancel; a
+// target's usage carries the platform's own timestamps; a slot can be
+// lost) and record what they were asked to do.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "controller/orchestrator/orchestrator.h"
+
+namespace fairbench::controller::fakes {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+class Log {
+ public:
+  void Add(const std::string& e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(e);
+  }
+  std::vector<std::string> Get() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return events_;
+  }
+  size_t Count(const std::string& prefix) const {
+    size_t n = 0;
+    for (const std::string& e : Get()) n += e.rfind(prefix, 0) == 0;
+    return n;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> events_;
+};
+
+// Blocks until the token is stopped or `d` passed; true when stopped.
+inline bool WaitForStop(std::stop_token stop, std::chrono::nanoseconds d) {
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::unique_lock<std::mutex> lock(mu);
+  return cv.wait_for(lock, stop, d, [] { return false; }) || stop.stop_requested();
+}
+
+struct SharedState {
+  Log log;
+  std::atomic<int> deployed{0};      // targets up right now
+  std::atomic<int> max_deployed{0};
+  std::shared_ptr<std::atomic<bool>> slot;  // the slot held now (null: none)
+  std::mutex slot_mu;
+  std::atomic<int> violations{0};    // jobs started without the slot or with two targets up
+};
+
+class FakeSlot final : public LoadSlot {
+ public:
+  FakeSlot(SharedState& s, std::string holder, std::shared_ptr<std::atomic<bool>> held)
+      : s_(s), holder_(std::move(holder)), held_(std::move(held)) {}
+  ~FakeSlot() override {
+    s_.log.Add("release " + holder_);
+    std::lock_guard<std::mutex> lock(s_.slot_mu);
+    s_.slot.reset();
+  }
+  bool held() const override { return held_->load(); }
+
+ private:
+  SharedState& s_;
+  std::string holder_;
+  std::shared_ptr<std::atomic<bool>> held_;
+};
+
+class FakeTarget final : public TargetInstance {
+ public:
+  FakeTarget(SharedState& s, std::string name, bool block_ready) : s_(s), name_(std::move(name)), block_ready_(block_ready) {}
+  TargetPlacement placement() const override { return TargetPlacement{"node-a", "10.1.2.3", 8080}; }
+  Status WaitReady(Clock::time_point deadline, std::stop_token stop) override {
+    if (!block_ready_) return Status::Ok();
+    s_.log.Add("waiting ready " + name_);
+    if (WaitForStop(stop, deadline - Clock::now())) return Status::Cancelled("stopped");
+    return Status::DeadlineExceeded(name_ + " not ready");
+  }
+  std::optional<std::string> Gone() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return gone_;
+  }
+  void Kill(const std::string& why) {
+    std::lock_guard<std::mutex> lock(mu_);
+    gone_ = why;
+  }
+  // The platform's clock: each sample is one second after the previous one
+  // and 1.5 CPU-seconds more, so the target used exactly 1.5 cores — whatever
+  // the controller's own sampling rhythm. The first sample (idle) shows
+  // 32 MiB, every later one 64 MiB.
+  Result<TargetUsage> Usage() override {
+    const int n = ++samples_;
+    TargetUsage u;
+    u.memory_bytes = n == 1 ? 32u << 20 : 64u << 20;
+    u.cpu_seconds = 1.5 * n;
+    u.sampled_at = api::Time(std::chrono::seconds(1'700'000'000 + n));
+    return u;
+  }
+  Status Teardown() override {
+    s_.log.Add("teardown " + name_);
+    --s_.deployed;
+    return Status::Ok();
+  }
+  std::string LogLocation() const override { return "logs/" + name_ + ".log"; }
+  std::string Description() const override { return name_ + "-server"; }
+
+ private:
+  SharedState& s_;
+  std::string name_;
+  bool block_ready_;
+  std::mutex mu_;
+  std::optional<std::string> gone_;
+  std::atomic<int> samples_{0};
+};
+
+class FakePlatform final : public Platform {
+ public:
+  explicit FakePlatform(SharedState& s) : s_(s) {}
+  bool block_slot = false;
+  bool block_ready = false;
+  std::set<std::string> fail_deploy;
+
+  std::string name() const override { return "fake"; }
+  Result<std::unique_ptr<TargetInstance>> Deploy(const DeployRequest& r, std::stop_token) override {
+    s_.log.Add("deploy " + r.target.name + " run=" + r.run.name + " uid=" + r.run.uid + " index=" +
+               std::to_string(r.target_index) + " node=" + r.placement.node_name);
+    if (fail_deploy.count(r.target.name)) return Status::Unavailable("image pull failed");
+    const int now = ++s_.deployed;
+    int max = s_.max_deployed.load();
+    while (now > max && !s_.max_deployed.compare_exchange_weak(max, now)) {
+    }
+    auto t = std::make_unique<FakeTarget>(s_, r.target.name, block_ready);
+    std::lock_guard<std::mutex> lock(mu_);
+    targets.push_back(t.get());
+    return std::unique_ptr<TargetInstance>(std::move(t));
+  }
+  Result<std::vector<std::string>> EnsureAgents(const AgentRequest& r, std::stop_token) override {
+    s_.log.Add("agents " + std::to_string(r.count) + " threads=" + std::to_string(r.threads) + " avoid=" + r.target.node);
+    std::vector<std::string> ids;
+    for (int i = 0; i < r.count; ++i) ids.push_back("agent-" + std::to_string(i));
+    return ids;
+  }
+  Result<std::unique_ptr<LoadSlot>> AcquireSlot(const std::string& holder, std::chrono::milliseconds,
+                                                std::stop_token stop) override {
+    s_.log.Add("slot " + holder);
+    if (block_slot && WaitForStop(stop, 60s)) return Status::Cancelled("stopped while waiting for the slot");
+    auto held = std::make_shared<std::atomic<bool>>(true);
+    {
+      std::lock_guard<std::mutex> lock(s_.slot_mu);
+      s_.slot = held;
+    }
+    return std::unique_ptr<LoadSlot>(new FakeSlot(s_, holder, held));
+  }
+  report::Environment Describe() const override {
+    report::Environment e;
+    e.platform = "fake";
+    e.hostname = "node-a";
+    e.notes = {"fake platform"};
+    return e;
+  }
+  FakeTarget* target(size_t i) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return i < targets.size() ? targets[i] : nullptr;
+  }
+
+ private:
+  SharedState& s_;
+  std::mutex mu_;
+  std::vector<FakeTarget*> targets;
+};
+
+// Agents. kNormal: after the job's start + warmup + duration (wall clock,
+// as a real agent), two measure intervals of 1,000 responses each (900 at
+// 1 ms, 100 at 5 ms) and 0.25 CPU-seconds, then JobDone with 2 s measured.
+// kHang: an interval every 50 ms until cancelled, then JobDone stopped
+// early. kFail: the stream breaks after 100 ms.
+enum class AgentMode { kNormal, kHang, kFail };
+
+class FakeAgents final : public AgentPool {
+ public:
+  explicit FakeAgents(SharedState& s) : s_(s) {}
+  ~FakeAgents() override {
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      threads.swap(threads_);
+      for (auto& [id, flag] : cancel_) *flag = true;
+    }
+    for (std::thread& t : threads) t.join();
+  }
+  std::atomic<AgentMode> mode{AgentMode::kNormal};
+  bool block_wait = false;
+
+  Result<std::vector<std::string>> WaitForAgents(size_t count, std::chrono::milliseconds, const std::set<std::string>& ids,
+                                                 std::stop_token stop) override {
+    if (block_wait) {
+      s_.log.Add("waiting for agents");
+      if (WaitForStop(stop, 60s)) return Status::Cancelled("stopped while waiting for agents");
+    }
+    std::vector<std::string> out(ids.begin(), ids.end());
+    out.resize(std::min(count, out.size()));
+    return out;
+  }
+
+  Status StartJob(const std::string& agent, const wire::JobSpec& job, std::shared_ptr<JobObserver> observer) override {
+    {
+      std::lock_guard<std::mutex> lock(s_.slot_mu);
+      if (!s_.slot || !s_.slot->load() || s_.deployed != 1) ++s_.violations;
+    }
+    s_.log.Add("job " + agent + " " + job.job_id);
+    auto cancelled = std::make_shared<std::atomic<bool>>(false);
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs.push_back(job);
+    cancel_[agent + "|" + job.job_id] = cancelled;
+    const AgentMode m = mode.load();
+    threads_.emplace_back([this, agent, job, observer, cancelled, m] { Serve(agent, job, observer, *cancelled, m); });
+    return Status::Ok();
+  }
+
+  void CancelJob(const std::string& agent, const std::string& job_id, const std::string& reason) override {
+    s_.log.Add("cancel " + agent + " " + reason);
+    std::lock_guard<std::mutex> lock(mu_);
+    cancel_times.push_back(Clock::now());
+    auto it = cancel_.find(agent + "|" + job_id);
+    if (it != cancel_.end()) *it->second = true;
+  }
+
+  std::vector<wire::JobSpec> Jobs() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return jobs;
+  }
+  std::vector<Clock::time_point> CancelTimes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cancel_times;
+  }
+  // When the newest job's agent last sent an interval.
+  std::atomic<int64_t> last_interval_ns{0};
+
+  static Snapshot Interval(uint64_t seq, int64_t end_ns) {
+    Snapshot s;
+    s.sequence = seq;
+    s.phase = Phase::kMeasure;
+    s.start_ns = end_ns - 1'000'000'000;
+    s.end_ns = end_ns;
+    s.stats.counters.requests = 1000;
+    s.stats.counters.bytes_read = 150'000;
+    s.stats.counters.status_classes[2] = 1000;
+    for (int i = 0; i < 900; ++i) s.stats.latency.Record(1000);
+    for (int i = 0; i < 100; ++i) s.stats.latency.Record(5000);
+    s.cpu_seconds = 0.25;
+    return s;
+  }
+
+ private:
+  void Serve(const std::string& agent, const wire::JobSpec& job, const std::shared_ptr<JobObserver>& observer,
+             std::atomic<bool>& cancelled, AgentMode m) {
+    JobSummary summary;
+    summary.end.connections_peak = job.connections;
+    if (m == AgentMode::kFail) {
+      std::this_thread::sleep_for(100ms);
+      observer->OnFailed(agent, "stream broken: the agent went away");
+      return;
+    }
+    if (m == AgentMode::kHang) {
+      uint64_t seq = 0;
+      while (!cancelled) {
+        std::this_thread::sleep_for(50ms);
+        ++seq;
+        observer->OnSnapshot(agent, Interval(seq, static_cast<int64_t>(seq) * 1'000'000'000));
+        last_interval_ns = Clock::now().time_since_epoch().count();
+      }
+      summary.end.stopped_early = true;
+      summary.end.measure_seconds = 0.1;
+      observer->OnDone(agent, summary);
+      return;
+    }
+    const auto until = *job.start + job.warmup + job.duration;
+    while (std::chrono::system_clock::now() < until && !cancelled) std::this_thread::sleep_for(5ms);
+    observer->OnSnapshot(agent, Interval(1, 1'000'000'000));
+    observer->OnSnapshot(agent, Interval(2, 2'000'000'000));
+    summary.end.measure_seconds = 2.0;
+    summary.totals.requests = 2000;
+    observer->OnDone(agent, summary);
+  }
+
+  SharedState& s_;
+  std::mutex mu_;
+  std::vector<std::thread> threads_;
+  std::map<std::string, std::shared_ptr<std::atomic<bool>>> cancel_;
+  std::vector<wire::JobSpec> jobs;
+  std::vector<Clock::time_point> cancel_times;
+};
+
+class MemoryStore final : public RunStore {
+ public:
+  std::optional<report::RunRecord> stored;
+  int saves = 0;
+  std::vector<std::string> cell_keys;
+  Result<std::optional<report::RunRecord>> Load() override { return stored; }
+  Status Save(const report::RunRecord& record) override {
+    stored = record;
+    ++saves;
+    return Status::Ok();
+  }
+  Status SaveCell(const api::Cell& cell, const report::CellRecord&) override {
+    cell_keys.push_back(cell.Key());
+    return Status::Ok();
+  }
+};
+
+class Recorder final : public RunObserver {
+ public:
+  void OnStage(const api::BenchmarkRun&, const api::CurrentCell& c) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    stages.push_back(c.target + ":" + std::string(api::ToString(*c.stage)));
+  }
+  void OnLive(const api::CurrentCell&, double, double) override {}
+  void OnCellDone(const report::RunRecord&, const report::CellRecord&) override { ++cells_done; }
+  void OnMessage(const std::string& m) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    messages.push_back(m);
+  }
+  void OnPersist(const report::RunRecord&) override { ++persists; }
+  std::mutex mu_;
+  std::vector<std::string> stages;
+  std::vector<std::string> messages;
+  std::atomic<int> cells_done{0};
+  std::atomic<int> persists{0};
+};
+
+// A run of `targets` × one scenario "hello" × `connections`: short
+// durations, no cooldown, the target placement pinned to node-a.
+inline api::BenchmarkRun MakeRun(std::vector<std::string> targets, std::vector<int64_t> connections, int agents = 1) {
+  api::BenchmarkRun run;
+  run.metadata.name = "demo";
+  run.metadata.uid = "uid-1";
+  run.metadata.generation = 3;
+  for (const std::string& t : targets) {
+    api::Target target;
+    target.name = t;
+    target.image = "example.org/" + t;
+    run.spec.targets.push_back(target);
+  }
+  api::Scenario hello;
+  hello.name = "hello";
+  hello.request = api::Request{};
+  hello.request->path = "/";
+  run.spec.scenarios.push_back(hello);
+  run.spec.load.connections = std::move(connections);
+  run.spec.load.threads = 2;
+  run.spec.load.agents = agents;
+  run.spec.load.warmup = 0ms;
+  run.spec.load.duration = 200ms;
+  run.spec.load.timeout = 1s;
+  run.spec.cooldown = 0ms;
+  run.spec.placement.target.node_name = "node-a";
+  return run;
+}
+
+}  // namespace fairbench::controller::fakes
