@@ -28,4 +28,14 @@ function(fairbench_test name)
   gtest_discover_tests(${name}
     PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}"
     DISCOVERY_TIMEOUT 30)
+  # gtest_discover_tests flattens a list of labels into separate arguments
+  # (only the first survives); a script that runs after its own sets them
+  # all on the tests it discovered (the list ${name}_TESTS).
+  list(LENGTH T_LABELS label_count)
+  if(label_count GREATER 1)
+    set(script "${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake")
+    file(WRITE "${script}"
+      "foreach(test IN LISTS ${name}_TESTS)\n  set_tests_properties(\"\${test}\" PROPERTIES LABELS \"${T_LABELS}\")\nendforeach()\n")
+    set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${script}")
+  endif()
 endfunction()

@@ -1,6 +1,7 @@
 // fairbench: fair, reproducible HTTP benchmarks of web servers.
 //
 //   fairbench run FILE... [--output DIR] [--resume]   on this machine, targets and agents pinned to CPUs
+//   fairbench fetch RUN --output DIR                  a Kubernetes run's record into a folder
 //   fairbench crd                                     the BenchmarkRun CRD, for kubectl apply
 #include <cstdio>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "common/api/crd.h"
 #include "common/cli.h"
+#include "controller/cli/fetch_command.h"
 #include "controller/cli/run_command.h"
 
 int main(int argc, char** argv) {
@@ -17,9 +19,12 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("fairbench ") + FAIRBENCH_VERSION);
   fairbench::controller::RunFlags run;
   CLI::App* run_cmd = fairbench::controller::AddRunCommand(app, run);
+  fairbench::controller::FetchFlags fetch;
+  CLI::App* fetch_cmd = fairbench::controller::AddFetchCommand(app, fetch);
   CLI::App* crd_cmd = app.add_subcommand("crd", "Print the BenchmarkRun CustomResourceDefinition (YAML)");
   if (auto code = fairbench::ParseCommandLine(app, argc, argv, "fairbench")) return *code;
   if (run_cmd->parsed()) return fairbench::controller::RunRunCommand(run);
+  if (fetch_cmd->parsed()) return fairbench::controller::RunFetchCommand(fetch);
   if (crd_cmd->parsed()) {
     std::fputs(fairbench::api::BenchmarkRunCrdYaml().c_str(), stdout);
     return 0;

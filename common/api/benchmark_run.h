@@ -102,6 +102,12 @@ struct Target {
   std::string name;  // DNS-1123 label, unique in the run
   std::string image;  // container image (Kubernetes)
   int32_t port = 8080;
+  // Kubernetes: the container's command (it replaces the image's
+  // entrypoint) and its arguments; "{port}" becomes `port`. A target with a
+  // command runs under the nofile helper (Kubernetes has no pod field for
+  // RLIMIT_NOFILE); without one, nofile is left to the container runtime.
+  std::vector<std::string> command;
+  std::vector<std::string> args;
   Resources resources;
   int64_t nofile = 65536;  // RLIMIT_NOFILE of the server
   StringMap env;

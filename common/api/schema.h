@@ -80,6 +80,8 @@ void Describe(V& v, S& s) {
   v.Field("name", s.name);
   v.Field("image", s.image);
   v.Field("port", s.port);
+  v.Field("command", s.command);
+  v.Field("args", s.args);
   v.Field("resources", s.resources);
   v.Field("nofile", s.nofile);
   v.Field("env", s.env);

@@ -154,6 +154,10 @@ class Checker {
       if (t.resources.memory && t.resources.memory->bytes <= 0) Fail(*t.resources.memory, "must be greater than 0");
       Range<int64_t>(t.nofile, 1, kMaxNofile);
       CheckEnv(t.env);
+      if (!t.command.empty() && t.command[0].empty()) Fail(t.command[0], "must not be empty (the program to run)");
+      if (t.command.empty() && !t.args.empty()) {
+        Fail(t.args, "needs command as well: the whole command line is wrapped to set nofile");
+      }
       if (t.readiness.has_value()) {
         const Readiness& r = *t.readiness;
         if (r.path.empty() || r.path[0] != '/') Fail(r.path, "must start with \"/\", got " + Quote(r.path));

@@ -99,6 +99,21 @@ TEST(ValidateTest, TargetsNeedAWayToRunOnThePlatform) {
             (Lines{"spec.targets[0].local.command[0]: must not be empty (the program to run)"}));
 }
 
+// Catches: the platform-neutral readiness or the Kubernetes command left
+// unchecked (a target that never becomes ready, args silently dropped).
+TEST(ValidateTest, ReadinessAndContainerCommand) {
+  BenchmarkRun run = Valid();
+  run.spec.targets[0].readiness = Readiness{"healthz", Duration(0)};
+  run.spec.targets[0].args = {"--port", "{port}"};
+  EXPECT_EQ(Check(run, Platform::kKubernetes),
+            (Lines{"spec.targets[0].args: needs command as well: the whole command line is wrapped to set nofile",
+                   "spec.targets[0].readiness.path: must start with \"/\", got \"healthz\"",
+                   "spec.targets[0].readiness.timeout: must be greater than 0"}));
+  run.spec.targets[0].readiness = Readiness{"/healthz", std::chrono::seconds(5)};
+  run.spec.targets[0].command = {"/usr/bin/server"};
+  EXPECT_EQ(Check(run, Platform::kKubernetes), Lines{});
+}
+
 TEST(ValidateTest, NamesAreDnsLabels) {
   BenchmarkRun run = Valid();
   run.spec.targets[0].name = "Drogon";

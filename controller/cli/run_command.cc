@@ -42,19 +42,6 @@ int BadInput(const std::string& message) {
   return 2;
 }
 
-std::string RandomToken() {
-  std::ifstream in("/dev/urandom", std::ios::binary);
-  unsigned char bytes[16] = {};
-  in.read(reinterpret_cast<char*>(bytes), sizeof bytes);
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : bytes) {
-    out += hex[b >> 4];
-    out += hex[b & 15];
-  }
-  return out;
-}
-
 std::string SelfDir() {
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -127,7 +114,7 @@ int RunRunCommand(const RunFlags& f) {
     if (current != nullptr) current->Cancel();
   });
 
-  const std::string token = RandomToken();
+  const std::string token = NewAgentToken();
   AgentHub hub(token);
   auto server = StartGrpcServer(&hub, f.listen);
   if (!server.ok()) return BadInput(server.status().message());

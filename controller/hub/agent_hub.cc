@@ -1,6 +1,7 @@
 #include "controller/hub/agent_hub.h"
 
 #include <deque>
+#include <fstream>
 
 #include <spdlog/spdlog.h>
 
@@ -363,6 +364,19 @@ void AgentHub::Shutdown() {
   shutdown_ = true;
   for (AgentSession* s : all_) s->End(grpc::Status(grpc::StatusCode::UNAVAILABLE, "controller shutting down"));
   cv_.notify_all();
+}
+
+std::string NewAgentToken() {
+  std::ifstream in("/dev/urandom", std::ios::binary);
+  unsigned char bytes[16] = {};
+  in.read(reinterpret_cast<char*>(bytes), sizeof bytes);
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out += hex[b >> 4];
+    out += hex[b & 15];
+  }
+  return out;
 }
 
 HubStats AgentHub::stats() const {

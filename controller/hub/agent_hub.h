@@ -87,4 +87,7 @@ class AgentHub final : public v1::AgentHub::CallbackService, public AgentPool {
   bool shutdown_ = false;                          // guarded by mu_
 };
 
+// A fresh shared secret for the agents (128 bits from /dev/urandom, hex).
+std::string NewAgentToken();
+
 }  // namespace fairbench::controller

@@ -18,6 +18,7 @@
 #include "controller/kube/kubeconfig.h"
 #include "testing/apiserver/yaml_json.h"
 #include "tests/kube/kube_test_env.h"
+#include "testing/support/bin_dir.h"
 
 namespace fairbench::controller {
 namespace {
@@ -26,18 +27,6 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using kube::Json;
 using kube::testenv::Eventually;
-
-std::string FindKubectl() {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    const std::string candidate = dir + "/kubectl";
-    if (!dir.empty() && access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  const std::string local = std::string(FAIRBENCH_SOURCE_DIR) + "/.tools/bin/kubectl";
-  return access(local.c_str(), X_OK) == 0 ? local : "";
-}
 
 class FakeExecutor final : public RunExecutor {
  public:
@@ -114,7 +103,7 @@ class ReconcilerTest : public kube::testenv::KubeTest {
  protected:
   void SetUp() override {
     spdlog::set_level(spdlog::level::warn);
-    kubectl_ = FindKubectl();
+    kubectl_ = fairbench::testing::FindTool("kubectl");
     ASSERT_FALSE(kubectl_.empty()) << "kubectl not found: run scripts/setup --with-tools";
     apiserver::TestApiServerOptions o;
     o.tls = true;  // as a cluster serves it: watches over TLS included

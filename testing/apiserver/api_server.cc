@@ -131,6 +131,13 @@ void ApiServer::CollectGarbage() {
 }
 
 ApiResponse ApiServer::Handle(const ApiRequest& request) {
+  if (IsKubeletRoute(request.path)) {
+    try {
+      return KubeletRoute(request);
+    } catch (const std::exception& e) {
+      return Reply(InternalError(std::string("unexpected error in the test API server: ") + e.what()));
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) return Reply(ServiceUnavailable("the server is shutting down"));
   // A handler bug must come back as a Status, not escape into the HTTP library.

@@ -10,16 +10,21 @@
 // strategic merge patch on a built-in type is applied as a JSON merge patch
 // (lists are replaced, not merged by key); server-side apply treats lists as
 // atomic; CEL rules are not evaluated; deleting a CRD removes its objects
-// without waiting for their finalizers; there is no scheduler or kubelet
-// (pod status is written through the API by tests; FinishPodTermination is
-// the kubelet's half of graceful deletion).
+// without waiting for their finalizers; there is no scheduler (pods are
+// bound by spec.nodeName); kubelets are separate (testing/kubelet, or tests
+// writing pod status; FinishPodTermination is the kubelet's half of graceful
+// deletion). The node proxy and pods/log reach a kubelet over plain HTTP;
+// apps/v1 and RBAC objects are stored inert (no controllers, no
+// authorization from them).
 //
 // It is deliberately independent of controller/kube: the client is tested
 // against this server, so a misreading of the API shared by both could not
 // hide in common code.
 //
 // Thread-safe: one mutex serialises every request (the store, the registry
-// and the GC see a single consistent state). A maintenance thread sends
+// and the GC see a single consistent state); the node proxy and pods/log
+// hold it only while they read the store, not while the kubelet answers.
+// Only GET is proxied (other verbs on nodes/proxy answer 405). A maintenance thread sends
 // bookmarks, runs garbage collection, establishes CRDs after their delay
 // and finishes pod terminations that are due.
 #pragma once
@@ -126,6 +131,10 @@ class ApiServer {
   };
 
   ApiResponse Dispatch(const ApiRequest& req);
+  // The node proxy and pods/log (kubelet_proxy.cc): the store is read under
+  // mu_, the kubelet is called without it.
+  static bool IsKubeletRoute(const std::string& path);
+  ApiResponse KubeletRoute(const ApiRequest& req);
   ApiResponse Discovery(const ApiRequest& req, bool* handled);
   Outcome<Target> Route(const ApiRequest& req);
 

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <regex>
 
+#include "common/base64.h"
 #include "testing/apiserver/api_server.h"
 #include "testing/apiserver/managed_fields.h"
 #include "testing/apiserver/request_util.h"
@@ -273,6 +274,16 @@ Outcome<json> ApiServer::Admit(const Target& t, json obj, const json* old, const
   }
   obj["apiVersion"] = r.ApiVersion();
   obj["kind"] = r.kind;
+  if (IsCore(r, "secrets") && obj.contains("stringData")) {
+    // stringData is write-only: each value lands in data (base64),
+    // replacing a data key of the same name, as the real server does.
+    if (obj["stringData"].is_object()) {
+      for (auto& [key, value] : obj["stringData"].items()) {
+        if (value.is_string()) obj["data"][key] = Base64Encode(value.get<std::string>());
+      }
+    }
+    obj.erase("stringData");
+  }
   json& md = Meta(obj);
   if (r.namespaced) {
     std::string ns = Str(md, "namespace");

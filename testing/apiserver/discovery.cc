@@ -109,6 +109,14 @@ std::optional<json> ApiResourceList(const ResourceRegistry& registry, const std:
     if (!r->short_names.empty()) res["shortNames"] = r->short_names;
     if (!r->categories.empty()) res["categories"] = r->categories;
     resources.push_back(std::move(res));
+    if (r->group.empty() && r->plural == "pods") {
+      resources.push_back({{"name", "pods/log"}, {"singularName", ""}, {"namespaced", true}, {"kind", "Pod"},
+                           {"verbs", {"get"}}});
+    }
+    if (r->group.empty() && r->plural == "nodes") {
+      resources.push_back({{"name", "nodes/proxy"}, {"singularName", ""}, {"namespaced", false},
+                           {"kind", "NodeProxyOptions"}, {"verbs", {"create", "delete", "get", "patch", "update"}}});
+    }
     if (r->status_subresource) {
       resources.push_back({{"name", r->plural + "/status"},
                            {"singularName", ""},

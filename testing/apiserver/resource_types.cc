@@ -254,6 +254,22 @@ ResourceRegistry::ResourceRegistry() {
                      return json(Str(l.value("spec", json::object()), "holderIdentity"));
                    }),
                AgeColumn()}));
+  // What a Helm chart of an operator installs: stored as inert objects
+  // (no Deployment controller, no authorization from RBAC objects).
+  add(Builtin("apps", "v1", "Deployment", "deployments", true, true, {"deploy"},
+              {Col("Ready", "string", "Ready replicas",
+                   [](const json& d, Clock::time_point) {
+                     const json st = d.value("status", json::object());
+                     return json(std::to_string(st.value("readyReplicas", 0)) + "/" +
+                                 std::to_string(d.value("spec", json::object()).value("replicas", 1)));
+                   }),
+               AgeColumn()},
+              {}, {"all"}));
+  add(Builtin("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false, false, {}, {AgeColumn()}));
+  add(Builtin("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", false, false, {},
+              {AgeColumn()}));
+  add(Builtin("rbac.authorization.k8s.io", "v1", "Role", "roles", true, false, {}, {AgeColumn()}));
+  add(Builtin("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", true, false, {}, {AgeColumn()}));
   add(Builtin("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false, true,
               {"crd", "crds"},
               {Col("Created At", "date", "The time the CRD was created",

@@ -1,7 +1,13 @@
 #include "testing/support/bin_dir.h"
 
-#include <cstdlib>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <sstream>
+
+#ifndef FAIRBENCH_SOURCE_DIR
+#error "FAIRBENCH_SOURCE_DIR must be defined by the build"
+#endif
 #ifndef FAIRBENCH_BIN_DIR
 #error "FAIRBENCH_BIN_DIR must be defined by the build"
 #endif
@@ -15,5 +21,17 @@ std::string BinDir() {
 }
 
 std::string BinaryPath(const std::string& name) { return BinDir() + "/" + name; }
+
+std::string FindTool(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path != nullptr ? path : "");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    const std::string candidate = dir + "/" + name;
+    if (!dir.empty() && access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  const std::string local = std::string(FAIRBENCH_SOURCE_DIR) + "/.tools/bin/" + name;
+  return access(local.c_str(), X_OK) == 0 ? local : "";
+}
 
 }  // namespace fairbench::testing

@@ -11,6 +11,7 @@
 
 #include "controller/kube/exec_credential.h"
 #include "tests/kube/kube_test_env.h"
+#include "testing/support/bin_dir.h"
 
 namespace fairbench::kube {
 namespace {
@@ -18,23 +19,10 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::string FindKubectl() {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    std::string candidate = dir + "/kubectl";
-    if (!dir.empty() && access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  std::string local = std::string(FAIRBENCH_SOURCE_DIR) + "/.tools/bin/kubectl";
-  if (access(local.c_str(), X_OK) == 0) return local;
-  return "";
-}
-
 class Kubectl : public testenv::KubeTest {
  protected:
   void SetUp() override {
-    kubectl_ = FindKubectl();
+    kubectl_ = fairbench::testing::FindTool("kubectl");
     ASSERT_FALSE(kubectl_.empty()) << "kubectl not found on PATH nor in " << FAIRBENCH_SOURCE_DIR
                                    << "/.tools/bin: run scripts/setup --with-tools";
     apiserver::TestApiServerOptions o;
@@ -208,7 +196,7 @@ namespace {
 // The program a person or a demo runs: it writes a kubeconfig that both
 // kubectl and the fairbench client use, with a bearer token over HTTPS.
 TEST(TestApiServerProgram, ServesKubectlThroughTheKubeconfigItWrites) {
-  std::string kubectl = FindKubectl();
+  std::string kubectl = fairbench::testing::FindTool("kubectl");
   ASSERT_FALSE(kubectl.empty()) << "kubectl not found on PATH nor in " << FAIRBENCH_SOURCE_DIR
                                 << "/.tools/bin: run scripts/setup --with-tools";
   char tmpl[] = "/tmp/fairbench-program-XXXXXX";

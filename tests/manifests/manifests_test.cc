@@ -12,6 +12,7 @@
 #include "common/api/crd.h"
 #include "controller/kube/exec_credential.h"
 #include "tests/kube/kube_test_env.h"
+#include "testing/support/bin_dir.h"
 
 namespace fairbench {
 namespace {
@@ -28,17 +29,6 @@ std::string Read(const fs::path& p) {
   return ss.str();
 }
 
-std::string FindKubectl() {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    if (!dir.empty() && access((dir + "/kubectl").c_str(), X_OK) == 0) return dir + "/kubectl";
-  }
-  const std::string local = kRoot + "/.tools/bin/kubectl";
-  return access(local.c_str(), X_OK) == 0 ? local : "";
-}
-
 TEST(ManifestsTest, TheCrdInManifestsIsTheGeneratedOne) {
   const std::string file = Read(kRoot + "/manifests/crd/benchmarkruns.fairbench.dev.yaml");
   EXPECT_EQ(file, api::BenchmarkRunCrdYaml())
@@ -48,7 +38,7 @@ TEST(ManifestsTest, TheCrdInManifestsIsTheGeneratedOne) {
 class ManifestsKubectlTest : public kube::testenv::KubeTest {
  protected:
   void SetUp() override {
-    kubectl_ = FindKubectl();
+    kubectl_ = testing::FindTool("kubectl");
     ASSERT_FALSE(kubectl_.empty()) << "kubectl not found: run scripts/setup --with-tools";
     apiserver::TestApiServerOptions o;
     o.tls = true;

@@ -1,0 +1,332 @@
+#include "controller/operator/status_writer.h"
+
+#include <cstdio>
+
+#include <spdlog/spdlog.h>
+
+#include "common/api/cells.h"
+#include "common/api/codec.h"
+
+namespace fairbench::controller {
+namespace {
+
+using Json = nlohmann::json;
+using Steady = std::chrono::steady_clock;
+
+// Every field of status and of status.current, as the codec names them.
+constexpr const char* kStatusFields[] = {"phase",     "observedGeneration", "current",        "progress",
+                                         "completedCells", "totalCells",    "startTime",      "completionTime",
+                                         "results",   "conditions"};
+constexpr const char* kCurrentFields[] = {"target", "scenario", "connections", "repetition", "stage"};
+
+std::string CellKey(const api::CellResult& r) {
+  api::Cell c;
+  c.target = r.target;
+  c.scenario = r.scenario;
+  c.connections = r.connections;
+  c.repetition = r.repetition;
+  return c.Key();
+}
+
+std::string Rate(double rps) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f", rps);
+  return buf;
+}
+
+}  // namespace
+
+StatusWriterOptions StatusWriterOptions::ForRun(const api::BenchmarkRun& run) {
+  StatusWriterOptions o;
+  o.ns = run.metadata.namespace_;
+  o.name = run.metadata.name;
+  o.uid = run.metadata.uid;
+  return o;
+}
+
+Json StatusWriter::StatusPatch(const Json& status_json, const Json& previous) {
+  Json patch = Json::object();
+  const bool known = previous.is_object();
+  for (const char* field : kStatusFields) {
+    const bool now_set = status_json.contains(field);
+    const bool was_set = known && previous.contains(field);
+    if (!now_set) {
+      if (!known || was_set) patch[field] = nullptr;
+      continue;
+    }
+    const Json& value = status_json[field];
+    if (was_set && previous[field] == value) continue;
+    if (std::string_view(field) == "current") {
+      // A merge patch merges objects: fields of the old current that the
+      // new one leaves out must be removed explicitly.
+      Json current = value;
+      for (const char* sub : kCurrentFields) {
+        if (!current.contains(sub)) current[sub] = nullptr;
+      }
+      patch[field] = std::move(current);
+    } else {
+      patch[field] = value;
+    }
+  }
+  return patch;
+}
+
+StatusWriter::StatusWriter(kube::Client& client, kube::EventRecorder* events, StatusWriterOptions options)
+    : client_(client),
+      events_(events),
+      options_(std::move(options)),
+      ns_(options_.ns.empty() ? client.default_namespace() : options_.ns) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+StatusWriter::~StatusWriter() { Stop(); }
+
+void StatusWriter::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool StatusWriter::MayWrite() const { return !options_.may_write || options_.may_write(); }
+
+Json StatusWriter::InvolvedObject() const {
+  Json md = {{"name", options_.name}, {"namespace", ns_}};
+  if (!options_.uid.empty()) md["uid"] = options_.uid;
+  return {{"apiVersion", std::string(api::kApiVersion)}, {"kind", std::string(api::kKind)}, {"metadata", md}};
+}
+
+void StatusWriter::ChangedLocked(bool urgent) {
+  have_wanted_ = true;
+  ++version_;
+  urgent_ = urgent_ || urgent;
+  cv_.notify_all();
+}
+
+void StatusWriter::EnqueueLocked(bool warning, std::string reason, std::string message) {
+  if (events_ == nullptr) return;
+  if (queue_.size() >= options_.event_queue_limit) {
+    queue_.pop_front();
+    ++stats_.events_dropped;
+  }
+  queue_.push_back({warning, std::move(reason), std::move(message)});
+  cv_.notify_all();
+}
+
+void StatusWriter::CellEventsLocked(const report::CellRecord& cell) {
+  const api::CellResult& r = cell.result;
+  if (r.state == api::CellState::kSucceeded) {
+    EnqueueLocked(false, "CellFinished", CellKey(r) + ": " + Rate(r.requests_per_second) + " requests/s");
+    return;
+  }
+  std::string reason;
+  if (r.reason == "NotReady") reason = "TargetNotReady";
+  else if (r.reason == "VerificationFailed") reason = "VerificationFailed";
+  else if (r.reason == "TargetExited") reason = r.message.find("OOMKilled") != std::string::npos ? "TargetOOMKilled" : "TargetExited";
+  if (reason.empty()) {
+    // A reason the orchestrator gives every remaining cell of a target
+    // (DeployFailed, SlotUnavailable) comes with one message: one Event.
+    if (r.state == api::CellState::kFailed && announced_.insert(r.target + "/" + r.reason + "/" + r.message).second) {
+      EnqueueLocked(true, "CellFailed", CellKey(r) + ": " + r.reason + ": " + r.message);
+    }
+    return;
+  }
+  // The orchestrator records one reason on every remaining cell of the
+  // target: one Event per target and reason.
+  if (!announced_.insert(r.target + "/" + reason).second) return;
+  EnqueueLocked(true, reason, "target " + r.target + ": " + r.message + " (from cell " + CellKey(r) + ")");
+}
+
+void StatusWriter::RunEventLocked(const api::BenchmarkRunStatus& status) {
+  if (!status.phase) return;
+  const api::RunPhase phase = *status.phase;
+  if (phase != api::RunPhase::kSucceeded && phase != api::RunPhase::kFailed && phase != api::RunPhase::kCancelled) {
+    return;
+  }
+  if (!announced_.insert("run/" + std::string(api::ToString(phase))).second) return;
+  std::string message;
+  for (const api::Condition& c : status.conditions) {
+    if ((c.type == "Complete" || c.type == "Failed") && c.status == api::ConditionStatus::kTrue) message = c.message;
+  }
+  if (message.empty()) {
+    for (const api::Condition& c : status.conditions) {
+      if (c.type == "Progressing") message = c.message;
+    }
+  }
+  const std::string cells =
+      std::to_string(status.progress.completed) + " of " + std::to_string(status.progress.total) + " cells";
+  message = message.empty() ? cells : message + " (" + cells + ")";
+  switch (phase) {
+    case api::RunPhase::kSucceeded: EnqueueLocked(false, "RunSucceeded", message); break;
+    case api::RunPhase::kFailed: EnqueueLocked(true, "RunFailed", message); break;
+    default: EnqueueLocked(false, "RunCancelled", message); break;
+  }
+}
+
+void StatusWriter::OnStage(const api::BenchmarkRun& run, const api::CurrentCell& current) {
+  std::lock_guard<std::mutex> lock(mu_);
+  api::BenchmarkRunStatus next = run.status;
+  next.current = current;
+  if (have_wanted_ && next == wanted_) return;
+  wanted_ = std::move(next);
+  ChangedLocked(true);
+}
+
+void StatusWriter::OnLive(const api::CurrentCell& current, double /*requests_per_second*/,
+                          double /*elapsed_seconds*/) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (wanted_.current == current) return;
+  wanted_.current = current;
+  // Before any whole status (OnPersist, OnStage, OnCellDone) a write would
+  // null every other field: current waits for one.
+  if (have_wanted_) ChangedLocked(false);
+}
+
+void StatusWriter::OnCellDone(const report::RunRecord& record, const report::CellRecord& cell) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::optional<api::CurrentCell> current = wanted_.current;
+  wanted_ = record.run.status;
+  wanted_.current = std::move(current);
+  ChangedLocked(true);
+  CellEventsLocked(cell);
+}
+
+void StatusWriter::OnMessage(const std::string& /*message*/) {}
+
+void StatusWriter::OnPersist(const report::RunRecord& record) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::optional<api::CurrentCell> current = wanted_.current;
+  wanted_ = record.run.status;
+  if (wanted_.phase == api::RunPhase::kRunning) wanted_.current = std::move(current);
+  else wanted_.current.reset();
+  ChangedLocked(true);
+  RunEventLocked(wanted_);
+}
+
+Status StatusWriter::Flush(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  ++flush_waiters_;
+  cv_.notify_all();
+  const bool done = cv_.wait_for(lock, timeout, [&] {
+    return stop_ || ((!have_wanted_ || written_version_ == version_) && queue_.empty() && !event_in_flight_);
+  });
+  --flush_waiters_;
+  const bool complete = (!have_wanted_ || written_version_ == version_) && queue_.empty() && !event_in_flight_;
+  if (done && complete) return Status::Ok();
+  std::string why = stats_.last_error.empty() ? "" : ": " + stats_.last_error;
+  lock.unlock();
+  if (!MayWrite()) why = ": this controller may not write (not the leader)";
+  if (!done) {
+    return Status::DeadlineExceeded("the status of BenchmarkRun " + ns_ + "/" + options_.name + " was not written within " +
+                                    std::to_string(timeout.count()) + " ms" + why);
+  }
+  return Status::Cancelled("the status writer of BenchmarkRun " + ns_ + "/" + options_.name + " was stopped" + why);
+}
+
+StatusWriterStats StatusWriter::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void StatusWriter::Run() {
+  kube::Backoff backoff(options_.retry_backoff);
+  Steady::time_point last_attempt{};  // long ago
+  Steady::time_point retry_at{};
+  const std::string key = ns_ + "/" + options_.name;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    const bool may_write = MayWrite();
+    const Steady::time_point now = Steady::now();
+    const bool pending = have_wanted_ && written_version_ != version_;
+    if (!may_write) {
+      // Not the leader: Events are dropped, the newest status waits.
+      stats_.events_dropped += queue_.size();
+      queue_.clear();
+      cv_.notify_all();
+      cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stop_; });
+      continue;
+    }
+    Steady::time_point due = now;
+    if (pending) {
+      const auto interval = flush_waiters_ > 0 ? std::chrono::milliseconds(0)
+                            : urgent_          ? options_.min_interval
+                                               : options_.live_interval;
+      due = std::max(retry_at, last_attempt + interval);
+    }
+    if (pending && now >= due) {
+      const uint64_t version = version_;
+      const api::BenchmarkRunStatus wanted = wanted_;
+      lock.unlock();
+      const Json status_json = api::ToJson(wanted);
+      const Json patch = StatusPatch(status_json, written_json_);
+      kube::ApiResult<Json> result = Json();
+      bool sent = false;
+      if (!patch.empty()) {
+        kube::PatchOptions po;
+        po.field_manager = options_.field_manager;
+        result = client_.Patch(kube::resources::BenchmarkRuns(), ns_, options_.name, kube::PatchType::kMerge,
+                               Json{{"status", patch}}.dump(), po, "status");
+        sent = true;
+      }
+      lock.lock();
+      last_attempt = Steady::now();
+      if (result.ok()) {
+        written_json_ = status_json;
+        written_version_ = std::max(written_version_, version);
+        if (written_version_ == version_) urgent_ = false;
+        if (sent) ++stats_.writes;
+        backoff.Reset();
+        retry_at = {};
+      } else {
+        const kube::ApiError& e = result.error();
+        ++stats_.failed_writes;
+        stats_.last_error = e.ToString();
+        const bool give_up = e.reason == kube::Reason::kNotFound || e.reason == kube::Reason::kInvalid ||
+                             e.reason == kube::Reason::kBadRequest;
+        if (give_up) {
+          spdlog::warn("BenchmarkRun {}: status not written: {}", key, e.ToString());
+          written_version_ = std::max(written_version_, version);
+          if (written_version_ == version_) urgent_ = false;
+          written_json_ = Json();  // unknown now: the next write sends every field
+          backoff.Reset();
+          retry_at = {};
+        } else {
+          retry_at = last_attempt + backoff.Next();
+          spdlog::debug("BenchmarkRun {}: status write failed, retrying: {}", key, e.ToString());
+        }
+      }
+      cv_.notify_all();
+      continue;
+    }
+    if (!queue_.empty()) {
+      PendingEvent ev = std::move(queue_.front());
+      queue_.pop_front();
+      event_in_flight_ = true;
+      lock.unlock();
+      kube::ApiStatus recorded =
+          events_->Record(InvolvedObject(), ev.warning ? kube::EventType::kWarning : kube::EventType::kNormal,
+                          ev.reason, ev.message);
+      lock.lock();
+      event_in_flight_ = false;
+      if (recorded.ok()) {
+        ++stats_.events;
+      } else {
+        ++stats_.events_dropped;
+        stats_.last_error = recorded.error().ToString();
+        spdlog::warn("BenchmarkRun {}: Event {} not recorded: {}", key, ev.reason, recorded.error().ToString());
+      }
+      cv_.notify_all();
+      continue;
+    }
+    if (pending) {
+      cv_.wait_until(lock, due);
+    } else {
+      cv_.wait(lock, [&] { return stop_ || (have_wanted_ && written_version_ != version_) || !queue_.empty(); });
+    }
+  }
+  cv_.notify_all();
+}
+
+}  // namespace fairbench::controller

@@ -1,0 +1,167 @@
+// StatusWriter: a RunObserver that keeps a BenchmarkRun's `status` on the
+// API server up to date while the orchestrator runs it, and records the
+// Events a user cares about.
+//
+// Status goes through the status subresource as a JSON merge patch
+// (application/merge-patch+json on .../benchmarkruns/NAME/status), encoded
+// by the API model's codec (api::ToJson(BenchmarkRunStatus)): phase,
+// observedGeneration, current {target, scenario, connections, repetition,
+// stage}, progress / completedCells / totalCells, startTime,
+// completionTime, results, conditions. A patch carries the top-level fields
+// that changed since the last write this writer made (all of them on its
+// first write), with null for a field that is no longer set, so the stored
+// status equals the writer's whole status afterwards.
+//
+// Where each part comes from:
+//   OnPersist   the record's status as a whole (after every save); current
+//               is kept while the phase is Running and cleared otherwise
+//   OnCellDone  the record's status (results, progress)
+//   OnStage     the run's status and the new current cell and stage
+//   OnLive      current only
+//   OnMessage, OnInterval, OnTargetUsage: ignored
+//
+// Writes happen on the writer's own thread: observer calls only update the
+// wanted status under a mutex and return (they never wait for the API).
+// The wanted status is one value, so a queue of changes coalesces by
+// construction: the newest wins. Rate limits: at most one write per
+// `live_interval` (1 s) while only `current` changed; a change of stage,
+// a finished cell or a saved record goes out once `min_interval` (200 ms)
+// has passed since the previous write; Flush writes at once. A failed
+// write (409, 429, 5xx, transport error, timeout) is retried with backoff,
+// always with the newest status; 404 (the run is gone) and 400/422 (the
+// server refuses the status) drop that version and keep the error in
+// stats(). Only while `may_write()` is true is anything written (the
+// leader); until then the newest status waits and Events are dropped.
+//
+// Events (through kube::EventRecorder, on the writer thread; bounded queue,
+// oldest dropped first):
+//   Normal  CellFinished       a cell succeeded: "drogon/hello/c100/r1: 123456.7 requests/s"
+//   Warning TargetNotReady     cells failed with NotReady          } once per
+//   Warning VerificationFailed cells skipped with VerificationFailed} target and
+//   Warning TargetOOMKilled    TargetExited with "OOMKilled"        } reason
+//   Warning TargetExited       other TargetExited                   }
+//   Warning CellFailed         any other failed cell (its reason and message;
+//                              once per target, reason and message)
+//   Normal  RunSucceeded / Warning RunFailed / Normal RunCancelled, once,
+//           when a saved record first carries that phase
+//
+// OnLive before the first whole status (OnPersist, OnStage, OnCellDone)
+// writes nothing: a patch of current alone would null the other fields.
+//
+// Thread-safe. The client, the recorder and may_write must outlive the
+// writer; destroying it (or Stop) ends the thread without writing what is
+// still pending — call Flush first. Stop waits for a write in flight
+// (bounded by the client's timeout).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "common/api/benchmark_run.h"
+#include "controller/kube/backoff.h"
+#include "controller/kube/client.h"
+#include "controller/kube/event_recorder.h"
+#include "controller/orchestrator/run_observer.h"
+
+namespace fairbench::controller {
+
+struct StatusWriterOptions {
+  std::string ns;   // the run's namespace; empty: the client's default namespace
+  std::string name;  // the BenchmarkRun's name
+  std::string uid;   // for the Events' involvedObject
+  // The leader gate: nothing is written while it returns false. Null: always true.
+  std::function<bool()> may_write;
+  std::chrono::milliseconds live_interval{1000};
+  std::chrono::milliseconds min_interval{200};
+  kube::BackoffPolicy retry_backoff{std::chrono::milliseconds(200), std::chrono::milliseconds(10000), 2.0, 0.2};
+  size_t event_queue_limit = 64;
+  std::string field_manager = "fairbench-controller";
+
+  // ns, name and uid from the run's metadata.
+  static StatusWriterOptions ForRun(const api::BenchmarkRun& run);
+};
+
+struct StatusWriterStats {
+  uint64_t writes = 0;          // status patches the server accepted
+  uint64_t failed_writes = 0;   // attempts that failed (each retried or dropped)
+  uint64_t events = 0;          // Events recorded
+  uint64_t events_dropped = 0;  // queue full, not the leader, or the API refused
+  std::string last_error;       // of the latest failed write or Event
+};
+
+class StatusWriter final : public RunObserver {
+ public:
+  // `events` may be null (no Events). Starts the writer thread.
+  StatusWriter(kube::Client& client, kube::EventRecorder* events, StatusWriterOptions options);
+  ~StatusWriter() override;
+  StatusWriter(const StatusWriter&) = delete;
+  StatusWriter& operator=(const StatusWriter&) = delete;
+
+  void OnStage(const api::BenchmarkRun& run, const api::CurrentCell& current) override;
+  void OnLive(const api::CurrentCell& current, double requests_per_second, double elapsed_seconds) override;
+  void OnCellDone(const report::RunRecord& record, const report::CellRecord& cell) override;
+  void OnMessage(const std::string& message) override;
+  void OnPersist(const report::RunRecord& record) override;
+
+  // Waits until the newest status and every queued Event are written,
+  // writing without the rate limits; DeadlineExceeded (naming the last
+  // error, or that this controller may not write) after `timeout`.
+  [[nodiscard]] Status Flush(std::chrono::milliseconds timeout);
+  // Ends the writer thread; idempotent.
+  void Stop();
+  StatusWriterStats stats() const;
+
+  // The merge patch that makes a stored status equal `status`, given what
+  // the previous write left there (`previous`: api::ToJson of the status
+  // last written; null when unknown — then every field is written or
+  // nulled). Empty when nothing changed.
+  static nlohmann::json StatusPatch(const nlohmann::json& status_json, const nlohmann::json& previous);
+
+ private:
+  struct PendingEvent {
+    bool warning = false;
+    std::string reason;
+    std::string message;
+  };
+
+  void Run();
+  // Under mu_: the wanted status changed.
+  void ChangedLocked(bool urgent);
+  void EnqueueLocked(bool warning, std::string reason, std::string message);
+  void CellEventsLocked(const report::CellRecord& cell);
+  void RunEventLocked(const api::BenchmarkRunStatus& status);
+  bool MayWrite() const;
+  nlohmann::json InvolvedObject() const;
+
+  kube::Client& client_;
+  kube::EventRecorder* events_;
+  const StatusWriterOptions options_;
+  const std::string ns_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  api::BenchmarkRunStatus wanted_;            // guarded by mu_
+  bool have_wanted_ = false;                  // guarded by mu_
+  uint64_t version_ = 0;                      // guarded by mu_; bumped by every change
+  uint64_t written_version_ = 0;              // guarded by mu_
+  bool urgent_ = false;                       // guarded by mu_: a change beyond current
+  std::deque<PendingEvent> queue_;            // guarded by mu_
+  bool event_in_flight_ = false;              // guarded by mu_
+  int flush_waiters_ = 0;                     // guarded by mu_
+  bool stop_ = false;                         // guarded by mu_
+  std::set<std::string> announced_;           // guarded by mu_: (target, reason) and run outcomes
+  StatusWriterStats stats_;                   // guarded by mu_
+  nlohmann::json written_json_;               // writer thread only: the status last written
+  std::thread thread_;
+};
+
+}  // namespace fairbench::controller

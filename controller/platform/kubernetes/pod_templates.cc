@@ -1,0 +1,209 @@
+#include "controller/platform/kubernetes/pod_templates.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+
+#include "common/api/cells.h"
+#include "common/api/quantity.h"
+
+namespace fairbench::controller::k8s {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr size_t kMaxLabel = 63;
+constexpr size_t kHashPart = 11;  // "-" and 10 hex digits
+
+std::string Hash10(std::string_view s) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a, 64 bits
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return std::string(buf, 10);
+}
+
+std::string CutPart(std::string_view s, size_t n) {
+  std::string out(s.substr(0, std::min(n, s.size())));
+  while (!out.empty() && (out.back() == '-' || out.back() == '.')) out.pop_back();
+  return out;
+}
+
+Json Tolerations(const std::vector<api::Toleration>& tolerations) {
+  Json out = Json::array();
+  for (const api::Toleration& t : tolerations) {
+    Json j = Json::object();
+    if (!t.key.empty()) j["key"] = t.key;
+    if (!t.operator_.empty()) j["operator"] = t.operator_;
+    if (!t.value.empty()) j["value"] = t.value;
+    if (!t.effect.empty()) j["effect"] = t.effect;
+    if (t.toleration_seconds) j["tolerationSeconds"] = *t.toleration_seconds;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+// requests == limits.
+Json Resources(const std::optional<api::CpuQuantity>& cpu, const std::optional<api::MemoryQuantity>& memory) {
+  Json list = Json::object();
+  if (cpu) list["cpu"] = api::FormatCpu(*cpu);
+  if (memory) list["memory"] = api::FormatMemory(*memory);
+  if (list.empty()) return Json::object();
+  return Json{{"requests", list}, {"limits", list}};
+}
+
+// The placement part of a pod spec: nodeName, nodeSelector, tolerations.
+void Place(Json& spec, const std::string& node, const api::NodePlacement& placement) {
+  spec["nodeName"] = node;
+  if (!placement.node_selector.empty()) spec["nodeSelector"] = placement.node_selector;
+  if (!placement.tolerations.empty()) spec["tolerations"] = Tolerations(placement.tolerations);
+}
+
+Json Metadata(const std::string& name, const RunIdentity& run, Json labels) {
+  Json md = {{"name", name}, {"labels", std::move(labels)}};
+  if (!run.namespace_.empty()) md["namespace"] = run.namespace_;
+  Json owners = OwnerReferences(run);
+  if (!owners.empty()) md["ownerReferences"] = std::move(owners);
+  return md;
+}
+
+// Common pod spec settings of both pods.
+Json BaseSpec(int64_t grace_period_seconds) {
+  return {{"restartPolicy", "Never"},
+          {"terminationGracePeriodSeconds", grace_period_seconds},
+          {"automountServiceAccountToken", false},
+          {"enableServiceLinks", false}};
+}
+
+}  // namespace
+
+std::string DnsLabelName(std::string_view prefix, std::string_view suffix) {
+  const std::string whole = std::string(prefix) + std::string(suffix);
+  if (whole.size() <= kMaxLabel) return whole;
+  const std::string hash = "-" + Hash10(whole);
+  if (suffix.size() <= 30) return CutPart(prefix, kMaxLabel - kHashPart - suffix.size()) + hash + std::string(suffix);
+  return CutPart(whole, kMaxLabel - kHashPart) + hash;
+}
+
+std::string TargetPodName(std::string_view run, std::string_view target) {
+  return DnsLabelName(run, "-" + std::string(target));
+}
+
+std::string AgentPodName(std::string_view run, int index) {
+  return DnsLabelName(run, "-agent-" + std::to_string(index));
+}
+
+std::string LabelValue(std::string_view value) { return DnsLabelName(value); }
+
+std::string RunPodsSelector(std::string_view run) {
+  return std::string(kLabelManagedBy) + "=" + kManagedBy + "," + kLabelRun + "=" + LabelValue(run);
+}
+
+Json OwnerReferences(const RunIdentity& run) {
+  if (run.uid.empty()) return Json::array();
+  return Json::array({{{"apiVersion", std::string(api::kApiVersion)},
+                       {"kind", std::string(api::kKind)},
+                       {"name", run.name},
+                       {"uid", run.uid},
+                       {"controller", true},
+                       {"blockOwnerDeletion", true}}});
+}
+
+PodTemplate TargetPod(const TargetPodParams& p) {
+  const api::Target& t = p.target;
+  PodTemplate out;
+  Json labels = {{kLabelManagedBy, kManagedBy},
+                 {kLabelName, kTargetApp},
+                 {kLabelRun, LabelValue(p.run.name)},
+                 {kLabelTarget, LabelValue(t.name)}};
+  const Json resources = Resources(t.resources.cpu, t.resources.memory);
+  const api::Readiness readiness = api::EffectiveReadiness(t);
+  const auto timeout_s = std::chrono::ceil<std::chrono::seconds>(readiness.timeout).count();
+
+  Json container = {{"name", kTargetContainer},
+                    {"image", t.image},
+                    {"ports", Json::array({{{"name", "http"}, {"containerPort", t.port}, {"protocol", "TCP"}}})},
+                    {"readinessProbe",
+                     {{"httpGet", {{"path", readiness.path}, {"port", t.port}}},
+                      {"periodSeconds", 1},
+                      {"timeoutSeconds", 1},
+                      {"successThreshold", 1},
+                      {"failureThreshold", std::max<int64_t>(1, timeout_s)}}},
+                    {"resources", resources}};
+  if (!t.env.empty()) {
+    Json env = Json::array();
+    for (const auto& [k, v] : t.env) env.push_back({{"name", k}, {"value", v}});
+    container["env"] = std::move(env);
+  }
+  Json spec = BaseSpec(p.grace_period_seconds);
+  Place(spec, p.node, p.placement);
+  if (!p.command.empty()) {
+    Json args = Json::array({"--nofile=" + std::to_string(t.nofile), "--"});
+    for (const std::string& a : p.command) args.push_back(a);
+    container["command"] = Json::array({kHelperInPod});
+    container["args"] = std::move(args);
+    container["volumeMounts"] = Json::array({{{"name", "fairbench-bin"}, {"mountPath", kHelperDir}, {"readOnly", true}}});
+    // The init container gets the target's resources, so the pod stays in
+    // the same QoS class and asks for nothing more.
+    spec["initContainers"] = Json::array(
+        {{{"name", kNofileContainer},
+          {"image", p.helper_image},
+          {"command", Json::array({p.helper_path, "--install", kHelperInPod})},
+          {"volumeMounts", Json::array({{{"name", "fairbench-bin"}, {"mountPath", kHelperDir}}})},
+          {"resources", resources}}});
+    spec["volumes"] = Json::array({{{"name", "fairbench-bin"}, {"emptyDir", Json::object()}}});
+    out.notes.push_back("target " + t.name + ": nofile " + std::to_string(t.nofile) +
+                        " set by the fairbench-nofile wrapper (soft limit raised, up to the runtime's hard limit)");
+  } else {
+    out.notes.push_back("target " + t.name + ": nofile was left to the container runtime (no command in the spec, so "
+                        "the image's entrypoint cannot be wrapped; asked for " +
+                        std::to_string(t.nofile) + ")");
+  }
+  spec["containers"] = Json::array({std::move(container)});
+  if (t.resources.cpu && t.resources.memory) {
+    out.notes.push_back("target " + t.name + ": Guaranteed QoS (requests == limits: cpu " +
+                        api::FormatCpu(*t.resources.cpu) + ", memory " + api::FormatMemory(*t.resources.memory) + ")" +
+                        (t.resources.cpu->millicores % 1000 == 0 ? ""
+                                                                 : "; a fractional CPU gets no exclusive cores"));
+  } else {
+    out.notes.push_back("target " + t.name + ": not Guaranteed QoS (spec.targets[].resources lacks " +
+                        std::string(!t.resources.cpu && !t.resources.memory ? "cpu and memory"
+                                    : !t.resources.cpu                      ? "cpu"
+                                                                            : "memory") +
+                        "): no exclusive cores");
+  }
+  out.pod = {{"apiVersion", "v1"},
+             {"kind", "Pod"},
+             {"metadata", Metadata(TargetPodName(p.run.name, t.name), p.run, std::move(labels))},
+             {"spec", std::move(spec)}};
+  return out;
+}
+
+Json AgentPod(const AgentPodParams& p) {
+  Json labels = {{kLabelManagedBy, kManagedBy}, {kLabelName, kAgentApp}, {kLabelRun, LabelValue(p.run.name)}};
+  const Json env = Json::array(
+      {{{"name", "POD_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
+       {{"name", "NODE_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.nodeName"}}}}}},
+       {{"name", "FAIRBENCH_AGENT_TOKEN"},
+        {"valueFrom", {{"secretKeyRef", {{"name", p.token_secret}, {"key", p.token_key}}}}}}});
+  Json container = {
+      {"name", kAgentContainer},
+      {"image", p.image},
+      {"args", Json::array({"--controller", p.controller_address, "--id", "$(POD_NAME)", "--node", "$(NODE_NAME)",
+                            "--give-up-after", std::to_string(p.give_up_after_seconds)})},
+      {"env", env},
+      {"resources", Resources(api::CpuQuantity{int64_t{std::max(1, p.threads)} * 1000}, p.memory)}};
+  Json spec = BaseSpec(p.grace_period_seconds);
+  Place(spec, p.node, p.placement);
+  spec["containers"] = Json::array({std::move(container)});
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", Metadata(AgentPodName(p.run.name, p.index), p.run, std::move(labels))},
+          {"spec", std::move(spec)}};
+}
+
+}  // namespace fairbench::controller::k8s

@@ -1,0 +1,161 @@
+// Golden-file tests of the pod templates. The golden files are in
+// testdata/; after an intended change, regenerate them with
+//   FAIRBENCH_UPDATE_GOLDEN=1 ctest --test-dir BUILD -R PodTemplates
+// and review the diff.
+#include "controller/platform/kubernetes/pod_templates.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "common/api/names.h"
+
+namespace fairbench::controller::k8s {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string GoldenPath(const std::string& name) { return std::string(K8S_TESTDATA) + "/" + name; }
+
+// Compares `pod` with the golden file (or rewrites it in update mode).
+void ExpectGolden(const Json& pod, const std::string& name) {
+  const std::string text = pod.dump(2) + "\n";
+  const char* update = std::getenv("FAIRBENCH_UPDATE_GOLDEN");
+  if (update != nullptr && std::string(update) == "1") {
+    std::ofstream(GoldenPath(name)) << text;
+    return;
+  }
+  std::ifstream in(GoldenPath(name));
+  ASSERT_TRUE(in.good()) << "missing golden file " << GoldenPath(name) << " (FAIRBENCH_UPDATE_GOLDEN=1 writes it)";
+  std::stringstream want;
+  want << in.rdbuf();
+  EXPECT_EQ(text, want.str()) << "pod differs from " << name << " (FAIRBENCH_UPDATE_GOLDEN=1 rewrites it)";
+}
+
+RunIdentity TestRun() { return RunIdentity{"cpp-frameworks", "bench", "0b6f7d2e-1111-4222-8333-944455556666"}; }
+
+TargetPodParams Drogon() {
+  TargetPodParams p;
+  p.run = TestRun();
+  p.target.name = "drogon";
+  p.target.image = "example.org/fairbench/drogon:1.9.8";
+  p.target.port = 8080;
+  p.target.resources.cpu = api::CpuQuantity{4000};
+  p.target.resources.memory = api::MemoryQuantity{1LL << 30};
+  p.target.nofile = 65536;
+  p.target.env = {{"DROGON_THREADS", "4"}, {"LOG_LEVEL", "warn"}};
+  p.target.readiness = api::Readiness{"/health", std::chrono::seconds(20)};
+  p.node = "node-target-1";
+  p.placement.node_selector = {{"fairbench.dev/role", "target"}};
+  p.placement.tolerations = {{"dedicated", "Equal", "bench", "NoSchedule", std::nullopt}};
+  p.command = {"/usr/bin/drogon-server", "--port", "8080"};
+  p.helper_image = "example.org/fairbench/agent:0.4.0";
+  return p;
+}
+
+// Catches: any unreviewed change to the target pod (labels, owner
+// reference, nodeName/selector/tolerations, Guaranteed resources, probe,
+// the nofile init container and wrapper, grace period, token, links).
+TEST(PodTemplatesTest, TargetPodWithCommandMatchesGolden) {
+  const PodTemplate t = TargetPod(Drogon());
+  ExpectGolden(t.pod, "target_pod_command.json");
+  ASSERT_EQ(t.notes.size(), 2u);
+  EXPECT_EQ(t.notes[0],
+            "target drogon: nofile 65536 set by the fairbench-nofile wrapper (soft limit raised, up to the runtime's "
+            "hard limit)");
+  EXPECT_EQ(t.notes[1], "target drogon: Guaranteed QoS (requests == limits: cpu 4, memory 1Gi)");
+}
+
+// Catches: a wrapper around an unknown entrypoint (the pod would run the
+// helper with no command), or a silent loss of the nofile setting.
+TEST(PodTemplatesTest, TargetPodWithoutCommandMatchesGolden) {
+  TargetPodParams p = Drogon();
+  p.command.clear();
+  p.target.resources = {};
+  p.target.env.clear();
+  p.target.readiness.reset();
+  p.placement = {};
+  const PodTemplate t = TargetPod(p);
+  ExpectGolden(t.pod, "target_pod_no_command.json");
+  EXPECT_FALSE(t.pod["spec"].contains("initContainers"));
+  EXPECT_FALSE(t.pod["spec"]["containers"][0].contains("command"));
+  ASSERT_EQ(t.notes.size(), 2u);
+  EXPECT_NE(t.notes[0].find("nofile was left to the container runtime"), std::string::npos) << t.notes[0];
+  EXPECT_NE(t.notes[1].find("not Guaranteed QoS"), std::string::npos) << t.notes[1];
+}
+
+// Catches: an agent pod that cannot dial (args), learn its id and node
+// (downward API), authenticate (secretKeyRef), or that is not Guaranteed.
+TEST(PodTemplatesTest, AgentPodMatchesGolden) {
+  AgentPodParams p;
+  p.run = TestRun();
+  p.index = 1;
+  p.node = "node-load-2";
+  p.placement.node_selector = {{"fairbench.dev/role", "load"}};
+  p.placement.tolerations = {{"fairbench.dev/load", "Exists", "", "NoExecute", int64_t{30}}};
+  p.threads = 4;
+  p.image = "example.org/fairbench/agent:0.4.0";
+  p.controller_address = "fairbench-controller.fairbench-system.svc:7070";
+  p.token_secret = "fairbench-agent-token";
+  p.memory = api::MemoryQuantity{512LL << 20};
+  ExpectGolden(AgentPod(p), "agent_pod.json");
+}
+
+// Catches: requests != limits (Burstable) on any container of the target
+// pod, the init container included, which costs exclusive cores.
+TEST(PodTemplatesTest, EveryContainerRequestsItsLimits) {
+  const Json pod = TargetPod(Drogon()).pod;
+  for (const char* list : {"containers", "initContainers"}) {
+    for (const Json& c : pod["spec"][list]) {
+      SCOPED_TRACE(c["name"].get<std::string>());
+      EXPECT_EQ(c["resources"]["requests"], c["resources"]["limits"]);
+      EXPECT_EQ(c["resources"]["requests"]["cpu"], "4");
+    }
+  }
+}
+
+// Catches: the owner reference written without a uid (the API server
+// answers 422) when the run came from a file.
+TEST(PodTemplatesTest, NoOwnerReferenceWithoutUid) {
+  TargetPodParams p = Drogon();
+  p.run.uid.clear();
+  EXPECT_FALSE(TargetPod(p).pod["metadata"].contains("ownerReferences"));
+}
+
+// Catches: names longer than 63 characters (pods fail validation) and
+// truncation that makes two agents or two targets collide.
+TEST(PodTemplatesTest, LongNamesAreCutWithAHash) {
+  const std::string run(200, 'r');
+  const std::string a0 = AgentPodName(run, 0), a1 = AgentPodName(run, 1);
+  EXPECT_LE(a0.size(), 63u);
+  EXPECT_NE(a0, a1);
+  EXPECT_EQ(a0.substr(a0.size() - 8), "-agent-0");
+  EXPECT_EQ(api::CheckDnsLabel(a0), "");
+  const std::string t1 = TargetPodName(run, std::string(63, 'a'));
+  const std::string t2 = TargetPodName(run, std::string(62, 'a') + "b");
+  EXPECT_LE(t1.size(), 63u);
+  EXPECT_NE(t1, t2);
+  EXPECT_EQ(api::CheckDnsLabel(t1), "");
+  EXPECT_EQ(TargetPodName("cpp-frameworks", "drogon"), "cpp-frameworks-drogon");
+  // A cut must not leave '-' or '.' before the hash.
+  const std::string dotted = TargetPodName(std::string(49, 'x') + ".-yyyyyyyyyyyy", "t");
+  EXPECT_EQ(api::CheckDnsLabel(dotted), "") << dotted;
+  EXPECT_EQ(LabelValue(run).size(), 63u);
+  EXPECT_EQ(api::CheckLabelValue(LabelValue(run)), "");
+}
+
+// Catches: a readiness probe that gives up sooner than the readiness
+// timeout, or a zero failureThreshold (invalid).
+TEST(PodTemplatesTest, ProbeFailureThresholdFollowsTimeout) {
+  TargetPodParams p = Drogon();
+  p.target.readiness = api::Readiness{"/", std::chrono::milliseconds(2500)};
+  EXPECT_EQ(TargetPod(p).pod["spec"]["containers"][0]["readinessProbe"]["failureThreshold"], 3);
+  p.target.readiness = api::Readiness{"/", std::chrono::milliseconds(0)};
+  EXPECT_EQ(TargetPod(p).pod["spec"]["containers"][0]["readinessProbe"]["failureThreshold"], 1);
+}
+
+}  // namespace
+}  // namespace fairbench::controller::k8s

@@ -1,0 +1,43 @@
+// KubeletHttp: the test kubelet's HTTP endpoint (plain HTTP; a real kubelet
+// serves HTTPS on 10250): GET /healthz, /pods, /stats/summary (the Summary
+// API), /containerLogs/{namespace}/{pod}/{container} (tailLines,
+// limitBytes, previous; at most the last 64 MiB of a log are read). The
+// API server's node proxy and pods/log reach it
+// through the node's InternalIP and daemonEndpoints.kubeletEndpoint.Port.
+//
+// Thread-safe; serves on a thread of its own until Stop().
+#pragma once
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "common/status.h"
+#include "testing/kubelet/kubelet.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace fairbench::kubelet {
+
+// The part of a log that tailLines and limitBytes select.
+std::string SelectLog(const std::string& text, std::optional<int64_t> tail_lines, std::optional<int64_t> limit_bytes);
+
+class KubeletHttp {
+ public:
+  // Binds host:port (port 0: any free port) at once; serves after Serve().
+  static Result<std::unique_ptr<KubeletHttp>> Bind(const std::string& host, int port);
+  ~KubeletHttp();
+  int port() const { return port_; }
+  void Serve(Kubelet& kubelet);
+  void Stop();
+
+ private:
+  KubeletHttp() = default;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+}  // namespace fairbench::kubelet

@@ -1,0 +1,144 @@
+// fairbench-test-kubelet: a kubelet for a machine without a cluster. Pods
+// bound to its node run as local processes (see kubelet.h, pod_worker.h).
+//
+//   fairbench-test-kubelet --kubeconfig FILE --node NAME --cpus 0-1 --memory 2Gi
+//       --images images.yaml --pod-ip-base 127.0.5 --listen 127.0.0.1:0 --log-dir DIR
+//
+// Prints "listening on HOST:PORT" once the node is registered; exits 0 on
+// SIGTERM or SIGINT after killing its pods' processes; 2 on bad flags; 1 when
+// it cannot register.
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <stdlib.h>
+
+#include "common/signals.h"
+#include "common/units.h"
+#include "controller/kube/kubeconfig.h"
+#include "testing/kubelet/kubelet.h"
+#include "testing/kubelet/kubelet_http.h"
+
+int main(int argc, char** argv) {
+  // Before any thread starts: only the wait at the end takes these.
+  fairbench::BlockedSignals shutdown({SIGTERM, SIGINT});
+  namespace kl = fairbench::kubelet;
+
+  CLI::App app{"fairbench test kubelet: runs the pods bound to its node as local processes"};
+  std::string kubeconfig, node, cpus_text, memory_text = "0", labels_text, taints_text, images_path;
+  std::string ip_base = "127.0.1", listen = "127.0.0.1:0", log_dir, root_dir;
+  std::string heartbeat_text = "3s", backoff_text = "10s";
+  int64_t max_pods = 110;
+  bool no_cgroups = false;
+  app.add_option("--kubeconfig", kubeconfig, "kubeconfig of the API server")->required();
+  app.add_option("--node", node, "node name")->required();
+  app.add_option("--cpus", cpus_text, "CPUs every container is pinned to (0-1,3); capacity cpu = their count")
+      ->required();
+  app.add_option("--memory", memory_text, "memory capacity (bytes, or 2Gi); default: the machine's");
+  app.add_option("--labels", labels_text, "node labels k=v,...");
+  app.add_option("--taints", taints_text, "node taints key=value:Effect,...");
+  app.add_option("--images", images_path, "YAML/JSON map image -> argv")->required();
+  app.add_option("--pod-ip-base", ip_base, "pods get <base>.1, <base>.2, ...");
+  app.add_option("--listen", listen, "HOST:PORT of the kubelet endpoint (port 0: any)");
+  app.add_option("--log-dir", log_dir, "container logs go here")->required();
+  app.add_option("--root-dir", root_dir, "pod volumes go here (default: <log-dir>/kubelet)");
+  app.add_option("--heartbeat", heartbeat_text, "node status and lease renewal period");
+  app.add_option("--restart-backoff", backoff_text, "first restart back-off (doubles, up to 300s)");
+  app.add_option("--max-pods", max_pods, "pods capacity");
+  app.add_flag("--no-cgroups", no_cgroups, "never create per-container cgroups");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  auto bad = [](const std::string& msg) {
+    std::fprintf(stderr, "fairbench-test-kubelet: %s\n", msg.c_str());
+    return 2;
+  };
+  kl::KubeletConfig config;
+  kl::NodeOptions opts;
+  config.node_name = node;
+  auto cpus = kl::ParseCpuList(cpus_text);
+  if (!cpus.ok()) return bad(cpus.status().message());
+  config.cpus = *cpus;
+  auto mem = fairbench::ParseBytes(memory_text);
+  if (!mem.ok()) return bad("--memory: " + mem.status().message());
+  opts.memory_bytes = static_cast<int64_t>(*mem);
+  if (opts.memory_bytes == 0) {
+    // Default: the machine's memory, as a real kubelet reports it.
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key;
+    int64_t kib = 0;
+    if (meminfo >> key >> kib && key == "MemTotal:") opts.memory_bytes = kib * 1024;
+  }
+  auto labels = kl::ParseLabels(labels_text);
+  if (!labels.ok()) return bad(labels.status().message());
+  opts.labels = *labels;
+  auto taints = kl::ParseTaints(taints_text);
+  if (!taints.ok()) return bad(taints.status().message());
+  opts.taints = *taints;
+  auto images = kl::LoadImageMap(images_path);
+  if (!images.ok()) return bad(images.status().message());
+  config.images = *images;
+  if (!std::regex_match(ip_base, std::regex(R"(127\.\d{1,3}\.\d{1,3})"))) {
+    return bad("--pod-ip-base must be 127.X.Y (loopback)");
+  }
+  opts.pod_ip_base = ip_base;
+  auto hb = fairbench::ParseDuration(heartbeat_text);
+  if (!hb.ok()) return bad("--heartbeat: " + hb.status().message());
+  opts.heartbeat = std::chrono::duration_cast<std::chrono::milliseconds>(*hb);
+  auto backoff = fairbench::ParseDuration(backoff_text);
+  if (!backoff.ok()) return bad("--restart-backoff: " + backoff.status().message());
+  config.restart_backoff = std::chrono::duration_cast<std::chrono::milliseconds>(*backoff);
+  opts.max_pods = max_pods;
+  config.cgroups = !no_cgroups;
+  config.log_dir = std::filesystem::absolute(log_dir).string();
+  config.root_dir = root_dir.empty() ? config.log_dir + "/kubelet" : std::filesystem::absolute(root_dir).string();
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) return bad("--listen must be HOST:PORT");
+  const std::string host = listen.substr(0, colon);
+  int port = 0;
+  try {
+    port = std::stoi(listen.substr(colon + 1));
+  } catch (const std::exception&) {
+    return bad("--listen must be HOST:PORT");
+  }
+
+  // Containers inherit this process's environment (Process adds theirs on
+  // top): start them as a container runtime would, from an image's usual
+  // PATH only. No thread has started yet.
+  clearenv();
+  setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", 1);
+
+  // The node's InternalIP is where the API server reaches this kubelet.
+  if (std::regex_match(host, std::regex(R"(127\.\d{1,3}\.\d{1,3}\.\d{1,3})"))) config.node_ip = host;
+
+  auto rest = fairbench::kube::LoadKubeconfig({{kubeconfig}, "", nullptr});
+  if (!rest.ok()) return bad(rest.status().ToString());
+  rest->timeout = std::chrono::milliseconds(10000);
+  auto client = fairbench::kube::Client::Create(*rest);
+  if (!client.ok()) return bad(client.status().ToString());
+
+  auto http = kl::KubeletHttp::Bind(host, port);
+  if (!http.ok()) {
+    std::fprintf(stderr, "fairbench-test-kubelet: %s\n", http.status().ToString().c_str());
+    return 1;
+  }
+  opts.kubelet_port = (*http)->port();
+  kl::Kubelet kubelet(config, opts, **client);
+  (*http)->Serve(kubelet);
+  if (fairbench::Status s = kubelet.Start(); !s.ok()) {
+    std::fprintf(stderr, "fairbench-test-kubelet: cannot register node %s: %s\n", node.c_str(), s.ToString().c_str());
+    (*http)->Stop();
+    return 1;
+  }
+  std::printf("listening on %s:%d\n", host.c_str(), opts.kubelet_port);
+  std::fflush(stdout);
+  shutdown.Wait();
+  kubelet.Stop();
+  (*http)->Stop();
+  return 0;
+}

@@ -1,0 +1,964 @@
+#include "testing/kubelet/pod_worker.h"
+
+#include <httplib.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <random>
+#include <sstream>
+
+#include "common/base64.h"
+#include "testing/apiserver/time_text.h"
+
+namespace fairbench::kubelet {
+
+using kube::Json;
+using Clock = std::chrono::steady_clock;
+using SysClock = std::chrono::system_clock;
+
+namespace {
+
+std::string Str(const Json& o, const char* key) {
+  return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : "";
+}
+
+std::string RandomHex(size_t n) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  static const char* kDigits = "0123456789abcdef";
+  std::string s;
+  for (size_t i = 0; i < n; ++i) s.push_back(kDigits[rng() % 16]);
+  return s;
+}
+
+// A tcpSocket probe: success once a connection is established.
+bool TcpConnects(const std::string& host, int port, std::chrono::milliseconds timeout) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  bool ok = inet_pton(AF_INET, host.c_str(), &addr.sin_addr) == 1;
+  if (ok && connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ok = errno == EINPROGRESS;
+    if (ok) {
+      pollfd p{fd, POLLOUT, 0};
+      int err = 0;
+      socklen_t len = sizeof err;
+      ok = poll(&p, 1, static_cast<int>(timeout.count())) == 1 &&
+           getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+    }
+  }
+  close(fd);
+  return ok;
+}
+
+constexpr uint64_t kNofile = 1048576;  // containerd's default RLIMIT_NOFILE
+constexpr auto kMaxBackoff = std::chrono::seconds(300);
+
+}  // namespace
+
+struct PodWorker::Container {
+  Json spec;
+  bool init = false;
+  std::string name;
+  std::string image;
+  std::optional<controller::Process> process;
+  std::unique_ptr<controller::TargetCgroup> cgroup;
+  enum class State { kWaiting, kRunning, kTerminated } state = State::kWaiting;
+  std::string waiting_reason = "ContainerCreating";
+  std::string waiting_message;
+  bool ever_started = false;
+  int restart_count = 0;
+  int backoff_step = 0;
+  Clock::time_point restart_at{};
+  std::string container_id;
+  SysClock::time_point started_at{};
+  SysClock::time_point finished_at{};
+  int exit_code = 0;
+  int signal = 0;
+  std::string term_reason;
+  std::string term_message;
+  Json last_state = Json::object();
+  bool ready = false;
+  // Readiness probe.
+  Clock::time_point next_probe{};
+  int probe_successes = 0;
+  int probe_failures = 0;
+  // Logs of the current and the previous instance.
+  std::string log_path;
+  std::string previous_log_path;
+  // Last CPU sample, for usageNanoCores.
+  std::optional<std::pair<SysClock::time_point, uint64_t>> last_cpu;
+};
+
+PodWorker::PodWorker(const KubeletConfig& config, kube::Client& client, kube::EventRecorder* events, Json pod,
+                     Admission admission)
+    : config_(config),
+      client_(client),
+      events_(events),
+      uid_(Str(pod["metadata"], "uid")),
+      name_(Str(pod["metadata"], "name")),
+      ns_(Str(pod["metadata"], "namespace")),
+      admission_(std::move(admission)),
+      pod_(std::move(pod)),
+      start_time_(SysClock::now()) {
+  const Json spec = pod_.value("spec", Json::object());
+  for (const char* list : {"initContainers", "containers"}) {
+    if (!spec.contains(list) || !spec[list].is_array()) continue;
+    for (const Json& cs : spec[list]) {
+      auto c = std::make_unique<Container>();
+      c->spec = cs;
+      c->init = std::string(list) == "initContainers";
+      c->name = Str(cs, "name");
+      c->image = Str(cs, "image");
+      if (!c->init && !init_.empty()) c->waiting_reason = "PodInitializing";
+      (c->init ? init_ : main_).push_back(std::move(c));
+    }
+  }
+  if (admission_.adopt_terminal) {
+    stage_ = Stage::kDone;
+  } else if (!admission_.reject_reason.empty()) {
+    stage_ = Stage::kDone;
+  } else {
+    stage_ = init_.empty() ? Stage::kMain : Stage::kInit;
+    if (Status s = PrepareVolumes(); !s.ok()) volume_error_ = s.message();
+  }
+  thread_ = std::jthread([this](std::stop_token st) { Run(st); });
+}
+
+PodWorker::~PodWorker() {
+  Remove();
+  thread_.request_stop();
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void PodWorker::Update(Json pod) {
+  std::lock_guard<std::mutex> lock(mu_);
+  pod_ = std::move(pod);
+  wake_.notify_all();
+}
+
+void PodWorker::Remove() {
+  std::lock_guard<std::mutex> lock(mu_);
+  removed_ = true;
+  wake_.notify_all();
+}
+
+bool PodWorker::finished() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return finished_;
+}
+
+PodRequests PodWorker::requests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stage_ == Stage::kDone || stage_ == Stage::kFinished || admission_.pod_ip.empty()) return {};
+  return ComputeRequests(pod_.value("spec", Json::object()));
+}
+
+Status PodWorker::PrepareVolumes() {
+  const Json spec = pod_.value("spec", Json::object());
+  if (spec.contains("volumes") && spec["volumes"].is_array()) {
+    for (const Json& v : spec["volumes"]) {
+      const std::string vname = Str(v, "name");
+      if (!v.contains("emptyDir")) continue;
+      std::string dir = config_.root_dir + "/pods/" + uid_ + "/volumes/kubernetes.io~empty-dir/" + vname;
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+      if (ec) return Status::IoError("cannot create emptyDir " + dir + ": " + ec.message());
+      volume_dirs_.push_back(dir);
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> PodWorker::BuildEnv(const Json& container) {
+  std::vector<std::pair<std::string, std::string>> env;
+  const Json& md = pod_["metadata"];
+  const Json spec = pod_.value("spec", Json::object());
+  auto field = [&](const std::string& path) -> std::optional<std::string> {
+    if (path == "metadata.name") return name_;
+    if (path == "metadata.namespace") return ns_;
+    if (path == "metadata.uid") return uid_;
+    if (path == "spec.nodeName") return Str(spec, "nodeName");
+    if (path == "spec.serviceAccountName") return Str(spec, "serviceAccountName");
+    if (path == "status.podIP" || path == "status.podIPs") return admission_.pod_ip;
+    if (path == "status.hostIP" || path == "status.hostIPs") return config_.node_ip;
+    for (const char* map : {"labels", "annotations"}) {
+      const std::string prefix = std::string("metadata.") + map + "['";
+      if (path.rfind(prefix, 0) == 0 && path.size() > prefix.size() + 2 && path.substr(path.size() - 2) == "']") {
+        const std::string key = path.substr(prefix.size(), path.size() - prefix.size() - 2);
+        const Json m = md.value(map, Json::object());
+        return Str(m, key.c_str());
+      }
+    }
+    return std::nullopt;
+  };
+  // Secrets and ConfigMaps are read once per container start.
+  std::map<std::string, Json> fetched;
+  auto object = [&](bool secret, const std::string& oname) -> std::optional<Json> {
+    const std::string key = (secret ? "s/" : "c/") + oname;
+    if (auto it = fetched.find(key); it != fetched.end()) return it->second;
+    kube::ResourceType r = secret ? kube::ResourceType{"", "v1", "Secret", "secrets", kube::Scope::kNamespaced}
+                                  : kube::resources::ConfigMaps();
+    auto got = client_.Get(r, ns_, oname);
+    if (!got.ok()) return std::nullopt;
+    fetched[key] = *got;
+    return *got;
+  };
+  auto data_value = [&](bool secret, const Json& obj, const std::string& key) -> std::optional<std::string> {
+    const Json data = obj.value("data", Json::object());
+    if (!data.contains(key) || !data[key].is_string()) {
+      const Json bin = obj.value("binaryData", Json::object());
+      if (!secret && bin.contains(key) && bin[key].is_string()) {
+        auto d = Base64Decode(bin[key].get<std::string>());
+        if (d.ok()) return *d;
+      }
+      if (secret) {
+        const Json sd = obj.value("stringData", Json::object());
+        if (sd.contains(key) && sd[key].is_string()) return sd[key].get<std::string>();
+      }
+      return std::nullopt;
+    }
+    if (!secret) return data[key].get<std::string>();
+    auto d = Base64Decode(data[key].get<std::string>());
+    if (!d.ok()) return std::nullopt;
+    return *d;
+  };
+  if (container.contains("envFrom") && container["envFrom"].is_array()) {
+    for (const Json& from : container["envFrom"]) {
+      const std::string prefix = Str(from, "prefix");
+      const bool secret = from.contains("secretRef");
+      const Json ref = secret ? from["secretRef"] : from.value("configMapRef", Json::object());
+      const std::string oname = Str(ref, "name");
+      auto obj = object(secret, oname);
+      if (!obj) {
+        if (ref.value("optional", false)) continue;
+        return Status::NotFound(std::string(secret ? "secret" : "configmap") + " \"" + oname + "\" not found");
+      }
+      for (const char* dk : {"data", "binaryData", "stringData"}) {
+        for (const auto& [k, unused] : obj->value(dk, Json::object()).items()) {
+          (void)unused;
+          auto v = data_value(secret, *obj, k);
+          if (v) env.emplace_back(prefix + k, *v);
+        }
+      }
+    }
+  }
+  if (container.contains("env") && container["env"].is_array()) {
+    for (const Json& e : container["env"]) {
+      const std::string ename = Str(e, "name");
+      if (e.contains("value")) {
+        env.emplace_back(ename, ExpandWith(Str(e, "value"), env));
+        continue;
+      }
+      if (!e.contains("valueFrom")) {
+        env.emplace_back(ename, "");
+        continue;
+      }
+      const Json& from = e["valueFrom"];
+      if (from.contains("fieldRef")) {
+        const std::string path = Str(from["fieldRef"], "fieldPath");
+        auto v = field(path);
+        if (!v) return Status::InvalidArgument("unsupported fieldRef \"" + path + "\"");
+        env.emplace_back(ename, *v);
+      } else if (from.contains("secretKeyRef") || from.contains("configMapKeyRef")) {
+        const bool secret = from.contains("secretKeyRef");
+        const Json ref = secret ? from["secretKeyRef"] : from["configMapKeyRef"];
+        const std::string oname = Str(ref, "name");
+        const std::string key = Str(ref, "key");
+        const bool optional = ref.value("optional", false);
+        auto obj = object(secret, oname);
+        if (!obj) {
+          if (optional) continue;
+          return Status::NotFound(std::string(secret ? "secret" : "configmap") + " \"" + oname + "\" not found");
+        }
+        auto v = data_value(secret, *obj, key);
+        if (!v) {
+          if (optional) continue;
+          return Status::NotFound("couldn't find key " + key + " in " + (secret ? "Secret " : "ConfigMap ") + ns_ +
+                                  "/" + oname);
+        }
+        env.emplace_back(ename, *v);
+      } else if (from.contains("resourceFieldRef")) {
+        const Json ref = from["resourceFieldRef"];
+        const std::string res = Str(ref, "resource");
+        const Json resources = container.value("resources", Json::object());
+        const std::string kind = res.substr(0, res.find('.'));
+        const std::string what = res.substr(res.find('.') + 1);
+        const Json m = resources.value(kind, Json::object());
+        std::string v;
+        if (m.contains(what)) {
+          const std::string q = m[what].is_string() ? m[what].get<std::string>() : m[what].dump();
+          if (what == "cpu") {
+            auto milli = ParseCpuMillis(q);
+            // The divisor defaults to 1 core; the value is rounded up.
+            if (milli.ok()) v = std::to_string((*milli + 999) / 1000);
+          } else {
+            auto b = ParseMemoryBytes(q);
+            if (b.ok()) v = std::to_string(*b);
+          }
+        } else if (what == "cpu") {
+          v = std::to_string(config_.cpus.size());
+        }
+        env.emplace_back(ename, v);
+      } else {
+        env.emplace_back(ename, "");
+      }
+    }
+  }
+  return env;
+}
+
+void PodWorker::StartContainer(Container& c) {
+  c.ready = false;
+  c.probe_successes = 0;
+  c.probe_failures = 0;
+  auto image = config_.images.find(c.image);
+  if (image == config_.images.end()) {
+    c.state = Container::State::kWaiting;
+    c.waiting_reason = "ErrImagePull";
+    c.waiting_message = "image \"" + c.image + "\" is not in the test kubelet's image map";
+    Event(true, "Failed", "Failed to pull image \"" + c.image + "\": " + c.waiting_message);
+    c.restart_at = Clock::now() + config_.restart_backoff;
+    return;
+  }
+  if (!volume_error_.empty()) {
+    c.state = Container::State::kWaiting;
+    c.waiting_reason = "CreateContainerConfigError";
+    c.waiting_message = volume_error_;
+    c.restart_at = Clock::now() + config_.restart_backoff;
+    return;
+  }
+  auto env = BuildEnv(c.spec);
+  if (!env.ok()) {
+    c.state = Container::State::kWaiting;
+    c.waiting_reason = "CreateContainerConfigError";
+    c.waiting_message = env.status().message();
+    Event(true, "Failed", "Error: " + c.waiting_message);
+    c.restart_at = Clock::now() + std::chrono::seconds(1);
+    return;
+  }
+  // Volume mounts: the mount path, where it appears in argv, env and the
+  // working directory, becomes the volume's host directory.
+  std::vector<std::pair<std::string, std::string>> mounts;
+  if (c.spec.contains("volumeMounts") && c.spec["volumeMounts"].is_array()) {
+    for (const Json& vm : c.spec["volumeMounts"]) {
+      const std::string vname = Str(vm, "name");
+      const std::string dir = config_.root_dir + "/pods/" + uid_ + "/volumes/kubernetes.io~empty-dir/" + vname;
+      std::string host = dir;
+      if (!Str(vm, "subPath").empty()) {
+        host = dir + "/" + Str(vm, "subPath");
+        std::error_code ec;
+        std::filesystem::create_directories(host, ec);
+      }
+      if (std::filesystem::exists(dir)) mounts.emplace_back(Str(vm, "mountPath"), host);
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> full_env = {{"HOSTNAME", name_}};
+  for (auto& [k, v] : *env) full_env.emplace_back(k, SubstituteMounts(v, mounts));
+  controller::ProcessOptions po;
+  for (const std::string& a : ComposeArgv(image->second, c.spec)) {
+    po.argv.push_back(SubstituteMounts(ExpandWith(a, *env), mounts));
+  }
+  for (const auto& [k, v] : full_env) po.env[k] = v;
+  po.working_dir = SubstituteMounts(Str(c.spec, "workingDir"), mounts);
+  po.cpus = config_.cpus;
+  po.nofile = kNofile;
+  const std::string dir =
+      config_.log_dir + "/pods/" + ns_ + "_" + name_ + "_" + uid_ + "/" + c.name;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (!c.log_path.empty()) c.previous_log_path = c.log_path;
+  c.log_path = dir + "/" + std::to_string(c.restart_count) + ".log";
+  std::filesystem::remove(c.log_path, ec);
+  po.log_file = c.log_path;
+  c.cgroup.reset();
+  if (config_.cgroups) {
+    const Json limits = c.spec.value("resources", Json::object()).value("limits", Json::object());
+    std::optional<int64_t> mem;
+    std::optional<int64_t> cpu;
+    if (limits.contains("memory")) {
+      auto b = ParseMemoryBytes(limits["memory"].is_string() ? limits["memory"].get<std::string>()
+                                                             : limits["memory"].dump());
+      if (b.ok()) mem = *b;
+    }
+    if (limits.contains("cpu")) {
+      auto m = ParseCpuMillis(limits["cpu"].is_string() ? limits["cpu"].get<std::string>() : limits["cpu"].dump());
+      if (m.ok()) cpu = *m;
+    }
+    auto cg = controller::TargetCgroup::Create(
+        "kubelet-" + config_.node_name + "-" + uid_.substr(0, 8) + "-" + c.name + "-" + std::to_string(c.restart_count),
+        mem, cpu);
+    if (cg.ok()) {
+      c.cgroup = std::move(*cg);
+      po.cgroup_procs = c.cgroup->procs_files();
+    }
+  }
+  c.container_id = "fairbench://" + RandomHex(64);
+  c.started_at = SysClock::now();
+  c.last_cpu.reset();
+  Event(false, "Pulled", "Container image \"" + c.image + "\" already present on machine");
+  Event(false, "Created", "Created container " + c.name);
+  auto p = controller::Process::Start(po);
+  if (!p.ok()) {
+    Event(true, "Failed", "Error: failed to start container \"" + c.name + "\": " + p.status().message());
+    c.process.reset();
+    c.state = Container::State::kTerminated;
+    c.exit_code = 128;
+    c.signal = 0;
+    c.term_reason = "StartError";
+    c.term_message = p.status().message();
+    c.finished_at = SysClock::now();
+    c.ever_started = true;
+    return;
+  }
+  c.process = std::move(*p);
+  Event(false, "Started", "Started container " + c.name);
+  c.state = Container::State::kRunning;
+  c.ever_started = true;
+  c.waiting_reason.clear();
+  c.waiting_message.clear();
+  const Json probe = c.spec.value("readinessProbe", Json::object());
+  c.next_probe = Clock::now() + std::chrono::seconds(probe.value("initialDelaySeconds", 0));
+  if (probe.empty()) c.ready = true;
+}
+
+void PodWorker::OnExit(Container& c, const controller::ExitInfo& exit) {
+  c.state = Container::State::kTerminated;
+  c.finished_at = SysClock::now();
+  c.ready = false;
+  c.exit_code = exit.exited ? exit.code : 128 + exit.signal;
+  c.signal = exit.exited ? 0 : exit.signal;
+  c.term_message.clear();
+  // As containerd: an OOM kill anywhere in the container's cgroup makes the
+  // reason OOMKilled, whether the main process died of it or exited after
+  // a child did (a shell reports 137).
+  if (c.cgroup && c.cgroup->OomKilled()) {
+    c.term_reason = "OOMKilled";
+  } else {
+    c.term_reason = c.exit_code == 0 ? "Completed" : "Error";
+  }
+}
+
+bool PodWorker::ShouldRestart(const Container& c) const {
+  const std::string policy = Str(pod_.value("spec", Json::object()), "restartPolicy");
+  if (policy == "Never") return false;
+  if (policy == "OnFailure" || c.init) return c.exit_code != 0 && policy != "Never";
+  return true;  // Always (the default)
+}
+
+namespace {
+
+Json TerminatedJson(const std::string& reason, const std::string& message, int exit_code, int signal,
+                    SysClock::time_point started, SysClock::time_point finished, const std::string& id) {
+  Json t = {{"exitCode", exit_code},
+            {"reason", reason},
+            {"startedAt", apiserver::FormatTime(started)},
+            {"finishedAt", apiserver::FormatTime(finished)},
+            {"containerID", id}};
+  (void)signal;  // containerd reports 128 + signal as the exit code, never the signal field
+  if (!message.empty()) t["message"] = message;
+  return t;
+}
+
+}  // namespace
+
+void PodWorker::Tick(std::unique_lock<std::mutex>& lock) {
+  (void)lock;
+  const auto now = Clock::now();
+  auto poll = [&](Container& c) {
+    if (c.state != Container::State::kRunning || !c.process) return;
+    if (auto exit = c.process->Poll()) OnExit(c, *exit);
+  };
+  auto schedule_restart = [&](Container& c) {
+    c.last_state = {{"terminated", TerminatedJson(c.term_reason, c.term_message, c.exit_code, c.signal, c.started_at,
+                                                  c.finished_at, c.container_id)}};
+    const auto delay = std::min<std::chrono::milliseconds>(
+        config_.restart_backoff * (1LL << std::min(c.backoff_step, 16)),
+        std::chrono::duration_cast<std::chrono::milliseconds>(kMaxBackoff));
+    c.backoff_step++;
+    c.restart_at = now + delay;
+    c.state = Container::State::kWaiting;
+    c.waiting_reason = "CrashLoopBackOff";
+    Event(true, "BackOff", "Back-off restarting failed container " + c.name + " in pod " + name_ + "_" + ns_ + "(" +
+                               uid_ + ")");
+    c.waiting_message = "back-off " + std::to_string(delay.count() / 1000) + "s restarting failed container=" +
+                        c.name + " pod=" + name_ + "_" + ns_ + "(" + uid_ + ")";
+  };
+  auto due = [&](const Container& c) { return c.state == Container::State::kWaiting && now >= c.restart_at; };
+  auto restart_if_due = [&](Container& c) {
+    if (!due(c)) return;
+    if (c.ever_started && !c.waiting_reason.empty() && c.waiting_reason == "CrashLoopBackOff") c.restart_count++;
+    StartContainer(c);
+  };
+  switch (stage_) {
+    case Stage::kInit: {
+      Container& c = *init_[init_index_];
+      restart_if_due(c);
+      poll(c);
+      if (c.state == Container::State::kTerminated) {
+        if (c.exit_code == 0) {
+          if (++init_index_ == init_.size()) {
+            stage_ = Stage::kMain;
+            for (auto& m : main_) m->waiting_reason = "ContainerCreating";
+          }
+        } else if (ShouldRestart(c)) {
+          schedule_restart(c);
+        } else {
+          init_failed_ = true;
+          stage_ = Stage::kDone;
+        }
+      }
+      break;
+    }
+    case Stage::kMain: {
+      bool active = false;
+      for (auto& cp : main_) {
+        Container& c = *cp;
+        restart_if_due(c);
+        poll(c);
+        if (c.state == Container::State::kTerminated && ShouldRestart(c)) schedule_restart(c);
+        if (c.state != Container::State::kTerminated) active = true;
+      }
+      if (!active) stage_ = Stage::kDone;
+      break;
+    }
+    case Stage::kTerminating: {
+      bool alive = false;
+      for (auto* list : {&init_, &main_}) {
+        for (auto& cp : *list) {
+          poll(*cp);
+          if (cp->state == Container::State::kRunning) alive = true;
+        }
+      }
+      if (!alive || now >= kill_deadline_) FinishTermination(lock);
+      break;
+    }
+    case Stage::kDone:
+    case Stage::kFinished:
+      break;
+  }
+}
+
+void PodWorker::BeginTermination() {
+  const Json& md = pod_["metadata"];
+  const int64_t grace = md.value("deletionGracePeriodSeconds", int64_t{30});
+  kill_deadline_ = Clock::now() + std::chrono::seconds(std::max<int64_t>(grace, 0));
+  for (auto* list : {&init_, &main_}) {
+    for (auto& cp : *list) {
+      if (cp->state == Container::State::kRunning && cp->process) {
+        Event(false, "Killing", "Stopping container " + cp->name);
+        cp->process->Kill(SIGTERM);
+      } else if (cp->state == Container::State::kWaiting) {
+        cp->restart_at = Clock::time_point::max();
+      }
+    }
+  }
+  stage_ = Stage::kTerminating;
+}
+
+void PodWorker::FinishTermination(std::unique_lock<std::mutex>& lock) {
+  for (auto* list : {&init_, &main_}) {
+    for (auto& cp : *list) {
+      Container& c = *cp;
+      if (c.state == Container::State::kRunning && c.process) {
+        controller::ExitInfo e = c.process->Stop(std::chrono::milliseconds(0));
+        OnExit(c, e);
+      }
+    }
+  }
+  stage_ = Stage::kFinished;
+  WriteStatus(lock);
+  kube::DeleteOptions opts;
+  opts.grace_period_seconds = 0;
+  opts.precondition_uid = uid_;
+  lock.unlock();
+  auto deleted = client_.Delete(kube::resources::Pods(), ns_, name_, opts);
+  lock.lock();
+  (void)deleted;  // NotFound/Conflict: the pod is already gone or replaced
+}
+
+void PodWorker::RunProbes(std::unique_lock<std::mutex>& lock) {
+  struct Due {
+    Container* c;
+    Json probe;
+    std::string host;
+    int port;
+  };
+  std::vector<Due> due;
+  const auto now = Clock::now();
+  if (stage_ != Stage::kMain) return;
+  for (auto& cp : main_) {
+    Container& c = *cp;
+    if (c.state != Container::State::kRunning) continue;
+    const Json probe = c.spec.value("readinessProbe", Json::object());
+    if (probe.empty() || now < c.next_probe) continue;
+    c.next_probe = now + std::chrono::seconds(std::max(1, probe.value("periodSeconds", 10)));
+    Json get = probe.value("httpGet", Json::object());
+    if (get.empty()) get = probe.value("tcpSocket", Json::object());
+    if (get.empty() && !probe.contains("exec")) continue;  // grpc probes are not run: the container stays unready
+    int port = 0;
+    if (get.contains("port") && get["port"].is_number_integer()) {
+      port = get["port"].get<int>();
+    } else if (get.contains("port") && get["port"].is_string()) {
+      const std::string pname = get["port"].get<std::string>();
+      for (const Json& p : c.spec.value("ports", Json::array())) {
+        if (Str(p, "name") == pname) port = p.value("containerPort", 0);
+      }
+    }
+    std::string host = Str(get, "host");
+    if (host.empty()) host = admission_.pod_ip;
+    due.push_back({&c, probe, host, port});
+  }
+  if (due.empty()) return;
+  std::vector<bool> ok(due.size());
+  lock.unlock();
+  for (size_t i = 0; i < due.size(); ++i) {
+    const int timeout = std::max(1, due[i].probe.value("timeoutSeconds", 1));
+    if (due[i].probe.contains("exec")) {
+      // exec: the command runs beside the container (same CPUs), exit 0 = success.
+      controller::ProcessOptions po;
+      for (const Json& a : due[i].probe["exec"].value("command", Json::array())) {
+        if (a.is_string()) po.argv.push_back(a.get<std::string>());
+      }
+      po.cpus = config_.cpus;
+      auto p = po.argv.empty() ? Result<controller::Process>(Status::InvalidArgument("empty exec probe"))
+                               : controller::Process::Start(po);
+      if (!p.ok()) continue;
+      const auto deadline = Clock::now() + std::chrono::seconds(timeout);
+      std::optional<controller::ExitInfo> exit;
+      while (!(exit = p->Poll()) && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      if (!exit) exit = p->Stop(std::chrono::milliseconds(0));
+      ok[i] = exit->exited && exit->code == 0;
+      continue;
+    }
+    if (due[i].probe.contains("tcpSocket")) {
+      ok[i] = TcpConnects(due[i].host, due[i].port, std::chrono::seconds(timeout));
+      continue;
+    }
+    const Json get = due[i].probe.value("httpGet", Json::object());
+    httplib::Client cli(due[i].host, due[i].port);
+    cli.set_connection_timeout(timeout, 0);
+    cli.set_read_timeout(timeout, 0);
+    cli.set_write_timeout(timeout, 0);
+    httplib::Headers headers = {{"User-Agent", "kube-probe/1.30"}};
+    for (const Json& h : get.value("httpHeaders", Json::array())) headers.emplace(Str(h, "name"), Str(h, "value"));
+    std::string path = Str(get, "path");
+    if (path.empty()) path = "/";
+    auto res = cli.Get(path, headers);
+    ok[i] = res && res->status >= 200 && res->status < 400;
+  }
+  lock.lock();
+  for (size_t i = 0; i < due.size(); ++i) {
+    Container& c = *due[i].c;
+    if (c.state != Container::State::kRunning) continue;
+    if (ok[i]) {
+      c.probe_failures = 0;
+      if (++c.probe_successes >= std::max(1, due[i].probe.value("successThreshold", 1))) c.ready = true;
+    } else {
+      c.probe_successes = 0;
+      Event(true, "Unhealthy", "Readiness probe failed");
+      if (++c.probe_failures >= std::max(1, due[i].probe.value("failureThreshold", 3))) c.ready = false;
+    }
+  }
+}
+
+Json PodWorker::BuildStatus() {
+  const Json spec = pod_.value("spec", Json::object());
+  const std::string policy = Str(spec, "restartPolicy").empty() ? "Always" : Str(spec, "restartPolicy");
+  auto container_status = [&](const Container& c) {
+    Json s = {{"name", c.name},
+              {"image", c.image},
+              {"imageID", ""},
+              {"ready", c.ready},
+              {"restartCount", c.restart_count},
+              {"started", c.state == Container::State::kRunning},
+              {"lastState", c.last_state}};
+    switch (c.state) {
+      case Container::State::kWaiting: {
+        Json w = {{"reason", c.waiting_reason}};
+        if (!c.waiting_message.empty()) w["message"] = c.waiting_message;
+        s["state"] = {{"waiting", w}};
+        break;
+      }
+      case Container::State::kRunning:
+        s["state"] = {{"running", {{"startedAt", apiserver::FormatTime(c.started_at)}}}};
+        break;
+      case Container::State::kTerminated:
+        s["state"] = {{"terminated", TerminatedJson(c.term_reason, c.term_message, c.exit_code, c.signal,
+                                                    c.started_at, c.finished_at, c.container_id)}};
+        break;
+    }
+    if (c.ever_started) s["containerID"] = c.container_id;
+    return s;
+  };
+  Json status = Json::object();
+  // Phase (kubelet getPhase).
+  std::string phase;
+  std::string reason;
+  std::string message;
+  if (!admission_.reject_reason.empty()) {
+    phase = "Failed";
+    reason = admission_.reject_reason;
+    message = admission_.reject_message;
+  } else if (init_failed_) {
+    phase = "Failed";
+  } else if (stage_ == Stage::kInit) {
+    phase = "Pending";
+  } else {
+    int running = 0, waiting = 0, stopped = 0, succeeded = 0;
+    for (const auto& cp : main_) {
+      switch (cp->state) {
+        case Container::State::kRunning: running++; break;
+        case Container::State::kWaiting:
+          if (cp->last_state.contains("terminated")) {
+            stopped++;
+          } else {
+            waiting++;
+          }
+          break;
+        case Container::State::kTerminated:
+          stopped++;
+          if (cp->exit_code == 0) succeeded++;
+          break;
+      }
+    }
+    if (stage_ == Stage::kFinished) {
+      // Terminated by deletion: a terminal phase, as kubelets since 1.27 write.
+      phase = (waiting == 0 && running == 0 && stopped > 0 && stopped == succeeded) ? "Succeeded" : "Failed";
+    } else if (waiting > 0) {
+      phase = "Pending";
+    } else if (running > 0) {
+      phase = "Running";
+    } else if (stopped > 0) {
+      if (policy == "Always") {
+        phase = "Running";
+      } else if (stopped == succeeded) {
+        phase = "Succeeded";
+      } else if (policy == "Never") {
+        phase = "Failed";
+      } else {
+        phase = "Running";
+      }
+    } else {
+      phase = "Pending";
+    }
+  }
+  status["phase"] = phase;
+  if (!reason.empty()) status["reason"] = reason;
+  if (!message.empty()) status["message"] = message;
+  // Conditions.
+  const bool terminal = phase == "Succeeded" || phase == "Failed";
+  std::vector<std::string> incomplete;
+  for (size_t i = 0; i < init_.size(); ++i) {
+    const Container& c = *init_[i];
+    if (!(c.state == Container::State::kTerminated && c.exit_code == 0)) incomplete.push_back(c.name);
+  }
+  std::vector<std::string> unready;
+  for (const auto& cp : main_) {
+    if (!cp->ready) unready.push_back(cp->name);
+  }
+  auto list = [](const std::vector<std::string>& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? " " : "") + v[i];
+    return s + "]";
+  };
+  const std::string now_text = apiserver::FormatTime(SysClock::now());
+  auto condition = [&](const std::string& type, bool value, const std::string& why, const std::string& text) {
+    const std::string v = value ? "True" : "False";
+    auto& tr = transitions_[type];
+    if (tr.first != v) tr = {v, now_text};
+    Json c = {{"type", type}, {"status", v}, {"lastProbeTime", nullptr}, {"lastTransitionTime", tr.second}};
+    if (!value && !why.empty()) c["reason"] = why;
+    if (!value && !text.empty()) c["message"] = text;
+    return c;
+  };
+  Json conditions = Json::array();
+  const bool rejected = !admission_.reject_reason.empty();
+  if (!rejected && !admission_.adopt_terminal) {
+    conditions.push_back(condition("PodReadyToStartContainers", stage_ != Stage::kFinished, "", ""));
+    conditions.push_back(condition("Initialized", incomplete.empty(), "ContainersNotInitialized",
+                                   "containers with incomplete status: " + list(incomplete)));
+    const bool ready = unready.empty() && !terminal;
+    const std::string why = terminal ? "PodCompleted" : "ContainersNotReady";
+    const std::string text = terminal ? "" : "containers with unready status: " + list(unready);
+    conditions.push_back(condition("Ready", ready, why, text));
+    conditions.push_back(condition("ContainersReady", ready, why, text));
+  }
+  conditions.push_back(condition("PodScheduled", true, "", ""));
+  status["conditions"] = conditions;
+  status["hostIP"] = config_.node_ip;
+  status["hostIPs"] = Json::array({{{"ip", config_.node_ip}}});
+  if (!admission_.pod_ip.empty()) {
+    status["podIP"] = admission_.pod_ip;
+    status["podIPs"] = Json::array({{{"ip", admission_.pod_ip}}});
+  }
+  status["startTime"] = apiserver::FormatTime(start_time_);
+  status["qosClass"] = QosClassName(ComputeQos(spec));
+  if (!rejected) {
+    Json cs = Json::array();
+    for (const auto& cp : main_) cs.push_back(container_status(*cp));
+    status["containerStatuses"] = cs;
+    if (!init_.empty()) {
+      Json is = Json::array();
+      for (const auto& cp : init_) is.push_back(container_status(*cp));
+      status["initContainerStatuses"] = is;
+    }
+  }
+  return status;
+}
+
+void PodWorker::WriteStatus(std::unique_lock<std::mutex>& lock) {
+  if (admission_.adopt_terminal) return;
+  Json status = BuildStatus();
+  last_status_ = status;
+  if (status == written_status_) return;
+  if (Clock::now() < next_write_attempt_) return;
+  Json patch = {{"status", status}};
+  lock.unlock();
+  auto r = client_.Patch(kube::resources::Pods(), ns_, name_, kube::PatchType::kMerge, patch.dump(), {}, "status");
+  lock.lock();
+  if (r.ok()) {
+    written_status_ = status;
+  } else {
+    next_write_attempt_ = Clock::now() + std::chrono::milliseconds(500);
+  }
+}
+
+void PodWorker::Run(std::stop_token stop) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop.stop_requested()) {
+    if (removed_) break;
+    const bool deleting = pod_["metadata"].contains("deletionTimestamp");
+    if (deleting && stage_ != Stage::kTerminating && stage_ != Stage::kFinished) {
+      if (stage_ == Stage::kDone) {
+        FinishTermination(lock);
+      } else {
+        BeginTermination();
+      }
+    }
+    if (stage_ != Stage::kFinished) {
+      Tick(lock);
+      if (stage_ != Stage::kFinished) RunProbes(lock);
+      if (stage_ != Stage::kFinished) WriteStatus(lock);
+    }
+    FlushEvents(lock);
+    if (removed_) break;
+    wake_.wait_for(lock, config_.tick, [&] { return removed_ || stop.stop_requested(); });
+  }
+  // Gone from the API (or the kubelet stops): nothing may outlive the pod.
+  for (auto* list : {&init_, &main_}) {
+    for (auto& cp : *list) {
+      if (cp->process && cp->state == Container::State::kRunning) {
+        controller::Process p = std::move(*cp->process);
+        cp->process.reset();
+        lock.unlock();
+        p.Stop(std::chrono::milliseconds(500));
+        lock.lock();
+        cp->state = Container::State::kTerminated;
+      }
+      cp->cgroup.reset();
+    }
+  }
+  std::error_code ec;
+  if (!config_.root_dir.empty() && !uid_.empty()) std::filesystem::remove_all(config_.root_dir + "/pods/" + uid_, ec);
+  finished_ = true;
+}
+
+void PodWorker::Event(bool warning, const std::string& reason, const std::string& message) {
+  if (events_ && pending_events_.size() < 100) pending_events_.push_back({warning, reason, message});
+}
+
+void PodWorker::FlushEvents(std::unique_lock<std::mutex>& lock) {
+  if (pending_events_.empty()) return;
+  std::vector<PendingEvent> events;
+  events.swap(pending_events_);
+  Json object = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", pod_["metadata"]}};
+  lock.unlock();
+  for (const PendingEvent& e : events) {
+    (void)events_->Record(object, e.warning ? kube::EventType::kWarning : kube::EventType::kNormal, e.reason,
+                          e.message);
+  }
+  lock.lock();
+}
+
+PodStats PodWorker::Sample() {
+  std::lock_guard<std::mutex> lock(mu_);
+  PodStats ps;
+  ps.name = name_;
+  ps.ns = ns_;
+  ps.uid = uid_;
+  ps.start_time = start_time_;
+  for (auto* list : {&init_, &main_}) {
+    for (auto& cp : *list) {
+      Container& c = *cp;
+      if (c.state != Container::State::kRunning || !c.process) continue;
+      ContainerStats s;
+      s.name = c.name;
+      s.start_time = c.started_at;
+      s.time = SysClock::now();
+      auto tree = controller::SampleProcessTree(c.process->pid());
+      double cpu_seconds = 0;
+      if (tree.ok()) {
+        s.rss_bytes = tree->rss_bytes;
+        s.working_set_bytes = tree->rss_bytes;
+        s.usage_bytes = tree->rss_bytes;
+        cpu_seconds = tree->cpu_seconds;
+      }
+      if (c.cgroup) {
+        if (auto ws = c.cgroup->MemoryWorkingSet(); ws.ok()) s.working_set_bytes = *ws;
+        if (auto cpu = c.cgroup->CpuSeconds(); cpu.ok()) cpu_seconds = *cpu;
+      }
+      s.usage_core_nano_seconds = static_cast<uint64_t>(cpu_seconds * 1e9);
+      if (c.last_cpu) {
+        const double dt = std::chrono::duration<double>(s.time - c.last_cpu->first).count();
+        if (dt > 0 && s.usage_core_nano_seconds >= c.last_cpu->second) {
+          s.usage_nano_cores =
+              static_cast<uint64_t>(static_cast<double>(s.usage_core_nano_seconds - c.last_cpu->second) / dt);
+        }
+      }
+      c.last_cpu = std::make_pair(s.time, s.usage_core_nano_seconds);
+      ps.containers.push_back(s);
+    }
+  }
+  return ps;
+}
+
+std::variant<std::string, LogError> PodWorker::LogFile(const std::string& container, bool previous) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto* list : {&init_, &main_}) {
+    for (auto& cp : *list) {
+      if (cp->name != container) continue;
+      if (previous) {
+        if (cp->previous_log_path.empty()) {
+          return LogError{400, "previous terminated container \"" + container + "\" in pod \"" + name_ +
+                                   "\" not found"};
+        }
+        return cp->previous_log_path;
+      }
+      if (cp->log_path.empty()) {
+        return LogError{400, "container \"" + container + "\" in pod \"" + name_ + "\" is waiting to start: " +
+                                 (cp->waiting_reason.empty() ? "ContainerCreating" : cp->waiting_reason)};
+      }
+      return cp->log_path;
+    }
+  }
+  return LogError{404, "container \"" + container + "\" not found in pod \"" + name_ + "\""};
+}
+
+Json PodWorker::PodJson() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Json p = pod_;
+  if (!last_status_.is_null()) p["status"] = last_status_;
+  return p;
+}
+
+}  // namespace fairbench::kubelet

@@ -1,0 +1,161 @@
+// PodWorker: one pod bound to the test kubelet's node, run as local
+// processes for as long as the pod exists — init containers in order, then
+// the containers, restarts per restartPolicy with back-off, readiness
+// probes (httpGet), the pod status a real kubelet writes (through
+// pods/{name}/status), and graceful deletion (SIGTERM, the grace period,
+// SIGKILL, then DELETE with gracePeriodSeconds=0 and a uid precondition).
+//
+// Each worker owns a thread. Containers are forked from that thread and
+// only from it: Process asks the kernel to SIGKILL a child when the thread
+// that forked it ends, and the thread ends only after the containers did.
+//
+// Thread-safe: Update, Remove, Sample and LogFile may be called from any
+// thread while the worker runs. The destructor kills what still runs.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <map>
+#include <variant>
+#include <vector>
+
+#include "controller/kube/client.h"
+#include "controller/kube/event_recorder.h"
+#include "controller/platform/local/cgroup.h"
+#include "controller/platform/local/process.h"
+#include "testing/kubelet/pod_spec.h"
+
+namespace fairbench::kubelet {
+
+struct KubeletConfig {
+  std::string node_name;
+  std::string node_ip = "127.0.0.1";
+  std::vector<int> cpus;
+  std::string log_dir;   // container logs: <log_dir>/pods/<ns>_<pod>_<uid>/<container>/<restart>.log
+  std::string root_dir;  // emptyDir volumes: <root_dir>/pods/<uid>/volumes/kubernetes.io~empty-dir/<name>
+  ImageMap images;
+  std::chrono::milliseconds restart_backoff{10000};  // first CrashLoopBackOff delay; doubles up to 300 s
+  std::chrono::milliseconds tick{50};
+  bool cgroups = true;  // per-container cgroups where the machine allows
+};
+
+// One container's resource use at one moment.
+struct ContainerStats {
+  std::string name;
+  std::chrono::system_clock::time_point start_time;
+  std::chrono::system_clock::time_point time;
+  uint64_t usage_core_nano_seconds = 0;
+  std::optional<uint64_t> usage_nano_cores;  // needs an earlier sample
+  uint64_t working_set_bytes = 0;
+  uint64_t rss_bytes = 0;
+  uint64_t usage_bytes = 0;
+};
+
+struct PodStats {
+  std::string name;
+  std::string ns;
+  std::string uid;
+  std::chrono::system_clock::time_point start_time;
+  std::vector<ContainerStats> containers;
+};
+
+// Why a container's log cannot be served: HTTP code and message.
+struct LogError {
+  int code = 404;
+  std::string message;
+};
+
+class PodWorker {
+ public:
+  // `pod_ip` empty: the pod is rejected (`reject_reason`/`reject_message`
+  // become its Failed status) or was already terminal (`adopt_terminal`).
+  struct Admission {
+    std::string pod_ip;
+    std::string reject_reason;
+    std::string reject_message;
+    bool adopt_terminal = false;
+  };
+  // `events` may be null (no Events recorded).
+  PodWorker(const KubeletConfig& config, kube::Client& client, kube::EventRecorder* events, kube::Json pod,
+            Admission admission);
+  ~PodWorker();
+  PodWorker(const PodWorker&) = delete;
+  PodWorker& operator=(const PodWorker&) = delete;
+
+  // The latest state of the pod from the API.
+  void Update(kube::Json pod);
+  // The pod is gone from the API: kill everything, no final delete.
+  void Remove();
+  bool finished() const;
+  const std::string& uid() const { return uid_; }
+  const std::string& pod_ip() const { return admission_.pod_ip; }
+  // The pod's summed requests (admission); zero when it holds nothing.
+  PodRequests requests() const;
+
+  PodStats Sample();
+  // The log file of the container's current (or previous) instance.
+  std::variant<std::string, LogError> LogFile(const std::string& container, bool previous);
+  // The pod as the kubelet's /pods lists it (spec from the API, status as written).
+  kube::Json PodJson();
+
+ private:
+  struct Container;
+  enum class Stage { kInit, kMain, kDone, kTerminating, kFinished };
+
+  void Run(std::stop_token stop);
+  // Queued under mu_, sent by Run without it: recording blocks on the API.
+  void Event(bool warning, const std::string& reason, const std::string& message);
+  void FlushEvents(std::unique_lock<std::mutex>& lock);
+  void Tick(std::unique_lock<std::mutex>& lock);
+  void StartContainer(Container& c);
+  void OnExit(Container& c, const controller::ExitInfo& exit);
+  bool ShouldRestart(const Container& c) const;
+  void BeginTermination();
+  void FinishTermination(std::unique_lock<std::mutex>& lock);
+  void RunProbes(std::unique_lock<std::mutex>& lock);
+  kube::Json BuildStatus();
+  void WriteStatus(std::unique_lock<std::mutex>& lock);
+  Result<std::vector<std::pair<std::string, std::string>>> BuildEnv(const kube::Json& container);
+  Status PrepareVolumes();
+
+  const KubeletConfig& config_;
+  kube::Client& client_;
+  kube::EventRecorder* const events_;
+  const std::string uid_;
+  const std::string name_;
+  const std::string ns_;
+  const Admission admission_;
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  kube::Json pod_;                                   // guarded by mu_
+  bool removed_ = false;                             // guarded by mu_
+  Stage stage_ = Stage::kInit;                       // guarded by mu_
+  std::vector<std::unique_ptr<Container>> init_;     // guarded by mu_
+  std::vector<std::unique_ptr<Container>> main_;     // guarded by mu_
+  size_t init_index_ = 0;                            // guarded by mu_
+  bool init_failed_ = false;                         // guarded by mu_
+  std::chrono::system_clock::time_point start_time_;
+  std::chrono::steady_clock::time_point kill_deadline_;  // guarded by mu_
+  std::vector<std::string> volume_dirs_;             // guarded by mu_
+  std::string volume_error_;                         // guarded by mu_
+  kube::Json written_status_;                        // guarded by mu_
+  kube::Json last_status_;                           // guarded by mu_
+  std::map<std::string, std::pair<std::string, std::string>> transitions_;  // type → (status, time); guarded by mu_
+  std::chrono::steady_clock::time_point next_write_attempt_{};  // guarded by mu_
+  bool finished_ = false;                            // guarded by mu_
+  struct PendingEvent {
+    bool warning;
+    std::string reason;
+    std::string message;
+  };
+  std::vector<PendingEvent> pending_events_;         // guarded by mu_
+  std::jthread thread_;
+};
+
+}  // namespace fairbench::kubelet
