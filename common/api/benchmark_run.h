@@ -313,10 +313,19 @@ struct Condition {
   friend bool operator==(const Condition&, const Condition&) = default;
 };
 
+// Where a run's pods were placed (Kubernetes): chosen once per run and kept,
+// so that a resumed run lands on the same nodes.
+struct RunNodes {
+  std::string target;               // the target's node
+  std::vector<std::string> agents;  // agent i's node at index i; never the target's
+  friend bool operator==(const RunNodes&, const RunNodes&) = default;
+};
+
 struct BenchmarkRunStatus {
   std::optional<RunPhase> phase;  // unset until the controller first sees the run
   int64_t observed_generation = 0;
   std::optional<CurrentCell> current;
+  std::optional<RunNodes> nodes;
   Progress progress;
   std::optional<Time> start_time;
   std::optional<Time> completion_time;

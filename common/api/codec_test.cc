@@ -242,6 +242,10 @@ TEST(CodecTest, EncodesCompactStatus) {
   status.phase = RunPhase::kRunning;
   status.progress = {7, 12};
   EXPECT_EQ(ToJson(status).dump(), R"({"phase":"Running","progress":"7/12","completedCells":7,"totalCells":12})");
+  status.nodes = RunNodes{"node-target", {"node-load-1", "node-load-2"}};
+  EXPECT_EQ(ToJson(status).dump(),
+            R"({"phase":"Running","nodes":{"target":"node-target","agents":["node-load-1","node-load-2"]},)"
+            R"("progress":"7/12","completedCells":7,"totalCells":12})");
 }
 
 TEST(CodecTest, EncodesEverySpecFieldWithDefaults) {
@@ -263,6 +267,7 @@ TEST(CodecTest, RoundTripsThroughBothFormats) {
   run.status.results[0].latency.p99 = 0.1;
   run.status.results[0].start_time = Time(std::chrono::nanoseconds(1'790'000'000'123'456'789));
   run.metadata.annotations["a/b"] = "";
+  run.status.nodes = RunNodes{"node-target", {"node-load-1"}};
 
   Result<Node> yaml = ParseYaml(ToYaml(run), "t");
   ASSERT_TRUE(yaml.ok()) << yaml.status().ToString();

@@ -204,6 +204,7 @@ void Describe(V& v, S& s) {
   v.Field("phase", s.phase);
   v.Field("observedGeneration", s.observed_generation, kOmitZero);
   v.Field("current", s.current);
+  v.Field("nodes", s.nodes);
   v.Field("progress", s.progress);
   v.Field("completedCells", s.progress.completed, kOmitZero);
   v.Field("totalCells", s.progress.total, kOmitZero);
@@ -221,6 +222,13 @@ void Describe(V& v, S& s) {
   v.Field("connections", s.connections, kOmitZero);
   v.Field("repetition", s.repetition, kOmitZero);
   v.Field("stage", s.stage);
+}
+
+template <typename V, typename S>
+  requires Is<S, RunNodes>
+void Describe(V& v, S& s) {
+  v.Field("target", s.target);
+  v.Field("agents", s.agents);
 }
 
 template <typename V, typename S>

@@ -54,6 +54,11 @@ std::vector<Json> Informer::List() const {
   return out;
 }
 
+void Informer::ForEach(const std::function<void(const Json& object)>& visit) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [k, v] : cache_) visit(v);
+}
+
 size_t Informer::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return cache_.size();

@@ -49,6 +49,9 @@ class Informer final : private ReflectorSink {
   // Keys are "ns/name" ("name" when cluster-scoped).
   std::optional<Json> Get(const std::string& key) const;
   std::vector<Json> List() const;
+  // Calls `visit` on each cached object without copying it, with the cache
+  // locked: `visit` must be quick and must not call back into the informer.
+  void ForEach(const std::function<void(const Json& object)>& visit) const;
   size_t size() const;
   std::string LastSyncResourceVersion() const { return reflector_.last_resource_version(); }
   Reflector::Stats stats() const { return reflector_.stats(); }

@@ -30,6 +30,7 @@
 #include "common/units.h"
 #include "controller/hub/agent_hub.h"
 #include "controller/hub/grpc_server.h"
+#include "controller/kube/backoff.h"
 #include "controller/kube/clock.h"
 #include "controller/kube/event_recorder.h"
 #include "controller/kube/in_cluster_config.h"
@@ -65,6 +66,9 @@ struct Flags {
   std::string leader_election_id = "fairbench-controller";
   std::string load_slot_namespace = "default";
   std::string load_slot_name = "fairbench-load-slot";
+  std::string lease_duration = "15s";  // leader election, client-go's defaults
+  std::string renew_deadline = "10s";
+  std::string retry_period = "2s";
   std::string agent_timeout = "5m";
   std::string slot_timeout = "24h";
   std::string log_level = "info";
@@ -107,27 +111,90 @@ Result<std::string> AgentToken(kube::Client& client, const std::string& ns, cons
   return token;
 }
 
-// The status writer and the metrics of one run, as one observer.
+// Marks `run` Failed with a condition {Failed, reason, message} and, with
+// `events`, a Warning Event of that reason.
+void FailRun(kube::Client& client, kube::EventRecorder* events, const api::BenchmarkRun& run, const std::string& reason,
+             const std::string& message) {
+  const api::Time now = std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now());
+  api::BenchmarkRunStatus failed = run.status;
+  failed.phase = api::RunPhase::kFailed;
+  failed.completion_time = now;
+  failed.current.reset();
+  api::Condition c;
+  c.type = "Failed";
+  c.status = api::ConditionStatus::kTrue;
+  c.reason = reason;
+  c.message = message;
+  c.observed_generation = run.metadata.generation;
+  api::SetCondition(failed.conditions, c, now);
+  const kube::Json patch = {{"status", api::ToJson(failed)}};
+  auto patched = client.Patch(kube::resources::BenchmarkRuns(), run.metadata.namespace_, run.metadata.name,
+                              kube::PatchType::kMerge, patch.dump(), {}, "status");
+  if (!patched.ok()) {
+    spdlog::warn("BenchmarkRun {}/{}: status not written: {}", run.metadata.namespace_, run.metadata.name,
+                 patched.error().ToString());
+  }
+  if (events == nullptr) return;
+  kube::Json md = {{"name", run.metadata.name}, {"namespace", run.metadata.namespace_}};
+  if (!run.metadata.uid.empty()) md["uid"] = run.metadata.uid;
+  const kube::Json object = {
+      {"apiVersion", std::string(api::kApiVersion)}, {"kind", std::string(api::kKind)}, {"metadata", md}};
+  if (kube::ApiStatus s = events->Warning(object, reason, message); !s.ok()) {
+    spdlog::warn("BenchmarkRun {}/{}: Event {} not recorded: {}", run.metadata.namespace_, run.metadata.name, reason,
+                 s.error().ToString());
+  }
+}
+
+// The status writer and the metrics of one run, as one observer. The
+// platform's node choice for the run goes to status.nodes as soon as it is
+// made (the target's at deploy, the agents' at their first cell).
 class RunObservers final : public RunObserver {
  public:
-  RunObservers(std::unique_ptr<StatusWriter> status, RunObserver* metrics)
-      : status_(std::move(status)), fanout_({status_.get(), metrics}) {}
-  void OnStage(const api::BenchmarkRun& run, const api::CurrentCell& c) override { fanout_.OnStage(run, c); }
+  RunObservers(std::unique_ptr<StatusWriter> status, RunObserver* metrics,
+               std::shared_ptr<const KubernetesPlatform> platform, std::string run)
+      : status_(std::move(status)), fanout_({status_.get(), metrics}), platform_(std::move(platform)), run_(std::move(run)) {}
+  void OnStage(const api::BenchmarkRun& run, const api::CurrentCell& c) override {
+    fanout_.OnStage(run, c);
+    SyncNodes();
+  }
   void OnLive(const api::CurrentCell& c, double rps, double elapsed) override { fanout_.OnLive(c, rps, elapsed); }
-  void OnCellDone(const report::RunRecord& r, const report::CellRecord& c) override { fanout_.OnCellDone(r, c); }
-  void OnMessage(const std::string& m) override { fanout_.OnMessage(m); }
+  void OnCellDone(const report::RunRecord& r, const report::CellRecord& c) override {
+    fanout_.OnCellDone(r, c);
+    SyncNodes();
+  }
+  void OnMessage(const std::string& m) override {
+    fanout_.OnMessage(m);
+    SyncNodes();
+  }
   void OnInterval(const std::string& run, const api::CurrentCell& c, const Snapshot& s, api::Time end) override {
     fanout_.OnInterval(run, c, s, end);
   }
   void OnTargetUsage(const std::string& run, const api::CurrentCell& c, const TargetUsage& u) override {
     fanout_.OnTargetUsage(run, c, u);
   }
-  void OnPersist(const report::RunRecord& r) override { fanout_.OnPersist(r); }
+  void OnPersist(const report::RunRecord& r) override {
+    fanout_.OnPersist(r);
+    SyncNodes();
+  }
   StatusWriter& status() { return *status_; }
 
  private:
+  // Called from the orchestrator's thread only.
+  void SyncNodes() {
+    if (!platform_) return;
+    const std::optional<k8s::NodeChoice> choice = platform_->node_choice(run_);
+    if (!choice || choice->target_node.empty()) return;
+    api::RunNodes nodes{choice->target_node, choice->agent_nodes};
+    if (nodes == last_) return;
+    last_ = nodes;
+    status_->SetNodes(nodes);
+  }
+
   std::unique_ptr<StatusWriter> status_;
   ObserverFanout fanout_;
+  const std::shared_ptr<const KubernetesPlatform> platform_;
+  const std::string run_;
+  api::RunNodes last_;
 };
 
 int Main(const Flags& f) {
@@ -136,6 +203,12 @@ int Main(const Flags& f) {
   if (!agent_timeout.ok()) return BadInput("--agent-timeout: " + agent_timeout.status().message());
   auto slot_timeout = ParseDuration(f.slot_timeout);
   if (!slot_timeout.ok()) return BadInput("--slot-timeout: " + slot_timeout.status().message());
+  auto lease_duration = ParseDuration(f.lease_duration);
+  if (!lease_duration.ok()) return BadInput("--leader-lease-duration: " + lease_duration.status().message());
+  auto renew_deadline = ParseDuration(f.renew_deadline);
+  if (!renew_deadline.ok()) return BadInput("--leader-renew-deadline: " + renew_deadline.status().message());
+  auto retry_period = ParseDuration(f.retry_period);
+  if (!retry_period.ok()) return BadInput("--leader-retry-period: " + retry_period.status().message());
 
   // Before any thread: SIGTERM and SIGINT end the process the way a lost
   // leadership does (below), so that a standby resumes the runs.
@@ -162,18 +235,36 @@ int Main(const Flags& f) {
     identity = std::string(host) + "-" + std::to_string(getpid());
   }
 
-  // The agents' side: the token, the hub, the address they dial.
+  // The agents' side: the token, the hub, the address they dial. An API
+  // server that cannot be reached is waited for (capped backoff, one line
+  // per attempt) until it answers or a signal comes.
   Result<std::string> token = Status::Unavailable("not read yet");
-  for (int attempt = 0; attempt < 30 && !stop.stop_requested(); ++attempt) {
+  kube::Backoff api_backoff(kube::BackoffPolicy{std::chrono::milliseconds(1000), std::chrono::milliseconds(30000), 2.0, 0.1});
+  while (!stop.stop_requested()) {
     token = AgentToken(client, pod_ns, f.agent_token_secret);
     if (token.ok() || token.status().code() == Status::Code::kFailedPrecondition) break;
-    spdlog::warn("{} (retrying)", token.status().message());
-    std::this_thread::sleep_for(std::chrono::seconds(1));
+    const auto wait = api_backoff.Next();
+    spdlog::error("cannot reach the API server {}: {} (retrying in {} ms)", config->server, token.status().message(),
+                  wait.count());
+    if (!kube::SystemClock::Instance().SleepFor(wait, stop.get_token())) break;
   }
-  if (!token.ok()) return BadInput(token.status().message());
+  if (stop.stop_requested()) {
+    std::fflush(nullptr);
+    _exit(0);
+  }
+  // A Secret without a usable data.token is the operator's to fix: the
+  // controller keeps running and fails each run it would start with a
+  // condition and an Event naming the Secret.
+  std::string token_problem;
+  if (!token.ok()) {
+    token_problem = token.status().message() +
+                    ": agents cannot authenticate; put a token in it (or delete it: the controller then creates one) "
+                    "and restart the controller";
+    spdlog::error("{}", token_problem);
+  }
   // The hub listens only while this controller leads, so that agents (and
   // a Service in front of the controllers) reach the leader alone.
-  AgentHub hub(*token, identity);
+  AgentHub hub(token.ok() ? *token : NewAgentToken(), identity);
   const size_t colon = f.agent_listen.rfind(':');
   const std::string listen_port = colon == std::string::npos ? "" : f.agent_listen.substr(colon + 1);
   if (listen_port.empty() || listen_port == "0") {
@@ -218,6 +309,11 @@ int Main(const Flags& f) {
   po.fairbench_version = FAIRBENCH_VERSION;
   po.slot.ns = f.load_slot_namespace;
   po.slot.name = f.load_slot_name;
+  // The slot Lease runs on the same clock as the leader Lease: a dead
+  // leader's slot expires when its leadership does.
+  po.slot.lease_duration = std::chrono::duration_cast<std::chrono::seconds>(*lease_duration);
+  po.slot.renew_deadline = std::chrono::duration_cast<std::chrono::milliseconds>(*renew_deadline);
+  po.slot.retry_period = std::chrono::duration_cast<std::chrono::milliseconds>(*retry_period);
   auto platform = std::make_shared<KubernetesPlatform>(client, po);
 
   OrchestratorOptions oo;
@@ -227,10 +323,15 @@ int Main(const Flags& f) {
 
   std::unique_ptr<RunController> controller;
   std::mutex controller_mu;
+  std::jthread starter;  // starts `controller` once BenchmarkRuns can be listed
   auto may_write = [&elector] { return elector && elector->IsLeader(); };
   OrchestratorExecutor executor(
       hub, oo,
       [&](const api::BenchmarkRun& run) -> Result<RunParts> {
+        if (!token_problem.empty()) {
+          FailRun(client, &events, run, "AgentTokenMissing", token_problem);
+          return Status::FailedPrecondition(token_problem);
+        }
         RunParts parts;
         parts.platform = platform;
         auto store = std::make_unique<ConfigMapRunStore>(client, ConfigMapRunStoreOptions::ForRun(run));
@@ -238,28 +339,28 @@ int Main(const Flags& f) {
         parts.store = std::move(store);
         StatusWriterOptions so = StatusWriterOptions::ForRun(run);
         so.may_write = may_write;
-        auto observers = std::make_unique<RunObservers>(std::make_unique<StatusWriter>(client, &events, so), &run_metrics);
+        // The nodes recorded in status: a resumed run keeps them; a new run
+        // (or one that never got that far) starts with no choice.
+        k8s::NodeChoice kept;
+        if (run.status.nodes) kept = k8s::NodeChoice{run.status.nodes->target, run.status.nodes->agents};
+        platform->SetNodeChoice(run.metadata.name, kept);
+        auto writer = std::make_unique<StatusWriter>(client, &events, so);
+        if (run.status.nodes) writer->SetNodes(*run.status.nodes);
+        auto observers = std::make_unique<RunObservers>(std::move(writer), &run_metrics, platform, run.metadata.name);
         RunObservers* observers_ptr = observers.get();
         parts.observer = std::move(observers);
         run_metrics.RunQueued(run.metadata.name);
-        parts.finish = [store_ptr, observers_ptr, &client, run](const Result<report::RunRecord>& record) {
+        parts.finish = [store_ptr, observers_ptr, &client, run, platform](const Result<report::RunRecord>& record) {
+          // Its agents go: their CPUs are for the next run.
+          if (Status s = platform->ReleaseRun(run.metadata.name); !s.ok()) {
+            spdlog::warn("agents of {}: {}", run.metadata.name, s.message());
+          }
           if (record.ok()) {
             if (Status s = store_ptr->SaveReport(*record); !s.ok()) spdlog::error("report of {}: {}", run.metadata.name, s.message());
           } else {
             // The run could not be carried out at all (its stored record is
             // unreadable, or of another spec): Failed, naming why.
-            api::BenchmarkRunStatus failed = run.status;
-            failed.phase = api::RunPhase::kFailed;
-            api::Condition c;
-            c.type = "Failed";
-            c.status = api::ConditionStatus::kTrue;
-            c.reason = "RunError";
-            c.message = record.status().message();
-            api::SetCondition(failed.conditions, c,
-                              std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now()));
-            const kube::Json patch = {{"status", api::ToJson(failed)}};
-            (void)client.Patch(kube::resources::BenchmarkRuns(), run.metadata.namespace_, run.metadata.name,
-                               kube::PatchType::kMerge, patch.dump(), {}, "status");
+            FailRun(client, nullptr, run, "RunError", record.status().message());
           }
           if (Status s = observers_ptr->status().Flush(std::chrono::seconds(10)); !s.ok()) {
             spdlog::warn("status of {}: {}", run.metadata.name, s.message());
@@ -276,6 +377,9 @@ int Main(const Flags& f) {
   le.ns = f.leader_election_namespace.empty() ? pod_ns : f.leader_election_namespace;
   le.name = f.leader_election_id;
   le.identity = identity;
+  le.lease_duration = std::chrono::duration_cast<std::chrono::seconds>(*lease_duration);
+  le.renew_deadline = std::chrono::duration_cast<std::chrono::milliseconds>(*renew_deadline);
+  le.retry_period = std::chrono::duration_cast<std::chrono::milliseconds>(*retry_period);
   le.on_started_leading = [&] {
     spdlog::info("leading as {}", identity);
     // The previous leader's port may take a moment to be free.
@@ -293,9 +397,41 @@ int Main(const Flags& f) {
       std::fflush(nullptr);
       _exit(1);
     }
-    std::lock_guard<std::mutex> lock(controller_mu);
-    controller = std::make_unique<RunController>(client, f.watch_namespace, executor, &events);
-    if (!controller->Start(std::chrono::seconds(60))) spdlog::error("the BenchmarkRun informer did not sync in 60 s");
+    // The reconciler starts on a thread of its own: this callback runs on
+    // the elector's thread, which must go on renewing the lease while the
+    // BenchmarkRun informer waits for its first list (a CRD not installed
+    // yet, an API server gone for a while).
+    starter = std::jthread([&](std::stop_token st) {
+      kube::Backoff backoff(kube::BackoffPolicy{std::chrono::milliseconds(1000), std::chrono::milliseconds(30000), 2.0, 0.1});
+      std::string said;
+      while (!st.stop_requested()) {
+        auto candidate = std::make_unique<RunController>(client, f.watch_namespace, executor, &events);
+        if (candidate->Start(std::chrono::seconds(5))) {
+          std::lock_guard<std::mutex> lock(controller_mu);
+          controller = std::move(candidate);
+          if (!said.empty()) spdlog::info("BenchmarkRuns can be listed now: reconciling");
+          return;
+        }
+        candidate.reset();
+        kube::ListOptions lo;
+        lo.limit = 1;
+        lo.timeout = std::chrono::seconds(5);
+        auto listed = client.List(kube::resources::BenchmarkRuns(), f.watch_namespace, lo);
+        std::string why;
+        if (!listed.ok() && listed.error().reason == kube::Reason::kNotFound) {
+          why = "the BenchmarkRun CRD is not installed (kubectl apply -k manifests/)";
+        } else if (!listed.ok()) {
+          why = "cannot list BenchmarkRuns: " + listed.error().ToString();
+        } else {
+          why = "the BenchmarkRun informer did not sync";
+        }
+        const auto wait = backoff.Next();
+        // One line per cause, not one per attempt.
+        if (why != said) spdlog::error("{} (retrying)", why);
+        said = why;
+        if (!kube::SystemClock::Instance().SleepFor(wait, st)) return;
+      }
+    });
   };
   le.on_stopped_leading = [&] {
     // Another controller may lead now: stop every load at once (agents
@@ -344,6 +480,9 @@ int main(int argc, char** argv) {
   app.add_option("--identity", f.identity, "This controller's name in the Leases (default: host name and pid)");
   app.add_option("--leader-election-namespace", f.leader_election_namespace, "Namespace of the leader Lease");
   app.add_option("--leader-election-id", f.leader_election_id, "Name of the leader Lease");
+  app.add_option("--leader-lease-duration", f.lease_duration, "Leader Lease duration (default 15s; also the load-slot Lease's)");
+  app.add_option("--leader-renew-deadline", f.renew_deadline, "Leader renew deadline (default 10s)");
+  app.add_option("--leader-retry-period", f.retry_period, "Leader retry period (default 2s)");
   app.add_option("--load-slot-namespace", f.load_slot_namespace,
                  "Namespace of the load-slot Lease: installations that share it never load at the same time");
   app.add_option("--load-slot-name", f.load_slot_name, "Name of the load-slot Lease");

@@ -35,6 +35,10 @@ void RunController::Stop() {
 }
 
 void RunController::RequeueAll() {
+  // The executor is idle: the run that goes next is reconciled first (not
+  // behind every queued run), then the rest, whose state may have moved on.
+  const std::string next = reconciler_.NextRunnable();
+  if (!next.empty()) queue_.Add(next);
   for (const kube::Json& o : runs_.List()) queue_.Add(KeyOf(o));
 }
 

@@ -6,6 +6,7 @@
 
 #include "common/api/cells.h"
 #include "common/api/codec.h"
+#include "common/api/conditions.h"
 
 namespace fairbench::controller {
 namespace {
@@ -14,9 +15,9 @@ using Json = nlohmann::json;
 using Steady = std::chrono::steady_clock;
 
 // Every field of status and of status.current, as the codec names them.
-constexpr const char* kStatusFields[] = {"phase",     "observedGeneration", "current",        "progress",
-                                         "completedCells", "totalCells",    "startTime",      "completionTime",
-                                         "results",   "conditions"};
+constexpr const char* kStatusFields[] = {"phase",          "observedGeneration", "current",   "nodes",
+                                         "progress",       "completedCells",     "totalCells", "startTime",
+                                         "completionTime", "results",            "conditions"};
 constexpr const char* kCurrentFields[] = {"target", "scenario", "connections", "repetition", "stage"};
 
 std::string CellKey(const api::CellResult& r) {
@@ -33,6 +34,13 @@ std::string Rate(double rps) {
   std::snprintf(buf, sizeof buf, "%.1f", rps);
   return buf;
 }
+
+api::Time WallNow() {
+  return std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now());
+}
+
+// What the node picker's refusals start with (node_picker.cc).
+bool IsPlacementMessage(const std::string& message) { return message.rfind("spec.placement", 0) == 0; }
 
 }  // namespace
 
@@ -121,6 +129,19 @@ void StatusWriter::CellEventsLocked(const report::CellRecord& cell) {
     EnqueueLocked(false, "CellFinished", CellKey(r) + ": " + Rate(r.requests_per_second) + " requests/s");
     return;
   }
+  if ((r.reason == "DeployFailed" || r.reason == "AgentsUnavailable") && IsPlacementMessage(r.message)) {
+    if (!announced_.insert("placement/" + r.message).second) return;
+    api::Condition c;
+    c.type = "Placed";
+    c.status = api::ConditionStatus::kFalse;
+    c.reason = "PlacementFailed";
+    c.message = r.message;
+    c.observed_generation = wanted_.observed_generation;
+    api::SetCondition(own_conditions_, c, WallNow());
+    ApplyOwnLocked(wanted_);
+    EnqueueLocked(true, "PlacementFailed", "target " + r.target + ": " + r.message);
+    return;
+  }
   std::string reason;
   if (r.reason == "NotReady") reason = "TargetNotReady";
   else if (r.reason == "VerificationFailed") reason = "VerificationFailed";
@@ -165,10 +186,48 @@ void StatusWriter::RunEventLocked(const api::BenchmarkRunStatus& status) {
   }
 }
 
+void StatusWriter::SetNodes(const api::RunNodes& nodes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (nodes_ == nodes) return;
+  nodes_ = nodes;
+  if (!have_wanted_) return;
+  wanted_.nodes = nodes;
+  ChangedLocked(true);
+}
+
+void StatusWriter::ApplyOwnLocked(api::BenchmarkRunStatus& status) const {
+  if (nodes_) status.nodes = nodes_;
+  for (const api::Condition& own : own_conditions_) {
+    bool replaced = false;
+    for (api::Condition& c : status.conditions) {
+      if (c.type == own.type) {
+        c = own;
+        replaced = true;
+      }
+    }
+    if (!replaced) status.conditions.push_back(own);
+  }
+}
+
+void StatusWriter::StageEventsLocked(const api::CurrentCell& current) {
+  if (!current.stage) return;
+  const api::Stage stage = *current.stage;
+  auto it = last_stage_.find(current.target);
+  const bool was_waiting = it != last_stage_.end() && it->second == api::Stage::kWaitingForSlot;
+  if (stage == api::Stage::kWaitingForSlot && !was_waiting) ++attempt_[current.target];
+  if (stage == api::Stage::kDeploying && was_waiting &&
+      announced_.insert("slot/" + current.target + "/" + std::to_string(attempt_[current.target])).second) {
+    EnqueueLocked(false, "SlotTaken", "load slot taken for target " + current.target);
+  }
+  last_stage_[current.target] = stage;
+}
+
 void StatusWriter::OnStage(const api::BenchmarkRun& run, const api::CurrentCell& current) {
   std::lock_guard<std::mutex> lock(mu_);
+  StageEventsLocked(current);
   api::BenchmarkRunStatus next = run.status;
   next.current = current;
+  ApplyOwnLocked(next);
   if (have_wanted_ && next == wanted_) return;
   wanted_ = std::move(next);
   ChangedLocked(true);
@@ -189,11 +248,35 @@ void StatusWriter::OnCellDone(const report::RunRecord& record, const report::Cel
   std::optional<api::CurrentCell> current = wanted_.current;
   wanted_ = record.run.status;
   wanted_.current = std::move(current);
-  ChangedLocked(true);
+  ApplyOwnLocked(wanted_);
   CellEventsLocked(cell);
+  ChangedLocked(true);
 }
 
-void StatusWriter::OnMessage(const std::string& /*message*/) {}
+void StatusWriter::OnMessage(const std::string& message) {
+  // The orchestrator's "target X is ready on HOST:PORT (node N)".
+  static constexpr std::string_view kPrefix = "target ";
+  static constexpr std::string_view kReady = " is ready on ";
+  if (message.rfind(kPrefix, 0) != 0) return;
+  const size_t ready = message.find(kReady);
+  if (ready == std::string::npos) return;
+  const std::string target = message.substr(kPrefix.size(), ready - kPrefix.size());
+  std::string where = message.substr(ready + kReady.size());
+  std::string node;
+  static constexpr std::string_view kNode = " (node ";
+  if (const size_t n = where.find(kNode); n != std::string::npos && where.back() == ')') {
+    node = where.substr(n + kNode.size(), where.size() - n - kNode.size() - 1);
+    where.resize(n);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string attempt = std::to_string(attempt_[target]);
+  if (!node.empty() && announced_.insert("scheduled/" + target + "/" + attempt).second) {
+    EnqueueLocked(false, "TargetScheduled", "target " + target + " scheduled on node " + node);
+  }
+  if (announced_.insert("ready/" + target + "/" + attempt).second) {
+    EnqueueLocked(false, "TargetReady", "target " + target + " is ready on " + where);
+  }
+}
 
 void StatusWriter::OnPersist(const report::RunRecord& record) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -201,6 +284,7 @@ void StatusWriter::OnPersist(const report::RunRecord& record) {
   wanted_ = record.run.status;
   if (wanted_.phase == api::RunPhase::kRunning) wanted_.current = std::move(current);
   else wanted_.current.reset();
+  ApplyOwnLocked(wanted_);
   ChangedLocked(true);
   RunEventLocked(wanted_);
 }

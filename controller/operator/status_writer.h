@@ -6,7 +6,7 @@
 // (application/merge-patch+json on .../benchmarkruns/NAME/status), encoded
 // by the API model's codec (api::ToJson(BenchmarkRunStatus)): phase,
 // observedGeneration, current {target, scenario, connections, repetition,
-// stage}, progress / completedCells / totalCells, startTime,
+// stage}, nodes {target, agents}, progress / completedCells / totalCells, startTime,
 // completionTime, results, conditions. A patch carries the top-level fields
 // that changed since the last write this writer made (all of them on its
 // first write), with null for a field that is no longer set, so the stored
@@ -18,7 +18,11 @@
 //   OnCellDone  the record's status (results, progress)
 //   OnStage     the run's status and the new current cell and stage
 //   OnLive      current only
-//   OnMessage, OnInterval, OnTargetUsage: ignored
+//   OnMessage   only the Events below ("target X is ready on …")
+//   OnInterval, OnTargetUsage: ignored
+//   SetNodes    status.nodes (the record does not carry them)
+// Conditions the writer itself derives (PlacementFailed, below) and the
+// nodes are kept on every status it writes, whatever the record carries.
 //
 // Writes happen on the writer's own thread: observer calls only update the
 // wanted status under a mutex and return (they never wait for the API).
@@ -35,6 +39,18 @@
 //
 // Events (through kube::EventRecorder, on the writer thread; bounded queue,
 // oldest dropped first):
+//   Normal  SlotTaken          a target went from WaitingForSlot to Deploying:
+//                              "load slot taken for target drogon"
+//   Normal  TargetScheduled    "target drogon scheduled on node N"    } from the
+//   Normal  TargetReady        "target drogon is ready on HOST:PORT"  } orchestrator's
+//                                                                     } "is ready" message
+//           (each once per target and slot attempt: a new WaitingForSlot
+//           starts a new attempt)
+//   Warning PlacementFailed    a cell failed with DeployFailed or
+//                              AgentsUnavailable whose message is the node
+//                              picker's ("spec.placement…"); also sets the
+//                              condition {type: Placed, status: False,
+//                              reason: PlacementFailed, message: the picker's}
 //   Normal  CellFinished       a cell succeeded: "drogon/hello/c100/r1: 123456.7 requests/s"
 //   Warning TargetNotReady     cells failed with NotReady          } once per
 //   Warning VerificationFailed cells skipped with VerificationFailed} target and
@@ -59,12 +75,14 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/api/benchmark_run.h"
 #include "controller/kube/backoff.h"
@@ -112,6 +130,10 @@ class StatusWriter final : public RunObserver {
   void OnMessage(const std::string& message) override;
   void OnPersist(const report::RunRecord& record) override;
 
+  // The run's nodes (status.nodes), kept on every status written from now
+  // on; written at once when a whole status is known already.
+  void SetNodes(const api::RunNodes& nodes);
+
   // Waits until the newest status and every queued Event are written,
   // writing without the rate limits; DeadlineExceeded (naming the last
   // error, or that this controller may not write) after `timeout`.
@@ -139,6 +161,9 @@ class StatusWriter final : public RunObserver {
   void EnqueueLocked(bool warning, std::string reason, std::string message);
   void CellEventsLocked(const report::CellRecord& cell);
   void RunEventLocked(const api::BenchmarkRunStatus& status);
+  void StageEventsLocked(const api::CurrentCell& current);
+  // Adds the writer's own conditions and the nodes to `status`.
+  void ApplyOwnLocked(api::BenchmarkRunStatus& status) const;
   bool MayWrite() const;
   nlohmann::json InvolvedObject() const;
 
@@ -159,6 +184,10 @@ class StatusWriter final : public RunObserver {
   int flush_waiters_ = 0;                     // guarded by mu_
   bool stop_ = false;                         // guarded by mu_
   std::set<std::string> announced_;           // guarded by mu_: (target, reason) and run outcomes
+  std::map<std::string, api::Stage> last_stage_;  // guarded by mu_: by target
+  std::map<std::string, int> attempt_;        // guarded by mu_: slot attempts by target
+  std::vector<api::Condition> own_conditions_;  // guarded by mu_
+  std::optional<api::RunNodes> nodes_;        // guarded by mu_
   StatusWriterStats stats_;                   // guarded by mu_
   nlohmann::json written_json_;               // writer thread only: the status last written
   std::thread thread_;

@@ -377,6 +377,98 @@ TEST_F(StatusWriterTest, EventsForCellsTargetsAndTheRun) {
   EXPECT_TRUE(by_reason["RunSucceeded"].empty());
 }
 
+// Catches: the stages a user waits through leaving no trace in the run's
+// Events (the slot taken, the node the target landed on, the target ready),
+// and the same Event repeated on every stage change; a lost and retaken
+// slot is a new attempt with its own Events (folded by the recorder into
+// one Event of count 2).
+TEST_F(StatusWriterTest, StageEventsOncePerTargetAndAttempt) {
+  StatusWriter& w = Start(Options());
+  report::RunRecord rec = Progress(0, 2);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    w.OnStage(rec.run, Current(100, api::Stage::kWaitingForSlot));
+    w.OnStage(rec.run, Current(100, api::Stage::kDeploying));
+    w.OnMessage("target drogon is ready on 127.0.10.1:8080 (node node-target)");
+    w.OnStage(rec.run, Current(100, api::Stage::kVerifying));
+    w.OnStage(rec.run, Current(100, api::Stage::kWarmingUp));
+    w.OnMessage("target drogon is ready on 127.0.10.1:8080 (node node-target)");  // no second Event
+    w.OnStage(rec.run, Current(100, api::Stage::kMeasuring));
+  }
+  w.OnMessage("target drogon fails scenario hello: GET / answered 500");  // not a stage Event
+  ASSERT_TRUE(w.Flush(10s).ok()) << w.stats().last_error;
+  std::map<std::string, std::vector<kube::Event>> by_reason;
+  for (auto& ev : Events()) by_reason[ev.reason].push_back(ev);
+  // The recorder folds a repeated Event into one with a count.
+  auto count = [&](const std::string& reason) {
+    int32_t n = 0;
+    for (const kube::Event& ev : by_reason[reason]) n += ev.count;
+    return n;
+  };
+  ASSERT_EQ(by_reason["SlotTaken"].size(), 1u);
+  EXPECT_EQ(count("SlotTaken"), 2);
+  EXPECT_EQ(by_reason["SlotTaken"][0].type, "Normal");
+  EXPECT_EQ(by_reason["SlotTaken"][0].message, "load slot taken for target drogon");
+  ASSERT_EQ(by_reason["TargetScheduled"].size(), 1u);
+  EXPECT_EQ(count("TargetScheduled"), 2);
+  EXPECT_EQ(by_reason["TargetScheduled"][0].message, "target drogon scheduled on node node-target");
+  ASSERT_EQ(by_reason["TargetReady"].size(), 1u);
+  EXPECT_EQ(count("TargetReady"), 2);
+  EXPECT_EQ(by_reason["TargetReady"][0].type, "Normal");
+  EXPECT_EQ(by_reason["TargetReady"][0].message, "target drogon is ready on 127.0.10.1:8080");
+  EXPECT_EQ(by_reason.size(), 3u);
+}
+
+// Catches: a placement the node picker refuses showing only on each failed
+// cell: the run gets the condition Placed=False/PlacementFailed with the
+// picker's message (kept by later writes of the record) and one Warning
+// Event.
+TEST_F(StatusWriterTest, PlacementFailureIsAConditionAndOneEvent) {
+  StatusWriter& w = Start(Options());
+  report::RunRecord rec = Progress(2, 2);
+  const std::string why = "spec.placement.target.nodeName: node \"node-missing\" does not exist";
+  for (auto& c : rec.cells) {
+    c.result.state = api::CellState::kFailed;
+    c.result.reason = "DeployFailed";
+    c.result.message = why;
+  }
+  for (const auto& c : rec.cells) w.OnCellDone(rec, c);
+  w.OnPersist(Finished(2, false));
+  ASSERT_TRUE(w.Flush(10s).ok()) << w.stats().last_error;
+  const Json status = KubectlGet()["status"];
+  Json placed;
+  for (const Json& c : status["conditions"]) {
+    if (c["type"] == "Placed") placed = c;
+  }
+  ASSERT_TRUE(placed.is_object()) << status.dump(1);
+  EXPECT_EQ(placed["status"], "False");
+  EXPECT_EQ(placed["reason"], "PlacementFailed");
+  EXPECT_EQ(placed["message"], why);
+  std::vector<kube::Event> placement;
+  for (auto& ev : Events()) {
+    if (ev.reason == "PlacementFailed") placement.push_back(ev);
+  }
+  ASSERT_EQ(placement.size(), 1u);
+  EXPECT_EQ(placement[0].type, "Warning");
+  EXPECT_NE(placement[0].message.find(why), std::string::npos);
+}
+
+// Catches: the run's nodes missing from status (kubectl cannot show where it
+// ran) or dropped by the next write of the record, which does not carry
+// them.
+TEST_F(StatusWriterTest, NodesAreWrittenAndKept) {
+  StatusWriter& w = Start(Options());
+  w.SetNodes(api::RunNodes{"node-target", {}});
+  w.OnPersist(Progress(0, 2));
+  ASSERT_TRUE(w.Flush(10s).ok()) << w.stats().last_error;
+  EXPECT_EQ(KubectlGet()["status"]["nodes"], (Json{{"target", "node-target"}}));
+  w.SetNodes(api::RunNodes{"node-target", {"node-load-1", "node-load-2"}});
+  w.OnPersist(Progress(1, 2));
+  w.OnPersist(Finished(2, true));
+  ASSERT_TRUE(w.Flush(10s).ok()) << w.stats().last_error;
+  EXPECT_EQ(KubectlGet()["status"]["nodes"],
+            (Json{{"target", "node-target"}, {"agents", {"node-load-1", "node-load-2"}}}));
+}
+
 // Catches: OnLive before any whole status writing current alone, which
 // would null the phase and conditions the reconciler wrote.
 TEST_F(StatusWriterTest, LiveAloneWritesNothing) {

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -48,11 +49,6 @@ int FreePort() {
   getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
   close(fd);
   return ntohs(a.sin_port);
-}
-
-std::string StringAt(const json& j, const std::string& pointer) {
-  const json::json_pointer ptr(pointer);
-  return j.contains(ptr) && j.at(ptr).is_string() ? j.at(ptr).get<std::string>() : "";
 }
 
 template <typename F>
@@ -114,6 +110,10 @@ class OperatorE2eTest : public ::testing::Test {
     Controller("ctl-1");
     Controller("ctl-2");
   }
+  void TearDown() override {
+    // Controllers first: they would otherwise see their API server go.
+    for (const char* c : {"ctl-1", "ctl-2", "other-1"}) processes_.erase(c);
+  }
 
   void Start(const std::string& name, std::vector<std::string> argv) {
     SubprocessOptions o;
@@ -130,11 +130,18 @@ class OperatorE2eTest : public ::testing::Test {
                  "--pod-ip-base", ip_base, "--listen", "127.0.0.1:0", "--log-dir", (root_ / node).string(),
                  "--heartbeat", "1s"});
   }
-  void Controller(const std::string& id) {
-    const std::string agent = "127.0.0.1:" + std::to_string(agent_port_);
+  // One controller of an installation: `ns` is the namespace it watches
+  // and puts its pods, Secret and leader Lease in; every installation
+  // shares the load-slot Lease in "default". Short leases, so that a
+  // standby takes over in seconds.
+  void Controller(const std::string& id, const std::string& ns = "default", int agent_port = 0,
+                  const std::string& election = "fairbench-controller") {
+    const std::string agent = "127.0.0.1:" + std::to_string(agent_port != 0 ? agent_port : agent_port_);
     Start(id, {testing::BinaryPath("fairbench-controller"), "--kubeconfig", kubeconfig_, "--identity", id,
-               "--agent-listen", agent, "--agent-address", agent, "--agent-image", "example.org/fairbench/agent:dev",
-               "--nofile-helper-path", testing::BinaryPath("fairbench-nofile"), "--agent-timeout", "60s"});
+               "--namespace", ns, "--pod-namespace", ns, "--leader-election-id", election, "--agent-listen", agent,
+               "--agent-address", agent, "--agent-image", "example.org/fairbench/agent:dev", "--nofile-helper-path",
+               testing::BinaryPath("fairbench-nofile"), "--agent-timeout", "60s", "--leader-lease-duration", "4s",
+               "--leader-renew-deadline", "3s", "--leader-retry-period", "500ms"});
   }
   std::string Logs() {
     std::string out;
@@ -158,12 +165,24 @@ class OperatorE2eTest : public ::testing::Test {
     EXPECT_EQ(r.exit_code, 0) << "kubectl" << shown << "\n" << r.out << r.err;
     return r.out;
   }
-  json Get(const std::string& what) {
-    auto r = Run({"get", what, "-o", "json"});
+  json Get(const std::string& what, const std::string& ns = "default") {
+    auto r = Run({"get", what, "-n", ns, "-o", "json"});
     return r.exit_code == 0 ? json::parse(r.out, nullptr, false) : json();
   }
-  std::string Phase(const std::string& run) {
-    return Run({"get", "br", run, "-o", "jsonpath={.status.phase}"}).out;
+  std::string Phase(const std::string& run, const std::string& ns = "default") {
+    return Run({"get", "br", run, "-n", ns, "-o", "jsonpath={.status.phase}"}).out;
+  }
+  bool Finishes(const std::string& run, const std::string& ns = "default", std::chrono::seconds timeout = 120s) {
+    return Eventually(
+        [&] {
+          const std::string p = Phase(run, ns);
+          return p == "Succeeded" || p == "Failed" || p == "Cancelled";
+        },
+        timeout);
+  }
+  // The identity holding the leader Lease.
+  std::string Leader(const std::string& ns = "default") {
+    return Run({"get", "lease", "fairbench-controller", "-n", ns, "-o", "jsonpath={.spec.holderIdentity}"}).out;
   }
   std::string Target(const std::string& name, const std::string& server, const std::string& memory = "256Mi") {
     // A port of its own: the pods share this machine's loopback, where a
@@ -175,17 +194,19 @@ class OperatorE2eTest : public ::testing::Test {
            // Below this machine's hard limit (20,000), which the helper cannot raise here.
            "    nofile: 8192\n";
   }
-  void ApplyRun(const std::string& name, const std::string& targets, const std::string& duration = "1s") {
+  void ApplyRun(const std::string& name, const std::string& targets, const std::string& duration = "1s",
+                const std::string& ns = "default", const std::string& connections = "[8]", int agents = 2,
+                const std::string& load_role = "load") {
     const std::string text = "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: " + name +
-                             "}\nspec:\n  targets:\n" + targets +
+                             ", namespace: " + ns + "}\nspec:\n  targets:\n" + targets +
                              "  scenarios:\n  - name: hello\n    request: {path: /}\n"
                              "    expect: {status: 200, body: \"Hello, World!\"}\n"
-                             "  load: {threads: 1, connections: [8], warmup: 300ms, duration: " + duration +
-                             ", timeout: 1s, agents: 2}\n"
+                             "  load: {threads: 1, connections: " + connections + ", warmup: 300ms, duration: " + duration +
+                             ", timeout: 1s, agents: " + std::to_string(agents) + "}\n"
                              "  cooldown: 200ms\n"
                              "  placement:\n"
                              "    target: {nodeSelector: {fairbench.dev/role: target}}\n"
-                             "    agents: {nodeSelector: {fairbench.dev/role: load}}\n";
+                             "    agents: {nodeSelector: {fairbench.dev/role: " + load_role + "}}\n";
     const fs::path file = root_ / (name + ".yaml");
     std::ofstream(file) << text;
     Ok({"apply", "-f", file.string()});
@@ -220,14 +241,6 @@ TEST_F(OperatorE2eTest, ARunGoesFromApplyToSucceededOneTargetAtATime) {
     EXPECT_EQ(r["state"], "Succeeded") << r.dump();
     EXPECT_GT(r["requests"].get<uint64_t>(), 100u) << r.dump();
   }
-  // The agents ran on the load nodes, one on each, never on the target's.
-  const json agents = Get("pods");
-  std::set<std::string> agent_nodes;
-  for (const json& p : agents["items"]) {
-    if (StringAt(p, "/metadata/labels/app.kubernetes.io~1name") != "fairbench-agent") continue;
-    agent_nodes.insert(StringAt(p, "/spec/nodeName"));
-  }
-  EXPECT_EQ(agent_nodes, (std::set<std::string>{"node-load-1", "node-load-2"}));
   // Each target logged its own requests: none of alpha's fall in beta's
   // busy time and the other way round (the load slot held one at a time).
   const auto alpha = RequestLog(root_ / "alpha.requests");
@@ -259,8 +272,112 @@ TEST_F(OperatorE2eTest, ARunGoesFromApplyToSucceededOneTargetAtATime) {
     EXPECT_EQ(record["cells"][i]["result"]["requests"], run["status"]["results"][i]["requests"]);
   }
   EXPECT_TRUE(fs::exists(fetched / "report.md"));
+  // The agents ran on the load nodes, one on each, never on the target's
+  // (the record says where), and are gone once the run is over.
+  bool placed = false;
+  for (const json& note : record["environment"]["notes"]) {
+    placed |= note.get<std::string>().find("target on node node-target, 2 agent(s) on node(s) node-load-1, node-load-2") !=
+              std::string::npos;
+  }
+  EXPECT_TRUE(placed) << record["environment"].dump(1);
+  EXPECT_TRUE(Eventually([&] { return Get("pods")["items"].empty(); }, 20s)) << Get("pods").dump(1);
   // The target pods are gone; nothing else of the run's is left but its agents and record.
   EXPECT_TRUE(Eventually([&] { return Run({"get", "pod", "duo-alpha"}).exit_code != 0; }, 10s));
+}
+
+
+// The last moment (seconds since the epoch) at which a target's request
+// log shows it serving, or 0.
+double LastServed(const fs::path& log) {
+  double last = 0;
+  for (const Bucket& b : RequestLog(log)) {
+    if (b.count > 0) last = std::max(last, b.start + 0.1);
+  }
+  return last;
+}
+
+double Now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
+
+// Catches: a deleted run left loading (the load must stop within a second),
+// its pods or ConfigMaps left behind, the deletion hanging on the finalizer.
+TEST_F(OperatorE2eTest, DeletingARunMidCellStopsItsLoadAndLeavesNothing) {
+  ApplyRun("doomed", Target("alpha", "httplib"), "30s");
+  ASSERT_TRUE(Eventually([&] { return LastServed(root_ / "alpha.requests") > Now() - 0.5; }, 60s))
+      << "the load never started\n" << Logs();
+  const double deleted_at = Now();
+  Ok({"delete", "br", "doomed", "--wait=false"});
+  ASSERT_TRUE(Eventually([&] { return Run({"get", "br", "doomed"}).exit_code != 0; }, 30s)) << Logs();
+  std::this_thread::sleep_for(500ms);  // the target's last 100 ms bucket is written
+  EXPECT_LT(LastServed(root_ / "alpha.requests"), deleted_at + 1.0) << "load went on after the run was deleted";
+  EXPECT_TRUE(Eventually([&] { return Get("pods")["items"].empty(); }, 30s)) << Get("pods").dump(1);
+  EXPECT_TRUE(Get("configmaps")["items"].empty() ||
+              Run({"get", "configmaps", "-l", "fairbench.dev/run=doomed", "-o", "name"}).out.empty());
+}
+
+// Catches: a standby that does not take over, or that loses or repeats a
+// cell the dead leader finished (the record in the ConfigMaps is the truth).
+TEST_F(OperatorE2eTest, WhenTheLeaderDiesTheStandbyResumesKeepingFinishedCells) {
+  ApplyRun("resumed", Target("alpha", "httplib") + Target("beta", "beast"), "1s", "default", "[8, 16]");
+  json before;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        before = Get("br/resumed");
+        const json::json_pointer completed("/status/completedCells");
+        return before.contains(completed) && before.at(completed).is_number() && before.at(completed).get<int>() >= 1;
+      },
+      90s))
+      << Logs();
+  const std::string leader = Leader();
+  ASSERT_TRUE(leader == "ctl-1" || leader == "ctl-2") << leader;
+  const std::string standby = leader == "ctl-1" ? "ctl-2" : "ctl-1";
+  const json finished = before["status"]["results"];
+  processes_.erase(leader);  // SIGKILL, as a node failure would
+  ASSERT_TRUE(Finishes("resumed", "default", 150s)) << Phase("resumed") << "\n" << Logs();
+  EXPECT_EQ(Leader(), standby);
+  const json run = Get("br/resumed");
+  ASSERT_EQ(run["status"]["phase"], "Succeeded") << run["status"].dump(1) << Logs();
+  ASSERT_EQ(run["status"]["results"].size(), 4u);
+  // Every cell finished before the failover is there unchanged: not lost,
+  // not measured again.
+  for (const json& old : finished) {
+    bool kept = false;
+    for (const json& now : run["status"]["results"]) {
+      if (now["target"] == old["target"] && now["connections"] == old["connections"]) {
+        EXPECT_EQ(now["requests"], old["requests"]) << "cell measured again: " << now.dump();
+        EXPECT_EQ(now["startTime"], old["startTime"]);
+        kept = true;
+      }
+    }
+    EXPECT_TRUE(kept) << "lost: " << old.dump();
+  }
+  EXPECT_NE(ReadFile(root_ / (standby + ".log")).find("resuming:"), std::string::npos) << Logs();
+}
+
+// Catches: the load slot not shared between installations (two targets
+// under load at once): two installations, each leading in its own
+// namespace, run at the same time and still load one target at a time.
+TEST_F(OperatorE2eTest, TwoInstallationsShareTheLoadSlot) {
+  std::ofstream(root_ / "other.yaml") << "apiVersion: v1\nkind: Namespace\nmetadata: {name: other}\n";
+  Ok({"apply", "-f", (root_ / "other.yaml").string()});
+  // The other installation's agents get a load node of their own; the
+  // target node (one CPU: one target pod at a time fits) is shared.
+  Kubelet("node-load-3", "1", "fairbench.dev/role=load-other", "127.0.13");
+  Controller("other-1", "other", FreePort());
+  ApplyRun("mine", Target("alpha", "httplib"), "2s");
+  ApplyRun("theirs", Target("beta", "beast"), "2s", "other", "[8]", 1, "load-other");
+  ASSERT_TRUE(Finishes("mine")) << Logs();
+  ASSERT_TRUE(Finishes("theirs", "other")) << Logs();
+  EXPECT_EQ(Phase("mine"), "Succeeded") << Logs();
+  EXPECT_EQ(Phase("theirs", "other"), "Succeeded") << Logs();
+  const auto alpha = RequestLog(root_ / "alpha.requests");
+  const auto beta = RequestLog(root_ / "beta.requests");
+  ASSERT_FALSE(alpha.empty());
+  ASSERT_FALSE(beta.empty());
+  // The two targets' busy spans do not overlap.
+  const double alpha_from = alpha.front().start, alpha_to = alpha.back().start + 0.1;
+  const double beta_from = beta.front().start, beta_to = beta.back().start + 0.1;
+  EXPECT_TRUE(alpha_to <= beta_from + 0.05 || beta_to <= alpha_from + 0.05)
+      << std::fixed << "alpha " << alpha_from << ".." << alpha_to << ", beta " << beta_from << ".." << beta_to;
 }
 
 }  // namespace

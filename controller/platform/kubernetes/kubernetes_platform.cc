@@ -87,12 +87,17 @@ std::optional<std::string> PodGone(const Json& pod, const std::string& container
   return std::nullopt;
 }
 
-// "Pending, container waiting: ImagePullBackOff" — for timeouts.
+// "Pending, container waiting: ErrImagePull (the kubelet's message)" — for
+// timeouts.
 std::string PodStateText(const Json& pod, const std::string& container) {
   std::string out = Str(Obj(pod, "status"), "phase");
   if (out.empty()) out = "no status yet";
   const Json& waiting = Obj(Obj(ContainerStatus(pod, "containerStatuses", container), "state"), "waiting");
-  if (!waiting.empty()) out += ", container waiting: " + Str(waiting, "reason");
+  if (!waiting.empty()) {
+    out += ", container waiting: " + Str(waiting, "reason");
+    // The kubelet's message names the cause (the image, the missing Secret key).
+    if (const std::string message = Str(waiting, "message"); !message.empty()) out += " (" + message + ")";
+  }
   if (Obj(ContainerStatus(pod, "containerStatuses", container), "state").contains("running")) {
     out += ", running but not Ready";
   }
@@ -300,8 +305,38 @@ std::optional<k8s::NodeChoice> KubernetesPlatform::node_choice(const std::string
 }
 
 Status KubernetesPlatform::DeleteAndWait(const std::string& name, int64_t grace, std::stop_token stop) {
-  return DeletePodAndWait(client_, ns_, name, grace, options_.teardown_timeout, options_.poll_interval,
+  if (grace <= 0) {
+    return DeletePodAndWait(client_, ns_, name, 0, options_.teardown_timeout, options_.poll_interval,
+                            options_.api_call_timeout, std::move(stop));
+  }
+  // Gracefully first, so that the kubelet stops the containers and frees
+  // their CPUs before the pod goes; a kubelet that does not finish it (its
+  // node is gone) gets a few seconds past the grace period, then the pod is
+  // deleted at once.
+  const auto graceful = std::min<std::chrono::milliseconds>(
+      options_.teardown_timeout, std::chrono::seconds(grace) + std::chrono::seconds(5));
+  Status s = DeletePodAndWait(client_, ns_, name, grace, graceful, options_.poll_interval, options_.api_call_timeout,
+                              stop);
+  if (s.code() != Status::Code::kDeadlineExceeded) return s;
+  spdlog::warn("pod {}/{} was not removed by its kubelet: deleting it at once", ns_, name);
+  return DeletePodAndWait(client_, ns_, name, 0, options_.teardown_timeout, options_.poll_interval,
                           options_.api_call_timeout, std::move(stop));
+}
+
+Status KubernetesPlatform::ReleaseRun(const std::string& run) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    choices_.erase(run);
+  }
+  kube::ListOptions selector;
+  selector.label_selector = k8s::RunPodsSelector(run);
+  auto pods = client_.List(kube::resources::Pods(), ns_, selector);
+  if (!pods.ok()) return Status::Unavailable("pods of run " + run + ": " + pods.error().message);
+  for (const Json& pod : pods->items) {
+    const std::string name = Str(Obj(pod, "metadata"), "name");
+    if (Status s = DeleteAndWait(name, options_.grace_period_seconds, {}); !s.ok()) return s;
+  }
+  return Status::Ok();
 }
 
 Result<std::unique_ptr<TargetInstance>> KubernetesPlatform::Deploy(const DeployRequest& request, std::stop_token stop) {
@@ -339,9 +374,11 @@ Result<std::unique_ptr<TargetInstance>> KubernetesPlatform::Deploy(const DeployR
   auto created = client_.Create(kube::resources::Pods(), ns_, tmpl.pod, w);
   if (!created.ok() && created.reason() == kube::Reason::kAlreadyExists) {
     // A pod left by an interrupted run (or an earlier leader): it may be in
-    // any state, so it goes and a fresh one is made.
+    // any state, so it goes and a fresh one is made — after its kubelet has
+    // stopped it (a graceful delete ends when the kubelet removes the pod),
+    // so that its CPUs and memory are free again for the new one.
     spdlog::info("deleting stale target pod {}/{}", ns_, pod_name);
-    if (Status s = DeleteAndWait(pod_name, 0, stop); !s.ok()) return s;
+    if (Status s = DeleteAndWait(pod_name, options_.grace_period_seconds, stop); !s.ok()) return s;
     created = client_.Create(kube::resources::Pods(), ns_, tmpl.pod, w);
   }
   if (!created.ok()) {
@@ -387,7 +424,7 @@ Result<std::vector<std::string>> KubernetesPlatform::EnsureAgents(const AgentReq
       auto gone = PodGone(*got, k8s::kAgentContainer);
       if (gone || IsTerminating(*got)) {
         spdlog::warn("agent pod {}/{} {}; replacing it", ns_, name, gone ? *gone : "is being deleted");
-        if (Status s = DeleteAndWait(name, 0, stop); !s.ok()) return s;
+        if (Status s = DeleteAndWait(name, options_.grace_period_seconds, stop); !s.ok()) return s;
         create = true;
       }
     } else if (got.reason() == kube::Reason::kNotFound) {

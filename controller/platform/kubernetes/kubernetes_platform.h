@@ -83,6 +83,10 @@ class KubernetesPlatform final : public Platform {
   // Restores a choice recorded earlier (a resumed run).
   void SetNodeChoice(const std::string& run, k8s::NodeChoice choice);
   std::optional<k8s::NodeChoice> node_choice(const std::string& run) const;
+  // The run is over: its remaining pods (the agents) are deleted, so that
+  // their CPUs are free for the next run, and its node choice forgotten.
+  // Waits until they are gone, bounded by the teardown timeout.
+  Status ReleaseRun(const std::string& run);
 
   const std::string& ns() const { return ns_; }
 

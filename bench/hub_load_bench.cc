@@ -1,0 +1,518 @@
+// The controller's AgentHub under 100 agents: what it costs the controller
+// to take one realistic snapshot per second from each of them.
+//
+// The controller is a separate process (this program again, exec'd): the
+// real AgentHub behind StartGrpcServer on 127.0.0.1, one job per agent, each
+// job's snapshots going to its own CellAggregator as the orchestrator's
+// would. This process holds the agents: one real gRPC stream each (its own
+// channel and TCP connection, the agent's keepalive settings), Hello with
+// the token, then one snapshot per second (bench/realistic_snapshot.h,
+// encoded with common/wire.h), then JobDone.
+//
+// Measured: the controller process's CPU over the sending window
+// (/proc/<pid>/stat, every thread of it: gRPC's and the aggregation's), as
+// % of one core, and over 3 s before it with every stream open and no
+// snapshot (the keepalive pings alone); the ingest latency of each snapshot, from just before the
+// agent's Write to the aggregator's merge of it (the interval callback) —
+// both stamped with CLOCK_MONOTONIC, which all processes share — split at
+// the hub's hand-over to the job's observer (read and decoded); and the
+// controller's RSS. Targets: CPU ≤ 10 % of one core, p99 ≤ 1 ms.
+// Reference: bench/ingest_bench (decode + merge of one snapshot, 110 µs).
+//
+// Two schedules: "aligned" (every agent sends at the same instant, as the
+// agents of one cell do: they share a wall-clock start) and "staggered"
+// (sends spread evenly over the second, as independent jobs would be).
+//
+// --controller-cpu C pins the controller to CPU C and the agents to the
+// others (this process's affinity, so set it before the threads start).
+//
+//   hub_load_bench [--agents N] [--seconds S] [--schedule aligned|staggered|both] [--controller-cpu C]
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+
+#include "bench/realistic_snapshot.h"
+#include "common/wire.h"
+#include "controller/hub/agent_hub.h"
+#include "controller/hub/cell_aggregator.h"
+#include "controller/hub/grpc_server.h"
+#include "fairbench/v1/agent.grpc.pb.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;  // CLOCK_MONOTONIC: the same in both processes
+using fairbench::controller::AgentHub;
+using fairbench::controller::CellAggregator;
+namespace v1 = fairbench::v1;
+
+constexpr double kCpuTarget = 10.0;      // % of one core
+constexpr double kP99TargetUs = 1000.0;  // ingest latency p99
+
+int64_t NowNs() { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count(); }
+
+bool WriteAll(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool ReadAll(int fd, void* data, size_t n) {
+  char* p = static_cast<char*>(data);
+  while (n > 0) {
+    ssize_t r = read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+// Stamps each snapshot's arrival (the hub has read and decoded it) and
+// hands it on to the job's CellAggregator.
+class Stamping final : public fairbench::controller::JobObserver {
+ public:
+  Stamping(std::shared_ptr<CellAggregator> next, std::atomic<int64_t>* arrived, int seconds)
+      : next_(std::move(next)), arrived_(arrived), seconds_(seconds) {}
+  void OnSnapshot(const std::string& agent_id, fairbench::Snapshot snapshot) override {
+    if (snapshot.sequence >= 1 && snapshot.sequence <= static_cast<uint64_t>(seconds_)) {
+      arrived_[snapshot.sequence - 1].store(NowNs());
+    }
+    next_->OnSnapshot(agent_id, std::move(snapshot));
+  }
+  void OnDone(const std::string& agent_id, const fairbench::controller::JobSummary& summary) override {
+    next_->OnDone(agent_id, summary);
+  }
+  void OnFailed(const std::string& agent_id, const std::string& reason) override { next_->OnFailed(agent_id, reason); }
+
+ private:
+  const std::shared_ptr<CellAggregator> next_;
+  std::atomic<int64_t>* const arrived_;
+  const int seconds_;
+};
+
+// ---- The controller process ------------------------------------------------
+
+// Writes its port to `port_fd`, serves `agents` jobs of `seconds` snapshots,
+// writes the merge times (agents × seconds int64, 0 = never merged) to
+// `out_fd`, then waits for EOF on `quit_fd`.
+int ControllerMain(const std::string& token, int agents, int seconds, int port_fd, int out_fd, int quit_fd) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  spdlog::set_level(spdlog::level::warn);
+  AgentHub hub(token, "hub-load-bench");
+  auto server = fairbench::controller::StartGrpcServer(&hub, "127.0.0.1:0");
+  if (!server.ok()) {
+    std::fprintf(stderr, "controller: %s\n", server.status().message().c_str());
+    return 1;
+  }
+  const int32_t port = server->port;
+  WriteAll(port_fd, &port, sizeof port);
+  close(port_fd);
+
+  auto ids = hub.WaitForAgents(static_cast<size_t>(agents), std::chrono::seconds(60));
+  if (!ids.ok()) {
+    std::fprintf(stderr, "controller: %s\n", ids.status().message().c_str());
+    return 1;
+  }
+  // Merge times, preallocated: [agent][sequence - 1].
+  // Arrival and merge times, preallocated: [agent][sequence - 1].
+  std::vector<std::atomic<int64_t>> merged(static_cast<size_t>(agents) * static_cast<size_t>(seconds));
+  std::vector<std::atomic<int64_t>> arrived(merged.size());
+  for (auto& m : merged) m.store(0);
+  for (auto& m : arrived) m.store(0);
+  std::vector<std::shared_ptr<CellAggregator>> aggregators;
+  for (const std::string& id : *ids) {
+    const int index = std::atoi(id.c_str() + std::strlen("agent-"));
+    auto agg = std::make_shared<CellAggregator>(1);
+    agg->SetIntervalCallback([&merged, index, seconds](const fairbench::Snapshot& s) {
+      if (s.sequence >= 1 && s.sequence <= static_cast<uint64_t>(seconds)) {
+        merged[static_cast<size_t>(index) * static_cast<size_t>(seconds) + s.sequence - 1].store(NowNs());
+      }
+    });
+    v1::LoadJob job;
+    job.set_job_id("job-" + std::to_string(index));
+    job.set_host("127.0.0.1");
+    job.set_port(80);
+    job.set_connections(100);
+    job.set_threads(1);
+    job.set_duration_ns(int64_t{seconds} * 1'000'000'000);
+    job.set_interval_ns(1'000'000'000);
+    job.set_keep_alive(true);
+    auto stamping = std::make_shared<Stamping>(agg, &arrived[static_cast<size_t>(index) * static_cast<size_t>(seconds)], seconds);
+    if (auto s = hub.StartJob(id, job, stamping); !s.ok()) {
+      std::fprintf(stderr, "controller: %s\n", s.message().c_str());
+      return 1;
+    }
+    aggregators.push_back(std::move(agg));
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(seconds + 60);
+  int failures = 0;
+  for (auto& agg : aggregators) {
+    if (agg->Wait(deadline) != CellAggregator::Outcome::kDone && failures++ == 0) {
+      std::fprintf(stderr, "controller: a job did not end well: %s\n", agg->failure().c_str());
+    }
+  }
+  for (auto& agg : aggregators) agg->SetIntervalCallback(nullptr);
+  std::vector<int64_t> out(2 * merged.size());
+  for (size_t i = 0; i < merged.size(); ++i) {
+    out[i] = arrived[i].load();
+    out[merged.size() + i] = merged[i].load();
+  }
+  WriteAll(out_fd, out.data(), out.size() * sizeof(int64_t));
+  close(out_fd);
+  char c;
+  while (read(quit_fd, &c, 1) > 0) {
+  }
+  hub.Shutdown();
+  server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  return 0;
+}
+
+// ---- /proc readings of the controller -------------------------------------
+
+double CpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  const size_t close_paren = line.rfind(')');
+  if (close_paren == std::string::npos) return -1;
+  std::istringstream rest(line.substr(close_paren + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+double StatusKiB(pid_t pid, const std::string& key) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key + ":", 0) == 0) return std::atof(line.c_str() + key.size() + 1);
+  }
+  return -1;
+}
+
+// ---- The agents (this process) ---------------------------------------------
+
+struct Result {
+  bool ok = false;
+  double cpu_percent = 0;
+  double idle_cpu_percent = 0;  // streams open, no snapshots
+  double p50_us = 0, p99_us = 0, max_us = 0;
+  size_t samples = 0, missing = 0;
+  double rss_mib = 0, hwm_mib = 0;
+  // p50, p99, max of the parts: the agent's Write call; send → the hub
+  // has read and decoded it (transport, gRPC, decode); → merged.
+  double write[3] = {}, transport[3] = {}, merge[3] = {};
+  uint64_t connections_ok = 0;
+};
+
+Result RunOnce(int agents, int seconds, bool aligned, int controller_cpu) {
+  Result result;
+  const std::string token = fairbench::controller::NewAgentToken();
+  int port_pipe[2], out_pipe[2], quit_pipe[2];
+  if (pipe(port_pipe) != 0 || pipe(out_pipe) != 0 || pipe(quit_pipe) != 0) return result;
+  std::fflush(nullptr);
+  // The controller is this program again (exec'd: a fresh process, no state
+  // of this one's gRPC), told which descriptors to use.
+  const pid_t child = fork();
+  if (child < 0) return result;
+  if (child == 0) {
+    close(port_pipe[0]);
+    close(out_pipe[0]);
+    close(quit_pipe[1]);
+    if (controller_cpu >= 0) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(controller_cpu, &set);
+      sched_setaffinity(0, sizeof set, &set);
+    }
+    const std::string a = std::to_string(agents), sec = std::to_string(seconds), p = std::to_string(port_pipe[1]),
+                      o = std::to_string(out_pipe[1]), q = std::to_string(quit_pipe[0]);
+    execl("/proc/self/exe", "hub_load_bench", "--controller", token.c_str(), a.c_str(), sec.c_str(), p.c_str(),
+          o.c_str(), q.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(port_pipe[1]);
+  close(out_pipe[1]);
+  close(quit_pipe[0]);
+  struct Reaper {
+    pid_t pid;
+    int quit_fd;
+    ~Reaper() {
+      if (quit_fd >= 0) close(quit_fd);
+      for (int i = 0; i < 50; ++i) {  // up to 5 s to end by itself
+        if (waitpid(pid, nullptr, WNOHANG) == pid) return;
+        usleep(100'000);
+      }
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  } reaper{child, quit_pipe[1]};
+
+  int32_t port = 0;
+  if (!ReadAll(port_pipe[0], &port, sizeof port)) {
+    std::fprintf(stderr, "the controller did not start\n");
+    return result;
+  }
+  close(port_pipe[0]);
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  if (controller_cpu >= 0) {  // the agents on the other CPUs
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c = 0; c < CPU_SETSIZE && c < static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)); ++c) {
+      if (c != controller_cpu) CPU_SET(c, &set);
+    }
+    if (CPU_COUNT(&set) > 0) sched_setaffinity(0, sizeof set, &set);
+  }
+
+  // One encoded snapshot per second of the job (the job id set per agent).
+  std::vector<v1::Snapshot> snapshots(static_cast<size_t>(seconds));
+  fairbench::Counters totals;
+  for (int k = 0; k < seconds; ++k) {
+    const fairbench::Snapshot s = fairbench::bench::RealisticSnapshot(static_cast<uint64_t>(k) + 1);
+    fairbench::wire::ToProto(s, "", &snapshots[static_cast<size_t>(k)]);
+    totals.Add(s.stats.counters);
+  }
+
+  std::vector<int64_t> sent(static_cast<size_t>(agents) * static_cast<size_t>(seconds), 0);
+  std::vector<int64_t> written(sent.size(), 0);  // when Write returned
+  std::atomic<int64_t> start_ns{0};
+  std::atomic<int> ready{0}, failed{0};
+  std::atomic<uint64_t> finished_ok{0};
+  std::atomic<int> complaints{0};  // failures printed (the first few)
+  std::barrier sync(agents + 1);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < agents; ++i) {
+    threads.emplace_back([&, i] {
+      grpc::ChannelArguments args;  // fairbench-agent's own, plus: a connection of its own
+      args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 500);
+      args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 500);
+      args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+      args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+      args.SetInt("fairbench.bench_agent", i);
+      auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+      auto stub = v1::AgentHub::NewStub(channel);
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds + 120));
+      auto stream = stub->Connect(&ctx);
+      v1::AgentMessage hello;
+      hello.mutable_hello()->set_agent_id("agent-" + std::to_string(i));
+      hello.mutable_hello()->set_node("bench");
+      hello.mutable_hello()->set_cores(1);
+      hello.mutable_hello()->set_version("hub_load_bench");
+      hello.mutable_hello()->set_token(token);
+      v1::ControllerMessage in;
+      std::string job_id;
+      // Welcome and the LoadJob, in either order (as the real agent takes
+      // them: the hub may queue the job before the Welcome).
+      bool ok = stream->Write(hello);
+      bool welcomed = false;
+      while (ok && (!welcomed || job_id.empty())) {
+        ok = stream->Read(&in);
+        if (ok && in.has_welcome()) welcomed = true;
+        if (ok && in.has_load_job()) job_id = in.load_job().job_id();
+      }
+      if (!ok) {
+        failed.fetch_add(1);
+        std::fprintf(stderr, "agent-%d: no Welcome and LoadJob (last message: %d)\n", i, static_cast<int>(in.body_case()));
+      }
+      // A read always outstanding, as the real agent has (its Run() reads
+      // the stream): it is what drives the transport here, keepalive ping
+      // acks included. Ends when the controller ends the stream.
+      std::thread reader([&stream] {
+        v1::ControllerMessage ignored;
+        while (stream->Read(&ignored)) {
+        }
+      });
+      ready.fetch_add(1);
+      sync.arrive_and_wait();  // every agent has its job
+      if (ok && failed.load() == 0) {
+        const int64_t offset = aligned ? 0 : int64_t{1'000'000'000} * i / agents;
+        for (int k = 0; k < seconds && ok; ++k) {
+          const int64_t when = start_ns.load() + int64_t{k + 1} * 1'000'000'000 + offset;
+          std::this_thread::sleep_until(Clock::time_point(std::chrono::nanoseconds(when)));
+          v1::AgentMessage m;
+          *m.mutable_snapshot() = snapshots[static_cast<size_t>(k)];
+          m.mutable_snapshot()->set_job_id(job_id);
+          sent[static_cast<size_t>(i) * static_cast<size_t>(seconds) + static_cast<size_t>(k)] = NowNs();
+          ok = stream->Write(m);
+          written[static_cast<size_t>(i) * static_cast<size_t>(seconds) + static_cast<size_t>(k)] = NowNs();
+        }
+        v1::AgentMessage done;
+        done.mutable_job_done()->set_job_id(job_id);
+        done.mutable_job_done()->set_last_sequence(static_cast<uint64_t>(seconds));
+        fairbench::wire::ToProto(totals, done.mutable_job_done()->mutable_totals());
+        done.mutable_job_done()->set_measure_seconds(seconds);
+        ok = ok && stream->Write(done);
+        if (!ok && complaints.fetch_add(1) < 3) std::fprintf(stderr, "agent-%d: a write failed\n", i);
+      }
+      stream->WritesDone();
+      if (!ok) ctx.TryCancel();
+      reader.join();
+      grpc::Status st = stream->Finish();
+      if (!st.ok() && complaints.fetch_add(1) < 3) {
+        std::fprintf(stderr, "agent-%d: stream ended: %s\n", i, st.error_message().c_str());
+      }
+      if (ok && st.ok()) finished_ok.fetch_add(1);
+    });
+  }
+  // Wait (bounded by the agents' own deadlines) until every agent has its job.
+  for (int i = 0; i < 600 && ready.load() < agents; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (ready.load() < agents) {
+    std::fprintf(stderr, "only %d of %d agents connected\n", ready.load(), agents);
+    kill(child, SIGKILL);  // the streams break, the threads end
+  }
+  // The controller's baseline: every stream open, every job started, no
+  // snapshot yet (the keepalive pings of the agents only).
+  const double idle0 = CpuSeconds(child);
+  const int64_t idle_t0 = NowNs();
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  result.idle_cpu_percent = 100.0 * (CpuSeconds(child) - idle0) / (static_cast<double>(NowNs() - idle_t0) / 1e9);
+  start_ns.store(NowNs());
+  const double cpu0 = CpuSeconds(child);
+  const int64_t t0 = NowNs();
+  sync.arrive_and_wait();
+  // The window: from the start to just after the last send (plus the
+  // staggered schedule's spread), the keepalive pings of 100 agents included.
+  std::this_thread::sleep_until(Clock::time_point(std::chrono::nanoseconds(start_ns.load() + int64_t{seconds} * 1'000'000'000 +
+                                                                           (aligned ? 0 : 1'000'000'000) + 200'000'000)));
+  const double cpu1 = CpuSeconds(child);
+  const int64_t t1 = NowNs();
+  for (auto& t : threads) t.join();
+  result.connections_ok = finished_ok.load();
+  if (failed.load() > 0) {
+    std::fprintf(stderr, "%d agents were refused or got no job\n", failed.load());
+    return result;
+  }
+
+  std::vector<int64_t> arrived(sent.size(), 0), merged(sent.size(), 0);
+  if (!ReadAll(out_pipe[0], arrived.data(), arrived.size() * sizeof(int64_t)) ||
+      !ReadAll(out_pipe[0], merged.data(), merged.size() * sizeof(int64_t))) {
+    std::fprintf(stderr, "no merge times from the controller\n");
+    return result;
+  }
+  close(out_pipe[0]);
+  result.rss_mib = StatusKiB(child, "VmRSS") / 1024;
+  result.hwm_mib = StatusKiB(child, "VmHWM") / 1024;
+
+  std::vector<double> lat, write, transport, merge;
+  for (size_t i = 0; i < sent.size(); ++i) {
+    if (sent[i] == 0 || merged[i] == 0 || arrived[i] == 0) {
+      ++result.missing;
+      continue;
+    }
+    lat.push_back(static_cast<double>(merged[i] - sent[i]) / 1e3);
+    write.push_back(static_cast<double>(written[i] - sent[i]) / 1e3);
+    transport.push_back(static_cast<double>(arrived[i] - sent[i]) / 1e3);
+    merge.push_back(static_cast<double>(merged[i] - arrived[i]) / 1e3);
+  }
+  result.samples = lat.size();
+  auto pcts = [](std::vector<double>& v, double* p50, double* p99, double* max) {
+    if (v.empty()) return;
+    std::sort(v.begin(), v.end());
+    auto at = [&](double p) { return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))]; };
+    *p50 = at(0.50);
+    *p99 = at(0.99);
+    *max = v.back();
+  };
+  pcts(lat, &result.p50_us, &result.p99_us, &result.max_us);
+  pcts(write, &result.write[0], &result.write[1], &result.write[2]);
+  pcts(transport, &result.transport[0], &result.transport[1], &result.transport[2]);
+  pcts(merge, &result.merge[0], &result.merge[1], &result.merge[2]);
+  result.cpu_percent = 100.0 * (cpu1 - cpu0) / (static_cast<double>(t1 - t0) / 1e9);
+  result.ok = result.missing == 0;
+  return result;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  signal(SIGPIPE, SIG_IGN);
+  if (argc == 8 && std::string(argv[1]) == "--controller") {
+    return ControllerMain(argv[2], std::atoi(argv[3]), std::atoi(argv[4]), std::atoi(argv[5]), std::atoi(argv[6]),
+                          std::atoi(argv[7]));
+  }
+  int agents = 100, seconds = 20;
+  std::string schedule = "both";
+  int controller_cpu = -1;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--agents") agents = std::atoi(argv[i + 1]);
+    else if (flag == "--seconds") seconds = std::atoi(argv[i + 1]);
+    else if (flag == "--schedule") schedule = argv[i + 1];
+    else if (flag == "--controller-cpu") controller_cpu = std::atoi(argv[i + 1]);
+    else {
+      std::fprintf(stderr, "usage: %s [--agents N] [--seconds S] [--schedule aligned|staggered|both] [--controller-cpu C]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (agents < 1 || agents > 1000 || seconds < 1 || seconds > 600) {
+    std::fprintf(stderr, "agents 1..1000, seconds 1..600\n");
+    return 2;
+  }
+  std::vector<std::pair<std::string, bool>> runs;
+  if (schedule == "aligned" || schedule == "both") runs.emplace_back("aligned", true);
+  if (schedule == "staggered" || schedule == "both") runs.emplace_back("staggered", false);
+
+  std::printf("AgentHub: %d agents (one gRPC stream each), 1 realistic snapshot/s per agent, %d s, controller in its own process\n",
+              agents, seconds);
+  std::printf("reference: bench/ingest_bench BM_IngestSnapshot (decode + merge of one snapshot, one thread)\n\n");
+  std::printf("%-10s | %-24s | %-28s | %-28s | %-10s | %-20s | %s\n", "schedule", "controller CPU (≤ 10 %)",
+              "ingest p50 / p99 (≤ 1 ms)", "ingest max", "snapshots", "controller RSS / peak", "met");
+  bool all_ok = true;
+  for (const auto& [name, aligned] : runs) {
+    Result r = RunOnce(agents, seconds, aligned, controller_cpu);
+    if (!r.ok) {
+      std::printf("%-10s | failed (%zu of %d snapshots merged, %zu missing)\n", name.c_str(), r.samples, agents * seconds,
+                  r.missing);
+      all_ok = false;
+      continue;
+    }
+    const bool cpu_met = r.cpu_percent <= kCpuTarget;
+    const bool p99_met = r.p99_us <= kP99TargetUs;
+    all_ok = all_ok && cpu_met && p99_met;
+    std::printf("%-10s | %21.1f %% | %10.0f µs / %8.0f µs | %24.0f µs | %10zu | %7.1f / %7.1f MiB | CPU %s, p99 %s\n",
+                name.c_str(), r.cpu_percent, r.p50_us, r.p99_us, r.max_us, r.samples, r.rss_mib, r.hwm_mib,
+                cpu_met ? "yes" : "NO", p99_met ? "yes" : "NO");
+    std::printf("%-10s |   controller CPU with every stream open and no snapshot (keepalive only): %.1f %%; "
+                "per snapshot: %.0f µs of controller CPU\n",
+                "", r.idle_cpu_percent, r.cpu_percent / 100.0 * 1e6 / agents);
+    std::printf("%-10s |   parts, p50 / p99 / max: agent's Write call %.0f / %.0f / %.0f µs; send → read and decoded by the hub "
+                "%.0f / %.0f / %.0f µs; → merged by the CellAggregator %.0f / %.0f / %.0f µs\n",
+                "", r.write[0], r.write[1], r.write[2], r.transport[0], r.transport[1], r.transport[2], r.merge[0],
+                r.merge[1], r.merge[2]);
+    std::fflush(stdout);
+  }
+  return all_ok ? 0 : 1;
+}

@@ -1,0 +1,381 @@
+// The operator given bad input, on one machine: the test API server (with or
+// without the product CRD), test kubelets, one fairbench-controller process
+// and real kubectl. Each case ends with a condition on the run and a Warning
+// Event naming the cause — or, for what lies outside any run (the API server,
+// the CRD), one clear log line and a controller that keeps waiting instead of
+// exiting.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "controller/kube/exec_credential.h"
+#include "testing/support/bin_dir.h"
+#include "testing/support/subprocess.h"
+#include "testing/support/temp_dir.h"
+
+namespace fairbench {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using nlohmann::json;
+using testing::Subprocess;
+using testing::SubprocessOptions;
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+template <typename F>
+bool Eventually(F f, std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < until) {
+    if (f()) return true;
+    std::this_thread::sleep_for(100ms);
+  }
+  return f();
+}
+
+class OperatorBadInputTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    kubectl_ = testing::FindTool("kubectl");
+    ASSERT_FALSE(kubectl_.empty()) << "kubectl not found: run scripts/setup --with-tools";
+    auto dir = testing::TempDir::Create("fairbench-bad-input");
+    ASSERT_TRUE(dir.ok());
+    dir_.emplace(std::move(*dir));
+    root_ = dir_->path();
+    kubeconfig_ = (root_ / "kubeconfig").string();
+    agent_port_ = FreePort();
+    const std::string bin = testing::BinDir();
+    std::ofstream(root_ / "images.yaml") << "example.org/fairbench/agent:dev: [" << bin << "/fairbench-agent]\n"
+                                          << "example.org/fairbench/target:dev: [" << bin
+                                          << "/fairbench-target-httplib]\n";
+  }
+  void TearDown() override {
+    // The controller first, so that it does not act on a cluster going away.
+    if (auto it = processes_.find("controller"); it != processes_.end()) (void)it->second.Terminate(SIGTERM, 5s);
+    for (auto& [name, p] : processes_) (void)p.Terminate(SIGTERM, 5s);
+  }
+
+  void ApiServer(const std::string& listen = "127.0.0.1:0", bool crd = true) {
+    Start("apiserver", {testing::BinaryPath("fairbench-test-apiserver"), "--listen", listen, "--write-kubeconfig",
+                        kubeconfig_});
+    ASSERT_TRUE(Eventually([&] { return fs::exists(kubeconfig_) && fs::file_size(kubeconfig_) > 0; }, 10s));
+    if (crd) InstallCrd();
+  }
+  void InstallCrd() {
+    Ok({"apply", "-f", std::string(FAIRBENCH_SOURCE_DIR) + "/manifests/crd/benchmarkruns.fairbench.dev.yaml"});
+    Ok({"wait", "--for=condition=Established", "crd/benchmarkruns.fairbench.dev", "--timeout=20s"});
+  }
+  // The target node on CPU 0, a load node on CPU 1.
+  void Nodes() {
+    Kubelet("node-target", "0", "fairbench.dev/role=target", "127.0.20");
+    Kubelet("node-load-1", "1", "fairbench.dev/role=load", "127.0.21");
+    ASSERT_TRUE(Eventually([&] { return Run({"get", "nodes"}).out.find("node-load-1") != std::string::npos; }, 20s))
+        << Logs();
+  }
+  void Start(const std::string& name, std::vector<std::string> argv) {
+    SubprocessOptions o;
+    o.argv = std::move(argv);
+    o.stdout_to = testing::Redirect::File((root_ / (name + ".log")).string(), true);
+    o.stderr_to = testing::Redirect::File((root_ / (name + ".log")).string(), true);
+    auto p = Subprocess::Start(o);
+    ASSERT_TRUE(p.ok()) << name << ": " << p.status().ToString();
+    processes_.erase(name);
+    processes_.emplace(name, std::move(*p));
+  }
+  void Kubelet(const std::string& node, const std::string& cpus, const std::string& labels, const std::string& ip_base) {
+    Start(node, {testing::BinaryPath("fairbench-test-kubelet"), "--kubeconfig", kubeconfig_, "--node", node, "--cpus",
+                 cpus, "--memory", "4Gi", "--labels", labels, "--images", (root_ / "images.yaml").string(),
+                 "--pod-ip-base", ip_base, "--listen", "127.0.0.1:0", "--log-dir", (root_ / node).string(),
+                 "--heartbeat", "1s"});
+  }
+  void Controller(const std::string& kubeconfig) {
+    const std::string agent = "127.0.0.1:" + std::to_string(agent_port_);
+    Start("controller", {testing::BinaryPath("fairbench-controller"), "--kubeconfig", kubeconfig, "--identity", "ctl",
+                         "--agent-listen", agent, "--agent-address", agent, "--agent-image",
+                         "example.org/fairbench/agent:dev", "--nofile-helper-path",
+                         testing::BinaryPath("fairbench-nofile"), "--agent-timeout", "20s"});
+  }
+  std::string Log(const std::string& name) { return ReadFile(root_ / (name + ".log")); }
+  std::string Logs() {
+    std::string out;
+    for (const auto& [name, p] : processes_) {
+      std::string text = Log(name);
+      if (text.size() > 3000) text = "…" + text.substr(text.size() - 3000);
+      out += "--- " + name + "\n" + text + "\n";
+    }
+    return out;
+  }
+  kube::CommandResult Run(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--kubeconfig", kubeconfig_, "--cache-dir", (root_ / "cache").string()});
+    auto r = kube::RunCommand(kubectl_, args, {{"HOME", root_.string()}, {"KUBECONFIG", ""}}, 60s);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : kube::CommandResult{};
+  }
+  std::string Ok(std::vector<std::string> args) {
+    std::string shown;
+    for (const auto& a : args) shown += " " + a;
+    auto r = Run(std::move(args));
+    EXPECT_EQ(r.exit_code, 0) << "kubectl" << shown << "\n" << r.out << r.err;
+    return r.out;
+  }
+  json Get(const std::string& what) {
+    auto r = Run({"get", what, "-o", "json"});
+    return r.exit_code == 0 ? json::parse(r.out, nullptr, false) : json();
+  }
+  std::string Phase(const std::string& run) { return Run({"get", "br", run, "-o", "jsonpath={.status.phase}"}).out; }
+  bool Ended(const std::string& run) {
+    const std::string p = Phase(run);
+    return p == "Succeeded" || p == "Failed" || p == "Cancelled";
+  }
+  // The condition of `type` on the run, as kubectl shows it; null when none.
+  json Condition(const std::string& run, const std::string& type) {
+    const json br = Get("br/" + run);
+    if (!br.contains("status") || !br["status"].contains("conditions")) return json();
+    for (const json& c : br["status"]["conditions"]) {
+      if (c.value("type", "") == type) return c;
+    }
+    return json();
+  }
+  // The Events about `run` with `reason`, as `kubectl get events` lists them.
+  std::vector<json> Events(const std::string& run, const std::string& reason) {
+    std::vector<json> out;
+    const json list = Get("events");
+    if (!list.contains("items")) return out;
+    for (const json& e : list["items"]) {
+      if (e.value("reason", "") != reason) continue;
+      if (!e.contains("involvedObject") || e["involvedObject"].value("name", "") != run) continue;
+      out.push_back(e);
+    }
+    return out;
+  }
+  // A run of one target (`target_extra` appended to the target) and one cell.
+  void ApplyRun(const std::string& name, const std::string& image, const std::string& placement,
+                const std::string& target_extra = "") {
+    const std::string text =
+        "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: " + name +
+        "}\nspec:\n  targets:\n  - name: alpha\n    image: " + image + "\n    port: " + std::to_string(FreePort()) +
+        "\n    command: [" + testing::BinaryPath("fairbench-target-httplib") +
+        ", --host, 0.0.0.0, --port, \"{port}\", --threads, \"1\"]\n    resources: {cpu: \"1\", memory: 256Mi}\n"
+        "    nofile: 8192\n" +
+        target_extra +
+        "  scenarios:\n  - name: hello\n    request: {path: /}\n"
+        "  load: {threads: 1, connections: [8], warmup: 200ms, duration: 500ms, timeout: 1s, agents: 1}\n"
+        "  placement:\n" +
+        placement;
+    const fs::path file = root_ / (name + ".yaml");
+    std::ofstream(file) << text;
+    Ok({"apply", "-f", file.string()});
+  }
+
+  std::string kubectl_;
+  std::optional<testing::TempDir> dir_;
+  fs::path root_;
+  std::string kubeconfig_;
+  int agent_port_ = 0;
+  std::map<std::string, Subprocess> processes_;
+};
+
+// Catches: a target nodeName that names no node, or a target selector that
+// matches no node, failing each cell quietly (DeployFailed) with nothing on
+// the run itself: the run must carry the picker's message as a condition
+// (Placed=False, PlacementFailed) and a Warning Event, and end Failed.
+TEST_F(OperatorBadInputTest, TargetPlacementNoNodeSatisfiesIsAConditionAndAnEvent) {
+  ApiServer();
+  Nodes();
+  Controller(kubeconfig_);
+  ApplyRun("ghost-node", "example.org/fairbench/target:dev",
+           "    target: {nodeName: node-missing}\n    agents: {nodeSelector: {fairbench.dev/role: load}}\n");
+  ApplyRun("no-match", "example.org/fairbench/target:dev",
+           "    target: {nodeSelector: {fairbench.dev/role: gpu}}\n    agents: {nodeSelector: {fairbench.dev/role: load}}\n");
+  for (const std::string run : {"ghost-node", "no-match"}) {
+    ASSERT_TRUE(Eventually([&] { return Ended(run); }, 60s)) << run << ": phase " << Phase(run) << "\n" << Logs();
+    EXPECT_EQ(Phase(run), "Failed");
+    ASSERT_TRUE(Eventually([&] { return !Events(run, "PlacementFailed").empty(); }, 20s)) << run << "\n" << Logs();
+    const json c = Condition(run, "Placed");
+    ASSERT_TRUE(c.is_object()) << run << ": " << Get("br/" + run).dump(1);
+    EXPECT_EQ(c["status"], "False");
+    EXPECT_EQ(c["reason"], "PlacementFailed");
+    const json ev = Events(run, "PlacementFailed")[0];
+    EXPECT_EQ(ev["type"], "Warning");
+    if (run == "ghost-node") {
+      EXPECT_EQ(c["message"], "spec.placement.target.nodeName: node \"node-missing\" does not exist");
+      EXPECT_NE(ev["message"].get<std::string>().find("node \"node-missing\" does not exist"), std::string::npos)
+          << ev.dump();
+    } else {
+      EXPECT_NE(c["message"].get<std::string>().find("spec.placement.target.nodeSelector: no node matches"),
+                std::string::npos)
+          << c.dump();
+    }
+  }
+  // kubectl describe shows the cause too.
+  EXPECT_NE(Ok({"describe", "br", "ghost-node"}).find("PlacementFailed"), std::string::npos);
+}
+
+// Catches: an agents' selector that matches only the target's node (agents
+// never share it) ending as AgentsUnavailable on the cell alone: the run
+// must carry the picker's message as a condition and a Warning Event. Also
+// catches the stage Events (SlotTaken, TargetScheduled, TargetReady) and the
+// target's node in status.nodes going missing.
+TEST_F(OperatorBadInputTest, AgentSelectorMatchingOnlyTheTargetNodeIsAConditionAndAnEvent) {
+  ApiServer();
+  Nodes();
+  Controller(kubeconfig_);
+  ApplyRun("agents-nowhere", "example.org/fairbench/target:dev",
+           "    target: {nodeSelector: {fairbench.dev/role: target}}\n"
+           "    agents: {nodeSelector: {fairbench.dev/role: target}}\n");
+  ASSERT_TRUE(Eventually([&] { return Ended("agents-nowhere"); }, 90s)) << Phase("agents-nowhere") << "\n" << Logs();
+  EXPECT_EQ(Phase("agents-nowhere"), "Failed");
+  ASSERT_TRUE(Eventually([&] { return !Events("agents-nowhere", "PlacementFailed").empty(); }, 20s)) << Logs();
+  const json c = Condition("agents-nowhere", "Placed");
+  ASSERT_TRUE(c.is_object()) << Get("br/agents-nowhere").dump(1);
+  EXPECT_EQ(c["reason"], "PlacementFailed");
+  EXPECT_NE(c["message"].get<std::string>().find("spec.placement.agents.nodeSelector"), std::string::npos) << c.dump();
+  EXPECT_NE(c["message"].get<std::string>().find("node-target"), std::string::npos) << c.dump();
+  // The stages before the failure left their Events.
+  ASSERT_FALSE(Events("agents-nowhere", "SlotTaken").empty()) << Logs();
+  EXPECT_EQ(Events("agents-nowhere", "SlotTaken")[0]["message"], "load slot taken for target alpha");
+  ASSERT_FALSE(Events("agents-nowhere", "TargetScheduled").empty()) << Logs();
+  EXPECT_EQ(Events("agents-nowhere", "TargetScheduled")[0]["message"], "target alpha scheduled on node node-target");
+  EXPECT_FALSE(Events("agents-nowhere", "TargetReady").empty()) << Logs();
+  // Where the target ran is in status; no agent node was found.
+  EXPECT_EQ(Get("br/agents-nowhere")["status"]["nodes"], (json{{"target", "node-target"}}))
+      << Get("br/agents-nowhere")["status"].dump(1);
+}
+
+// Catches: a target image the kubelet cannot pull leaving the run waiting
+// with a message that does not say why: the failed cell and the Warning
+// Event must name the kubelet's reason (ErrImagePull) and its message.
+TEST_F(OperatorBadInputTest, AnImageTheKubeletCannotPullIsNamed) {
+  ApiServer();
+  Nodes();
+  Controller(kubeconfig_);
+  ApplyRun("bad-image", "example.org/fairbench/no-such-image:1",
+           "    target: {nodeSelector: {fairbench.dev/role: target}}\n"
+           "    agents: {nodeSelector: {fairbench.dev/role: load}}\n",
+           "    readiness: {timeout: 4s}\n");
+  ASSERT_TRUE(Eventually([&] { return Ended("bad-image"); }, 60s)) << Phase("bad-image") << "\n" << Logs();
+  EXPECT_EQ(Phase("bad-image"), "Failed");
+  const json br = Get("br/bad-image");
+  ASSERT_EQ(br["status"]["results"].size(), 1u) << br["status"].dump(1);
+  const json& cell = br["status"]["results"][0];
+  EXPECT_EQ(cell["reason"], "NotReady");
+  const std::string message = cell.value("message", "");
+  EXPECT_NE(message.find("ErrImagePull"), std::string::npos) << message;
+  EXPECT_NE(message.find("no-such-image"), std::string::npos) << message;
+  ASSERT_TRUE(Eventually([&] { return !Events("bad-image", "TargetNotReady").empty(); }, 20s)) << Logs();
+  const json ev = Events("bad-image", "TargetNotReady")[0];
+  EXPECT_EQ(ev["type"], "Warning");
+  EXPECT_NE(ev["message"].get<std::string>().find("ErrImagePull"), std::string::npos) << ev.dump();
+}
+
+// Catches: a Secret without data.token making the controller exit (a crash
+// loop with the reason only in its log): it must keep running and fail the
+// run with a condition and a Warning Event naming the Secret.
+TEST_F(OperatorBadInputTest, ASecretWithoutTokenFailsTheRunNotTheController) {
+  ApiServer();
+  Nodes();
+  std::ofstream(root_ / "secret.yaml") << "apiVersion: v1\nkind: Secret\nmetadata: {name: fairbench-agent-token}\n"
+                                          "type: Opaque\nstringData: {other: x}\n";
+  Ok({"apply", "-f", (root_ / "secret.yaml").string()});
+  Controller(kubeconfig_);
+  ApplyRun("no-token", "example.org/fairbench/target:dev",
+           "    target: {nodeSelector: {fairbench.dev/role: target}}\n"
+           "    agents: {nodeSelector: {fairbench.dev/role: load}}\n");
+  ASSERT_TRUE(Eventually([&] { return Ended("no-token"); }, 60s)) << Phase("no-token") << "\n" << Logs();
+  EXPECT_EQ(Phase("no-token"), "Failed");
+  const json c = Condition("no-token", "Failed");
+  ASSERT_TRUE(c.is_object()) << Get("br/no-token").dump(1);
+  EXPECT_EQ(c["reason"], "AgentTokenMissing");
+  EXPECT_NE(c["message"].get<std::string>().find("Secret default/fairbench-agent-token has no data.token"),
+            std::string::npos)
+      << c.dump();
+  ASSERT_TRUE(Eventually([&] { return !Events("no-token", "AgentTokenMissing").empty(); }, 20s)) << Logs();
+  EXPECT_EQ(Events("no-token", "AgentTokenMissing")[0]["type"], "Warning");
+  EXPECT_TRUE(processes_.at("controller").running()) << Log("controller");
+}
+
+// Catches: a controller that gives up (exits, a crash loop) when the API
+// server cannot be reached at start, even after half a minute: it must say
+// so in one line per attempt, back off, and go on once the server answers.
+TEST_F(OperatorBadInputTest, AnUnreachableApiServerIsWaitedFor) {
+  const int port = FreePort();
+  const std::string early = (root_ / "early-kubeconfig").string();
+  std::ofstream(early) << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"http://127.0.0.1:"
+                       << port << "\"}\nusers:\n- name: u\n  user: {}\ncontexts:\n- name: x\n  context: {cluster: c, "
+                                  "user: u}\ncurrent-context: x\n";
+  Controller(early);
+  ASSERT_TRUE(Eventually([&] { return Log("controller").find("cannot reach the API server") != std::string::npos; },
+                         10s))
+      << Log("controller");
+  // Longer than the 30 one-second attempts the controller once made before
+  // exiting.
+  std::this_thread::sleep_for(32s);
+  ASSERT_TRUE(processes_.at("controller").running()) << Log("controller");
+  EXPECT_NE(Log("controller").find("retrying in"), std::string::npos) << Log("controller");
+  ApiServer("127.0.0.1:" + std::to_string(port));
+  Nodes();
+  ApplyRun("late", "example.org/fairbench/target:dev",
+           "    target: {nodeSelector: {fairbench.dev/role: target}}\n"
+           "    agents: {nodeSelector: {fairbench.dev/role: load}}\n");
+  // The backoff is capped at 30 s.
+  EXPECT_TRUE(Eventually([&] { return !Phase("late").empty(); }, 60s)) << Logs();
+  EXPECT_TRUE(processes_.at("controller").running()) << Log("controller");
+}
+
+// Catches: a missing CRD that blocks the elector's thread until leadership
+// is lost (the controller exits: a crash loop) or leaves the reconciler
+// never started: one clear line, retries, and runs reconciled once the CRD
+// is installed.
+TEST_F(OperatorBadInputTest, AMissingCrdIsNamedAndWaitedFor) {
+  ApiServer("127.0.0.1:0", /*crd=*/false);
+  Nodes();
+  Controller(kubeconfig_);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return Log("controller").find("the BenchmarkRun CRD is not installed (kubectl apply -k manifests/)") !=
+               std::string::npos;
+      },
+      30s))
+      << Log("controller");
+  // Past the lease's renew deadline (10 s): still leading, still running.
+  std::this_thread::sleep_for(12s);
+  ASSERT_TRUE(processes_.at("controller").running()) << Log("controller");
+  EXPECT_EQ(Log("controller").find("lost the leadership"), std::string::npos) << Log("controller");
+  InstallCrd();
+  ApplyRun("after-crd", "example.org/fairbench/target:dev",
+           "    target: {nodeSelector: {fairbench.dev/role: target}}\n"
+           "    agents: {nodeSelector: {fairbench.dev/role: load}}\n");
+  EXPECT_TRUE(Eventually([&] { return !Phase("after-crd").empty(); }, 60s)) << Logs();
+}
+
+}  // namespace
+}  // namespace fairbench
