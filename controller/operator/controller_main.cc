@@ -162,8 +162,9 @@ class RunObservers final : public RunObserver {
     fanout_.OnCellDone(r, c);
     SyncNodes();
   }
-  void OnMessage(const std::string& m) override {
-    fanout_.OnMessage(m);
+  void OnMessage(const std::string& m) override { fanout_.OnMessage(m); }
+  void OnTargetReady(const std::string& run, const std::string& target, const TargetPlacement& where) override {
+    fanout_.OnTargetReady(run, target, where);
     SyncNodes();
   }
   void OnInterval(const std::string& run, const api::CurrentCell& c, const Snapshot& s, api::Time end) override {

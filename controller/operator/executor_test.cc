@@ -85,16 +85,7 @@ TEST_F(ExecutorTest, RunsOneRunAtATimeAndSaysWhenItIsIdle) {
 // lost or measured twice) instead of resumed from its store.
 TEST_F(ExecutorTest, AlwaysResumesFromTheStore) {
   const api::BenchmarkRun run = MakeRun({"alpha", "beta"}, {10});
-  report::RunRecord earlier;
-  earlier.run = run;
-  report::CellRecord kept;
-  kept.result.target = "alpha";
-  kept.result.scenario = "hello";
-  kept.result.connections = 10;
-  kept.result.repetition = 1;
-  kept.result.state = api::CellState::kSucceeded;
-  kept.result.requests = 777;
-  earlier.cells.push_back(kept);
+  report::RunRecord earlier = EarlierAttempt(run, 777);
   stored_ = earlier;
   auto e = Make();
   ASSERT_TRUE(e->Start("default/demo", run).ok());

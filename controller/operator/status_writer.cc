@@ -253,28 +253,17 @@ void StatusWriter::OnCellDone(const report::RunRecord& record, const report::Cel
   ChangedLocked(true);
 }
 
-void StatusWriter::OnMessage(const std::string& message) {
-  // The orchestrator's "target X is ready on HOST:PORT (node N)".
-  static constexpr std::string_view kPrefix = "target ";
-  static constexpr std::string_view kReady = " is ready on ";
-  if (message.rfind(kPrefix, 0) != 0) return;
-  const size_t ready = message.find(kReady);
-  if (ready == std::string::npos) return;
-  const std::string target = message.substr(kPrefix.size(), ready - kPrefix.size());
-  std::string where = message.substr(ready + kReady.size());
-  std::string node;
-  static constexpr std::string_view kNode = " (node ";
-  if (const size_t n = where.find(kNode); n != std::string::npos && where.back() == ')') {
-    node = where.substr(n + kNode.size(), where.size() - n - kNode.size() - 1);
-    where.resize(n);
-  }
+void StatusWriter::OnMessage(const std::string&) {}
+
+void StatusWriter::OnTargetReady(const std::string&, const std::string& target, const TargetPlacement& where) {
   std::lock_guard<std::mutex> lock(mu_);
   const std::string attempt = std::to_string(attempt_[target]);
-  if (!node.empty() && announced_.insert("scheduled/" + target + "/" + attempt).second) {
-    EnqueueLocked(false, "TargetScheduled", "target " + target + " scheduled on node " + node);
+  if (!where.node.empty() && announced_.insert("scheduled/" + target + "/" + attempt).second) {
+    EnqueueLocked(false, "TargetScheduled", "target " + target + " scheduled on node " + where.node);
   }
   if (announced_.insert("ready/" + target + "/" + attempt).second) {
-    EnqueueLocked(false, "TargetReady", "target " + target + " is ready on " + where);
+    EnqueueLocked(false, "TargetReady",
+                  "target " + target + " is ready on " + where.host + ":" + std::to_string(where.port));
   }
 }
 

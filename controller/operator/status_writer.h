@@ -18,8 +18,8 @@
 //   OnCellDone  the record's status (results, progress)
 //   OnStage     the run's status and the new current cell and stage
 //   OnLive      current only
-//   OnMessage   only the Events below ("target X is ready on …")
-//   OnInterval, OnTargetUsage: ignored
+//   OnTargetReady  the TargetScheduled and TargetReady Events
+//   OnMessage, OnInterval, OnTargetUsage: ignored
 //   SetNodes    status.nodes (the record does not carry them)
 // Conditions the writer itself derives (PlacementFailed, below) and the
 // nodes are kept on every status it writes, whatever the record carries.
@@ -41,9 +41,8 @@
 // oldest dropped first):
 //   Normal  SlotTaken          a target went from WaitingForSlot to Deploying:
 //                              "load slot taken for target drogon"
-//   Normal  TargetScheduled    "target drogon scheduled on node N"    } from the
-//   Normal  TargetReady        "target drogon is ready on HOST:PORT"  } orchestrator's
-//                                                                     } "is ready" message
+//   Normal  TargetScheduled    "target drogon scheduled on node N"    } from
+//   Normal  TargetReady        "target drogon is ready on HOST:PORT"  } OnTargetReady
 //           (each once per target and slot attempt: a new WaitingForSlot
 //           starts a new attempt)
 //   Warning PlacementFailed    a cell failed with DeployFailed or
@@ -128,6 +127,7 @@ class StatusWriter final : public RunObserver {
   void OnLive(const api::CurrentCell& current, double requests_per_second, double elapsed_seconds) override;
   void OnCellDone(const report::RunRecord& record, const report::CellRecord& cell) override;
   void OnMessage(const std::string& message) override;
+  void OnTargetReady(const std::string& run, const std::string& target, const TargetPlacement& where) override;
   void OnPersist(const report::RunRecord& record) override;
 
   // The run's nodes (status.nodes), kept on every status written from now

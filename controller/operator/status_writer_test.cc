@@ -388,10 +388,10 @@ TEST_F(StatusWriterTest, StageEventsOncePerTargetAndAttempt) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     w.OnStage(rec.run, Current(100, api::Stage::kWaitingForSlot));
     w.OnStage(rec.run, Current(100, api::Stage::kDeploying));
-    w.OnMessage("target drogon is ready on 127.0.10.1:8080 (node node-target)");
+    w.OnTargetReady("demo", "drogon", TargetPlacement{"node-target", "127.0.10.1", 8080});
     w.OnStage(rec.run, Current(100, api::Stage::kVerifying));
     w.OnStage(rec.run, Current(100, api::Stage::kWarmingUp));
-    w.OnMessage("target drogon is ready on 127.0.10.1:8080 (node node-target)");  // no second Event
+    w.OnTargetReady("demo", "drogon", TargetPlacement{"node-target", "127.0.10.1", 8080});  // no second Event
     w.OnStage(rec.run, Current(100, api::Stage::kMeasuring));
   }
   w.OnMessage("target drogon fails scenario hello: GET / answered 500");  // not a stage Event

@@ -330,12 +330,33 @@ class Recorder final : public RunObserver {
     messages.push_back(m);
   }
   void OnPersist(const report::RunRecord&) override { ++persists; }
+  void OnTargetReady(const std::string&, const std::string& target, const TargetPlacement& where) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ready.push_back(target + "@" + where.node + "/" + where.host + ":" + std::to_string(where.port));
+  }
   std::mutex mu_;
   std::vector<std::string> stages;
   std::vector<std::string> messages;
+  std::vector<std::string> ready;
   std::atomic<int> cells_done{0};
   std::atomic<int> persists{0};
 };
+
+// The record of an earlier attempt at `run` in which the cell (alpha,
+// hello, 10 connections) finished with `requests` requests.
+inline report::RunRecord EarlierAttempt(const api::BenchmarkRun& run, uint64_t requests) {
+  report::RunRecord earlier;
+  earlier.run = run;
+  report::CellRecord kept;
+  kept.result.target = "alpha";
+  kept.result.scenario = "hello";
+  kept.result.connections = 10;
+  kept.result.repetition = 1;
+  kept.result.state = api::CellState::kSucceeded;
+  kept.result.requests = requests;
+  earlier.cells.push_back(kept);
+  return earlier;
+}
 
 // A run of `targets` × one scenario "hello" × `connections`: short
 // durations, no cooldown, the target placement pinned to node-a.

@@ -32,6 +32,9 @@ class ObserverFanout final : public RunObserver {
   void OnTargetUsage(const std::string& run, const api::CurrentCell& cell, const TargetUsage& usage) override {
     for (auto* o : observers_) o->OnTargetUsage(run, cell, usage);
   }
+  void OnTargetReady(const std::string& run, const std::string& target, const TargetPlacement& where) override {
+    for (auto* o : observers_) o->OnTargetReady(run, target, where);
+  }
   void OnPersist(const report::RunRecord& record) override {
     for (auto* o : observers_) o->OnPersist(record);
   }

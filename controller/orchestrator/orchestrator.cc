@@ -259,6 +259,7 @@ Orchestrator::TargetOutcome Orchestrator::RunTarget(RunState& state, size_t targ
     return TargetOutcome::kDone;
   }
   const TargetPlacement where = instance.placement();
+  if (observer_ != nullptr) observer_->OnTargetReady(run.metadata.name, target.name, where);
   Message("target " + target.name + " is ready on " + where.host + ":" + std::to_string(where.port) +
           (where.node.empty() ? "" : " (node " + where.node + ")"));
 

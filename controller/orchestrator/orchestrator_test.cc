@@ -172,6 +172,9 @@ TEST_F(OrchestratorTest, TargetsRunOneAtATimeAndNumbersComeFromTheAgents) {
   EXPECT_EQ(store_.cell_keys.size(), 4u);
   // Each target verified once per scenario at its placement.
   EXPECT_EQ(verified_, (std::vector<std::string>{"10.1.2.3:8080/", "10.1.2.3:8080/"}));
+  // Observers learn where each ready target runs.
+  EXPECT_EQ(recorder_.ready,
+            (std::vector<std::string>{"alpha@node-a/10.1.2.3:8080", "beta@node-a/10.1.2.3:8080"}));
   // The environment is the platform's, with the version added.
   EXPECT_EQ(record->environment.platform, "fake");
   EXPECT_EQ(record->environment.fairbench_version, "9.9.9");
@@ -307,16 +310,7 @@ TEST_F(OrchestratorTest, TargetThatDiesFailsItsCellAndSkipsTheRest) {
 // target whose cells are all done.
 TEST_F(OrchestratorTest, ResumeKeepsFinishedCellsAndRunsOnlyTheRest) {
   const api::BenchmarkRun run = MakeRun({"alpha", "beta"}, {10});
-  report::RunRecord earlier;
-  earlier.run = run;
-  report::CellRecord kept;
-  kept.result.target = "alpha";
-  kept.result.scenario = "hello";
-  kept.result.connections = 10;
-  kept.result.repetition = 1;
-  kept.result.state = api::CellState::kSucceeded;
-  kept.result.requests = 777;
-  earlier.cells.push_back(kept);
+  report::RunRecord earlier = EarlierAttempt(run, 777);
   earlier.environment.notes = {"target alpha ran alpha-server"};
   store_.stored = earlier;
 

@@ -4,118 +4,28 @@
 // Event naming the cause — or, for what lies outside any run (the API server,
 // the CRD), one clear log line and a controller that keeps waiting instead of
 // exiting.
-#include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
-#include <map>
-#include <optional>
-#include <sstream>
-#include <thread>
+#include "tests/operator/cluster_test.h"
 
-#include <nlohmann/json.hpp>
-
-#include "controller/kube/exec_credential.h"
-#include "testing/support/bin_dir.h"
-#include "testing/support/subprocess.h"
-#include "testing/support/temp_dir.h"
-
-namespace fairbench {
+namespace fairbench::operator_test {
 namespace {
 
-namespace fs = std::filesystem;
-using namespace std::chrono_literals;
-using nlohmann::json;
-using testing::Subprocess;
-using testing::SubprocessOptions;
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
-template <typename F>
-bool Eventually(F f, std::chrono::milliseconds timeout) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < until) {
-    if (f()) return true;
-    std::this_thread::sleep_for(100ms);
-  }
-  return f();
-}
-
-class OperatorBadInputTest : public ::testing::Test {
+class OperatorBadInputTest : public ClusterTest {
  protected:
-  void SetUp() override {
-    kubectl_ = testing::FindTool("kubectl");
-    ASSERT_FALSE(kubectl_.empty()) << "kubectl not found: run scripts/setup --with-tools";
-    auto dir = testing::TempDir::Create("fairbench-bad-input");
-    ASSERT_TRUE(dir.ok());
-    dir_.emplace(std::move(*dir));
-    root_ = dir_->path();
-    kubeconfig_ = (root_ / "kubeconfig").string();
-    agent_port_ = FreePort();
-    const std::string bin = testing::BinDir();
-    std::ofstream(root_ / "images.yaml") << "example.org/fairbench/agent:dev: [" << bin << "/fairbench-agent]\n"
-                                          << "example.org/fairbench/target:dev: [" << bin
-                                          << "/fairbench-target-httplib]\n";
-  }
+  void SetUp() override { Prepare("fairbench-bad-input"); }
   void TearDown() override {
     // The controller first, so that it does not act on a cluster going away.
     if (auto it = processes_.find("controller"); it != processes_.end()) (void)it->second.Terminate(SIGTERM, 5s);
     for (auto& [name, p] : processes_) (void)p.Terminate(SIGTERM, 5s);
   }
 
-  void ApiServer(const std::string& listen = "127.0.0.1:0", bool crd = true) {
-    Start("apiserver", {testing::BinaryPath("fairbench-test-apiserver"), "--listen", listen, "--write-kubeconfig",
-                        kubeconfig_});
-    ASSERT_TRUE(Eventually([&] { return fs::exists(kubeconfig_) && fs::file_size(kubeconfig_) > 0; }, 10s));
-    if (crd) InstallCrd();
-  }
-  void InstallCrd() {
-    Ok({"apply", "-f", std::string(FAIRBENCH_SOURCE_DIR) + "/manifests/crd/benchmarkruns.fairbench.dev.yaml"});
-    Ok({"wait", "--for=condition=Established", "crd/benchmarkruns.fairbench.dev", "--timeout=20s"});
-  }
   // The target node on CPU 0, a load node on CPU 1.
   void Nodes() {
     Kubelet("node-target", "0", "fairbench.dev/role=target", "127.0.20");
     Kubelet("node-load-1", "1", "fairbench.dev/role=load", "127.0.21");
     ASSERT_TRUE(Eventually([&] { return Run({"get", "nodes"}).out.find("node-load-1") != std::string::npos; }, 20s))
         << Logs();
-  }
-  void Start(const std::string& name, std::vector<std::string> argv) {
-    SubprocessOptions o;
-    o.argv = std::move(argv);
-    o.stdout_to = testing::Redirect::File((root_ / (name + ".log")).string(), true);
-    o.stderr_to = testing::Redirect::File((root_ / (name + ".log")).string(), true);
-    auto p = Subprocess::Start(o);
-    ASSERT_TRUE(p.ok()) << name << ": " << p.status().ToString();
-    processes_.erase(name);
-    processes_.emplace(name, std::move(*p));
-  }
-  void Kubelet(const std::string& node, const std::string& cpus, const std::string& labels, const std::string& ip_base) {
-    Start(node, {testing::BinaryPath("fairbench-test-kubelet"), "--kubeconfig", kubeconfig_, "--node", node, "--cpus",
-                 cpus, "--memory", "4Gi", "--labels", labels, "--images", (root_ / "images.yaml").string(),
-                 "--pod-ip-base", ip_base, "--listen", "127.0.0.1:0", "--log-dir", (root_ / node).string(),
-                 "--heartbeat", "1s"});
   }
   void Controller(const std::string& kubeconfig) {
     const std::string agent = "127.0.0.1:" + std::to_string(agent_port_);
@@ -124,34 +34,6 @@ class OperatorBadInputTest : public ::testing::Test {
                          "example.org/fairbench/agent:dev", "--nofile-helper-path",
                          testing::BinaryPath("fairbench-nofile"), "--agent-timeout", "20s"});
   }
-  std::string Log(const std::string& name) { return ReadFile(root_ / (name + ".log")); }
-  std::string Logs() {
-    std::string out;
-    for (const auto& [name, p] : processes_) {
-      std::string text = Log(name);
-      if (text.size() > 3000) text = "…" + text.substr(text.size() - 3000);
-      out += "--- " + name + "\n" + text + "\n";
-    }
-    return out;
-  }
-  kube::CommandResult Run(std::vector<std::string> args) {
-    args.insert(args.begin(), {"--kubeconfig", kubeconfig_, "--cache-dir", (root_ / "cache").string()});
-    auto r = kube::RunCommand(kubectl_, args, {{"HOME", root_.string()}, {"KUBECONFIG", ""}}, 60s);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : kube::CommandResult{};
-  }
-  std::string Ok(std::vector<std::string> args) {
-    std::string shown;
-    for (const auto& a : args) shown += " " + a;
-    auto r = Run(std::move(args));
-    EXPECT_EQ(r.exit_code, 0) << "kubectl" << shown << "\n" << r.out << r.err;
-    return r.out;
-  }
-  json Get(const std::string& what) {
-    auto r = Run({"get", what, "-o", "json"});
-    return r.exit_code == 0 ? json::parse(r.out, nullptr, false) : json();
-  }
-  std::string Phase(const std::string& run) { return Run({"get", "br", run, "-o", "jsonpath={.status.phase}"}).out; }
   bool Ended(const std::string& run) {
     const std::string p = Phase(run);
     return p == "Succeeded" || p == "Failed" || p == "Cancelled";
@@ -195,13 +77,6 @@ class OperatorBadInputTest : public ::testing::Test {
     std::ofstream(file) << text;
     Ok({"apply", "-f", file.string()});
   }
-
-  std::string kubectl_;
-  std::optional<testing::TempDir> dir_;
-  fs::path root_;
-  std::string kubeconfig_;
-  int agent_port_ = 0;
-  std::map<std::string, Subprocess> processes_;
 };
 
 // Catches: a target nodeName that names no node, or a target selector that
@@ -378,4 +253,4 @@ TEST_F(OperatorBadInputTest, AMissingCrdIsNamedAndWaitedFor) {
 }
 
 }  // namespace
-}  // namespace fairbench
+}  // namespace fairbench::operator_test

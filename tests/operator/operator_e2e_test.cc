@@ -5,61 +5,13 @@
 // processes: the reference targets and fairbench-agent. The tests read what
 // a user reads (kubectl get/describe, fairbench fetch) and what the targets
 // themselves logged.
-#include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <thread>
+#include <set>
 
-#include <nlohmann/json.hpp>
+#include "tests/operator/cluster_test.h"
 
-#include "controller/kube/exec_credential.h"
-#include "testing/support/bin_dir.h"
-#include "testing/support/subprocess.h"
-#include "testing/support/temp_dir.h"
-
-namespace fairbench {
+namespace fairbench::operator_test {
 namespace {
-
-namespace fs = std::filesystem;
-using namespace std::chrono_literals;
-using nlohmann::json;
-using testing::Subprocess;
-using testing::SubprocessOptions;
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
-template <typename F>
-bool Eventually(F f, std::chrono::milliseconds timeout) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < until) {
-    if (f()) return true;
-    std::this_thread::sleep_for(100ms);
-  }
-  return f();
-}
 
 // One 100 ms bucket of a target's --request-log.
 struct Bucket {
@@ -79,28 +31,11 @@ std::vector<Bucket> RequestLog(const fs::path& p) {
   return out;
 }
 
-class OperatorE2eTest : public ::testing::Test {
+class OperatorE2eTest : public ClusterTest {
  protected:
   void SetUp() override {
-    kubectl_ = testing::FindTool("kubectl");
-    ASSERT_FALSE(kubectl_.empty()) << "kubectl not found: run scripts/setup --with-tools";
-    auto dir = testing::TempDir::Create("fairbench-operator");
-    ASSERT_TRUE(dir.ok());
-    dir_.emplace(std::move(*dir));
-    root_ = dir_->path();
-    kubeconfig_ = (root_ / "kubeconfig").string();
-    agent_port_ = FreePort();
-
-    Start("apiserver", {testing::BinaryPath("fairbench-test-apiserver"), "--listen", "127.0.0.1:0", "--write-kubeconfig",
-                        kubeconfig_});
-    ASSERT_TRUE(Eventually([&] { return fs::exists(kubeconfig_) && fs::file_size(kubeconfig_) > 0; }, 10s));
-    Ok({"apply", "-f", std::string(FAIRBENCH_SOURCE_DIR) + "/manifests/crd/benchmarkruns.fairbench.dev.yaml"});
-    Ok({"wait", "--for=condition=Established", "crd/benchmarkruns.fairbench.dev", "--timeout=20s"});
-
-    const std::string bin = testing::BinDir();
-    std::ofstream(root_ / "images.yaml") << "example.org/fairbench/agent:dev: [" << bin << "/fairbench-agent]\n"
-                                          << "example.org/fairbench/target:dev: [" << bin
-                                          << "/fairbench-target-httplib]\n";
+    Prepare("fairbench-operator");
+    ApiServer();
     // The target node on CPU 0, the load nodes on CPU 1 (a 2-CPU machine).
     Kubelet("node-target", "0", "fairbench.dev/role=target", "127.0.10");
     Kubelet("node-load-1", "1", "fairbench.dev/role=load", "127.0.11");
@@ -115,21 +50,6 @@ class OperatorE2eTest : public ::testing::Test {
     for (const char* c : {"ctl-1", "ctl-2", "other-1"}) processes_.erase(c);
   }
 
-  void Start(const std::string& name, std::vector<std::string> argv) {
-    SubprocessOptions o;
-    o.argv = std::move(argv);
-    o.stdout_to = testing::Redirect::File((root_ / (name + ".log")).string(), true);
-    o.stderr_to = testing::Redirect::File((root_ / (name + ".log")).string(), true);
-    auto p = Subprocess::Start(o);
-    ASSERT_TRUE(p.ok()) << name << ": " << p.status().ToString();
-    processes_.emplace(name, std::move(*p));
-  }
-  void Kubelet(const std::string& node, const std::string& cpus, const std::string& labels, const std::string& ip_base) {
-    Start(node, {testing::BinaryPath("fairbench-test-kubelet"), "--kubeconfig", kubeconfig_, "--node", node, "--cpus",
-                 cpus, "--memory", "4Gi", "--labels", labels, "--images", (root_ / "images.yaml").string(),
-                 "--pod-ip-base", ip_base, "--listen", "127.0.0.1:0", "--log-dir", (root_ / node).string(),
-                 "--heartbeat", "1s"});
-  }
   // One controller of an installation: `ns` is the namespace it watches
   // and puts its pods, Secret and leader Lease in; every installation
   // shares the load-slot Lease in "default". Short leases, so that a
@@ -142,35 +62,6 @@ class OperatorE2eTest : public ::testing::Test {
                "--agent-address", agent, "--agent-image", "example.org/fairbench/agent:dev", "--nofile-helper-path",
                testing::BinaryPath("fairbench-nofile"), "--agent-timeout", "60s", "--leader-lease-duration", "4s",
                "--leader-renew-deadline", "3s", "--leader-retry-period", "500ms"});
-  }
-  std::string Logs() {
-    std::string out;
-    for (const auto& [name, p] : processes_) {
-      std::string text = ReadFile(root_ / (name + ".log"));
-      if (text.size() > 3000) text = "…" + text.substr(text.size() - 3000);
-      out += "--- " + name + "\n" + text + "\n";
-    }
-    return out;
-  }
-  kube::CommandResult Run(std::vector<std::string> args) {
-    args.insert(args.begin(), {"--kubeconfig", kubeconfig_, "--cache-dir", (root_ / "cache").string()});
-    auto r = kube::RunCommand(kubectl_, args, {{"HOME", root_.string()}, {"KUBECONFIG", ""}}, 60s);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : kube::CommandResult{};
-  }
-  std::string Ok(std::vector<std::string> args) {
-    std::string shown;
-    for (const auto& a : args) shown += " " + a;
-    auto r = Run(std::move(args));
-    EXPECT_EQ(r.exit_code, 0) << "kubectl" << shown << "\n" << r.out << r.err;
-    return r.out;
-  }
-  json Get(const std::string& what, const std::string& ns = "default") {
-    auto r = Run({"get", what, "-n", ns, "-o", "json"});
-    return r.exit_code == 0 ? json::parse(r.out, nullptr, false) : json();
-  }
-  std::string Phase(const std::string& run, const std::string& ns = "default") {
-    return Run({"get", "br", run, "-n", ns, "-o", "jsonpath={.status.phase}"}).out;
   }
   bool Finishes(const std::string& run, const std::string& ns = "default", std::chrono::seconds timeout = 120s) {
     return Eventually(
@@ -211,13 +102,6 @@ class OperatorE2eTest : public ::testing::Test {
     std::ofstream(file) << text;
     Ok({"apply", "-f", file.string()});
   }
-
-  std::string kubectl_;
-  std::optional<testing::TempDir> dir_;
-  fs::path root_;
-  std::string kubeconfig_;
-  int agent_port_ = 0;
-  std::map<std::string, Subprocess> processes_;
 };
 
 // Catches: nothing reconciling a BenchmarkRun; pods not pinned (a target on
@@ -381,4 +265,4 @@ TEST_F(OperatorE2eTest, TwoInstallationsShareTheLoadSlot) {
 }
 
 }  // namespace
-}  // namespace fairbench
+}  // namespace fairbench::operator_test

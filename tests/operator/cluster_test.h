@@ -1,0 +1,154 @@
+// A cluster on one machine for the operator's tests: the processes a test
+// starts (the test API server, test kubelets, fairbench-controller), each
+// logging to a file of its own in a temporary folder, and real kubectl
+// pointed at the API server through that folder's kubeconfig.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "controller/kube/exec_credential.h"
+#include "testing/support/bin_dir.h"
+#include "testing/support/subprocess.h"
+#include "testing/support/temp_dir.h"
+
+namespace fairbench::operator_test {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+inline std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A loopback port free at the moment of asking.
+inline int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// Polls `f` every 100 ms until it holds or `timeout` passes.
+template <typename F>
+bool Eventually(F f, std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < until) {
+    if (f()) return true;
+    std::this_thread::sleep_for(100ms);
+  }
+  return f();
+}
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  // kubectl, a temporary folder named after `prefix`, an agent port, and
+  // the image map every kubelet runs pods from.
+  void Prepare(const std::string& prefix) {
+    kubectl_ = testing::FindTool("kubectl");
+    ASSERT_FALSE(kubectl_.empty()) << "kubectl not found: run scripts/setup --with-tools";
+    auto dir = testing::TempDir::Create(prefix);
+    ASSERT_TRUE(dir.ok());
+    dir_.emplace(std::move(*dir));
+    root_ = dir_->path();
+    kubeconfig_ = (root_ / "kubeconfig").string();
+    agent_port_ = FreePort();
+    const std::string bin = testing::BinDir();
+    std::ofstream(root_ / "images.yaml") << "example.org/fairbench/agent:dev: [" << bin << "/fairbench-agent]\n"
+                                          << "example.org/fairbench/target:dev: [" << bin
+                                          << "/fairbench-target-httplib]\n";
+  }
+  // The test API server on `listen`, its kubeconfig written; with `crd`, the
+  // product CRD applied and established.
+  void ApiServer(const std::string& listen = "127.0.0.1:0", bool crd = true) {
+    Start("apiserver", {testing::BinaryPath("fairbench-test-apiserver"), "--listen", listen, "--write-kubeconfig",
+                        kubeconfig_});
+    ASSERT_TRUE(Eventually([&] { return fs::exists(kubeconfig_) && fs::file_size(kubeconfig_) > 0; }, 10s));
+    if (crd) InstallCrd();
+  }
+  void InstallCrd() {
+    Ok({"apply", "-f", std::string(FAIRBENCH_SOURCE_DIR) + "/manifests/crd/benchmarkruns.fairbench.dev.yaml"});
+    Ok({"wait", "--for=condition=Established", "crd/benchmarkruns.fairbench.dev", "--timeout=20s"});
+  }
+  // Starts `argv` as process `name` (replacing one of that name), output in NAME.log.
+  void Start(const std::string& name, std::vector<std::string> argv) {
+    testing::SubprocessOptions o;
+    o.argv = std::move(argv);
+    o.stdout_to = testing::Redirect::File((root_ / (name + ".log")).string(), true);
+    o.stderr_to = testing::Redirect::File((root_ / (name + ".log")).string(), true);
+    auto p = testing::Subprocess::Start(o);
+    ASSERT_TRUE(p.ok()) << name << ": " << p.status().ToString();
+    processes_.erase(name);
+    processes_.emplace(name, std::move(*p));
+  }
+  void Kubelet(const std::string& node, const std::string& cpus, const std::string& labels, const std::string& ip_base) {
+    Start(node, {testing::BinaryPath("fairbench-test-kubelet"), "--kubeconfig", kubeconfig_, "--node", node, "--cpus",
+                 cpus, "--memory", "4Gi", "--labels", labels, "--images", (root_ / "images.yaml").string(),
+                 "--pod-ip-base", ip_base, "--listen", "127.0.0.1:0", "--log-dir", (root_ / node).string(),
+                 "--heartbeat", "1s"});
+  }
+  std::string Log(const std::string& name) { return ReadFile(root_ / (name + ".log")); }
+  // The last 3,000 characters of every process's log, for failure messages.
+  std::string Logs() {
+    std::string out;
+    for (const auto& [name, p] : processes_) {
+      std::string text = Log(name);
+      if (text.size() > 3000) text = "…" + text.substr(text.size() - 3000);
+      out += "--- " + name + "\n" + text + "\n";
+    }
+    return out;
+  }
+  kube::CommandResult Run(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--kubeconfig", kubeconfig_, "--cache-dir", (root_ / "cache").string()});
+    auto r = kube::RunCommand(kubectl_, args, {{"HOME", root_.string()}, {"KUBECONFIG", ""}}, 60s);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : kube::CommandResult{};
+  }
+  // Runs kubectl and expects success; returns its output.
+  std::string Ok(std::vector<std::string> args) {
+    std::string shown;
+    for (const auto& a : args) shown += " " + a;
+    auto r = Run(std::move(args));
+    EXPECT_EQ(r.exit_code, 0) << "kubectl" << shown << "\n" << r.out << r.err;
+    return r.out;
+  }
+  json Get(const std::string& what, const std::string& ns = "default") {
+    auto r = Run({"get", what, "-n", ns, "-o", "json"});
+    return r.exit_code == 0 ? json::parse(r.out, nullptr, false) : json();
+  }
+  std::string Phase(const std::string& run, const std::string& ns = "default") {
+    return Run({"get", "br", run, "-n", ns, "-o", "jsonpath={.status.phase}"}).out;
+  }
+
+  std::string kubectl_;
+  std::optional<testing::TempDir> dir_;
+  fs::path root_;
+  std::string kubeconfig_;
+  int agent_port_ = 0;
+  std::map<std::string, testing::Subprocess> processes_;
+};
+
+}  // namespace fairbench::operator_test
