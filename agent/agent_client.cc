@@ -244,6 +244,9 @@ void AgentClient::RunJob(v1::LoadJob job) {
     last_sequence = snap->sequence;
     v1::AgentMessage m;
     wire::ToProto(*snap, job.job_id(), m.mutable_snapshot());
+    // The controller's offset for this agent spreads a cell's snapshots over
+    // the interval; the last one goes at once, so the cell ends on time.
+    if (spec->send_offset.count() > 0 && !engine.Ending()) engine.HoldUnlessStopped(spec->send_offset);
     if (!Write(m)) engine.Stop();  // the stream broke: stop within the interval
   }
   const EndReport end = engine.Finish();

@@ -168,8 +168,21 @@ void Engine::SetLoadStart(int64_t now_ns) {
   }
 }
 
+bool Engine::Ending() const {
+  return next_boundary_ >= state_.boundaries.size() || state_.stop.load(std::memory_order_relaxed);
+}
+
+void Engine::HoldUnlessStopped(std::chrono::nanoseconds d) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, d, [&] { return state_.stop.load(std::memory_order_relaxed); });
+}
+
 void Engine::Stop() {
   state_.stop.store(true, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(mu_);  // a holder between its check and its wait sees the flag
+  }
+  cv_.notify_all();
   for (auto& w : workers_) w->Wake();
 }
 

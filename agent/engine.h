@@ -19,6 +19,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -57,6 +58,11 @@ class Engine final : private LoadCoordinator {
   // Ends the load early: the current interval is closed and reported, then
   // the drain. Safe from any thread.
   void Stop();
+  // After NextSnapshot: true when the snapshot it returned was the last one
+  // (or the load was stopped), so that nothing more follows it. Owner thread.
+  bool Ending() const;
+  // Waits up to `d`, returning at once when Stop() is called. Any thread.
+  void HoldUnlessStopped(std::chrono::nanoseconds d);
   // Joins the workers (after NextSnapshot returned nullopt, or after Stop).
   EndReport Finish();
 

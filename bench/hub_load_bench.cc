@@ -19,14 +19,18 @@
 // controller's RSS. Targets: CPU ≤ 10 % of one core, p99 ≤ 1 ms.
 // Reference: bench/ingest_bench (decode + merge of one snapshot, 110 µs).
 //
-// Two schedules: "aligned" (every agent sends at the same instant, as the
-// agents of one cell do: they share a wall-clock start) and "staggered"
-// (sends spread evenly over the second, as independent jobs would be).
+// Three schedules: "cell" (the agents of one cell: they share their interval
+// boundaries, and each holds its snapshot for the send offset the controller
+// gave it, wire::SendOffset: 100 agents one after another over 250 ms),
+// "staggered" (sends spread evenly over the second, as independent jobs
+// would be), and "burst" (every agent at the same instant, no offsets: how a
+// cell's agents sent before the offsets; shown for comparison, its queueing
+// is the point, so no target applies).
 //
 // --controller-cpu C pins the controller to CPU C and the agents to the
 // others (this process's affinity, so set it before the threads start).
 //
-//   hub_load_bench [--agents N] [--seconds S] [--schedule aligned|staggered|both] [--controller-cpu C]
+//   hub_load_bench [--agents N] [--seconds S] [--schedule cell|staggered|burst|all] [--controller-cpu C]
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -54,6 +58,7 @@
 
 #include "bench/realistic_snapshot.h"
 #include "common/wire.h"
+#include "common/wire_job.h"
 #include "controller/hub/agent_hub.h"
 #include "controller/hub/cell_aggregator.h"
 #include "controller/hub/grpc_server.h"
@@ -237,7 +242,19 @@ struct Result {
   uint64_t connections_ok = 0;
 };
 
-Result RunOnce(int agents, int seconds, bool aligned, int controller_cpu) {
+enum class Schedule { kCell, kStaggered, kBurst };
+
+// When agent i of n sends within each second, in ns after the boundary.
+int64_t SendOffsetNs(Schedule schedule, int i, int agents) {
+  switch (schedule) {
+    case Schedule::kCell: return fairbench::wire::SendOffset(i, agents, std::chrono::seconds(1)).count();
+    case Schedule::kStaggered: return int64_t{1'000'000'000} * i / agents;
+    case Schedule::kBurst: return 0;
+  }
+  return 0;
+}
+
+Result RunOnce(int agents, int seconds, Schedule schedule, int controller_cpu) {
   Result result;
   const std::string token = fairbench::controller::NewAgentToken();
   int port_pipe[2], out_pipe[2], quit_pipe[2];
@@ -358,7 +375,7 @@ Result RunOnce(int agents, int seconds, bool aligned, int controller_cpu) {
       ready.fetch_add(1);
       sync.arrive_and_wait();  // every agent has its job
       if (ok && failed.load() == 0) {
-        const int64_t offset = aligned ? 0 : int64_t{1'000'000'000} * i / agents;
+        const int64_t offset = SendOffsetNs(schedule, i, agents);
         for (int k = 0; k < seconds && ok; ++k) {
           const int64_t when = start_ns.load() + int64_t{k + 1} * 1'000'000'000 + offset;
           std::this_thread::sleep_until(Clock::time_point(std::chrono::nanoseconds(when)));
@@ -404,9 +421,9 @@ Result RunOnce(int agents, int seconds, bool aligned, int controller_cpu) {
   const int64_t t0 = NowNs();
   sync.arrive_and_wait();
   // The window: from the start to just after the last send (plus the
-  // staggered schedule's spread), the keepalive pings of 100 agents included.
-  std::this_thread::sleep_until(Clock::time_point(std::chrono::nanoseconds(start_ns.load() + int64_t{seconds} * 1'000'000'000 +
-                                                                           (aligned ? 0 : 1'000'000'000) + 200'000'000)));
+  // schedule's spread), the keepalive pings of 100 agents included.
+  std::this_thread::sleep_until(Clock::time_point(std::chrono::nanoseconds(
+      start_ns.load() + int64_t{seconds} * 1'000'000'000 + SendOffsetNs(schedule, agents - 1, agents) + 200'000'000)));
   const double cpu1 = CpuSeconds(child);
   const int64_t t1 = NowNs();
   for (auto& t : threads) t.join();
@@ -464,7 +481,7 @@ int main(int argc, char** argv) {
                           std::atoi(argv[7]));
   }
   int agents = 100, seconds = 20;
-  std::string schedule = "both";
+  std::string schedule = "all";
   int controller_cpu = -1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
@@ -473,7 +490,8 @@ int main(int argc, char** argv) {
     else if (flag == "--schedule") schedule = argv[i + 1];
     else if (flag == "--controller-cpu") controller_cpu = std::atoi(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: %s [--agents N] [--seconds S] [--schedule aligned|staggered|both] [--controller-cpu C]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--agents N] [--seconds S] [--schedule cell|staggered|burst|all] [--controller-cpu C]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -481,9 +499,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "agents 1..1000, seconds 1..600\n");
     return 2;
   }
-  std::vector<std::pair<std::string, bool>> runs;
-  if (schedule == "aligned" || schedule == "both") runs.emplace_back("aligned", true);
-  if (schedule == "staggered" || schedule == "both") runs.emplace_back("staggered", false);
+  std::vector<std::pair<std::string, Schedule>> runs;
+  if (schedule == "cell" || schedule == "all") runs.emplace_back("cell", Schedule::kCell);
+  if (schedule == "staggered" || schedule == "all") runs.emplace_back("staggered", Schedule::kStaggered);
+  if (schedule == "burst" || schedule == "all") runs.emplace_back("burst", Schedule::kBurst);
+  if (runs.empty()) {
+    std::fprintf(stderr, "--schedule: cell, staggered, burst or all\n");
+    return 2;
+  }
 
   std::printf("AgentHub: %d agents (one gRPC stream each), 1 realistic snapshot/s per agent, %d s, controller in its own process\n",
               agents, seconds);
@@ -491,8 +514,8 @@ int main(int argc, char** argv) {
   std::printf("%-10s | %-24s | %-28s | %-28s | %-10s | %-20s | %s\n", "schedule", "controller CPU (≤ 10 %)",
               "ingest p50 / p99 (≤ 1 ms)", "ingest max", "snapshots", "controller RSS / peak", "met");
   bool all_ok = true;
-  for (const auto& [name, aligned] : runs) {
-    Result r = RunOnce(agents, seconds, aligned, controller_cpu);
+  for (const auto& [name, sched] : runs) {
+    Result r = RunOnce(agents, seconds, sched, controller_cpu);
     if (!r.ok) {
       std::printf("%-10s | failed (%zu of %d snapshots merged, %zu missing)\n", name.c_str(), r.samples, agents * seconds,
                   r.missing);
@@ -501,10 +524,15 @@ int main(int argc, char** argv) {
     }
     const bool cpu_met = r.cpu_percent <= kCpuTarget;
     const bool p99_met = r.p99_us <= kP99TargetUs;
-    all_ok = all_ok && cpu_met && p99_met;
-    std::printf("%-10s | %21.1f %% | %10.0f µs / %8.0f µs | %24.0f µs | %10zu | %7.1f / %7.1f MiB | CPU %s, p99 %s\n",
-                name.c_str(), r.cpu_percent, r.p50_us, r.p99_us, r.max_us, r.samples, r.rss_mib, r.hwm_mib,
-                cpu_met ? "yes" : "NO", p99_met ? "yes" : "NO");
+    const bool judged = sched != Schedule::kBurst;
+    if (judged) all_ok = all_ok && cpu_met && p99_met;
+    std::printf("%-10s | %21.1f %% | %10.0f µs / %8.0f µs | %24.0f µs | %10zu | %7.1f / %7.1f MiB | %s\n", name.c_str(),
+                r.cpu_percent, r.p50_us, r.p99_us, r.max_us, r.samples, r.rss_mib, r.hwm_mib,
+                !judged                ? "for comparison"
+                : cpu_met && p99_met ? "CPU yes, p99 yes"
+                : cpu_met            ? "CPU yes, p99 NO"
+                : p99_met            ? "CPU NO, p99 yes"
+                                     : "CPU NO, p99 NO");
     std::printf("%-10s |   controller CPU with every stream open and no snapshot (keepalive only): %.1f %%; "
                 "per snapshot: %.0f µs of controller CPU\n",
                 "", r.idle_cpu_percent, r.cpu_percent / 100.0 * 1e6 / agents);

@@ -1,5 +1,6 @@
 #include "common/wire_job.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <ratio>
@@ -120,6 +121,7 @@ void ToProto(const JobSpec& in, v1::LoadJob* out) {
   }
   out->set_connection_offset(in.connection_offset);
   out->set_total_connections(in.total_connections);
+  out->set_send_offset_ns(in.send_offset.count());
 }
 
 Result<JobSpec> FromProto(const v1::LoadJob& in) {
@@ -190,7 +192,18 @@ Result<JobSpec> FromProto(const v1::LoadJob& in) {
     return Invalid("total_connections", std::to_string(j.total_connections) + " is less than connection_offset + connections (" +
                                             std::to_string(uint64_t{j.connection_offset} + j.connections) + ")");
   }
+  if (Status s = DecodeDuration(in.send_offset_ns(), "send_offset_ns", &j.send_offset); !s.ok()) return s;
+  if (j.send_offset >= j.interval) {
+    return Invalid("send_offset_ns", "must be less than interval_ns (got " + std::to_string(j.send_offset.count()) +
+                                         " ns for an interval of " + std::to_string(j.interval.count()) + " ns)");
+  }
   return j;
+}
+
+std::chrono::nanoseconds SendOffset(int index, int agents, std::chrono::nanoseconds interval) {
+  if (agents <= 1 || index <= 0) return std::chrono::nanoseconds(0);
+  const std::chrono::nanoseconds spread = std::min<std::chrono::nanoseconds>(interval / 4, std::chrono::milliseconds(250));
+  return spread * std::min(index, agents - 1) / agents;
 }
 
 }  // namespace fairbench::wire

@@ -56,6 +56,7 @@ struct JobSpec {
   std::optional<std::chrono::system_clock::time_point> start;  // wall clock; unset: as soon as connected
   uint32_t connection_offset = 0;  // this agent's first connection among all agents'
   uint32_t total_connections = 0;  // 0: just this agent's
+  std::chrono::nanoseconds send_offset{0};  // hold each snapshot but the last this long (< interval)
 
   // Host header as sent: host_header, or host:port ("[v6]:port" for an IPv6
   // address).
@@ -71,5 +72,11 @@ void ToProto(const JobSpec& in, v1::LoadJob* out);
 // Applies the defaults above to fields left at zero/empty and refuses a job
 // that cannot run (InvalidArgument, the message names the field).
 Result<JobSpec> FromProto(const v1::LoadJob& in);
+
+// The send offset of agent `index` of `agents` sharing one interval: spread
+// evenly over the first quarter of the interval, at most 250 ms, so that a
+// cell's snapshots reach the controller one after another (100 agents: one
+// every 2.5 ms) and the live view lags by no more than that.
+std::chrono::nanoseconds SendOffset(int index, int agents, std::chrono::nanoseconds interval);
 
 }  // namespace fairbench::wire

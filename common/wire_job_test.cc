@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <limits>
+#include <set>
 
 namespace fairbench::wire {
 namespace {
@@ -46,6 +47,7 @@ JobSpec FullSpec() {
   j.start = system_clock::time_point(nanoseconds(1'700'000'000'123'456'789));
   j.connection_offset = 100;
   j.total_connections = 1000;
+  j.send_offset = nanoseconds(12'500'001);
   return j;
 }
 
@@ -113,6 +115,7 @@ TEST(WireJobTest, FullyPopulatedSpecRoundTripsExactly) {
   EXPECT_NE(full.start, d.start);
   EXPECT_NE(full.connection_offset, d.connection_offset);
   EXPECT_NE(full.total_connections, d.total_connections);
+  EXPECT_NE(full.send_offset, d.send_offset);
 
   EXPECT_EQ(RoundTrip(full), full);
 }
@@ -292,6 +295,8 @@ TEST(WireJobTest, RefusesJobsThatCannotRunNamingTheField) {
          m.set_pipeline(2);
        }},
       {"start_unix_ns", [](v1::LoadJob& m) { m.set_start_unix_ns(-1); }},
+      {"send_offset_ns", [](v1::LoadJob& m) { m.set_send_offset_ns(-1); }},
+      {"send_offset_ns", [](v1::LoadJob& m) { m.set_send_offset_ns(1'000'000'000); }},  // = the 1 s interval
       {"total_connections",
        [](v1::LoadJob& m) {
          m.set_connection_offset(10);
@@ -331,5 +336,29 @@ TEST(WireJobTest, AcceptsTheEdges) {
   EXPECT_EQ(r->requests[2].weight, 1u);
 }
 
+}  // namespace
+}  // namespace fairbench::wire
+
+namespace fairbench::wire {
+namespace {
+// Catches: the send offsets of a cell's agents not spread (all the same, so
+// their snapshots arrive together), spread past a quarter of the interval or
+// 250 ms (the live view would lag more), or an offset reaching the interval.
+TEST(WireJobTest, SendOffsetsSpreadACellsAgents) {
+  using namespace std::chrono_literals;
+  EXPECT_EQ(SendOffset(0, 1, 1s), 0ns);
+  EXPECT_EQ(SendOffset(0, 100, 1s), 0ns);
+  EXPECT_EQ(SendOffset(1, 100, 1s), 2500us);
+  EXPECT_EQ(SendOffset(99, 100, 1s), 247500us);
+  EXPECT_EQ(SendOffset(1, 2, 1s), 125ms);
+  EXPECT_EQ(SendOffset(1, 2, 100ms), 12500us);  // a quarter of a short interval
+  std::set<int64_t> seen;
+  for (int i = 0; i < 100; ++i) {
+    const auto o = SendOffset(i, 100, 1s);
+    EXPECT_LT(o, 250ms);
+    seen.insert(o.count());
+  }
+  EXPECT_EQ(seen.size(), 100u);
+}
 }  // namespace
 }  // namespace fairbench::wire

@@ -7,9 +7,11 @@
 
 #include "common/api/cells.h"
 #include "common/api/cpu_list.h"
+#include "common/api/field_path.h"
 #include "common/api/field_paths.h"
 #include "common/api/names.h"
 #include "common/api/node.h"
+#include "common/api/quantity.h"
 
 namespace fairbench::api {
 namespace {
@@ -351,6 +353,20 @@ class Checker {
 
 Diagnostics Validate(const BenchmarkRun& run, const ValidateOptions& options) {
   return Checker(run, options).Check();
+}
+
+std::vector<std::string> Warnings(const BenchmarkRunSpec& spec) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < spec.targets.size(); ++i) {
+    const Target& t = spec.targets[i];
+    if (t.resources.cpu && t.resources.cpu->millicores % 1000 != 0) {
+      out.push_back(JoinIndex("spec.targets", i) + ".resources.cpu: " + FormatCpu(*t.resources.cpu) +
+                    " is not a whole number of CPUs: target " + t.name +
+                    " gets a share of cores rather than cores of its own (a CPU quota throttles it, and Kubernetes' "
+                    "static CPU manager pins only whole CPUs), which blurs its numbers; whole CPUs are recommended");
+    }
+  }
+  return out;
 }
 
 }  // namespace fairbench::api

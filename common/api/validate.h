@@ -45,4 +45,10 @@ inline constexpr size_t kMaxCells = 1000;
 
 Diagnostics Validate(const BenchmarkRun& run, const ValidateOptions& options = {});
 
+// What a valid spec may still get wrong, one line each, starting with the
+// field path: a target's CPU that is not a whole number of CPUs (it can get
+// no cores of its own, so other work shares them). Told to the user (a
+// Warning event, a line on the terminal); the run goes ahead.
+std::vector<std::string> Warnings(const BenchmarkRunSpec& spec);
+
 }  // namespace fairbench::api

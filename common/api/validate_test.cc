@@ -80,6 +80,22 @@ TEST(ValidateTest, Targets) {
                                "spec.targets[1].env[\"A=B\"]: a variable name cannot contain '='"}));
 }
 
+// Catches: a fractional CPU not warned about (the target then shares cores
+// and nobody is told), a whole CPU warned about, or a warning that does not
+// name its field.
+TEST(ValidateTest, WarnsAboutFractionalCpus) {
+  BenchmarkRun run = Valid();
+  run.spec.targets[0].resources.cpu = CpuQuantity{2000};
+  EXPECT_TRUE(Warnings(run.spec).empty());
+  run.spec.targets.push_back(run.spec.targets[0]);
+  run.spec.targets[1].name = "b";
+  run.spec.targets[1].resources.cpu = CpuQuantity{1500};
+  const std::vector<std::string> w = Warnings(run.spec);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].rfind("spec.targets[1].resources.cpu: 1500m is not a whole number of CPUs: target b", 0), 0u) << w[0];
+  EXPECT_TRUE(Check(run).empty()) << "a warning, not an error";
+}
+
 TEST(ValidateTest, TargetsNeedAWayToRunOnThePlatform) {
   BenchmarkRun run = Valid();
   run.spec.targets[0].image.clear();

@@ -7,7 +7,9 @@ namespace fairbench::report {
 
 void CheckCell(const api::ScenarioSettings& settings, CellRecord& cell, const CheckThresholds& thresholds) {
   const api::CellResult& r = cell.result;
-  const bool had_gap = std::find(cell.flags.begin(), cell.flags.end(), CellFlag::kSnapshotGap) != cell.flags.end();
+  auto had = [&](CellFlag f) { return std::find(cell.flags.begin(), cell.flags.end(), f) != cell.flags.end(); };
+  const bool had_gap = had(CellFlag::kSnapshotGap);
+  const bool had_sparse_usage = had(CellFlag::kSparseUsage);
   cell.flags.clear();
   cell.littles_law_connections = 0;
   if (r.state != api::CellState::kSucceeded) return;
@@ -33,6 +35,7 @@ void CheckCell(const api::ScenarioSettings& settings, CellRecord& cell, const Ch
     cell.flags.push_back(CellFlag::kFewerConnections);
   }
   if (had_gap) cell.flags.push_back(CellFlag::kSnapshotGap);
+  if (had_sparse_usage) cell.flags.push_back(CellFlag::kSparseUsage);
 
   const api::ErrorCounts& e = r.errors;
   if (e.connect + e.read + e.write + e.timeout + e.port_exhaustion + e.status > 0) {

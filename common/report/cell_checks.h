@@ -22,6 +22,8 @@
 //                       from the scenario's expected status.
 //   SnapshotGap         not computed here: the orchestrator sees gaps in the
 //                       sequence numbers; CheckCell keeps the flag as found.
+//   SparseUsage         not computed here: the orchestrator counts the fresh
+//                       usage samples of the target; kept as found.
 //
 // Failed and skipped cells carry no flags: their reason says it all.
 // Pure functions; thread-safe.
@@ -37,7 +39,8 @@ struct CheckThresholds {
   double littles_law_tolerance = 0.25;      // relative to connections × pipeline
 };
 
-// Recomputes cell.littles_law_connections and cell.flags (SnapshotGap kept).
+// Recomputes cell.littles_law_connections and cell.flags (SnapshotGap and
+// SparseUsage kept).
 // `settings` are the scenario's effective settings (api::EffectiveSettings):
 // threads per agent, agents, pipeline and rate.
 void CheckCell(const api::ScenarioSettings& settings, CellRecord& cell, const CheckThresholds& thresholds = {});

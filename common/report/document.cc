@@ -693,6 +693,11 @@ std::string FlagDetail(const CellRecord& c, CellFlag flag) {
     case CellFlag::kFewerConnections:
       return "at most " + Count(c.connections_peak) + " of " + Conns(r.connections) + " connections were open";
     case CellFlag::kSnapshotGap: return "an agent's interval went missing; the totals lack it";
+    case CellFlag::kSparseUsage:
+      return "the target's CPU and memory rest on " + Count(c.usage_samples) +
+             (c.usage_samples == 1 ? " fresh sample" : " fresh samples") + " spanning " +
+             FormatDecimal(c.usage_span_seconds, 1) + " s of the " + FormatDecimal(c.measure_seconds, 1) +
+             " s measured: read them as rough";
     case CellFlag::kErrors: {
       const api::ErrorCounts& e = r.errors;
       const uint64_t socket = e.connect + e.read + e.write + e.timeout + e.port_exhaustion;
@@ -720,6 +725,10 @@ Section Flags(const Context& ctx) {
   legend.items.push_back(P({Code(FlagName(CellFlag::kFewerConnections)),
                             Plain(": fewer connections were open at once than asked for.")}));
   legend.items.push_back(P({Code(FlagName(CellFlag::kSnapshotGap)), Plain(": an agent's interval went missing.")}));
+  legend.items.push_back(P({Code(FlagName(CellFlag::kSparseUsage)),
+                            Plain(": the target's CPU and memory rest on fewer than two fresh samples, or on samples "
+                                  "spanning less than half the measured time (a kubelet refreshes its figures every "
+                                  "10–15 s: cells longer than 30 s avoid this).")}));
   legend.items.push_back(
       P({Code(FlagName(CellFlag::kErrors)), Plain(": socket errors or responses with an unexpected status.")}));
   s.blocks.push_back(std::move(legend));

@@ -18,11 +18,12 @@ namespace {
 using Json = nlohmann::json;
 using OrderedJson = nlohmann::ordered_json;
 
-constexpr std::array<std::pair<CellFlag, const char*>, 5> kFlagNames{{
+constexpr std::array<std::pair<CellFlag, const char*>, 6> kFlagNames{{
     {CellFlag::kGeneratorSaturated, "GeneratorSaturated"},
     {CellFlag::kLittlesLawMismatch, "LittlesLawMismatch"},
     {CellFlag::kFewerConnections, "FewerConnections"},
     {CellFlag::kSnapshotGap, "SnapshotGap"},
+    {CellFlag::kSparseUsage, "SparseUsage"},
     {CellFlag::kErrors, "Errors"},
 }};
 
@@ -70,6 +71,8 @@ OrderedJson CellJson(const CellRecord& c) {
   j["abandoned"] = c.abandoned;
   j["measureSeconds"] = c.measure_seconds;
   j["littlesLawConnections"] = c.littles_law_connections;
+  j["usageSamples"] = c.usage_samples;
+  j["usageSpanSeconds"] = c.usage_span_seconds;
   OrderedJson flags = OrderedJson::array();
   for (CellFlag f : c.flags) flags.push_back(FlagName(f));
   j["flags"] = flags;
@@ -290,6 +293,8 @@ void ReadCellExtras(const Json& j, const std::string& path, api::Diagnostics& d,
   r.Read("abandoned", c.abandoned);
   r.Read("measureSeconds", c.measure_seconds);
   r.Read("littlesLawConnections", c.littles_law_connections);
+  r.Read("usageSamples", c.usage_samples);
+  r.Read("usageSpanSeconds", c.usage_span_seconds);
   std::vector<std::string> flags;
   r.Read("flags", flags);
   for (size_t i = 0; i < flags.size(); ++i) {

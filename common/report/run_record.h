@@ -52,6 +52,7 @@ enum class CellFlag {
   kLittlesLawMismatch,    // requests/s × mean latency is far from the connections
   kFewerConnections,      // fewer connections were established than asked
   kSnapshotGap,           // an agent's interval went missing (set by the orchestrator)
+  kSparseUsage,           // the target's CPU and memory rest on too few fresh samples (set by the orchestrator)
   kErrors,                // socket errors or unexpected statuses
 };
 const char* FlagName(CellFlag flag);
@@ -70,6 +71,8 @@ struct CellRecord {
   uint64_t abandoned = 0;
   double measure_seconds = 0;
   double littles_law_connections = 0;    // requests/s × mean latency; 0 when either is unknown
+  uint32_t usage_samples = 0;            // fresh target usage samples in the measure phase
+  double usage_span_seconds = 0;         // from the first of them to the last
   std::vector<CellFlag> flags;           // in enum order, each at most once
 };
 

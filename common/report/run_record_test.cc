@@ -109,6 +109,8 @@ RunRecord RichRecord() {
   ok.abandoned = 2;
   ok.measure_seconds = 29.999871;
   ok.littles_law_connections = 100.85;
+  ok.usage_samples = 7;
+  ok.usage_span_seconds = 6.25;
   ok.flags = {CellFlag::kSnapshotGap, CellFlag::kErrors};
 
   CellRecord failed;
@@ -171,6 +173,8 @@ void ExpectSameRecord(const RunRecord& a, const RunRecord& b) {
     EXPECT_EQ(x.abandoned, y.abandoned);
     EXPECT_EQ(x.measure_seconds, y.measure_seconds);
     EXPECT_EQ(x.littles_law_connections, y.littles_law_connections);
+    EXPECT_EQ(x.usage_samples, y.usage_samples);
+    EXPECT_EQ(x.usage_span_seconds, y.usage_span_seconds);
     EXPECT_EQ(x.flags, y.flags);
   }
 }
@@ -233,7 +237,7 @@ TEST(RunRecordTest, DamagedFilesNameTheField) {
             "out/results.json: cells[0].agents: must be an integer, got 10000000000.0");
   EXPECT_EQ(ErrorAfter([](json& j) { j["cells"][0]["flags"][1] = "Slow"; }),
             "out/results.json: cells[0].flags[1]: unknown flag \"Slow\" (known: GeneratorSaturated, "
-            "LittlesLawMismatch, FewerConnections, SnapshotGap, Errors)");
+            "LittlesLawMismatch, FewerConnections, SnapshotGap, SparseUsage, Errors)");
   EXPECT_EQ(ErrorAfter([](json& j) { j["cells"][0]["latencyHistogram"] = "AAAA"; }).rfind(
                 "out/results.json: cells[0].latencyHistogram: is not an HdrHistogram: ", 0),
             0u);
@@ -293,7 +297,7 @@ TEST(RunRecordTest, NotJsonOrNotAResultsFile) {
 
 TEST(RunRecordTest, FlagNamesRoundTrip) {
   for (CellFlag f : {CellFlag::kGeneratorSaturated, CellFlag::kLittlesLawMismatch, CellFlag::kFewerConnections,
-                     CellFlag::kSnapshotGap, CellFlag::kErrors}) {
+                     CellFlag::kSnapshotGap, CellFlag::kSparseUsage, CellFlag::kErrors}) {
     EXPECT_EQ(FlagFromName(FlagName(f)), f);
   }
   EXPECT_STREQ(FlagName(CellFlag::kLittlesLawMismatch), "LittlesLawMismatch");

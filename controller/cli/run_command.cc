@@ -17,6 +17,7 @@
 #include "common/api/cells.h"
 #include "common/api/cpu_list.h"
 #include "common/api/loader.h"
+#include "common/api/validate.h"
 #include "common/report/html.h"
 #include "common/report/markdown.h"
 #include "common/signals.h"
@@ -89,6 +90,7 @@ int RunRunCommand(const RunFlags& f) {
       std::fprintf(stderr, "%s\n", run.status().message().c_str());
       return 2;
     }
+    for (const std::string& w : api::Warnings(run->spec)) std::fprintf(stderr, "%s: warning: %s\n", file.c_str(), w.c_str());
     runs.push_back(std::move(*run));
     bases.push_back(api::BaseDirectory(file).string());
   }

@@ -50,6 +50,15 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
   }
   const std::string& id() const { return info_.id; }  // fixed after Hello
 
+  // Called by the hub with its lock held, before the session is visible to
+  // StartJob: the Welcome is the first message an agent reads, never after
+  // a LoadJob.
+  void Welcome(const std::string& controller_id) {
+    v1::ControllerMessage welcome;
+    welcome.mutable_welcome()->set_controller_id(controller_id);
+    Send(std::move(welcome));
+  }
+
   Status BeginJob(const v1::LoadJob& job, std::shared_ptr<JobObserver> observer) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -112,7 +121,7 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
       End(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the first message must be Hello with an agent id"));
       return;
     }
-    if (in_.hello().token() != hub_->token_) {
+    if (!hub_->TokenMatches(in_.hello().token())) {
       hub_->Count(0, 0, 0, 1);
       spdlog::warn("refused agent {} from {}: wrong token", in_.hello().agent_id(), in_.hello().node());
       End(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "wrong token"));
@@ -126,11 +135,9 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
       End(grpc::Status(grpc::StatusCode::UNAVAILABLE, s.message()));
       return;
     }
-    welcomed_ = true;
-    v1::ControllerMessage welcome;
-    welcome.mutable_welcome()->set_controller_id(hub_->controller_id_);
-    Send(std::move(welcome));
+    welcomed_ = true;  // Register queued the Welcome
   }
+
 
   void HandleSnapshot() {
     const v1::Snapshot& msg = in_.snapshot();
@@ -272,6 +279,16 @@ grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* AgentHub::Conn
   return session;
 }
 
+void AgentHub::SetToken(std::string token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  token_ = std::move(token);
+}
+
+bool AgentHub::TokenMatches(const std::string& token) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return token == token_;
+}
+
 Status AgentHub::Register(AgentSession* session) {
   AgentSession* replaced = nullptr;
   {
@@ -279,6 +296,7 @@ Status AgentHub::Register(AgentSession* session) {
     if (shutdown_) return Status::Unavailable("controller shutting down");
     auto it = sessions_.find(session->id());
     if (it != sessions_.end() && it->second != session) replaced = it->second;
+    session->Welcome(controller_id_);
     sessions_[session->id()] = session;
     if (replaced != nullptr) {
       // Ended under the lock so that it cannot be deleted meanwhile.

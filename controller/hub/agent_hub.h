@@ -69,6 +69,9 @@ class AgentHub final : public v1::AgentHub::CallbackService, public AgentPool {
   void CancelJob(const std::string& agent_id, const std::string& job_id, const std::string& reason) override;
   // Ends every stream (agents see it and stop their load).
   void Shutdown();
+  // Agents say Hello with this token from now on (a token put in the Secret
+  // after the controller started); connected agents stay.
+  void SetToken(std::string token);
   HubStats stats() const;
 
  private:
@@ -77,7 +80,9 @@ class AgentHub final : public v1::AgentHub::CallbackService, public AgentPool {
   void Unregister(AgentSession* session);
   void Count(uint64_t snapshots, uint64_t duplicates, uint64_t missing, uint64_t refused);
 
-  const std::string token_;
+  bool TokenMatches(const std::string& token) const;
+
+  std::string token_;  // guarded by mu_
   const std::string controller_id_;
   mutable std::mutex mu_;
   std::condition_variable_any cv_;

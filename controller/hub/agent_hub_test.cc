@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <csignal>
 #include <mutex>
@@ -26,6 +27,7 @@ class Recorder : public JobObserver {
   void OnSnapshot(const std::string&, Snapshot s) override {
     std::lock_guard<std::mutex> lock(mu_);
     snapshots.push_back(std::move(s));
+    arrivals.push_back(std::chrono::system_clock::now());
     cv_.notify_all();
   }
   void OnDone(const std::string&, const JobSummary& s) override {
@@ -50,6 +52,7 @@ class Recorder : public JobObserver {
   }
 
   std::vector<Snapshot> snapshots;
+  std::vector<std::chrono::system_clock::time_point> arrivals;  // one per snapshot
   JobSummary summary;
   bool done = false;
   bool failed = false;
@@ -140,6 +143,39 @@ TEST_F(AgentHubTest, RunsAJobAndStreamsEverySnapshot) {
   auto again = hub_->WaitForAgents(1, 5s);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(hub_->stats().snapshots, 4u);
+}
+
+// Catches: the agent ignoring the controller's send offset (every snapshot
+// of a cell's agents then reaches the controller at the same instant), or
+// holding the last snapshot too (the cell would end an offset late). With a
+// wall-clock start S, a 500 ms interval and a 300 ms offset, snapshot 1
+// cannot arrive before S + 800 ms; the last one follows the one before it by
+// about 500 − 300 ms, not 500.
+TEST_F(AgentHubTest, SnapshotsWaitForTheirSendOffsetButTheLastGoesAtOnce) {
+  StartNginx();
+  auto agent = StartAgent("a1");
+  ASSERT_TRUE(hub_->WaitForAgents(1, 10s).ok());
+  auto rec = std::make_shared<Recorder>();
+  wire::JobSpec job;
+  job.job_id = "offset";
+  job.host = "127.0.0.1";
+  job.port = static_cast<uint16_t>(nginx_->port());
+  job.requests.push_back({});
+  job.connections = 2;
+  job.threads = 1;
+  job.duration = 1500ms;
+  job.interval = 500ms;
+  job.send_offset = 300ms;
+  const auto start = std::chrono::system_clock::now() + 300ms;
+  job.start = start;
+  ASSERT_TRUE(hub_->StartJob("a1", job, rec).ok());
+  ASSERT_TRUE(rec->WaitEnd(10s));
+  ASSERT_TRUE(rec->done) << rec->failure;
+  ASSERT_EQ(rec->arrivals.size(), 3u);
+  EXPECT_GE(rec->arrivals[0] - start, 790ms);
+  EXPECT_GE(rec->arrivals[1] - rec->arrivals[0], 400ms);
+  EXPECT_LT(rec->arrivals[2] - rec->arrivals[1], 400ms)
+      << "the last snapshot was held: " << std::chrono::duration<double>(rec->arrivals[2] - rec->arrivals[1]).count();
 }
 
 TEST_F(AgentHubTest, AWrongTokenIsRefused) {
@@ -252,6 +288,47 @@ TEST_F(AgentHubTest, TheFirstMessageMustBeHello) {
   EXPECT_FALSE(stream->Read(&in));
   const grpc::Status status = stream->Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+// Catches: the hub making an agent visible to StartJob before its Welcome is
+// queued, so that a job started the instant the agent registers reaches the
+// agent before the Welcome (the agent then drops the stream). A thread
+// starts the job as fast as it can while each agent says Hello.
+TEST_F(AgentHubTest, WelcomeComesBeforeAJobStartedTheInstantTheAgentRegisters) {
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(server_.port), grpc::InsecureChannelCredentials());
+  auto stub = v1::AgentHub::NewStub(channel);
+  for (int i = 0; i < 30; ++i) {
+    const std::string id = "racer-" + std::to_string(i);
+    auto rec = std::make_shared<Recorder>();
+    std::atomic<bool> started{false};
+    std::thread starter([&] {
+      v1::LoadJob job;
+      job.set_job_id("j" + std::to_string(i));
+      const auto until = std::chrono::steady_clock::now() + 5s;
+      while (std::chrono::steady_clock::now() < until) {
+        if (hub_->StartJob(id, job, rec).ok()) {
+          started = true;
+          return;
+        }
+      }
+    });
+    grpc::ClientContext ctx;
+    auto stream = stub->Connect(&ctx);
+    v1::AgentMessage hello;
+    hello.mutable_hello()->set_agent_id(id);
+    hello.mutable_hello()->set_token("secret");
+    ASSERT_TRUE(stream->Write(hello));
+    v1::ControllerMessage first, second;
+    ASSERT_TRUE(stream->Read(&first));
+    starter.join();
+    ASSERT_TRUE(started);
+    EXPECT_TRUE(first.has_welcome()) << "round " << i << ": first message " << first.ShortDebugString();
+    ASSERT_TRUE(stream->Read(&second));
+    EXPECT_TRUE(second.has_load_job()) << "round " << i << ": second message " << second.ShortDebugString();
+    stream->WritesDone();
+    ctx.TryCancel();
+    stream->Finish().ok();
+  }
 }
 
 }  // namespace

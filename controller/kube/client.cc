@@ -175,6 +175,16 @@ ApiResult<Json> Client::GetStatus(const ResourceType& r, std::string_view ns, st
   return ExecuteJson(c);
 }
 
+ApiResult<std::string> Client::GetText(const ResourceType& r, std::string_view ns, std::string_view name,
+                                       std::string_view subresource,
+                                       const std::vector<std::pair<std::string, std::string>>& query,
+                                       std::chrono::milliseconds timeout) {
+  Call c{"GET", r.Path(NamespaceFor(r, ns, nullptr), name, subresource), query, "", "", timeout, true};
+  auto resp = Execute(c);
+  if (!resp.ok()) return resp.error();
+  return std::move(resp->body);
+}
+
 ApiResult<ObjectList> Client::List(const ResourceType& r, std::string_view ns, const ListOptions& options) {
   Call c{"GET", r.Path(r.namespaced() ? ns : "", ""), {}, "", "", options.timeout, true};
   AddIf(&c.query, f::kQueryLabelSelector, options.label_selector);

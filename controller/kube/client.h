@@ -79,6 +79,12 @@ class Client {
                       const GetOptions& options = {});
   ApiResult<Json> GetStatus(const ResourceType& r, std::string_view ns, std::string_view name,
                             const GetOptions& options = {});
+  // The body of a GET of a subresource that answers text, e.g. pods/log
+  // with query {{"container", "c"}, {"limitBytes", "4096"}}.
+  ApiResult<std::string> GetText(const ResourceType& r, std::string_view ns, std::string_view name,
+                                 std::string_view subresource,
+                                 const std::vector<std::pair<std::string, std::string>>& query = {},
+                                 std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
   // One page (options.limit/continue_token); see ListAll for every page.
   ApiResult<ObjectList> List(const ResourceType& r, std::string_view ns, const ListOptions& options = {});
   // Every page, all at one list RV; restarts (bounded) if a continue token expires.

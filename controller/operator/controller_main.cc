@@ -259,8 +259,8 @@ int Main(const Flags& f) {
   std::string token_problem;
   if (!token.ok()) {
     token_problem = token.status().message() +
-                    ": agents cannot authenticate; put a token in it (or delete it: the controller then creates one) "
-                    "and restart the controller";
+                    ": agents cannot authenticate; put a token in it (or delete it: the controller then creates one); "
+                    "it is read again before the next run starts";
     spdlog::error("{}", token_problem);
   }
   // The hub listens only while this controller leads, so that agents (and
@@ -330,8 +330,19 @@ int Main(const Flags& f) {
       hub, oo,
       [&](const api::BenchmarkRun& run) -> Result<RunParts> {
         if (!token_problem.empty()) {
-          FailRun(client, &events, run, "AgentTokenMissing", token_problem);
-          return Status::FailedPrecondition(token_problem);
+          // Fixed since? The Secret is read again before each run.
+          auto again = AgentToken(client, pod_ns, f.agent_token_secret);
+          if (again.ok()) {
+            hub.SetToken(*again);
+            token_problem.clear();
+            spdlog::info("Secret {}/{} has a token now: agents can authenticate", pod_ns, f.agent_token_secret);
+          } else {
+            token_problem = again.status().message() +
+                            ": agents cannot authenticate; put a token in it (or delete it: the controller then "
+                            "creates one); it is read again before the next run starts";
+            FailRun(client, &events, run, "AgentTokenMissing", token_problem);
+            return Status::FailedPrecondition(token_problem);
+          }
         }
         RunParts parts;
         parts.platform = platform;

@@ -8,6 +8,7 @@
 #include "common/api/codec.h"
 #include "common/api/conditions.h"
 #include "common/api/loader.h"
+#include "common/api/validate.h"
 
 namespace fairbench::controller {
 namespace {
@@ -212,7 +213,10 @@ Reconciler::Outcome Reconciler::Reconcile(const std::string& key) {
     c.observed_generation = Generation(object);
     api::SetCondition(queued.conditions, c, WallNow());
     out.status = PatchStatus(object, queued);
-    if (out.status.ok()) Event(object, false, "Queued", std::to_string(queued.progress.total) + " cells queued");
+    if (out.status.ok()) {
+      Event(object, false, "Queued", std::to_string(queued.progress.total) + " cells queued");
+      for (const std::string& w : api::Warnings(run->spec)) Event(object, true, "SpecWarning", w);
+    }
     return out;
   }
 

@@ -170,6 +170,22 @@ class ReconcilerTest : public kube::testenv::KubeTest {
   std::unique_ptr<RunController> controller_;
 };
 
+// Catches: a fractional CPU queued without a Warning event naming the field.
+TEST_F(ReconcilerTest, AFractionalCpuIsWarnedAbout) {
+  std::string yaml = RunYaml("shared");
+  const std::string plain = "port: 8080}";
+  yaml.replace(yaml.find(plain), plain.size(), "port: 8080, resources: {cpu: 1500m, memory: 1Gi}}");
+  Apply(yaml);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const std::string d = Ok({"describe", "br", "shared"});
+        return d.find("SpecWarning") != std::string::npos &&
+               d.find("spec.targets[0].resources.cpu: 1500m is not a whole number of CPUs") != std::string::npos;
+      },
+      10s))
+      << Ok({"describe", "br", "shared"});
+}
+
 // Catches: a run not queued (no phase, no event), the finalizer not added,
 // runs started out of creation order or two at a time, the next run not
 // started when the executor becomes idle.

@@ -64,6 +64,7 @@ std::vector<wire::JobSpec> BuildCellJobs(const api::ScenarioSettings& settings, 
     job.start = start;
     job.connection_offset = static_cast<uint32_t>(offset);
     job.total_connections = static_cast<uint32_t>(cell.connections);
+    job.send_offset = wire::SendOffset(i, agents, job.interval);
     offset += conns;
     jobs.push_back(std::move(job));
   }
@@ -136,6 +137,14 @@ report::CellRecord CellRecordFrom(const api::ScenarioSettings& settings, const a
   rec.abandoned = end.abandoned;
   rec.measure_seconds = end.measure_seconds;
   if (!m.consistent || m.missing_snapshots > 0) rec.flags.push_back(report::CellFlag::kSnapshotGap);
+  if (m.usage_first) {
+    rec.usage_samples = static_cast<uint32_t>(m.usage_times.size());
+    rec.usage_span_seconds =
+        m.usage_times.empty() ? 0.0 : std::chrono::duration<double>(m.usage_times.back() - m.usage_times.front()).count();
+    if (rec.usage_samples < 2 || rec.usage_span_seconds < kMinUsageCoverage * secs) {
+      rec.flags.push_back(report::CellFlag::kSparseUsage);
+    }
+  }
   report::CheckCell(settings, rec);
   return rec;
 }

@@ -45,7 +45,15 @@ struct CellMeasurement {
   std::optional<uint64_t> memory_idle;
   uint64_t memory_max = 0;  // 0: never sampled
   std::optional<TargetUsage> usage_first, usage_last;  // during the measure phase
+  // The distinct times of the fresh usage samples (taken in the measure
+  // phase, not carried over from before it), in order.
+  std::vector<api::Time> usage_times;
 };
+
+// A cell's CPU and memory rest on too few fresh usage samples when fewer
+// than two were taken in the measure phase, or when they span less than
+// this share of it (a kubelet refreshes its summary every 10–15 s).
+inline constexpr double kMinUsageCoverage = 0.5;
 
 // The cell's record: requests/s over the measured time, latency from the
 // merged histogram, errors, status classes, memory, target and agent CPU,

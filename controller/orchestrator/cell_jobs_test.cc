@@ -53,6 +53,10 @@ TEST(CellJobsTest, OneJobPerAgentWithItsShare) {
   EXPECT_EQ(jobs[0].connection_offset, 0u);
   EXPECT_EQ(jobs[1].connection_offset, 4u);
   EXPECT_EQ(jobs[2].connection_offset, 7u);
+  // Their snapshots are spread over the interval's first quarter.
+  EXPECT_EQ(jobs[0].send_offset, 0ms);
+  EXPECT_EQ(jobs[1].send_offset, 83333333ns);  // 250 ms × 1/3
+  EXPECT_EQ(jobs[2].send_offset, 166666666ns);  // 250 ms × 2/3
   double rate = 0;
   for (const wire::JobSpec& j : jobs) {
     EXPECT_EQ(j.total_connections, 10u);

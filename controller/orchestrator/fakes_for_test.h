@@ -77,7 +77,8 @@ class FakeSlot final : public LoadSlot {
 
 class FakeTarget final : public TargetInstance {
  public:
-  FakeTarget(SharedState& s, std::string name, bool block_ready) : s_(s), name_(std::move(name)), block_ready_(block_ready) {}
+  FakeTarget(SharedState& s, std::string name, bool block_ready, bool stale_usage = false)
+      : s_(s), name_(std::move(name)), block_ready_(block_ready), stale_usage_(stale_usage) {}
   TargetPlacement placement() const override { return TargetPlacement{"node-a", "10.1.2.3", 8080}; }
   Status WaitReady(Clock::time_point deadline, std::stop_token stop) override {
     if (!block_ready_) return Status::Ok();
@@ -94,17 +95,20 @@ class FakeTarget final : public TargetInstance {
     gone_ = why;
   }
   // The platform's clock: each sample is one second after the previous one
-  // and 1.5 CPU-seconds more, so the target used exactly 1.5 cores — whatever
-  // the controller's own sampling rhythm. The first sample (idle) shows
-  // 32 MiB, every later one 64 MiB.
+  // (from the moment of deployment) and 1.5 CPU-seconds more, so the target
+  // used exactly 1.5 cores — whatever the controller's own sampling rhythm.
+  // The first sample (idle) shows 32 MiB, every later one 64 MiB. With
+  // stale usage, every sample is the idle one (a kubelet that has not
+  // refreshed its figures since).
   Result<TargetUsage> Usage() override {
-    const int n = ++samples_;
+    const int n = stale_usage_ ? 1 : ++samples_;
     TargetUsage u;
     u.memory_bytes = n == 1 ? 32u << 20 : 64u << 20;
     u.cpu_seconds = 1.5 * n;
-    u.sampled_at = api::Time(std::chrono::seconds(1'700'000'000 + n));
+    u.sampled_at = deployed_at_ + std::chrono::seconds(n);
     return u;
   }
+  std::vector<std::string> ReadBack() override { return {"nofile in force: 4096, read back by the fake"}; }
   Status Teardown() override {
     s_.log.Add("teardown " + name_);
     --s_.deployed;
@@ -117,6 +121,8 @@ class FakeTarget final : public TargetInstance {
   SharedState& s_;
   std::string name_;
   bool block_ready_;
+  bool stale_usage_;
+  const api::Time deployed_at_ = std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now());
   std::mutex mu_;
   std::optional<std::string> gone_;
   std::atomic<int> samples_{0};
@@ -127,6 +133,7 @@ class FakePlatform final : public Platform {
   explicit FakePlatform(SharedState& s) : s_(s) {}
   bool block_slot = false;
   bool block_ready = false;
+  bool stale_usage = false;  // the targets' usage samples never refresh
   std::set<std::string> fail_deploy;
 
   std::string name() const override { return "fake"; }
@@ -138,7 +145,7 @@ class FakePlatform final : public Platform {
     int max = s_.max_deployed.load();
     while (now > max && !s_.max_deployed.compare_exchange_weak(max, now)) {
     }
-    auto t = std::make_unique<FakeTarget>(s_, r.target.name, block_ready);
+    auto t = std::make_unique<FakeTarget>(s_, r.target.name, block_ready, stale_usage);
     std::lock_guard<std::mutex> lock(mu_);
     targets.push_back(t.get());
     return std::unique_ptr<TargetInstance>(std::move(t));

@@ -260,6 +260,18 @@ Orchestrator::TargetOutcome Orchestrator::RunTarget(RunState& state, size_t targ
   }
   const TargetPlacement where = instance.placement();
   if (observer_ != nullptr) observer_->OnTargetReady(run.metadata.name, target.name, where);
+  // What the target runs with, read back (the file limit in force): kept
+  // with the notes of earlier targets, so that re-describing keeps it.
+  // A fact is "key: value"; a newer one replaces an older one of that key
+  // (from an earlier attempt of the run).
+  for (const std::string& fact : instance.ReadBack()) {
+    const std::string key = "target " + target.name + ": " + fact.substr(0, fact.find(':') + 1);
+    for (std::vector<std::string>* notes : {&state.earlier_notes, &state.record.environment.notes}) {
+      notes->erase(std::remove_if(notes->begin(), notes->end(), [&](const std::string& n) { return n.rfind(key, 0) == 0; }),
+                   notes->end());
+      notes->push_back("target " + target.name + ": " + fact);
+    }
+  }
   Message("target " + target.name + " is ready on " + where.host + ":" + std::to_string(where.port) +
           (where.node.empty() ? "" : " (node " + where.node + ")"));
 
@@ -434,6 +446,12 @@ report::CellRecord Orchestrator::RunCell(RunState& state, const api::Cell& cell,
       if (auto u = instance.Usage(); u.ok()) {
         if (!m.usage_first) m.usage_first = *u;
         m.usage_last = *u;
+        // Fresh: taken in the measure phase. A second's slack, as a kubelet
+        // stamps its samples to the second.
+        if (u->sampled_at + std::chrono::seconds(1) >= m.measure_start &&
+            (m.usage_times.empty() || u->sampled_at != m.usage_times.back())) {
+          m.usage_times.push_back(u->sampled_at);
+        }
         m.memory_max = std::max(m.memory_max, u->memory_bytes);
         if (observer_ != nullptr) {
           api::CurrentCell c = this_cell;

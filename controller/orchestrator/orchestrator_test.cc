@@ -7,6 +7,7 @@
 #include "controller/orchestrator/orchestrator.h"
 #include "controller/orchestrator/fakes_for_test.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -126,6 +127,16 @@ TEST_F(OrchestratorTest, TargetsRunOneAtATimeAndNumbersComeFromTheAgents) {
     EXPECT_EQ(c.result.memory_loaded, std::optional<uint64_t>(64u << 20));
     EXPECT_EQ(c.agents, 2u);
     EXPECT_NE(c.wrk_text.find("http://10.1.2.3:8080/"), std::string::npos);
+    // Fresh samples all through the measure phase: the figures stand.
+    EXPECT_GE(c.usage_samples, 2u);
+    EXPECT_GE(c.usage_span_seconds, 1.0);
+    EXPECT_EQ(std::count(c.flags.begin(), c.flags.end(), report::CellFlag::kSparseUsage), 0);
+  }
+  // What each target ran with, read back from it, is in the record.
+  for (const std::string t : {"alpha", "beta"}) {
+    const auto& notes = record->environment.notes;
+    EXPECT_EQ(std::count(notes.begin(), notes.end(), "target " + t + ": nofile in force: 4096, read back by the fake"), 1)
+        << t;
   }
   EXPECT_EQ(state_.max_deployed.load(), 1);
   EXPECT_EQ(state_.violations.load(), 0);
@@ -178,6 +189,22 @@ TEST_F(OrchestratorTest, TargetsRunOneAtATimeAndNumbersComeFromTheAgents) {
   // The environment is the platform's, with the version added.
   EXPECT_EQ(record->environment.platform, "fake");
   EXPECT_EQ(record->environment.fairbench_version, "9.9.9");
+}
+
+// Catches: a cell whose target figures rest on samples the platform never
+// refreshed during the measure phase (a kubelet refreshes every 10–15 s)
+// reported as exact: it is flagged SparseUsage, with the count of fresh
+// samples recorded.
+TEST_F(OrchestratorTest, StaleUsageSamplesFlagTheCell) {
+  platform_.stale_usage = true;
+  const api::BenchmarkRun run = MakeRun({"alpha"}, {10}, /*agents=*/1);
+  auto record = Make().Run(run, store_, false);
+  ASSERT_TRUE(record.ok()) << record.status().message();
+  ASSERT_EQ(record->cells.size(), 1u);
+  const report::CellRecord& c = record->cells[0];
+  EXPECT_EQ(c.result.state, api::CellState::kSucceeded);
+  EXPECT_LT(c.usage_samples, 2u);
+  EXPECT_EQ(std::count(c.flags.begin(), c.flags.end(), report::CellFlag::kSparseUsage), 1);
 }
 
 // Catches: LoadSlot::held() never checked during a cell (a lost lease

@@ -85,6 +85,10 @@ class TargetInstance {
   virtual std::string LogLocation() const = 0;
   // What was started, for the report ("/usr/bin/nginx-server --port 40211").
   virtual std::string Description() const = 0;
+  // Facts read back from the running target for the report, one per line:
+  // the file limit actually in force ("nofile 65536 in force (…)"), or why
+  // it could not be read. Called once it is ready.
+  virtual std::vector<std::string> ReadBack() { return {}; }
 };
 
 // Held while a target is under load; destroying it releases the slot.

@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   CLI::App app{"fairbench test kubelet: runs the pods bound to its node as local processes"};
   std::string kubeconfig, node, cpus_text, memory_text = "0", labels_text, taints_text, images_path;
   std::string ip_base = "127.0.1", listen = "127.0.0.1:0", log_dir, root_dir;
-  std::string heartbeat_text = "3s", backoff_text = "10s";
+  std::string heartbeat_text = "3s", backoff_text = "10s", stats_period_text = "10s";
   int64_t max_pods = 110;
   bool no_cgroups = false;
   app.add_option("--kubeconfig", kubeconfig, "kubeconfig of the API server")->required();
@@ -47,6 +47,8 @@ int main(int argc, char** argv) {
   app.add_option("--root-dir", root_dir, "pod volumes go here (default: <log-dir>/kubelet)");
   app.add_option("--heartbeat", heartbeat_text, "node status and lease renewal period");
   app.add_option("--restart-backoff", backoff_text, "first restart back-off (doubles, up to 300s)");
+  app.add_option("--stats-period", stats_period_text,
+                 "how often container stats are collected; /stats/summary serves the last collection (0: every request)");
   app.add_option("--max-pods", max_pods, "pods capacity");
   app.add_flag("--no-cgroups", no_cgroups, "never create per-container cgroups");
   try {
@@ -93,6 +95,9 @@ int main(int argc, char** argv) {
   auto backoff = fairbench::ParseDuration(backoff_text);
   if (!backoff.ok()) return bad("--restart-backoff: " + backoff.status().message());
   config.restart_backoff = std::chrono::duration_cast<std::chrono::milliseconds>(*backoff);
+  auto stats_period = fairbench::ParseDuration(stats_period_text);
+  if (!stats_period.ok()) return bad("--stats-period: " + stats_period.status().message());
+  config.stats_period = std::chrono::duration_cast<std::chrono::milliseconds>(*stats_period);
   opts.max_pods = max_pods;
   config.cgroups = !no_cgroups;
   config.log_dir = std::filesystem::absolute(log_dir).string();

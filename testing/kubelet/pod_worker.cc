@@ -96,6 +96,8 @@ struct PodWorker::Container {
   std::string previous_log_path;
   // Last CPU sample, for usageNanoCores.
   std::optional<std::pair<SysClock::time_point, uint64_t>> last_cpu;
+  // The last collected stats, served until config.stats_period has passed.
+  std::optional<ContainerStats> last_stats;
 };
 
 PodWorker::PodWorker(const KubeletConfig& config, kube::Client& client, kube::EventRecorder* events, Json pod,
@@ -405,6 +407,7 @@ void PodWorker::StartContainer(Container& c) {
   c.container_id = "fairbench://" + RandomHex(64);
   c.started_at = SysClock::now();
   c.last_cpu.reset();
+  c.last_stats.reset();
   Event(false, "Pulled", "Container image \"" + c.image + "\" already present on machine");
   Event(false, "Created", "Created container " + c.name);
   auto p = controller::Process::Start(po);
@@ -901,10 +904,15 @@ PodStats PodWorker::Sample() {
     for (auto& cp : *list) {
       Container& c = *cp;
       if (c.state != Container::State::kRunning || !c.process) continue;
+      const auto now = SysClock::now();
+      if (c.last_stats && now - c.last_stats->time < config_.stats_period) {
+        ps.containers.push_back(*c.last_stats);
+        continue;
+      }
       ContainerStats s;
       s.name = c.name;
       s.start_time = c.started_at;
-      s.time = SysClock::now();
+      s.time = now;
       auto tree = controller::SampleProcessTree(c.process->pid());
       double cpu_seconds = 0;
       if (tree.ok()) {
@@ -926,6 +934,7 @@ PodStats PodWorker::Sample() {
         }
       }
       c.last_cpu = std::make_pair(s.time, s.usage_core_nano_seconds);
+      c.last_stats = s;
       ps.containers.push_back(s);
     }
   }

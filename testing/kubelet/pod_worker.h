@@ -42,6 +42,10 @@ struct KubeletConfig {
   std::chrono::milliseconds restart_backoff{10000};  // first CrashLoopBackOff delay; doubles up to 300 s
   std::chrono::milliseconds tick{50};
   bool cgroups = true;  // per-container cgroups where the machine allows
+  // How often container stats are collected: between two collections the
+  // Summary API serves the last one, its "time" unchanged (a real kubelet's
+  // cAdvisor housekeeping: every 10 s by default). 0: on every request.
+  std::chrono::milliseconds stats_period{10000};
 };
 
 // One container's resource use at one moment.

@@ -105,7 +105,9 @@ class KubeletTest : public ::testing::Test {
               "--heartbeat",
               "1s",
               "--restart-backoff",
-              "200ms"};
+              "200ms",
+              "--stats-period",
+              "2s"};
     o.argv.insert(o.argv.end(), extra.begin(), extra.end());
     o.stdout_to = fairbench::testing::Redirect::File(dir_->File("kubelet.out"));
     o.stderr_to = fairbench::testing::Redirect::File(dir_->File("kubelet.err"));

@@ -148,6 +148,7 @@ TEST_F(KubeletTest, TargetPodBecomesReadyServesHttpLogsAndStats) {
     return Json::parse(KubectlOk({"get", "--raw", "/api/v1/nodes/" + node_ + "/proxy/stats/summary"}));
   };
   const double before = ProcCpuNanos(pid);
+  const auto s1_at = std::chrono::steady_clock::now();
   Json s1 = summary();
   const Json* c1 = FindSummaryContainer(s1, "web", "web");
   ASSERT_NE(c1, nullptr) << s1.dump(2);
@@ -160,6 +161,21 @@ TEST_F(KubeletTest, TargetPodBecomesReadyServesHttpLogsAndStats) {
   EXPECT_LT(std::fabs(rss - static_cast<double>(ProcRssBytes(pid))), 4.0 * (1 << 20));
   EXPECT_LT(std::fabs(AgeSeconds((*c1)["cpu"]["time"])), 5.0);
   EXPECT_EQ(s1["node"]["nodeName"], node_);
+  // Collected every --stats-period (2 s here), as a real kubelet's
+  // cAdvisor does: a second request at once gets the same collection.
+  // Requests in between make the target burn CPU, which a fresh collection
+  // would show.
+  for (int i = 0; i < 200; ++i) {
+    if (!conn->RoundTrip(fairbench::testing::BuildRequest("GET", "/", ip)).ok()) break;
+  }
+  const Json s1b = summary();
+  const Json* c1b = FindSummaryContainer(s1b, "web", "web");
+  ASSERT_NE(c1b, nullptr);
+  if (std::chrono::steady_clock::now() - s1_at < 1500ms) {
+    EXPECT_EQ((*c1b)["cpu"]["usageCoreNanoSeconds"], (*c1)["cpu"]["usageCoreNanoSeconds"])
+        << "stats collected again within the stats period";
+    EXPECT_EQ((*c1b)["cpu"]["time"], (*c1)["cpu"]["time"]);
+  }
   // Load: the target burns CPU; the summary follows what the kernel charged.
   for (int i = 0; i < 3000; ++i) {
     auto r = conn->RoundTrip(fairbench::testing::BuildRequest("GET", "/", ip));
@@ -168,6 +184,7 @@ TEST_F(KubeletTest, TargetPodBecomesReadyServesHttpLogsAndStats) {
       ASSERT_TRUE(conn.ok());
     }
   }
+  std::this_thread::sleep_for(2100ms);  // past the stats period: a fresh collection
   Json s2 = summary();
   const double after = ProcCpuNanos(pid);
   const Json* c2 = FindSummaryContainer(s2, "web", "web");

@@ -174,7 +174,8 @@ TEST_F(OperatorBadInputTest, AnImageTheKubeletCannotPullIsNamed) {
 
 // Catches: a Secret without data.token making the controller exit (a crash
 // loop with the reason only in its log): it must keep running and fail the
-// run with a condition and a Warning Event naming the Secret.
+// run with a condition and a Warning Event naming the Secret; and a token
+// put in the Secret later ignored until a restart.
 TEST_F(OperatorBadInputTest, ASecretWithoutTokenFailsTheRunNotTheController) {
   ApiServer();
   Nodes();
@@ -196,6 +197,16 @@ TEST_F(OperatorBadInputTest, ASecretWithoutTokenFailsTheRunNotTheController) {
   ASSERT_TRUE(Eventually([&] { return !Events("no-token", "AgentTokenMissing").empty(); }, 20s)) << Logs();
   EXPECT_EQ(Events("no-token", "AgentTokenMissing")[0]["type"], "Warning");
   EXPECT_TRUE(processes_.at("controller").running()) << Log("controller");
+  // The operator puts a token in the Secret: the next run uses it, with no
+  // restart of the controller.
+  std::ofstream(root_ / "secret.yaml") << "apiVersion: v1\nkind: Secret\nmetadata: {name: fairbench-agent-token}\n"
+                                          "type: Opaque\nstringData: {other: x, token: now-there-is-one}\n";
+  Ok({"apply", "-f", (root_ / "secret.yaml").string()});
+  ApplyRun("with-token", "example.org/fairbench/target:dev",
+           "    target: {nodeSelector: {fairbench.dev/role: target}}\n"
+           "    agents: {nodeSelector: {fairbench.dev/role: load}}\n");
+  ASSERT_TRUE(Eventually([&] { return Ended("with-token"); }, 90s)) << Phase("with-token") << "\n" << Logs();
+  EXPECT_EQ(Phase("with-token"), "Succeeded") << Get("br/with-token")["status"].dump(1) << Logs();
 }
 
 // Catches: a controller that gives up (exits, a crash loop) when the API

@@ -5,6 +5,8 @@
 // processes: the reference targets and fairbench-agent. The tests read what
 // a user reads (kubectl get/describe, fairbench fetch) and what the targets
 // themselves logged.
+#include <unistd.h>
+
 #include <algorithm>
 #include <set>
 
@@ -88,55 +90,75 @@ class OperatorE2eTest : public ClusterTest {
   void ApplyRun(const std::string& name, const std::string& targets, const std::string& duration = "1s",
                 const std::string& ns = "default", const std::string& connections = "[8]", int agents = 2,
                 const std::string& load_role = "load") {
-    const std::string text = "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: " + name +
-                             ", namespace: " + ns + "}\nspec:\n  targets:\n" + targets +
-                             "  scenarios:\n  - name: hello\n    request: {path: /}\n"
-                             "    expect: {status: 200, body: \"Hello, World!\"}\n"
-                             "  load: {threads: 1, connections: " + connections + ", warmup: 300ms, duration: " + duration +
-                             ", timeout: 1s, agents: " + std::to_string(agents) + "}\n"
-                             "  cooldown: 200ms\n"
-                             "  placement:\n"
-                             "    target: {nodeSelector: {fairbench.dev/role: target}}\n"
-                             "    agents: {nodeSelector: {fairbench.dev/role: " + load_role + "}}\n";
+    Apply(name, RunText(name, targets, duration, ns, connections, agents, load_role));
+  }
+  // `text` written to NAME.yaml and applied.
+  void Apply(const std::string& name, const std::string& text) {
     const fs::path file = root_ / (name + ".yaml");
     std::ofstream(file) << text;
     Ok({"apply", "-f", file.string()});
+  }
+  static std::string RunText(const std::string& name, const std::string& targets, const std::string& duration = "1s",
+                             const std::string& ns = "default", const std::string& connections = "[8]",
+                             int agents = 2, const std::string& load_role = "load") {
+    return "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: " + name + ", namespace: " + ns +
+           "}\nspec:\n  targets:\n" + targets +
+           "  scenarios:\n  - name: hello\n    request: {path: /}\n"
+           "    expect: {status: 200, body: \"Hello, World!\"}\n"
+           "  load: {threads: 1, connections: " + connections + ", warmup: 300ms, duration: " + duration +
+           ", timeout: 1s, agents: " + std::to_string(agents) + "}\n"
+           "  cooldown: 200ms\n"
+           "  placement:\n"
+           "    target: {nodeSelector: {fairbench.dev/role: target}}\n"
+           "    agents: {nodeSelector: {fairbench.dev/role: " + load_role + "}}\n";
   }
 };
 
 // Catches: nothing reconciling a BenchmarkRun; pods not pinned (a target on
 // a load node, an agent on the target node); two targets under load at the
-// same time; status or events missing; `fairbench fetch` disagreeing with
-// the stored record.
-TEST_F(OperatorE2eTest, ARunGoesFromApplyToSucceededOneTargetAtATime) {
-  ApplyRun("duo", Target("alpha", "httplib") + Target("beta", "beast"));
-  ASSERT_TRUE(Eventually([&] { return Phase("duo") == "Succeeded" || Phase("duo") == "Failed"; }, 120s))
-      << "phase " << Phase("duo") << "\n" << Logs();
+// same time (two runs applied at once included); status or events missing;
+// `fairbench fetch` disagreeing with the stored record; the nofile limit in
+// force not read back into the record; cells whose target CPU rests on too
+// few kubelet samples not flagged.
+TEST_F(OperatorE2eTest, TwoRunsAppliedAtOnceSucceedOneTargetAtATime) {
+  Apply("both", RunText("duo", Target("alpha", "httplib") + Target("beta", "beast")) + "---\n" +
+                    RunText("solo", Target("gamma", "httplib")));
+  for (const std::string name : {"duo", "solo"}) {
+    ASSERT_TRUE(Finishes(name)) << name << ": phase " << Phase(name) << "\n" << Logs();
+  }
   const json run = Get("br/duo");
   ASSERT_EQ(run["status"]["phase"], "Succeeded") << run["status"].dump(1) << Logs();
+  ASSERT_EQ(Phase("solo"), "Succeeded") << Get("br/solo")["status"].dump(1) << Logs();
   EXPECT_EQ(run["status"]["completedCells"], 2);
   EXPECT_EQ(run["status"]["totalCells"], 2);
-  struct Window {
-    std::string target;
-    double from, to;
-  };
-  std::vector<Window> windows;
   for (const json& r : run["status"]["results"]) {
     EXPECT_EQ(r["state"], "Succeeded") << r.dump();
     EXPECT_GT(r["requests"].get<uint64_t>(), 100u) << r.dump();
   }
-  // Each target logged its own requests: none of alpha's fall in beta's
-  // busy time and the other way round (the load slot held one at a time).
-  const auto alpha = RequestLog(root_ / "alpha.requests");
-  const auto beta = RequestLog(root_ / "beta.requests");
-  ASSERT_FALSE(alpha.empty());
-  ASSERT_FALSE(beta.empty());
-  const double alpha_end = alpha.back().start + 0.1;
-  const double beta_start = beta.front().start;
-  EXPECT_LE(alpha_end, beta_start + 0.05) << "alpha still served requests after beta's load began";
+  // Each target logged its own requests: the busy spans of the three never
+  // overlap (the load slot held one at a time, across both runs).
+  struct Span {
+    std::string target;
+    double from, to;
+  };
+  std::vector<Span> spans;
+  for (const std::string t : {"alpha", "beta", "gamma"}) {
+    const auto log = RequestLog(root_ / (t + ".requests"));
+    ASSERT_FALSE(log.empty()) << t;
+    spans.push_back({t, log.front().start, log.back().start + 0.1});
+  }
+  for (size_t i = 0; i < spans.size(); ++i) {
+    for (size_t j = i + 1; j < spans.size(); ++j) {
+      const Span& a = spans[i];
+      const Span& b = spans[j];
+      EXPECT_TRUE(a.to <= b.from + 0.05 || b.to <= a.from + 0.05)
+          << std::fixed << a.target << " " << a.from << ".." << a.to << " overlaps " << b.target << " " << b.from
+          << ".." << b.to;
+    }
+  }
   // The numbers the targets counted bound what the agents reported.
   uint64_t alpha_served = 0;
-  for (const Bucket& b : alpha) alpha_served += b.count;
+  for (const Bucket& b : RequestLog(root_ / "alpha.requests")) alpha_served += b.count;
   EXPECT_GE(alpha_served, run["status"]["results"][0]["requests"].get<uint64_t>());
   // kubectl shows the phase and the events.
   EXPECT_NE(Ok({"get", "br", "duo"}).find("Succeeded"), std::string::npos);
@@ -154,21 +176,70 @@ TEST_F(OperatorE2eTest, ARunGoesFromApplyToSucceededOneTargetAtATime) {
   ASSERT_EQ(record["cells"].size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
     EXPECT_EQ(record["cells"][i]["result"]["requests"], run["status"]["results"][i]["requests"]);
+    // 1 s cells against a kubelet that refreshes its figures every 10 s
+    // (a real kubelet's default): the target's CPU and memory are rough.
+    EXPECT_NE(std::find(record["cells"][i]["flags"].begin(), record["cells"][i]["flags"].end(), "SparseUsage"),
+              record["cells"][i]["flags"].end())
+        << record["cells"][i]["flags"].dump();
+    EXPECT_LT(record["cells"][i]["usageSamples"].get<int>(), 2) << record["cells"][i].dump().substr(0, 400);
   }
   EXPECT_TRUE(fs::exists(fetched / "report.md"));
+  EXPECT_NE(ReadFile(fetched / "report.md").find("SparseUsage"), std::string::npos);
   // The agents ran on the load nodes, one on each, never on the target's
-  // (the record says where), and are gone once the run is over.
+  // (the record says where), and are gone once the run is over. The file
+  // limit each target ran with was read back from its pod.
   bool placed = false;
+  int nofile_read_back = 0;
   for (const json& note : record["environment"]["notes"]) {
-    placed |= note.get<std::string>().find("target on node node-target, 2 agent(s) on node(s) node-load-1, node-load-2") !=
-              std::string::npos;
+    const std::string n = note.get<std::string>();
+    placed |= n.find("target on node node-target, 2 agent(s) on node(s) node-load-1, node-load-2") != std::string::npos;
+    nofile_read_back += n.find(": nofile in force: 8192, read back in the pod by fairbench-nofile") != std::string::npos;
   }
   EXPECT_TRUE(placed) << record["environment"].dump(1);
+  EXPECT_EQ(nofile_read_back, 2) << record["environment"].dump(1);
   EXPECT_TRUE(Eventually([&] { return Get("pods")["items"].empty(); }, 20s)) << Get("pods").dump(1);
-  // The target pods are gone; nothing else of the run's is left but its agents and record.
   EXPECT_TRUE(Eventually([&] { return Run({"get", "pod", "duo-alpha"}).exit_code != 0; }, 10s));
 }
 
+// Whether this machine lets a kubelet enforce a memory limit (a memory
+// cgroup it can create).
+bool MemoryLimitsEnforced() {
+  for (const std::string base : {"/sys/fs/cgroup/memory", "/sys/fs/cgroup"}) {
+    const fs::path probe = fs::path(base) / ("fairbench-probe-" + std::to_string(getpid()));
+    std::error_code ec;
+    if (!fs::create_directory(probe, ec)) continue;
+    const bool memory = fs::exists(probe / "memory.limit_in_bytes") || fs::exists(probe / "memory.max");
+    fs::remove(probe, ec);
+    if (memory) return true;
+  }
+  return false;
+}
+
+// Catches: a target killed for memory recorded as a plain failure (or not
+// at all), or the run stopping there: the cell says OOMKilled, a Warning
+// Event says so, and the next target still runs.
+TEST_F(OperatorE2eTest, AnOomKilledTargetIsRecordedAndTheRunGoesOn) {
+  if (!MemoryLimitsEnforced()) GTEST_SKIP() << "no memory cgroup can be created here: limits are not enforced";
+  // Serves, then (5 s in, during its 6 s cell) becomes a process that eats
+  // memory without end: its 32 MiB limit must stop it.
+  const std::string hungry = "  - name: hungry\n    image: example.org/fairbench/target:dev\n    port: " +
+                             std::to_string(FreePort()) + "\n    command: [sh, -c, '" +
+                             testing::BinaryPath("fairbench-target-beast") +
+                             " --host 0.0.0.0 --port \"$0\" --threads 1 & sleep 5; exec tail /dev/zero', \"{port}\"]\n"
+                             "    resources: {cpu: \"1\", memory: 32Mi}\n    nofile: 8192\n";
+  ApplyRun("hungry", hungry + Target("alpha", "httplib"), "6s");
+  ASSERT_TRUE(Finishes("hungry")) << Logs();
+  const json run = Get("br/hungry");
+  const json& results = run["status"]["results"];
+  ASSERT_EQ(results.size(), 2u) << run["status"].dump(1);
+  EXPECT_EQ(results[0]["target"], "hungry");
+  EXPECT_EQ(results[0]["state"], "Failed") << results[0].dump();
+  EXPECT_EQ(results[0]["reason"], "TargetExited") << results[0].dump();
+  EXPECT_NE(results[0]["message"].get<std::string>().find("OOMKilled"), std::string::npos) << results[0].dump();
+  EXPECT_EQ(results[1]["target"], "alpha");
+  EXPECT_EQ(results[1]["state"], "Succeeded") << results[1].dump();
+  EXPECT_NE(Ok({"describe", "br", "hungry"}).find("TargetOOMKilled"), std::string::npos);
+}
 
 // The last moment (seconds since the epoch) at which a target's request
 // log shows it serving, or 0.

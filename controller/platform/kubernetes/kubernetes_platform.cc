@@ -145,8 +145,11 @@ Status DeletePodAndWait(kube::Client& client, const std::string& ns, const std::
 class KubeTarget final : public TargetInstance {
  public:
   KubeTarget(kube::Client& client, const KubernetesPlatformOptions& options, std::string ns, std::string pod,
-             std::string target, std::string node, uint16_t port, std::string description)
-      : client_(client),
+             std::string target, std::string node, uint16_t port, std::string description, bool wrapped,
+             int64_t nofile)
+      : wrapped_(wrapped),
+        nofile_(nofile),
+        client_(client),
         options_(options),
         ns_(std::move(ns)),
         pod_(std::move(pod)),
@@ -161,6 +164,23 @@ class KubeTarget final : public TargetInstance {
   }
   std::string LogLocation() const override { return "kubectl logs -n " + ns_ + " " + pod_ + " -c " + k8s::kTargetContainer; }
   std::string Description() const override { return description_; }
+
+  // The helper wrote the limit it left in force as the container's first
+  // log line before it exec'd the target: read it through pods/log.
+  std::vector<std::string> ReadBack() override {
+    const std::string asked = " (asked for " + std::to_string(nofile_) + ")";
+    if (!wrapped_) {
+      return {"nofile in force: not read back, left to the container runtime (no command to wrap)" + asked};
+    }
+    auto log = client_.GetText(kube::resources::Pods(), ns_, pod_, "log",
+                               {{"container", std::string(k8s::kTargetContainer)}, {"limitBytes", "16384"}},
+                               options_.api_call_timeout);
+    if (!log.ok()) return {"nofile in force: unknown, the target's log could not be read (" + log.error().ToString() + ")"};
+    if (auto in_force = k8s::NofileInForce(*log)) {
+      return {"nofile in force: " + *in_force + ", read back in the pod by fairbench-nofile" + asked};
+    }
+    return {"nofile in force: unknown, fairbench-nofile's line is missing from the target's log" + asked};
+  }
 
   Status WaitReady(SteadyClock::time_point deadline, std::stop_token stop) override {
     std::string last = "no answer from the API server yet";
@@ -234,6 +254,8 @@ class KubeTarget final : public TargetInstance {
     if (!ip.empty()) ip_ = ip;
   }
 
+  const bool wrapped_;    // started through fairbench-nofile
+  const int64_t nofile_;  // asked for
   kube::Client& client_;
   const KubernetesPlatformOptions options_;
   const std::string ns_, pod_, target_, node_;
@@ -395,7 +417,8 @@ Result<std::unique_ptr<TargetInstance>> KubernetesPlatform::Deploy(const DeployR
   spdlog::info("created target pod {}/{} on node {}", ns_, pod_name, node);
   const std::string description = "pod " + ns_ + "/" + pod_name + " (image " + target.image + ") on node " + node;
   return std::unique_ptr<TargetInstance>(new KubeTarget(client_, options_, ns_, pod_name, target.name, node,
-                                                        static_cast<uint16_t>(target.port), description));
+                                                        static_cast<uint16_t>(target.port), description,
+                                                        !params.command.empty(), target.nofile));
 }
 
 Result<std::vector<std::string>> KubernetesPlatform::EnsureAgents(const AgentRequest& request, std::stop_token stop) {

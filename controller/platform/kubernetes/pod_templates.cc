@@ -113,6 +113,24 @@ Json OwnerReferences(const RunIdentity& run) {
                        {"blockOwnerDeletion", true}}});
 }
 
+std::optional<std::string> NofileInForce(std::string_view log) {
+  constexpr std::string_view kPrefix = "fairbench-nofile: nofile ";
+  size_t at = 0;
+  while (at < log.size()) {
+    size_t end = log.find('\n', at);
+    if (end == std::string_view::npos) end = log.size();
+    std::string_view line = log.substr(at, end - at);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.substr(0, kPrefix.size()) == kPrefix) {
+      const std::string_view value = line.substr(kPrefix.size());
+      const bool number = !value.empty() && value.find_first_not_of("0123456789") == std::string_view::npos;
+      if (number || value == "unlimited") return std::string(value);
+    }
+    at = end + 1;
+  }
+  return std::nullopt;
+}
+
 PodTemplate TargetPod(const TargetPodParams& p) {
   const api::Target& t = p.target;
   PodTemplate out;

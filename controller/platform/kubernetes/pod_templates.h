@@ -32,6 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -87,6 +88,10 @@ struct PodTemplate {
 };
 
 PodTemplate TargetPod(const TargetPodParams& params);
+
+// The limit fairbench-nofile reports in the container's log ("fairbench-nofile:
+// nofile 65536" before it runs the target), or nullopt.
+std::optional<std::string> NofileInForce(std::string_view log);
 
 struct AgentPodParams {
   RunIdentity run;

@@ -89,6 +89,20 @@ TEST(PodTemplatesTest, TargetPodWithoutCommandMatchesGolden) {
 
 // Catches: an agent pod that cannot dial (args), learn its id and node
 // (downward API), authenticate (secretKeyRef), or that is not Guaranteed.
+// Catches: the limit in force read from the wrong line or field of the
+// container's log (what fairbench-nofile prints before it runs the target),
+// a line of the target's own taken for it, or a number read from a failure.
+TEST(PodTemplatesTest, NofileInForceComesFromTheHelpersLine) {
+  EXPECT_EQ(NofileInForce("fairbench-nofile: nofile 65536\nlistening on 0.0.0.0:8080\n"), "65536");
+  EXPECT_EQ(NofileInForce("fairbench-nofile: nofile unlimited\r\n"), "unlimited");
+  EXPECT_EQ(NofileInForce("starting\nfairbench-nofile: nofile 1024"), "1024");
+  EXPECT_EQ(NofileInForce("fairbench-nofile: asked for nofile 65536, the hard limit is 1024 and cannot be raised\n"),
+            std::nullopt);
+  EXPECT_EQ(NofileInForce("app: fairbench-nofile: nofile 5\n"), std::nullopt);
+  EXPECT_EQ(NofileInForce("fairbench-nofile: nofile 12ab\n"), std::nullopt);
+  EXPECT_EQ(NofileInForce(""), std::nullopt);
+}
+
 TEST(PodTemplatesTest, AgentPodMatchesGolden) {
   AgentPodParams p;
   p.run = TestRun();

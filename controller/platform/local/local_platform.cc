@@ -11,6 +11,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -51,12 +54,38 @@ Result<uint16_t> FreePort() {
   return ntohs(a.sin_port);
 }
 
+// The soft "Max open files" of /proc/PID/limits ("65536", "unlimited").
+std::optional<std::string> SoftNofile(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/limits");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("Max open files", 0) != 0) continue;
+    std::istringstream fields(line.substr(std::strlen("Max open files")));
+    std::string soft;
+    if (fields >> soft) return soft;
+  }
+  return std::nullopt;
+}
+
 class LocalTarget final : public TargetInstance {
  public:
   LocalTarget(std::string name, Process process, std::unique_ptr<TargetCgroup> cgroup, uint16_t port,
-              std::string ready_path, std::string log, std::string description)
+              std::string ready_path, std::string log, std::string description, int64_t nofile)
       : name_(std::move(name)), process_(std::move(process)), cgroup_(std::move(cgroup)), port_(port),
-        ready_path_(std::move(ready_path)), log_(std::move(log)), description_(std::move(description)) {}
+        ready_path_(std::move(ready_path)), log_(std::move(log)), description_(std::move(description)),
+        nofile_(nofile) {}
+
+  // The limit the target process runs with: below the one asked for when
+  // this machine's hard limit is lower.
+  std::vector<std::string> ReadBack() override {
+    const std::string where = "/proc/" + std::to_string(process_.pid()) + "/limits";
+    const std::string asked = "asked for " + std::to_string(nofile_);
+    auto soft = SoftNofile(process_.pid());
+    if (!soft) return {"nofile in force: unknown, " + where + " could not be read (" + asked + ")"};
+    const bool short_of = *soft != "unlimited" && std::stoll(*soft) < nofile_;
+    return {"nofile in force: " + *soft + ", read back from " + where + " (" + asked +
+            (short_of ? "; this machine's hard limit is lower" : "") + ")"};
+  }
 
   TargetPlacement placement() const override { return TargetPlacement{ThisHost(), "127.0.0.1", port_}; }
   std::string LogLocation() const override { return log_; }
@@ -114,6 +143,7 @@ class LocalTarget final : public TargetInstance {
   std::string ready_path_;
   std::string log_;
   std::string description_;
+  int64_t nofile_;
 };
 
 class FileLockSlot final : public LoadSlot {
@@ -233,7 +263,7 @@ Result<std::unique_ptr<TargetInstance>> LocalPlatform::Deploy(const DeployReques
   ran_[target.name] = description;
   return std::unique_ptr<TargetInstance>(new LocalTarget(target.name, std::move(*process), std::move(cgroup), port,
                                                          api::EffectiveReadiness(target).path, o.log_file,
-                                                         description));
+                                                         description, target.nofile));
 }
 
 Result<std::vector<std::string>> LocalPlatform::EnsureAgents(const AgentRequest& request, std::stop_token stop) {
