@@ -57,6 +57,7 @@
 #include <spdlog/spdlog.h>
 
 #include "bench/realistic_snapshot.h"
+#include "common/allocator.h"
 #include "common/wire.h"
 #include "common/wire_job.h"
 #include "controller/hub/agent_hub.h"
@@ -130,6 +131,7 @@ class Stamping final : public fairbench::controller::JobObserver {
 // `out_fd`, then waits for EOF on `quit_fd`.
 int ControllerMain(const std::string& token, int agents, int seconds, int port_fd, int out_fd, int quit_fd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (std::getenv("HUB_BENCH_DEFAULT_MALLOC") == nullptr) fairbench::KeepLargeBlocksInTheHeap();  // as the controllers do
   spdlog::set_level(spdlog::level::warn);
   AgentHub hub(token, "hub-load-bench");
   auto server = fairbench::controller::StartGrpcServer(&hub, "127.0.0.1:0");

@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -61,7 +62,7 @@ bool GetZigZag(const unsigned char*& p, const unsigned char* end, int64_t* out) 
 
 }  // namespace
 
-Histogram::Histogram() : counts_(static_cast<size_t>(kCountsLen), 0) {}
+Histogram::Histogram() = default;
 
 int64_t Histogram::ValueFromIndex(int index) {
   int bucket = (index >> kSubBucketHalfCountMagnitude) - 1;
@@ -85,7 +86,13 @@ int64_t Histogram::HighestEquivalentValue(int64_t value) {
 }
 
 void Histogram::Merge(const Histogram& other) {
-  for (size_t i = 0; i < counts_.size(); ++i) counts_[i] += other.counts_[i];
+  if (!other.counts_.empty()) {
+    if (counts_.empty()) {
+      counts_ = other.counts_;
+    } else {
+      for (size_t i = 0; i < counts_.size(); ++i) counts_[i] += other.counts_[i];
+    }
+  }
   if (other.moments_.count > 0) {
     if (moments_.count == 0 || other.moments_.min < moments_.min) moments_.min = other.moments_.min;
     if (other.moments_.max > moments_.max) moments_.max = other.moments_.max;
@@ -97,7 +104,7 @@ void Histogram::Merge(const Histogram& other) {
 }
 
 void Histogram::Reset() {
-  std::memset(counts_.data(), 0, counts_.size() * sizeof(uint64_t));
+  if (!counts_.empty()) std::memset(counts_.data(), 0, counts_.size() * sizeof(uint64_t));
   moments_ = HistogramMoments{};
   clamped_ = 0;
 }
@@ -125,7 +132,7 @@ double Histogram::WithinStdevPercent() const {
   const double lower = mean - sd;
   const double upper = mean + sd;
   uint64_t within = 0;
-  for (int i = 0; i < kCountsLen; ++i) {
+  for (int i = 0; i < static_cast<int>(counts_.size()); ++i) {
     const uint64_t c = counts_[static_cast<size_t>(i)];
     if (c == 0) continue;
     const auto v = static_cast<double>(ValueFromIndex(i));
@@ -143,7 +150,7 @@ uint64_t Histogram::ValueAtPercentile(double p) const {
   if (rank < 1) rank = 1;
   if (rank > n) rank = n;
   uint64_t cumulative = 0;
-  for (int i = 0; i < kCountsLen; ++i) {
+  for (int i = 0; i < static_cast<int>(counts_.size()); ++i) {
     cumulative += counts_[static_cast<size_t>(i)];
     if (cumulative >= rank) {
       const auto v = static_cast<uint64_t>(HighestEquivalentValue(ValueFromIndex(i)));
@@ -155,7 +162,7 @@ uint64_t Histogram::ValueAtPercentile(double p) const {
 
 std::string Histogram::EncodeCompressed() const {
   // V2 payload: counts up to the last non-zero one, zero runs as negatives.
-  int last = kCountsLen - 1;
+  int last = static_cast<int>(counts_.size()) - 1;
   while (last >= 0 && counts_[static_cast<size_t>(last)] == 0) --last;
   std::string payload;
   payload.reserve(256);
@@ -248,8 +255,9 @@ Result<Histogram> Histogram::DecodeCompressed(std::string_view bytes) {
       continue;
     }
     if (index >= kCountsLen) return Status::InvalidArgument("histogram: too many counts");
-    h.counts_[static_cast<size_t>(index)] = static_cast<uint64_t>(v);
     if (v > 0) {
+      if (h.counts_.empty()) h.AllocateCounts();
+      h.counts_[static_cast<size_t>(index)] = static_cast<uint64_t>(v);
       const auto c = static_cast<uint64_t>(v);
       const auto value = static_cast<uint64_t>(ValueFromIndex(index));
       const auto mid = value + (static_cast<uint64_t>(HighestEquivalentValue(static_cast<int64_t>(value))) - value + 1) / 2;
@@ -265,7 +273,13 @@ Result<Histogram> Histogram::DecodeCompressed(std::string_view bytes) {
 }
 
 bool Histogram::operator==(const Histogram& other) const {
-  return counts_ == other.counts_ && moments_.count == other.moments_.count && moments_.sum == other.moments_.sum &&
+  // No counts array and one of zeros hold the same counts.
+  const auto same_counts = [](const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
+    if (a.empty()) return std::all_of(b.begin(), b.end(), [](uint64_t c) { return c == 0; });
+    if (b.empty()) return std::all_of(a.begin(), a.end(), [](uint64_t c) { return c == 0; });
+    return a == b;
+  };
+  return same_counts(counts_, other.counts_) && moments_.count == other.moments_.count && moments_.sum == other.moments_.sum &&
          moments_.sum_squares == other.moments_.sum_squares && min() == other.min() && max() == other.max() &&
          clamped_ == other.clamped_;
 }

@@ -53,10 +53,15 @@ class Histogram {
   static constexpr int kBucketCount = 22;  // 2048 << 21 > kHighestTrackable
   static constexpr int kCountsLen = (kBucketCount + 1) * static_cast<int>(kSubBucketHalfCount);
 
+  // Empty, and holding no counts array until a value arrives: a histogram
+  // that stays empty (the uncorrected latency of a closed-loop run) costs
+  // nothing to make, copy or merge.
   Histogram();
 
-  // Hot path: no allocation, no branches beyond the clamp.
+  // Hot path: no allocation after the first value, no branches beyond the
+  // clamp and that one.
   void Record(int64_t value) {
+    if (counts_.empty()) [[unlikely]] AllocateCounts();
     if (value < 0) value = 0;
     if (value > kHighestTrackable) {
       value = kHighestTrackable;
@@ -90,7 +95,7 @@ class Histogram {
   uint64_t ValueAtPercentile(double p) const;
 
   // Count array access (for exporters such as Prometheus bucket bounds).
-  uint64_t CountAtIndex(int index) const { return counts_[static_cast<size_t>(index)]; }
+  uint64_t CountAtIndex(int index) const { return counts_.empty() ? 0 : counts_[static_cast<size_t>(index)]; }
   static int64_t ValueFromIndex(int index);
   static int64_t HighestEquivalentValue(int64_t value);
   static int64_t LowestEquivalentValue(int64_t value);
@@ -113,7 +118,9 @@ class Histogram {
   bool operator==(const Histogram& other) const;
 
  private:
-  std::vector<uint64_t> counts_;
+  void AllocateCounts() { counts_.assign(static_cast<size_t>(kCountsLen), 0); }
+
+  std::vector<uint64_t> counts_;  // empty, or kCountsLen counts
   HistogramMoments moments_;
   uint64_t clamped_ = 0;
 };

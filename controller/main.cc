@@ -8,12 +8,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/allocator.h"
 #include "common/api/crd.h"
 #include "common/cli.h"
 #include "controller/cli/fetch_command.h"
 #include "controller/cli/run_command.h"
 
 int main(int argc, char** argv) {
+  fairbench::KeepLargeBlocksInTheHeap();
   CLI::App app{"fairbench: fair, reproducible HTTP benchmarks of web servers"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("fairbench ") + FAIRBENCH_VERSION);

@@ -23,6 +23,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "common/allocator.h"
 #include "common/api/codec.h"
 #include "common/api/conditions.h"
 #include "common/base64.h"
@@ -475,6 +476,7 @@ int Main(const Flags& f) {
 }  // namespace fairbench::controller
 
 int main(int argc, char** argv) {
+  fairbench::KeepLargeBlocksInTheHeap();
   fairbench::controller::Flags f;
   CLI::App app("fairbench-controller: the Kubernetes operator of fairbench");
   app.add_option("--kubeconfig", f.kubeconfig, "Kubeconfig file (default: in-cluster, else $KUBECONFIG or ~/.kube/config)");
