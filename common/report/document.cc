@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string_view>
 #include <utility>
+
+#include <nlohmann/json.hpp>
 
 #include "common/api/cells.h"
 #include "common/api/cpu_list.h"
@@ -87,6 +90,22 @@ std::vector<Align> Aligns(size_t left, size_t right) {
   std::vector<Align> a(left, Align::kLeft);
   a.insert(a.end(), right, Align::kRight);
   return a;
+}
+
+// An environment note about one target: "target NAME: KEY: VALUE" (what the
+// orchestrator read back from it); empty fields for any other note.
+struct TargetNote {
+  std::string target, key, value;
+};
+TargetNote SplitTargetNote(const std::string& note) {
+  constexpr std::string_view kTarget = "target ";
+  if (note.rfind(kTarget, 0) != 0) return {};
+  const size_t name_end = note.find(": ", kTarget.size());
+  if (name_end == std::string::npos) return {};
+  const size_t key_end = note.find(": ", name_end + 2);
+  if (key_end == std::string::npos) return {};
+  return {note.substr(kTarget.size(), name_end - kTarget.size()), note.substr(name_end + 2, key_end - name_end - 2),
+          note.substr(key_end + 2)};
 }
 
 // (scenario, level) pairs in report order.
@@ -190,7 +209,22 @@ Section Method(const Context& ctx) {
   item("Target CPUs", api::FormatCpuList(api::CpuList{e.target_cpus}));
   item("Agent CPUs", api::FormatCpuList(api::CpuList{e.agent_cpus}));
   item("fairbench", e.fairbench_version);
-  for (const std::string& note : e.notes) env.items.push_back(P(note));
+  // Facts the targets reported about their own builds get a table of their
+  // own below; the file limit in force joins the targets' table.
+  std::map<std::string, nlohmann::json> facts;
+  std::map<std::string, std::string> nofile_in_force;
+  for (const std::string& note : e.notes) {
+    const TargetNote n = SplitTargetNote(note);
+    if (n.key == "facts") {
+      auto j = nlohmann::json::parse(n.value, nullptr, false);
+      if (j.is_object()) {
+        facts[n.target] = std::move(j);
+        continue;
+      }
+    }
+    if (n.key == "nofile in force") nofile_in_force[n.target] = n.value.substr(0, n.value.find(','));
+    env.items.push_back(P(note));
+  }
   if (env.items.empty()) {
     s.blocks.push_back(P("The environment was not recorded."));
   } else {
@@ -204,12 +238,37 @@ Section Method(const Context& ctx) {
       runs.clear();
       for (const std::string& arg : t.local->command) runs += (runs.empty() ? "" : " ") + arg;
     }
+    std::string nofile = FormatCount(static_cast<double>(t.nofile));
+    if (auto it = nofile_in_force.find(t.name); it != nofile_in_force.end()) nofile += " (in force: " + it->second + ")";
     targets.rows.push_back({t.name, runs.empty() ? kMissing : runs, std::to_string(t.port),
                             t.resources.cpu ? api::FormatCpu(*t.resources.cpu) : "no limit",
                             t.resources.memory ? FormatBytes(static_cast<double>(t.resources.memory->bytes)) : "no limit",
-                            FormatCount(static_cast<double>(t.nofile))});
+                            nofile});
   }
   if (!targets.rows.empty()) s.blocks.push_back(std::move(targets));
+  if (!facts.empty()) {
+    s.blocks.push_back(P("What each target reported about its own build when it started (from its source and "
+                         "build, not from the run file): servers that differ in how they work are compared as "
+                         "they are, and this says how."));
+    Table t{{"target", "framework", "worker model", "threads", "JSON", "allocator", "compiler and flags",
+             "differs from the study's server"},
+            Aligns(8, 0),
+            {}};
+    auto text = [](const nlohmann::json& j, const char* key) -> std::string {
+      if (!j.contains(key)) return kMissing;
+      const nlohmann::json& v = j[key];
+      return v.is_string() ? v.get<std::string>() : v.dump();
+    };
+    for (const auto& [name, j] : facts) {
+      std::string framework = text(j, "framework");
+      if (j.contains("version")) framework += " " + text(j, "version");
+      std::string build = text(j, "compiler");
+      if (j.contains("flags")) build += ", " + text(j, "flags");
+      t.rows.push_back({name, framework, text(j, "workerModel"), text(j, "threads"), text(j, "jsonLibrary"),
+                        text(j, "allocator"), build, j.contains("study") ? text(j, "study") : ""});
+    }
+    s.blocks.push_back(std::move(t));
+  }
 
   Table scenarios{{"scenario", "request", "expected", "connections", "duration"}, Aligns(3, 2), {}};
   for (const api::Scenario& sc : spec.scenarios) {

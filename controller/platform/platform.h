@@ -36,6 +36,14 @@ struct TargetUsage {
 // Cores used between two samples; nullopt when they do not span any time.
 std::optional<double> CoresBetween(const TargetUsage& first, const TargetUsage& last);
 
+// The fairness facts a target printed in its log at start
+// ("fairbench-target-facts: {JSON}": framework, version, worker model,
+// threads, JSON library, allocator, compiler and flags — from its source and
+// build), as the read-back fact "facts: {JSON}" with the JSON re-serialised
+// compactly; nullopt when the log has no such line or its JSON is broken.
+// The targets of targets/<framework>/ print it.
+std::optional<std::string> TargetFactsFromLog(std::string_view log);
+
 // Which run a deployment belongs to (names, owner references, labels).
 struct RunIdentity {
   std::string name;

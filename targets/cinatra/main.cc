@@ -261,6 +261,10 @@ int main(int argc, char** argv) {
   std::printf("fairbench-target-cinatra (yalantinglibs %s) listening on 0.0.0.0:%u with %d threads\n",
               FAIRBENCH_FRAMEWORK_VERSION, static_cast<unsigned>(flags.port), flags.threads);
   std::fflush(stdout);
+  // The same facts in the log, where the orchestrator reads them back for
+  // the report (a pod's log in a cluster, the log file locally).
+  std::printf("fairbench-target-facts: %s\n", DescribeFacts(flags).c_str());
+  std::fflush(stdout);
 
   shutdown_signals.Wait();
   server.stop();  // closes the acceptor and every connection, joins the pool

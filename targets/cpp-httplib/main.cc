@@ -204,6 +204,10 @@ int main(int argc, char** argv) {
   std::printf("fairbench-target-cpp-httplib (cpp-httplib %s) listening on %s:%u with %d threads\n",
               CPPHTTPLIB_VERSION, flags.host.c_str(), static_cast<unsigned>(flags.port), flags.threads);
   std::fflush(stdout);
+  // The same facts in the log, where the orchestrator reads them back for
+  // the report (a pod's log in a cluster, the log file locally).
+  std::printf("fairbench-target-facts: %s\n", Facts(flags).c_str());
+  std::fflush(stdout);
 
   shutdown_signals.Wait();
   server.stop();

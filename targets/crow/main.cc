@@ -240,6 +240,10 @@ int main(int argc, char** argv) {
   std::printf("fairbench-target-crow (Crow %s) listening on %s:%u with %d threads\n", FAIRBENCH_FRAMEWORK_VERSION,
               flags.host.c_str(), static_cast<unsigned>(flags.port), CrowConcurrency(flags.threads));
   std::fflush(stdout);
+  // The same facts in the log, where the orchestrator reads them back for
+  // the report (a pod's log in a cluster, the log file locally).
+  std::printf("fairbench-target-facts: %s\n", Facts(flags).c_str());
+  std::fflush(stdout);
   // Once Crow listens, TCP_NODELAY on its socket (see the top of this file).
   // Not joined: if Crow cannot listen, it waits for ever and the process
   // leaves without it.

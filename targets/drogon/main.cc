@@ -215,6 +215,10 @@ int main(int argc, char** argv) {
   std::printf("fairbench-target-drogon (Drogon %s) listening on %s:%u with %d threads\n", DROGON_VERSION,
               flags.host.c_str(), static_cast<unsigned>(flags.port), flags.threads);
   std::fflush(stdout);
+  // The same facts in the log, where the orchestrator reads them back for
+  // the report (a pod's log in a cluster, the log file locally).
+  std::printf("fairbench-target-facts: %s\n", Facts(flags).c_str());
+  std::fflush(stdout);
   app.run();  // returns after quit(); a port in use ends the process inside
   if (*request_log) (*request_log)->Stop();
   return 0;

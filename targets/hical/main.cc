@@ -228,6 +228,10 @@ int main(int argc, char** argv) {
   std::printf("fairbench-target-hical (%s) listening on 0.0.0.0:%u with %d threads\n", HICAL_VERSION_STRING,
               static_cast<unsigned>(flags.port), flags.threads);
   std::fflush(stdout);
+  // The same facts in the log, where the orchestrator reads them back for
+  // the report (a pod's log in a cluster, the log file locally).
+  std::printf("fairbench-target-facts: %s\n", Facts(flags).c_str());
+  std::fflush(stdout);
   try {
     server.start();  // blocks until stop()
   } catch (const std::exception& e) {

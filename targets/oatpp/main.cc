@@ -285,6 +285,10 @@ int main(int argc, char** argv) {
     std::printf("fairbench-target-oatpp (Oat++ %s) listening on %s:%u, one thread per connection\n", OATPP_VERSION,
                 flags.host.c_str(), static_cast<unsigned>(flags.port));
     std::fflush(stdout);
+    // The same facts in the log, where the orchestrator reads them back for
+    // the report (a pod's log in a cluster, the log file locally).
+    std::printf("fairbench-target-facts: %s\n", Facts(flags).c_str());
+    std::fflush(stdout);
 
     shutdown_signals.Wait();
     // Stop accepting, then close every connection; the handler waits for

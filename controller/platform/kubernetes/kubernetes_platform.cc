@@ -166,20 +166,27 @@ class KubeTarget final : public TargetInstance {
   std::string Description() const override { return description_; }
 
   // The helper wrote the limit it left in force as the container's first
-  // log line before it exec'd the target: read it through pods/log.
+  // log line before it exec'd the target, and a target of targets/ prints
+  // its fairness facts when it starts: both read through pods/log.
   std::vector<std::string> ReadBack() override {
     const std::string asked = " (asked for " + std::to_string(nofile_) + ")";
-    if (!wrapped_) {
-      return {"nofile in force: not read back, left to the container runtime (no command to wrap)" + asked};
-    }
     auto log = client_.GetText(kube::resources::Pods(), ns_, pod_, "log",
-                               {{"container", std::string(k8s::kTargetContainer)}, {"limitBytes", "16384"}},
+                               {{"container", std::string(k8s::kTargetContainer)}, {"limitBytes", "65536"}},
                                options_.api_call_timeout);
-    if (!log.ok()) return {"nofile in force: unknown, the target's log could not be read (" + log.error().ToString() + ")"};
-    if (auto in_force = k8s::NofileInForce(*log)) {
-      return {"nofile in force: " + *in_force + ", read back in the pod by fairbench-nofile" + asked};
+    std::vector<std::string> facts;
+    if (!wrapped_) {
+      facts.push_back("nofile in force: not read back, left to the container runtime (no command to wrap)" + asked);
+    } else if (!log.ok()) {
+      facts.push_back("nofile in force: unknown, the target's log could not be read (" + log.error().ToString() + ")");
+    } else if (auto in_force = k8s::NofileInForce(*log)) {
+      facts.push_back("nofile in force: " + *in_force + ", read back in the pod by fairbench-nofile" + asked);
+    } else {
+      facts.push_back("nofile in force: unknown, fairbench-nofile's line is missing from the target's log" + asked);
     }
-    return {"nofile in force: unknown, fairbench-nofile's line is missing from the target's log" + asked};
+    if (log.ok()) {
+      if (auto f = TargetFactsFromLog(*log)) facts.push_back(*f);
+    }
+    return facts;
   }
 
   Status WaitReady(SteadyClock::time_point deadline, std::stop_token stop) override {

@@ -81,10 +81,20 @@ class LocalTarget final : public TargetInstance {
     const std::string where = "/proc/" + std::to_string(process_.pid()) + "/limits";
     const std::string asked = "asked for " + std::to_string(nofile_);
     auto soft = SoftNofile(process_.pid());
-    if (!soft) return {"nofile in force: unknown, " + where + " could not be read (" + asked + ")"};
-    const bool short_of = *soft != "unlimited" && std::stoll(*soft) < nofile_;
-    return {"nofile in force: " + *soft + ", read back from " + where + " (" + asked +
-            (short_of ? "; this machine's hard limit is lower" : "") + ")"};
+    std::vector<std::string> facts;
+    if (!soft) {
+      facts.push_back("nofile in force: unknown, " + where + " could not be read (" + asked + ")");
+    } else {
+      const bool short_of = *soft != "unlimited" && std::stoll(*soft) < nofile_;
+      facts.push_back("nofile in force: " + *soft + ", read back from " + where + " (" + asked +
+                      (short_of ? "; this machine's hard limit is lower" : "") + ")");
+    }
+    std::ifstream in(log_);
+    std::string head(64 * 1024, '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<size_t>(in.gcount()));
+    if (auto f = TargetFactsFromLog(head)) facts.push_back(*f);
+    return facts;
   }
 
   TargetPlacement placement() const override { return TargetPlacement{ThisHost(), "127.0.0.1", port_}; }

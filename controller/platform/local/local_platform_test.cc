@@ -4,31 +4,41 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <chrono>
+#include <thread>
+
 #include "testing/support/temp_dir.h"
 
 namespace fairbench::controller {
 namespace {
 
 // A target that only sleeps: ReadBack needs a process, not a server.
-api::Target Sleeper(int64_t nofile) {
+// `log_first` is printed before it sleeps.
+api::Target Sleeper(int64_t nofile, const std::string& log_first = "") {
   api::Target t;
   t.name = "sleeper";
   t.port = 1;
   t.nofile = nofile;
   t.local = api::LocalProcess{};
-  t.local->command = {"sleep", "30"};
+  t.local->command = {"sh", "-c", "printf '%s\\n' \"$0\"; exec sleep 30", log_first};
   return t;
 }
 
-std::string ReadBackOf(LocalPlatform& platform, int64_t nofile) {
+std::vector<std::string> ReadBackAll(LocalPlatform& platform, const api::Target& target) {
   DeployRequest r;
   r.run.name = "readback";
-  r.target = Sleeper(nofile);
+  r.target = target;
   auto deployed = platform.Deploy(r, {});
   EXPECT_TRUE(deployed.ok()) << deployed.status().ToString();
-  if (!deployed.ok()) return "";
-  const std::vector<std::string> facts = (*deployed)->ReadBack();
+  if (!deployed.ok()) return {};
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // it has written its first line
+  std::vector<std::string> facts = (*deployed)->ReadBack();
   EXPECT_TRUE((*deployed)->Teardown().ok());
+  return facts;
+}
+
+std::string ReadBackOf(LocalPlatform& platform, int64_t nofile) {
+  const std::vector<std::string> facts = ReadBackAll(platform, Sleeper(nofile));
   EXPECT_EQ(facts.size(), 1u);
   return facts.empty() ? "" : facts[0];
 }
@@ -59,6 +69,34 @@ TEST(LocalPlatformTest, ReadsBackTheFileLimitInForce) {
         << capped;
     EXPECT_NE(capped.find("asked for 1048576; this machine's hard limit is lower"), std::string::npos) << capped;
   }
+}
+
+// Catches: the facts a target prints when it starts (its framework, worker
+// model, JSON library… from its own build) not read back from its log, or
+// read from a line that is not the facts line.
+TEST(LocalPlatformTest, ReadsBackTheFactsATargetPrints) {
+  auto dir = testing::TempDir::Create("fairbench-local-platform");
+  ASSERT_TRUE(dir.ok());
+  LocalPlatformOptions o;
+  o.log_dir = dir->path().string();
+  o.base_dir = dir->path().string();
+  o.use_cgroups = false;
+  auto platform = LocalPlatform::Create(o);
+  ASSERT_TRUE(platform.ok()) << platform.status().ToString();
+  const auto facts =
+      ReadBackAll(**platform, Sleeper(1000, R"(fairbench-target-facts: {"framework": "drogon", "threads": 4})"));
+  ASSERT_EQ(facts.size(), 2u);
+  EXPECT_EQ(facts[1], R"(facts: {"framework":"drogon","threads":4})");
+  api::Target broken = Sleeper(1000, "fairbench-target-facts: {broken");
+  broken.name = "broken";  // a log file of its own
+  EXPECT_EQ(ReadBackAll(**platform, broken).size(), 1u);
+}
+
+TEST(TargetFactsFromLogTest, FindsTheLineAnywhereInTheLog) {
+  EXPECT_EQ(TargetFactsFromLog("listening\nfairbench-target-facts: {\"a\": 1}\nmore\n"), R"(facts: {"a":1})");
+  EXPECT_EQ(TargetFactsFromLog("x fairbench-target-facts: {\"a\": 1}\n"), std::nullopt);
+  EXPECT_EQ(TargetFactsFromLog("fairbench-target-facts: [1]\n"), std::nullopt);
+  EXPECT_EQ(TargetFactsFromLog(""), std::nullopt);
 }
 
 }  // namespace
