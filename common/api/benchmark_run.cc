@@ -15,5 +15,11 @@ std::string_view ToString(RunPhase v) { return schema::NameOf(v); }
 std::string_view ToString(Stage v) { return schema::NameOf(v); }
 std::string_view ToString(CellState v) { return schema::NameOf(v); }
 std::string_view ToString(ConditionStatus v) { return schema::NameOf(v); }
+std::string_view ToString(RepetitionOrder v) { return schema::NameOf(v); }
+
+RepetitionOrder EffectiveRepetitionOrder(const BenchmarkRunSpec& spec) {
+  if (spec.repetition_order) return *spec.repetition_order;
+  return spec.repetitions > 1 ? RepetitionOrder::kInterleaved : RepetitionOrder::kSequential;
+}
 
 }  // namespace fairbench::api

@@ -211,6 +211,12 @@ struct LocalPlacement {
   friend bool operator==(const LocalPlacement&, const LocalPlacement&) = default;
 };
 
+// How repetitions are ordered. Sequential: each target deployed once for all
+// its repetitions. Interleaved: N rounds, each deploying every target afresh
+// in a seeded random order, so that slow drifts of the machine spread over
+// all targets instead of landing on one.
+enum class RepetitionOrder { kSequential, kInterleaved };
+
 struct BenchmarkRunSpec {
   std::vector<Target> targets;
   std::vector<Scenario> scenarios;
@@ -218,6 +224,10 @@ struct BenchmarkRunSpec {
   Placement placement;
   LocalPlacement local;
   int32_t repetitions = 1;
+  // Unset: interleaved when repetitions > 1 (EffectiveRepetitionOrder).
+  std::optional<RepetitionOrder> repetition_order;
+  // The seed of the interleaved order; unset: one is drawn and recorded.
+  std::optional<int64_t> seed;
   Duration cooldown = std::chrono::seconds(10);  // idle time after each cell
   friend bool operator==(const BenchmarkRunSpec&, const BenchmarkRunSpec&) = default;
 };
@@ -348,5 +358,8 @@ std::string_view ToString(RunPhase v);
 std::string_view ToString(Stage v);
 std::string_view ToString(CellState v);
 std::string_view ToString(ConditionStatus v);
+std::string_view ToString(RepetitionOrder v);
+
+RepetitionOrder EffectiveRepetitionOrder(const BenchmarkRunSpec& spec);
 
 }  // namespace fairbench::api

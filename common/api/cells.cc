@@ -1,5 +1,7 @@
 #include "common/api/cells.h"
 
+#include <random>
+
 namespace fairbench::api {
 namespace {
 
@@ -40,6 +42,20 @@ std::vector<Cell> ExpandCells(const BenchmarkRunSpec& spec) {
     }
   }
   return cells;
+}
+
+std::vector<std::vector<size_t>> TargetRounds(const BenchmarkRunSpec& spec, RepetitionOrder order, int64_t seed) {
+  std::vector<size_t> in_spec_order(spec.targets.size());
+  for (size_t t = 0; t < in_spec_order.size(); ++t) in_spec_order[t] = t;
+  if (order == RepetitionOrder::kSequential) return {in_spec_order};
+  std::mt19937_64 rng(static_cast<uint64_t>(seed));
+  std::vector<std::vector<size_t>> rounds;
+  for (int32_t r = 0; r < spec.repetitions; ++r) {
+    std::vector<size_t> round = in_spec_order;
+    for (size_t i = round.size(); i > 1; --i) std::swap(round[i - 1], round[rng() % i]);
+    rounds.push_back(std::move(round));
+  }
+  return rounds;
 }
 
 size_t CountCells(const BenchmarkRunSpec& spec) {

@@ -39,6 +39,14 @@ struct Cell {
 };
 
 std::vector<Cell> ExpandCells(const BenchmarkRunSpec& spec);
+
+// The order targets are deployed in, as rounds of target indices. Sequential:
+// one round, every target in spec order (each runs all its repetitions).
+// Interleaved: spec.repetitions rounds; round r deploys every target once, in
+// a random order drawn from `seed`, and runs its cells of repetition r. The
+// same seed gives the same rounds on every machine (a Mersenne Twister and
+// a Fisher–Yates shuffle written out, not the library's shuffle).
+std::vector<std::vector<size_t>> TargetRounds(const BenchmarkRunSpec& spec, RepetitionOrder order, int64_t seed);
 // ExpandCells(spec).size(), without building the list.
 size_t CountCells(const BenchmarkRunSpec& spec);
 

@@ -71,6 +71,8 @@ void Describe(V& v, S& s) {
   v.Field("placement", s.placement);
   v.Field("local", s.local);
   v.Field("repetitions", s.repetitions);
+  v.Field("repetitionOrder", s.repetition_order);
+  v.Field("seed", s.seed);
   v.Field("cooldown", s.cooldown);
 }
 
@@ -362,6 +364,14 @@ struct EnumNames<ConditionStatus> {
       {ConditionStatus::kTrue, "True"},
       {ConditionStatus::kFalse, "False"},
       {ConditionStatus::kUnknown, "Unknown"},
+  }};
+};
+
+template <>
+struct EnumNames<RepetitionOrder> {
+  static constexpr std::array<std::pair<RepetitionOrder, std::string_view>, 2> kNames{{
+      {RepetitionOrder::kSequential, "Sequential"},
+      {RepetitionOrder::kInterleaved, "Interleaved"},
   }};
 };
 

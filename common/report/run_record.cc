@@ -321,6 +321,33 @@ void ReadCellExtras(const Json& j, const std::string& path, api::Diagnostics& d,
   r.Read("wrkText", c.wrk_text);
 }
 
+void ReadSchedule(const Json& j, const std::string& path, api::Diagnostics& d, Schedule& s) {
+  ObjectReader r(j, path, d);
+  if (!r.Valid()) return;
+  r.Read("order", s.order);
+  if (s.order != "Sequential" && s.order != "Interleaved") {
+    d.Add(r.PathOf("order"), "must be \"Sequential\" or \"Interleaved\", got " + api::Quote(s.order));
+  }
+  r.Read("seed", s.seed);
+  const Json* rounds = r.Find("rounds");
+  if (rounds == nullptr) return;
+  if (!rounds->is_array()) return r.Error(r.PathOf("rounds"), "must be a list of lists of target names", *rounds);
+  for (size_t i = 0; i < rounds->size(); ++i) {
+    const Json& round = (*rounds)[i];
+    std::vector<std::string> names;
+    bool ok = round.is_array();
+    for (size_t k = 0; ok && k < round.size(); ++k) {
+      ok = round[k].is_string();
+      if (ok) names.push_back(round[k].get<std::string>());
+    }
+    if (!ok) {
+      d.Add(Index(r.PathOf("rounds"), i), "must be a list of target names");
+      continue;
+    }
+    s.rounds.push_back(std::move(names));
+  }
+}
+
 void ReadEnvironment(const Json& j, const std::string& path, api::Diagnostics& d, Environment& e) {
   ObjectReader r(j, path, d);
   if (!r.Valid()) return;
@@ -404,6 +431,9 @@ nlohmann::ordered_json ToJson(const RunRecord& record) {
   run.status.results.clear();  // they are the cells' results, written once below
   j["run"] = api::ToJson(run);
   j["environment"] = EnvironmentJson(record.environment);
+  if (!record.schedule.order.empty()) {
+    j["schedule"] = OrderedJson{{"order", record.schedule.order}, {"seed", record.schedule.seed}, {"rounds", record.schedule.rounds}};
+  }
   OrderedJson cells = OrderedJson::array();
   for (const CellRecord& c : record.cells) cells.push_back(CellJson(c));
   j["cells"] = cells;
@@ -434,6 +464,7 @@ Result<RunRecord> Decode(const nlohmann::json& json, std::string_view source) {
     const Json* environment = top.Find("environment");
     const Json* cells = top.Find("cells", /*required=*/true);
     if (environment != nullptr) ReadEnvironment(*environment, "environment", d, record.environment);
+    if (const Json* schedule = top.Find("schedule")) ReadSchedule(*schedule, "schedule", d, record.schedule);
     if (cells != nullptr && !cells->is_array()) top.Error("cells", "must be a list", *cells);
 
     if (run != nullptr) {

@@ -93,9 +93,20 @@ struct Environment {
   std::vector<std::string> notes;
 };
 
+// The order the targets were deployed in: with interleaved repetitions,
+// round r deployed targets rounds[r-1] in that order (a permutation drawn
+// from the seed); sequentially, one round of every target in spec order.
+struct Schedule {
+  std::string order;  // "Sequential" or "Interleaved"; empty: not recorded
+  int64_t seed = 0;
+  std::vector<std::vector<std::string>> rounds;
+  friend bool operator==(const Schedule&, const Schedule&) = default;
+};
+
 struct RunRecord {
   api::BenchmarkRun run;            // spec and status (status.results mirrors cells[i].result)
   Environment environment;
+  Schedule schedule;
   std::vector<CellRecord> cells;    // finished cells, in cell order
 };
 

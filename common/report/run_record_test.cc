@@ -47,6 +47,9 @@ std::string EncodedHistogram(std::initializer_list<int64_t> values) {
 // A record that sets every field the format carries.
 RunRecord RichRecord() {
   RunRecord r;
+  r.schedule.order = "Interleaved";
+  r.schedule.seed = 1234567890123;
+  r.schedule.rounds = {{"drogon", "crow"}, {"crow", "drogon"}};
   api::BenchmarkRun& run = r.run;
   run.metadata.name = "nightly";
   run.metadata.namespace_ = "bench";
@@ -157,6 +160,7 @@ void ExpectSameRecord(const RunRecord& a, const RunRecord& b) {
   EXPECT_EQ(a.environment.target_cpus, b.environment.target_cpus);
   EXPECT_EQ(a.environment.agent_cpus, b.environment.agent_cpus);
   EXPECT_EQ(a.environment.notes, b.environment.notes);
+  EXPECT_EQ(a.schedule, b.schedule);
   ASSERT_EQ(a.cells.size(), b.cells.size());
   for (size_t i = 0; i < a.cells.size(); ++i) {
     const CellRecord& x = a.cells[i];

@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -107,6 +108,26 @@ Result<report::RunRecord> Orchestrator::Run(const api::BenchmarkRun& run, RunSto
     record.run.status.conditions = earlier->run.status.conditions;
     state.earlier_notes = earlier->environment.notes;
   }
+  // The order of deployments: a resumed run keeps the seed it drew.
+  const api::RepetitionOrder order = api::EffectiveRepetitionOrder(run.spec);
+  int64_t seed = 0;
+  if (run.spec.seed) {
+    seed = *run.spec.seed;
+  } else if (earlier && !earlier->schedule.order.empty()) {
+    seed = earlier->schedule.seed;
+  } else {
+    seed = static_cast<int64_t>(std::random_device{}() >> 1);
+  }
+  const std::vector<std::vector<size_t>> rounds = api::TargetRounds(run.spec, order, seed);
+  record.schedule.order = std::string(api::ToString(order));
+  record.schedule.seed = seed;
+  record.schedule.rounds.clear();
+  for (const auto& round : rounds) {
+    std::vector<std::string> names;
+    for (size_t t : round) names.push_back(run.spec.targets[t].name);
+    record.schedule.rounds.push_back(std::move(names));
+  }
+
   auto describe = [&] {
     record.environment = platform_.Describe();
     record.environment.notes = MergeNotes(record.environment.notes, state.earlier_notes);
@@ -137,11 +158,31 @@ Result<report::RunRecord> Orchestrator::Run(const api::BenchmarkRun& run, RunSto
             " cells kept from the interrupted run");
   }
 
-  for (size_t t = 0; t < run.spec.targets.size() && !cancelled(); ++t) {
+  if (order == api::RepetitionOrder::kInterleaved) {
+    Message("repetitions interleaved: " + std::to_string(rounds.size()) + " rounds, targets in a random order drawn from seed " +
+            std::to_string(seed));
+  }
+  // Each visit deploys one target afresh and runs its unfinished cells: all
+  // of them (sequential), or those of the round's repetition (interleaved).
+  struct Visit {
+    size_t target;
+    int32_t repetition;  // 0: every repetition
+  };
+  std::vector<Visit> visits;
+  for (size_t r = 0; r < rounds.size(); ++r) {
+    for (size_t t : rounds[r]) {
+      visits.push_back({t, order == api::RepetitionOrder::kInterleaved ? static_cast<int32_t>(r + 1) : 0});
+    }
+  }
+  for (size_t v = 0; v < visits.size() && !cancelled(); ++v) {
+    const size_t t = visits[v].target;
     for (int attempt = 1;; ++attempt) {
       std::vector<const api::Cell*> todo;
       for (const api::Cell& c : state.cells) {
-        if (c.target_index == t && state.finished.count(c.index) == 0) todo.push_back(&c);
+        if (c.target_index == t && (visits[v].repetition == 0 || c.repetition == visits[v].repetition) &&
+            state.finished.count(c.index) == 0) {
+          todo.push_back(&c);
+        }
       }
       if (todo.empty() || cancelled()) break;
       if (attempt > options_.slot_attempts) {

@@ -191,6 +191,62 @@ TEST_F(OrchestratorTest, TargetsRunOneAtATimeAndNumbersComeFromTheAgents) {
   EXPECT_EQ(record->environment.fairbench_version, "9.9.9");
 }
 
+// Catches: interleaved repetitions run sequentially (a target's repetitions
+// back to back, so a drift of the machine lands on one target), a round that
+// skips or repeats a target, an order that does not follow the seed (the
+// same seed must give the same order, recorded with it), a seed drawn anew
+// on resume (the order would change half-way).
+TEST_F(OrchestratorTest, InterleavedRepetitionsDeployEveryTargetOncePerRoundInTheSeededOrder) {
+  api::BenchmarkRun run = MakeRun({"alpha", "beta", "gamma"}, {10}, /*agents=*/1);
+  run.spec.repetitions = 3;
+  run.spec.seed = 42;
+  auto record = Make().Run(run, store_, false);
+  ASSERT_TRUE(record.ok()) << record.status().message();
+  ASSERT_EQ(record->cells.size(), 9u);
+  for (const report::CellRecord& c : record->cells) EXPECT_EQ(c.result.state, api::CellState::kSucceeded);
+  std::vector<std::string> deployed;
+  for (const std::string& e : state_.log.Get()) {
+    if (e.rfind("deploy ", 0) == 0) deployed.push_back(e.substr(7, e.find(' ', 7) - 7));
+  }
+  ASSERT_EQ(deployed.size(), 9u);
+  const auto rounds = api::TargetRounds(run.spec, api::RepetitionOrder::kInterleaved, 42);
+  ASSERT_EQ(rounds.size(), 3u);
+  EXPECT_EQ(record->schedule.order, "Interleaved");
+  EXPECT_EQ(record->schedule.seed, 42);
+  ASSERT_EQ(record->schedule.rounds.size(), 3u);
+  for (size_t r = 0; r < 3; ++r) {
+    std::vector<std::string> want;
+    for (size_t t : rounds[r]) want.push_back(run.spec.targets[t].name);
+    EXPECT_EQ(std::vector<std::string>(deployed.begin() + static_cast<long>(3 * r), deployed.begin() + static_cast<long>(3 * r + 3)),
+              want)
+        << "round " << r + 1;
+    EXPECT_EQ(record->schedule.rounds[r], want);
+    std::vector<std::string> sorted = want;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(sorted, (std::vector<std::string>{"alpha", "beta", "gamma"})) << "round " << r + 1;
+  }
+  // Three rounds from one seed: not all in the same order (this seed's
+  // rounds differ), so the order is drawn, not spec order every time.
+  EXPECT_FALSE(rounds[0] == rounds[1] && rounds[1] == rounds[2]);
+  // Another seed, another order; the same seed, the same order.
+  EXPECT_EQ(api::TargetRounds(run.spec, api::RepetitionOrder::kInterleaved, 42), rounds);
+  EXPECT_NE(api::TargetRounds(run.spec, api::RepetitionOrder::kInterleaved, 43), rounds);
+}
+
+// Catches: a resumed interleaved run drawing a new seed (its remaining
+// rounds would follow another order than the record says).
+TEST_F(OrchestratorTest, AResumedInterleavedRunKeepsItsSeed) {
+  api::BenchmarkRun run = MakeRun({"alpha", "beta"}, {10}, /*agents=*/1);
+  run.spec.repetitions = 2;
+  auto first = Make().Run(run, store_, false);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_EQ(first->schedule.order, "Interleaved");
+  auto again = Make().Run(run, store_, /*resume=*/true);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->schedule.seed, first->schedule.seed);
+  EXPECT_EQ(again->schedule.rounds, first->schedule.rounds);
+}
+
 // Catches: a cell whose target figures rest on samples the platform never
 // refreshed during the measure phase (a kubelet refreshes every 10–15 s)
 // reported as exact: it is flagged SparseUsage, with the count of fresh
