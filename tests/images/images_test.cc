@@ -496,7 +496,10 @@ TEST_P(DockerfileTest, NeedsNoWritableRootFileSystem) {
   }
 }
 
+constexpr const char* kSanitizerBuild = "a sanitizer build: its binaries link libasan and libubsan, the images' do not";
+
 TEST_P(DockerfileTest, RuntimePackagesHoldEveryLibraryTheBuiltBinariesLoad) {
+  if (!RELEASE_BINARIES) GTEST_SKIP() << kSanitizerBuild;
   if (!HaveDebianTools()) GTEST_SKIP() << "needs objdump, ldd and dpkg (Debian)";
   const Image& image = GetParam();
   const std::set<std::string> listed = AptInstalls(runtime());
@@ -577,6 +580,7 @@ TEST(AgentImageTest, CarriesTheStaticNofileHelperWhereTheControllerLooksForIt) {
   EXPECT_TRUE(copied) << "the agent image has no fairbench-nofile at " << helper_path;
   // Static: a target pod runs it in the target's image, which may have no
   // libc at all.
+  if (!RELEASE_BINARIES) GTEST_SKIP() << kSanitizerBuild;
   if (!HaveDebianTools()) GTEST_SKIP() << "needs objdump and ldd";
   const std::string nofile = testing::BinaryPath("fairbench-nofile");
   ASSERT_TRUE(fs::exists(nofile)) << nofile;
