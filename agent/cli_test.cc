@@ -5,11 +5,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "testing/delay_server/delay_server_fixture.h"
 #include "testing/support/bin_dir.h"
 #include "testing/support/nginx_fixture.h"
 #include "testing/support/subprocess.h"
@@ -145,6 +147,37 @@ TEST_F(AgentCliTest, ConstantRateSaysTheLatencyIsCorrected) {
   ASSERT_EQ(o.code, 0) << o.err;
   EXPECT_NE(o.out.find("CORRECTED for coordinated omission"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("Uncorrected latency"), std::string::npos);
+}
+
+// --pipeline reaches the engine: the delay server (answering 2 ms after each
+// request arrives) sees every connection's requests come four at a time,
+// all four before the first of them is answered. Catches: the flag parsed
+// but not passed on (one request per write: the second arrives only after
+// the first answer).
+TEST_F(AgentCliTest, PipelineWritesBatchesThatArriveBeforeTheFirstAnswer) {
+  testing::DelayFixtureOptions so;
+  so.delay = 2ms;
+  auto server = testing::DelayServerFixture::Start(so);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  const std::string url = "http://127.0.0.1:" + std::to_string((*server)->port()) + "/";
+  const Outcome o = Agent({"load", url, "-t1", "-c2", "-d500ms", "--pipeline", "4"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  auto records = (*server)->Stop();
+  ASSERT_TRUE(records.ok()) << records.status().ToString();
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<testing::DelayRecord>> batches;  // (conn, batch)
+  for (const testing::DelayRecord& r : records->records) batches[{r.conn, r.seq / 4}].push_back(r);
+  size_t whole = 0, late = 0;
+  std::string first_late;
+  for (const auto& [key, batch] : batches) {
+    if (batch.size() < 4) continue;  // cut short by the end of the load
+    ++whole;
+    for (const testing::DelayRecord& r : batch) {
+      if (r.arrived_ns < batch.front().sent_ns) continue;
+      if (late++ == 0) first_late = "connection " + std::to_string(key.first) + " request " + std::to_string(r.seq);
+    }
+  }
+  EXPECT_GT(whole, 50u) << o.out;
+  EXPECT_EQ(late, 0u) << "requests that arrived only after their batch's first answer, the first: " << first_late;
 }
 
 }  // namespace

@@ -40,6 +40,7 @@ EngineRun RunEngine(EngineOptions options, std::chrono::milliseconds stop_after)
     if (s->phase == Phase::kMeasure) {
       run.measure.Add(s->stats.counters);
       run.latency.Merge(s->stats.latency);
+      run.uncorrected.Merge(s->stats.uncorrected);
     }
     run.snapshots.push_back(std::move(*s));
   }

@@ -3,10 +3,31 @@
 
 nginx (Debian's) runs one worker pinned to one CPU; wrk and fairbench-agent
 run alternately, pinned to another CPU, with -t1, at each connection level.
-For every level this prints, per tool, the median over the pairs of:
-requests/s, the generator's CPU seconds per request (user + system, from
-wait4), system calls per request (a separate, shorter run under strace -c -f),
-peak RSS, and errors — and fairbench's ratio to wrk.
+
+The tools do not measure alike, so their own requests/s are not compared
+as they are: wrk's clock starts before its connections are open and stops
+with the requests still in flight uncounted; fairbench-agent opens every
+connection first, starts its clock when they are all open, and lets the
+requests in flight finish after it stops (the drain). At 10,000
+connections opening them takes a noticeable share of a short run. So the
+requests are counted on the server too — nginx's own request counter
+(stub_status, read before and after each run; it costs nginx nothing per
+request, unlike an access log) — and requests/s is reported three ways:
+
+  tool's own      what the tool printed: its count over its own window
+                  (the figure each tool's users see; the old method)
+  server/window   the server's count over the tool's own window
+  server/wall     the server's count over the tool's whole run, from the
+                  process's start to its exit, connection setup included
+
+A run in which either tool saw an error (socket errors, non-2xx, port
+exhaustion), or in which the server counted fewer requests than the tool
+reported, makes its pair invalid; medians are over valid pairs only.
+
+Per tool it also prints the generator's CPU seconds per request served
+(user + system over the whole run, from wait4), system calls per request (a
+separate, shorter run under strace -c -f) and peak RSS — and fairbench's
+ratio to wrk.
 
     bench/agent_vs_wrk.py [--levels 100,1000,10000] [--pairs 3] [--duration 10]
                           [--agent build/bin/fairbench-agent] [--json out.json]
@@ -21,7 +42,6 @@ import signal
 import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
@@ -47,6 +67,7 @@ http {{
   server {{
     listen 127.0.0.1:{port} backlog=65535 reuseport;
     location / {{ default_type text/plain; return 200 "Hello, World!"; }}
+    location = /nginx-status {{ stub_status; }}
   }}
 }}
 """
@@ -69,14 +90,31 @@ def wait_port(port, timeout=10):
     raise SystemExit(f"nginx did not listen on port {port}")
 
 
+def served(port):
+    """nginx's count of requests so far, this one included (stub_status)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(b"GET /nginx-status HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
+        data = b""
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    m = re.search(rb"\n\s*(\d+)\s+(\d+)\s+(\d+)\s*\n", data)
+    if not m:
+        raise RuntimeError("no counters in nginx's stub_status:\n" + data.decode(errors="replace"))
+    return int(m.group(3))
+
+
 def run_measured(argv, timeout):
-    """Runs argv under GNU time; returns (stdout, cpu_seconds, maxrss_kb, exit_code).
+    """Runs argv under GNU time; returns (stdout, cpu_seconds, maxrss_kb, exit_code, wall_seconds).
 
     GNU time forks the tool from a small process, so the peak RSS is the
-    tool's own (a fork of this Python process would carry its RSS along)."""
+    tool's own (a fork of this Python process would carry its RSS along).
+    The wall time runs from before the start to after the exit."""
+    start = time.monotonic()
     p = subprocess.Popen(["/usr/bin/time", "-f", "FAIRBENCH-TIME %U %S %M"] + argv,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    start = time.time()
     out = []
     # Read output while waiting so the pipe never fills.
     while True:
@@ -84,14 +122,15 @@ def run_measured(argv, timeout):
         if not line:
             break
         out.append(line)
-        if time.time() - start > timeout:
+        if time.monotonic() - start > timeout:
             p.kill()
     code = p.wait()
+    wall = time.monotonic() - start
     text = "".join(out)
     m = re.search(r"^FAIRBENCH-TIME ([\d.]+) ([\d.]+) (\d+)$", text, re.M)
     if not m:
-        return text, 0.0, 0, code or 1
-    return text, float(m.group(1)) + float(m.group(2)), int(m.group(3)), code
+        return text, 0.0, 0, code or 1, wall
+    return text, float(m.group(1)) + float(m.group(2)), int(m.group(3)), code, wall
 
 
 def parse_output(text):
@@ -128,6 +167,22 @@ def tool_argv(tool, agent, url, conns, duration):
     if tool == "wrk":
         return ["wrk", "-t1", f"-c{conns}", f"-d{duration}s", url]
     return [agent, "load", "-t1", f"-c{conns}", f"-d{duration}s", url]
+
+
+def one_run(tool, args, url, port, conns):
+    argv = ["taskset", "-c", args.client_cpu] + tool_argv(tool, args.agent, url, conns, args.duration)
+    before = served(port)
+    out, cpu, rss, code, wall = run_measured(argv, args.duration + 60)
+    after = served(port)
+    if code != 0:
+        raise SystemExit(f"{tool} failed ({code}):\n{out}")
+    requests, seconds, rps, errors = parse_output(out)
+    server = after - before - 1  # the "after" status request counts itself
+    return {"requests": requests, "seconds": seconds, "rps": rps, "errors": errors,
+            "server_requests": server, "wall_seconds": wall,
+            "server_rps_window": server / seconds, "server_rps_wall": server / wall,
+            "cpu": cpu, "cpu_per_request_us": cpu / max(server, 1) * 1e6, "rss_kb": rss,
+            "valid": errors == 0 and server >= requests}
 
 
 def main():
@@ -169,22 +224,20 @@ def main():
         print(f"nginx pid {nginx.pid} on CPU {args.server_cpu}; generators on CPU {args.client_cpu}, -t1, "
               f"{args.duration}s runs, {args.pairs} pairs per level\n")
         for conns in levels:
-            runs = {"wrk": [], "fairbench": []}
+            runs = {"wrk": [], "fairbench": [], "pairs_valid": []}
             for pair in range(args.pairs):
                 order = ["wrk", "fairbench"] if pair % 2 == 0 else ["fairbench", "wrk"]
                 for tool in order:
-                    argv = ["taskset", "-c", args.client_cpu] + tool_argv(tool, args.agent, url, conns, args.duration)
-                    out, cpu, rss, code = run_measured(argv, args.duration + 60)
-                    if code != 0:
-                        raise SystemExit(f"{tool} failed ({code}):\n{out}")
-                    requests, seconds, rps, errors = parse_output(out)
-                    runs[tool].append({"requests": requests, "seconds": seconds, "rps": rps, "cpu": cpu,
-                                       "cpu_per_request_us": cpu / max(requests, 1) * 1e6, "rss_kb": rss,
-                                       "errors": errors})
-                    print(f"  c={conns:<6} pair {pair + 1} {tool:<9} {rps:>11.0f} req/s  "
-                          f"{cpu / max(requests, 1) * 1e6:6.2f} us CPU/req  rss {rss / 1024:6.1f} MiB  errors {errors}",
-                          flush=True)
+                    r = one_run(tool, args, url, port, conns)
+                    runs[tool].append(r)
+                    print(f"  c={conns:<6} pair {pair + 1} {tool:<9} own {r['rps']:>9.0f}  server/window "
+                          f"{r['server_rps_window']:>9.0f}  server/wall {r['server_rps_wall']:>9.0f} req/s "
+                          f"({r['requests']} counted by the tool, {r['server_requests']} by nginx, "
+                          f"{r['seconds']:.2f}s window, {r['wall_seconds']:.2f}s wall)  "
+                          f"{r['cpu_per_request_us']:5.2f} us CPU/req  rss {r['rss_kb'] / 1024:5.1f} MiB  "
+                          f"errors {r['errors']}{'' if r['valid'] else '  INVALID'}", flush=True)
                     time.sleep(1)
+                runs["pairs_valid"].append(runs["wrk"][-1]["valid"] and runs["fairbench"][-1]["valid"])
             # Under strace everything is slower: give the connections of the
             # higher levels time to open, so that setup does not dominate.
             strace_secs = max(args.strace_duration, 3 + conns // 1000)
@@ -192,27 +245,38 @@ def main():
                 trace = os.path.join(tmp, f"strace-{tool}-{conns}.txt")
                 argv = ["strace", "-c", "-f", "-o", trace, "taskset", "-c", args.client_cpu] + \
                     tool_argv(tool, args.agent, url, conns, strace_secs)
-                out, _, _, code = run_measured(argv, strace_secs + 60)
-                requests, _, _, _ = parse_output(out)
+                before = served(port)
+                out, _, _, code, _ = run_measured(argv, strace_secs + 60)
+                requests = served(port) - before - 1
                 runs[tool + "_syscalls_per_request"] = strace_calls(trace) / max(requests, 1)
                 time.sleep(1)
             results["levels"][conns] = runs
 
         print()
+        keys = ("rps", "server_rps_window", "server_rps_wall", "cpu_per_request_us", "rss_kb")
         for conns, runs in results["levels"].items():
-            med = {t: {k: statistics.median(r[k] for r in runs[t]) for k in ("rps", "cpu_per_request_us", "rss_kb")}
-                   for t in ("wrk", "fairbench")}
-            errs = {t: max(r["errors"] for r in runs[t]) for t in ("wrk", "fairbench")}
+            valid = [i for i, ok in enumerate(runs["pairs_valid"]) if ok]
+            print(f"== {conns} connections (median of {len(valid)} valid pairs of {args.pairs})")
+            if not valid:
+                print("   no valid pair: every pair had errors or a tool counted more than the server served")
+                continue
+            med = {t: {k: statistics.median(runs[t][i][k] for i in valid) for k in keys} for t in ("wrk", "fairbench")}
+            # The two runs of a pair are seconds apart: their ratio is less
+            # disturbed by a machine whose load drifts than a ratio of medians.
+            ratio = {k: statistics.median(runs["fairbench"][i][k] / runs["wrk"][i][k] for i in valid) for k in keys}
+            runs["median"] = med
+            runs["median_pair_ratio"] = ratio
             w, f = med["wrk"], med["fairbench"]
-            print(f"== {conns} connections (median of {args.pairs})")
-            print(f"   {'':24}{'wrk':>14}{'fairbench':>14}{'ratio':>9}")
-            print(f"   {'requests/s':24}{w['rps']:>14.0f}{f['rps']:>14.0f}{f['rps'] / w['rps']:>9.2f}")
-            print(f"   {'CPU us per request':24}{w['cpu_per_request_us']:>14.2f}{f['cpu_per_request_us']:>14.2f}"
-                  f"{f['cpu_per_request_us'] / w['cpu_per_request_us']:>9.2f}")
+            print(f"   {'':30}{'wrk':>12}{'fairbench':>12}{'ratio':>8}   (medians; ratio: median of the pairs' ratios)")
+            for key, label in (("rps", "requests/s, tool's own"), ("server_rps_window", "requests/s, server/window"),
+                               ("server_rps_wall", "requests/s, server/wall")):
+                print(f"   {label:30}{w[key]:>12.0f}{f[key]:>12.0f}{ratio[key]:>8.2f}")
+            print(f"   {'CPU us per request served':30}{w['cpu_per_request_us']:>12.2f}{f['cpu_per_request_us']:>12.2f}"
+                  f"{ratio['cpu_per_request_us']:>8.2f}")
             sw, sf = runs["wrk_syscalls_per_request"], runs["fairbench_syscalls_per_request"]
-            print(f"   {'syscalls per request':24}{sw:>14.2f}{sf:>14.2f}{sf / sw:>9.2f}")
-            print(f"   {'peak RSS MiB':24}{w['rss_kb'] / 1024:>14.1f}{f['rss_kb'] / 1024:>14.1f}{f['rss_kb'] / w['rss_kb']:>9.2f}")
-            print(f"   {'errors (max of runs)':24}{errs['wrk']:>14}{errs['fairbench']:>14}")
+            print(f"   {'syscalls per request':30}{sw:>12.2f}{sf:>12.2f}{sf / sw:>8.2f}")
+            print(f"   {'peak RSS MiB':30}{w['rss_kb'] / 1024:>12.1f}{f['rss_kb'] / 1024:>12.1f}"
+                  f"{ratio['rss_kb']:>8.2f}")
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(results, f, indent=2)

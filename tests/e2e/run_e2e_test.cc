@@ -5,10 +5,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <iomanip>
+#include <iostream>
 #include <sstream>
 #include <thread>
 
@@ -153,15 +157,172 @@ bool IsZombie(pid_t pid) {
   return close == std::string::npos || stat.compare(close + 2, 1, "Z") == 0;
 }
 
+// What /proc says about the targets while a run goes on: a thread that
+// reads, every 20 ms, the CPU time and memory of each process whose command
+// line names `marker` followed by a target's request log (new processes
+// are looked for every 200 ms).
+class ProcSampler {
+ public:
+  struct Sample {
+    double at = 0;       // seconds since the epoch
+    double cpu = 0;      // user + system seconds so far
+    uint64_t rss = 0;    // bytes (VmRSS)
+    uint64_t anon = 0;   // bytes (RssAnon)
+  };
+  explicit ProcSampler(std::string marker) : marker_(std::move(marker)), thread_([this] { Loop(); }) {}
+  ~ProcSampler() { Stop(); }
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  // The samples of target `name` between `from` and `to`; call after Stop().
+  std::vector<Sample> Between(const std::string& name, double from, double to) const {
+    std::vector<Sample> out;
+    const auto it = samples_.find(name);
+    if (it == samples_.end()) return out;
+    for (const Sample& s : it->second) {
+      if (s.at >= from && s.at <= to) out.push_back(s);
+    }
+    return out;
+  }
+
+ private:
+  void Loop() {
+    const double hz = static_cast<double>(sysconf(_SC_CLK_TCK));
+    std::map<std::string, std::string> targets;  // /proc/PID → target name
+    for (int turn = 0; !stop_; ++turn) {
+      if (turn % 10 == 0) {  // look for new targets every 200 ms
+        for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+          const std::string pid = entry.path().filename().string();
+          if (pid.find_first_not_of("0123456789") != std::string::npos || targets.count(entry.path())) continue;
+          std::string cmdline = ReadFile(entry.path() / "cmdline");
+          std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+          const size_t at = cmdline.find(marker_);
+          if (at == std::string::npos || cmdline.find("fairbench-target-") == std::string::npos) continue;
+          const size_t end = cmdline.find(".requests", at);
+          if (end == std::string::npos) continue;
+          targets[entry.path()] = cmdline.substr(at + marker_.size(), end - at - marker_.size());
+        }
+      }
+      for (auto it = targets.begin(); it != targets.end();) {
+        const std::string stat = ReadFile(it->first + "/stat");
+        const size_t close = stat.rfind(')');
+        if (close == std::string::npos) {
+          it = targets.erase(it);  // gone
+          continue;
+        }
+        std::istringstream rest(stat.substr(close + 2));
+        std::vector<std::string> f;
+        for (std::string field; rest >> field;) f.push_back(field);
+        Sample s;
+        s.at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+        if (f.size() >= 13) s.cpu = static_cast<double>(std::stoull(f[11]) + std::stoull(f[12])) / hz;  // utime, stime
+        std::istringstream status(ReadFile(it->first + "/status"));
+        for (std::string line; std::getline(status, line);) {
+          uint64_t kb = 0;
+          if (std::sscanf(line.c_str(), "VmRSS: %lu kB", &kb) == 1) s.rss = kb * 1024;
+          if (std::sscanf(line.c_str(), "RssAnon: %lu kB", &kb) == 1) s.anon = kb * 1024;
+        }
+        if (f.size() >= 13 && s.rss > 0) samples_[it->second].push_back(s);
+        ++it;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+  }
+
+  std::string marker_;
+  std::atomic<bool> stop_{false};
+  std::map<std::string, std::vector<Sample>> samples_;  // by target; the sampling thread only, until Stop()
+  std::thread thread_;
+};
+
 uint64_t TimelineRequests(const json& cell) {
   uint64_t n = 0;
   for (const json& p : cell["timeline"]) n += p["requests"].get<uint64_t>();
   return n;
 }
 
+// requests/s × the measured window equals what the target counted in that
+// window. Its log has 100 ms buckets: the window holds every bucket that
+// lies inside it and a share of the first one it cuts (the load is steady
+// there, after the warmup) — and all of the last one, since the load stops
+// at the window's end (the drain adds at most one request per connection).
+// Tolerance: half a bucket and two requests per connection (the target's
+// sampler may wake late and move requests into an earlier bucket; the
+// estimate came within 0.1–0.8 % of the count, a tenth of a bucket, in 20
+// cells), and for the bounds a quarter of a bucket.
+// Catches: requests/s over the wrong window (warmup or drain included, the
+// agents' connect time counted), per-agent figures not added up, or a
+// count that is not the target's.
+void ExpectRequestsPerSecondMatchesTheTarget(const json& res, const std::vector<Bucket>& log) {
+  const double from = ParseTime(res["startTime"]);
+  const double to = ParseTime(res["endTime"]);
+  const double rps = res["requestsPerSecond"].get<double>();
+  double inside = 0, overlapping = 0, estimate = 0, buckets = 0;
+  for (const Bucket& b : log) {
+    const double end = b.start + 0.1;
+    if (end <= from || b.start >= to) continue;
+    const auto n = static_cast<double>(b.count);
+    overlapping += n;
+    ++buckets;
+    if (b.start >= from && end <= to) {
+      inside += n;
+      estimate += n;
+    } else if (b.start < from) {
+      estimate += n * (end - from) / 0.1;
+    } else {
+      estimate += n;
+    }
+  }
+  ASSERT_GT(buckets, 0) << res.dump();
+  const double measured = rps * (to - from);
+  const double bucket = overlapping / buckets;
+  const double slack = 2.0 * res["connections"].get<double>();
+  std::cout << res["target"].get<std::string>() << "/" << res["scenario"].get<std::string>() << ": " << measured
+            << " requests in the window, the target counted " << estimate << " (" << inside << "…" << overlapping
+            << ")" << std::endl;
+  EXPECT_GE(measured, inside - slack - 0.25 * bucket) << res.dump();
+  EXPECT_LE(measured, overlapping + slack + 0.25 * bucket) << res.dump();
+  EXPECT_NEAR(measured, estimate, 0.5 * bucket + slack)
+      << "requests/s × window vs the target's own count; " << res.dump();
+}
+
+// targetCpu (cores) and memoryLoaded against /proc sampled during the
+// window. CPU: within 0.1 core + 20 % of what the target's utime + stime
+// grew by (the orchestrator samples every 200 ms, /proc counts 10 ms ticks,
+// and the two sub-windows differ by up to a sample at each end). Memory:
+// the working set of the target's cgroup (or its RSS without one) is at
+// least the anonymous memory /proc shows and at most the whole RSS plus
+// 16 MiB of kernel memory (socket buffers, page tables). Catches: CPU in
+// the wrong unit or over the wrong span, another process's usage, memory
+// in the wrong unit.
+void ExpectUsageMatchesProc(const json& res, const std::vector<ProcSampler::Sample>& samples) {
+  ASSERT_GE(samples.size(), 10u) << "too few /proc samples in the window of " << res.dump();
+  const ProcSampler::Sample& a = samples.front();
+  const ProcSampler::Sample& b = samples.back();
+  ASSERT_GT(b.at - a.at, 0.5);
+  const double cores = (b.cpu - a.cpu) / (b.at - a.at);
+  ASSERT_TRUE(res.contains("targetCpu")) << res.dump();
+  EXPECT_NEAR(res["targetCpu"].get<double>(), cores, 0.1 + 0.2 * cores) << res.dump();
+  uint64_t anon = UINT64_MAX, rss = 0;
+  for (const ProcSampler::Sample& s : samples) {
+    anon = std::min(anon, s.anon);
+    rss = std::max(rss, s.rss);
+  }
+  ASSERT_TRUE(res.contains("memoryLoaded")) << res.dump();
+  const auto memory = res["memoryLoaded"].get<uint64_t>();
+  std::cout << res["target"].get<std::string>() << "/" << res["scenario"].get<std::string>() << ": target CPU "
+            << res["targetCpu"].get<double>() << " cores, /proc " << cores << "; memory " << memory << " B, /proc anon "
+            << anon << " B, RSS " << rss << " B" << std::endl;
+  EXPECT_GE(memory, anon) << res.dump();
+  EXPECT_LE(memory, rss + (16u << 20)) << res.dump();
+}
+
 TEST_F(RunE2eTest, TwoTargetsTwoAgentsOneAtATimeNothingLost) {
   const std::string run = WriteRun(Target("alpha") + Target("beta", "httplib"), "", /*agents=*/2);
+  ProcSampler proc(dir_->path().string() + "/");
   ASSERT_EQ(Run(run), 0) << Stderr();
+  proc.Stop();
   const json r = Results();
   ASSERT_EQ(r["cells"].size(), 4u);
   // The load window of each cell: from the warmup's start to the end of the
@@ -218,6 +379,14 @@ TEST_F(RunE2eTest, TwoTargetsTwoAgentsOneAtATimeNothingLost) {
     }
     EXPECT_GE(served, sent + 2) << name;
     EXPECT_LE(served, sent + abandoned + 2 + 20) << name << ": more requests than the agents and the probes made";
+  }
+  // (c) requests/s, target CPU and memory are what the target itself and
+  // /proc say about the cell's window.
+  for (const json& c : r["cells"]) {
+    const json& res = c["result"];
+    const std::string name = res["target"];
+    ExpectRequestsPerSecondMatchesTheTarget(res, RequestLog(dir_->path().string() + "/" + name + ".requests"));
+    ExpectUsageMatchesProc(res, proc.Between(name, ParseTime(res["startTime"]), ParseTime(res["endTime"])));
   }
   EXPECT_TRUE(std::filesystem::exists(out_ + "/report.md"));
   EXPECT_TRUE(std::filesystem::exists(out_ + "/report.html"));
