@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -17,6 +18,7 @@
 #include "common/report/analysis.h"
 #include "common/report/cell_checks.h"
 #include "common/report/format.h"
+#include "common/report/stats.h"
 #include "common/units.h"
 
 namespace fairbench::report {
@@ -90,6 +92,21 @@ std::vector<Align> Aligns(size_t left, size_t right) {
   std::vector<Align> a(left, Align::kLeft);
   a.insert(a.end(), right, Align::kRight);
   return a;
+}
+
+// The succeeded repetitions' requests/s and p99 of one group.
+struct GroupEstimates {
+  Estimate rate, p99;
+};
+GroupEstimates EstimatesOf(const RunIndex& index, const std::string& target, const std::string& scenario,
+                           int64_t level) {
+  std::vector<double> rates, p99s;
+  for (const CellRecord* c : index.Cells(target, scenario, level)) {
+    if (c->result.state != api::CellState::kSucceeded) continue;
+    rates.push_back(c->result.requests_per_second);
+    p99s.push_back(c->result.latency.p99);
+  }
+  return {Estimate95(rates), Estimate95(p99s)};
 }
 
 // An environment note about one target: "target NAME: KEY: VALUE" (what the
@@ -455,16 +472,32 @@ std::vector<Section> Rankings(const Context& ctx) {
     LadderChart ladder;
     ladder.title = "Latency of " + scenario + " at " + ConnsText(level) + " (log scale)";
     ladder.marks = {"avg", "p50", "p90", "p99", "p99.9", "max"};
-    int rank = 0;
+    int rank = 0, shown_rank = 0;
+    // With repetitions, a target whose 95 % interval of requests/s overlaps
+    // the one ranked above it is tied with it: the order between them is
+    // noise, and the table says so instead of ranking it.
+    std::optional<Estimate> above;
+    std::string above_name;
+    std::vector<std::string> ties;
     for (const RankEntry& e : Rank(ctx.index, scenario, level)) {
       if (e.cell == nullptr) {
         const std::string state = e.failure ? StateText(e.failure->result) : "not run";
         t.rows.push_back({kMissing, e.target, state, kMissing, kMissing, kMissing, kMissing, kMissing, kMissing});
         continue;
       }
+      const Estimate est = EstimatesOf(ctx.index, e.target, scenario, level).rate;
+      ++rank;
+      const bool tied = above && Overlap(*above, est);
+      if (!tied) shown_rank = rank;
+      if (tied) {
+        ties.push_back(above_name + " and " + e.target + " (" + FormatRate(above->low) + " – " +
+                       FormatRate(above->high) + " and " + FormatRate(est.low) + " – " + FormatRate(est.high) + ")");
+      }
+      above = est;
+      above_name = e.target;
       const api::CellResult& r = e.cell->result;
       const api::Latency& l = r.latency;
-      t.rows.push_back({std::to_string(++rank), e.target + (e.cell->flags.empty() ? "" : kFlagMark),
+      t.rows.push_back({(tied ? "=" : "") + std::to_string(shown_rank), e.target + (e.cell->flags.empty() ? "" : kFlagMark),
                         Rate(r.requests_per_second), e.share_of_best > 0 ? FormatShare(e.share_of_best) : kMissing,
                         Latency(l.mean), Latency(l.stdev), Latency(l.p99), Latency(l.p999), Latency(l.max)});
       ladder.rows.push_back(e.target);
@@ -474,6 +507,12 @@ std::vector<Section> Rankings(const Context& ctx) {
       ladder.values.push_back(std::move(v));
     }
     s.blocks.push_back(std::move(t));
+    if (!ties.empty()) {
+      std::string text;
+      for (const std::string& tie : ties) text += (text.empty() ? "" : "; ") + tie;
+      s.blocks.push_back(P("Tied (= in the rank): the 95 % intervals of their requests/s over the repetitions "
+                           "overlap, so their order is within the noise — " + text + "."));
+    }
     if (const std::string tails = TailSpread(ctx, scenario, level); !tails.empty()) s.blocks.push_back(P(tails));
     if (!ladder.rows.empty()) s.blocks.push_back(Chart(std::move(ladder)));
     if (std::optional<LineChart> spectrum = Spectrum(ctx, scenario, level)) s.blocks.push_back(Chart(std::move(*spectrum)));
@@ -818,13 +857,6 @@ Section Flags(const Context& ctx) {
   return s;
 }
 
-// Coefficient of variation bands for the noise label.
-std::string NoiseLabel(double cv) {
-  if (cv < 0.02) return "low";
-  if (cv < 0.05) return "moderate";
-  return "high";
-}
-
 Section Repetitions(const Context& ctx) {
   Section s{"repetitions", "Repetitions and run-to-run spread", 2, {}};
   if (ctx.index.MaxRepetitions() <= 1) {
@@ -833,22 +865,43 @@ Section Repetitions(const Context& ctx) {
                          "percent between targets is not a finding. Set spec.repetitions to measure the spread."));
     return s;
   }
-  s.blocks.push_back(P("Requests/s over the succeeded repetitions of each cell. CV is the coefficient of variation "
-                       "(sample standard deviation ÷ mean); noise is low below 2 %, moderate below 5 %, high above. "
-                       "A difference between targets smaller than their spread is not a finding."));
-  Table t{{"target", "scenario", "connections", "runs", "min", "median", "max", "CV", "noise"}, Aligns(2, 6), {}};
+  const Schedule& sched = ctx.record.schedule;
+  if (sched.order == "Interleaved") {
+    std::string rounds;
+    for (size_t r = 0; r < sched.rounds.size(); ++r) {
+      std::string names;
+      for (const std::string& n : sched.rounds[r]) names += (names.empty() ? "" : ", ") + n;
+      rounds += (rounds.empty() ? "" : "; ") + std::string("round ") + std::to_string(r + 1) + ": " + names;
+    }
+    s.blocks.push_back(P("Repetitions were interleaved: each round deployed every target afresh, in an order drawn "
+                         "from seed " + std::to_string(sched.seed) + " (" + rounds +
+                         "), so that a slow drift of the machine spreads over all targets."));
+  } else if (sched.order == "Sequential") {
+    s.blocks.push_back(P("Repetitions ran back to back for each target (spec.repetitionOrder: Sequential): a drift "
+                         "of the machine during one target's turn lands on that target alone."));
+  }
+  s.blocks.push_back(P("Requests/s and p99 over the succeeded repetitions of each cell: the mean, its 95 % "
+                       "confidence interval (Student's t), and the coefficient of variation (CV: sample standard "
+                       "deviation ÷ mean). Noise: quiet up to 5 %, noisy up to 10 %, unreliable above. A difference "
+                       "between targets whose intervals overlap is not a finding."));
+  Table t{{"target", "scenario", "connections", "runs", "requests/s", "95 % interval", "CV", "p99", "p99 95 % interval",
+           "noise"},
+          Aligns(2, 7),
+          {}};
   t.align.push_back(Align::kLeft);
+  auto interval = [](const Estimate& e, auto format) {
+    return e.n > 1 ? format(e.low) + " – " + format(e.high) : std::string(kMissing);
+  };
   for (const std::string& target : ctx.index.targets()) {
     for (const auto& [scenario, level] : Groups(ctx.index)) {
-      std::vector<double> rates;
-      for (const CellRecord* c : ctx.index.Cells(target, scenario, level)) {
-        if (c->result.state == api::CellState::kSucceeded) rates.push_back(c->result.requests_per_second);
-      }
-      if (rates.empty()) continue;
-      const Spread sp = ComputeSpread(rates);
-      const bool spread = sp.count > 1;
-      t.rows.push_back({target, scenario, Conns(level), std::to_string(sp.count), Rate(sp.min), Rate(sp.median),
-                        Rate(sp.max), spread ? FormatShare(sp.cv) : kMissing, spread ? NoiseLabel(sp.cv) : kMissing});
+      const GroupEstimates g = EstimatesOf(ctx.index, target, scenario, level);
+      if (g.rate.n == 0) continue;
+      const bool spread = g.rate.n > 1;
+      t.rows.push_back({target, scenario, Conns(level), std::to_string(g.rate.n), Rate(g.rate.mean),
+                        interval(g.rate, [](double v) { return FormatRate(std::max(v, 0.0)); }),
+                        spread ? FormatShare(g.rate.cv) : kMissing, Latency(g.p99.mean),
+                        interval(g.p99, [](double v) { return FormatLatency(std::max(v, 0.0)); }),
+                        spread ? NoiseLabel(std::max(g.rate.cv, g.p99.cv)) : kMissing});
     }
   }
   s.blocks.push_back(std::move(t));

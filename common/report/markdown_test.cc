@@ -392,6 +392,42 @@ TEST(MarkdownTest, SmallRecordExactTables) {
   EXPECT_TRUE(HasLine(md, "Run **small**: Succeeded. 6 of 6 cells finished: 5 succeeded, 1 failed, 0 skipped."));
 }
 
+// Catches: targets ranked by noise: two targets whose repetitions' 95 %
+// intervals of requests/s overlap are marked tied (=) with the reason; one
+// clearly apart keeps its own rank.
+TEST(MarkdownTest, OverlappingIntervalsAreTiesNotRanks) {
+  RunRecord record = SmallRecord();
+  record.run.spec.repetitions = 3;
+  std::vector<CellRecord> cells;
+  for (const CellRecord& c : record.cells) {
+    if (c.result.scenario != "hello" || c.result.connections != 10) continue;
+    // alpha ≈ 1,000 ± 50, beta ≈ 1,020 ± 50: tied.
+    const double base = c.result.target == "alpha" ? 1000 : 1020;
+    for (int32_t rep : {1, 2, 3}) {
+      CellRecord r = c;
+      r.result.repetition = rep;
+      r.result.requests_per_second = base + (rep - 2) * 50.0;
+      cells.push_back(r);
+    }
+  }
+  ASSERT_EQ(cells.size(), 6u);
+  record.cells = cells;
+  record.run.status.results.clear();
+  for (const CellRecord& c : record.cells) record.run.status.results.push_back(c.result);
+  const std::string md = RenderMarkdown(record);
+  const std::string ranking = Section(md, "### hello · 10 connections");
+  EXPECT_NE(ranking.find("| 1 | beta"), std::string::npos) << ranking;
+  EXPECT_NE(ranking.find("| =1 | alpha"), std::string::npos) << ranking;
+  EXPECT_NE(ranking.find("Tied (= in the rank)"), std::string::npos) << ranking;
+  // Apart: beta far ahead.
+  for (CellRecord& c : record.cells) {
+    if (c.result.target == "beta") c.result.requests_per_second += 1000;
+  }
+  const std::string apart = Section(RenderMarkdown(record), "### hello · 10 connections");
+  EXPECT_NE(apart.find("| 2 | alpha"), std::string::npos) << apart;
+  EXPECT_EQ(apart.find("Tied"), std::string::npos) << apart;
+}
+
 TEST(MarkdownTest, RepetitionsShowTheSpread) {
   RunRecord record = SmallRecord();
   record.run.spec.repetitions = 3;
@@ -407,10 +443,14 @@ TEST(MarkdownTest, RepetitionsShowTheSpread) {
   for (const CellRecord& c : record.cells) record.run.status.results.push_back(c.result);
   record.run.status.progress = {3, 18};
   const std::string md = RenderMarkdown(record);
-  // mean 1016.67, sample stdev 76.38 → CV 7.5 %
+  // mean 1016.67, sample stdev 76.38 → CV 7.5 % (noisy); 95 % interval
+  // ± t(0.975, 2) × 76.38 ÷ √3 = ± 4.303 × 44.10 = ± 189.7; p99 the same in
+  // every repetition.
   EXPECT_EQ(Rows(Section(md, "## Repetitions and run-to-run spread")),
-            (std::vector<std::string>{"| target | scenario | connections | runs | min | median | max | CV | noise |",
-                                      "| alpha | hello | 10 | 3 | 950 | 1,000 | 1,100 | 7.5 % | high |"}))
+            (std::vector<std::string>{
+                "| target | scenario | connections | runs | requests/s | 95 % interval | CV | p99 | p99 95 % interval | "
+                "noise |",
+                "| alpha | hello | 10 | 3 | 1,017 | 827 – 1,206 | 7.5 % | 15.00 ms | 15.00 ms – 15.00 ms | noisy |"}))
       << md;
   // The row shows the median repetition, and per-cell tables name the repetition.
   EXPECT_TRUE(HasLine(Section(md, "### hello · 10 connections"),
