@@ -2,6 +2,7 @@
 //
 //   fairbench run FILE... [--output DIR] [--resume]   on this machine, targets and agents pinned to CPUs
 //   fairbench fetch RUN --output DIR                  a Kubernetes run's record into a folder
+//   fairbench compare BASE.json NEW.json              two runs cell by cell, with their noise
 //   fairbench crd                                     the BenchmarkRun CRD, for kubectl apply
 #include <cstdio>
 #include <string>
@@ -11,6 +12,7 @@
 #include "common/allocator.h"
 #include "common/api/crd.h"
 #include "common/cli.h"
+#include "controller/cli/compare_command.h"
 #include "controller/cli/fetch_command.h"
 #include "controller/cli/run_command.h"
 
@@ -23,10 +25,13 @@ int main(int argc, char** argv) {
   CLI::App* run_cmd = fairbench::controller::AddRunCommand(app, run);
   fairbench::controller::FetchFlags fetch;
   CLI::App* fetch_cmd = fairbench::controller::AddFetchCommand(app, fetch);
+  fairbench::controller::CompareFlags compare;
+  CLI::App* compare_cmd = fairbench::controller::AddCompareCommand(app, compare);
   CLI::App* crd_cmd = app.add_subcommand("crd", "Print the BenchmarkRun CustomResourceDefinition (YAML)");
   if (auto code = fairbench::ParseCommandLine(app, argc, argv, "fairbench")) return *code;
   if (run_cmd->parsed()) return fairbench::controller::RunRunCommand(run);
   if (fetch_cmd->parsed()) return fairbench::controller::RunFetchCommand(fetch);
+  if (compare_cmd->parsed()) return fairbench::controller::RunCompareCommand(compare);
   if (crd_cmd->parsed()) {
     std::fputs(fairbench::api::BenchmarkRunCrdYaml().c_str(), stdout);
     return 0;

@@ -1,0 +1,29 @@
+// `fairbench compare BASE.json NEW.json [--html | --json]
+//                    [--fail-on-regression 5%] [--fail-on-p99-regression 10%]`:
+// two runs' results.json compared cell by cell (report/compare.h), as
+// Markdown on stdout, or HTML, or JSON.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace fairbench::controller {
+
+struct CompareFlags {
+  std::string base, next;
+  bool html = false;
+  bool json = false;
+  std::string fail_on_regression;      // "5%", "5" (percent) or empty
+  std::string fail_on_p99_regression;  // the same, for p99
+};
+
+CLI::App* AddCompareCommand(CLI::App& app, CompareFlags& flags);
+// Exit codes: 0 compared (and every gate passed); 1 a gate failed: a
+// significant regression past its limit; 2 bad input (a file that is not a
+// run record, records with no cell in common, a bad limit) — one line on
+// stderr, nothing on stdout.
+int RunCompareCommand(const CompareFlags& flags);
+
+}  // namespace fairbench::controller
