@@ -155,6 +155,21 @@ struct Expect {
   friend bool operator==(const Expect&, const Expect&) = default;
 };
 
+// A latency objective. With one, each of the scenario's cells is a search
+// instead of one measurement: constant-rate trials (open model, latency
+// corrected for coordinated omission) from start_rate, doubling until the
+// objective fails, then bisecting between the last rate that met it and
+// the first that did not — max_steps trials in all. The cell reports the
+// highest rate that met it, the curve of latency against offered rate, and
+// where errors began.
+struct Slo {
+  std::optional<Duration> p50, p90, p99, p999;  // at least one
+  std::optional<double> max_error_rate;         // errors ÷ requests, 0..1; unset: errors do not decide
+  int64_t start_rate = 100;                     // requests/s of the first trial
+  int32_t max_steps = 10;
+  friend bool operator==(const Slo&, const Slo&) = default;
+};
+
 struct Scenario {
   std::string name;  // DNS-1123 label, unique in the run
   // Exactly one of the two.
@@ -163,6 +178,7 @@ struct Scenario {
   Expect expect;
   std::vector<int64_t> connections;  // empty: spec.load.connections
   std::optional<Duration> duration;  // unset: spec.load.duration
+  std::optional<Slo> slo;            // set: each cell searches the capacity under it
   friend bool operator==(const Scenario&, const Scenario&) = default;
 };
 

@@ -124,6 +124,19 @@ void Describe(V& v, S& s) {
   v.Field("expect", s.expect);
   v.Field("connections", s.connections, kCount);
   v.Field("duration", s.duration);
+  v.Field("slo", s.slo);
+}
+
+template <typename V, typename S>
+  requires Is<S, Slo>
+void Describe(V& v, S& s) {
+  v.Field("p50", s.p50);
+  v.Field("p90", s.p90);
+  v.Field("p99", s.p99);
+  v.Field("p999", s.p999);
+  v.Field("maxErrorRate", s.max_error_rate);
+  v.Field("startRate", s.start_rate, kCount);
+  v.Field("maxSteps", s.max_steps);
 }
 
 template <typename V, typename S>

@@ -210,7 +210,22 @@ class Checker {
       CheckExpect(s.expect);
       CheckLevels(s.connections, spec.load);
       if (s.duration.has_value()) Positive(*s.duration);
+      if (s.slo) CheckSlo(*s.slo, spec);
     }
+  }
+
+  void CheckSlo(const Slo& slo, const BenchmarkRunSpec& spec) {
+    if (!slo.p50 && !slo.p90 && !slo.p99 && !slo.p999) Fail(slo, "needs a latency objective: p50, p90, p99 or p999");
+    for (const std::optional<Duration>* d : {&slo.p50, &slo.p90, &slo.p99, &slo.p999}) {
+      if (d->has_value()) Positive(**d);
+    }
+    if (slo.max_error_rate && !(*slo.max_error_rate >= 0 && *slo.max_error_rate <= 1)) {
+      Fail(*slo.max_error_rate, "must be between 0 and 1 (a share of the requests, e.g. 0.01)");
+    }
+    if (slo.start_rate < 1) Fail(slo.start_rate, "must be ≥ 1 request/s");
+    Range(slo.max_steps, int32_t{2}, int32_t{50});
+    if (spec.load.rate > 0) Fail(slo, "cannot be used with load.rate: the search sets the rate itself");
+    if (spec.load.pipeline > 1) Fail(slo, "cannot be used with load.pipeline > 1: the search uses a constant rate");
   }
 
   void CheckRequest(const Request& r) {

@@ -96,6 +96,26 @@ TEST(ValidateTest, WarnsAboutFractionalCpus) {
   EXPECT_TRUE(Check(run).empty()) << "a warning, not an error";
 }
 
+// Catches: an objective with no latency bound, a nonsense error ceiling or
+// start rate, or an objective combined with a fixed rate or pipelining
+// (the search sets the rate) accepted and failing at run time.
+TEST(ValidateTest, LatencyObjectives) {
+  BenchmarkRun run = Valid();
+  run.spec.scenarios[0].slo = Slo{};
+  run.spec.scenarios[0].slo->max_error_rate = 1.5;
+  run.spec.scenarios[0].slo->start_rate = 0;
+  run.spec.scenarios[0].slo->max_steps = 1;
+  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].slo: needs a latency objective: p50, p90, p99 or p999",
+                               "spec.scenarios[0].slo.maxErrorRate: must be between 0 and 1 (a share of the requests, e.g. 0.01)",
+                               "spec.scenarios[0].slo.startRate: must be ≥ 1 request/s",
+                               "spec.scenarios[0].slo.maxSteps: must be between 2 and 50, got 1"}));
+  run.spec.scenarios[0].slo = Slo{};
+  run.spec.scenarios[0].slo->p99 = std::chrono::milliseconds(10);
+  EXPECT_EQ(Check(run), Lines{});
+  run.spec.load.rate = 1000;
+  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].slo: cannot be used with load.rate: the search sets the rate itself"}));
+}
+
 TEST(ValidateTest, TargetsNeedAWayToRunOnThePlatform) {
   BenchmarkRun run = Valid();
   run.spec.targets[0].image.clear();

@@ -857,6 +857,44 @@ Section Flags(const Context& ctx) {
   return s;
 }
 
+// Scenarios with an objective: the highest constant rate that met it, and
+// the curve of latency against the offered rate that led there.
+std::optional<Section> Capacity(const Context& ctx) {
+  std::vector<const CellRecord*> cells;
+  for (const CellRecord& c : ctx.record.cells) {
+    if (c.capacity) cells.push_back(&c);
+  }
+  if (cells.empty()) return std::nullopt;
+  Section s{"capacity", "Capacity under a latency objective", 2, {}};
+  s.blocks.push_back(P("For a scenario with an objective (spec.scenarios[].slo), each cell searched the highest "
+                       "constant request rate that still met it: rates doubling from the start rate until the "
+                       "objective failed, then bisecting. Latency at a constant rate is measured from when each "
+                       "request was due (corrected for coordinated omission). A rate the server answered less than "
+                       "90 % of fails too."));
+  Table t{{"target", "scenario", "connections", "objective", "capacity (requests/s)", "p99 there", "errors began at",
+           "trials: offered requests/s → p99"},
+          Aligns(4, 3),
+          {}};
+  t.align.push_back(Align::kLeft);
+  for (const CellRecord* c : cells) {
+    const CapacitySearch& cap = *c->capacity;
+    std::vector<CapacityTrial> sorted = cap.trials;
+    std::sort(sorted.begin(), sorted.end(), [](const CapacityTrial& a, const CapacityTrial& b) { return a.offered < b.offered; });
+    std::string curve;
+    double p99_there = 0;
+    for (const CapacityTrial& tr : sorted) {
+      curve += (curve.empty() ? "" : ", ") + FormatRate(tr.offered) + " → " + FormatLatency(tr.p99) + (tr.pass ? " ✓" : " ✗");
+      if (tr.offered == cap.rate) p99_there = tr.p99;
+    }
+    std::string capacity = cap.rate > 0 ? FormatRate(cap.rate) + (cap.bounded ? "" : " or more") : "none met it";
+    t.rows.push_back({c->result.target, c->result.scenario, Conns(c->result.connections), cap.objective, capacity,
+                      p99_there > 0 ? Latency(p99_there) : kMissing,
+                      cap.errors_began_at > 0 ? FormatRate(cap.errors_began_at) : "no errors", curve});
+  }
+  s.blocks.push_back(std::move(t));
+  return s;
+}
+
 Section Repetitions(const Context& ctx) {
   Section s{"repetitions", "Repetitions and run-to-run spread", 2, {}};
   if (ctx.index.MaxRepetitions() <= 1) {
@@ -1003,6 +1041,7 @@ Document BuildDocument(const RunRecord& record) {
   doc.preamble = Preamble(ctx);
   doc.sections.push_back(Method(ctx));
   doc.sections.push_back(Overview(ctx));
+  if (auto s = Capacity(ctx)) doc.sections.push_back(std::move(*s));
   for (Section& s : Rankings(ctx)) doc.sections.push_back(std::move(s));
   if (auto s = Baseline(ctx)) doc.sections.push_back(std::move(*s));
   for (Section& s : Scaling(ctx)) doc.sections.push_back(std::move(s));

@@ -428,6 +428,32 @@ TEST(MarkdownTest, OverlappingIntervalsAreTiesNotRanks) {
   EXPECT_EQ(apart.find("Tied"), std::string::npos) << apart;
 }
 
+// Catches: a capacity search left out of the report, or its curve shown
+// out of order of the offered rate.
+TEST(MarkdownTest, CapacityShowsTheRateAndTheCurve) {
+  RunRecord record = SmallRecord();
+  CapacitySearch cap;
+  cap.objective = "p99 ≤ 10ms";
+  cap.rate = 3000;
+  cap.bounded = true;
+  cap.errors_began_at = 2400;
+  for (double rate : {100.0, 3200.0, 3000.0}) {
+    CapacityTrial t;
+    t.offered = rate;
+    t.achieved = rate;
+    t.p99 = rate > 3000 ? 50000 : 1000;
+    t.pass = rate <= 3000;
+    cap.trials.push_back(t);
+  }
+  record.cells[0].capacity = cap;
+  const std::string md = RenderMarkdown(record);
+  const std::string section = Section(md, "## Capacity under a latency objective");
+  EXPECT_NE(section.find("| alpha | hello | 10 | p99 ≤ 10ms | 3,000 | 1.00 ms | 2,400 | 100 → 1.00 ms ✓, 3,000 → 1.00 "
+                         "ms ✓, 3,200 → 50.00 ms ✗ |"),
+            std::string::npos)
+      << section;
+}
+
 TEST(MarkdownTest, RepetitionsShowTheSpread) {
   RunRecord record = SmallRecord();
   record.run.spec.repetitions = 3;

@@ -83,6 +83,18 @@ OrderedJson CellJson(const CellRecord& c) {
   for (const TimelinePoint& p : c.timeline) timeline.push_back(TimelineJson(p));
   j["timeline"] = timeline;
   j["wrkText"] = c.wrk_text;
+  if (c.capacity) {
+    OrderedJson trials = OrderedJson::array();
+    for (const CapacityTrial& t : c.capacity->trials) {
+      trials.push_back(OrderedJson{{"offered", t.offered}, {"achieved", t.achieved}, {"p50Us", t.p50}, {"p90Us", t.p90},
+                                   {"p99Us", t.p99}, {"p999Us", t.p999}, {"errorRate", t.error_rate}, {"pass", t.pass}});
+    }
+    j["capacity"] = OrderedJson{{"objective", c.capacity->objective},
+                                {"rate", c.capacity->rate},
+                                {"bounded", c.capacity->bounded},
+                                {"errorsBeganAt", c.capacity->errors_began_at},
+                                {"trials", trials}};
+  }
   return j;
 }
 
@@ -319,6 +331,37 @@ void ReadCellExtras(const Json& j, const std::string& path, api::Diagnostics& d,
     }
   }
   r.Read("wrkText", c.wrk_text);
+  if (const Json* cap = r.Find("capacity")) {
+    ObjectReader cr(*cap, r.PathOf("capacity"), d);
+    if (cr.Valid()) {
+      CapacitySearch s;
+      cr.Read("objective", s.objective);
+      cr.Read("rate", s.rate);
+      cr.Read("bounded", s.bounded);
+      cr.Read("errorsBeganAt", s.errors_began_at);
+      if (const Json* trials = cr.Find("trials")) {
+        if (!trials->is_array()) {
+          cr.Error(cr.PathOf("trials"), "must be a list", *trials);
+        } else {
+          for (size_t i = 0; i < trials->size(); ++i) {
+            ObjectReader tr((*trials)[i], Index(cr.PathOf("trials"), i), d);
+            if (!tr.Valid()) continue;
+            CapacityTrial t;
+            tr.Read("offered", t.offered);
+            tr.Read("achieved", t.achieved);
+            tr.Read("p50Us", t.p50);
+            tr.Read("p90Us", t.p90);
+            tr.Read("p99Us", t.p99);
+            tr.Read("p999Us", t.p999);
+            tr.Read("errorRate", t.error_rate);
+            tr.Read("pass", t.pass);
+            s.trials.push_back(t);
+          }
+        }
+      }
+      c.capacity = std::move(s);
+    }
+  }
 }
 
 void ReadSchedule(const Json& j, const std::string& path, api::Diagnostics& d, Schedule& s) {

@@ -58,6 +58,26 @@ enum class CellFlag {
 const char* FlagName(CellFlag flag);
 std::optional<CellFlag> FlagFromName(std::string_view name);
 
+// One constant-rate trial of a capacity search.
+struct CapacityTrial {
+  double offered = 0;   // requests/s asked for
+  double achieved = 0;  // requests/s answered
+  double p50 = 0, p90 = 0, p99 = 0, p999 = 0;  // µs, corrected for coordinated omission
+  double error_rate = 0;                       // errors ÷ requests
+  bool pass = false;
+  friend bool operator==(const CapacityTrial&, const CapacityTrial&) = default;
+};
+
+// A cell of a scenario with an objective: the search and its outcome.
+struct CapacitySearch {
+  std::string objective;   // "p99 ≤ 10ms"
+  double rate = 0;         // the highest offered rate that met it; 0: none did
+  bool bounded = false;    // a rate that failed it was found above `rate`
+  double errors_began_at = 0;  // the lowest offered rate with errors; 0: none
+  std::vector<CapacityTrial> trials;  // in the order run
+  friend bool operator==(const CapacitySearch&, const CapacitySearch&) = default;
+};
+
 struct CellRecord {
   api::CellResult result;
   std::vector<TimelinePoint> timeline;   // every interval, warmup included
@@ -74,6 +94,7 @@ struct CellRecord {
   uint32_t usage_samples = 0;            // fresh target usage samples in the measure phase
   double usage_span_seconds = 0;         // from the first of them to the last
   std::vector<CellFlag> flags;           // in enum order, each at most once
+  std::optional<CapacitySearch> capacity;  // scenarios with an objective (slo)
 };
 
 // Where the run ran: printed in the report so that numbers are never read

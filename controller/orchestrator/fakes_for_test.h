@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -206,6 +207,11 @@ class FakeAgents final : public AgentPool {
   }
   std::atomic<AgentMode> mode{AgentMode::kNormal};
   bool block_wait = false;
+  // A server whose behaviour depends on the offered rate (constant-rate jobs
+  // only): its latency in µs, and the share of answers that are errors. The
+  // agents then answer exactly the rate asked for. Set before the run.
+  std::function<int64_t(double rate)> latency_at_rate;
+  std::function<double(double rate)> errors_at_rate;
 
   Result<std::vector<std::string>> WaitForAgents(size_t count, std::chrono::milliseconds, const std::set<std::string>& ids,
                                                  std::stop_token stop) override {
@@ -292,8 +298,22 @@ class FakeAgents final : public AgentPool {
     }
     const auto until = *job.start + job.warmup + job.duration;
     while (std::chrono::system_clock::now() < until && !cancelled) std::this_thread::sleep_for(5ms);
-    observer->OnSnapshot(agent, Interval(1, 1'000'000'000));
-    observer->OnSnapshot(agent, Interval(2, 2'000'000'000));
+    if (job.rate > 0 && latency_at_rate) {
+      for (uint64_t seq : {1u, 2u}) {
+        Snapshot s = Interval(seq, static_cast<int64_t>(seq) * 1'000'000'000);
+        s.stats.latency = Histogram();
+        const auto answered = static_cast<uint64_t>(job.rate);
+        const uint64_t errors = errors_at_rate ? static_cast<uint64_t>(errors_at_rate(job.rate) * job.rate) : 0;
+        s.stats.counters.requests = answered - errors;
+        s.stats.counters.status_classes[2] = answered - errors;
+        s.stats.counters.errors.status = errors;
+        for (uint64_t i = 0; i < answered - errors; ++i) s.stats.latency.Record(latency_at_rate(job.rate));
+        observer->OnSnapshot(agent, s);
+      }
+    } else {
+      observer->OnSnapshot(agent, Interval(1, 1'000'000'000));
+      observer->OnSnapshot(agent, Interval(2, 2'000'000'000));
+    }
     summary.end.measure_seconds = 2.0;
     summary.totals.requests = 2000;
     observer->OnDone(agent, summary);

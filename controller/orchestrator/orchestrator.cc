@@ -11,6 +11,8 @@
 #include <spdlog/spdlog.h>
 
 #include "common/api/conditions.h"
+#include "common/report/format.h"
+#include "common/units.h"
 #include "controller/hub/cell_aggregator.h"
 #include "controller/orchestrator/cell_jobs.h"
 #include "controller/orchestrator/verify.h"
@@ -365,7 +367,9 @@ Orchestrator::TargetOutcome Orchestrator::RunTarget(RunState& state, size_t targ
       outcome = TargetOutcome::kSlotLost;
       break;
     }
-    report::CellRecord rec = RunCell(state, cell, instance, **slot, memory_idle);
+    report::CellRecord rec = run.spec.scenarios[cell.scenario_index].slo
+                                 ? RunCapacity(state, cell, instance, **slot, memory_idle)
+                                 : RunCell(state, cell, instance, **slot, memory_idle);
     if (stop.stop_requested()) {  // an interrupted cell is not a result: a resume runs it again
       outcome = TargetOutcome::kStopped;
       break;
@@ -386,11 +390,118 @@ Orchestrator::TargetOutcome Orchestrator::RunTarget(RunState& state, size_t targ
   return outcome;
 }
 
-report::CellRecord Orchestrator::RunCell(RunState& state, const api::Cell& cell, TargetInstance& instance,
-                                         const LoadSlot& slot, std::optional<uint64_t> memory_idle) {
+report::CellRecord Orchestrator::RunCapacity(RunState& state, const api::Cell& cell, TargetInstance& instance,
+                                             const LoadSlot& slot, std::optional<uint64_t> memory_idle) {
   const api::BenchmarkRun& run = state.record.run;
   const api::Scenario& scenario = run.spec.scenarios[cell.scenario_index];
+  const api::Slo& slo = *scenario.slo;
   const api::ScenarioSettings settings = api::EffectiveSettings(run.spec, scenario);
+  report::CapacitySearch search;
+  struct Objective {
+    const char* name;
+    std::optional<api::Duration> limit;
+    double api::Latency::*value;
+  };
+  const Objective objectives[] = {{"p50", slo.p50, &api::Latency::p50},
+                                  {"p90", slo.p90, &api::Latency::p90},
+                                  {"p99", slo.p99, &api::Latency::p99},
+                                  {"p999", slo.p999, &api::Latency::p999}};
+  for (const Objective& o : objectives) {
+    if (o.limit) search.objective += (search.objective.empty() ? "" : ", ") + std::string(o.name) + " ≤ " + FormatDuration(*o.limit);
+  }
+  if (slo.max_error_rate) search.objective += ", errors ≤ " + report::FormatShare(*slo.max_error_rate, 2);
+
+  std::optional<report::CellRecord> best;
+  int64_t pass_rate = 0, fail_rate = 0;
+  // One trial: the cell measured at `rate`; nullopt and `failed` set when
+  // the measurement itself failed (the target died, the slot was lost…).
+  std::optional<report::CellRecord> failed;
+  auto trial = [&](int64_t rate) -> bool {
+    if (!search.trials.empty()) {
+      SetStage(run, cell, Stage::kCoolingDown);
+      SleepUnlessStopped(settings.cooldown);
+    }
+    Message("target " + cell.target + ", " + cell.scenario + " at " + std::to_string(cell.connections) +
+            " connections: trying " + std::to_string(rate) + " requests/s against " + search.objective);
+    report::CellRecord rec = RunCell(state, cell, instance, slot, memory_idle, rate);
+    if (rec.result.state != CellState::kSucceeded) {
+      failed = std::move(rec);
+      return false;
+    }
+    const api::CellResult& r = rec.result;
+    const api::ErrorCounts& e = r.errors;
+    const uint64_t errors = e.connect + e.read + e.write + e.timeout + e.status + e.port_exhaustion;
+    report::CapacityTrial t;
+    t.offered = static_cast<double>(rate);
+    t.achieved = r.requests_per_second;
+    t.p50 = r.latency.p50;
+    t.p90 = r.latency.p90;
+    t.p99 = r.latency.p99;
+    t.p999 = r.latency.p999;
+    t.error_rate = r.requests + errors > 0 ? static_cast<double>(errors) / static_cast<double>(r.requests + errors) : 0;
+    bool pass = t.achieved >= 0.9 * t.offered;  // a rate the server could not keep up with fails
+    for (const Objective& o : objectives) {
+      if (o.limit && r.latency.*o.value > static_cast<double>(std::chrono::duration_cast<std::chrono::microseconds>(*o.limit).count())) {
+        pass = false;
+      }
+    }
+    if (slo.max_error_rate && t.error_rate > *slo.max_error_rate) pass = false;
+    t.pass = pass;
+    if (errors > 0 && (search.errors_began_at == 0 || t.offered < search.errors_began_at)) search.errors_began_at = t.offered;
+    search.trials.push_back(t);
+    if (pass && rate > pass_rate) {
+      pass_rate = rate;
+      best = std::move(rec);
+    }
+    if (!pass && (fail_rate == 0 || rate < fail_rate)) fail_rate = rate;
+    return true;
+  };
+  // The ladder: double until the objective fails; then bisect.
+  int steps = 0;
+  for (int64_t rate = slo.start_rate; steps < slo.max_steps && fail_rate == 0; rate *= 2, ++steps) {
+    if (!trial(rate) || stop_.stop_requested()) break;
+  }
+  while (!failed && !stop_.stop_requested() && steps < slo.max_steps && pass_rate > 0 && fail_rate > 0 &&
+         static_cast<double>(fail_rate - pass_rate) > 0.02 * static_cast<double>(pass_rate) && fail_rate - pass_rate > 1) {
+    if (!trial((pass_rate + fail_rate) / 2)) break;
+    ++steps;
+  }
+  if (failed) {
+    failed->capacity = search;
+    return std::move(*failed);
+  }
+  search.rate = static_cast<double>(pass_rate);
+  search.bounded = fail_rate > 0;
+  if (!best) {
+    report::CellRecord rec = NotRunRecord(cell, CellState::kFailed, "SloUnreachable",
+                                          search.objective + " is not met even at " + std::to_string(slo.start_rate) +
+                                              " requests/s (the first trial): lower spec.scenarios[].slo.startRate, or "
+                                              "the server cannot meet it");
+    if (!search.trials.empty()) {
+      const report::CapacityTrial& t = search.trials.front();
+      rec.result.message += " — there p99 was " + report::FormatLatency(t.p99) + ", " +
+                            report::FormatRate(t.achieved) + " requests/s answered";
+    }
+    rec.capacity = std::move(search);
+    return rec;
+  }
+  report::CellRecord rec = std::move(*best);
+  rec.result.message = "capacity " + report::FormatRate(search.rate) + " requests/s within " + search.objective + " (" +
+                       std::to_string(search.trials.size()) + " trials; " +
+                       (search.bounded ? "the lowest rate that failed: " + report::FormatRate(static_cast<double>(fail_rate))
+                                       : "no trial failed it: the capacity is higher") +
+                       ")";
+  rec.capacity = std::move(search);
+  return rec;
+}
+
+report::CellRecord Orchestrator::RunCell(RunState& state, const api::Cell& cell, TargetInstance& instance,
+                                         const LoadSlot& slot, std::optional<uint64_t> memory_idle,
+                                         std::optional<int64_t> rate) {
+  const api::BenchmarkRun& run = state.record.run;
+  const api::Scenario& scenario = run.spec.scenarios[cell.scenario_index];
+  api::ScenarioSettings settings = api::EffectiveSettings(run.spec, scenario);
+  if (rate) settings.rate = *rate;
   const int agents = std::max(1, settings.agents);
   const std::stop_token stop = stop_.get_token();
   const TargetPlacement where = instance.placement();

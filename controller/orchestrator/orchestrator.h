@@ -78,8 +78,13 @@ class Orchestrator {
   enum class TargetOutcome { kDone, kSlotLost, kStopped };
   TargetOutcome RunTarget(RunState& state, size_t target_index, const std::vector<const api::Cell*>& todo,
                           Status* error);
+  // One measurement of a cell; `rate` replaces the scenario's (a trial of
+  // a capacity search).
   report::CellRecord RunCell(RunState& state, const api::Cell& cell, TargetInstance& instance, const LoadSlot& slot,
-                             std::optional<uint64_t> memory_idle);
+                             std::optional<uint64_t> memory_idle, std::optional<int64_t> rate = std::nullopt);
+  // A cell of a scenario with an objective: the capacity search.
+  report::CellRecord RunCapacity(RunState& state, const api::Cell& cell, TargetInstance& instance, const LoadSlot& slot,
+                                 std::optional<uint64_t> memory_idle);
   void SetStage(const api::BenchmarkRun& run, const api::Cell& cell, api::Stage stage);
   void Message(const std::string& message);
   bool SleepUnlessStopped(std::chrono::nanoseconds d);

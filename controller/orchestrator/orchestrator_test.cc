@@ -247,6 +247,61 @@ TEST_F(OrchestratorTest, AResumedInterleavedRunKeepsItsSeed) {
   EXPECT_EQ(again->schedule.rounds, first->schedule.rounds);
 }
 
+// Catches: a capacity search that does not find the highest rate meeting
+// the objective (a server whose p99 is 1 ms up to 3,000 requests/s and
+// 50 ms above: the ladder 100 … 3,200 then bisection must end at 3,000), a
+// search that does not run at a constant rate, trials not recorded, errors'
+// onset not found, the cell's figures taken from a trial that failed.
+TEST_F(OrchestratorTest, CapacitySearchFindsTheHighestRateMeetingTheObjective) {
+  agents_.latency_at_rate = [](double rate) -> int64_t { return rate <= 3000 ? 1000 : 50000; };
+  agents_.errors_at_rate = [](double rate) { return rate > 2000 ? 0.001 : 0.0; };
+  api::BenchmarkRun run = MakeRun({"alpha"}, {10}, /*agents=*/1);
+  run.spec.scenarios[0].slo = api::Slo{};
+  run.spec.scenarios[0].slo->p99 = std::chrono::milliseconds(10);
+  run.spec.scenarios[0].slo->start_rate = 100;
+  run.spec.scenarios[0].slo->max_steps = 12;
+  auto record = Make().Run(run, store_, false);
+  ASSERT_TRUE(record.ok()) << record.status().message();
+  ASSERT_EQ(record->cells.size(), 1u);
+  const report::CellRecord& c = record->cells[0];
+  ASSERT_EQ(c.result.state, api::CellState::kSucceeded) << c.result.reason << ": " << c.result.message;
+  ASSERT_TRUE(c.capacity.has_value());
+  EXPECT_EQ(c.capacity->rate, 3000);
+  EXPECT_TRUE(c.capacity->bounded);
+  EXPECT_EQ(c.capacity->objective, "p99 ≤ 10ms");
+  EXPECT_EQ(c.capacity->errors_began_at, 2400);  // the first trial above 2,000
+  // Ladder 100, 200, …, 3,200 (fails), then bisection until the gap is
+  // within 2 %: 2,400, 2,800, 3,000, 3,100, 3,050.
+  std::vector<double> offered;
+  for (const report::CapacityTrial& t : c.capacity->trials) offered.push_back(t.offered);
+  EXPECT_EQ(offered, (std::vector<double>{100, 200, 400, 800, 1600, 3200, 2400, 2800, 3000, 3100, 3050}));
+  for (const report::CapacityTrial& t : c.capacity->trials) EXPECT_EQ(t.pass, t.offered <= 3000) << t.offered;
+  // The cell's figures are the 3,000 requests/s trial's.
+  EXPECT_NEAR(c.result.requests_per_second, 3000 * (1 - 0.001), 1);
+  EXPECT_LE(c.result.latency.p99, 1001);
+  EXPECT_TRUE(c.latency_corrected);
+  // Every job ran at a constant rate.
+  for (const wire::JobSpec& j : agents_.Jobs()) EXPECT_GT(j.rate, 0);
+  EXPECT_NE(c.result.message.find("capacity 3,000 requests/s within p99 ≤ 10ms"), std::string::npos) << c.result.message;
+}
+
+// Catches: a server that fails the objective at the first rate reported as
+// a capacity of 0 (or a success) instead of one clear reason.
+TEST_F(OrchestratorTest, AnUnreachableObjectiveFailsTheCellWithOneClearReason) {
+  agents_.latency_at_rate = [](double) -> int64_t { return 35000; };
+  api::BenchmarkRun run = MakeRun({"alpha"}, {10}, /*agents=*/1);
+  run.spec.scenarios[0].slo = api::Slo{};
+  run.spec.scenarios[0].slo->p99 = std::chrono::milliseconds(10);
+  auto record = Make().Run(run, store_, false);
+  ASSERT_TRUE(record.ok());
+  const report::CellRecord& c = record->cells[0];
+  EXPECT_EQ(c.result.state, api::CellState::kFailed);
+  EXPECT_EQ(c.result.reason, "SloUnreachable");
+  EXPECT_NE(c.result.message.find("p99 ≤ 10ms is not met even at 100 requests/s"), std::string::npos) << c.result.message;
+  ASSERT_TRUE(c.capacity.has_value());
+  EXPECT_EQ(c.capacity->trials.size(), 1u);
+}
+
 // Catches: a cell whose target figures rest on samples the platform never
 // refreshed during the measure phase (a kubelet refreshes every 10–15 s)
 // reported as exact: it is flagged SparseUsage, with the count of fresh
