@@ -14,7 +14,8 @@
 // bound by spec.nodeName); kubelets are separate (testing/kubelet, or tests
 // writing pod status; FinishPodTermination is the kubelet's half of graceful
 // deletion). The node proxy and pods/log reach a kubelet over plain HTTP;
-// apps/v1 and RBAC objects are stored inert (no controllers, no
+// apps/v1 and RBAC objects are validated as the real server validates them
+// (builtin_validation.h) and then stored inert (no controllers, no
 // authorization from them).
 //
 // It is deliberately independent of controller/kube: the client is tested

@@ -6,6 +6,7 @@
 
 #include "common/base64.h"
 #include "testing/apiserver/api_server.h"
+#include "testing/apiserver/builtin_validation.h"
 #include "testing/apiserver/managed_fields.h"
 #include "testing/apiserver/request_util.h"
 #include "testing/apiserver/time_text.h"
@@ -97,6 +98,8 @@ std::vector<Cause> ValidateMetadata(const ResourceInfo& r, const json& obj, cons
                                   "'-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
                                   "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"));
     }
+  } else if (IsRbacGroup(r.group)) {
+    for (const auto& problem : PathSegmentNameProblems(name)) errs.push_back(FieldInvalid("metadata.name", name, problem));
   } else if (name.size() > 253 || !std::regex_match(name, SubdomainRe())) {
     errs.push_back(FieldInvalid(
         "metadata.name", name,
@@ -369,7 +372,8 @@ void ApiServer::PrepareForCreate(const ResourceInfo& r, json& obj) {
 }
 
 std::vector<Cause> ApiServer::ValidateType(const ResourceInfo& r, json& obj, const json* old) {
-  std::vector<Cause> errs;
+  std::vector<Cause> errs = ValidateBuiltin(r.group, r.plural, obj, old);
+  if (!errs.empty()) return errs;
   if (IsCrd(r)) return ValidateAndDefaultCrd(obj);
   if (IsCore(r, "pods")) {
     const json& spec = obj.value("spec", json::object());

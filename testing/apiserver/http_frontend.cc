@@ -7,6 +7,7 @@
 
 #include <chrono>
 
+#include "testing/apiserver/request_info.h"
 #include "testing/apiserver/request_util.h"
 
 namespace fairbench::apiserver {
@@ -63,7 +64,12 @@ bool ConfigureTls(SSL_CTX& ctx, const TlsMaterial& tls) {
 }  // namespace
 
 HttpFrontend::HttpFrontend(ApiServer& api, const HttpFrontendOptions& options)
-    : api_(api), tls_(options.tls != nullptr), tokens_(options.tokens) {}
+    : api_(api),
+      tls_(options.tls != nullptr),
+      anonymous_(options.anonymous),
+      tokens_(options.tokens),
+      groups_(options.groups),
+      audit_(options.audit) {}
 
 Result<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(ApiServer& api, const HttpFrontendOptions& options) {
   std::unique_ptr<HttpFrontend> f(new HttpFrontend(api, options));
@@ -83,6 +89,7 @@ Result<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(ApiServer& api, const 
   f->server_->set_tcp_nodelay(true);
   HttpFrontend* self = f.get();
   auto handler = [self](const httplib::Request& req, httplib::Response& res) {
+    const auto received = std::chrono::system_clock::now();
     ApiRequest ar;
     ar.method = req.method;
     ar.path = req.path;
@@ -93,23 +100,43 @@ Result<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(ApiServer& api, const 
     ar.body = req.body;
 
     bool auth_required;
+    bool bad_token = false;  // a token no one has: 401 even where anonymous requests are served
     {
       std::lock_guard<std::mutex> lock(self->mu_);
-      auth_required = self->tls_ || !self->tokens_.empty();
+      auth_required = (self->tls_ || !self->tokens_.empty()) && !self->anonymous_;
       ar.user = ClientCertUser(req);
       std::string auth = req.get_header_value("Authorization");
       if (ar.user.empty() && auth.rfind("Bearer ", 0) == 0) {
         auto it = self->tokens_.find(auth.substr(7));
-        if (it != self->tokens_.end()) ar.user = it->second;
+        if (it != self->tokens_.end()) {
+          ar.user = it->second;
+        } else {
+          bad_token = !self->tokens_.empty();
+        }
       }
     }
     bool open_path = req.path == "/healthz" || req.path == "/livez" || req.path == "/readyz";
-    auto send = [&res](const ApiResponse& r) {
+    auto audit = [&](int code, bool watch_started) {
+      if (self->audit_ == nullptr) return;
+      AuditRecord a;
+      a.info = ResolveRequestInfo(ar.method, ar.path, ar.query);
+      a.request_uri = req.target.empty() ? req.path : req.target;
+      a.user = ar.user;
+      if (auto g = self->groups_.find(ar.user); g != self->groups_.end()) a.groups = g->second;
+      a.user_agent = ar.user_agent;
+      a.source_ip = req.remote_addr;
+      a.code = code;
+      a.watch_started = watch_started;
+      a.received = received;
+      self->audit_->Write(a);
+    };
+    auto send = [&res, &audit](const ApiResponse& r) {
       res.status = r.code;
       for (const auto& [k, v] : r.headers) res.set_header(k, v);
       res.set_content(r.body, r.content_type);
+      audit(r.code, false);
     };
-    if (auth_required && ar.user.empty() && !open_path) {
+    if (((auth_required && ar.user.empty()) || bad_token) && !open_path) {
       ApiResponse r;
       r.code = 401;
       r.body = Unauthorized().body.dump();
@@ -136,6 +163,7 @@ Result<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(ApiServer& api, const 
     // stream until it ends; a watch must reach the client event by event.
     const_cast<httplib::Request&>(req).headers.erase("Accept-Encoding");
     res.status = 200;
+    audit(200, true);
     auto ch = r.watch;
     FaultInjector* faults = &self->api_.faults();
     res.set_chunked_content_provider(

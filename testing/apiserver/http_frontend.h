@@ -1,8 +1,8 @@
 // HTTP(S) front end of the test API server, on cpp-httplib (Debian's
 // libcpp-httplib, built with OpenSSL): plain HTTP for fast tests, HTTPS
 // with optional client-certificate verification against the test CA, bearer
-// tokens, fault injection (latency, 5xx, 429, dropped watches) and chunked
-// watch streams.
+// tokens, fault injection (latency, 5xx, 429, dropped watches), chunked
+// watch streams, and an audit log of every request.
 //
 // Thread-safe. Each connection is served on a thread of a fixed pool; an
 // open watch occupies one thread until it ends. Stop() ends every watch
@@ -15,9 +15,11 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/status.h"
 #include "testing/apiserver/api_server.h"
+#include "testing/apiserver/audit_log.h"
 #include "testing/apiserver/tls_material.h"
 
 namespace httplib {
@@ -31,6 +33,13 @@ struct HttpFrontendOptions {
   int port = 0;  // 0 = any free port
   const TlsMaterial* tls = nullptr;  // null = plain HTTP; else HTTPS, client certs checked against tls->ca
   std::map<std::string, std::string> tokens;  // bearer token → user name
+  std::map<std::string, std::vector<std::string>> groups;  // user name → groups, for the audit log
+  AuditLog* audit = nullptr;  // not owned; null = no audit log
+  // Requests without credentials go on as system:anonymous (kube-apiserver's
+  // --anonymous-auth) instead of 401, even with tokens or TLS. kubectl sends
+  // no token over plain HTTP: with this, kubectl works anonymously while
+  // other clients are told apart by their tokens.
+  bool anonymous = false;
   size_t threads = 96;
 };
 
@@ -50,12 +59,15 @@ class HttpFrontend {
 
   ApiServer& api_;
   const bool tls_;
+  const bool anonymous_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   std::string url_;
   int port_ = 0;
   std::mutex mu_;
   std::map<std::string, std::string> tokens_;  // guarded by mu_
+  const std::map<std::string, std::vector<std::string>> groups_;
+  AuditLog* const audit_;
   std::atomic<bool> stopped_{false};
 };
 

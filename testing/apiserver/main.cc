@@ -4,6 +4,10 @@
 //   fairbench-test-apiserver --listen 127.0.0.1:6443 --tls-dir /tmp/fb-tls
 //       --token secret --write-kubeconfig /tmp/fb.kubeconfig
 //   KUBECONFIG=/tmp/fb.kubeconfig kubectl get namespaces
+//
+// --token-auth-file takes kube-apiserver's static token file (one client
+// identity per line); --audit-log writes kube-apiserver's audit events, one
+// JSON line per request, naming each request's user.
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
@@ -11,6 +15,7 @@
 
 #include "common/signals.h"
 #include "testing/apiserver/test_apiserver.h"
+#include "testing/apiserver/token_auth_file.h"
 
 int main(int argc, char** argv) {
   using namespace fairbench::apiserver;
@@ -18,15 +23,24 @@ int main(int argc, char** argv) {
   std::string listen = "127.0.0.1:6443";
   std::string tls_dir;
   std::vector<std::string> tokens;
+  std::string token_file;
+  std::string audit_log;
   std::string kubeconfig;
   size_t history = 10000;
   double bookmark_seconds = 10;
   double establish_seconds = 0;
   bool auto_pods = false;
+  bool anonymous = false;
   app.add_option("--listen", listen, "host:port to listen on (port 0 = any free port)");
   app.add_option("--tls-dir", tls_dir, "serve HTTPS with certificates from (or generated into) this directory");
   app.add_option("--token", tokens, "accept this bearer token (repeatable)");
-  app.add_option("--write-kubeconfig", kubeconfig, "write a kubeconfig for this server to FILE");
+  app.add_option("--token-auth-file", token_file,
+                 "accept the tokens of this file (kube-apiserver's format: token,user,uid,\"group1,group2\")");
+  app.add_flag("--anonymous-auth", anonymous,
+               "serve requests without credentials as system:anonymous (kubectl sends no token over plain HTTP)");
+  app.add_option("--audit-log", audit_log, "append an audit.k8s.io/v1 Event per request to FILE (one JSON line each)");
+  app.add_option("--write-kubeconfig", kubeconfig,
+                 "write a kubeconfig for this server to FILE (with the first --token, else the token file's first)");
   app.add_option("--history", history, "watch history kept, in changes; older resource versions answer 410");
   app.add_option("--bookmark-interval", bookmark_seconds, "seconds between watch bookmarks");
   app.add_option("--crd-establish-delay", establish_seconds, "seconds before a new CRD is served");
@@ -45,6 +59,20 @@ int main(int argc, char** argv) {
   options.tls = !tls_dir.empty();
   options.tls_dir = tls_dir;
   for (const auto& t : tokens) options.tokens[t] = "fairbench-token-user";
+  if (!token_file.empty()) {
+    auto users = fairbench::apiserver::ReadTokenAuthFile(token_file);
+    if (!users.ok()) {
+      std::cerr << "fairbench-test-apiserver: " << users.status().message() << "\n";
+      return 2;
+    }
+    for (const auto& u : *users) {
+      options.tokens[u.token] = u.name;
+      options.groups[u.name] = u.groups;
+      if (tokens.empty()) tokens.push_back(u.token);  // the kubeconfig's
+    }
+  }
+  options.audit_log = audit_log;
+  options.anonymous = anonymous;
   options.api.history_limit = history;
   options.api.bookmark_interval = std::chrono::milliseconds(static_cast<int64_t>(bookmark_seconds * 1000));
   options.api.crd_establish_delay = std::chrono::milliseconds(static_cast<int64_t>(establish_seconds * 1000));

@@ -13,12 +13,20 @@ Result<std::unique_ptr<TestApiServer>> TestApiServer::Start(TestApiServerOptions
     if (!material.ok()) return material.status();
     s->tls_ = std::move(*material);
   }
+  if (!options.audit_log.empty()) {
+    auto audit = AuditLog::Open(options.audit_log);
+    if (!audit.ok()) return audit.status();
+    s->audit_ = std::move(*audit);
+  }
   s->api_ = std::make_unique<ApiServer>(options.api);
   HttpFrontendOptions http;
   http.host = options.host;
   http.port = options.port;
   http.tls = s->tls_ ? &*s->tls_ : nullptr;
   http.tokens = options.tokens;
+  http.groups = options.groups;
+  http.audit = s->audit_.get();
+  http.anonymous = options.anonymous;
   auto frontend = HttpFrontend::Start(*s->api_, http);
   if (!frontend.ok()) return frontend.status();
   s->frontend_ = std::move(*frontend);

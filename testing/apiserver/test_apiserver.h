@@ -10,9 +10,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "testing/apiserver/api_server.h"
+#include "testing/apiserver/audit_log.h"
 #include "testing/apiserver/http_frontend.h"
 #include "testing/apiserver/tls_material.h"
 
@@ -25,6 +27,9 @@ struct TestApiServerOptions {
   bool tls = false;
   std::string tls_dir;  // with tls: load or create the certificates here; "" = in memory only
   std::map<std::string, std::string> tokens;  // bearer token → user; empty = no token auth
+  std::map<std::string, std::vector<std::string>> groups;  // user → groups (for the audit log)
+  std::string audit_log;  // append an audit event per request to this file; "" = none
+  bool anonymous = false;  // requests without credentials are served (as system:anonymous)
 };
 
 class TestApiServer {
@@ -47,6 +52,7 @@ class TestApiServer {
  private:
   TestApiServer() = default;
   std::optional<TlsMaterial> tls_;
+  std::unique_ptr<AuditLog> audit_;  // outlives frontend_, which writes to it
   std::unique_ptr<ApiServer> api_;
   std::unique_ptr<HttpFrontend> frontend_;
 };

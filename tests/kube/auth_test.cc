@@ -99,6 +99,47 @@ TEST_F(Auth, MissingOrWrongCredentialsAreUnauthorized) {
   EXPECT_EQ(r.error().http_code, 401);
 }
 
+// Catches: the operator's tests unable to tell the controller's requests
+// from kubectl's (kubectl sends no token over plain HTTP): with anonymous
+// requests served, a token still names its user in the audit log, an
+// unknown token is still refused (as kube-apiserver refuses it with
+// --anonymous-auth), and each request is one audit event with the verb and
+// resource RBAC sees.
+TEST_F(Auth, AnonymousRequestsServedTokensNamedInTheAuditLog) {
+  const std::string audit = dir_ + "/audit.log";
+  apiserver::TestApiServerOptions o;
+  o.tokens = {{"ctl-token", "system:serviceaccount:fb:ctl"}};
+  o.groups = {{"system:serviceaccount:fb:ctl", {"system:serviceaccounts"}}};
+  o.anonymous = true;
+  o.audit_log = audit;
+  Start(o);
+  RestConfig anonymous;
+  anonymous.server = server_->url();
+  ASSERT_TRUE(ListWith(anonymous).ok());
+  RestConfig controller = anonymous;
+  controller.credentials = std::make_shared<StaticToken>("ctl-token");
+  auto client = Client::Create(controller, testenv::FastRetries());
+  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE((*client)->Get(resources::Pods(), "default", "p").reason() == Reason::kNotFound);
+  RestConfig wrong = anonymous;
+  wrong.credentials = std::make_shared<StaticToken>("nope");
+  EXPECT_EQ(ListWith(wrong).reason(), Reason::kUnauthorized);
+
+  std::ifstream in(audit);
+  std::vector<Json> events;
+  for (std::string line; std::getline(in, line);) events.push_back(Json::parse(line));
+  ASSERT_GE(events.size(), 3u);  // the client tries a refused token twice
+  EXPECT_EQ(events[0]["user"]["username"], "system:anonymous");
+  EXPECT_EQ(events[0]["verb"], "list");
+  EXPECT_EQ(events[0]["objectRef"]["resource"], "namespaces");
+  EXPECT_EQ(events[1]["user"]["username"], "system:serviceaccount:fb:ctl");
+  EXPECT_EQ(events[1]["user"]["groups"], (Json{"system:serviceaccounts", "system:authenticated"}));
+  EXPECT_EQ(events[1]["verb"], "get");
+  EXPECT_EQ(events[1]["objectRef"], (Json{{"resource", "pods"}, {"namespace", "default"}, {"name", "p"}, {"apiVersion", "v1"}}));
+  EXPECT_EQ(events[1]["responseStatus"]["code"], 404);
+  for (size_t i = 2; i < events.size(); ++i) EXPECT_EQ(events[i]["responseStatus"]["code"], 401);
+}
+
 TEST_F(Auth, RotatedTokenFileIsReadAgainAfterA401) {
   std::string path = Write("token", "token-1\n");
   FakeClock clock;

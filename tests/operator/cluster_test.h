@@ -2,6 +2,14 @@
 // starts (the test API server, test kubelets, fairbench-controller), each
 // logging to a file of its own in a temporary folder, and real kubectl
 // pointed at the API server through that folder's kubeconfig.
+//
+// fairbench-controller authenticates with a token of its own (the user
+// kControllerUser; everything else is an administrator or anonymous), and
+// the API server writes an audit log. RecordControllerApiUsage(), called
+// when a test ends, keeps what the controllers asked of the API (verb,
+// resource, subresource, scope) in FAIRBENCH_API_USAGE_DIR/<test>.json and
+// checks it against tests/chart/controller-api-usage.json, the list the
+// chart's RBAC rules are tested against (tests/chart).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -14,6 +22,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -63,6 +72,29 @@ bool Eventually(F f, std::chrono::milliseconds timeout) {
   return f();
 }
 
+// Who fairbench-controller is to the API server in these tests: the
+// service account the chart runs it as.
+inline constexpr char kControllerUser[] = "system:serviceaccount:default:fairbench-controller";
+
+// One kind of request, as RBAC sees it: {verb, apiGroup, resource,
+// subresource, namespaced} (namespaced: false = cluster-scoped or across
+// all namespaces), or {verb, nonResourceURL}.
+inline json ApiRequestKind(const json& audit_event) {
+  json k = {{"verb", audit_event.value("verb", "")}};
+  if (!audit_event.contains("objectRef")) {
+    std::string path = audit_event.value("requestURI", "");
+    path = path.substr(0, path.find('?'));
+    k["nonResourceURL"] = path;
+    return k;
+  }
+  const json& ref = audit_event["objectRef"];
+  k["apiGroup"] = ref.value("apiGroup", "");
+  k["resource"] = ref.value("resource", "");
+  if (ref.contains("subresource")) k["subresource"] = ref["subresource"];
+  k["namespaced"] = ref.contains("namespace");
+  return k;
+}
+
 class ClusterTest : public ::testing::Test {
  protected:
   // kubectl, a temporary folder named after `prefix`, an agent port, and
@@ -75,7 +107,16 @@ class ClusterTest : public ::testing::Test {
     dir_.emplace(std::move(*dir));
     root_ = dir_->path();
     kubeconfig_ = (root_ / "kubeconfig").string();
+    controller_kubeconfig_ = (root_ / "controller-kubeconfig").string();
     agent_port_ = FreePort();
+    // kube-apiserver's token file: an administrator (the kubeconfig's, for
+    // the kubelets and fairbench fetch; kubectl sends no token over plain
+    // HTTP and is anonymous) and the controller.
+    admin_token_ = "admin-" + std::to_string(getpid());
+    controller_token_ = "controller-" + std::to_string(getpid());
+    std::ofstream(root_ / "tokens.csv") << admin_token_ << ",fairbench-admin,1,\"system:masters\"\n"
+                                         << controller_token_ << "," << kControllerUser
+                                         << ",2,\"system:serviceaccounts,system:serviceaccounts:default\"\n";
     const std::string bin = testing::BinDir();
     std::ofstream(root_ / "images.yaml") << "example.org/fairbench/agent:dev: [" << bin << "/fairbench-agent]\n"
                                           << "example.org/fairbench/target:dev: [" << bin
@@ -85,9 +126,49 @@ class ClusterTest : public ::testing::Test {
   // product CRD applied and established.
   void ApiServer(const std::string& listen = "127.0.0.1:0", bool crd = true) {
     Start("apiserver", {testing::BinaryPath("fairbench-test-apiserver"), "--listen", listen, "--write-kubeconfig",
-                        kubeconfig_});
+                        kubeconfig_, "--token-auth-file", (root_ / "tokens.csv").string(), "--anonymous-auth",
+                        "--audit-log", (root_ / "audit.log").string()});
     ASSERT_TRUE(Eventually([&] { return fs::exists(kubeconfig_) && fs::file_size(kubeconfig_) > 0; }, 10s));
+    // The controller's kubeconfig: the same server, the controller's token.
+    std::string text = ReadFile(kubeconfig_);
+    const size_t at = text.find("token: " + admin_token_);
+    ASSERT_NE(at, std::string::npos) << text;
+    text.replace(at + 7, admin_token_.size(), controller_token_);
+    std::ofstream(controller_kubeconfig_) << text;
     if (crd) InstallCrd();
+  }
+  // What the controllers asked of the API server in this test, from the
+  // audit log: written to FAIRBENCH_API_USAGE_DIR/<suite>.<test>.json, and
+  // each kind of request checked against the list the chart's RBAC rules
+  // are tested against (a request missing there would be forbidden in a
+  // cluster the chart installed).
+  void RecordControllerApiUsage() {
+    if (!fs::exists(root_ / "audit.log")) return;
+    std::set<json> used;
+    std::ifstream in(root_ / "audit.log");
+    std::string line;
+    while (std::getline(in, line)) {
+      const json event = json::parse(line, nullptr, false);
+      if (event.is_discarded() || event["user"].value("username", "") != kControllerUser) continue;
+      used.insert(ApiRequestKind(event));
+    }
+    const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    const std::string test = std::string(info->test_suite_name()) + "." + info->name();
+    std::error_code ec;
+    fs::create_directories(FAIRBENCH_API_USAGE_DIR, ec);
+    std::ofstream(fs::path(FAIRBENCH_API_USAGE_DIR) / (test + ".json"))
+        << json{{"test", test}, {"user", kControllerUser}, {"requests", json(used)}}.dump(1) << "\n";
+    const fs::path listed_file = fs::path(FAIRBENCH_SOURCE_DIR) / "tests/chart/controller-api-usage.json";
+    const json listed = json::parse(ReadFile(listed_file), nullptr, false);
+    ASSERT_FALSE(listed.is_discarded()) << listed_file;
+    std::set<json> known(listed["requests"].begin(), listed["requests"].end());
+    for (const json& kind : used) {
+      EXPECT_TRUE(known.count(kind) != 0)
+          << "fairbench-controller made a request " << listed_file
+          << " does not list, so the chart does not grant it: " << kind.dump()
+          << "\n(run the operator tests, then FAIRBENCH_UPDATE_API_USAGE=1 ctest -R ChartRbacTest to list it; "
+             "then grant it in charts/fairbench/templates/rbac.yaml)";
+    }
   }
   void InstallCrd() {
     Ok({"apply", "-f", std::string(FAIRBENCH_SOURCE_DIR) + "/manifests/crd/benchmarkruns.fairbench.dev.yaml"});
@@ -147,6 +228,9 @@ class ClusterTest : public ::testing::Test {
   std::optional<testing::TempDir> dir_;
   fs::path root_;
   std::string kubeconfig_;
+  std::string controller_kubeconfig_;  // the controller's own identity (kControllerUser)
+  std::string admin_token_;
+  std::string controller_token_;
   int agent_port_ = 0;
   std::map<std::string, testing::Subprocess> processes_;
 };

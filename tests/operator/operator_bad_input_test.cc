@@ -18,6 +18,7 @@ class OperatorBadInputTest : public ClusterTest {
     // The controller first, so that it does not act on a cluster going away.
     if (auto it = processes_.find("controller"); it != processes_.end()) (void)it->second.Terminate(SIGTERM, 5s);
     for (auto& [name, p] : processes_) (void)p.Terminate(SIGTERM, 5s);
+    RecordControllerApiUsage();
   }
 
   // The target node on CPU 0, a load node on CPU 1.
@@ -86,7 +87,7 @@ class OperatorBadInputTest : public ClusterTest {
 TEST_F(OperatorBadInputTest, TargetPlacementNoNodeSatisfiesIsAConditionAndAnEvent) {
   ApiServer();
   Nodes();
-  Controller(kubeconfig_);
+  Controller(controller_kubeconfig_);
   ApplyRun("ghost-node", "example.org/fairbench/target:dev",
            "    target: {nodeName: node-missing}\n    agents: {nodeSelector: {fairbench.dev/role: load}}\n");
   ApplyRun("no-match", "example.org/fairbench/target:dev",
@@ -123,7 +124,7 @@ TEST_F(OperatorBadInputTest, TargetPlacementNoNodeSatisfiesIsAConditionAndAnEven
 TEST_F(OperatorBadInputTest, AgentSelectorMatchingOnlyTheTargetNodeIsAConditionAndAnEvent) {
   ApiServer();
   Nodes();
-  Controller(kubeconfig_);
+  Controller(controller_kubeconfig_);
   ApplyRun("agents-nowhere", "example.org/fairbench/target:dev",
            "    target: {nodeSelector: {fairbench.dev/role: target}}\n"
            "    agents: {nodeSelector: {fairbench.dev/role: target}}\n");
@@ -152,7 +153,7 @@ TEST_F(OperatorBadInputTest, AgentSelectorMatchingOnlyTheTargetNodeIsAConditionA
 TEST_F(OperatorBadInputTest, AnImageTheKubeletCannotPullIsNamed) {
   ApiServer();
   Nodes();
-  Controller(kubeconfig_);
+  Controller(controller_kubeconfig_);
   ApplyRun("bad-image", "example.org/fairbench/no-such-image:1",
            "    target: {nodeSelector: {fairbench.dev/role: target}}\n"
            "    agents: {nodeSelector: {fairbench.dev/role: load}}\n",
@@ -182,7 +183,7 @@ TEST_F(OperatorBadInputTest, ASecretWithoutTokenFailsTheRunNotTheController) {
   std::ofstream(root_ / "secret.yaml") << "apiVersion: v1\nkind: Secret\nmetadata: {name: fairbench-agent-token}\n"
                                           "type: Opaque\nstringData: {other: x}\n";
   Ok({"apply", "-f", (root_ / "secret.yaml").string()});
-  Controller(kubeconfig_);
+  Controller(controller_kubeconfig_);
   ApplyRun("no-token", "example.org/fairbench/target:dev",
            "    target: {nodeSelector: {fairbench.dev/role: target}}\n"
            "    agents: {nodeSelector: {fairbench.dev/role: load}}\n");
@@ -216,8 +217,8 @@ TEST_F(OperatorBadInputTest, AnUnreachableApiServerIsWaitedFor) {
   const int port = FreePort();
   const std::string early = (root_ / "early-kubeconfig").string();
   std::ofstream(early) << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"http://127.0.0.1:"
-                       << port << "\"}\nusers:\n- name: u\n  user: {}\ncontexts:\n- name: x\n  context: {cluster: c, "
-                                  "user: u}\ncurrent-context: x\n";
+                       << port << "\"}\nusers:\n- name: u\n  user: {token: " << controller_token_
+                       << "}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n";
   Controller(early);
   ASSERT_TRUE(Eventually([&] { return Log("controller").find("cannot reach the API server") != std::string::npos; },
                          10s))
@@ -244,7 +245,7 @@ TEST_F(OperatorBadInputTest, AnUnreachableApiServerIsWaitedFor) {
 TEST_F(OperatorBadInputTest, AMissingCrdIsNamedAndWaitedFor) {
   ApiServer("127.0.0.1:0", /*crd=*/false);
   Nodes();
-  Controller(kubeconfig_);
+  Controller(controller_kubeconfig_);
   ASSERT_TRUE(Eventually(
       [&] {
         return Log("controller").find("the BenchmarkRun CRD is not installed (kubectl apply -k manifests/)") !=

@@ -50,6 +50,7 @@ class OperatorE2eTest : public ClusterTest {
   void TearDown() override {
     // Controllers first: they would otherwise see their API server go.
     for (const char* c : {"ctl-1", "ctl-2", "other-1"}) processes_.erase(c);
+    RecordControllerApiUsage();
   }
 
   // One controller of an installation: `ns` is the namespace it watches
@@ -59,7 +60,7 @@ class OperatorE2eTest : public ClusterTest {
   void Controller(const std::string& id, const std::string& ns = "default", int agent_port = 0,
                   const std::string& election = "fairbench-controller") {
     const std::string agent = "127.0.0.1:" + std::to_string(agent_port != 0 ? agent_port : agent_port_);
-    Start(id, {testing::BinaryPath("fairbench-controller"), "--kubeconfig", kubeconfig_, "--identity", id,
+    Start(id, {testing::BinaryPath("fairbench-controller"), "--kubeconfig", controller_kubeconfig_, "--identity", id,
                "--namespace", ns, "--pod-namespace", ns, "--leader-election-id", election, "--agent-listen", agent,
                "--agent-address", agent, "--agent-image", "example.org/fairbench/agent:dev", "--nofile-helper-path",
                testing::BinaryPath("fairbench-nofile"), "--agent-timeout", "60s", "--leader-lease-duration", "4s",
