@@ -418,7 +418,9 @@ int Main(const Flags& f) {
       kube::Backoff backoff(kube::BackoffPolicy{std::chrono::milliseconds(1000), std::chrono::milliseconds(30000), 2.0, 0.1});
       std::string said;
       while (!st.stop_requested()) {
-        auto candidate = std::make_unique<RunController>(client, f.watch_namespace, executor, &events);
+        ReconcilerOptions ro;
+        ro.pod_namespace = pod_ns;
+        auto candidate = std::make_unique<RunController>(client, f.watch_namespace, executor, &events, ro);
         if (candidate->Start(std::chrono::seconds(5))) {
           std::lock_guard<std::mutex> lock(controller_mu);
           controller = std::move(candidate);

@@ -105,6 +105,15 @@ Status Reconciler::Cleanup(const Json& object) {
       return Status::Unavailable("cleaning up " + KeyOf(object) + ": " + d.error().message);
     }
   }
+  // Pods of a run in another namespace than the controller's pods.
+  if (!options_.pod_namespace.empty() && options_.pod_namespace != ns) {
+    kube::ListOptions elsewhere;
+    elsewhere.label_selector = selector.label_selector + ",fairbench.dev/run-namespace=" + ns;
+    auto d = client_.DeleteCollection(kube::resources::Pods(), options_.pod_namespace, elsewhere, now);
+    if (!d.ok() && d.error().reason != kube::Reason::kNotFound) {
+      return Status::Unavailable("cleaning up the pods of " + KeyOf(object) + ": " + d.error().message);
+    }
+  }
   return Status::Ok();
 }
 

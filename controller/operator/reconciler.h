@@ -56,6 +56,9 @@ class RunExecutor {
 
 struct ReconcilerOptions {
   std::string field_manager = "fairbench-controller";
+  // Where the controller puts pods; runs in other namespaces have theirs
+  // found there by label at cleanup. Empty: the run's own namespace.
+  std::string pod_namespace;
 };
 
 class Reconciler {

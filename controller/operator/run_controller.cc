@@ -5,10 +5,11 @@
 namespace fairbench::controller {
 
 RunController::RunController(kube::Client& client, const std::string& ns, RunExecutor& executor,
-                             kube::EventRecorder* events)
+                             kube::EventRecorder* events,
+                             ReconcilerOptions options)
     : runs_(client, kube::resources::BenchmarkRuns(), ns),
       queue_(kube::WorkQueueOptions{std::chrono::milliseconds(50), std::chrono::milliseconds(30000), 100000}),
-      reconciler_(client, runs_, executor, events) {
+      reconciler_(client, runs_, executor, events, std::move(options)) {
   kube::InformerHandlers h;
   h.on_add = [this](const kube::Json& o) { queue_.Add(KeyOf(o)); };
   h.on_update = [this](const kube::Json&, const kube::Json& o) { queue_.Add(KeyOf(o)); };

@@ -21,7 +21,8 @@ namespace fairbench::controller {
 class RunController {
  public:
   // `ns` "" watches every namespace.
-  RunController(kube::Client& client, const std::string& ns, RunExecutor& executor, kube::EventRecorder* events);
+  RunController(kube::Client& client, const std::string& ns, RunExecutor& executor, kube::EventRecorder* events,
+                ReconcilerOptions options = {});
   ~RunController();
 
   // Lists and watches the runs (the cache is filled before the worker

@@ -388,6 +388,10 @@ Result<std::unique_ptr<TargetInstance>> KubernetesPlatform::Deploy(const DeployR
   k8s::TargetPodParams params;
   params.run = request.run;
   params.run.namespace_ = ns_;
+  if (!request.run.namespace_.empty() && request.run.namespace_ != ns_) {
+    params.run.uid.clear();  // no owner reference across namespaces
+    params.run_namespace = request.run.namespace_;
+  }
   params.target = target;
   params.node = node;
   params.placement = request.placement;
@@ -466,6 +470,10 @@ Result<std::vector<std::string>> KubernetesPlatform::EnsureAgents(const AgentReq
       k8s::AgentPodParams p;
       p.run = request.run;
       p.run.namespace_ = ns_;
+      if (!request.run.namespace_.empty() && request.run.namespace_ != ns_) {
+        p.run.uid.clear();  // no owner reference across namespaces
+        p.run_namespace = request.run.namespace_;
+      }
       p.index = i;
       p.node = choice->agent_nodes[static_cast<size_t>(i)];
       p.placement = request.placement;

@@ -202,6 +202,24 @@ TEST_F(KubernetesPlatformTest, DeployPinsThePodAndWaitsForReady) {
   EXPECT_FALSE(target.Gone().has_value());
 }
 
+// Catches: a pod made for a run in another namespace carrying an owner
+// reference to it (owners must share the namespace: a real garbage
+// collector deletes such a pod at once), or losing the label cleanup finds
+// it by.
+TEST_F(KubernetesPlatformTest, APodForARunInAnotherNamespaceHasNoOwnerButALabel) {
+  KubernetesPlatform platform(*client_, Options());
+  ASSERT_TRUE(platform.ChooseNodes(run_, placement_, 3, 2).ok());
+  DeployRequest r = Request();
+  r.run.namespace_ = "team-a";
+  auto deployed = platform.Deploy(r, {});
+  ASSERT_TRUE(deployed.ok()) << deployed.status().ToString();
+  auto pod = client_->Get(kube::resources::Pods(), "default", "study-drogon");
+  ASSERT_TRUE(pod.ok()) << pod.error().ToString();
+  EXPECT_FALSE((*pod)["metadata"].contains("ownerReferences")) << (*pod)["metadata"].dump();
+  EXPECT_EQ((*pod)["metadata"]["labels"]["fairbench.dev/run-namespace"], "team-a");
+  EXPECT_EQ((*pod)["metadata"]["labels"]["fairbench.dev/run"], "study");
+}
+
 // Catches: an OOM kill during start-up reported as a timeout (or not at
 // all), and Gone() not naming it.
 TEST_F(KubernetesPlatformTest, OomKilledBeforeReady) {

@@ -138,6 +138,7 @@ PodTemplate TargetPod(const TargetPodParams& p) {
                  {kLabelName, kTargetApp},
                  {kLabelRun, LabelValue(p.run.name)},
                  {kLabelTarget, LabelValue(t.name)}};
+  if (!p.run_namespace.empty()) labels[kLabelRunNamespace] = LabelValue(p.run_namespace);
   const Json resources = Resources(t.resources.cpu, t.resources.memory);
   const api::Readiness readiness = api::EffectiveReadiness(t);
   const auto timeout_s = std::chrono::ceil<std::chrono::seconds>(readiness.timeout).count();
@@ -203,6 +204,7 @@ PodTemplate TargetPod(const TargetPodParams& p) {
 
 Json AgentPod(const AgentPodParams& p) {
   Json labels = {{kLabelManagedBy, kManagedBy}, {kLabelName, kAgentApp}, {kLabelRun, LabelValue(p.run.name)}};
+  if (!p.run_namespace.empty()) labels[kLabelRunNamespace] = LabelValue(p.run_namespace);
   const Json env = Json::array(
       {{{"name", "POD_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
        {{"name", "NODE_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.nodeName"}}}}}},

@@ -45,6 +45,10 @@ namespace fairbench::controller::k8s {
 inline constexpr const char* kLabelManagedBy = "app.kubernetes.io/managed-by";
 inline constexpr const char* kLabelName = "app.kubernetes.io/name";
 inline constexpr const char* kLabelRun = "fairbench.dev/run";
+// Set on pods made for a run in another namespace than theirs: they carry
+// no owner reference then (an owner must be in the same namespace, or the
+// garbage collector deletes the pod), and cleanup finds them by this label.
+inline constexpr const char* kLabelRunNamespace = "fairbench.dev/run-namespace";
 inline constexpr const char* kLabelTarget = "fairbench.dev/target";
 inline constexpr const char* kManagedBy = "fairbench";
 inline constexpr const char* kTargetApp = "fairbench-target";
@@ -71,6 +75,7 @@ std::string RunPodsSelector(std::string_view run);
 
 struct TargetPodParams {
   RunIdentity run;
+  std::string run_namespace;  // the run's, when not the pod's: no owner reference, a label instead
   api::Target target;
   std::string node;               // spec.nodeName
   api::NodePlacement placement;   // spec.placement.target
@@ -95,6 +100,7 @@ std::optional<std::string> NofileInForce(std::string_view log);
 
 struct AgentPodParams {
   RunIdentity run;
+  std::string run_namespace;  // as in TargetPodParams
   int index = 0;
   std::string node;               // spec.nodeName, never the target's
   api::NodePlacement placement;   // spec.placement.agents
