@@ -211,6 +211,25 @@ struct LocalPlacement {
   friend bool operator==(const LocalPlacement&, const LocalPlacement&) = default;
 };
 
+// Which cells to profile: the target's processes are sampled with perf
+// during the measured window of each (local platform), and the report
+// draws a flame graph per profiled cell. A selector's empty target or
+// scenario and zero connections match any; every selector must match at
+// least one cell of the run.
+struct ProfileCell {
+  std::string target;
+  std::string scenario;
+  int64_t connections = 0;
+  friend bool operator==(const ProfileCell&, const ProfileCell&) = default;
+};
+
+struct Profile {
+  bool all = false;                // every cell; or:
+  std::vector<ProfileCell> cells;  // the cells these select
+  int32_t frequency = 99;          // samples per second (Hz), per CPU the target runs on
+  friend bool operator==(const Profile&, const Profile&) = default;
+};
+
 struct BenchmarkRunSpec {
   std::vector<Target> targets;
   std::vector<Scenario> scenarios;
@@ -219,6 +238,7 @@ struct BenchmarkRunSpec {
   LocalPlacement local;
   int32_t repetitions = 1;
   Duration cooldown = std::chrono::seconds(10);  // idle time after each cell
+  std::optional<Profile> profile;  // unset: no cell is profiled
   friend bool operator==(const BenchmarkRunSpec&, const BenchmarkRunSpec&) = default;
 };
 

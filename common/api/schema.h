@@ -72,6 +72,23 @@ void Describe(V& v, S& s) {
   v.Field("local", s.local);
   v.Field("repetitions", s.repetitions);
   v.Field("cooldown", s.cooldown);
+  v.Field("profile", s.profile);
+}
+
+template <typename V, typename S>
+  requires Is<S, Profile>
+void Describe(V& v, S& s) {
+  v.Field("all", s.all, kOmitZero);
+  v.Field("cells", s.cells);
+  v.Field("frequency", s.frequency);
+}
+
+template <typename V, typename S>
+  requires Is<S, ProfileCell>
+void Describe(V& v, S& s) {
+  v.Field("target", s.target);
+  v.Field("scenario", s.scenario);
+  v.Field("connections", s.connections, kOmitZero | kCount);
 }
 
 template <typename V, typename S>
