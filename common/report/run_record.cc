@@ -83,6 +83,7 @@ OrderedJson CellJson(const CellRecord& c) {
   for (const TimelinePoint& p : c.timeline) timeline.push_back(TimelineJson(p));
   j["timeline"] = timeline;
   j["wrkText"] = c.wrk_text;
+  if (c.profile) j["profile"] = ToJson(*c.profile);
   return j;
 }
 
@@ -319,6 +320,7 @@ void ReadCellExtras(const Json& j, const std::string& path, api::Diagnostics& d,
     }
   }
   r.Read("wrkText", c.wrk_text);
+  if (const Json* p = r.Find("profile")) ReadProfile(*p, r.PathOf("profile"), d, c.profile.emplace());
 }
 
 void ReadEnvironment(const Json& j, const std::string& path, api::Diagnostics& d, Environment& e) {
