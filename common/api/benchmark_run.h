@@ -232,6 +232,24 @@ struct LocalPlacement {
 // in a seeded random order, so that slow drifts of the machine spread over
 // all targets instead of landing on one.
 enum class RepetitionOrder { kSequential, kInterleaved };
+// Which cells to profile: the target's processes are sampled with perf
+// during the measured window of each (local platform), and the report
+// draws a flame graph per profiled cell. A selector's empty target or
+// scenario and zero connections match any; every selector must match at
+// least one cell of the run.
+struct ProfileCell {
+  std::string target;
+  std::string scenario;
+  int64_t connections = 0;
+  friend bool operator==(const ProfileCell&, const ProfileCell&) = default;
+};
+
+struct Profile {
+  bool all = false;                // every cell; or:
+  std::vector<ProfileCell> cells;  // the cells these select
+  int32_t frequency = 99;          // samples per second (Hz), per CPU the target runs on
+  friend bool operator==(const Profile&, const Profile&) = default;
+};
 
 struct BenchmarkRunSpec {
   std::vector<Target> targets;
@@ -245,6 +263,7 @@ struct BenchmarkRunSpec {
   // The seed of the interleaved order; unset: one is drawn and recorded.
   std::optional<int64_t> seed;
   Duration cooldown = std::chrono::seconds(10);  // idle time after each cell
+  std::optional<Profile> profile;  // unset: no cell is profiled
   friend bool operator==(const BenchmarkRunSpec&, const BenchmarkRunSpec&) = default;
 };
 

@@ -126,4 +126,16 @@ const CellResult* FindResult(const BenchmarkRunStatus& status, const Cell& cell)
   return nullptr;
 }
 
+bool IsProfiled(const BenchmarkRunSpec& spec, const Cell& cell) {
+  if (!spec.profile.has_value()) return false;
+  if (spec.profile->all) return true;
+  for (const ProfileCell& c : spec.profile->cells) {
+    if ((c.target.empty() || c.target == cell.target) && (c.scenario.empty() || c.scenario == cell.scenario) &&
+        (c.connections == 0 || c.connections == cell.connections)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace fairbench::api

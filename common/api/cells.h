@@ -80,6 +80,10 @@ std::vector<int64_t> SplitEvenly(int64_t total, int32_t parts);
 // Replaces every "{port}" in `text` (local.command, local.env values).
 std::string SubstitutePort(std::string_view text, int32_t port);
 
+// Whether spec.profile asks for `cell` to be profiled (every repetition of
+// a selected cell is).
+bool IsProfiled(const BenchmarkRunSpec& spec, const Cell& cell);
+
 // The result recorded for `cell`, or nullptr.
 const CellResult* FindResult(const BenchmarkRunStatus& status, const Cell& cell);
 

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "common/api/conditions.h"
 
 namespace fairbench::api {
@@ -48,6 +50,34 @@ TEST(CellsTest, ExpandsTargetThenScenarioThenLevelThenRepetition) {
   EXPECT_EQ(cells[4].scenario_index, 1u);
   EXPECT_EQ(CountCells(Spec()), cells.size());
   EXPECT_TRUE(ExpandCells(BenchmarkRunSpec{}).empty());
+}
+
+// Which cells spec.profile selects: none without it, all with all, else
+// those every set field of a selector matches, in every repetition.
+TEST(CellsTest, ProfiledCellsFollowTheSelectors) {
+  BenchmarkRunSpec spec;
+  spec.targets.resize(2);
+  spec.targets[0].name = "a";
+  spec.targets[1].name = "b";
+  spec.scenarios.resize(2);
+  spec.scenarios[0].name = "s";
+  spec.scenarios[1].name = "t";
+  spec.load.connections = {10, 20};
+  spec.repetitions = 2;
+  auto profiled = [&spec] {
+    std::vector<std::string> out;
+    for (const Cell& c : ExpandCells(spec)) {
+      if (IsProfiled(spec, c)) out.push_back(c.Key());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  EXPECT_TRUE(profiled().empty());
+  spec.profile = Profile{true, {}, 99};
+  EXPECT_EQ(profiled().size(), 16u);
+  spec.profile = Profile{false, {ProfileCell{"b", "s", 20}, ProfileCell{"a", "t", 0}}, 99};
+  EXPECT_EQ(profiled(), (std::vector<std::string>{"a/t/c10/r1", "a/t/c10/r2", "a/t/c20/r1", "a/t/c20/r2",
+                                                  "b/s/c20/r1", "b/s/c20/r2"}));
 }
 
 TEST(CellsTest, ResolvesScenarioOverrides) {

@@ -259,6 +259,31 @@ TEST(CodecTest, EncodesEverySpecFieldWithDefaults) {
             R"("keepAlive":true,"pipeline":1,"agents":1},"repetitions":1,"cooldown":"10s"}})");
 }
 
+// spec.profile: absent by default; decoded with its defaults, connections
+// as a count; written back with only what was set. Catches: the field
+// missing from the schema (an unknown field), the frequency default lost.
+TEST(CodecTest, ProfileSelectsCellsWithADefaultFrequency) {
+  EXPECT_FALSE(DecodeYaml(Doc()).run.spec.profile.has_value());
+  Decoded d = DecodeYaml(Doc("  profile:\n    cells: [{target: a, scenario: s, connections: 1k}, {scenario: s}]\n"));
+  ASSERT_TRUE(d.diagnostics.empty()) << d.diagnostics.Format("");
+  ASSERT_TRUE(d.run.spec.profile.has_value());
+  const Profile& p = *d.run.spec.profile;
+  EXPECT_FALSE(p.all);
+  EXPECT_EQ(p.frequency, 99);
+  ASSERT_EQ(p.cells.size(), 2u);
+  EXPECT_EQ(p.cells[0], (ProfileCell{"a", "s", 1000}));
+  EXPECT_EQ(p.cells[1], (ProfileCell{"", "s", 0}));
+  EXPECT_NE(ToJson(d.run).dump().find(
+                R"("profile":{"cells":[{"target":"a","scenario":"s","connections":1000},{"scenario":"s"}],"frequency":99})"),
+            std::string::npos);
+  d = DecodeYaml(Doc("  profile: {all: true, frequency: 499}\n"));
+  ASSERT_TRUE(d.diagnostics.empty()) << d.diagnostics.Format("");
+  EXPECT_TRUE(d.run.spec.profile->all);
+  EXPECT_EQ(d.run.spec.profile->frequency, 499);
+  EXPECT_EQ(Errors(Doc("  profile: {all: yes please, cells: [{target: a}]}\n")),
+            "run.yaml:7:18: spec.profile.all: must be true or false, got \"yes please\"");
+}
+
 TEST(CodecTest, RoundTripsThroughBothFormats) {
   BenchmarkRun run = DecodeYaml(Doc()).run;
   run.spec.scenarios[0].request->body = "line1\nline2: \"x\"\t";
@@ -268,6 +293,7 @@ TEST(CodecTest, RoundTripsThroughBothFormats) {
   run.status.results[0].start_time = Time(std::chrono::nanoseconds(1'790'000'000'123'456'789));
   run.metadata.annotations["a/b"] = "";
   run.status.nodes = RunNodes{"node-target", {"node-load-1"}};
+  run.spec.profile = Profile{false, {ProfileCell{"a", "", 100}}, 250};
 
   Result<Node> yaml = ParseYaml(ToYaml(run), "t");
   ASSERT_TRUE(yaml.ok()) << yaml.status().ToString();

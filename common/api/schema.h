@@ -74,6 +74,23 @@ void Describe(V& v, S& s) {
   v.Field("repetitionOrder", s.repetition_order);
   v.Field("seed", s.seed);
   v.Field("cooldown", s.cooldown);
+  v.Field("profile", s.profile);
+}
+
+template <typename V, typename S>
+  requires Is<S, Profile>
+void Describe(V& v, S& s) {
+  v.Field("all", s.all, kOmitZero);
+  v.Field("cells", s.cells);
+  v.Field("frequency", s.frequency);
+}
+
+template <typename V, typename S>
+  requires Is<S, ProfileCell>
+void Describe(V& v, S& s) {
+  v.Field("target", s.target);
+  v.Field("scenario", s.scenario);
+  v.Field("connections", s.connections, kOmitZero | kCount);
 }
 
 template <typename V, typename S>

@@ -123,6 +123,7 @@ class Checker {
     CheckLocalPlacement(spec.local);
     AtLeastOne(spec.repetitions, kMaxRepetitions);
     NotNegative(spec.cooldown);
+    if (spec.profile.has_value()) CheckProfile(spec, *spec.profile);
     const size_t cells = CountCells(spec);
     if (cells > kMaxCells) {
       Fail(spec, "expands into " + std::to_string(cells) +
@@ -347,6 +348,62 @@ class Checker {
         Fail(*t.toleration_seconds, "only applies with the effect NoExecute");
       }
     }
+  }
+
+  // spec.profile: each selector must name cells that exist, so that a typo
+  // is not a run that silently profiles nothing.
+  void CheckProfile(const BenchmarkRunSpec& spec, const Profile& p) {
+    Range(p.frequency, 1, kMaxProfileFrequency);
+    if (p.all && !p.cells.empty()) {
+      Fail(p.cells, "cannot be used together with all");
+    } else if (!p.all && p.cells.empty()) {
+      Fail(p, "needs all: true or cells (the cells to profile)");
+    }
+    for (const ProfileCell& c : p.cells) CheckProfileCell(spec, c);
+  }
+
+  template <typename T>
+  static std::string NotFound(std::string_view what, const std::string& name, const std::vector<T>& items,
+                              std::string_view field) {
+    std::vector<std::string_view> names;
+    std::string known;
+    for (const T& item : items) {
+      names.push_back(item.name);
+      known += (known.empty() ? "" : ", ") + item.name;
+    }
+    std::string msg = "no " + std::string(what) + " " + Quote(name) + " in spec." + std::string(field);
+    const std::string_view near = ClosestMatch(name, names);
+    return msg + (near.empty() ? " (" + std::string(field) + ": " + known + ")" : " (did you mean " + Quote(near) + "?)");
+  }
+
+  void CheckProfileCell(const BenchmarkRunSpec& spec, const ProfileCell& c) {
+    if (c.target.empty() && c.scenario.empty() && c.connections == 0) {
+      return Fail(c, "must name a target, a scenario or connections (or use profile.all)");
+    }
+    const auto named = [](const auto& items, const std::string& name) {
+      return std::any_of(items.begin(), items.end(), [&](const auto& i) { return i.name == name; });
+    };
+    if (!c.target.empty() && !named(spec.targets, c.target)) {
+      return Fail(c.target, NotFound("target", c.target, spec.targets, "targets"));
+    }
+    if (!c.scenario.empty() && !named(spec.scenarios, c.scenario)) {
+      return Fail(c.scenario, NotFound("scenario", c.scenario, spec.scenarios, "scenarios"));
+    }
+    if (c.connections < 0) return Fail(c.connections, "must be ≥ 1");
+    if (c.connections == 0) return;
+    std::vector<int64_t> levels;  // of the scenarios the selector names
+    for (const Scenario& s : spec.scenarios) {
+      if (!c.scenario.empty() && s.name != c.scenario) continue;
+      for (int64_t level : s.connections.empty() ? spec.load.connections : s.connections) {
+        if (std::find(levels.begin(), levels.end(), level) == levels.end()) levels.push_back(level);
+      }
+    }
+    if (std::find(levels.begin(), levels.end(), c.connections) != levels.end()) return;
+    std::string known;
+    for (int64_t level : levels) known += (known.empty() ? "" : ", ") + std::to_string(level);
+    Fail(c.connections, "no cell runs at " + std::to_string(c.connections) + " connections" +
+                            (c.scenario.empty() ? " (levels in this run: " : " (scenario " + c.scenario + " runs at: ") +
+                            known + ")");
   }
 
   void CheckLocalPlacement(const LocalPlacement& l) {

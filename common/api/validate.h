@@ -39,6 +39,7 @@ inline constexpr int32_t kMaxAgents = 256;
 inline constexpr int32_t kMaxPipeline = 1024;
 inline constexpr int32_t kMaxRepetitions = 100;
 inline constexpr int64_t kMaxNofile = 1 << 20;  // fs.nr_open's default
+inline constexpr int32_t kMaxProfileFrequency = 10'000;  // Hz; perf's own ceiling is usually lower
 // status.results holds one entry per cell and must stay well inside the
 // 1.5 MiB an object may take in etcd.
 inline constexpr size_t kMaxCells = 1000;

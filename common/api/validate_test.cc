@@ -287,6 +287,33 @@ TEST(ValidateTest, LocalCpusAreDisjoint) {
             (Lines{"spec.local.agentCpus: CPU 3 is also in targetCpus; targets and agents never share a CPU"}));
 }
 
+// A profile must select cells that exist: each selector field is checked
+// against the spec and the first that matches nothing is named. Catches: a
+// typo that would silently profile nothing.
+TEST(ValidateTest, AProfileSelectsCellsThatExist) {
+  BenchmarkRun run = Valid();
+  run.spec.load.connections = {100, 1000};
+  run.spec.profile = Profile{};
+  EXPECT_EQ(Check(run), (Lines{"spec.profile: needs all: true or cells (the cells to profile)"}));
+  run.spec.profile->all = true;
+  EXPECT_EQ(Check(run), Lines{});
+  run.spec.profile->cells = {ProfileCell{"a", "", 0}};
+  run.spec.profile->frequency = 0;
+  EXPECT_EQ(Check(run), (Lines{"spec.profile.cells: cannot be used together with all",
+                               "spec.profile.frequency: must be between 1 and 10000, got 0"}));
+  run.spec.profile = Profile{};
+  run.spec.profile->cells = {ProfileCell{"a", "s", 1000}, ProfileCell{"b", "", 0}, ProfileCell{"", "x", 0},
+                             ProfileCell{"", "s", 500}, ProfileCell{"", "", 10}, ProfileCell{}};
+  EXPECT_EQ(Check(run), (Lines{"spec.profile.cells[1].target: no target \"b\" in spec.targets (did you mean \"a\"?)",
+                               "spec.profile.cells[2].scenario: no scenario \"x\" in spec.scenarios (did you mean \"s\"?)",
+                               "spec.profile.cells[3].connections: no cell runs at 500 connections (scenario s runs "
+                               "at: 100, 1000)",
+                               "spec.profile.cells[4].connections: no cell runs at 10 connections (levels in this "
+                               "run: 100, 1000)",
+                               "spec.profile.cells[5]: must name a target, a scenario or connections (or use "
+                               "profile.all)"}));
+}
+
 TEST(ValidateTest, TheRunFitsInItsStatus) {
   BenchmarkRun run = Valid();
   run.spec.load.connections = {100, 200, 300, 400, 500, 600};

@@ -234,6 +234,7 @@ Section Method(const Context& ctx) {
   // own below; the file limit in force joins the targets' table.
   std::map<std::string, nlohmann::json> facts;
   std::map<std::string, std::string> nofile_in_force;
+  std::map<std::string, std::string> ports;
   for (const std::string& note : e.notes) {
     const TargetNote n = SplitTargetNote(note);
     if (n.key == "facts") {
@@ -244,6 +245,10 @@ Section Method(const Context& ctx) {
       }
     }
     if (n.key == "nofile in force") nofile_in_force[n.target] = n.value.substr(0, n.value.find(','));
+    if (n.key == "port") {  // the port the target was given, shown in its table
+      ports[n.target] = n.value;
+      continue;
+    }
     env.items.push_back(P(note));
   }
   if (env.items.empty()) {
@@ -261,7 +266,16 @@ Section Method(const Context& ctx) {
     }
     std::string nofile = FormatCount(static_cast<double>(t.nofile));
     if (auto it = nofile_in_force.find(t.name); it != nofile_in_force.end()) nofile += " (in force: " + it->second + ")";
-    targets.rows.push_back({t.name, runs.empty() ? kMissing : runs, std::to_string(t.port),
+    // A local command with "{port}" gets a free port when the target starts.
+    std::string port = std::to_string(t.port);
+    if (auto it = ports.find(t.name); it != ports.end()) {
+      port = it->second;
+    } else if (e.platform == "local" && t.local && !t.local->command.empty() &&
+               std::any_of(t.local->command.begin(), t.local->command.end(),
+                           [](const std::string& arg) { return arg.find("{port}") != std::string::npos; })) {
+      port = "chosen at run time";
+    }
+    targets.rows.push_back({t.name, runs.empty() ? kMissing : runs, port,
                             t.resources.cpu ? api::FormatCpu(*t.resources.cpu) : "no limit",
                             t.resources.memory ? FormatBytes(static_cast<double>(t.resources.memory->bytes)) : "no limit",
                             nofile});
@@ -976,6 +990,88 @@ Section Failures(const Context& ctx) {
   return s;
 }
 
+// ---------------------------------------------------------------- profiles
+
+// "epoll_wait_[k] 31.2 %, memcpy 8.0 %": the functions the samples ended in.
+std::string HottestFunctions(const CellProfile& p, size_t count) {
+  std::map<std::string, uint64_t> self;
+  uint64_t total = 0;
+  for (const FoldedStack& s : p.stacks) {
+    const size_t semi = s.frames.rfind(';');
+    self[semi == std::string::npos ? s.frames : s.frames.substr(semi + 1)] += s.samples;
+    total += s.samples;
+  }
+  std::vector<std::pair<std::string, uint64_t>> top(self.begin(), self.end());
+  std::stable_sort(top.begin(), top.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  // Template-heavy C++ names run to hundreds of characters: the start names
+  // the function; the flame graph and results.json keep it whole.
+  constexpr size_t kLongest = 60;
+  const auto shorten = [](const std::string& name) {
+    if (name.size() <= kLongest) return name;
+    size_t cut = kLongest - 1;
+    while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;
+    return name.substr(0, cut) + "…";
+  };
+  std::string out;
+  for (size_t i = 0; i < top.size() && i < count && total > 0; ++i) {
+    out += (out.empty() ? "" : ", ") + shorten(top[i].first) + " " +
+           FormatShare(static_cast<double>(top[i].second) / static_cast<double>(total));
+  }
+  return out.empty() ? kMissing : out;
+}
+
+std::optional<Section> Profiles(const Context& ctx) {
+  const std::optional<api::Profile>& spec = ctx.record.run.spec.profile;
+  std::vector<const CellRecord*> cells;
+  for (const CellRecord* c : CellsInReportOrder(ctx)) {
+    if (c->profile) cells.push_back(c);
+  }
+  if (!spec && cells.empty()) return std::nullopt;
+  Section s{"profiles", "Where the targets spend their CPU", 2, {}};
+  s.blocks.push_back(P("The target's processes were sampled with perf" +
+                       (spec ? " at " + std::to_string(spec->frequency) + " Hz" : std::string()) +
+                       " (call stacks included) during the measured window of each profiled cell only, not its "
+                       "warmup. Sampling costs the target a little CPU, so a profiled cell may serve slightly "
+                       "fewer requests/s than an unprofiled one. The functions listed are where the samples "
+                       "ended (self time); results.json holds every stack, folded."));
+  if (cells.empty()) {
+    s.blocks.push_back(P("No profiled cell has finished."));
+    return s;
+  }
+  std::vector<std::string> header = CellColumns(ctx);
+  const size_t left = header.size();
+  header.push_back("profile");
+  header.push_back("hottest functions (self)");
+  Table t{header, Aligns(left + 2, 0), {}};
+  t.align[2] = Align::kRight;
+  std::vector<FlameGraph> graphs;
+  for (const CellRecord* c : cells) {
+    const CellProfile& p = *c->profile;
+    std::vector<std::string> row = CellCells(ctx, c->result);
+    if (p.state == ProfileState::kRecorded) {
+      std::string what = Count(p.samples) + (p.samples == 1 ? " sample" : " samples");
+      if (p.seconds > 0) what += " over " + FormatDecimal(p.seconds, 1) + " s";
+      if (p.omitted_samples > 0) what += " (" + Count(p.omitted_samples) + " in rare stacks left out)";
+      if (!p.message.empty()) what += "; " + p.message;
+      row.push_back(what);
+      row.push_back(p.samples > 0 ? HottestFunctions(p, 3) : kMissing);
+      if (!p.stacks.empty()) {
+        const api::CellResult& r = c->result;
+        graphs.push_back(FlameGraph{r.target + " · " + r.scenario + " · " + ConnsText(r.connections) +
+                                        (ctx.show_repetition ? " · repetition " + std::to_string(r.repetition) : ""),
+                                    p});
+      }
+    } else {
+      row.push_back("not recorded: " + (p.message.empty() ? Lowercase(ProfileStateName(p.state)) : p.message));
+      row.push_back(kMissing);
+    }
+    t.rows.push_back(std::move(row));
+  }
+  s.blocks.push_back(std::move(t));
+  for (FlameGraph& g : graphs) s.blocks.push_back(std::move(g));
+  return s;
+}
+
 // ---------------------------------------------------------------- HTML-only: timelines and raw output
 
 std::optional<Section> Timelines(const Context& ctx) {
@@ -1051,6 +1147,7 @@ Document BuildDocument(const RunRecord& record) {
   doc.sections.push_back(Flags(ctx));
   doc.sections.push_back(Repetitions(ctx));
   doc.sections.push_back(Failures(ctx));
+  if (auto s = Profiles(ctx)) doc.sections.push_back(std::move(*s));
   if (auto s = Timelines(ctx)) doc.sections.push_back(std::move(*s));
   if (auto s = RawOutput(ctx)) doc.sections.push_back(std::move(*s));
   return doc;

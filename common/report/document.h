@@ -9,7 +9,8 @@
 // scenario versus the hello-world baseline; scaling across connection
 // levels; errors; memory and CPU; bytes per response and transfer/s; flags
 // that need a second look; repetitions and their spread; failed and skipped
-// cells; and, for the HTML report only, charts (requests/s per scenario and
+// cells; the profiled cells (where the target spent its CPU; flame graphs in
+// HTML); and, for the HTML report only, charts (requests/s per scenario and
 // target, each ranking's latency statistics and percentile spectrum, scaling
 // with connections, requests/s over time) and each cell's wrk-style text.
 //
@@ -57,7 +58,14 @@ struct RawText {
   std::string text;
 };
 
-using Block = std::variant<Paragraph, BulletList, Table, Chart, RawText>;
+// A profiled cell's folded stacks, drawn as a flame graph (flamegraph.h).
+// Only the HTML report shows these.
+struct FlameGraph {
+  std::string title;
+  CellProfile profile;
+};
+
+using Block = std::variant<Paragraph, BulletList, Table, Chart, RawText, FlameGraph>;
 
 struct Section {
   std::string id;     // unique anchor: "ranking-hello-100"

@@ -51,5 +51,31 @@ TEST(EnvironmentTest, BrokenFactsStayANote) {
   EXPECT_EQ(md.find("differs from the study's server"), std::string::npos);
 }
 
+// A local target whose command asks for "{port}" gets a free port when it
+// starts; the targets table shows the port read back from it, or "chosen at
+// run time" for a record without one, never the spec's default 8080.
+// Catches: the default port shown for a target that never listened there.
+TEST(EnvironmentTest, APortChosenAtRunTimeIsShownAsSuch) {
+  RunRecord r = StudyFigures();
+  r.environment.platform = "local";
+  ASSERT_GE(r.run.spec.targets.size(), 3u);
+  r.run.spec.targets[0].local = api::LocalProcess{};
+  r.run.spec.targets[0].local->command = {"server", "--port", "{port}"};
+  r.run.spec.targets[1].local = api::LocalProcess{};
+  r.run.spec.targets[1].local->command = {"server", "--port={port}"};
+  r.run.spec.targets[2].local = api::LocalProcess{};
+  r.run.spec.targets[2].local->command = {"server"};  // listens on spec.port itself
+  r.run.spec.targets[2].port = 9000;
+  const std::string first = r.run.spec.targets[0].name;
+  r.environment.notes = {"target " + first + ": port: 40211 (chosen at run time)"};
+  const std::string md = RenderMarkdown(r);
+  EXPECT_NE(md.find("| " + first + " | server --port {port} | 40211 (chosen at run time) |"), std::string::npos)
+      << md.substr(md.find("Environment and method"), 3000);
+  EXPECT_NE(md.find("| " + r.run.spec.targets[1].name + " | server --port={port} | chosen at run time |"),
+            std::string::npos);
+  EXPECT_NE(md.find("| " + r.run.spec.targets[2].name + " | server | 9000 |"), std::string::npos);
+  EXPECT_EQ(md.find("- target " + first + ": port:"), std::string::npos) << "the port is a table cell, not a note";
+}
+
 }  // namespace
 }  // namespace fairbench::report

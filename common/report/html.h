@@ -1,7 +1,9 @@
 // HTML report (report.html): the Document as one self-contained page —
-// inline CSS, charts as inline SVG (svg.h), no scripts, fonts, images or
-// links outside the page. A Content-Security-Policy of default-src 'none'
-// makes a browser refuse anything external should it ever creep in. Every
+// inline CSS, charts and flame graphs as inline SVG (svg.h, flamegraph.h),
+// no fonts, images or links outside the page, and no script but the flame
+// graphs' own (only when there is one). A Content-Security-Policy of
+// default-src 'none', with script-src naming that script's hash, makes a
+// browser refuse anything else should it ever creep in. Every
 // string that comes from the run (names, messages, wrk output) is escaped.
 // Pure functions; thread-safe.
 #pragma once

@@ -95,6 +95,7 @@ OrderedJson CellJson(const CellRecord& c) {
                                 {"errorsBeganAt", c.capacity->errors_began_at},
                                 {"trials", trials}};
   }
+  if (c.profile) j["profile"] = ToJson(*c.profile);
   return j;
 }
 
@@ -362,6 +363,7 @@ void ReadCellExtras(const Json& j, const std::string& path, api::Diagnostics& d,
       c.capacity = std::move(s);
     }
   }
+  if (const Json* p = r.Find("profile")) ReadProfile(*p, r.PathOf("profile"), d, c.profile.emplace());
 }
 
 void ReadSchedule(const Json& j, const std::string& path, api::Diagnostics& d, Schedule& s) {

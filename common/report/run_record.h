@@ -15,7 +15,8 @@
 //    "run": <the BenchmarkRun as the API codec writes it, status included,
 //            except status.results>,
 //    "environment": {...},
-//    "cells": [{"result": <api CellResult>, "agents": 1, ..., "timeline": [...]}]}
+//    "cells": [{"result": <api CellResult>, "agents": 1, ..., "timeline": [...],
+//               "profile": {...}}]}   (profile only for the cells spec.profile selects)
 //
 // Each cell's compact result is written once, under cells[i].result, not a
 // second time under run.status.results: RunRecordFromJson rebuilds
@@ -38,6 +39,7 @@
 #include <vector>
 
 #include "common/api/benchmark_run.h"
+#include "common/report/profile.h"
 #include "common/status.h"
 #include "common/wrk_summary.h"
 
@@ -95,6 +97,7 @@ struct CellRecord {
   double usage_span_seconds = 0;         // from the first of them to the last
   std::vector<CellFlag> flags;           // in enum order, each at most once
   std::optional<CapacitySearch> capacity;  // scenarios with an objective (slo)
+  std::optional<CellProfile> profile;    // spec.profile selected this cell (profile.h)
 };
 
 // Where the run ran: printed in the report so that numbers are never read

@@ -68,6 +68,7 @@ CLI::App* AddRunCommand(CLI::App& app, RunFlags& f) {
   cmd->add_option("--lock-file", f.lock_file, "Machine-wide lock that serialises fairbench runs");
   cmd->add_option("--listen", f.listen, "Address the agents dial (default 127.0.0.1:0, a free port)");
   cmd->add_option("--agent-binary", f.agent_binary, "Path of fairbench-agent (default: next to this program)");
+  cmd->add_option("--perf", f.perf, "The perf program that samples targets for spec.profile (default: perf on PATH)");
   cmd->add_flag("-q,--quiet", f.quiet, "No progress on stderr");
   cmd->add_option("--metrics-address", f.metrics_address,
                   "Serve Prometheus /metrics, /healthz and /readyz on HOST:PORT (e.g. 127.0.0.1:9464)");
@@ -214,6 +215,7 @@ int RunRunCommand(const RunFlags& f) {
     po.lock_file = f.lock_file;
     po.program_dir = SelfDir();
     po.fairbench_version = FAIRBENCH_VERSION;
+    po.perf_program = f.perf;
     po.target_cpus = !target_cpus->empty() ? *target_cpus : run.spec.local.target_cpus.cpus;
     po.agent_cpus = !agent_cpus->empty() ? *agent_cpus : run.spec.local.agent_cpus.cpus;
     auto platform = LocalPlatform::Create(po);

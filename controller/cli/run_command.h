@@ -20,6 +20,7 @@ struct RunFlags {
   std::string lock_file = "/tmp/fairbench-load.lock";
   std::string listen = "127.0.0.1:0";
   std::string agent_binary;
+  std::string perf = "perf";  // spec.profile's sampler: a path, or a name on PATH
   bool quiet = false;
   // Prometheus (controller/metrics): /metrics, /healthz, /readyz on this
   // address; samples pushed to this remote write URL; a finished run's

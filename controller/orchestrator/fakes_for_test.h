@@ -57,6 +57,38 @@ struct SharedState {
   std::shared_ptr<std::atomic<bool>> slot;  // the slot held now (null: none)
   std::mutex slot_mu;
   std::atomic<int> violations{0};    // jobs started without the slot or with two targets up
+  // Profiles: whether targets can be sampled, and when sampling ran
+  // (wall clock), with the frequency asked for.
+  std::atomic<bool> profiling{true};
+  struct ProfileWindow {
+    std::chrono::system_clock::time_point start, stop;
+    int32_t hz = 0;
+  };
+  std::mutex profile_mu;
+  std::vector<ProfileWindow> profile_windows;
+};
+
+// Sampling that records when it ran and folds to two stacks.
+class FakeProfile final : public ProfileSession {
+ public:
+  FakeProfile(SharedState& s, int32_t hz) : s_(s), hz_(hz), start_(std::chrono::system_clock::now()) {}
+  report::CellProfile Finish(std::stop_token) override {
+    {
+      std::lock_guard<std::mutex> lock(s_.profile_mu);
+      s_.profile_windows.push_back({start_, std::chrono::system_clock::now(), hz_});
+    }
+    report::CellProfile p;
+    p.command = "fake-perf";
+    p.frequency_hz = hz_;
+    p.samples = 30;
+    p.stacks = {{"server;main;handle", 20}, {"server;main;poll_[k]", 10}};
+    return p;
+  }
+
+ private:
+  SharedState& s_;
+  int32_t hz_;
+  std::chrono::system_clock::time_point start_;
 };
 
 class FakeSlot final : public LoadSlot {
@@ -110,6 +142,10 @@ class FakeTarget final : public TargetInstance {
     return u;
   }
   std::vector<std::string> ReadBack() override { return {"nofile in force: 4096, read back by the fake"}; }
+  Result<std::unique_ptr<ProfileSession>> StartProfile(const ProfileRequest& r) override {
+    if (!s_.profiling) return Status::Unavailable("perf is not installed here");
+    return std::unique_ptr<ProfileSession>(new FakeProfile(s_, r.frequency_hz));
+  }
   Status Teardown() override {
     s_.log.Add("teardown " + name_);
     --s_.deployed;

@@ -15,6 +15,7 @@
 #include "common/units.h"
 #include "controller/hub/cell_aggregator.h"
 #include "controller/orchestrator/cell_jobs.h"
+#include "controller/orchestrator/cell_profiling.h"
 #include "controller/orchestrator/verify.h"
 
 namespace fairbench::controller {
@@ -46,6 +47,7 @@ struct Orchestrator::RunState {
   std::vector<api::Cell> cells;
   std::map<size_t, report::CellRecord> finished;  // by cell index
   std::vector<std::string> earlier_notes;
+  std::set<std::string> profile_messages = {};  // why profiles were not taken, each told once
 
   void Rebuild() {
     record.cells.clear();
@@ -565,6 +567,9 @@ report::CellRecord Orchestrator::RunCell(RunState& state, const api::Cell& cell,
   m.memory_idle = memory_idle;
   m.measure_start = start_time + settings.warmup;
   bool measuring_announced = false;
+  // spec.profile: the target is sampled during the measured window only.
+  CellProfiling profiling(instance, api::IsProfiled(run.spec, cell),
+                          run.spec.profile ? run.spec.profile->frequency : 0, measure_start, measure_end);
   CellAggregator::Outcome outcome = CellAggregator::Outcome::kTimeout;
   // Stops the load and waits briefly for the agents to say they stopped.
   auto abort_cell = [&](const std::string& why) {
@@ -572,8 +577,9 @@ report::CellRecord Orchestrator::RunCell(RunState& state, const api::Cell& cell,
     aggregator->Wait(Clock::now() + std::chrono::seconds(1));
   };
   for (;;) {
-    outcome = aggregator->Wait(std::min(deadline, Clock::now() + options_.sample_period));
+    outcome = aggregator->Wait(std::min({deadline, Clock::now() + options_.sample_period, profiling.NextEdge()}));
     const auto now = Clock::now();
+    profiling.Tick(now, stop);
     if (outcome != CellAggregator::Outcome::kTimeout) break;
     if (stop.stop_requested()) {
       abort_cell("the run was cancelled");
@@ -645,7 +651,13 @@ report::CellRecord Orchestrator::RunCell(RunState& state, const api::Cell& cell,
   m.end = aggregator->End();
   m.consistent = aggregator->consistent();
   m.missing_snapshots = aggregator->missing_snapshots();
-  return CellRecordFrom(settings, cell, where, m);
+  report::CellRecord rec = CellRecordFrom(settings, cell, where, m);
+  rec.profile = profiling.Finish(stop);
+  if (rec.profile && rec.profile->state != report::ProfileState::kRecorded &&
+      state.profile_messages.insert(rec.profile->message).second) {
+    Message("target " + cell.target + ": no profile: " + rec.profile->message);
+  }
+  return rec;
 }
 
 }  // namespace fairbench::controller

@@ -96,6 +96,57 @@ class OrchestratorTest : public ::testing::Test {
 
 // ------------------------------------------------------------------ tests
 
+// spec.profile: the target is sampled in the cells selected, only while
+// they are measured (not the warmup, not the drain), at the frequency
+// asked for, and the folded stacks land in the cell's record. Catches:
+// sampling started with the load instead of the window, left running past
+// it, a selector ignored, the profile not recorded.
+TEST_F(OrchestratorTest, ProfilesCoverTheMeasuredWindowOfTheSelectedCellsOnly) {
+  api::BenchmarkRun run = MakeRun({"alpha"}, {10, 20});
+  run.spec.load.warmup = 300ms;
+  run.spec.load.duration = 400ms;
+  run.spec.profile = api::Profile{false, {api::ProfileCell{"", "", 20}}, 123};
+  auto record = Make().Run(run, store_, false);
+  ASSERT_TRUE(record.ok()) << record.status().message();
+  ASSERT_EQ(record->cells.size(), 2u);
+  EXPECT_FALSE(record->cells[0].profile.has_value()) << "10 connections were not selected";
+  ASSERT_TRUE(record->cells[1].profile.has_value());
+  const report::CellProfile& p = *record->cells[1].profile;
+  EXPECT_EQ(p.state, report::ProfileState::kRecorded);
+  EXPECT_EQ(p.frequency_hz, 123);
+  EXPECT_EQ(p.stacks.size(), 2u);
+  ASSERT_EQ(state_.profile_windows.size(), 1u);
+  const auto& w = state_.profile_windows[0];
+  const wire::JobSpec job = agents_.Jobs().back();
+  const auto measure_start = *job.start + job.warmup;
+  const auto measure_end = measure_start + job.duration;
+  EXPECT_GE(w.start, measure_start - 5ms) << "sampling began in the warmup";
+  EXPECT_LE(w.start, measure_start + 60ms) << "sampling began late";
+  EXPECT_GE(w.stop, measure_end - 5ms) << "sampling ended before the window";
+  EXPECT_LE(w.stop, measure_end + 60ms) << "sampling ran past the window";
+  EXPECT_EQ(w.hz, 123);
+}
+
+// Where the platform cannot sample, the profiled cell still succeeds and
+// its profile says why; the reason is told once, not per cell.
+TEST_F(OrchestratorTest, AProfileThatCannotBeTakenSaysWhyAndTheRunGoesOn) {
+  state_.profiling = false;
+  api::BenchmarkRun run = MakeRun({"alpha"}, {10, 20});
+  run.spec.profile = api::Profile{true, {}, 99};
+  auto record = Make().Run(run, store_, false);
+  ASSERT_TRUE(record.ok()) << record.status().message();
+  EXPECT_EQ(record->run.status.phase, api::RunPhase::kSucceeded);
+  for (const report::CellRecord& c : record->cells) {
+    EXPECT_EQ(c.result.state, api::CellState::kSucceeded);
+    ASSERT_TRUE(c.profile.has_value());
+    EXPECT_EQ(c.profile->state, report::ProfileState::kUnavailable);
+    EXPECT_EQ(c.profile->message, "perf is not installed here");
+  }
+  EXPECT_EQ(std::count(recorder_.messages.begin(), recorder_.messages.end(),
+                       "target alpha: no profile: perf is not installed here"),
+            1);
+}
+
 // Catches: two targets up (or loaded) at once, a slot released before the
 // teardown, agents not told the target's node, the run identity not given
 // to Deploy, a job started without the slot, numbers computed from anything

@@ -75,6 +75,25 @@ struct AgentRequest {
   api::NodePlacement placement;  // spec.placement.agents
 };
 
+// spec.profile: sample the target's processes (CPU call stacks) while a
+// cell is measured.
+struct ProfileRequest {
+  int32_t frequency_hz = 99;
+  // Sampling ends by itself after this, should nobody stop it.
+  std::chrono::nanoseconds max_duration = std::chrono::seconds(60);
+};
+
+// Sampling in progress. Destroying it unfinished stops the sampling and
+// discards it.
+class ProfileSession {
+ public:
+  virtual ~ProfileSession() = default;
+  // Stops sampling and folds what was sampled (bounded in time; a stop
+  // request cuts the folding short). Never fails: a profile that could not
+  // be taken says why in its state and message.
+  virtual report::CellProfile Finish(std::stop_token stop) = 0;
+};
+
 class TargetInstance {
  public:
   virtual ~TargetInstance() = default;
@@ -97,6 +116,12 @@ class TargetInstance {
   // the file limit actually in force ("nofile 65536 in force (…)"), or why
   // it could not be read. Called once it is ready.
   virtual std::vector<std::string> ReadBack() { return {}; }
+  // Starts sampling the target's processes for a profile (spec.profile);
+  // Unavailable, with the reason, where that cannot be done (no perf, not
+  // permitted, not on this platform).
+  virtual Result<std::unique_ptr<ProfileSession>> StartProfile(const ProfileRequest& /*request*/) {
+    return Status::Unavailable("profiling is not available on this platform");
+  }
 };
 
 // Held while a target is under load; destroying it releases the slot.

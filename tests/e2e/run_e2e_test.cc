@@ -519,6 +519,23 @@ TEST_F(RunE2eTest, BrokenRunFilesAreRefusedWithTheirMessage) {
   EXPECT_NE(Stderr().find("bad.yaml:"), std::string::npos);
 }
 
+// A profile asked for a cell the run does not have is bad input: one line
+// naming the field, exit code 2, nothing started or written. Catches: a
+// typo in spec.profile running the whole benchmark without the profile.
+TEST_F(RunE2eTest, AProfileOfACellThatDoesNotExistIsRefused) {
+  const std::string run = WriteRun(Target("alpha"));
+  std::ofstream(run, std::ios::app) << "  profile: {cells: [{target: alpha, scenario: hello, connections: 100}]}\n";
+  EXPECT_EQ(Run(run), 2);
+  const std::string err = Stderr();
+  EXPECT_EQ(err.rfind(run + ":", 0), 0u) << err;
+  EXPECT_NE(err.find(": spec.profile.cells[0].connections: no cell runs at 100 connections (scenario hello runs at: "
+                     "8)\n"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_FALSE(std::filesystem::exists(out_ + "/results.json"));
+}
+
 // A target's program named without a slash (as examples/quickstart.yaml
 // does) is found next to the fairbench binary whatever the working folder
 // and PATH, and the report says which file ran; a program found nowhere is

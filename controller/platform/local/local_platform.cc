@@ -23,6 +23,7 @@
 #include "controller/http_probe.h"
 #include "controller/platform/local/cgroup.h"
 #include "controller/platform/local/environment.h"
+#include "controller/platform/local/perf_profile.h"
 #include "controller/platform/local/program_path.h"
 
 namespace fairbench::controller {
@@ -75,6 +76,21 @@ class LocalTarget final : public TargetInstance {
         ready_path_(std::move(ready_path)), log_(std::move(log)), description_(std::move(description)),
         nofile_(nofile) {}
 
+  // The port came from "{port}" in the command: say which one was used.
+  void SetPortChosen() { port_chosen_ = true; }
+  void SetProfiling(std::string perf_program, std::string file_prefix) {
+    perf_program_ = std::move(perf_program);
+    profile_prefix_ = std::move(file_prefix);
+  }
+
+  Result<std::unique_ptr<ProfileSession>> StartProfile(const ProfileRequest& request) override {
+    PerfOptions o;
+    o.perf = perf_program_;
+    o.data_file = profile_prefix_ + "-" + std::to_string(++profiles_) + ".data";
+    o.log_file = profile_prefix_ + ".log";
+    return StartPerfProfile(ProcessTreePids(process_.pid()), request, o);
+  }
+
   // The limit the target process runs with: below the one asked for when
   // this machine's hard limit is lower.
   std::vector<std::string> ReadBack() override {
@@ -82,6 +98,7 @@ class LocalTarget final : public TargetInstance {
     const std::string asked = "asked for " + std::to_string(nofile_);
     auto soft = SoftNofile(process_.pid());
     std::vector<std::string> facts;
+    if (port_chosen_) facts.push_back("port: " + std::to_string(port_) + " (chosen at run time)");
     if (!soft) {
       facts.push_back("nofile in force: unknown, " + where + " could not be read (" + asked + ")");
     } else {
@@ -154,6 +171,10 @@ class LocalTarget final : public TargetInstance {
   std::string log_;
   std::string description_;
   int64_t nofile_;
+  bool port_chosen_ = false;
+  std::string perf_program_ = "perf";
+  std::string profile_prefix_;
+  int profiles_ = 0;
 };
 
 class FileLockSlot final : public LoadSlot {
@@ -271,9 +292,13 @@ Result<std::unique_ptr<TargetInstance>> LocalPlatform::Deploy(const DeployReques
   std::string description;
   for (const std::string& arg : o.argv) description += (description.empty() ? "" : " ") + arg;
   ran_[target.name] = description;
-  return std::unique_ptr<TargetInstance>(new LocalTarget(target.name, std::move(*process), std::move(cgroup), port,
-                                                         api::EffectiveReadiness(target).path, o.log_file,
-                                                         description, target.nofile));
+  auto instance = std::make_unique<LocalTarget>(target.name, std::move(*process), std::move(cgroup), port,
+                                                api::EffectiveReadiness(target).path, o.log_file, description,
+                                                target.nofile);
+  if (wants_port) instance->SetPortChosen();
+  instance->SetProfiling(options_.perf_program,
+                         (std::filesystem::path(options_.log_dir) / ("profile-" + target.name)).string());
+  return std::unique_ptr<TargetInstance>(std::move(instance));
 }
 
 Result<std::vector<std::string>> LocalPlatform::EnsureAgents(const AgentRequest& request, std::stop_token stop) {

@@ -16,6 +16,10 @@
 // enforced, memory is its working set, an OOM kill is named. Otherwise
 // memory and CPU are the sums over its process tree, from /proc.
 //
+// Profiles (spec.profile): perf record on the target's process tree during
+// a cell's measured window (perf_profile.h), perf's messages in
+// LOGDIR/profile-<target>.log.
+//
 // Agents: fairbench-agent processes in connect mode dialing the controller
 // on loopback, pinned to the agent CPUs, output in LOGDIR/agent-N.log.
 //
@@ -54,6 +58,8 @@ struct LocalPlatformOptions {
   // Put each target in a cgroup of its own when the machine allows it
   // (limits from spec.resources enforced, memory read like docker stats).
   bool use_cgroups = true;
+  // spec.profile: the perf program (a path, or a name looked up on PATH).
+  std::string perf_program = "perf";
 };
 
 class LocalPlatform final : public Platform {

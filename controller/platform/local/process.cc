@@ -65,6 +65,14 @@ Result<Process> Process::Start(const ProcessOptions& options) {
   int log_fd = options.log_file.empty() ? open("/dev/null", O_WRONLY | O_CLOEXEC)
                                         : open(options.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) return Status::IoError("cannot open log file '" + options.log_file + "': " + std::strerror(errno));
+  int err_fd = options.stderr_file.empty()
+                   ? dup(log_fd)
+                   : open(options.stderr_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (err_fd < 0) {
+    close(log_fd);
+    return Status::IoError("cannot open log file '" + options.stderr_file + "': " + std::strerror(errno));
+  }
+  fcntl(err_fd, F_SETFD, FD_CLOEXEC);
   int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   std::vector<int> cgroup_fds;
   for (const std::string& procs : options.cgroup_procs) {
@@ -72,6 +80,7 @@ Result<Process> Process::Start(const ProcessOptions& options) {
     if (fd < 0) {
       for (int f : cgroup_fds) close(f);
       close(log_fd);
+      close(err_fd);
       close(null_fd);
       return Status::IoError("cannot open '" + procs + "': " + std::strerror(errno));
     }
@@ -84,6 +93,7 @@ Result<Process> Process::Start(const ProcessOptions& options) {
   if (pipe2(err_pipe, O_CLOEXEC) != 0) {
     close_cgroup_fds();
     close(log_fd);
+    close(err_fd);
     close(null_fd);
     return Status::IoError(std::string("pipe: ") + std::strerror(errno));
   }
@@ -92,6 +102,7 @@ Result<Process> Process::Start(const ProcessOptions& options) {
   if (pid < 0) {
     close_cgroup_fds();
     close(log_fd);
+    close(err_fd);
     close(null_fd);
     close(err_pipe[0]);
     close(err_pipe[1]);
@@ -124,7 +135,7 @@ Result<Process> Process::Start(const ProcessOptions& options) {
     if (options.nofile > 0) setrlimit(RLIMIT_NOFILE, &nofile);
     dup2(null_fd, 0);
     dup2(log_fd, 1);
-    dup2(log_fd, 2);
+    dup2(err_fd, 2);
     if (!options.working_dir.empty() && chdir(options.working_dir.c_str()) != 0) {
       const int e = errno;
       [[maybe_unused]] ssize_t n = write(err_pipe[1], &e, sizeof e);
@@ -138,6 +149,7 @@ Result<Process> Process::Start(const ProcessOptions& options) {
   close(err_pipe[1]);
   close_cgroup_fds();
   close(log_fd);
+  close(err_fd);
   close(null_fd);
   setpgid(pid, pid);  // also in the parent, so the group exists before we signal it
   int child_errno = 0;
@@ -252,6 +264,36 @@ Result<TreeUsage> SampleProcessTree(pid_t root) {
     for (pid_t c : children[p]) stack.push_back(c);
   }
   return u;
+}
+
+std::vector<pid_t> ProcessTreePids(pid_t root) {
+  std::map<pid_t, std::vector<pid_t>> children;
+  bool alive = false;
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return {};
+  while (dirent* d = readdir(dir)) {
+    char* end = nullptr;
+    const long pid = std::strtol(d->d_name, &end, 10);
+    if (*end != '\0' || pid <= 0) continue;
+    std::ifstream in("/proc/" + std::string(d->d_name) + "/stat");
+    std::string line;
+    if (!std::getline(in, line)) continue;
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos || close + 2 >= line.size()) continue;
+    std::istringstream rest(line.substr(close + 2));
+    std::string state;
+    long ppid = 0;
+    if (!(rest >> state >> ppid) || state == "Z") continue;  // a zombie has nothing left to sample
+    alive = alive || pid == root;
+    children[static_cast<pid_t>(ppid)].push_back(static_cast<pid_t>(pid));
+  }
+  closedir(dir);
+  if (!alive) return {};
+  std::vector<pid_t> out{root};
+  for (size_t i = 0; i < out.size(); ++i) {
+    for (pid_t c : children[out[i]]) out.push_back(c);
+  }
+  return out;
 }
 
 std::vector<int> AllowedCpus() {

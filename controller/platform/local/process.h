@@ -30,6 +30,7 @@ struct ProcessOptions {
   std::vector<int> cpus;   // empty: inherit
   uint64_t nofile = 0;     // 0: inherit
   std::string log_file;    // stdout and stderr, appended; empty: /dev/null
+  std::string stderr_file;  // stderr alone, appended, when set (stdout stays in log_file)
   // cgroup.procs files the child joins before exec (TargetCgroup).
   std::vector<std::string> cgroup_procs;
 };
@@ -70,6 +71,10 @@ struct TreeUsage {
   int processes = 0;
 };
 Result<TreeUsage> SampleProcessTree(pid_t root);
+
+// The process and all its descendants alive now (root first), from /proc;
+// empty when the root is gone.
+std::vector<pid_t> ProcessTreePids(pid_t root);
 
 // The CPUs this process may run on.
 std::vector<int> AllowedCpus();
