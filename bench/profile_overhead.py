@@ -7,7 +7,10 @@ without spec.profile and one with it (perf record -F HZ -g on the target's
 process during the measured window), alternating which goes first, so that
 drifts of a shared machine fall on both sides. Printed: every pair, the
 median requests/s of each side, the ratio (profiled ÷ plain), the target's
-CPU, and the samples each profile took.
+CPU, and the samples each profile took; and the target's CPU time per
+request, whose ratio holds even when other work on the machine takes a
+varying share of the target's CPU (sampling runs in the target's context,
+so its cost is in that time).
 
     bench/profile_overhead.py [--build build] [--pairs 5] [--duration 10] [--hz 99]
 
@@ -67,9 +70,9 @@ def main():
     args = ap.parse_args()
     fairbench = os.path.join(ROOT, args.build, "bin", "fairbench")
     tmp = tempfile.mkdtemp(prefix="fairbench-profile-bench-")
-    plain, profiled, ratios = [], [], []
+    plain, profiled, ratios, cpu_ratios = [], [], [], []
     print(f"beast, 1 thread, hello @ 100 connections, {args.duration:g} s per run; profiled at {args.hz} Hz")
-    print(" pair | plain req/s (target CPU) | profiled req/s (target CPU, samples) | ratio")
+    print(" pair | plain req/s (target CPU) | profiled req/s (target CPU, samples) | ratio | CPU/request ratio")
     n = 0
     for pair in range(args.pairs):
         results = {}
@@ -80,13 +83,19 @@ def main():
         plain.append(p_rps)
         profiled.append(q_rps)
         ratios.append(q_rps / p_rps)
+        cpu_ratio = (q_cpu / q_rps) / (p_cpu / p_rps) if p_cpu and q_cpu else None
+        if cpu_ratio is not None:
+            cpu_ratios.append(cpu_ratio)
         cpu = lambda c: f"{c:.2f}" if c is not None else "–"
         print(f" {pair + 1:4d} | {p_rps:12,.0f} ({cpu(p_cpu)}) | {q_rps:14,.0f} ({cpu(q_cpu)}, {samples}) | "
-              f"{q_rps / p_rps:.3f}")
+              f"{q_rps / p_rps:.3f} | {cpu(cpu_ratio) if cpu_ratio is None else f'{cpu_ratio:.3f}'}")
         sys.stdout.flush()
     print(f"median requests/s: plain {statistics.median(plain):,.0f}, profiled {statistics.median(profiled):,.0f}")
     print(f"ratio profiled / plain: median {statistics.median(ratios):.3f} "
           f"(min {min(ratios):.3f}, max {max(ratios):.3f})")
+    if cpu_ratios:
+        print(f"target CPU per request, profiled / plain: median {statistics.median(cpu_ratios):.3f} "
+              f"(min {min(cpu_ratios):.3f}, max {max(cpu_ratios):.3f})")
 
 
 if __name__ == "__main__":
