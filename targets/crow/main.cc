@@ -135,16 +135,19 @@ std::string Allocator() {
 }
 
 // Sets TCP_NODELAY on this process's socket listening on `port` (Crow keeps
-// its acceptor to itself); connections accepted afterwards inherit it.
+// its acceptor to itself), which connections accepted afterwards inherit,
+// and on the connections on that port accepted before (a client quick
+// enough to connect as Crow started).
 bool SetNoDelayOnListener(uint16_t port) {
   std::error_code ec;
+  bool listener = false;
   for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
     int fd = -1;
     const std::string name = entry.path().filename().string();
     if (std::from_chars(name.data(), name.data() + name.size(), fd).ec != std::errc()) continue;
     int listening = 0;
     socklen_t size = sizeof listening;
-    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &size) != 0 || listening == 0) continue;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &size) != 0) continue;
     sockaddr_storage address{};
     socklen_t length = sizeof address;
     if (getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) continue;
@@ -153,9 +156,10 @@ bool SetNoDelayOnListener(uint16_t port) {
     if (address.ss_family == AF_INET6) bound = ntohs(reinterpret_cast<const sockaddr_in6*>(&address)->sin6_port);
     if (bound != port) continue;
     const int on = 1;
-    return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on) == 0;
+    const bool set = setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on) == 0;
+    if (listening != 0) listener = set;
   }
-  return false;
+  return listener;
 }
 
 // Crow runs at least 2 threads and gives one to its acceptor.
