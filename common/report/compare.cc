@@ -158,7 +158,8 @@ Result<Comparison> Compare(const RunRecord& base, const RunRecord& next, const C
     c.new_p99 = Estimate95(sb.p99);
     // The changes are of the cells' own figures (the mean over repetitions,
     // or the one repetition's result), the test is over the samples.
-    const Samples ra = PerRepetition(base_cells), rb = PerRepetition(new_cells);
+    const Samples ra = repetitions ? sa : PerRepetition(base_cells);
+    const Samples rb = repetitions ? sb : PerRepetition(new_cells);
     c.rate_change = ChangeOf(Estimate95(ra.rate).mean, Estimate95(rb.rate).mean);
     c.p99_change = ChangeOf(Estimate95(ra.p99).mean, Estimate95(rb.p99).mean);
     c.rate_test = WelchTest(sa.rate, sb.rate);
