@@ -77,6 +77,8 @@ CLI::App* AddRunCommand(CLI::App& app, RunFlags& f) {
   cmd->add_option("--metrics-retention", f.metrics_retention, "How long a finished run's series stay (default 10m)");
   cmd->add_option("--metrics-linger", f.metrics_linger,
                   "Keep serving /metrics this long after the last run, so scrapers see the final values (default 0s)");
+  cmd->add_option("--target-stop-grace", f.target_stop_grace,
+                  "How long a target may take to exit after SIGTERM before it is killed (default 10s)");
   return cmd;
 }
 
@@ -102,19 +104,28 @@ int RunRunCommand(const RunFlags& f) {
   const std::string agent_binary = f.agent_binary.empty() ? SelfDir() + "/fairbench-agent" : f.agent_binary;
   if (access(agent_binary.c_str(), X_OK) != 0) return BadInput("cannot find fairbench-agent at " + agent_binary);
 
+  auto stop_grace = ParseDuration(f.target_stop_grace);
+  if (!stop_grace.ok()) return BadInput("--target-stop-grace: " + stop_grace.status().message());
+
   // SIGINT / SIGTERM: the first cancels the run (finished cells are kept for
-  // --resume); a second one ends the process at once.
+  // --resume; the record says where it stopped); a second one ends the
+  // process at once (its children die with it: PR_SET_PDEATHSIG).
   // Taken before any thread starts, so that only the watcher sees them.
   std::signal(SIGPIPE, SIG_IGN);
   Orchestrator* current = nullptr;
   std::mutex current_mu;
-  std::atomic<bool> interrupted{false};
-  SignalWatcher watcher({SIGINT, SIGTERM}, [&](int) {
+  std::atomic<int> interrupted{0};  // the first signal taken
+  auto signal_name = [](int sig) { return std::string(sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "a signal"); };
+  SignalWatcher watcher({SIGINT, SIGTERM}, [&](int sig) {
     std::lock_guard<std::mutex> lock(current_mu);
-    if (interrupted) _exit(130);
-    interrupted = true;
-    std::fprintf(stderr, "\nfairbench: stopping after this moment; finished cells are kept (run again with --resume)\n");
-    if (current != nullptr) current->Cancel();
+    if (interrupted != 0) {
+      std::fprintf(stderr, "\nfairbench: %s again: exiting at once\n", signal_name(sig).c_str());
+      _exit(128 + interrupted);
+    }
+    interrupted = sig;
+    std::fprintf(stderr, "\nfairbench: %s: stopping the load and the run; finished cells are kept (run again with "
+                 "--resume); a second signal exits at once\n", signal_name(sig).c_str());
+    if (current != nullptr) current->Cancel("interrupted by " + signal_name(sig));
   });
 
   const std::string token = NewAgentToken();
@@ -218,6 +229,7 @@ int RunRunCommand(const RunFlags& f) {
     po.perf_program = f.perf;
     po.target_cpus = !target_cpus->empty() ? *target_cpus : run.spec.local.target_cpus.cpus;
     po.agent_cpus = !agent_cpus->empty() ? *agent_cpus : run.spec.local.agent_cpus.cpus;
+    po.target_stop_grace = std::chrono::duration_cast<std::chrono::milliseconds>(*stop_grace);
     auto platform = LocalPlatform::Create(po);
     if (!platform.ok()) {
       exit_code = BadInput(platform.status().message());
@@ -230,7 +242,7 @@ int RunRunCommand(const RunFlags& f) {
     {
       std::lock_guard<std::mutex> lock(current_mu);
       current = &orchestrator;
-      if (interrupted) orchestrator.Cancel();
+      if (interrupted != 0) orchestrator.Cancel("interrupted by " + signal_name(interrupted));
     }
     if (!f.quiet) {
       std::fprintf(stderr, "fairbench: run %s: %zu cells; targets on CPUs %s, agents on CPUs %s; output in %s\n",
@@ -244,22 +256,47 @@ int RunRunCommand(const RunFlags& f) {
     }
     progress.Finish();
     if (!record.ok()) {
+      if (record.status().code() == Status::Code::kIoError) {
+        // The output folder cannot be written (full, read-only…): the run
+        // stopped at once; say what the last record written whole holds.
+        std::string kept = "no record was written";
+        if (auto stored = store.Load(); stored.ok() && stored->has_value()) {
+          kept = store.results_path().string() + " holds the last record written whole: " +
+                 std::to_string((*stored)->cells.size()) + " of " + std::to_string(api::CountCells(run.spec)) +
+                 " cells (continue with --resume once the folder can be written)";
+        } else if (!stored.ok()) {
+          kept = stored.status().message();
+        }
+        std::fprintf(stderr, "fairbench: the run stopped: %s; %s\n", record.status().message().c_str(), kept.c_str());
+        exit_code = 1;
+        break;  // the next run's folder is most likely on the same disk
+      }
       std::fprintf(stderr, "fairbench: %s\n", record.status().message().c_str());
       exit_code = record.status().code() == Status::Code::kFailedPrecondition ? 2 : 1;
       continue;
     }
     const std::string markdown = report::RenderMarkdown(*record);
-    std::ofstream(std::filesystem::path(output) / "report.md") << markdown;
-    std::ofstream(std::filesystem::path(output) / "report.html") << report::RenderHtml(*record);
+    for (const auto& [name, text] : {std::pair<const char*, std::string>{"report.md", markdown},
+                                     std::pair<const char*, std::string>{"report.html", report::RenderHtml(*record)}}) {
+      if (Status s = WriteFileAtomically(std::filesystem::path(output) / name, text); !s.ok()) {
+        std::fprintf(stderr, "fairbench: %s (results.json holds the whole record)\n", s.message().c_str());
+        exit_code = 1;
+      }
+    }
     std::fputs(markdown.c_str(), stdout);
     std::fflush(stdout);
     if (!f.quiet) {
       std::fprintf(stderr, "fairbench: report in %s/report.md and report.html; every number in %s/results.json\n",
                    output.c_str(), output.c_str());
     }
-    if (record->run.status.phase == api::RunPhase::kCancelled) exit_code = 130;
-    else if (record->run.status.phase != api::RunPhase::kSucceeded && exit_code == 0) exit_code = 3;
+    if (record->run.status.phase == api::RunPhase::kCancelled) {
+      for (const api::Condition& c : record->run.status.conditions) {
+        if (c.type == "Progressing") std::fprintf(stderr, "fairbench: %s\n", c.message.c_str());
+      }
+      exit_code = 128 + (interrupted != 0 ? interrupted.load() : SIGINT);
+    } else if (record->run.status.phase != api::RunPhase::kSucceeded && exit_code == 0) exit_code = 3;
   }
+  if (interrupted != 0 && exit_code == 0) exit_code = 128 + interrupted;  // runs left out
   if (metrics_server) {
     // Scrapers get the final values before the endpoint goes; SIGINT or
     // SIGTERM ends the wait (an interrupted run does not wait at all).

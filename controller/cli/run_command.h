@@ -29,11 +29,19 @@ struct RunFlags {
   std::string remote_write_url;
   std::string metrics_retention = "10m";
   std::string metrics_linger = "0s";
+  // A target still running this long after SIGTERM is killed (SIGKILL).
+  std::string target_stop_grace = "10s";
 };
 
 CLI::App* AddRunCommand(CLI::App& app, RunFlags& flags);
-// Exit codes: 0 every cell succeeded; 1 the run could not be carried out;
-// 2 bad input; 3 finished with failed or skipped cells; 130 interrupted.
+// Exit codes: 0 every cell succeeded; 1 the run could not be carried out
+// (among others: the output folder could not be written — the error names
+// the file and the system's reason, and results.json keeps the last record
+// written whole); 2 bad input; 3 finished with failed or skipped cells;
+// 128 + the signal's number when interrupted: 130 by SIGINT, 143 by SIGTERM
+// (the load is stopped, targets and agents are stopped, and results.json
+// says where the run stopped; a second signal exits at once, the children
+// dying with the process).
 int RunRunCommand(const RunFlags& flags);
 
 }  // namespace fairbench::controller

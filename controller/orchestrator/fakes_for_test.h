@@ -66,6 +66,8 @@ struct SharedState {
   };
   std::mutex profile_mu;
   std::vector<ProfileWindow> profile_windows;
+  // What Teardown returns (a target that had to be killed).
+  std::string teardown_error;
 };
 
 // Sampling that records when it ran and folds to two stacks.
@@ -149,6 +151,7 @@ class FakeTarget final : public TargetInstance {
   Status Teardown() override {
     s_.log.Add("teardown " + name_);
     --s_.deployed;
+    if (!s_.teardown_error.empty()) return Status::DeadlineExceeded(s_.teardown_error);
     return Status::Ok();
   }
   std::string LogLocation() const override { return "logs/" + name_ + ".log"; }

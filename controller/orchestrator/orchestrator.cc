@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <random>
@@ -68,7 +69,29 @@ Orchestrator::Orchestrator(Platform& platform, AgentPool& agents, OrchestratorOp
   }
 }
 
-void Orchestrator::Cancel() { stop_.request_stop(); }
+void Orchestrator::Cancel(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(cancel_reason_->mu);
+    if (!stop_.stop_requested() && cancel_reason_->text.empty()) cancel_reason_->text = reason;
+  }
+  stop_.request_stop();
+}
+
+std::string Orchestrator::WhereStopped() const {
+  if (position_cell_.empty() || !position_stage_) return "";
+  std::string stage;
+  switch (*position_stage_) {
+    case Stage::kWaitingForSlot: stage = "waiting for the load slot"; break;
+    case Stage::kDeploying: stage = "deploying its target"; break;
+    case Stage::kVerifying: stage = "verifying its target's answers"; break;
+    case Stage::kSamplingIdle: stage = "sampling its target's idle memory"; break;
+    case Stage::kWarmingUp: stage = "warming up"; break;
+    case Stage::kMeasuring: stage = "measuring"; break;
+    case Stage::kCoolingDown: stage = "cooling down after it"; break;
+    case Stage::kTearingDown: stage = "tearing down its target"; break;
+  }
+  return " during cell " + position_cell_ + ", " + stage + (position_detail_.empty() ? "" : ": " + position_detail_);
+}
 
 bool Orchestrator::SleepUnlessStopped(std::chrono::nanoseconds d) {
   std::mutex mu;
@@ -79,6 +102,13 @@ bool Orchestrator::SleepUnlessStopped(std::chrono::nanoseconds d) {
 }
 
 void Orchestrator::SetStage(const api::BenchmarkRun& run, const api::Cell& cell, Stage stage) {
+  if (stop_.stop_requested() && stage == Stage::kTearingDown && position_stage_) {
+    // Stopped: the teardown that follows is not where the run stopped.
+  } else {
+    position_cell_ = cell.Key();
+    position_stage_ = stage;
+    position_detail_.clear();
+  }
   if (observer_ == nullptr) return;
   observer_->OnStage(run, api::CurrentCell{cell.target, cell.scenario, cell.connections, cell.repetition, stage});
 }
@@ -222,8 +252,15 @@ Result<report::RunRecord> Orchestrator::Run(const api::BenchmarkRun& run, RunSto
   if (cancelled()) {
     record.run.status.phase = api::RunPhase::kCancelled;
     progressing.reason = "Cancelled";
-    progressing.message =
-        "cancelled after " + std::to_string(record.cells.size()) + " of " + std::to_string(total) + " cells";
+    std::string why;
+    {
+      std::lock_guard<std::mutex> lock(cancel_reason_->mu);
+      why = cancel_reason_->text.empty() ? "cancelled" : cancel_reason_->text;
+    }
+    progressing.message = why + WhereStopped() + "; " + std::to_string(record.cells.size()) + " of " +
+                          std::to_string(total) + " cells finished" +
+                          (record.cells.size() < total ? " (an interrupted cell is not recorded: a resume runs it again)" : "");
+    Message("run " + run.metadata.name + ": " + progressing.message);
   } else {
     const bool all_ok = failed + skipped == 0;
     record.run.status.phase = all_ok ? api::RunPhase::kSucceeded : api::RunPhase::kFailed;
@@ -270,10 +307,16 @@ Orchestrator::TargetOutcome Orchestrator::RunTarget(RunState& state, size_t targ
     }
   };
   // Stops and removes the target; a failure is reported, not hidden.
+  // Stops and removes the target; a failure is reported, not hidden: in the
+  // log and in the record's notes (kept by describe() as a "target " note).
   auto teardown = [&](TargetInstance& instance) {
     SetStage(state.record.run, *todo.front(), Stage::kTearingDown);
     if (Status s = instance.Teardown(); !s.ok()) {
       Message("WARNING: target " + target.name + " could not be torn down cleanly: " + s.message());
+      const std::string note = "target " + target.name + ": teardown: " + s.message();
+      for (std::vector<std::string>* notes : {&state.earlier_notes, &state.record.environment.notes}) {
+        if (std::find(notes->begin(), notes->end(), note) == notes->end()) notes->push_back(note);
+      }
     }
   };
   const RunIdentity identity{run.metadata.name, run.metadata.namespace_, run.metadata.uid};
@@ -582,6 +625,20 @@ report::CellRecord Orchestrator::RunCell(RunState& state, const api::Cell& cell,
     profiling.Tick(now, stop);
     if (outcome != CellAggregator::Outcome::kTimeout) break;
     if (stop.stop_requested()) {
+      // How far the cell got, for the record of the interrupted run.
+      auto secs = [](Clock::duration d) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%.1f s", std::max(0.0, std::chrono::duration<double>(d).count()));
+        return std::string(text);
+      };
+      position_stage_ = now < measure_start ? Stage::kWarmingUp : Stage::kMeasuring;
+      if (now < start_steady) {
+        position_detail_ = "the load had not started";
+      } else if (now < measure_start) {
+        position_detail_ = secs(now - start_steady) + " of the " + secs(settings.warmup) + " warmup";
+      } else {
+        position_detail_ = secs(std::min(now, measure_end) - measure_start) + " of " + secs(settings.duration) + " measured";
+      }
       abort_cell("the run was cancelled");
       return not_run(CellState::kFailed, "Cancelled", "the run was cancelled during this cell");
     }

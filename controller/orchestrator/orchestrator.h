@@ -23,13 +23,22 @@
 //
 // Cancel() reaches every wait (slot, deploy, readiness, agents, load,
 // cooldown) through a stop token; the interrupted cell is not recorded (a
-// resume redoes it). Run() uses the calling thread; Cancel() may be called
-// from any thread.
+// resume redoes it), but the record says where the run stopped: the
+// Progressing condition's message names the reason given to Cancel, the
+// cell, its stage and how far into its warmup or measurement it was
+// ("interrupted by SIGTERM during cell a/hello/c8/r1, measuring: 1.2 s of
+// 5 s measured; 3 of 8 cells finished…"). Run() uses the calling thread;
+// Cancel() may be called from any thread.
+//
+// A target whose teardown fails (a local one that ignored SIGTERM and had
+// to be killed) is told in the log and in the record's environment notes
+// ("target NAME: teardown: …"); its cells stay as they were.
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -69,8 +78,10 @@ class Orchestrator {
   // failures are in the record.
   Result<report::RunRecord> Run(const api::BenchmarkRun& run, RunStore& store, bool resume);
   // Stops the current cell (not recorded, so a resume redoes it) and ends
-  // the run as Cancelled. Thread-safe.
-  void Cancel();
+  // the run as Cancelled; `reason` ("interrupted by SIGTERM") leads the
+  // record's message (empty: "cancelled"). Thread-safe; the first reason
+  // given stays.
+  void Cancel(const std::string& reason = "");
   bool cancelled() const { return stop_.stop_requested(); }
 
  private:
@@ -93,7 +104,22 @@ class Orchestrator {
   AgentPool& agents_;
   OrchestratorOptions options_;
   RunObserver* observer_;
+  // Where the run is, for the record of an interrupted run: the cell and
+  // stage last entered (SetStage), and how far into it (RunCell, when it is
+  // stopped under load). The run's thread only.
+  std::string WhereStopped() const;
+  std::string position_cell_;
+  std::optional<api::Stage> position_stage_;
+  std::string position_detail_;
+
   std::stop_source stop_;
+  // The reason given to Cancel (behind a pointer, so that an Orchestrator
+  // stays movable).
+  struct CancelReason {
+    std::mutex mu;
+    std::string text;  // guarded by mu
+  };
+  std::unique_ptr<CancelReason> cancel_reason_ = std::make_unique<CancelReason>();
   uint64_t job_counter_ = 0;
 };
 

@@ -472,6 +472,64 @@ TEST_F(OrchestratorTest, CancelDuringLoadStopsTheAgentsAndRecordsNothing) {
   EXPECT_EQ(store_.stored->run.status.phase, api::RunPhase::kCancelled);
 }
 
+// The record of an interrupted run says why and where: the reason given to
+// Cancel, the cell, the stage and how far into the measurement it was.
+// Catches: a cancelled run whose record does not say where it stopped (the
+// user cannot tell what a resume will redo), a reason lost, the elapsed
+// time measured from the wrong moment (it must lie between what the test
+// waited and what the run took).
+TEST_F(OrchestratorTest, ACancelledRunSaysWhyAndWhereItStopped) {
+  agents_.mode = AgentMode::kHang;
+  api::BenchmarkRun run = MakeRun({"alpha", "beta"}, {10});
+  run.spec.load.duration = 10s;
+  Start(run);
+  WaitUntilLoaded();
+  const auto loaded = Clock::now();
+  std::this_thread::sleep_for(300ms);
+  orchestrator_->Cancel("interrupted by SIGTERM");
+  orchestrator_->Cancel("a second reason is not taken");
+  auto record = Finish();
+  const double most = std::chrono::duration<double>(Clock::now() - loaded).count() + 0.2;
+  ASSERT_TRUE(record.ok());
+  EXPECT_EQ(record->run.status.phase, api::RunPhase::kCancelled);
+  const api::Condition* progressing = nullptr;
+  for (const api::Condition& c : record->run.status.conditions) {
+    if (c.type == "Progressing") progressing = &c;
+  }
+  ASSERT_NE(progressing, nullptr);
+  EXPECT_EQ(progressing->reason, "Cancelled");
+  const std::string& m = progressing->message;
+  const std::string head = "interrupted by SIGTERM during cell alpha/hello/c10/r1, measuring: ";
+  ASSERT_EQ(m.rfind(head, 0), 0u) << m;
+  const double measured = std::stod(m.substr(head.size()));
+  EXPECT_GE(measured, 0.3) << m;
+  EXPECT_LE(measured, most) << m;
+  EXPECT_NE(m.find(" s of 10.0 s measured; 0 of 2 cells finished (an interrupted cell is not recorded: a resume runs it "
+                   "again)"),
+            std::string::npos)
+      << m;
+  ASSERT_TRUE(store_.stored.has_value());
+  EXPECT_EQ(store_.stored->run.status.conditions, record->run.status.conditions);
+}
+
+// A target whose teardown fails (one killed after ignoring SIGTERM) is
+// told in the record's notes; its cells stay. Catches: a teardown error
+// only logged, or lost when the environment is described again.
+TEST_F(OrchestratorTest, ATeardownFailureIsNotedInTheRecord) {
+  state_.teardown_error = "did not exit within 10 s of SIGTERM; killed (SIGKILL)";
+  Orchestrator o = Make();
+  auto record = o.Run(MakeRun({"alpha", "beta"}, {10}), store_, false);
+  ASSERT_TRUE(record.ok());
+  ASSERT_EQ(record->cells.size(), 2u);
+  for (const report::CellRecord& c : record->cells) EXPECT_EQ(c.result.state, api::CellState::kSucceeded);
+  for (const std::string name : {"alpha", "beta"}) {
+    const std::string note = "target " + name + ": teardown: did not exit within 10 s of SIGTERM; killed (SIGKILL)";
+    EXPECT_EQ(std::count(record->environment.notes.begin(), record->environment.notes.end(), note), 1)
+        << ::testing::PrintToString(record->environment.notes);
+  }
+  EXPECT_EQ(store_.stored->environment.notes, record->environment.notes);
+}
+
 // Catches: a target that dies under load recorded as an agent failure or a
 // result, its remaining cells run against nothing, the run not moving on.
 TEST_F(OrchestratorTest, TargetThatDiesFailsItsCellAndSkipsTheRest) {

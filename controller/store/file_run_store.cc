@@ -1,22 +1,52 @@
 #include "controller/store/file_run_store.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
 namespace fairbench::controller {
 
 Status WriteFileAtomically(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) return Status::IoError("cannot write '" + tmp.string() + "'");
+  // The old file stays until the new one is whole and on disk: a full disk,
+  // a folder that became read-only or a crash leaves the old content (and no
+  // temporary file). The error names the file and the system's reason.
+  const std::string tmp = path.string() + ".tmp";
+  auto fail = [&](const std::string& what, int err, bool unlink_tmp) {
+    if (unlink_tmp) ::unlink(tmp.c_str());
+    return Status::IoError("cannot " + what + " '" + path.string() + "': " + std::strerror(err));
+  };
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return fail("write", errno, false);
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : EIO;
+      ::close(fd);
+      return fail("write", err, true);
+    }
+    done += static_cast<size_t>(n);
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Status::IoError("cannot write '" + path.string() + "': " + ec.message());
+  // On disk before the rename, so that the name never points at a file
+  // whose blocks were not written (ext4 and xfs may reorder them).
+  if (::fsync(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return fail("write", err, true);
+  }
+  if (::close(fd) != 0) return fail("write", errno, true);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("replace", errno, true);
+  // The rename itself on disk: the folder's entry.
+  const std::string dir = path.has_parent_path() ? path.parent_path().string() : std::string(".");
+  if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+    ::fsync(dfd);  // best effort: some file systems refuse fsync on a folder
+    ::close(dfd);
+  }
   return Status::Ok();
 }
 

@@ -30,8 +30,12 @@ class FileRunStore final : public RunStore {
   std::filesystem::path dir_;
 };
 
-// Writes `text` to a temporary file beside `path`, then renames it over
-// `path`: readers see the old content or the new, never a mix.
+// Writes `text` to a temporary file beside `path` (PATH.tmp), flushes it to
+// disk (fsync), then renames it over `path`: readers — and a machine that
+// lost power — see the old content or the new, never a mix. On failure the
+// old file is untouched, the temporary file removed, and the error is
+// "cannot write 'PATH': <the system's reason>" (No space left on device,
+// Read-only file system…).
 [[nodiscard]] Status WriteFileAtomically(const std::filesystem::path& path, const std::string& text);
 
 }  // namespace fairbench::controller

@@ -105,5 +105,44 @@ TEST_F(FileRunStoreTest, CellTextGoesToItsOwnFile) {
   EXPECT_FALSE(fs::exists(dir_ / "cells" / "nginx_json_c100_r1.txt"));
 }
 
+// A write that fails leaves the stored record as it was, removes its
+// temporary file and says which file and why. (The real causes — a full
+// disk, a folder made read-only mid-run — are in tests/e2e/local_failure_test.)
+// Catches: an error without the file's name or the system's reason, a
+// record replaced by a partial one, a temporary file left behind.
+TEST_F(FileRunStoreTest, AFailedSaveKeepsTheRecordAndSaysWhy) {
+  FileRunStore store(dir_);
+  ASSERT_TRUE(store.Save(Record()).ok());
+  const std::string before = ReadFile(dir_ / "results.json");
+  // The temporary file cannot be created: something else holds its name.
+  fs::create_directories(dir_ / "results.json.tmp");
+  report::RunRecord changed = Record();
+  changed.cells.clear();
+  Status s = store.Save(changed);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Status::Code::kIoError);
+  EXPECT_EQ(s.message(), "cannot write '" + (dir_ / "results.json").string() + "': Is a directory");
+  EXPECT_EQ(ReadFile(dir_ / "results.json"), before);
+  fs::remove(dir_ / "results.json.tmp");
+  // The rename fails (a folder holds the final name): the written
+  // temporary file is removed.
+  fs::create_directories(dir_ / "cells" / "nginx_hello_c100_r1.txt" / "x");
+  api::Cell cell;
+  cell.target = "nginx";
+  cell.scenario = "hello";
+  cell.connections = 100;
+  cell.repetition = 1;
+  report::CellRecord rec;
+  rec.wrk_text = "Running 30s test\n";
+  s = store.SaveCell(cell, rec);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message().rfind("cannot replace '" + (dir_ / "cells" / "nginx_hello_c100_r1.txt").string() + "': ", 0), 0u)
+      << s.message();
+  EXPECT_FALSE(fs::exists(dir_ / "cells" / "nginx_hello_c100_r1.txt.tmp"));
+  auto loaded = store.Load();
+  ASSERT_TRUE(loaded.ok() && loaded->has_value());
+  EXPECT_EQ((*loaded)->cells.size(), 1u);
+}
+
 }  // namespace
 }  // namespace fairbench::controller

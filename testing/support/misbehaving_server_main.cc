@@ -1,9 +1,12 @@
 // fairbench-test-misbehaving-server --port P --mode M [--delay D]
-//     [--host H] [--stats-file FILE]
+//     [--host H] [--stats-file FILE] [--ignore-sigterm]
 //
 // Prints "listening on HOST:PORT" once it accepts connections (with --port 0
 // the kernel's choice). SIGUSR1 writes the counters to --stats-file;
-// SIGTERM or SIGINT writes them and exits 0. See misbehaving_server.h.
+// SIGTERM or SIGINT writes them and exits 0 — except with --ignore-sigterm,
+// where SIGTERM only writes them and the server goes on (a server that does
+// not stop when asked: only SIGINT or SIGKILL end it). See
+// misbehaving_server.h.
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -48,6 +51,8 @@ int main(int argc, char** argv) {
   app.add_option("--mode", mode_name, "how to misbehave")->required();
   app.add_option("--delay", delay_text, "delay mode: time before answering (e.g. 500ms, 3s)");
   app.add_option("--stats-file", stats_file, "where SIGUSR1 and SIGTERM write the counters as JSON");
+  bool ignore_sigterm = false;
+  app.add_flag("--ignore-sigterm", ignore_sigterm, "keep serving after SIGTERM (SIGINT still ends the server)");
   CLI11_PARSE(app, argc, argv);
 
   auto mode = fairbench::testing::ParseMode(mode_name);
@@ -86,6 +91,11 @@ int main(int argc, char** argv) {
       if (Status s = WriteStatsFile(stats_file, server.TakeStats().ToJson()); !s.ok()) {
         std::fprintf(stderr, "%s\n", s.ToString().c_str());
       }
+    }
+    if (sig == SIGTERM && ignore_sigterm) {
+      std::printf("SIGTERM ignored\n");
+      std::fflush(stdout);
+      continue;
     }
     if (sig != SIGUSR1) {
       std::fflush(stdout);

@@ -55,6 +55,14 @@ Result<uint16_t> FreePort() {
   return ntohs(a.sin_port);
 }
 
+// "10 s", "1.5 s", "200 ms".
+std::string FormatGrace(std::chrono::milliseconds d) {
+  if (d.count() < 1000) return std::to_string(d.count()) + " ms";
+  std::ostringstream s;
+  s << static_cast<double>(d.count()) / 1000.0 << " s";
+  return s.str();
+}
+
 // The soft "Max open files" of /proc/PID/limits ("65536", "unlimited").
 std::optional<std::string> SoftNofile(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/limits");
@@ -156,11 +164,15 @@ class LocalTarget final : public TargetInstance {
   }
 
   Status Teardown() override {
-    const ExitInfo e = process_.Stop(std::chrono::seconds(5));
-    spdlog::debug("target {} stopped: {}", name_, e.ToString());
+    const ExitInfo e = process_.Stop(stop_grace_);
+    spdlog::info("target {} stopped: {}", name_, e.ToString());
     cgroup_.reset();  // kills stragglers, removes the group
+    if (e.killed_after_grace) {
+      return Status::DeadlineExceeded("did not exit within " + FormatGrace(stop_grace_) + " of SIGTERM; killed (SIGKILL)");
+    }
     return Status::Ok();
   }
+  void SetStopGrace(std::chrono::milliseconds grace) { stop_grace_ = grace; }
 
  private:
   std::string name_;
@@ -171,6 +183,7 @@ class LocalTarget final : public TargetInstance {
   std::string log_;
   std::string description_;
   int64_t nofile_;
+  std::chrono::milliseconds stop_grace_{10000};
   bool port_chosen_ = false;
   std::string perf_program_ = "perf";
   std::string profile_prefix_;
@@ -296,6 +309,7 @@ Result<std::unique_ptr<TargetInstance>> LocalPlatform::Deploy(const DeployReques
                                                 api::EffectiveReadiness(target).path, o.log_file, description,
                                                 target.nofile);
   if (wants_port) instance->SetPortChosen();
+  instance->SetStopGrace(options_.target_stop_grace);
   instance->SetProfiling(options_.perf_program,
                          (std::filesystem::path(options_.log_dir) / ("profile-" + target.name)).string());
   return std::unique_ptr<TargetInstance>(std::move(instance));

@@ -11,7 +11,8 @@
 // its env and working directory; a bare program name is found next to the
 // fairbench binary, then on PATH (program_path.h), and the report says
 // which file ran; output in LOGDIR/<target>.log; pinned;
-// RLIMIT_NOFILE set to the target's nofile. When the machine allows it, each
+// RLIMIT_NOFILE set to the target's nofile; stopped with SIGTERM, and
+// SIGKILL after target_stop_grace (a teardown error then says so). When the machine allows it, each
 // target runs in a cgroup of its own (TargetCgroup): spec.resources are
 // enforced, memory is its working set, an OOM kill is named. Otherwise
 // memory and CPU are the sums over its process tree, from /proc.
@@ -60,6 +61,9 @@ struct LocalPlatformOptions {
   bool use_cgroups = true;
   // spec.profile: the perf program (a path, or a name looked up on PATH).
   std::string perf_program = "perf";
+  // A target is stopped with SIGTERM to its process group; one still there
+  // this long after is killed (SIGKILL), and the teardown says so.
+  std::chrono::milliseconds target_stop_grace{10000};
 };
 
 class LocalPlatform final : public Platform {

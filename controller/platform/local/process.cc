@@ -214,6 +214,7 @@ ExitInfo Process::Stop(std::chrono::milliseconds grace) {
     int status = 0;
     waitpid(pid_, &status, 0);
     exit_ = FromWaitStatus(status);
+    exit_->killed_after_grace = grace.count() > 0 && !exit_->exited && exit_->signal == SIGKILL;
   }
   return *exit_;
 }

@@ -39,6 +39,9 @@ struct ExitInfo {
   bool exited = false;  // by exit(); else by a signal
   int code = 0;
   int signal = 0;
+  // Stop() sent SIGKILL because the process was still there when its grace
+  // period after SIGTERM ran out.
+  bool killed_after_grace = false;
   std::string ToString() const;  // "exited with code 1", "killed by signal 9 (Killed)"
 };
 
@@ -55,7 +58,8 @@ class Process {
   pid_t pid() const { return pid_; }
   // The exit, if the process has ended (reaps it without blocking).
   std::optional<ExitInfo> Poll();
-  // SIGTERM to the group, up to `grace` for it to exit, then SIGKILL.
+  // SIGTERM to the group, up to `grace` for it to exit, then SIGKILL (and
+  // killed_after_grace set); a zero grace is SIGKILL at once.
   ExitInfo Stop(std::chrono::milliseconds grace);
   void Kill(int signal);
 
