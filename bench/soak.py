@@ -11,11 +11,13 @@
               non-2xx; and its per-second error counts), and nginx served at
               least what the agent counted;
             - RSS flat: the highest VmRSS after the first minute is at most
-              1 % above VmRSS at the end of the first minute;
+              1 % above VmRSS at the end of the first minute (sampled while
+              the agent measures: its connection setup and final report
+              are left out);
             - every connection stays open through the measurement;
             - requests/s stable: the coefficient of variation of the
               per-minute requests/s is at most --max-cv (default 5 %).
-          With --minutes below 3 the "first minute" becomes the first third
+          With --minutes below 3 the "first minute" becomes the first half
           of the run and the per-minute windows 10 s ones, so that a short
           check has something to compare.
 2. run    `fairbench run` of --cells short cells (a generated run file: one
@@ -130,7 +132,7 @@ PROGRESS = re.compile(r"^\[\s*([\d.]+)s (\S+)\s*\]\s+([\d.]+) req/s .* errors (\
 
 def soak_agent(args, tmp, out):
     seconds = int(args.minutes * 60)
-    settle = 60 if seconds >= 180 else seconds // 3
+    settle = 60 if seconds >= 180 else seconds // 2
     window = 60 if seconds >= 180 else 10
     nginx, port = start_nginx(tmp, args.server_cpu, min(resource.getrlimit(resource.RLIMIT_NOFILE)[1], 65536))
     url = f"http://127.0.0.1:{port}/"
@@ -161,8 +163,12 @@ def soak_agent(args, tmp, out):
                 rss = vm_rss_kb(agent.pid)
             except (FileNotFoundError, ProcessLookupError):
                 break
-            samples.append((time.monotonic() - start, rss))
-            if len(samples) % 30 == 0:
+            # Only while the agent measures (its per-second lines), not
+            # while it opens its connections or builds its final report.
+            measured = sum(1 for p in list(progress) if p[1] == "measure")
+            if 1 <= measured < seconds:
+                samples.append((time.monotonic() - start, rss))
+            if samples and samples[-1][0] > time.monotonic() - start - 0.5 and len(samples) % 30 == 0:
                 recent = [p[2] for p in progress[-30:]]
                 print(f"  {samples[-1][0]:6.0f} s  VmRSS {rss / 1024:7.1f} MiB  "
                       f"{statistics.mean(recent) if recent else 0:9.0f} req/s (the agent's, last 30 s)", flush=True)
