@@ -205,6 +205,11 @@ std::vector<Paragraph> Preamble(const Context& ctx) {
     if (c.type == "Failed" && c.status == api::ConditionStatus::kTrue) {
       out.push_back(P({Strong("The run failed"), Plain(": " + c.reason + (c.message.empty() ? "" : " — " + c.message))}));
     }
+    // Where an interrupted run stopped ("interrupted by SIGTERM during cell …").
+    if (c.type == "Progressing" && c.reason == "Cancelled" && run.status.phase == api::RunPhase::kCancelled &&
+        !c.message.empty()) {
+      out.push_back(P({Strong("The run was stopped"), Plain(": " + c.message + ".")}));
+    }
   }
   return out;
 }

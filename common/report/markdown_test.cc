@@ -331,6 +331,27 @@ RunRecord SmallRecord() {
   return record;
 }
 
+// An interrupted run's report says where it stopped (the record's
+// Progressing message); a finished one does not. Catches: the reader of an
+// interrupted report left to guess which cell a resume will redo.
+TEST(MarkdownTest, AnInterruptedRunSaysWhereItStopped) {
+  RunRecord record = SmallRecord();
+  record.run.status.phase = api::RunPhase::kCancelled;
+  api::Condition c;
+  c.type = "Progressing";
+  c.status = api::ConditionStatus::kFalse;
+  c.reason = "Cancelled";
+  c.message = "interrupted by SIGTERM during cell beta/hello/c10/r1, measuring: 1.2 s of 10.0 s measured";
+  record.run.status.conditions.push_back(c);
+  const std::string md = RenderMarkdown(record);
+  EXPECT_NE(md.find("**The run was stopped**: interrupted by SIGTERM during cell beta/hello/c10/r1, measuring: 1.2 s of "
+                    "10.0 s measured."),
+            std::string::npos)
+      << md;
+  record.run.status.phase = api::RunPhase::kSucceeded;
+  EXPECT_EQ(RenderMarkdown(record).find("The run was stopped"), std::string::npos);
+}
+
 TEST(MarkdownTest, SmallRecordExactTables) {
   const std::string md = RenderMarkdown(SmallRecord());
   EXPECT_EQ(Rows(Section(md, "## Results at a glance")),

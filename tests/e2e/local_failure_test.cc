@@ -396,6 +396,7 @@ TEST_P(InterruptTest, TheLoadStopsWithinASecondAndTheRecordSaysWhere) {
   EXPECT_EQ(message.rfind(head, 0), 0u) << message;
   EXPECT_NE(message.find(" s of 4.0 s measured; 0 of 2 cells finished"), std::string::npos) << message;
   EXPECT_NE(Stderr().find("fairbench: " + message), std::string::npos) << Stderr();
+  EXPECT_NE(ReadFile(out_ + "/report.md").find("**The run was stopped**: " + message + "."), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Signals, InterruptTest, ::testing::Values(SIGTERM, SIGINT),
