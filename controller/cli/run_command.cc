@@ -150,6 +150,7 @@ int RunRunCommand(const RunFlags& f) {
   registry.AddCollector([&] {
     const HubStats st = hub.stats();
     run_metrics.SetAgentHub(hub.Agents().size(), st.snapshots, st.missing);
+    run_metrics.SetAgentRefusals(st.refused, st.refused_full, st.refused_pending, st.hello_timeouts);
   });
   std::unique_ptr<metrics::MetricsServer> metrics_server;
   if (!f.metrics_address.empty()) {
