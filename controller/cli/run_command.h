@@ -9,6 +9,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "controller/hub/hub_flags.h"
+
 namespace fairbench::controller {
 
 struct RunFlags {
@@ -29,6 +31,12 @@ struct RunFlags {
   std::string remote_write_url;
   std::string metrics_retention = "10m";
   std::string metrics_linger = "0s";
+  // The hub's TLS and bounds; the TLS files the agents it starts are given.
+  HubFlags hub;
+  std::string agent_tls_ca;
+  std::string agent_tls_cert;
+  std::string agent_tls_key;
+  std::string agent_tls_server_name;
 };
 
 CLI::App* AddRunCommand(CLI::App& app, RunFlags& flags);
