@@ -39,11 +39,7 @@ int Connect(const std::string& controller, std::string token, const std::string&
             const std::string& node, const std::string& cpus, double give_up_s, const fairbench::agent::AgentTls& tls) {
   using fairbench::agent::AgentClient;
   using fairbench::agent::AgentClientOptions;
-  if (!token.empty()) {
-    std::fprintf(stderr,
-                 "fairbench-agent: warning: --token puts the secret on the command line, where ps shows it to every "
-                 "user of this machine; use --token-file or FAIRBENCH_AGENT_TOKEN\n");
-  }
+  const bool token_on_command_line = !token.empty();
   if (!token_file.empty()) {
     std::ifstream in(token_file);
     if (!in || !std::getline(in, token)) {
@@ -84,6 +80,12 @@ int Connect(const std::string& controller, std::string token, const std::string&
       return 2;
     }
     options.cpus = *list;
+  }
+  // After the checks: bad input stays one line.
+  if (token_on_command_line) {
+    std::fprintf(stderr,
+                 "fairbench-agent: warning: --token puts the secret on the command line, where ps shows it to every "
+                 "user of this machine; use --token-file or FAIRBENCH_AGENT_TOKEN\n");
   }
   std::signal(SIGPIPE, SIG_IGN);
   AgentClient client(options);  // starts no thread
