@@ -375,6 +375,42 @@ TEST_F(HubSecurityTest, BadTlsFilesNameTheFlag) {
   EXPECT_NE(err->find("--tls-ca: cannot read"), std::string::npos) << *err;
 }
 
+// fairbench-controller checks its hub flags before it talks to any API
+// server: TLS on the hub without the agents' Secret (agent pods that would
+// dial in plain text and never connect), agents' TLS without a TLS hub,
+// unreadable files, bounds out of range. Catches: a flag checked by
+// `fairbench run` but not by the controller, or checked after it started
+// leading.
+TEST_F(HubSecurityTest, TheControllersHubFlagsAreBadInputNamingTheFlag) {
+  const Certificates c = Certificates::Make(*dir_);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--hub-tls-cert", c.server_cert, "--hub-tls-key", c.server_key}, "--agent-tls-secret: required"},
+      {{"--agent-tls-secret", "agent-tls"}, "need --hub-tls-cert"},
+      {{"--hub-tls-cert", dir_->File("nope.crt"), "--hub-tls-key", c.server_key, "--agent-tls-secret", "s"},
+       "--hub-tls-cert: cannot read"},
+      {{"--hub-tls-cert", c.server_cert, "--hub-tls-key", c.server_key, "--hub-tls-client-ca", c.server_key,
+        "--agent-tls-secret", "s"},
+       "--hub-tls-client-ca"},
+      {{"--hub-max-agents", "0"}, "--hub-max-agents: must be at least 1"},
+      {{"--hub-max-message-size", "1Ki"}, "--hub-max-message-size: must be between"},
+      {{"--hub-hello-timeout", "soon"}, "--hub-hello-timeout"},
+  };
+  for (const auto& [flags, expected] : cases) {
+    testing::SubprocessOptions o;
+    o.argv = {testing::BinaryPath("fairbench-controller")};
+    o.argv.insert(o.argv.end(), flags.begin(), flags.end());
+    o.stderr_to = testing::Redirect::Pipe();
+    auto p = testing::Subprocess::Start(o);
+    ASSERT_TRUE(p.ok());
+    auto exit = p->Wait(10s);
+    ASSERT_TRUE(exit.ok()) << expected;
+    EXPECT_EQ(exit->exit_code, 2) << expected;
+    auto err = p->ReadStderr(1s);
+    ASSERT_TRUE(err.ok());
+    EXPECT_NE(err->find(expected), std::string::npos) << *err;
+  }
+}
+
 // --- tokens ------------------------------------------------------------
 
 // A token given with --token works but warns, and is blanked in the
