@@ -120,13 +120,12 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
 
   void HandleHello() {
     if (in_.body_case() != v1::AgentMessage::kHello || in_.hello().agent_id().empty()) {
-      hub_->Count(0, 0, 0, 1);
+      hub_->Refuse("bad-hello", "ended a stream whose first message was not Hello with an agent id");
       End(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the first message must be Hello with an agent id"));
       return;
     }
     if (!hub_->TokenMatches(in_.hello().token())) {
-      hub_->Count(0, 0, 0, 1);
-      spdlog::warn("refused agent {} from {}: wrong token", in_.hello().agent_id(), in_.hello().node());
+      hub_->Refuse("token", "refused agent " + in_.hello().agent_id() + " from " + in_.hello().node() + ": wrong token");
       End(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                        "wrong token: the controller expects the token of its Secret (fairbench run: the one it gave its "
                        "agents)"));
@@ -328,6 +327,12 @@ void AgentHub::ReapPending(std::stop_token stop) {
                                   })->second < next;
     });
   }
+}
+
+void AgentHub::Refuse(const std::string& reason, const std::string& line) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.refused;
+  LogRefusal(reason, line);
 }
 
 void AgentHub::LogRefusal(const std::string& reason, const std::string& line) {

@@ -108,6 +108,9 @@ class AgentHub final : public v1::AgentHub::CallbackService, public AgentPool {
   void Count(uint64_t snapshots, uint64_t duplicates, uint64_t missing, uint64_t refused);
   // Ends pending streams whose Hello is overdue; runs on reaper_.
   void ReapPending(std::stop_token stop);
+  // A stream ended for a wrong token or a bad Hello: counted, and logged
+  // through LogRefusal (whoever reaches the port can send many).
+  void Refuse(const std::string& reason, const std::string& line);
   // One log line per reason a second at most: a flood of refused streams
   // must not flood the log. Called with mu_ held.
   void LogRefusal(const std::string& reason, const std::string& line);

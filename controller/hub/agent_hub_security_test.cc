@@ -16,6 +16,9 @@
 #include <sstream>
 #include <thread>
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
 #include "agent/agent_client.h"
 #include "bench/realistic_snapshot.h"
 #include "common/wire.h"
@@ -432,6 +435,32 @@ TEST_F(HubSecurityTest, ATokenFileIsReadWithoutItsNewline) {
   auto agent = StartAgent("file-token", {"--token-file", dir_->File("token")}, "");
   ASSERT_TRUE(hub_->WaitForAgents(1, 10s).ok()) << Stderr("file-token");
   EXPECT_EQ(Stderr("file-token").find("warning"), std::string::npos);
+}
+
+// A flood of wrong tokens is refused and counted one by one, but the log
+// gets one line a second, not one per stream. Catches: refusals not
+// counted, or logged unthrottled (whoever reaches the port could fill the
+// controller's log).
+TEST_F(HubSecurityTest, WrongTokensAreCountedAndTheirLogLinesThrottled) {
+  Start();
+  std::ostringstream log;
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(
+      std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+  constexpr int kStreams = 20;
+  for (int i = 0; i < kStreams; ++i) {
+    auto a = RawAgent::Dial(Address());
+    a->Hello("intruder-" + std::to_string(i), "guess");
+    EXPECT_EQ(a->End().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  }
+  spdlog::set_default_logger(previous);
+  EXPECT_EQ(hub_->stats().refused, static_cast<uint64_t>(kStreams));
+  const std::string text = log.str();
+  size_t lines = 0;
+  for (size_t at = text.find("wrong token"); at != std::string::npos; at = text.find("wrong token", at + 1)) ++lines;
+  EXPECT_GE(lines, 1u) << text;
+  EXPECT_LE(lines, 3u) << text;  // the loop takes well under 2 s
+  EXPECT_TRUE(hub_->Agents().empty());
 }
 
 // --- bounds ------------------------------------------------------------
