@@ -7,6 +7,7 @@
 
 #include "agent/request.h"
 #include "agent/url.h"
+#include "common/tls_files.h"
 #include "common/wire.h"
 #include "common/wire_job.h"
 
@@ -65,6 +66,32 @@ Result<EngineOptions> OptionsFromJob(const wire::JobSpec& job, const std::vector
 }
 
 }  // namespace
+
+Result<std::shared_ptr<grpc::ChannelCredentials>> AgentCredentials(const AgentTls& tls) {
+  if (!tls.enabled()) {
+    if (!tls.cert_file.empty() || !tls.key_file.empty() || !tls.server_name.empty()) {
+      return Status::InvalidArgument("--tls-cert, --tls-key and --tls-server-name need --tls-ca");
+    }
+    return grpc::InsecureChannelCredentials();
+  }
+  if (tls.cert_file.empty() != tls.key_file.empty()) {
+    return Status::InvalidArgument("--tls-cert and --tls-key go together (the agent's client certificate)");
+  }
+  grpc::SslCredentialsOptions o;
+  auto ca = tls::ReadCertificates(tls.ca_file, "--tls-ca");
+  if (!ca.ok()) return ca.status();
+  o.pem_root_certs = *ca;
+  if (!tls.cert_file.empty()) {
+    auto cert = tls::ReadCertificates(tls.cert_file, "--tls-cert");
+    if (!cert.ok()) return cert.status();
+    auto key = tls::ReadPrivateKey(tls.key_file, "--tls-key");
+    if (!key.ok()) return key.status();
+    if (Status s = tls::CheckKeyPair(*cert, *key, "--tls-cert and --tls-key"); !s.ok()) return s;
+    o.pem_cert_chain = *cert;
+    o.pem_private_key = *key;
+  }
+  return grpc::SslCredentials(o);
+}
 
 AgentClient::AgentClient(AgentClientOptions options) : options_(std::move(options)) {
   if (options_.agent_id.empty()) {
@@ -127,7 +154,16 @@ Status AgentClient::Run() {
 }
 
 Status AgentClient::Session() {
-  auto channel = grpc::CreateCustomChannel(options_.controller, grpc::InsecureChannelCredentials(), ChannelArgs());
+  // Read at every dial: a certificate renewed on disk is used from now on.
+  auto credentials = AgentCredentials(options_.tls);
+  if (!credentials.ok()) {
+    // The files were readable at start (main checks): a rotation half done?
+    spdlog::warn("TLS files: {} (retrying)", credentials.status().message());
+    return Status::Ok();
+  }
+  grpc::ChannelArguments args = ChannelArgs();
+  if (!options_.tls.server_name.empty()) args.SetSslTargetNameOverride(options_.tls.server_name);
+  auto channel = grpc::CreateCustomChannel(options_.controller, *credentials, args);
   auto stub = v1::AgentHub::NewStub(channel);
   grpc::ClientContext context;
   auto stream = stub->Connect(&context);
@@ -178,7 +214,8 @@ Status AgentClient::Session() {
   }
   const grpc::Status status = stream->Finish();
   if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
-    return Status::FailedPrecondition("controller " + options_.controller + " refused this agent: " + status.error_message());
+    return Status::FailedPrecondition("controller " + options_.controller + " refused this agent (UNAUTHENTICATED): " +
+                                      status.error_message() + "; check --token-file or FAIRBENCH_AGENT_TOKEN");
   }
   if (!shutdown_) {
     spdlog::warn("stream to controller {} ended{}: {}", options_.controller, welcomed ? "" : " before a welcome",

@@ -7,6 +7,13 @@
 // again with backoff. A wrong token is fatal (the controller says
 // UNAUTHENTICATED): Run() returns an error instead of retrying forever.
 //
+// TLS (AgentTls): the controller is verified against a CA file, the agent
+// shows a client certificate when given one (the controller may require
+// it), and the name checked in the controller's certificate may differ
+// from the host dialed. The files are read again at every dial, so that a
+// certificate rotated on disk (a Secret updated in place) is used from the
+// next connection on. The agent only ever dials: it listens on no port.
+//
 // Threads: Run() reads the stream; each job runs on its own thread (the
 // engine's workers under it); writes are serialised by a mutex. Shutdown()
 // may be called from any thread (signal handling).
@@ -28,9 +35,22 @@
 
 namespace fairbench::agent {
 
+struct AgentTls {
+  std::string ca_file;      // verify the controller against it; empty: plain text
+  std::string cert_file;    // this agent's certificate (mutual TLS), with key_file
+  std::string key_file;
+  std::string server_name;  // the name expected in the controller's certificate (default: the host dialed)
+  bool enabled() const { return !ca_file.empty(); }
+};
+
+// The channel credentials for `tls`, the files read now (insecure when it is
+// not enabled). Errors name the flags --tls-ca, --tls-cert and --tls-key.
+Result<std::shared_ptr<grpc::ChannelCredentials>> AgentCredentials(const AgentTls& tls);
+
 struct AgentClientOptions {
   std::string controller;  // host:port
   std::string token;
+  AgentTls tls;
   std::string agent_id;
   std::string node;
   std::vector<int> cpus;  // pin worker threads here

@@ -21,6 +21,7 @@
 #include "common/report/html.h"
 #include "common/report/markdown.h"
 #include "common/signals.h"
+#include "common/tls_files.h"
 #include "common/units.h"
 #include "controller/cli/progress.h"
 #include "controller/hub/agent_hub.h"
@@ -56,6 +57,43 @@ Result<std::vector<int>> CpuFlag(const std::string& text, const std::string& fla
   return list->cpus;
 }
 
+// The TLS flags of the agents this command starts, checked against the
+// hub's: the agents must trust the hub's certificate, and show one of their
+// own when the hub asks for it. Absolute paths: the agents may run elsewhere.
+Result<std::vector<std::string>> AgentTlsArgs(const RunFlags& f) {
+  std::vector<std::string> args;
+  if (!f.hub.tls.enabled()) {
+    if (!f.agent_tls_ca.empty() || !f.agent_tls_cert.empty() || !f.agent_tls_key.empty() ||
+        !f.agent_tls_server_name.empty()) {
+      return Status::InvalidArgument("--agent-tls-*: the hub speaks plain text without --hub-tls-cert");
+    }
+    return args;
+  }
+  if (f.agent_tls_ca.empty()) {
+    return Status::InvalidArgument("--agent-tls-ca: required with --hub-tls-cert (the agents verify the hub against it)");
+  }
+  if (auto ca = tls::ReadCertificates(f.agent_tls_ca, "--agent-tls-ca"); !ca.ok()) return ca.status();
+  auto absolute = [](const std::string& p) { return std::filesystem::absolute(p).string(); };
+  args = {"--tls-ca", absolute(f.agent_tls_ca)};
+  if (!f.hub.tls.client_ca_file.empty() && f.agent_tls_cert.empty()) {
+    return Status::InvalidArgument(
+        "--agent-tls-cert and --agent-tls-key: required with --hub-tls-client-ca (the hub asks the agents for a certificate)");
+  }
+  if (f.agent_tls_cert.empty() != f.agent_tls_key.empty()) {
+    return Status::InvalidArgument("--agent-tls-cert and --agent-tls-key go together");
+  }
+  if (!f.agent_tls_cert.empty()) {
+    auto cert = tls::ReadCertificates(f.agent_tls_cert, "--agent-tls-cert");
+    if (!cert.ok()) return cert.status();
+    auto key = tls::ReadPrivateKey(f.agent_tls_key, "--agent-tls-key");
+    if (!key.ok()) return key.status();
+    if (Status s = tls::CheckKeyPair(*cert, *key, "--agent-tls-cert and --agent-tls-key"); !s.ok()) return s;
+    args.insert(args.end(), {"--tls-cert", absolute(f.agent_tls_cert), "--tls-key", absolute(f.agent_tls_key)});
+  }
+  if (!f.agent_tls_server_name.empty()) args.insert(args.end(), {"--tls-server-name", f.agent_tls_server_name});
+  return args;
+}
+
 }  // namespace
 
 CLI::App* AddRunCommand(CLI::App& app, RunFlags& f) {
@@ -79,6 +117,12 @@ CLI::App* AddRunCommand(CLI::App& app, RunFlags& f) {
                   "Keep serving /metrics this long after the last run, so scrapers see the final values (default 0s)");
   cmd->add_option("--target-stop-grace", f.target_stop_grace,
                   "How long a target may take to exit after SIGTERM before it is killed (default 10s)");
+  AddHubFlags(*cmd, f.hub);
+  cmd->add_option("--agent-tls-ca", f.agent_tls_ca, "With --hub-tls-cert: the CA the agents verify the hub against");
+  cmd->add_option("--agent-tls-cert", f.agent_tls_cert, "The agents' client certificate (for --hub-tls-client-ca)");
+  cmd->add_option("--agent-tls-key", f.agent_tls_key, "The private key of --agent-tls-cert");
+  cmd->add_option("--agent-tls-server-name", f.agent_tls_server_name,
+                  "The name the agents expect in the hub's certificate (default: the host of --listen)");
   return cmd;
 }
 
@@ -128,9 +172,16 @@ int RunRunCommand(const RunFlags& f) {
     if (current != nullptr) current->Cancel("interrupted by " + signal_name(sig));
   });
 
+  auto hub_settings = ResolveHubFlags(f.hub);
+  if (!hub_settings.ok()) return BadInput(hub_settings.status().message());
+  auto agent_args = AgentTlsArgs(f);
+  if (!agent_args.ok()) return BadInput(agent_args.status().message());
+
+  // The agents get the token in their environment (never in argv, which
+  // every user of the machine sees in ps).
   const std::string token = NewAgentToken();
-  AgentHub hub(token);
-  auto server = StartGrpcServer(&hub, f.listen);
+  AgentHub hub(token, "fairbench-controller", hub_settings->hub);
+  auto server = StartGrpcServer(&hub, f.listen, hub_settings->server);
   if (!server.ok()) return BadInput(server.status().message());
   const std::string host = f.listen.substr(0, f.listen.rfind(':'));
   const std::string address = host + ":" + std::to_string(server->port);
@@ -161,6 +212,7 @@ int RunRunCommand(const RunFlags& f) {
   registry.AddCollector([&] {
     const HubStats st = hub.stats();
     run_metrics.SetAgentHub(hub.Agents().size(), st.snapshots, st.missing);
+    run_metrics.SetAgentRefusals(st.refused, st.refused_full, st.refused_pending, st.hello_timeouts);
   });
   std::unique_ptr<metrics::MetricsServer> metrics_server;
   if (!f.metrics_address.empty()) {
@@ -221,6 +273,7 @@ int RunRunCommand(const RunFlags& f) {
     po.agent_binary = agent_binary;
     po.controller_address = address;
     po.token = token;
+    po.agent_args = *agent_args;
     po.log_dir = (std::filesystem::path(output) / "logs").string();
     po.base_dir = bases[i];
     po.lock_file = f.lock_file;

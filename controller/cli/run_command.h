@@ -9,6 +9,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "controller/hub/hub_flags.h"
+
 namespace fairbench::controller {
 
 struct RunFlags {
@@ -31,6 +33,12 @@ struct RunFlags {
   std::string metrics_linger = "0s";
   // A target still running this long after SIGTERM is killed (SIGKILL).
   std::string target_stop_grace = "10s";
+  // The hub's TLS and bounds; the TLS files the agents it starts are given.
+  HubFlags hub;
+  std::string agent_tls_ca;
+  std::string agent_tls_cert;
+  std::string agent_tls_key;
+  std::string agent_tls_server_name;
 };
 
 CLI::App* AddRunCommand(CLI::App& app, RunFlags& flags);

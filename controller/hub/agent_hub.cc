@@ -1,5 +1,6 @@
 #include "controller/hub/agent_hub.h"
 
+#include <algorithm>
 #include <deque>
 #include <fstream>
 
@@ -15,6 +16,8 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
   static constexpr size_t kOutboxLimit = 16;
 
   explicit AgentSession(AgentHub* hub) : hub_(hub) { StartRead(&in_); }
+  // A stream refused before its first read (the hub is full of pending ones).
+  AgentSession(AgentHub* hub, const grpc::Status& refusal) : hub_(hub), finishing_(true) { Finish(refusal); }
 
   // Thread-safe. False when the stream is finishing or the outbox is full.
   bool Send(v1::ControllerMessage msg) {
@@ -117,22 +120,23 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
 
   void HandleHello() {
     if (in_.body_case() != v1::AgentMessage::kHello || in_.hello().agent_id().empty()) {
-      hub_->Count(0, 0, 0, 1);
+      hub_->Refuse("bad-hello", "ended a stream whose first message was not Hello with an agent id");
       End(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the first message must be Hello with an agent id"));
       return;
     }
     if (!hub_->TokenMatches(in_.hello().token())) {
-      hub_->Count(0, 0, 0, 1);
-      spdlog::warn("refused agent {} from {}: wrong token", in_.hello().agent_id(), in_.hello().node());
-      End(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "wrong token"));
+      hub_->Refuse("token", "refused agent " + in_.hello().agent_id() + " from " + in_.hello().node() + ": wrong token");
+      End(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                       "wrong token: the controller expects the token of its Secret (fairbench run: the one it gave its "
+                       "agents)"));
       return;
     }
     info_.id = in_.hello().agent_id();
     info_.node = in_.hello().node();
     info_.cores = in_.hello().cores();
     info_.version = in_.hello().version();
-    if (Status s = hub_->Register(this); !s.ok()) {
-      End(grpc::Status(grpc::StatusCode::UNAVAILABLE, s.message()));
+    if (grpc::Status s = hub_->Register(this); !s.ok()) {
+      End(s);
       return;
     }
     welcomed_ = true;  // Register queued the Welcome
@@ -267,16 +271,84 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
   HubStats hub_counts_;                      // guarded by mu_
 };
 
-AgentHub::AgentHub(std::string token, std::string controller_id)
-    : token_(std::move(token)), controller_id_(std::move(controller_id)) {}
+AgentHub::AgentHub(std::string token, std::string controller_id, AgentHubOptions options)
+    : token_(std::move(token)), controller_id_(std::move(controller_id)), options_(options),
+      reaper_([this](std::stop_token stop) { ReapPending(stop); }) {}
 
 AgentHub::~AgentHub() = default;
 
-grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* AgentHub::Connect(grpc::CallbackServerContext*) {
+grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* AgentHub::Connect(grpc::CallbackServerContext* context) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.streams;
+    if (pending_.size() >= options_.max_pending) {
+      ++stats_.refused_pending;
+      LogRefusal("pending", "refused a stream from " + context->peer() + ": " + std::to_string(pending_.size()) +
+                                " streams are waiting for their Hello (at most " + std::to_string(options_.max_pending) +
+                                ")");
+      // Not in all_ nor pending_: its OnDone finds nothing to remove.
+      return new AgentSession(this, grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                                 "too many streams waiting for their Hello; retry later"));
+    }
+  }
   auto* session = new AgentSession(this);
-  std::lock_guard<std::mutex> lock(mu_);
-  all_.insert(session);  // after a shutdown, its Hello is refused by Register
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    all_.insert(session);  // after a shutdown, its Hello is refused by Register
+    pending_[session] = std::chrono::steady_clock::now() + options_.hello_timeout;
+  }
+  cv_.notify_all();  // the reaper's next deadline may be this one
   return session;
+}
+
+void AgentHub::ReapPending(std::stop_token stop) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop.stop_requested()) {
+    const auto now = std::chrono::steady_clock::now();
+    auto next = now + std::chrono::hours(1);
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (it->second > now) {
+        next = std::min(next, it->second);
+        ++it;
+        continue;
+      }
+      // Ended under the lock, as Shutdown does, so that it cannot be
+      // deleted meanwhile; its OnDone removes it from all_.
+      ++stats_.hello_timeouts;
+      LogRefusal("hello", "ended a stream that said no Hello within " + std::to_string(options_.hello_timeout.count()) +
+                              " ms");
+      it->first->End(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                                  "no Hello within " + std::to_string(options_.hello_timeout.count()) + " ms"));
+      it = pending_.erase(it);
+    }
+    cv_.wait_until(lock, stop, next, [&] {
+      return !pending_.empty() && std::min_element(pending_.begin(), pending_.end(), [](const auto& a, const auto& b) {
+                                    return a.second < b.second;
+                                  })->second < next;
+    });
+  }
+}
+
+void AgentHub::Refuse(const std::string& reason, const std::string& line) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.refused;
+  LogRefusal(reason, line);
+}
+
+void AgentHub::LogRefusal(const std::string& reason, const std::string& line) {
+  Said& said = said_[reason];
+  const auto now = std::chrono::steady_clock::now();
+  if (now - said.at < std::chrono::seconds(1)) {
+    ++said.unsaid;
+    return;
+  }
+  if (said.unsaid > 0) {
+    spdlog::warn("{} ({} more like it in the last second)", line, said.unsaid);
+  } else {
+    spdlog::warn("{}", line);
+  }
+  said.at = now;
+  said.unsaid = 0;
 }
 
 void AgentHub::SetToken(std::string token) {
@@ -289,13 +361,22 @@ bool AgentHub::TokenMatches(const std::string& token) const {
   return token == token_;
 }
 
-Status AgentHub::Register(AgentSession* session) {
+grpc::Status AgentHub::Register(AgentSession* session) {
   AgentSession* replaced = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (shutdown_) return Status::Unavailable("controller shutting down");
+    if (shutdown_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "controller shutting down");
+    // Ended by the reaper while its Hello was on the way.
+    if (pending_.erase(session) == 0) return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "Hello came too late");
     auto it = sessions_.find(session->id());
     if (it != sessions_.end() && it->second != session) replaced = it->second;
+    if (replaced == nullptr && sessions_.size() >= options_.max_agents) {
+      ++stats_.refused_full;
+      LogRefusal("full", "refused agent " + session->id() + ": " + std::to_string(sessions_.size()) +
+                             " agents are connected (at most " + std::to_string(options_.max_agents) + ")");
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          "the controller serves at most " + std::to_string(options_.max_agents) + " agents");
+    }
     session->Welcome(controller_id_);
     sessions_[session->id()] = session;
     if (replaced != nullptr) {
@@ -305,13 +386,14 @@ Status AgentHub::Register(AgentSession* session) {
   }
   spdlog::info("agent {} connected", session->id());
   cv_.notify_all();
-  return Status::Ok();
+  return grpc::Status::OK;
 }
 
 void AgentHub::Unregister(AgentSession* session) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     all_.erase(session);
+    pending_.erase(session);
     auto it = sessions_.find(session->id());
     if (it != sessions_.end() && it->second == session) {
       sessions_.erase(it);

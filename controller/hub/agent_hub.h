@@ -5,6 +5,16 @@
 // in flight and a small bounded outbox in front of it. The first message must
 // be Hello with the right token, or the stream ends UNAUTHENTICATED.
 //
+// Bounds (AgentHubOptions), so that whoever can reach the port cannot make
+// the controller hold an unbounded number of streams: at most max_agents
+// agents that said Hello (one more is refused with RESOURCE_EXHAUSTED; an
+// agent reconnecting under its own id replaces its old stream and is not
+// counted twice), at most max_pending streams that have not said Hello yet
+// (more are refused with RESOURCE_EXHAUSTED at once), and a stream without
+// Hello after hello_timeout is ended with DEADLINE_EXCEEDED. Each refusal
+// is counted in HubStats and logged (at most one line per reason a second).
+// Message sizes are bounded by the listener (grpc_server.h).
+//
 // The orchestrator asks the hub for idle agents, starts a job on an agent
 // with a JobObserver, and may cancel it. Everything an agent sends about the
 // job reaches the observer, already checked (sequence numbers, see
@@ -22,6 +32,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
@@ -42,17 +53,33 @@ struct AgentInfo {
 };
 
 struct HubStats {
+  uint64_t streams = 0;  // streams opened (past TLS), refused or not
   uint64_t snapshots = 0;
   uint64_t duplicates = 0;
   uint64_t missing = 0;
-  uint64_t refused = 0;  // streams ended for a wrong token or a bad Hello
+  uint64_t refused = 0;          // streams ended for a wrong token or a bad Hello
+  uint64_t refused_full = 0;     // agents refused: max_agents were connected
+  uint64_t refused_pending = 0;  // streams refused: max_pending were waiting for their Hello
+  uint64_t hello_timeouts = 0;   // streams ended: no Hello within hello_timeout
+};
+
+struct AgentHubOptions {
+  // Twice the agents one run may have (api::kMaxAgents, 256): a run's
+  // agents, and as many replacements still saying goodbye.
+  size_t max_agents = 512;
+  // A whole run's agents may dial at the same moment; beyond that, a stream
+  // without Hello is someone else's (those refused retry with backoff).
+  size_t max_pending = 256;
+  // An agent says Hello as soon as its stream is open: milliseconds.
+  std::chrono::milliseconds hello_timeout{5000};
 };
 
 class AgentSession;
 
 class AgentHub final : public v1::AgentHub::CallbackService, public AgentPool {
  public:
-  explicit AgentHub(std::string token, std::string controller_id = "fairbench-controller");
+  explicit AgentHub(std::string token, std::string controller_id = "fairbench-controller",
+                    AgentHubOptions options = {});
   ~AgentHub() override;
 
   grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* Connect(grpc::CallbackServerContext* context) override;
@@ -76,20 +103,37 @@ class AgentHub final : public v1::AgentHub::CallbackService, public AgentPool {
 
  private:
   friend class AgentSession;
-  Status Register(AgentSession* session);
+  grpc::Status Register(AgentSession* session);
   void Unregister(AgentSession* session);
   void Count(uint64_t snapshots, uint64_t duplicates, uint64_t missing, uint64_t refused);
+  // Ends pending streams whose Hello is overdue; runs on reaper_.
+  void ReapPending(std::stop_token stop);
+  // A stream ended for a wrong token or a bad Hello: counted, and logged
+  // through LogRefusal (whoever reaches the port can send many).
+  void Refuse(const std::string& reason, const std::string& line);
+  // One log line per reason a second at most: a flood of refused streams
+  // must not flood the log. Called with mu_ held.
+  void LogRefusal(const std::string& reason, const std::string& line);
 
   bool TokenMatches(const std::string& token) const;
 
   std::string token_;  // guarded by mu_
   const std::string controller_id_;
+  const AgentHubOptions options_;
   mutable std::mutex mu_;
   std::condition_variable_any cv_;
   std::map<std::string, AgentSession*> sessions_;  // guarded by mu_; by agent id
   std::set<AgentSession*> all_;                    // guarded by mu_; registered or not
-  HubStats stats_;                                 // guarded by mu_
-  bool shutdown_ = false;                          // guarded by mu_
+  // Streams that have not said Hello yet, and when they must have.
+  std::map<AgentSession*, std::chrono::steady_clock::time_point> pending_;  // guarded by mu_
+  struct Said {
+    std::chrono::steady_clock::time_point at;
+    uint64_t unsaid = 0;
+  };
+  std::map<std::string, Said> said_;  // guarded by mu_; LogRefusal's memory
+  HubStats stats_;                    // guarded by mu_
+  bool shutdown_ = false;             // guarded by mu_
+  std::jthread reaper_;               // last: stopped and joined first
 };
 
 // A fresh shared secret for the agents (128 bits from /dev/urandom, hex).

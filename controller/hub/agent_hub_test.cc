@@ -78,7 +78,8 @@ class AgentHubTest : public ::testing::Test {
   testing::Subprocess StartAgent(const std::string& id, const std::string& token = "secret") {
     testing::SubprocessOptions o;
     o.argv = {testing::BinaryPath("fairbench-agent"), "--controller", "127.0.0.1:" + std::to_string(server_.port),
-              "--token", token, "--id", id};
+              "--id", id};
+    o.env["FAIRBENCH_AGENT_TOKEN"] = token;
     o.stdout_to = testing::Redirect::Null();
     o.stderr_to = testing::Redirect::Pipe();
     auto p = testing::Subprocess::Start(o);
@@ -186,6 +187,8 @@ TEST_F(AgentHubTest, AWrongTokenIsRefused) {
   auto err = agent.ReadStderr(1s);
   ASSERT_TRUE(err.ok());
   EXPECT_NE(err->find("wrong token"), std::string::npos) << *err;
+  EXPECT_NE(err->find("refused this agent (UNAUTHENTICATED)"), std::string::npos) << *err;
+  EXPECT_NE(err->find("--token-file or FAIRBENCH_AGENT_TOKEN"), std::string::npos) << *err;
   EXPECT_TRUE(hub_->Agents().empty());
   EXPECT_EQ(hub_->stats().refused, 1u);
 }

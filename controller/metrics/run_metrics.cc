@@ -111,6 +111,9 @@ RunMetrics::RunMetrics(MetricRegistry& registry, RunMetricsOptions options)
   agent_snapshots_ = r.AddCounter("fairbench_agent_snapshots_total", "Snapshots received from the load agents.");
   agent_missing_ = r.AddCounter("fairbench_agent_snapshots_missing_total",
                                 "Snapshots the agents numbered but never delivered (sequence gaps).");
+  agent_refused_ = r.AddCounter("fairbench_agent_streams_refused_total",
+                                "Agent streams the hub refused or ended, by reason (token, full, pending, hello_timeout).",
+                                {"reason"});
   registry_.AddCollector([this] { Expire(); });
 }
 
@@ -154,6 +157,13 @@ void RunMetrics::SetAgentHub(size_t connected, uint64_t snapshots, uint64_t miss
   registry_.Set(agents_connected_, {}, static_cast<double>(connected));
   registry_.Set(agent_snapshots_, {}, static_cast<double>(snapshots));
   registry_.Set(agent_missing_, {}, static_cast<double>(missing));
+}
+
+void RunMetrics::SetAgentRefusals(uint64_t token, uint64_t full, uint64_t pending, uint64_t hello_timeout) {
+  registry_.Set(agent_refused_, {"token"}, static_cast<double>(token));
+  registry_.Set(agent_refused_, {"full"}, static_cast<double>(full));
+  registry_.Set(agent_refused_, {"pending"}, static_cast<double>(pending));
+  registry_.Set(agent_refused_, {"hello_timeout"}, static_cast<double>(hello_timeout));
 }
 
 void RunMetrics::Expire() {

@@ -15,7 +15,10 @@
 //     target_memory_peak_bytes (the highest sample during its measurement);
 //   orchestration: runs{phase}, queue_length, load_slot_holder{run,target},
 //     run_cells{run}, cells_finished_total{run,state}, agents_connected,
-//     agent_snapshots_total, agent_snapshots_missing_total.
+//     agent_snapshots_total, agent_snapshots_missing_total,
+//     agent_streams_refused_total{reason} (token: a wrong token or a bad
+//     Hello; full: max agents connected; pending: too many streams without
+//     Hello; hello_timeout: no Hello in time).
 // A cell's counters appear at zero when its warmup starts, so that rate()
 // sees the whole measurement. A run's series are removed `retention` after
 // it ends (checked at every scrape and every change).
@@ -66,6 +69,8 @@ class RunMetrics final : public controller::RunObserver {
   void OnPersist(const report::RunRecord& record) override;
   // The agent hub's numbers, read at scrape time by a collector.
   void SetAgentHub(size_t connected, uint64_t snapshots, uint64_t missing);
+  // The hub's refused streams, by reason (see above).
+  void SetAgentRefusals(uint64_t token, uint64_t full, uint64_t pending, uint64_t hello_timeout);
   // Drops the series of runs whose retention has passed.
   void Expire();
 
@@ -113,7 +118,7 @@ class RunMetrics final : public controller::RunObserver {
   MetricRegistry::FamilyId rps_, percentile_, connections_open_;
   MetricRegistry::FamilyId target_memory_, target_cpu_, target_memory_peak_;
   MetricRegistry::FamilyId runs_by_phase_, queue_length_, slot_holder_family_, run_cells_, cells_finished_;
-  MetricRegistry::FamilyId agents_connected_, agent_snapshots_, agent_missing_;
+  MetricRegistry::FamilyId agents_connected_, agent_snapshots_, agent_missing_, agent_refused_;
 };
 
 }  // namespace fairbench::metrics

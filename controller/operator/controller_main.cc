@@ -6,7 +6,13 @@
 // records, keeping every finished cell.
 //
 //   fairbench-controller [--kubeconfig F] [--namespace NS] [--agent-listen HOST:PORT]
-//                        [--agent-address HOST:PORT] [--agent-image IMAGE] [--metrics-address HOST:PORT] …
+//                        [--agent-address HOST:PORT] [--agent-image IMAGE] [--metrics-address HOST:PORT]
+//                        [--hub-tls-cert F --hub-tls-key F [--hub-tls-client-ca F] --agent-tls-secret NAME] …
+//
+// The agents' token comes from a Secret (read through the API, never a
+// flag); TLS files from a mounted Secret, read when the hub starts
+// listening (a rotated certificate takes a restart: the chart's pods roll
+// when it changes).
 //
 // Without --kubeconfig: in-cluster configuration in a pod, else $KUBECONFIG
 // or ~/.kube/config.
@@ -31,6 +37,7 @@
 #include "common/units.h"
 #include "controller/hub/agent_hub.h"
 #include "controller/hub/grpc_server.h"
+#include "controller/hub/hub_flags.h"
 #include "controller/kube/backoff.h"
 #include "controller/kube/clock.h"
 #include "controller/kube/event_recorder.h"
@@ -73,6 +80,9 @@ struct Flags {
   std::string agent_timeout = "5m";
   std::string slot_timeout = "24h";
   std::string log_level = "info";
+  HubFlags hub;
+  std::string agent_tls_secret;       // the agent pods mount it: ca.crt (tls.crt, tls.key with mutual TLS)
+  std::string agent_tls_server_name;  // the name the agents expect in the hub's certificate
 };
 
 int BadInput(const std::string& message) {
@@ -211,6 +221,14 @@ int Main(const Flags& f) {
   if (!renew_deadline.ok()) return BadInput("--leader-renew-deadline: " + renew_deadline.status().message());
   auto retry_period = ParseDuration(f.retry_period);
   if (!retry_period.ok()) return BadInput("--leader-retry-period: " + retry_period.status().message());
+  auto hub_settings = ResolveHubFlags(f.hub);
+  if (!hub_settings.ok()) return BadInput(hub_settings.status().message());
+  if (f.hub.tls.enabled() && f.agent_tls_secret.empty()) {
+    return BadInput("--agent-tls-secret: required with --hub-tls-cert (the agent pods need the CA that signed it)");
+  }
+  if (!f.hub.tls.enabled() && (!f.agent_tls_secret.empty() || !f.agent_tls_server_name.empty())) {
+    return BadInput("--agent-tls-secret and --agent-tls-server-name need --hub-tls-cert (the hub speaks plain text)");
+  }
 
   // Before any thread: SIGTERM and SIGINT end the process the way a lost
   // leadership does (below), so that a standby resumes the runs.
@@ -266,7 +284,7 @@ int Main(const Flags& f) {
   }
   // The hub listens only while this controller leads, so that agents (and
   // a Service in front of the controllers) reach the leader alone.
-  AgentHub hub(token.ok() ? *token : NewAgentToken(), identity);
+  AgentHub hub(token.ok() ? *token : NewAgentToken(), identity, hub_settings->hub);
   const size_t colon = f.agent_listen.rfind(':');
   const std::string listen_port = colon == std::string::npos ? "" : f.agent_listen.substr(colon + 1);
   if (listen_port.empty() || listen_port == "0") {
@@ -283,6 +301,7 @@ int Main(const Flags& f) {
   registry.AddCollector([&] {
     const HubStats st = hub.stats();
     run_metrics.SetAgentHub(hub.Agents().size(), st.snapshots, st.missing);
+    run_metrics.SetAgentRefusals(st.refused, st.refused_full, st.refused_pending, st.hello_timeouts);
   });
   std::unique_ptr<kube::LeaderElector> elector;
   std::unique_ptr<metrics::MetricsServer> metrics_server;
@@ -305,6 +324,9 @@ int Main(const Flags& f) {
   po.ns = pod_ns;
   po.agent_image = f.agent_image;
   po.agent_token_secret = f.agent_token_secret;
+  po.agent_tls_secret = f.agent_tls_secret;
+  po.agent_tls_client_certificate = !f.hub.tls.client_ca_file.empty();
+  po.agent_tls_server_name = f.agent_tls_server_name;
   po.nofile_helper_path = f.nofile_helper_path;
   po.controller_address = agent_address;
   po.identity = identity;
@@ -397,7 +419,7 @@ int Main(const Flags& f) {
     spdlog::info("leading as {}", identity);
     // The previous leader's port may take a moment to be free.
     for (int attempt = 0; attempt < 100 && !grpc; ++attempt) {
-      auto started = StartGrpcServer(&hub, f.agent_listen);
+      auto started = StartGrpcServer(&hub, f.agent_listen, hub_settings->server);
       if (started.ok()) {
         grpc.emplace(std::move(*started));
       } else {
@@ -461,8 +483,11 @@ int Main(const Flags& f) {
   auto created = kube::LeaderElector::Create(client, clock, le);
   if (!created.ok()) return BadInput(created.status().message());
   elector = std::move(*created);
-  spdlog::info("fairbench-controller {} as {}: agents dial {}; waiting to lead", FAIRBENCH_VERSION, identity,
-               agent_address);
+  spdlog::info("fairbench-controller {} as {}: agents dial {} ({}); waiting to lead", FAIRBENCH_VERSION, identity,
+               agent_address,
+               !f.hub.tls.enabled()                ? "plain text"
+               : f.hub.tls.client_ca_file.empty() ? "TLS"
+                                                  : "mutual TLS");
   elector->Run(stop.get_token());  // until a signal, or leadership lost (which exits above)
 
   // A signal: stop the load at once and go, leaving the runs to a standby
@@ -505,6 +530,12 @@ int main(int argc, char** argv) {
   app.add_option("--agent-timeout", f.agent_timeout, "How long agents may take to start and connect (default 5m)");
   app.add_option("--slot-timeout", f.slot_timeout, "How long a target waits for the load slot (default 24h)");
   app.add_option("--log-level", f.log_level, "trace, debug, info, warn or error");
+  fairbench::controller::AddHubFlags(app, f.hub);
+  app.add_option("--agent-tls-secret", f.agent_tls_secret,
+                 "With --hub-tls-cert: the Secret the agent pods mount (ca.crt; tls.crt and tls.key with "
+                 "--hub-tls-client-ca)");
+  app.add_option("--agent-tls-server-name", f.agent_tls_server_name,
+                 "The name the agents expect in the hub's certificate (default: the host of --agent-address)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

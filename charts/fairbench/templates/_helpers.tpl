@@ -67,6 +67,23 @@ app.kubernetes.io/component: controller
 {{- default (printf "%s-agent-token" (include "fairbench.fullname" .)) .Values.agentToken.existingSecret }}
 {{- end }}
 
+{{/* The agents' TLS Secrets: the controller's (tls.crt, tls.key, ca.crt) and the agents' (ca.crt, tls.crt, tls.key). */}}
+{{- define "fairbench.controllerTlsSecretName" -}}
+{{- if .Values.agentTls.generate }}
+{{- printf "%s-controller-tls" (include "fairbench.fullname" .) }}
+{{- else }}
+{{- default (printf "%s-controller-tls" (include "fairbench.fullname" .)) .Values.agentTls.controllerSecret }}
+{{- end }}
+{{- end }}
+
+{{- define "fairbench.agentTlsSecretName" -}}
+{{- if .Values.agentTls.generate }}
+{{- printf "%s-agent-tls" (include "fairbench.fullname" .) }}
+{{- else }}
+{{- default (printf "%s-agent-tls" (include "fairbench.fullname" .)) .Values.agentTls.agentSecret }}
+{{- end }}
+{{- end }}
+
 {{- define "fairbench.leaderElectionId" -}}
 {{- default (include "fairbench.controllerName" .) .Values.controller.leaderElection.id }}
 {{- end }}

@@ -482,6 +482,9 @@ Result<std::vector<std::string>> KubernetesPlatform::EnsureAgents(const AgentReq
       p.controller_address = options_.controller_address;
       p.token_secret = options_.agent_token_secret;
       p.token_key = options_.agent_token_key;
+      p.tls_secret = options_.agent_tls_secret;
+      p.tls_client_certificate = options_.agent_tls_client_certificate;
+      p.tls_server_name = options_.agent_tls_server_name;
       p.memory = options_.agent_memory;
       p.give_up_after_seconds = options_.agent_give_up_after_seconds;
       p.grace_period_seconds = options_.grace_period_seconds;

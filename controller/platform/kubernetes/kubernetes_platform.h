@@ -51,6 +51,11 @@ struct KubernetesPlatformOptions {
   std::string nofile_helper_path = "/usr/local/bin/fairbench-nofile";  // in agent_image
   std::string agent_token_secret;  // Secret with the agent token
   std::string agent_token_key = "token";
+  // The agents' TLS (pod_templates.h): their Secret, whether they show a
+  // client certificate, the name they expect; empty secret: plain text.
+  std::string agent_tls_secret;
+  bool agent_tls_client_certificate = false;
+  std::string agent_tls_server_name;
   std::string controller_address;  // host:port agents dial
   api::MemoryQuantity agent_memory{512LL << 20};
   int agent_give_up_after_seconds = 30;

@@ -353,6 +353,41 @@ TEST_F(KubernetesPlatformTest, EnsureAgentsCreatesKeepsAndReplaces) {
   EXPECT_FALSE(Uid("study-agent-1").empty());
 }
 
+// The controller's TLS options reach the agent pods it creates: the
+// agents' Secret mounted, the flags pointing into it, no token among the
+// arguments. Catches: the options dropped between the controller and the
+// pod template (agents would dial a TLS hub in plain text and never
+// connect).
+TEST_F(KubernetesPlatformTest, AgentPodsGetTheAgentsTlsSecret) {
+  KubernetesPlatformOptions o = Options();
+  o.agent_tls_secret = "fairbench-agent-tls";
+  o.agent_tls_client_certificate = true;
+  o.agent_tls_server_name = "fairbench-controller.default.svc";
+  KubernetesPlatform platform(*client_, o);
+  AgentRequest request;
+  request.run = run_;
+  request.count = 1;
+  request.threads = 1;
+  request.target = TargetPlacement{"node-target", "127.0.0.5", 8080};
+  request.placement = placement_.agents;
+  auto ids = platform.EnsureAgents(request, {});
+  ASSERT_TRUE(ids.ok()) << ids.status().ToString();
+  auto pod = client_->Get(kube::resources::Pods(), "default", ids->at(0));
+  ASSERT_TRUE(pod.ok());
+  const Json& spec = (*pod)["spec"];
+  ASSERT_EQ(spec["volumes"].size(), 1u) << spec.dump();
+  EXPECT_EQ(spec["volumes"][0]["secret"]["secretName"], "fairbench-agent-tls");
+  const Json& c = spec["containers"][0];
+  EXPECT_EQ(c["volumeMounts"][0]["name"], spec["volumes"][0]["name"]);
+  const std::string args = c["args"].dump();
+  const std::string dir = c["volumeMounts"][0]["mountPath"].get<std::string>();
+  for (const char* file : {"/ca.crt", "/tls.crt", "/tls.key"}) {
+    EXPECT_NE(args.find("\"" + dir + file + "\""), std::string::npos) << args;
+  }
+  EXPECT_NE(args.find("\"--tls-server-name\",\"fairbench-controller.default.svc\""), std::string::npos) << args;
+  EXPECT_EQ(args.find("token"), std::string::npos) << args;
+}
+
 // Catches: a picker error swallowed or reworded on the way out of Deploy
 // (the run's condition must name the field).
 TEST_F(KubernetesPlatformTest, DeployNamesAMissingNode) {

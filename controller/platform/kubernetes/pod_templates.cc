@@ -210,15 +210,34 @@ Json AgentPod(const AgentPodParams& p) {
        {{"name", "NODE_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.nodeName"}}}}}},
        {{"name", "FAIRBENCH_AGENT_TOKEN"},
         {"valueFrom", {{"secretKeyRef", {{"name", p.token_secret}, {"key", p.token_key}}}}}}});
+  Json args = Json::array({"--controller", p.controller_address, "--id", "$(POD_NAME)", "--node", "$(NODE_NAME)",
+                           "--give-up-after", std::to_string(p.give_up_after_seconds)});
+  if (!p.tls_secret.empty()) {
+    const std::string dir = kAgentTlsDir;
+    args.push_back("--tls-ca");
+    args.push_back(dir + "/ca.crt");
+    if (p.tls_client_certificate) {
+      for (const char* a : {"--tls-cert", "/tls.crt", "--tls-key", "/tls.key"}) {
+        args.push_back(a[0] == '/' ? dir + a : std::string(a));
+      }
+    }
+    if (!p.tls_server_name.empty()) {
+      args.push_back("--tls-server-name");
+      args.push_back(p.tls_server_name);
+    }
+  }
   Json container = {
       {"name", kAgentContainer},
       {"image", p.image},
-      {"args", Json::array({"--controller", p.controller_address, "--id", "$(POD_NAME)", "--node", "$(NODE_NAME)",
-                            "--give-up-after", std::to_string(p.give_up_after_seconds)})},
+      {"args", std::move(args)},
       {"env", env},
       {"resources", Resources(api::CpuQuantity{int64_t{std::max(1, p.threads)} * 1000}, p.memory)}};
   Json spec = BaseSpec(p.grace_period_seconds);
   Place(spec, p.node, p.placement);
+  if (!p.tls_secret.empty()) {
+    container["volumeMounts"] = Json::array({{{"name", "agent-tls"}, {"mountPath", kAgentTlsDir}, {"readOnly", true}}});
+    spec["volumes"] = Json::array({{{"name", "agent-tls"}, {"secret", {{"secretName", p.tls_secret}}}}});
+  }
   spec["containers"] = Json::array({std::move(container)});
   return {{"apiVersion", "v1"},
           {"kind", "Pod"},

@@ -22,7 +22,12 @@
 // Agent pod: one container "agent" running fairbench-agent in connect mode
 // (`--controller ADDRESS --id $(POD_NAME) --node $(NODE_NAME)
 // --give-up-after S`), POD_NAME and NODE_NAME from the downward API, the
-// token from a Secret (FAIRBENCH_AGENT_TOKEN), CPU = threads whole CPUs.
+// token from a Secret (FAIRBENCH_AGENT_TOKEN through secretKeyRef: never in
+// the arguments), CPU = threads whole CPUs. With TLS, the agents' TLS
+// Secret is mounted read-only at /etc/fairbench/agent-tls and the agent
+// gets `--tls-ca …/ca.crt` (and `--tls-cert …/tls.crt --tls-key
+// …/tls.key` when the controller requires client certificates,
+// `--tls-server-name` when one is set).
 //
 // Names are DNS-1123 labels of at most 63 characters; longer ones are cut
 // and end in a hash of the full name, so distinct inputs stay distinct.
@@ -58,6 +63,7 @@ inline constexpr const char* kAgentContainer = "agent";
 inline constexpr const char* kNofileContainer = "fairbench-nofile";
 inline constexpr const char* kHelperDir = "/fairbench/bin";
 inline constexpr const char* kHelperInPod = "/fairbench/bin/fairbench-nofile";
+inline constexpr const char* kAgentTlsDir = "/etc/fairbench/agent-tls";
 
 // `prefix + suffix` when it fits in 63 characters; otherwise cut, with
 // "-<10 hex digits of a hash of the whole>" before the suffix (short
@@ -112,6 +118,11 @@ struct AgentPodParams {
   api::MemoryQuantity memory{512LL << 20};
   int give_up_after_seconds = 30;
   int64_t grace_period_seconds = 5;
+  // TLS: the Secret with ca.crt (and tls.crt, tls.key for a client
+  // certificate); empty: plain text.
+  std::string tls_secret;
+  bool tls_client_certificate = false;
+  std::string tls_server_name;  // expected in the controller's certificate; empty: the host dialed
 };
 
 nlohmann::json AgentPod(const AgentPodParams& params);

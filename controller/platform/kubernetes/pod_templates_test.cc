@@ -118,6 +118,55 @@ TEST(PodTemplatesTest, AgentPodMatchesGolden) {
   ExpectGolden(AgentPod(p), "agent_pod.json");
 }
 
+// Catches: the token in the agent's arguments (every user of the node sees
+// them in ps, and kubectl shows them), or TLS flags without the Secret
+// mounted where they point.
+TEST(PodTemplatesTest, AgentPodTakesItsSecretsFromVolumesAndSecretKeyRefs) {
+  AgentPodParams p;
+  p.run = TestRun();
+  p.image = "agent";
+  p.controller_address = "fairbench-controller.ns.svc:9090";
+  p.token_secret = "agent-token";
+  const Json plain = AgentPod(p);
+  EXPECT_FALSE(plain["spec"].contains("volumes"));
+  for (const Json& a : plain["spec"]["containers"][0]["args"]) {
+    EXPECT_EQ(a.get<std::string>().find("tls"), std::string::npos) << a;
+    EXPECT_EQ(a.get<std::string>().find("token"), std::string::npos) << a;
+  }
+  bool token_from_secret = false;
+  for (const Json& e : plain["spec"]["containers"][0]["env"]) {
+    if (e["name"] == "FAIRBENCH_AGENT_TOKEN") {
+      EXPECT_FALSE(e.contains("value"));
+      EXPECT_EQ(e["valueFrom"]["secretKeyRef"]["name"], "agent-token");
+      token_from_secret = true;
+    }
+  }
+  EXPECT_TRUE(token_from_secret);
+
+  p.tls_secret = "agent-tls";
+  p.tls_client_certificate = true;
+  p.tls_server_name = "hub.example";
+  const Json tls = AgentPod(p);
+  const Json& c = tls["spec"]["containers"][0];
+  std::vector<std::string> args;
+  for (const Json& a : c["args"]) args.push_back(a.get<std::string>());
+  const std::vector<std::string> tail(args.end() - 8, args.end());
+  EXPECT_EQ(tail, (std::vector<std::string>{"--tls-ca", "/etc/fairbench/agent-tls/ca.crt", "--tls-cert",
+                                            "/etc/fairbench/agent-tls/tls.crt", "--tls-key",
+                                            "/etc/fairbench/agent-tls/tls.key", "--tls-server-name", "hub.example"}));
+  EXPECT_EQ(c["volumeMounts"][0]["mountPath"], "/etc/fairbench/agent-tls");
+  EXPECT_EQ(c["volumeMounts"][0]["readOnly"], true);
+  EXPECT_EQ(tls["spec"]["volumes"][0]["name"], c["volumeMounts"][0]["name"]);
+  EXPECT_EQ(tls["spec"]["volumes"][0]["secret"]["secretName"], "agent-tls");
+
+  p.tls_client_certificate = false;
+  p.tls_server_name.clear();
+  const Json server_only = AgentPod(p);
+  const Json& a = server_only["spec"]["containers"][0]["args"];
+  EXPECT_EQ(a[a.size() - 2], "--tls-ca");
+  EXPECT_EQ(a.dump().find("tls.key"), std::string::npos);
+}
+
 // Catches: requests != limits (Burstable) on any container of the target
 // pod, the init container included, which costs exclusive cores.
 TEST(PodTemplatesTest, EveryContainerRequestsItsLimits) {

@@ -337,6 +337,7 @@ Result<std::vector<std::string>> LocalPlatform::EnsureAgents(const AgentRequest&
     ProcessOptions o;
     o.argv = {options_.agent_binary, "--controller", options_.controller_address, "--id", id, "--cpus",
               CpuListText(options_.agent_cpus), "--give-up-after", "10"};
+    o.argv.insert(o.argv.end(), options_.agent_args.begin(), options_.agent_args.end());
     o.env["FAIRBENCH_AGENT_TOKEN"] = options_.token;  // not on the command line, where ps shows it
     o.cpus = options_.agent_cpus;
     o.nofile = 1 << 20;  // capped at the hard limit

@@ -48,7 +48,8 @@ namespace fairbench::controller {
 struct LocalPlatformOptions {
   std::string agent_binary;          // path of fairbench-agent
   std::string controller_address;    // host:port the agents dial
-  std::string token;
+  std::string token;                 // given to the agents in their environment, never in argv
+  std::vector<std::string> agent_args;  // more flags for every agent (its TLS files)
   std::string log_dir;
   std::string base_dir;              // relative working dirs start here (the run file's directory)
   std::string program_dir;           // bare program names are looked up here first (the fairbench binary's folder)
