@@ -348,7 +348,7 @@ TEST_F(OperatorE2eTest, TwoInstallationsShareTheLoadSlot) {
 // with timing). Only the controllers' own identity meets the faults:
 // kubectl, the kubelets and `fairbench fetch` see a healthy server.
 constexpr char kFaults[] =
-    "error=0.05,throttle=0.03,retry-after=1,latency=40ms,latency-rate=0.25,watch-drop=0.1,expire=0.5,timeout=0.02,"
+    "error=0.05,throttle=0.03,retry-after=1,latency=40ms,latency-rate=0.25,watch-drop=0.3,expire=0.6,timeout=0.02,"
     "seed=20240612,user=";
 
 class OperatorUnderFaultsTest : public OperatorE2eTest {
