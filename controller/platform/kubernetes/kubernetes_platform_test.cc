@@ -320,6 +320,35 @@ TEST_F(KubernetesPlatformTest, DeployReplacesAStalePod) {
   EXPECT_NE(new_uid, old_uid);
 }
 
+// Catches: the create that replaces a stale pod answered 504 after it took
+// effect: its retry meets AlreadyExists, and without the create token that
+// pod (the new one) could not be told from the stale one, failing the
+// deploy. Seed 3 decides: the first create meets the stale pod, the second
+// (after the stale pod went) is lost, the third meets the pod it made.
+TEST_F(KubernetesPlatformTest, ALostCreateIsToldFromTheStalePodItReplaces) {
+  KubernetesPlatformOptions o = Options();
+  o.grace_period_seconds = 0;
+  KubernetesPlatform platform(*client_, o);
+  auto first = platform.Deploy(Request(), {});
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  const std::string old_uid = Uid("study-drogon");
+  MarkTerminated("study-drogon", 1, "Error");
+  apiserver::FaultConfig f;
+  f.timeout_rate = 0.5;
+  f.methods = {"POST"};
+  f.path_prefixes = {"/api/v1/namespaces/default/pods"};
+  f.seed = 3;
+  api().faults().Configure(f);
+  auto second = platform.Deploy(Request(), {});
+  const apiserver::FaultCounts counts = api().faults().counts();
+  api().faults().Clear();
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(counts.timeouts, 1u) << counts.ToString();
+  const std::string new_uid = Uid("study-drogon");
+  EXPECT_FALSE(new_uid.empty());
+  EXPECT_NE(new_uid, old_uid);
+}
+
 // Catches: a deploy, agents or a teardown failed by one 5xx on a create or a
 // delete (the client does not resend a POST that may have happened), or a
 // create whose answer was lost (504 after it took effect) leaving the pod
