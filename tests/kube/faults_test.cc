@@ -110,6 +110,34 @@ TEST_F(Faults, ExpireCompactsSoThatAWatchFromAnOlderRvGetsAnErrorEvent) {
   EXPECT_EQ(api().faults().counts().expirations, 1u);
 }
 
+// Catches: a compaction fault that leaves a paged list alone: a continue
+// token from before the compaction must answer 410 Expired (kube-apiserver
+// cannot give a consistent page any more), counted once; a list without a
+// continue token is not made to fail.
+TEST_F(Faults, ExpireFailsAListContinuedFromBeforeTheCompaction) {
+  for (const char* name : {"p1", "p2", "p3"}) {
+    ASSERT_TRUE(client_->Create(resources::ConfigMaps(), "default", ConfigMapJson(name, {{"k", "v"}})).ok());
+  }
+  ListOptions page;
+  page.limit = 1;
+  auto first = client_->List(resources::ConfigMaps(), "default", page);
+  ASSERT_TRUE(first.ok()) << first.error().ToString();
+  ASSERT_FALSE(first->continue_token.empty());
+  // A write after the page: compaction then drops the page's version.
+  ASSERT_TRUE(client_->Create(resources::ConfigMaps(), "default", ConfigMapJson("p4", {{"k", "v"}})).ok());
+  FaultConfig f;
+  f.expire_rate = 1.0;
+  api().faults().Configure(f);
+  ASSERT_TRUE(client_->List(resources::ConfigMaps(), "default", page).ok());  // not resuming: untouched
+  EXPECT_EQ(api().faults().counts().expirations, 0u);
+  page.continue_token = first->continue_token;
+  auto next = client_->List(resources::ConfigMaps(), "default", page);
+  ASSERT_FALSE(next.ok());
+  EXPECT_EQ(next.error().http_code, 410);
+  EXPECT_EQ(next.reason(), Reason::kGone) << next.error().ToString();
+  EXPECT_EQ(api().faults().counts().expirations, 1u);
+}
+
 // Catches: a timeout fault that drops the write (it must take effect, as
 // the apiserver's own timeout lets it) or answers anything but 504 Timeout.
 TEST_F(Faults, TimeoutHandlesTheWriteThenAnswers504) {
