@@ -1,5 +1,7 @@
 #include "controller/kube/client.h"
 
+#include <spdlog/spdlog.h>
+
 #include "controller/kube/api_fields.h"
 #include "controller/kube/curl_transport.h"
 #include "controller/kube/line_splitter.h"
@@ -45,6 +47,13 @@ std::string MetaString(const Json& object, const char* key) {
 }
 
 }  // namespace
+
+std::string RetryCause(const ApiError& e) {
+  std::string out = e.http_code != 0 ? std::to_string(e.http_code) + " " : std::string();
+  out += ReasonName(e.reason);
+  if (!e.message.empty()) out += ": " + (e.message.size() > 160 ? e.message.substr(0, 160) + "…" : e.message);
+  return out;
+}
 
 std::string WatchEvent::ResourceVersion() const { return MetaString(object, f::kResourceVersion); }
 
@@ -145,10 +154,13 @@ ApiResult<HttpResponse> Client::Execute(const Call& call) {
                        err.reason == Reason::kServiceUnavailable;
     if (!err.Retriable() || !resend_safe || attempt >= options_.max_attempts) return err;
     std::chrono::nanoseconds wait = backoff.Next();
-    if (err.retry_after && err.retry_after->count() > 0) {
-      wait = std::min<std::chrono::nanoseconds>(*err.retry_after, options_.max_retry_after);
-    }
+    const bool told = err.retry_after && err.retry_after->count() > 0;
+    if (told) wait = std::min<std::chrono::nanoseconds>(*err.retry_after, options_.max_retry_after);
     if (remaining() <= wait) return err;  // no time left for another attempt
+    // One line per retry: what failed, how, and how long until the next try.
+    spdlog::warn("{} {}: {} (attempt {} of {}); retrying in {} ms{}", call.method, call.path, RetryCause(err), attempt,
+                 options_.max_attempts, std::chrono::duration_cast<std::chrono::milliseconds>(wait).count(),
+                 told ? " (Retry-After)" : "");
     clock_.SleepFor(wait);
   }
 }

@@ -5,7 +5,9 @@
 // watch, discovery — with errors as values (ApiError), a timeout on every
 // call (covering its retries), bounded retries with backoff for retriable
 // failures (429 honours Retry-After), and one credential refresh after a 401
-// (token file re-read, exec plugin re-run). TypedClient (typed_client.h)
+// (token file re-read, exec plugin re-run). Each retry is logged (spdlog,
+// warn): method, path, code, reason, and the wait (and whether Retry-After
+// set it). TypedClient (typed_client.h)
 // adds typed objects.
 //
 // Namespaces: for object operations an empty `ns` means the configured
@@ -52,6 +54,9 @@ struct WatchEvent {
   std::string ResourceVersion() const;
 };
 const char* WatchEventTypeName(WatchEvent::Type t);
+// How a failure is named in a retry log line: "429 TooManyRequests: Too
+// many requests…" (code, reason, the message cut at 160 characters).
+std::string RetryCause(const ApiError& e);
 
 // How a watch stream ended without an error.
 enum class WatchEnd {

@@ -1,5 +1,7 @@
 #include "controller/kube/leader_election.h"
 
+#include <spdlog/spdlog.h>
+
 namespace fairbench::kube {
 
 const char* LeaderStateName(LeaderElector::State s) {
@@ -91,7 +93,13 @@ LeaderElector::State LeaderElector::Step() {
     case State::kLeading:
       if (ok) {
         SetLastRenew(attempted);
-      } else if (now - LastRenew() >= config_.renew_deadline) {
+      } else if (now - LastRenew() < config_.renew_deadline) {
+        // The cause is in the client's retry lines; this says what is at stake.
+        spdlog::warn("leader election: lease {}/{} not renewed; {} ms left before leadership is given up", config_.ns,
+                     config_.name,
+                     std::chrono::duration_cast<std::chrono::milliseconds>(config_.renew_deadline - (now - LastRenew()))
+                         .count());
+      } else {
         // No renewal within the deadline: another candidate may take the
         // lease once it expires, so stop acting as leader now.
         SetState(State::kStopped);

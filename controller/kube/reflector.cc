@@ -2,6 +2,8 @@
 
 #include <random>
 
+#include <spdlog/spdlog.h>
+
 namespace fairbench::kube {
 
 Reflector::Reflector(Client& client, ResourceType resource, std::string ns, ReflectorOptions options,
@@ -29,14 +31,18 @@ void Reflector::SetRv(const std::string& rv) {
   last_rv_ = rv;
 }
 
-bool Reflector::Wait(const ApiError* error, Backoff& backoff, std::stop_token stop) {
+bool Reflector::Wait(const ApiError* error, Backoff& backoff, std::stop_token stop, const char* what,
+                     const char* next) {
   std::chrono::nanoseconds wait = backoff.Next();
   if (error && error->reason == Reason::kTooManyRequests) {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.throttled;
   }
-  if (error && error->retry_after && error->retry_after->count() > 0) {
-    wait = std::min<std::chrono::nanoseconds>(*error->retry_after, options_.max_retry_after);
+  const bool told = error && error->retry_after && error->retry_after->count() > 0;
+  if (told) wait = std::min<std::chrono::nanoseconds>(*error->retry_after, options_.max_retry_after);
+  if (error) {
+    spdlog::warn("{} {}: {}; {} in {} ms{}", what, resource_.plural, RetryCause(*error), next,
+                 std::chrono::duration_cast<std::chrono::milliseconds>(wait).count(), told ? " (Retry-After)" : "");
   }
   return clock_.SleepFor(wait, stop);
 }
@@ -62,7 +68,7 @@ void Reflector::Run(std::stop_token stop) {
             std::lock_guard<std::mutex> lock(mu_);
             ++stats_.failures;
           }
-          if (!Wait(&list.error(), backoff, stop)) return;
+          if (!Wait(&list.error(), backoff, stop, "list", "listing again")) return;
           break;
         }
         SetRv(list->resource_version);
@@ -86,6 +92,7 @@ void Reflector::Run(std::stop_token stop) {
         bool gone = false;
         std::optional<ApiError> error_event;
         uint64_t events = 0;
+        uint64_t bookmarks = 0;
         auto started = clock_.Now();
         auto end = client_.Watch(
             resource_, ns_, wo,
@@ -100,6 +107,7 @@ void Reflector::Run(std::stop_token stop) {
                   return;
                 case WatchEvent::Type::kBookmark:
                   // Only the RV of a bookmark means anything.
+                  ++bookmarks;
                   SetRv(ev.ResourceVersion());
                   return;
                 default:
@@ -115,9 +123,14 @@ void Reflector::Run(std::stop_token stop) {
           stats_.events += events;
         }
         if (stop.stop_requested()) return;
-        // Progress was made: the next failure starts with a short wait.
-        if (events > 0) backoff.Reset();
+        // The watch worked (events, or bookmarks on a quiet resource): the
+        // next failure starts with a short wait. Counting events alone, a
+        // quiet watch cut a few times would wait the maximum (30 s) and
+        // leave the cache that far behind.
+        if (events > 0 || bookmarks > 0) backoff.Reset();
         if (gone || (!end.ok() && end.reason() == Reason::kGone)) {
+          spdlog::warn("watch {} from resourceVersion {}: 410 Expired; listing again", resource_.plural,
+                       wo.resource_version);
           std::lock_guard<std::mutex> lock(mu_);
           ++stats_.relists_after_gone;
           state = State::kList;
@@ -132,14 +145,14 @@ void Reflector::Run(std::stop_token stop) {
           // Transport failures and overload keep the RV and re-watch; other
           // errors may mean the RV is unusable: list again.
           bool rewatch = err.Retriable();
-          if (!Wait(&err, backoff, stop)) return;
+          if (!Wait(&err, backoff, stop, "watch", rewatch ? "watching again" : "listing again")) return;
           state = rewatch ? State::kWatch : State::kList;
           break;
         }
         // A clean close. A very short, empty one hints at a misbehaving
         // server: pause so that the loop cannot spin.
         if (events == 0 && clock_.Now() - started < std::chrono::seconds(1)) {
-          if (!Wait(nullptr, backoff, stop)) return;
+          if (!Wait(nullptr, backoff, stop, "watch", "watching again")) return;
         }
         state = State::kWatch;
         break;

@@ -3,7 +3,8 @@
 // list's RV with bookmarks and a random timeout; after a clean close
 // re-watch from the last RV seen; on 410 (an ERROR event or a 410 answer)
 // re-list; on 429 wait Retry-After; on other failures back off and re-watch
-// (transport, 5xx) or re-list (anything else).
+// (transport, 5xx) or re-list (anything else). Each of these is one log
+// line (spdlog, warn) naming the resource, the cause and the wait.
 //
 // States: kList → kWatch ⇄ (kWatch after clean close) ; failures pass
 // through a backoff wait. Run() owns the loop on the caller's thread; the
@@ -65,7 +66,8 @@ class Reflector {
  private:
   enum class State { kList, kWatch };
   // Waits before the next attempt; honours Retry-After. False if stopped.
-  bool Wait(const ApiError* error, Backoff& backoff, std::stop_token stop);
+  // With an error, logs one line: `what` failed, why, and `next` in how long.
+  bool Wait(const ApiError* error, Backoff& backoff, std::stop_token stop, const char* what, const char* next);
   void SetRv(const std::string& rv);
 
   Client& client_;

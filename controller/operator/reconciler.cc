@@ -186,6 +186,10 @@ Reconciler::Outcome Reconciler::Reconcile(const std::string& key) {
   const std::optional<api::RunPhase> phase = PhaseOf(object);
   if (Terminal(phase)) {
     if (active) executor_.Cancel(key);  // cannot happen unless someone rewrote the status
+    // The cache has just learnt that a run finished: with the executor
+    // idle, the next run goes (it may have been passed over while the
+    // cache still showed this one runnable).
+    if (!active && executor_.Active().empty()) out.also = NextRunnable();
     return out;
   }
 
@@ -257,6 +261,28 @@ Reconciler::Outcome Reconciler::Reconcile(const std::string& key) {
   const std::string next = NextRunnable();
   if (next != key) {
     out.also = next;
+    return out;
+  }
+  // The cache may lag the server (a watch cut, a relist after 410 not
+  // done yet): the run just executed may still show Running there after
+  // its final status was written. Starting it again would redo its setup
+  // and rewrite a finished status, so the run is read from the server
+  // first; the informer brings the newer state and it is reconciled then.
+  auto live = client_.Get(kube::resources::BenchmarkRuns(), ns, name);
+  if (!live.ok()) {
+    if (live.error().reason == kube::Reason::kNotFound) return out;
+    out.status = Status::Unavailable("reading " + key + " before starting it: " + live.error().ToString());
+    return out;
+  }
+  const std::string live_uid = StringAt(*live, {"metadata", "uid"});
+  const std::optional<api::RunPhase> live_phase = PhaseOf(*live);
+  if (live_uid != StringAt(object, {"metadata", "uid"}) || BeingDeleted(*live) || CancelRequested(*live) ||
+      !live_phase || Terminal(live_phase)) {
+    spdlog::info("{}: the cache is behind the server (phase {} there); not starting it now", key,
+                 StringAt(*live, {"status", "phase"}));
+    // Looked at again soon: by then the cache has caught up and the next
+    // runnable run is chosen from it.
+    out.requeue_after = std::chrono::milliseconds(500);
     return out;
   }
   out.status = executor_.Start(key, *run);

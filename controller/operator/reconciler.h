@@ -15,7 +15,10 @@
 //   cancel annotation        the active run is cancelled (its record is
 //                            kept); a queued one becomes Cancelled
 //   executor idle            the oldest runnable run (creation time, then
-//                            namespace/name) is handed to the executor
+//                            namespace/name) is handed to the executor,
+//                            once a read from the server confirms that it
+//                            is still runnable (the cache may lag: a run
+//                            just finished must not start again)
 //
 // Runs are executed one at a time, in order of creation. The executor
 // writes the status of the run it executes; the reconciler writes the

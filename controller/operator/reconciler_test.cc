@@ -215,6 +215,43 @@ TEST_F(ReconcilerTest, RunsAreQueuedAndExecutedOneAtATimeInOrderOfCreation) {
   EXPECT_EQ(executor_->overlaps(), 0);
 }
 
+// Catches: a finished run started again because the informer's cache lags
+// the server (a watch cut or a relist after 410 still under way when the
+// executor goes idle): the executor would redo its setup and rewrite its
+// finished status. A run still runnable on the server does start.
+TEST_F(ReconcilerTest, ARunFinishedOnTheServerIsNotStartedFromAStaleCache) {
+  controller_->Stop();  // the reconciler is driven by hand below
+  Apply(RunYaml("stale"));
+  auto set_phase = [&](const std::string& phase) {
+    const Json patch = {{"status", {{"phase", phase}}}};
+    auto r = client_->Patch(kube::resources::BenchmarkRuns(), "default", "stale", kube::PatchType::kMerge, patch.dump(),
+                            {}, "status");
+    ASSERT_TRUE(r.ok()) << r.error().ToString();
+  };
+  Json finalizer = Get("stale");
+  finalizer["metadata"]["finalizers"] = Json::array({kFinalizer});
+  ASSERT_TRUE(client_->Update(kube::resources::BenchmarkRuns(), finalizer).ok());
+  set_phase("Running");
+  kube::Informer runs(*client_, kube::resources::BenchmarkRuns(), "default");
+  runs.Start();
+  ASSERT_TRUE(runs.WaitForSync(10s));
+  ASSERT_TRUE(Eventually([&] { return PhaseOf(runs.Get("default/stale").value_or(Json())) == api::RunPhase::kRunning; },
+                         10s));
+  runs.Stop();  // the cache stays as it is: Running
+  set_phase("Succeeded");
+  FakeExecutor executor(*client_);
+  Reconciler reconciler(*client_, runs, executor, nullptr);
+  Reconciler::Outcome out = reconciler.Reconcile("default/stale");
+  EXPECT_TRUE(out.status.ok()) << out.status.ToString();
+  EXPECT_TRUE(executor.started().empty()) << "a run the server has as Succeeded was started again";
+  EXPECT_GT(out.requeue_after.count(), 0) << "not looked at again once the cache catches up";
+  // Still Running on the server (a leader died mid-run): resumed.
+  set_phase("Running");
+  out = reconciler.Reconcile("default/stale");
+  EXPECT_TRUE(out.status.ok()) << out.status.ToString();
+  EXPECT_EQ(executor.started(), std::vector<std::string>{"default/stale"});
+}
+
 // Catches: a run the model refuses (the CRD schema lets it through) left
 // queued or started, or failed without naming the field.
 TEST_F(ReconcilerTest, AnInvalidRunFailsWithTheFieldNamed) {

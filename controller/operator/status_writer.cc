@@ -366,8 +366,23 @@ void StatusWriter::Run() {
           backoff.Reset();
           retry_at = {};
         } else {
-          retry_at = last_attempt + backoff.Next();
-          spdlog::debug("BenchmarkRun {}: status write failed, retrying: {}", key, e.ToString());
+          std::chrono::nanoseconds wait = backoff.Next();
+          const bool told = e.retry_after && e.retry_after->count() > 0;  // 429: the server says when
+          if (told) wait = std::min<std::chrono::nanoseconds>(*e.retry_after, std::chrono::seconds(30));
+          retry_at = last_attempt + std::chrono::duration_cast<Steady::duration>(wait);
+          // Only 429, 503 and 409 say that nothing was written; after a 500,
+          // a 504 or a cut connection the patch may have taken effect, and a
+          // later patch made against the status last known written would
+          // leave out a field it set that the newer status clears. So the
+          // next write sends every field (a merge patch of the whole status
+          // is the same whether this one took effect or not).
+          if (e.reason != kube::Reason::kTooManyRequests && e.reason != kube::Reason::kServiceUnavailable &&
+              e.reason != kube::Reason::kConflict) {
+            written_json_ = Json();
+          }
+          spdlog::warn("PATCH {}: {}; retrying in {} ms{}", kube::resources::BenchmarkRuns().Path(ns_, options_.name, "status"),
+                       kube::RetryCause(e), std::chrono::duration_cast<std::chrono::milliseconds>(wait).count(),
+                       told ? " (Retry-After)" : "");
         }
       }
       cv_.notify_all();

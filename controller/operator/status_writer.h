@@ -31,8 +31,12 @@
 // `live_interval` (1 s) while only `current` changed; a change of stage,
 // a finished cell or a saved record goes out once `min_interval` (200 ms)
 // has passed since the previous write; Flush writes at once. A failed
-// write (409, 429, 5xx, transport error, timeout) is retried with backoff,
-// always with the newest status; 404 (the run is gone) and 400/422 (the
+// write (409, 429, 5xx, transport error, timeout) is retried with backoff
+// (429: after its Retry-After), always with the newest status, one warning
+// line per retry (verb, path, code, wait). A failure other than 409, 429
+// and 503 may have taken effect, so the write after it sends every field:
+// a patch against the status last known written could leave out a field
+// the lost write set and the newer status clears; 404 (the run is gone) and 400/422 (the
 // server refuses the status) drop that version and keep the error in
 // stats(). Only while `may_write()` is true is anything written (the
 // leader); until then the newest status waits and Events are dropped.

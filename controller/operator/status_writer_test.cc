@@ -288,6 +288,33 @@ TEST_F(StatusWriterTest, ServerErrorsAreRetriedWithTheNewestStatus) {
   EXPECT_EQ(ServerStatus(), Plain(api::ToJson(expected)));
 }
 
+// Catches: a status write that took effect but answered 504 taken as not
+// written: the next patch, made against the status last known written,
+// leaves out a field that write set and the newer status clears (here
+// `current` at the end of the run), so the finished run keeps a current
+// cell on the server. After a failed write the next one sends every field.
+TEST_F(StatusWriterTest, AWriteWhoseAnswerWasLostIsNotTrustedToHaveFailed) {
+  StatusWriter& w = Start(Options());
+  const report::RunRecord start = Progress(1, 4);
+  w.OnPersist(start);
+  ASSERT_TRUE(w.Flush(5s).ok()) << w.stats().last_error;
+  apiserver::FaultConfig faults;
+  faults.timeout_rate = 1.0;
+  faults.methods = {"PATCH"};
+  faults.path_prefixes = {kStatusPath};
+  api().faults().Configure(faults);
+  w.OnStage(start.run, Current(100, api::Stage::kMeasuring));
+  ASSERT_TRUE(kube::testenv::Eventually([&] { return w.stats().failed_writes >= 1; }, 5000ms));
+  api().faults().Clear();
+  ASSERT_TRUE(ServerStatus().contains("current")) << "the lost write took effect";
+  const report::RunRecord done = Finished(4, true);
+  w.OnPersist(done);
+  ASSERT_TRUE(w.Flush(10s).ok()) << w.stats().last_error;
+  const Json final_status = ServerStatus();
+  EXPECT_FALSE(final_status.contains("current")) << final_status.dump(1);
+  EXPECT_EQ(final_status, Plain(api::ToJson(done.run.status)));
+}
+
 // Catches: 409 Conflict treated as final (the status would stay stale until
 // the next change).
 TEST_F(StatusWriterTest, ConflictsAreRetried) {

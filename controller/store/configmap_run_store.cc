@@ -11,6 +11,8 @@
 #include <spdlog/spdlog.h>
 
 #include "common/base64.h"
+#include "controller/kube/backoff.h"
+#include "controller/kube/clock.h"
 #include "common/report/html.h"
 #include "common/report/markdown.h"
 
@@ -179,27 +181,55 @@ Status ConfigMapRunStore::Put(kube::ConfigMap cm, const std::string& resource_ve
   kube::WriteOptions wo;
   wo.field_manager = options_.field_manager;
   std::string rv = resource_version;
-  // At most: create, find it taken, replace at the version read.
-  for (int attempt = 0; attempt < 3; ++attempt) {
+  // A failure that may pass (5xx, a timeout, a cut connection) is retried
+  // here: the client resends only what cannot have happened, and a lost
+  // record would fail the run. Such a write may have taken effect all the
+  // same, so the retry meets AlreadyExists (a create) or Conflict (an
+  // update at the version read before): both mean "read it and replace it".
+  // This store is the record's only writer, so its text wins.
+  kube::Backoff backoff(options_.retry_backoff);
+  int transient = 0;
+  auto retry = [&](const kube::ApiError& e, const char* verb) {
+    if (!e.Retriable() || ++transient > options_.max_transient_retries) return false;
+    const auto wait = backoff.Next();
+    spdlog::warn("{} {}: {}; retrying in {} ms", verb, r.Path(ns_, rv.empty() ? "" : cm.metadata.name),
+                 kube::RetryCause(e), std::chrono::duration_cast<std::chrono::milliseconds>(wait).count());
+    kube::SystemClock::Instance().SleepFor(wait);
+    return true;
+  };
+  // Besides the transient failures: create, find it taken, replace at the
+  // version read (and once more if it was deleted or changed meanwhile).
+  for (int attempt = 0; attempt < 4;) {
     if (rv.empty()) {
       cm.metadata.resource_version.clear();
       auto created = client_.Create(r, ns_, cm.ToJson(), wo);
       if (created.ok()) return Status::Ok();
+      if (retry(created.error(), "POST")) continue;
       if (created.reason() != kube::Reason::kAlreadyExists) {
         return Status(created.error().ToStatus());
       }
-      auto current = client_.Get(r, ns_, cm.metadata.name);
-      if (!current.ok()) return Status(current.error().ToStatus());
-      rv = (*current)["metadata"].value("resourceVersion", "");
+    } else {
+      cm.metadata.resource_version = rv;
+      auto updated = client_.Update(r, cm.ToJson(), wo);
+      if (updated.ok()) return Status::Ok();
+      if (retry(updated.error(), "PUT")) continue;
+      if (updated.reason() == kube::Reason::kNotFound) {
+        rv.clear();  // deleted meanwhile: create it
+        ++attempt;
+        continue;
+      }
+      if (updated.reason() != kube::Reason::kConflict) return Status(updated.error().ToStatus());
+    }
+    ++attempt;
+    auto current = client_.Get(r, ns_, cm.metadata.name);
+    if (!current.ok() && current.reason() == kube::Reason::kNotFound) {
+      rv.clear();
       continue;
     }
-    cm.metadata.resource_version = rv;
-    auto updated = client_.Update(r, cm.ToJson(), wo);
-    if (updated.ok()) return Status::Ok();
-    if (updated.reason() != kube::Reason::kNotFound) return Status(updated.error().ToStatus());
-    rv.clear();  // deleted meanwhile: create it
+    if (!current.ok()) return Status(current.error().ToStatus());
+    rv = (*current)["metadata"].value("resourceVersion", "");
   }
-  return Status::Unavailable(Describe(cm.metadata.name) + ": created and deleted concurrently; not written");
+  return Status::Unavailable(Describe(cm.metadata.name) + ": changed or deleted concurrently on every attempt; not written");
 }
 
 Result<std::optional<report::RunRecord>> ConfigMapRunStore::Load() {

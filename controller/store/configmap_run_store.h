@@ -24,7 +24,10 @@
 // controller owner reference to the BenchmarkRun, so deleting the run
 // deletes them.
 //
-// Save is crash-safe: the parts after the first are written under names the
+// A write that fails in a way that may pass (5xx, a timeout, a cut
+// connection; a write that took effect but whose answer was lost) is
+// retried, reading the ConfigMap again first when needed, and logged one
+// line per retry. Save is crash-safe: the parts after the first are written under names the
 // current manifest does not use, then the first ConfigMap (its part and the
 // manifest, one write) is replaced, then results parts the new manifest does
 // not name are deleted. A crash at any point leaves the previous record or
@@ -48,6 +51,7 @@
 #include <string>
 
 #include "common/api/benchmark_run.h"
+#include "controller/kube/backoff.h"
 #include "controller/kube/client.h"
 #include "controller/orchestrator/run_store.h"
 
@@ -59,6 +63,10 @@ struct ConfigMapRunStoreOptions {
   std::string run_uid;  // its uid, for the owner reference; empty: no owner reference
   size_t part_bytes = 900 * 1024;  // compressed bytes per ConfigMap
   std::string field_manager = "fairbench-controller";
+  // Writes that fail in a way that may pass (5xx, timeouts, cut
+  // connections) are retried this many times per ConfigMap, with backoff.
+  int max_transient_retries = 6;
+  kube::BackoffPolicy retry_backoff{std::chrono::milliseconds(200), std::chrono::milliseconds(5000), 2.0, 0.2};
 
   // ns, run and run_uid from the run's metadata.
   static ConfigMapRunStoreOptions ForRun(const api::BenchmarkRun& run);

@@ -56,6 +56,7 @@ class ConfigMapRunStoreTest : public kube::testenv::KubeTest {
     o.ns = "default";
     o.run = "demo";
     o.run_uid = uid_;
+    o.retry_backoff = {std::chrono::milliseconds(1), std::chrono::milliseconds(5), 2.0, 0.0};
     return o;
   }
 
@@ -218,6 +219,37 @@ TEST_F(ConfigMapRunStoreTest, SaveInterruptedBeforeTheManifestLeavesThePreviousR
   tr::ExpectSameRecord(after, **loaded);
   const std::string listed = GetCm("demo-results-0").metadata.annotations.at("fairbench.dev/results-parts");
   EXPECT_EQ(ResultsParts().size(), static_cast<size_t>(std::count(listed.begin(), listed.end(), ',') + 1));
+}
+
+// Catches: a save failed by one 5xx on a create (the client does not resend
+// a POST that may have happened), or by a write that took effect but whose
+// answer was lost (the resent PUT meets 409 Conflict, the resent POST
+// AlreadyExists): the run would fail with its cells measured.
+TEST_F(ConfigMapRunStoreTest, WritesThatFailOrLoseTheirAnswerAreRetried) {
+  ConfigMapRunStoreOptions o = Options();
+  o.part_bytes = 32 * 1024;
+  ConfigMapRunStore store(*client_, o);
+  apiserver::FaultConfig f;
+  f.server_error_rate = 0.2;
+  f.server_error_codes = {500};
+  f.timeout_rate = 0.25;
+  f.methods = {"POST", "PUT"};
+  f.path_prefixes = {"/api/v1/namespaces/default/configmaps"};
+  f.seed = 5;
+  api().faults().Configure(f);
+  for (int i = 0; i < 4; ++i) {
+    const report::RunRecord record = tr::Record("demo", 50 + i, 1 + i, 20000);
+    Status saved = store.Save(record);
+    ASSERT_TRUE(saved.ok()) << "save " << i << ": " << saved.ToString();
+    auto loaded = store.Load();
+    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+    ASSERT_TRUE(loaded->has_value());
+    tr::ExpectSameRecord(record, **loaded);
+  }
+  const apiserver::FaultCounts counts = api().faults().counts();
+  EXPECT_GT(counts.server_errors, 2u);
+  EXPECT_GT(counts.timeouts, 2u);
+  api().faults().Clear();
 }
 
 class DamagedRecordTest : public ConfigMapRunStoreTest {

@@ -144,17 +144,38 @@ Result<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(ApiServer& api, const 
       return;
     }
     const bool watch = IsWatchRequest(ar.method, ar.query);
-    auto delay = self->api_.faults().Latency(ar.method, ar.path);
-    if (delay.count() > 0) std::this_thread::sleep_for(delay);
-    if (auto fault = self->api_.faults().BeforeRequest(ar.method, ar.path, watch)) {
+    FaultInjector& faults = self->api_.faults();
+    const std::string from_rv = QueryValue(ar.query, "resourceVersion");
+    const bool continued = !QueryValue(ar.query, "continue").empty();
+    const bool resumes = (watch && !from_rv.empty() && from_rv != "0") || continued;
+    const FaultPlan plan = faults.Plan(ar.method, ar.path, ar.user, watch, resumes);
+    if (plan.delay.count() > 0) std::this_thread::sleep_for(plan.delay);
+    if (plan.reply) {
       ApiResponse r;
-      r.code = fault->code;
-      r.body = fault->body.dump();
-      r.headers = fault->headers;
+      r.code = plan.reply->code;
+      r.body = plan.reply->body.dump();
+      r.headers = plan.reply->headers;
       send(r);
       return;
     }
+    if (plan.compact_history) {
+      // etcd compacted meanwhile: a watch from an RV before now starts with
+      // an ERROR 410, a continued list answers 410.
+      uint64_t rv = 0;
+      const bool bites = watch ? ParseUint(from_rv, &rv) && rv < self->api_.current_resource_version() : true;
+      self->api_.CompactHistory();
+      if (bites && watch) faults.CountExpired();
+    }
     ApiResponse r = self->api_.Handle(ar);
+    if (plan.compact_history && continued && r.code == 410) faults.CountExpired();
+    if (plan.lose_reply && !r.watch) {
+      // Handled (a write took effect), but the client hears a timeout.
+      const StatusReply lost = FaultInjector::TimeoutReply();
+      r.code = lost.code;
+      r.body = lost.body.dump();
+      r.headers = lost.headers;
+      r.content_type = "application/json";
+    }
     if (!r.watch) {
       send(r);
       return;
@@ -165,10 +186,11 @@ Result<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(ApiServer& api, const 
     res.status = 200;
     audit(200, true);
     auto ch = r.watch;
-    FaultInjector* faults = &self->api_.faults();
+    // Only a watch the faults apply to may be cut.
+    FaultInjector* drops = faults.Applies(ar.method, ar.path, ar.user) ? &faults : nullptr;
     res.set_chunked_content_provider(
         "application/json",
-        [ch, faults](size_t, httplib::DataSink& sink) {
+        [ch, drops](size_t, httplib::DataSink& sink) {
           auto item = ch->Next(std::chrono::milliseconds(250));
           switch (item.kind) {
             case WatchChannel::Item::Kind::kLine:
@@ -176,7 +198,9 @@ Result<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(ApiServer& api, const 
                 ch->Cancel();
                 return false;
               }
-              if (faults->DropWatchNow()) {
+              // A cut: the connection closes without the terminating
+              // chunk, which the client reads as a broken stream.
+              if (drops != nullptr && drops->DropWatchNow()) {
                 ch->Cancel();
                 return false;
               }

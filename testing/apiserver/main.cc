@@ -7,11 +7,18 @@
 //
 // --token-auth-file takes kube-apiserver's static token file (one client
 // identity per line); --audit-log writes kube-apiserver's audit events, one
-// JSON line per request, naming each request's user.
+// JSON line per request, naming each request's user. --faults injects the
+// failures of a real API server (faults.h), e.g. for the controller alone:
+//
+//   --faults 'error=0.05,throttle=0.03,latency=50ms,watch-drop=0.2,expire=0.3,
+//             user=system:serviceaccount:default:fairbench-controller,seed=7'
+//
+// and prints how many of each kind it injected when it stops.
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "common/signals.h"
 #include "testing/apiserver/test_apiserver.h"
@@ -31,6 +38,7 @@ int main(int argc, char** argv) {
   double establish_seconds = 0;
   bool auto_pods = false;
   bool anonymous = false;
+  std::string faults;
   app.add_option("--listen", listen, "host:port to listen on (port 0 = any free port)");
   app.add_option("--tls-dir", tls_dir, "serve HTTPS with certificates from (or generated into) this directory");
   app.add_option("--token", tokens, "accept this bearer token (repeatable)");
@@ -45,7 +53,20 @@ int main(int argc, char** argv) {
   app.add_option("--bookmark-interval", bookmark_seconds, "seconds between watch bookmarks");
   app.add_option("--crd-establish-delay", establish_seconds, "seconds before a new CRD is served");
   app.add_flag("--auto-finish-pods", auto_pods, "remove terminating pods when their grace period ends");
+  app.add_option("--faults", faults,
+                 "inject faults: error=RATE,throttle=RATE,retry-after=S,latency=D,latency-rate=RATE,watch-drop=RATE,"
+                 "expire=RATE,timeout=RATE,codes=500+503+504,methods=GET+PUT,paths=/apis/x,user=NAME,watches=BOOL,"
+                 "seed=N");
   CLI11_PARSE(app, argc, argv);
+  std::optional<FaultConfig> fault_config;
+  if (!faults.empty()) {
+    auto parsed = FaultConfig::Parse(faults);
+    if (!parsed.ok()) {
+      std::cerr << "fairbench-test-apiserver: " << parsed.status().message() << "\n";
+      return 2;
+    }
+    fault_config = *parsed;
+  }
 
   size_t colon = listen.rfind(':');
   if (colon == std::string::npos) {
@@ -87,6 +108,10 @@ int main(int argc, char** argv) {
     std::cerr << "fairbench-test-apiserver: " << server.status().ToString() << "\n";
     return 1;
   }
+  if (fault_config) {
+    (*server)->api().faults().Configure(*fault_config);
+    std::printf("fairbench-test-apiserver: injecting faults %s\n", fault_config->ToString().c_str());
+  }
   if (!kubeconfig.empty()) {
     auto s = (*server)->WriteKubeconfig(kubeconfig, tokens.empty() ? "" : tokens.front());
     if (!s.ok()) {
@@ -98,5 +123,9 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   signals.Wait();
   (*server)->Stop();
+  if (fault_config) {
+    std::printf("fairbench-test-apiserver: faults injected: %s\n",
+                (*server)->api().faults().counts().ToString().c_str());
+  }
   return 0;
 }

@@ -117,6 +117,37 @@ TEST_F(LeaderElection, LeaderThatCannotRenewStepsDown) {
   EXPECT_EQ(a->Step(), LeaderElector::State::kStopped);  // stopping is final
 }
 
+// Catches: a leader that loses the lease to errors that pass: a renewal
+// that took effect but answered 504 leaves its copy of the lease one
+// version behind, and a leader that only renewed from that copy would meet
+// 409 on every renewal after it and step down 10 s later (the other
+// candidate taking over). Reading the lease again after a failed renewal
+// keeps the one leader.
+TEST_F(LeaderElection, OneLeaderThroughServerErrorsAndLostRenewals) {
+  auto a = Elector(*client_, clock_, Election("a"));
+  auto b = Elector(*client_, clock_, Election("b"));
+  a->Step();
+  ASSERT_TRUE(a->IsLeader());
+  apiserver::FaultConfig f;
+  f.server_error_rate = 0.2;
+  f.server_error_codes = {500, 503};
+  f.timeout_rate = 0.3;
+  f.path_prefixes = {"/apis/coordination.k8s.io/"};
+  f.seed = 9;
+  api().faults().Configure(f);
+  for (int round = 0; round < 30; ++round) {
+    clock_.Advance(2s);
+    a->Step();
+    b->Step();
+    EXPECT_TRUE(a->IsLeader()) << "round " << round;
+    EXPECT_FALSE(b->IsLeader()) << "round " << round;
+  }
+  const apiserver::FaultCounts counts = api().faults().counts();
+  api().faults().Clear();
+  EXPECT_GT(counts.timeouts, 3u) << counts.ToString();
+  EXPECT_GT(counts.server_errors, 3u) << counts.ToString();
+}
+
 TEST_F(LeaderElection, ReleaseOnStopHandsOverAtOnce) {
   auto a = Elector(*client_, clock_, Election("a"));
   std::jthread run([&](std::stop_token stop) { a->Run(stop); });

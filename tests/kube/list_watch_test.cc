@@ -243,6 +243,34 @@ TEST_F(ListWatch, DroppedConnectionIsATransportError) {
   EXPECT_EQ(w.end().reason(), Reason::kTransport);
 }
 
+// Catches: a quiet watch (bookmarks, no events) that is cut now and then
+// counted as failing on and on: its backoff would grow to the maximum and
+// leave the cache that far behind the server.
+TEST_F(ListWatch, AQuietWatchCutRepeatedlyReconnectsWithoutGrowingBackoff) {
+  apiserver::TestApiServerOptions o;
+  o.api.bookmark_interval = std::chrono::milliseconds(50);
+  Start(o);
+  InstallCrd();
+  ReflectorOptions ro;
+  ro.backoff = {std::chrono::milliseconds(300), std::chrono::milliseconds(30000), 2.0, 0.0};
+  Informer informer(*client_, resources::BenchmarkRuns(), "default", ro);
+  informer.Start();
+  ASSERT_TRUE(informer.WaitForSync(std::chrono::seconds(5)));
+  for (int cut = 1; cut <= 5; ++cut) {
+    ASSERT_TRUE(Eventually([&] { return api().open_watches() == 1; }, std::chrono::seconds(5))) << "cut " << cut;
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));  // a few bookmarks arrive
+    api().DropWatches(true);
+    const auto cut_at = std::chrono::steady_clock::now();
+    // 300 ms each time; growing, the fifth wait would be 4.8 s.
+    ASSERT_TRUE(Eventually([&] { return api().open_watches() == 1; }, std::chrono::milliseconds(1500)))
+        << "cut " << cut << ": not watching again after "
+        << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - cut_at).count()
+        << " ms";
+  }
+  EXPECT_EQ(informer.stats().lists, 1u);
+  informer.Stop();
+}
+
 TEST_F(ListWatch, InformerRewatchesFromLastRvAndRelistsOnlyAfterGone) {
   InstallCrd();
   auto runs = resources::BenchmarkRuns();

@@ -80,16 +80,16 @@ inline constexpr char kControllerUser[] = "system:serviceaccount:default:fairben
 // subresource, namespaced} (namespaced: false = cluster-scoped or across
 // all namespaces), or {verb, nonResourceURL}.
 inline json ApiRequestKind(const json& audit_event) {
-  json k = {{"verb", audit_event.value("verb", "")}};
+  json k = {{"verb", audit_event.value("verb", std::string())}};
   if (!audit_event.contains("objectRef")) {
-    std::string path = audit_event.value("requestURI", "");
+    std::string path = audit_event.value("requestURI", std::string());
     path = path.substr(0, path.find('?'));
     k["nonResourceURL"] = path;
     return k;
   }
-  const json& ref = audit_event["objectRef"];
-  k["apiGroup"] = ref.value("apiGroup", "");
-  k["resource"] = ref.value("resource", "");
+  const json& ref = audit_event.at("objectRef");
+  k["apiGroup"] = audit_event.value(json::json_pointer("/objectRef/apiGroup"), std::string());
+  k["resource"] = audit_event.value(json::json_pointer("/objectRef/resource"), std::string());
   if (ref.contains("subresource")) k["subresource"] = ref["subresource"];
   k["namespaced"] = ref.contains("namespace");
   return k;
@@ -123,11 +123,14 @@ class ClusterTest : public ::testing::Test {
                                           << "/fairbench-target-httplib]\n";
   }
   // The test API server on `listen`, its kubeconfig written; with `crd`, the
-  // product CRD applied and established.
-  void ApiServer(const std::string& listen = "127.0.0.1:0", bool crd = true) {
-    Start("apiserver", {testing::BinaryPath("fairbench-test-apiserver"), "--listen", listen, "--write-kubeconfig",
-                        kubeconfig_, "--token-auth-file", (root_ / "tokens.csv").string(), "--anonymous-auth",
-                        "--audit-log", (root_ / "audit.log").string()});
+  // product CRD applied and established; `extra` arguments (--faults …).
+  void ApiServer(const std::string& listen = "127.0.0.1:0", bool crd = true, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv = {testing::BinaryPath("fairbench-test-apiserver"), "--listen", listen,
+                                     "--write-kubeconfig", kubeconfig_, "--token-auth-file",
+                                     (root_ / "tokens.csv").string(), "--anonymous-auth", "--audit-log",
+                                     (root_ / "audit.log").string()};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    Start("apiserver", std::move(argv));
     ASSERT_TRUE(Eventually([&] { return fs::exists(kubeconfig_) && fs::file_size(kubeconfig_) > 0; }, 10s));
     // The controller's kubeconfig: the same server, the controller's token.
     std::string text = ReadFile(kubeconfig_);
@@ -149,7 +152,7 @@ class ClusterTest : public ::testing::Test {
     std::string line;
     while (std::getline(in, line)) {
       const json event = json::parse(line, nullptr, false);
-      if (event.is_discarded() || event["user"].value("username", "") != kControllerUser) continue;
+      if (event.is_discarded() || event.value(json::json_pointer("/user/username"), std::string()) != kControllerUser) continue;
       used.insert(ApiRequestKind(event));
     }
     const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();

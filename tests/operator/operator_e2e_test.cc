@@ -8,6 +8,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
+#include <iostream>
+#include <regex>
 #include <set>
 
 #include "tests/operator/cluster_test.h"
@@ -334,6 +337,179 @@ TEST_F(OperatorE2eTest, TwoInstallationsShareTheLoadSlot) {
   const double beta_from = beta.front().start, beta_to = beta.back().start + 0.1;
   EXPECT_TRUE(alpha_to <= beta_from + 0.05 || beta_to <= alpha_from + 0.05)
       << std::fixed << "alpha " << alpha_from << ".." << alpha_to << ", beta " << beta_from << ".." << beta_to;
+}
+
+
+// The same cluster, with the API server failing the controllers' requests
+// the ways a real one does: 5xx, 429 with Retry-After, slow answers,
+// watches cut mid-stream, histories compacted under resuming watches (410)
+// and writes that took effect but answered 504. The seed is fixed so that
+// a failure can be replayed (the order of requests still varies a little
+// with timing). Only the controllers' own identity meets the faults:
+// kubectl, the kubelets and `fairbench fetch` see a healthy server.
+constexpr char kFaults[] =
+    "error=0.05,throttle=0.03,retry-after=1,latency=40ms,latency-rate=0.25,watch-drop=0.3,expire=0.6,timeout=0.02,"
+    "seed=20240612,user=";
+
+class OperatorUnderFaultsTest : public OperatorE2eTest {
+ protected:
+  void SetUp() override {
+    Prepare("fairbench-faults");
+    // Bookmarks every second: idle watches carry events too, and are cut too.
+    ApiServer("127.0.0.1:0", true, {"--bookmark-interval", "1", "--faults", std::string(kFaults) + kControllerUser});
+    Kubelet("node-target", "0", "fairbench.dev/role=target", "127.0.10");
+    Kubelet("node-load-1", "1", "fairbench.dev/role=load", "127.0.11");
+    Kubelet("node-load-2", "1", "fairbench.dev/role=load", "127.0.12");
+    ASSERT_TRUE(Eventually([&] { return Run({"get", "nodes"}).out.find("node-load-2") != std::string::npos; }, 20s))
+        << Run({"get", "nodes"}).err;
+    Controller("ctl-1");
+    Controller("ctl-2");
+  }
+};
+
+size_t Count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// Catches: a run failed or stuck by one failed API call (a create that got
+// a 500, a record save that met a 504, a status write refused, a watch that
+// never relisted after 410); a finished cell lost or measured twice (status,
+// the stored record and the targets' own request counts must all show each
+// cell of the spec exactly once); two targets under load at once; retries
+// that leave no trace in the controller's log, or ignore Retry-After.
+TEST_F(OperatorUnderFaultsTest, EveryRunCompletesWithEachCellOnceAndTheRetriesLogged) {
+  const auto began = std::chrono::steady_clock::now();
+  struct Spec {
+    std::string run;
+    std::vector<std::string> targets;
+    std::vector<int> connections;
+  };
+  const std::vector<Spec> specs = {{"first", {"alpha", "beta"}, {8, 16}}, {"second", {"gamma"}, {8}},
+                                   {"third", {"delta"}, {8, 16}}};
+  Apply("runs", RunText("first", Target("alpha", "httplib") + Target("beta", "beast"), "1s", "default", "[8, 16]") +
+                    "---\n" + RunText("second", Target("gamma", "httplib")) + "---\n" +
+                    RunText("third", Target("delta", "beast"), "1s", "default", "[8, 16]"));
+  for (const Spec& spec : specs) {
+    ASSERT_TRUE(Finishes(spec.run, "default", 150s)) << spec.run << ": phase " << Phase(spec.run) << "\n" << Logs();
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+
+  std::map<std::string, uint64_t> counted;  // requests the agents counted, by target
+  for (const Spec& spec : specs) {
+    const json run = Get("br/" + spec.run);
+    ASSERT_EQ(run["status"]["phase"], "Succeeded") << spec.run << ": " << run["status"].dump(1) << Logs();
+    // A status write whose answer was lost must not leave the finished run
+    // with the cell it was on.
+    EXPECT_FALSE(run["status"].contains("current")) << spec.run << ": " << run["status"]["current"].dump();
+    // Each cell of the spec once in status: none lost, none twice.
+    std::map<std::pair<std::string, int>, int> cells;
+    for (const json& r : run["status"]["results"]) {
+      ++cells[{r["target"].get<std::string>(), r["connections"].get<int>()}];
+      EXPECT_EQ(r["state"], "Succeeded") << r.dump();
+      counted[r["target"].get<std::string>()] += r["requests"].get<uint64_t>();
+    }
+    std::map<std::pair<std::string, int>, int> wanted;
+    for (const std::string& t : spec.targets) {
+      for (int c : spec.connections) wanted[{t, c}] = 1;
+    }
+    EXPECT_EQ(cells, wanted) << spec.run << ": " << run["status"]["results"].dump(1);
+    EXPECT_EQ(run["status"]["completedCells"].get<size_t>(), wanted.size());
+    EXPECT_EQ(run["status"]["totalCells"].get<size_t>(), wanted.size());
+    // The stored record (read with a healthy identity) holds the same cells
+    // with the same figures and start times.
+    const fs::path fetched = root_ / ("fetched-" + spec.run);
+    auto fetch = kube::RunCommand(testing::BinaryPath("fairbench"),
+                                  {"fetch", spec.run, "--kubeconfig", kubeconfig_, "--output", fetched.string()}, {},
+                                  60s);
+    ASSERT_TRUE(fetch.ok());
+    ASSERT_EQ(fetch->exit_code, 0) << fetch->err;
+    const json record = json::parse(ReadFile(fetched / "results.json"), nullptr, false);
+    ASSERT_FALSE(record.is_discarded());
+    ASSERT_EQ(record["cells"].size(), wanted.size()) << record["cells"].dump().substr(0, 2000);
+    for (const json& c : record["cells"]) {
+      bool same = false;
+      for (const json& r : run["status"]["results"]) {
+        same |= r["target"] == c["result"]["target"] && r["connections"] == c["result"]["connections"] &&
+                r["requests"] == c["result"]["requests"] && r["startTime"] == c["result"]["startTime"];
+      }
+      EXPECT_TRUE(same) << "the record's cell differs from status: " << c["result"].dump();
+    }
+  }
+
+  // The targets' own request logs: never two under load at once, and each
+  // served about what its cells counted (warm-up included: 1.3×), not a
+  // second measurement on top (≥ 2.6×).
+  struct Span {
+    std::string target;
+    double from, to;
+  };
+  std::vector<Span> spans;
+  for (const std::string t : {"alpha", "beta", "gamma", "delta"}) {
+    const auto log = RequestLog(root_ / (t + ".requests"));
+    ASSERT_FALSE(log.empty()) << t;
+    spans.push_back({t, log.front().start, log.back().start + 0.1});
+    uint64_t served = 0;
+    for (const Bucket& b : log) served += b.count;
+    EXPECT_GE(served, counted[t]) << t;
+    EXPECT_LT(static_cast<double>(served), 2.0 * static_cast<double>(counted[t])) << t << ": served " << served
+                                                                                 << ", the cells counted " << counted[t];
+  }
+  for (size_t i = 0; i < spans.size(); ++i) {
+    for (size_t j = i + 1; j < spans.size(); ++j) {
+      const Span& a = spans[i];
+      const Span& b = spans[j];
+      EXPECT_TRUE(a.to <= b.from + 0.05 || b.to <= a.from + 0.05)
+          << std::fixed << a.target << " " << a.from << ".." << a.to << " overlaps " << b.target << " " << b.from
+          << ".." << b.to;
+    }
+  }
+
+  // What the controllers logged: each run executed once per leadership
+  // (a standby that took over resumes the run it finds Running), and every
+  // retry as one line naming the verb, the path, the code and the wait.
+  processes_.erase("ctl-1");
+  processes_.erase("ctl-2");
+  const std::string logs = Log("ctl-1") + Log("ctl-2");
+  const size_t leaderships = Count(logs, "] leading as ");
+  for (const Spec& spec : specs) {
+    const size_t executed = Count(logs, "executing default/" + spec.run + "\n");
+    EXPECT_GE(executed, 1u) << spec.run;
+    EXPECT_LE(executed, leaderships) << spec.run << " was executed again by the same leader\n" << logs;
+  }
+  const std::regex retry(R"((GET|POST|PUT|PATCH|DELETE) /apis?/\S+: (\d{3}) \w+.*; retrying in (\d+) ms( \(Retry-After\))?)");
+  std::map<std::string, int> retries_by_code;
+  int honoured_retry_after = 0;
+  for (auto it = std::sregex_iterator(logs.begin(), logs.end(), retry); it != std::sregex_iterator(); ++it) {
+    const std::smatch& m = *it;
+    ++retries_by_code[m[2].str()];
+    if (m[2] == "429" && m[4].matched && m[3] == "1000") ++honoured_retry_after;
+  }
+  EXPECT_GT(retries_by_code["429"], 0) << logs;
+  EXPECT_EQ(honoured_retry_after, retries_by_code["429"]) << "a 429 retried without waiting its Retry-After";
+  EXPECT_GT(retries_by_code["500"] + retries_by_code["503"] + retries_by_code["504"], 0);
+  EXPECT_GT(Count(logs, ": 410 Expired; listing again"), 0u) << "no watch relisted after 410";
+  EXPECT_GT(Count(logs, " Transport: "), 0u) << "no cut watch was noticed";
+
+  // The faults the server injected, by kind: each kind happened.
+  ASSERT_TRUE(processes_.at("apiserver").Terminate(SIGTERM, 10s).ok());
+  const std::string server_log = Log("apiserver");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(server_log, m,
+                                std::regex(R"(faults injected: error=(\d+) throttle=(\d+) latency=(\d+) )"
+                                           R"(watch-drop=(\d+) expire=(\d+) timeout=(\d+))")))
+      << server_log;
+  const char* kinds[] = {"error", "throttle", "latency", "watch-drop", "expire", "timeout"};
+  std::string shown;
+  for (int k = 0; k < 6; ++k) {
+    EXPECT_GT(std::stoi(m[k + 1].str()), 0) << "no " << kinds[k] << " fault was injected: " << m[0];
+    RecordProperty(std::string("faults_") + kinds[k], std::stoi(m[k + 1].str()));
+  }
+  std::string retried;
+  for (const auto& [code, n] : retries_by_code) retried += " " + code + "×" + std::to_string(n);
+  std::cout << m[0] << "\nretries logged by code:" << retried << "; leaderships " << leaderships << "; runs done in "
+            << seconds << " s\n";
 }
 
 }  // namespace

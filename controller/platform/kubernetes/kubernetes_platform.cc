@@ -2,12 +2,16 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <random>
 #include <thread>
 
 #include <spdlog/spdlog.h>
 
 #include "common/api/cells.h"
 #include "common/api/quantity.h"
+#include "controller/kube/backoff.h"
 #include "controller/kube/clock.h"
 #include "controller/kube/resource.h"
 #include "controller/platform/kubernetes/pod_templates.h"
@@ -115,8 +119,74 @@ kube::GetOptions Timeout(std::chrono::milliseconds t) {
   return o;
 }
 
+// Waits before another try of a call that failed in a way that may pass
+// (5xx, 429, a timeout, a cut connection), logging one line; false when
+// the failure is not one of those, `attempt` was the last, or on stop.
+bool RetryAfter(const kube::ApiError& e, const char* verb, const std::string& path, int attempt, int attempts,
+                kube::Backoff& backoff, std::stop_token stop) {
+  if (!e.Retriable() || attempt >= attempts || stop.stop_requested()) return false;
+  std::chrono::nanoseconds wait = backoff.Next();
+  const bool told = e.retry_after && e.retry_after->count() > 0;
+  if (told) wait = std::min<std::chrono::nanoseconds>(*e.retry_after, std::chrono::seconds(10));
+  spdlog::warn("{} {}: {} (attempt {} of {}); retrying in {} ms{}", verb, path, kube::RetryCause(e), attempt, attempts,
+               std::chrono::duration_cast<std::chrono::milliseconds>(wait).count(), told ? " (Retry-After)" : "");
+  return kube::SystemClock::Instance().SleepFor(wait, stop);
+}
+
+constexpr int kWriteAttempts = 6;
+const kube::BackoffPolicy kWriteBackoff{std::chrono::milliseconds(200), std::chrono::milliseconds(3000), 2.0, 0.2};
+
+// Marks each create, so that a create whose answer was lost can be told
+// from a pod that was there before.
+constexpr char kCreateTokenAnnotation[] = "fairbench.dev/create-token";
+
+std::string NewCreateToken() {
+  static std::mutex mu;
+  static std::mt19937_64 rng{std::random_device{}()};
+  std::lock_guard<std::mutex> lock(mu);
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(rng()));
+  return text;
+}
+
+// Creates a pod, trying again after a failure that may pass. The client
+// does not resend a create that may have happened (a 500, a 504, a cut
+// connection), so this does; when such a create did happen, the retry
+// meets AlreadyExists: the pod there carries this call's create token, so
+// it is the one created here and is returned as created. AlreadyExists
+// for a pod without the token (one left over) goes to the caller (the
+// target's is replaced, an agent's kept).
+kube::ApiResult<Json> CreatePod(kube::Client& client, const std::string& ns, Json pod, const kube::WriteOptions& w,
+                                std::stop_token stop) {
+  const std::string token = NewCreateToken();
+  pod["metadata"]["annotations"][kCreateTokenAnnotation] = token;
+  const std::string name = pod["metadata"].value("name", std::string());
+  kube::Backoff backoff(kWriteBackoff);
+  bool maybe_created = false;  // an earlier attempt may have taken effect
+  for (int attempt = 1;; ++attempt) {
+    auto created = client.Create(kube::resources::Pods(), ns, pod, w);
+    if (!created.ok() && created.reason() == kube::Reason::kAlreadyExists && maybe_created) {
+      auto there = client.Get(kube::resources::Pods(), ns, name, Timeout(w.timeout));
+      if (there.ok() && (*there)["metadata"].value("annotations", Json::object()).value(kCreateTokenAnnotation, std::string()) ==
+                            token) {
+        spdlog::info("pod {}/{} was created by an attempt whose answer was lost", ns, name);
+        return there;
+      }
+    }
+    if (!created.ok() && created.error().reason != kube::Reason::kTooManyRequests &&
+        created.error().reason != kube::Reason::kServiceUnavailable) {
+      maybe_created = true;  // only 429 and 503 say that nothing was done
+    }
+    if (created.ok() ||
+        !RetryAfter(created.error(), "POST", kube::resources::Pods().Path(ns, ""), attempt, kWriteAttempts, backoff, stop)) {
+      return created;
+    }
+  }
+}
+
 // Deletes pod `name` and waits (polling) until it is gone. Bounded by
-// `timeout`; Cancelled on stop.
+// `timeout`; Cancelled on stop. A delete that fails in a way that may pass
+// is sent again until the timeout: a pod left behind holds its node's CPUs.
 Status DeletePodAndWait(kube::Client& client, const std::string& ns, const std::string& name, int64_t grace,
                         std::chrono::milliseconds timeout, std::chrono::milliseconds poll,
                         std::chrono::milliseconds call_timeout, std::stop_token stop) {
@@ -124,10 +194,18 @@ Status DeletePodAndWait(kube::Client& client, const std::string& ns, const std::
   d.grace_period_seconds = grace;
   d.propagation = kube::PropagationPolicy::kBackground;
   d.timeout = call_timeout;
-  auto deleted = client.Delete(kube::resources::Pods(), ns, name, d);
-  if (!deleted.ok() && deleted.reason() == kube::Reason::kNotFound) return Status::Ok();
-  if (!deleted.ok()) return Status::Unavailable("cannot delete pod " + ns + "/" + name + ": " + deleted.error().ToString());
   const auto deadline = SteadyClock::now() + timeout;
+  kube::Backoff backoff(kWriteBackoff);
+  for (int attempt = 1;; ++attempt) {
+    auto deleted = client.Delete(kube::resources::Pods(), ns, name, d);
+    if (deleted.ok()) break;
+    if (deleted.reason() == kube::Reason::kNotFound) return Status::Ok();
+    const bool time_left = SteadyClock::now() < deadline;
+    if (!time_left || !RetryAfter(deleted.error(), "DELETE", kube::resources::Pods().Path(ns, name), attempt,
+                                  time_left ? attempt + 1 : attempt, backoff, stop)) {
+      return Status::Unavailable("cannot delete pod " + ns + "/" + name + ": " + deleted.error().ToString());
+    }
+  }
   for (;;) {
     auto got = client.Get(kube::resources::Pods(), ns, name, Timeout(call_timeout));
     if (!got.ok() && got.reason() == kube::Reason::kNotFound) return Status::Ok();
@@ -359,7 +437,13 @@ Status KubernetesPlatform::ReleaseRun(const std::string& run) {
   }
   kube::ListOptions selector;
   selector.label_selector = k8s::RunPodsSelector(run);
+  kube::Backoff backoff(kWriteBackoff);
   auto pods = client_.List(kube::resources::Pods(), ns_, selector);
+  for (int attempt = 1; !pods.ok() && RetryAfter(pods.error(), "GET", kube::resources::Pods().Path(ns_, ""), attempt,
+                                                 kWriteAttempts, backoff, {});
+       ++attempt) {
+    pods = client_.List(kube::resources::Pods(), ns_, selector);
+  }
   if (!pods.ok()) return Status::Unavailable("pods of run " + run + ": " + pods.error().message);
   for (const Json& pod : pods->items) {
     const std::string name = Str(Obj(pod, "metadata"), "name");
@@ -404,7 +488,7 @@ Result<std::unique_ptr<TargetInstance>> KubernetesPlatform::Deploy(const DeployR
 
   kube::WriteOptions w;
   w.timeout = options_.api_call_timeout * 5;
-  auto created = client_.Create(kube::resources::Pods(), ns_, tmpl.pod, w);
+  auto created = CreatePod(client_, ns_, tmpl.pod, w, stop);
   if (!created.ok() && created.reason() == kube::Reason::kAlreadyExists) {
     // A pod left by an interrupted run (or an earlier leader): it may be in
     // any state, so it goes and a fresh one is made — after its kubelet has
@@ -412,7 +496,7 @@ Result<std::unique_ptr<TargetInstance>> KubernetesPlatform::Deploy(const DeployR
     // so that its CPUs and memory are free again for the new one.
     spdlog::info("deleting stale target pod {}/{}", ns_, pod_name);
     if (Status s = DeleteAndWait(pod_name, options_.grace_period_seconds, stop); !s.ok()) return s;
-    created = client_.Create(kube::resources::Pods(), ns_, tmpl.pod, w);
+    created = CreatePod(client_, ns_, tmpl.pod, w, stop);
   }
   if (!created.ok()) {
     return Status::Unavailable("cannot create pod " + ns_ + "/" + pod_name + " for target " + target.name + ": " +
@@ -452,7 +536,14 @@ Result<std::vector<std::string>> KubernetesPlatform::EnsureAgents(const AgentReq
   for (int i = 0; i < count; ++i) {
     if (stop.stop_requested()) return Status::Cancelled("stopped while starting agents");
     const std::string name = k8s::AgentPodName(request.run.name, i);
+    kube::Backoff backoff(kWriteBackoff);
     auto got = client_.Get(kube::resources::Pods(), ns_, name, Timeout(options_.api_call_timeout));
+    for (int attempt = 1; !got.ok() && got.reason() != kube::Reason::kNotFound &&
+                          RetryAfter(got.error(), "GET", kube::resources::Pods().Path(ns_, name), attempt,
+                                     kWriteAttempts, backoff, stop);
+         ++attempt) {
+      got = client_.Get(kube::resources::Pods(), ns_, name, Timeout(options_.api_call_timeout));
+    }
     bool create = false;
     if (got.ok()) {
       auto gone = PodGone(*got, k8s::kAgentContainer);
@@ -488,7 +579,7 @@ Result<std::vector<std::string>> KubernetesPlatform::EnsureAgents(const AgentReq
       p.memory = options_.agent_memory;
       p.give_up_after_seconds = options_.agent_give_up_after_seconds;
       p.grace_period_seconds = options_.grace_period_seconds;
-      auto created = client_.Create(kube::resources::Pods(), ns_, k8s::AgentPod(p), w);
+      auto created = CreatePod(client_, ns_, k8s::AgentPod(p), w, stop);
       if (!created.ok() && created.reason() != kube::Reason::kAlreadyExists) {
         return Status::Unavailable("cannot create agent pod " + ns_ + "/" + name + ": " + created.error().ToString());
       }

@@ -320,6 +320,81 @@ TEST_F(KubernetesPlatformTest, DeployReplacesAStalePod) {
   EXPECT_NE(new_uid, old_uid);
 }
 
+// Catches: the create that replaces a stale pod answered 504 after it took
+// effect: its retry meets AlreadyExists, and without the create token that
+// pod (the new one) could not be told from the stale one, failing the
+// deploy. Seed 3 decides: the first create meets the stale pod, the second
+// (after the stale pod went) is lost, the third meets the pod it made.
+TEST_F(KubernetesPlatformTest, ALostCreateIsToldFromTheStalePodItReplaces) {
+  KubernetesPlatformOptions o = Options();
+  o.grace_period_seconds = 0;
+  KubernetesPlatform platform(*client_, o);
+  auto first = platform.Deploy(Request(), {});
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  const std::string old_uid = Uid("study-drogon");
+  MarkTerminated("study-drogon", 1, "Error");
+  apiserver::FaultConfig f;
+  f.timeout_rate = 0.5;
+  f.methods = {"POST"};
+  f.path_prefixes = {"/api/v1/namespaces/default/pods"};
+  f.seed = 3;
+  api().faults().Configure(f);
+  auto second = platform.Deploy(Request(), {});
+  const apiserver::FaultCounts counts = api().faults().counts();
+  api().faults().Clear();
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(counts.timeouts, 1u) << counts.ToString();
+  const std::string new_uid = Uid("study-drogon");
+  EXPECT_FALSE(new_uid.empty());
+  EXPECT_NE(new_uid, old_uid);
+}
+
+// Catches: a deploy, agents or a teardown failed by one 5xx on a create or a
+// delete (the client does not resend a POST that may have happened), or a
+// create whose answer was lost (504 after it took effect) leaving the pod
+// unusable: each is tried again and ends with one pod of each name.
+TEST_F(KubernetesPlatformTest, PodWritesRideOutServerErrorsAndLostAnswers) {
+  apiserver::FaultConfig f;
+  f.server_error_rate = 0.4;
+  f.server_error_codes = {500};
+  f.timeout_rate = 0.3;
+  f.methods = {"POST", "DELETE"};
+  f.path_prefixes = {"/api/v1/namespaces/default/pods"};
+  f.seed = 14;  // the target's create is lost (504 after it took effect), its retry meets a 500
+  api().faults().Configure(f);
+  KubernetesPlatformOptions o = Options();
+  o.grace_period_seconds = 0;  // no kubelet here to finish a graceful deletion of a pod whose create was lost
+  KubernetesPlatform platform(*client_, o);
+  auto deployed = platform.Deploy(Request(), {});
+  ASSERT_TRUE(deployed.ok()) << deployed.status().ToString();
+  AgentRequest request;
+  request.run = run_;
+  request.count = 2;
+  request.threads = 2;
+  request.target = TargetPlacement{"node-target", "127.0.0.5", 8080};
+  request.placement = placement_.agents;
+  auto ids = platform.EnsureAgents(request, {});
+  ASSERT_TRUE(ids.ok()) << ids.status().ToString();
+  for (const std::string& id : *ids) EXPECT_FALSE(Uid(id).empty()) << id;
+  std::jthread kubelet([&](std::stop_token stop) {
+    while (!stop.stop_requested()) {
+      auto got = client_->Get(kube::resources::Pods(), "default", "study-drogon");
+      if (got.ok() && (*got)["metadata"].contains("deletionTimestamp")) {
+        (void)api().FinishPodTermination("default", "study-drogon");
+      }
+      if (!got.ok() && got.reason() == kube::Reason::kNotFound) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+  const Status s = (*deployed)->Teardown();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const apiserver::FaultCounts counts = api().faults().counts();
+  EXPECT_GT(counts.server_errors, 0u) << counts.ToString();
+  EXPECT_GT(counts.timeouts, 0u) << counts.ToString();
+  api().faults().Clear();
+  EXPECT_EQ(client_->Get(kube::resources::Pods(), "default", "study-drogon").reason(), kube::Reason::kNotFound);
+}
+
 // Catches: agents created on the target's node, duplicate agents on a
 // second call, and dead agents never replaced.
 TEST_F(KubernetesPlatformTest, EnsureAgentsCreatesKeepsAndReplaces) {
