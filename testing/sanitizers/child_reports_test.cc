@@ -24,7 +24,9 @@ std::string ReportOf(const std::string& mode) {
   if (!child.ok()) return "";
   auto status = child->Wait(std::chrono::seconds(60));
   EXPECT_TRUE(status.ok()) << status.status().ToString();
-  if (status.ok()) EXPECT_FALSE(status->success()) << "the sanitizer let " << mode << " exit 0";
+  if (status.ok()) {
+    EXPECT_FALSE(status->success()) << "the sanitizer let " << mode << " exit 0";
+  }
   std::string all;
   for (const std::string& r : TakeChildReports()) all += r;
   return all;
