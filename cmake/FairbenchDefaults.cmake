@@ -15,7 +15,7 @@ function(fairbench_defaults target)
   # Beast target (Asio hands handlers over through its scheduler's mutex
   # too, which TSan sees).
   set(tsan_noisy fairbench-target-beast fairbench-target-nginx fairbench-test-apiserver
-    fairbench_test_kubelet chart_test fairbench_controller_cli)
+    fairbench_test_kubelet chart_test fairbench_controller_cli prometheus_e2e_test operator_e2e_test)
   if(FAIRBENCH_SANITIZE STREQUAL "thread" AND target IN_LIST tsan_noisy)
     target_compile_options(${target} PRIVATE -Wno-null-dereference -Wno-maybe-uninitialized -Wno-tsan)
   endif()
@@ -42,6 +42,13 @@ function(fairbench_test name)
   endif()
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 120)
+  endif()
+  # Sanitizers slow everything down (TSan most): CTest's limit stretches like
+  # the tests' own waits (FAIRBENCH_TIME_SCALE in the presets).
+  if(FAIRBENCH_SANITIZE STREQUAL "thread")
+    math(EXPR T_TIMEOUT "${T_TIMEOUT} * 5")
+  elseif(FAIRBENCH_SANITIZE)
+    math(EXPR T_TIMEOUT "${T_TIMEOUT} * 3")
   endif()
   gtest_discover_tests(${name}
     PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}"
