@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/tsan_hand_off.h"
 #include "common/wire.h"
 #include "controller/hub/job_stream.h"
 
@@ -15,9 +16,18 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
  public:
   static constexpr size_t kOutboxLimit = 16;
 
-  explicit AgentSession(AgentHub* hub) : hub_(hub) { StartRead(&in_); }
+  // gRPC builds the session on one of its threads and runs the reactions on
+  // others: `this` and &in_ state that order to TSan (common/tsan_hand_off.h).
+  explicit AgentSession(AgentHub* hub) : hub_(hub) {
+    TsanRelease(this);  // to the first OnWriteDone, OnCancel, OnDone
+    TsanRelease(&in_);  // the read chain
+    StartRead(&in_);
+  }
   // A stream refused before its first read (the hub is full of pending ones).
-  AgentSession(AgentHub* hub, const grpc::Status& refusal) : hub_(hub), finishing_(true) { Finish(refusal); }
+  AgentSession(AgentHub* hub, const grpc::Status& refusal) : hub_(hub), finishing_(true) {
+    TsanRelease(this);
+    Finish(refusal);
+  }
 
   // Thread-safe. False when the stream is finishing or the outbox is full.
   bool Send(v1::ControllerMessage msg) {
@@ -95,8 +105,10 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
 
  private:
   void OnReadDone(bool ok) override {
+    TsanAcquire(&in_);
     if (!ok) {
       End(grpc::Status::OK);  // the agent closed its side or the stream broke
+      TsanRelease(&in_);      // to OnDone
       return;
     }
     if (!welcomed_) {
@@ -115,7 +127,9 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
       std::lock_guard<std::mutex> lock(mu_);
       finishing = finishing_;
     }
+    TsanRelease(&in_);  // to the next OnReadDone, or to OnDone
     if (!finishing) StartRead(&in_);
+    TsanRelease(&done_);  // StartRead's own accesses, to OnDone
   }
 
   void HandleHello() {
@@ -224,6 +238,7 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
   }
 
   void OnWriteDone(bool ok) override {
+    TsanAcquire(this);
     const v1::ControllerMessage* next = nullptr;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -240,9 +255,13 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
       }
     }
     if (next != nullptr) StartWrite(next);
+    TsanRelease(&done_);
   }
 
   void OnDone() override {
+    TsanAcquire(this);
+    TsanAcquire(&in_);  // after the last read: info_, and the delete below
+    TsanAcquire(&done_);
     std::shared_ptr<JobObserver> observer;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -254,11 +273,16 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
     delete this;
   }
 
-  void OnCancel() override { End(grpc::Status::CANCELLED); }
+  void OnCancel() override {
+    TsanAcquire(this);
+    End(grpc::Status::CANCELLED);
+    TsanRelease(&done_);
+  }
 
   AgentHub* const hub_;
   v1::AgentMessage in_;  // only the reading reaction touches it
   bool welcomed_ = false;  // only the reading reaction touches it
+  char done_ = 0;  // the address reactions release to OnDone (TSan builds)
   AgentInfo info_;       // written once, at Hello, before Register
 
   mutable std::mutex mu_;
