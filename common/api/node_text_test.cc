@@ -1,6 +1,11 @@
 // YAML and JSON text to Node and back: scalar kinds, positions, syntax
 // errors, quoting on output.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
 
 #include "common/api/json_text.h"
 #include "common/api/node.h"
@@ -55,6 +60,28 @@ TEST(YamlTextTest, SyntaxErrorsNameFileLineAndColumn) {
   EXPECT_EQ(ParseYaml("a: 1\n---\nb: 2\n", "run.yaml").status().message(),
             "run.yaml: expected one YAML document, found 2 (separated by ---)");
   EXPECT_EQ(ParseYaml("key: [1, {a: 2]\n", "r.yaml").status().code(), Status::Code::kInvalidArgument);
+}
+
+// Found by fuzz/run_file_fuzzer: yaml-cpp 0.7's LoadAll never returns on
+// a lone "," (it appends an empty document at the same place forever,
+// yaml-cpp issue #1040), eating memory until the process dies. Run in a
+// child with a time and memory limit, so that the bug fails the test
+// instead of the machine.
+// In a child: exits 0 when ParseYaml refuses `text` as invalid YAML within
+// 10 s and 1 GiB.
+[[noreturn]] void ExitZeroIfRefused(const char* text) {
+  alarm(10);
+  rlimit memory{};
+  memory.rlim_cur = memory.rlim_max = rlim_t{1} << 30;
+  setrlimit(RLIMIT_AS, &memory);
+  Result<Node> n = ParseYaml(text, "run.yaml");
+  std::_Exit(!n.ok() && n.status().message().find("invalid YAML") != std::string::npos ? 0 : 1);
+}
+
+TEST(YamlTextDeathTest, InputThatLoopsYamlCppsLoadAllIsAnError) {
+  for (const char* text : {",", "\n,\n    ", "a: 1\n,\n", "- !+(.,.)"}) {
+    EXPECT_EXIT(ExitZeroIfRefused(text), ::testing::ExitedWithCode(0), "") << text;
+  }
 }
 
 TEST(YamlTextTest, EmptyTextIsNull) {

@@ -1,8 +1,10 @@
 #include "common/api/yaml_text.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
+#include <sstream>
 #include <exception>
 #include <string>
 
@@ -192,17 +194,68 @@ Node::Kind ResolvePlainScalar(std::string_view s) {
   return Node::Kind::kString;
 }
 
+// Counts the documents of a stream without building them. It replaces
+// YAML::LoadAll, which in yaml-cpp 0.7 never returns on some invalid input
+// (a lone ",": the parser reports an empty document at the same place
+// again and again, each appended to a growing vector — yaml-cpp issue
+// #1040, fixed upstream in 0.8.1 by PR #1319). Here a document that starts
+// where the previous one started is that loop, and an error.
+class DocumentCounter final : public YAML::EventHandler {
+ public:
+  int documents = 0;
+  YAML::Mark first;     // where the current document's first node is
+  bool placed = false;  // first is set
+
+  void OnDocumentStart(const YAML::Mark&) override {
+    ++documents;
+    placed = false;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Place(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Place(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override { Place(mark); }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    Place(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    Place(mark);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void Place(const YAML::Mark& mark) {
+    if (placed) return;
+    placed = true;
+    first = mark;
+  }
+};
+
 Result<Node> ParseYaml(std::string_view text, std::string_view source) {
   Converter conv;
   conv.source = std::string(source);
   try {
-    const std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
-    if (docs.empty()) return Node::Null();
-    if (docs.size() > 1) {
-      return Status::InvalidArgument(conv.source + ": expected one YAML document, found " +
-                                     std::to_string(docs.size()) + " (separated by ---)");
+    const std::string copy(text);
+    std::istringstream in(copy);
+    YAML::Parser parser(in);
+    DocumentCounter counter;
+    int previous_pos = -1;
+    while (parser.HandleNextDocument(counter)) {
+      // Each document takes at least one byte (a separator): more of them
+      // than bytes is the same loop in another guise.
+      if ((counter.placed && counter.first.pos == previous_pos) ||
+          static_cast<size_t>(counter.documents) > copy.size() + 1) {
+        return Status::InvalidArgument(conv.Where(Mark{counter.first.line + 1, counter.first.column + 1}) +
+                                       "invalid YAML: unexpected character");
+      }
+      previous_pos = counter.placed ? counter.first.pos : -1;
     }
-    return conv.Convert(docs[0], Mark{1, 1});
+    if (counter.documents == 0) return Node::Null();
+    if (counter.documents > 1) {
+      return Status::InvalidArgument(conv.source + ": expected one YAML document, found " +
+                                     std::to_string(counter.documents) + " (separated by ---)");
+    }
+    return conv.Convert(YAML::Load(copy), Mark{1, 1});
   } catch (const YAML::Exception& e) {
     std::string msg = conv.Where(Mark{e.mark.line + 1, e.mark.column + 1}) + "invalid YAML: " + e.msg;
     if (e.mark.line < 0) msg = conv.source + ": invalid YAML: " + e.msg;
