@@ -84,6 +84,21 @@ TEST(YamlTextDeathTest, InputThatLoopsYamlCppsLoadAllIsAnError) {
   }
 }
 
+// Found by fuzz/run_file_fuzzer: yaml-cpp passes any bytes through, and a
+// run holding a string that is not UTF-8 loaded, then made nlohmann::json
+// throw (an uncaught type_error) when written as JSON — the operator's
+// object, the run's record. The loader refuses it where it is.
+TEST(YamlTextTest, TextThatIsNotUtf8IsRefusedWhereItIs) {
+  EXPECT_EQ(ParseYaml("a: 1\nname: x\xffy\n", "run.yaml").status().message(),
+            "run.yaml:2:8: invalid YAML: not UTF-8 text");
+  for (const char* bad : {"\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x82", "\x80"}) {
+    EXPECT_FALSE(ParseYaml(std::string("a: ") + bad + "\n", "t").ok()) << bad;
+  }
+  Result<Node> ok = ParseYaml("name: \"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\x80\"\n", "t");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->Find("name")->text(), "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\x80");
+}
+
 TEST(YamlTextTest, EmptyTextIsNull) {
   EXPECT_TRUE(ParseYaml("", "t")->is_null());
   EXPECT_TRUE(ParseYaml("# only a comment\n", "t")->is_null());
