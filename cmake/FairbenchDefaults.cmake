@@ -3,13 +3,28 @@ function(fairbench_defaults target)
   target_compile_options(${target} PRIVATE
     -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-style-cast
     -Wcast-align -Woverloaded-virtual -Wconversion -Wno-sign-conversion
-    -Wimplicit-fallthrough -Wnull-dereference -Wformat=2
+    -Wimplicit-fallthrough -Wnull-dereference -Wformat=2)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     # GCC 12 reports false positives inside std::string (GCC bug 105329).
-    -Wno-restrict)
+    target_compile_options(${target} PRIVATE -Wno-restrict)
+  endif()
   if(FAIRBENCH_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
   endif()
 endfunction()
+
+if(FAIRBENCH_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "FAIRBENCH_FUZZ needs clang (libFuzzer): configure with the fuzz preset "
+                        "or -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_C_COMPILER=clang-14")
+  endif()
+  # The libraries get libFuzzer's coverage without its main(); each fuzzer
+  # links -fsanitize=fuzzer (fuzz/CMakeLists.txt). Any UB report aborts, so
+  # libFuzzer records it as a crash.
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+                      -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()
 
 if(FAIRBENCH_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
