@@ -193,6 +193,9 @@ ResponseParser::Outcome ResponseParser::Feed(const char* data, size_t len, size_
             const auto* colon = static_cast<const char*>(std::memchr(p, ':', static_cast<size_t>(lf - p)));
             if (colon == nullptr) return Fail("header line without a colon");
             const auto name_len = static_cast<size_t>(colon - p);
+            // A CR before the colon ends the line for the byte-wise path
+            // below; a line that arrives whole must fail the same way.
+            if (std::memchr(p, '\r', name_len) != nullptr) return Fail("header line without a colon");
             header_ = NameIs(p, name_len, kNames[0])   ? Header::kContentLength
                       : NameIs(p, name_len, kNames[1]) ? Header::kTransferEncoding
                       : NameIs(p, name_len, kNames[2]) ? Header::kConnection

@@ -157,6 +157,24 @@ TEST(ResponseParserTest, MalformedResponsesAreErrors) {
   }
 }
 
+// Found by fuzz/response_parser_fuzzer: a header line arriving whole took a
+// fast path that skipped a name holding a CR ("K\rContent-Length: …") as an
+// unknown header, while the same line split across reads failed at the CR:
+// where a read ended changed the outcome. Both now refuse it.
+TEST(ResponseParserTest, CrInsideAHeaderNameFailsHoweverTheLineArrives) {
+  const std::string bytes = "HTTP/1.1 200 OK\r\nK\rContent-Length: 3\r\n\r\nabc";
+  for (size_t piece = 1; piece <= bytes.size(); ++piece) {
+    std::vector<std::string> pieces;
+    for (size_t at = 0; at < bytes.size(); at += piece) pieces.push_back(bytes.substr(at, piece));
+    ResponseParser parser;
+    parser.Reset(false);
+    size_t total = 0;
+    EXPECT_EQ(FeedPieces(parser, pieces, &total, true), Outcome::kError) << "pieces of " << piece;
+    ASSERT_NE(parser.error(), nullptr);
+    EXPECT_STREQ(parser.error(), "header line without a colon") << "pieces of " << piece;
+  }
+}
+
 TEST(ResponseParserTest, DuplicateEqualContentLengthIsAccepted) {
   ResponseParser parser;
   parser.Reset(false);

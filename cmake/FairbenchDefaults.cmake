@@ -3,9 +3,11 @@ function(fairbench_defaults target)
   target_compile_options(${target} PRIVATE
     -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-style-cast
     -Wcast-align -Woverloaded-virtual -Wconversion -Wno-sign-conversion
-    -Wimplicit-fallthrough -Wnull-dereference -Wformat=2
+    -Wimplicit-fallthrough -Wnull-dereference -Wformat=2)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     # GCC 12 reports false positives inside std::string (GCC bug 105329).
-    -Wno-restrict)
+    target_compile_options(${target} PRIVATE -Wno-restrict)
+  endif()
   if(FAIRBENCH_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
   endif()
@@ -20,6 +22,19 @@ function(fairbench_defaults target)
     target_compile_options(${target} PRIVATE -Wno-null-dereference -Wno-maybe-uninitialized -Wno-tsan)
   endif()
 endfunction()
+
+if(FAIRBENCH_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "FAIRBENCH_FUZZ needs clang (libFuzzer): configure with the fuzz preset "
+                        "or -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_C_COMPILER=clang-14")
+  endif()
+  # The libraries get libFuzzer's coverage without its main(); each fuzzer
+  # links -fsanitize=fuzzer (fuzz/CMakeLists.txt). Any UB report aborts, so
+  # libFuzzer records it as a crash.
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+                      -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()
 
 # Every test binary also links testing/sanitizers/child_reports.cc: the
 # reports of the processes a test starts fail that test (see there).

@@ -250,7 +250,8 @@ Result<Histogram> Histogram::DecodeCompressed(std::string_view bytes) {
     int64_t v = 0;
     if (!GetZigZag(q, end, &v)) return Status::InvalidArgument("histogram: truncated count");
     if (v < 0) {
-      if (-v > kCountsLen - index) return Status::InvalidArgument("histogram: zero run past the end");
+      // Compared as v < -(room) so that INT64_MIN is not negated.
+      if (v < -static_cast<int64_t>(kCountsLen - index)) return Status::InvalidArgument("histogram: zero run past the end");
       index += static_cast<int>(-v);
       continue;
     }
@@ -259,6 +260,7 @@ Result<Histogram> Histogram::DecodeCompressed(std::string_view bytes) {
       if (h.counts_.empty()) h.AllocateCounts();
       h.counts_[static_cast<size_t>(index)] = static_cast<uint64_t>(v);
       const auto c = static_cast<uint64_t>(v);
+      if (c > UINT64_MAX - h.moments_.count) return Status::InvalidArgument("histogram: total count overflows");
       const auto value = static_cast<uint64_t>(ValueFromIndex(index));
       const auto mid = value + (static_cast<uint64_t>(HighestEquivalentValue(static_cast<int64_t>(value))) - value + 1) / 2;
       if (h.moments_.count == 0) h.moments_.min = value;

@@ -1,10 +1,12 @@
 #include "common/histogram.h"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace fairbench {
@@ -176,6 +178,73 @@ TEST(HistogramTest, DecodeRejectsGarbage) {
   std::string flipped = h.EncodeCompressed();
   flipped[10] = static_cast<char>(flipped[10] ^ 0x5a);
   EXPECT_FALSE(Histogram::DecodeCompressed(flipped).ok());
+}
+
+// A V2 compressed histogram of fairbench's layout around a raw payload of
+// zig-zag LEB128 counts, for payloads EncodeCompressed never writes.
+std::string CompressedV2(const std::string& payload) {
+  std::string v2;
+  auto be32 = [&](uint32_t v) {
+    for (int shift = 24; shift >= 0; shift -= 8) v2.push_back(static_cast<char>((v >> shift) & 0xff));
+  };
+  auto be64 = [&](uint64_t v) {
+    be32(static_cast<uint32_t>(v >> 32));
+    be32(static_cast<uint32_t>(v));
+  };
+  be32(0x1c849313);
+  be32(static_cast<uint32_t>(payload.size()));
+  be32(0);
+  be32(3);
+  be64(1);
+  be64(3'600'000'000);
+  be64(0x3ff0000000000000);  // 1.0
+  v2 += payload;
+  uLongf bound = compressBound(static_cast<uLong>(v2.size()));
+  std::string z(bound, '\0');
+  EXPECT_EQ(compress2(reinterpret_cast<Bytef*>(z.data()), &bound, reinterpret_cast<const Bytef*>(v2.data()),
+                      static_cast<uLong>(v2.size()), 6),
+            Z_OK);
+  z.resize(bound);
+  v2.clear();
+  be32(0x1c849314);
+  be32(static_cast<uint32_t>(z.size()));
+  return v2 + z;
+}
+
+// HdrHistogram's LEB128 variant of the zig-zag encoding of v.
+std::string ZigZag(int64_t signed_value) {
+  uint64_t v = (static_cast<uint64_t>(signed_value) << 1) ^ static_cast<uint64_t>(signed_value >> 63);
+  std::string out;
+  for (int i = 0; i < 8; ++i) {
+    if ((v >> 7) == 0) return out + static_cast<char>(v);
+    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  return out + static_cast<char>(v);
+}
+
+TEST(HistogramTest, DecodeReadsAHandWrittenPayload) {
+  // The helpers agree with the decoder: a zero run of 5, then 3 at index 5.
+  auto h = Histogram::DecodeCompressed(CompressedV2(ZigZag(-5) + ZigZag(3)));
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  EXPECT_EQ(h->count(), 3u);
+  EXPECT_EQ(h->CountAtIndex(5), 3u);
+}
+
+// A zero run of INT64_MIN was negated (undefined behaviour, reported by
+// UBSan in the fuzz build) and, wrapped, taken as a run of 0, not refused.
+TEST(HistogramTest, DecodeRefusesAZeroRunOfInt64Min) {
+  auto h = Histogram::DecodeCompressed(CompressedV2(ZigZag(INT64_MIN) + ZigZag(1)));
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.status().message().find("zero run"), std::string::npos) << h.status().message();
+}
+
+// Counts whose total overflows 64 bits used to wrap to a small count that a
+// hostile agent could make agree with the count it claims.
+TEST(HistogramTest, DecodeRefusesCountsWhoseTotalOverflows) {
+  auto h = Histogram::DecodeCompressed(CompressedV2(ZigZag(INT64_MAX) + ZigZag(INT64_MAX) + ZigZag(2)));
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.status().message().find("overflow"), std::string::npos) << h.status().message();
 }
 
 }  // namespace

@@ -1,6 +1,56 @@
 #include "common/wire.h"
 
+#include <cmath>
+
 namespace fairbench::wire {
+namespace {
+
+Status Invalid(const std::string& field, const std::string& what) {
+  return Status::InvalidArgument(field + ": " + what);
+}
+
+Result<Histogram> DecodeLatency(const v1::Latency& in, const std::string& field) {
+  if (in.count() == 0) {
+    if (!in.hdr().empty()) return Invalid(field, "counts without a count");
+    return Histogram();
+  }
+  auto h = Histogram::DecodeCompressed(in.hdr());
+  if (!h.ok()) return Invalid(field, h.status().message());
+  if (h->count() != in.count()) {
+    return Invalid(field, "histogram holds " + std::to_string(h->count()) + " values, message says " +
+                              std::to_string(in.count()));
+  }
+  // The decoded min and max are the bounds of the lowest and highest
+  // non-empty buckets: the exact values must lie in those buckets.
+  if (in.min() > in.max()) return Invalid(field, "min " + std::to_string(in.min()) + " above max " + std::to_string(in.max()));
+  if (in.max() > static_cast<uint64_t>(Histogram::kHighestTrackable) ||
+      static_cast<uint64_t>(Histogram::LowestEquivalentValue(static_cast<int64_t>(in.min()))) != h->min() ||
+      static_cast<uint64_t>(Histogram::HighestEquivalentValue(static_cast<int64_t>(in.max()))) != h->max()) {
+    return Invalid(field, "min " + std::to_string(in.min()) + " or max " + std::to_string(in.max()) +
+                              " outside the histogram's lowest and highest buckets");
+  }
+  const uint128_t count = in.count();
+  const uint128_t sum = in.sum();
+  const uint128_t sum_squares = (static_cast<uint128_t>(in.sum_squares_hi()) << 64) | in.sum_squares_lo();
+  if (sum < count * in.min() || sum > count * in.max()) {
+    return Invalid(field, "sum " + std::to_string(in.sum()) + " outside count × [min, max]");
+  }
+  // Σx² ≥ (Σx)²/n (the variance is not negative) and Σx² ≤ max·Σx.
+  if (sum_squares < sum * sum / count || sum_squares > sum * in.max()) {
+    return Invalid(field, "sum of squares inconsistent with the sum, count and max");
+  }
+  if (in.clamped() > in.count()) return Invalid(field, "more clamped values than values");
+  HistogramMoments m;
+  m.count = in.count();
+  m.sum = in.sum();
+  m.sum_squares = sum_squares;
+  m.min = in.min();
+  m.max = in.max();
+  h->SetMoments(m, in.clamped());
+  return h;
+}
+
+}  // namespace
 
 void ToProto(const Counters& in, v1::Counters* out) {
   out->set_requests(in.requests);
@@ -52,26 +102,7 @@ void ToProto(const Histogram& in, v1::Latency* out) {
   out->set_clamped(in.clamped());
 }
 
-Result<Histogram> FromProto(const v1::Latency& in) {
-  if (in.count() == 0) {
-    if (!in.hdr().empty()) return Status::InvalidArgument("latency: counts without a count");
-    return Histogram();
-  }
-  auto h = Histogram::DecodeCompressed(in.hdr());
-  if (!h.ok()) return h.status();
-  if (h->count() != in.count()) {
-    return Status::InvalidArgument("latency: histogram holds " + std::to_string(h->count()) + " values, message says " +
-                                   std::to_string(in.count()));
-  }
-  HistogramMoments m;
-  m.count = in.count();
-  m.sum = in.sum();
-  m.sum_squares = (static_cast<uint128_t>(in.sum_squares_hi()) << 64) | in.sum_squares_lo();
-  m.min = in.min();
-  m.max = in.max();
-  h->SetMoments(m, in.clamped());
-  return h;
-}
+Result<Histogram> FromProto(const v1::Latency& in) { return DecodeLatency(in, "latency"); }
 
 void ToProto(const Snapshot& in, const std::string& job_id, v1::Snapshot* out) {
   out->set_job_id(job_id);
@@ -91,19 +122,41 @@ void ToProto(const Snapshot& in, const std::string& job_id, v1::Snapshot* out) {
 Result<Snapshot> FromProto(const v1::Snapshot& in) {
   Snapshot s;
   if (in.sequence() == 0) return Status::InvalidArgument("snapshot: sequence numbers start at 1");
+  if (in.sequence() > kMaxSequence) {
+    return Invalid("snapshot.sequence", std::to_string(in.sequence()) + " is beyond " + std::to_string(kMaxSequence));
+  }
   if (in.phase() != v1::PHASE_WARMUP && in.phase() != v1::PHASE_MEASURE) {
     return Status::InvalidArgument("snapshot: unknown phase");
+  }
+  if (in.start_ns() < 0 || in.end_ns() < in.start_ns()) {
+    return Invalid("snapshot.start_ns/end_ns", "the interval [" + std::to_string(in.start_ns()) + ", " +
+                                                   std::to_string(in.end_ns()) + "] is not a time after the start");
+  }
+  if (in.counters().status_classes_size() > static_cast<int>(s.stats.counters.status_classes.size())) {
+    return Invalid("snapshot.counters.status_classes",
+                   std::to_string(in.counters().status_classes_size()) + " classes, at most " +
+                       std::to_string(s.stats.counters.status_classes.size()));
+  }
+  if (in.rate_samples_size() > kMaxRateSamples) {
+    return Invalid("snapshot.rate_samples",
+                   std::to_string(in.rate_samples_size()) + " samples, at most " + std::to_string(kMaxRateSamples));
+  }
+  for (double r : in.rate_samples()) {
+    if (!std::isfinite(r) || r < 0) return Invalid("snapshot.rate_samples", "a sample is negative or not finite");
+  }
+  if (!std::isfinite(in.cpu_seconds()) || in.cpu_seconds() < 0) {
+    return Invalid("snapshot.cpu_seconds", "negative or not finite");
   }
   s.sequence = in.sequence();
   s.phase = in.phase() == v1::PHASE_WARMUP ? Phase::kWarmup : Phase::kMeasure;
   s.start_ns = in.start_ns();
   s.end_ns = in.end_ns();
   s.stats.counters = FromProto(in.counters());
-  auto latency = FromProto(in.latency());
+  auto latency = DecodeLatency(in.latency(), "snapshot.latency");
   if (!latency.ok()) return latency.status();
   s.stats.latency = std::move(*latency);
   if (in.has_uncorrected()) {
-    auto u = FromProto(in.uncorrected());
+    auto u = DecodeLatency(in.uncorrected(), "snapshot.uncorrected");
     if (!u.ok()) return u.status();
     s.stats.uncorrected = std::move(*u);
   }

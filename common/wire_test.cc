@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
+#include <string>
+
 namespace fairbench::wire {
 namespace {
 
@@ -56,6 +60,94 @@ TEST(WireTest, RejectsInconsistentMessages) {
   EXPECT_FALSE(FromProto(msg).ok());
   msg.mutable_latency()->set_count(1);
   EXPECT_TRUE(FromProto(msg).ok());
+}
+
+// A valid measure snapshot of 100 requests to start each refusal from.
+v1::Snapshot ValidSnapshot() {
+  Snapshot s;
+  s.sequence = 3;
+  s.start_ns = 2'000'000'000;
+  s.end_ns = 3'000'000'000;
+  s.stats.counters.requests = 100;
+  for (int64_t v = 1; v <= 100; ++v) s.stats.latency.Record(v * 1000);
+  s.stats.rate_samples = {100.0};
+  v1::Snapshot msg;
+  ToProto(s, "job", &msg);
+  return msg;
+}
+
+// Expects FromProto to refuse `msg` with a message naming `field`.
+void ExpectRefused(const v1::Snapshot& msg, const std::string& field) {
+  auto r = FromProto(msg);
+  ASSERT_FALSE(r.ok()) << field;
+  EXPECT_NE(r.status().message().find(field), std::string::npos) << r.status().message();
+}
+
+TEST(WireTest, TheValidSnapshotIsAccepted) {
+  auto r = FromProto(ValidSnapshot());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->stats.latency.count(), 100u);
+}
+
+// Hub hardening (issue 12): what an agent claims is bounded before the hub
+// counts it. Each case was accepted before, and then overflowed or grew
+// without bound further on: sequence UINT64_MAX wrapped JobStream's next
+// expected number to 0; start/end far apart overflowed end − start in the
+// aggregator (undefined behaviour); status classes beyond six were dropped
+// silently; a million rate samples per snapshot piled up in the cell's
+// totals; moments that contradict the counts made a negative variance wrap.
+TEST(WireTest, RefusesWhatNoAgentSends) {
+  v1::Snapshot m = ValidSnapshot();
+  m.set_sequence(UINT64_MAX);
+  ExpectRefused(m, "snapshot.sequence");
+
+  m = ValidSnapshot();
+  m.set_start_ns(INT64_MIN);
+  m.set_end_ns(INT64_MAX);
+  ExpectRefused(m, "snapshot.start_ns/end_ns");
+  m.set_start_ns(5);
+  m.set_end_ns(4);
+  ExpectRefused(m, "snapshot.start_ns/end_ns");
+
+  m = ValidSnapshot();
+  for (int i = 0; i < 4; ++i) m.mutable_counters()->add_status_classes(1);
+  ASSERT_EQ(m.counters().status_classes_size(), 10);
+  ExpectRefused(m, "snapshot.counters.status_classes");
+
+  m = ValidSnapshot();
+  for (int i = 0; i < kMaxRateSamples; ++i) m.add_rate_samples(1.0);
+  ExpectRefused(m, "snapshot.rate_samples");
+  m = ValidSnapshot();
+  m.set_rate_samples(0, std::numeric_limits<double>::quiet_NaN());
+  ExpectRefused(m, "snapshot.rate_samples");
+  m = ValidSnapshot();
+  m.set_cpu_seconds(-1);
+  ExpectRefused(m, "snapshot.cpu_seconds");
+}
+
+TEST(WireTest, RefusesMomentsThatContradictTheCounts) {
+  v1::Snapshot m = ValidSnapshot();
+  m.mutable_latency()->set_min(5);  // the lowest bucket holds 1000
+  ExpectRefused(m, "snapshot.latency");
+  m = ValidSnapshot();
+  m.mutable_latency()->set_max(200'000);  // the highest bucket holds 100000
+  ExpectRefused(m, "snapshot.latency");
+  m = ValidSnapshot();
+  m.mutable_latency()->set_min(m.latency().max() + 1);
+  ExpectRefused(m, "snapshot.latency");
+  m = ValidSnapshot();
+  m.mutable_latency()->set_sum(1);  // below count × min
+  ExpectRefused(m, "snapshot.latency");
+  m = ValidSnapshot();
+  m.mutable_latency()->set_sum_squares_hi(0);
+  m.mutable_latency()->set_sum_squares_lo(1);  // (Σx)²/n > Σx²: a negative variance
+  ExpectRefused(m, "snapshot.latency");
+  m = ValidSnapshot();
+  m.mutable_latency()->set_clamped(101);
+  ExpectRefused(m, "snapshot.latency");
+  m = ValidSnapshot();
+  m.mutable_uncorrected()->set_count(1);  // counts without a histogram
+  ExpectRefused(m, "snapshot.uncorrected");
 }
 
 }  // namespace

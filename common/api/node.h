@@ -33,16 +33,18 @@ class Node {
 
   struct Entry;
 
-  Node() = default;
-  static Node Null() { return Node(); }
-  static Node Bool(bool b) { return Scalar(Kind::kBool, b ? "true" : "false"); }
-  static Node Int(long long v) { return Scalar(Kind::kInt, std::to_string(v)); }
-  static Node Uint(unsigned long long v) { return Scalar(Kind::kInt, std::to_string(v)); }
+  // The inline functions that make a Node are defined after Entry: clang
+  // instantiates std::vector<Entry>'s members where they are written.
+  Node();
+  static Node Null();
+  static Node Bool(bool b);
+  static Node Int(long long v);
+  static Node Uint(unsigned long long v);
   static Node Float(double v);  // shortest text that reads back as the same double
-  static Node String(std::string s) { return Scalar(Kind::kString, std::move(s)); }
+  static Node String(std::string s);
   static Node Scalar(Kind kind, std::string text);
-  static Node Sequence() { Node n; n.kind_ = Kind::kSequence; return n; }
-  static Node Map() { Node n; n.kind_ = Kind::kMap; return n; }
+  static Node Sequence();
+  static Node Map();
 
   Kind kind() const { return kind_; }
   bool is_null() const { return kind_ == Kind::kNull; }
@@ -55,7 +57,7 @@ class Node {
 
   // Sequence items, in order.
   const std::vector<Node>& items() const { return items_; }
-  void Append(Node item) { items_.push_back(std::move(item)); }
+  void Append(Node item);
 
   // Map entries in document order. Keys are strings; a map read from YAML
   // may hold a key twice (the parsers report that, the tree keeps both).
@@ -87,6 +89,24 @@ struct Node::Entry {
   Mark key_mark;
   Node value;
 };
+
+inline Node::Node() = default;
+inline Node Node::Null() { return Node(); }
+inline Node Node::Bool(bool b) { return Scalar(Kind::kBool, b ? "true" : "false"); }
+inline Node Node::Int(long long v) { return Scalar(Kind::kInt, std::to_string(v)); }
+inline Node Node::Uint(unsigned long long v) { return Scalar(Kind::kInt, std::to_string(v)); }
+inline Node Node::String(std::string s) { return Scalar(Kind::kString, std::move(s)); }
+inline void Node::Append(Node item) { items_.push_back(std::move(item)); }
+inline Node Node::Sequence() {
+  Node n;
+  n.kind_ = Kind::kSequence;
+  return n;
+}
+inline Node Node::Map() {
+  Node n;
+  n.kind_ = Kind::kMap;
+  return n;
+}
 
 // Quotes and escapes a string the way JSON does: "a\"b".
 std::string Quote(std::string_view s);

@@ -1,6 +1,11 @@
 // YAML and JSON text to Node and back: scalar kinds, positions, syntax
 // errors, quoting on output.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
 
 #include "common/api/json_text.h"
 #include "common/api/node.h"
@@ -55,6 +60,43 @@ TEST(YamlTextTest, SyntaxErrorsNameFileLineAndColumn) {
   EXPECT_EQ(ParseYaml("a: 1\n---\nb: 2\n", "run.yaml").status().message(),
             "run.yaml: expected one YAML document, found 2 (separated by ---)");
   EXPECT_EQ(ParseYaml("key: [1, {a: 2]\n", "r.yaml").status().code(), Status::Code::kInvalidArgument);
+}
+
+// Found by fuzz/run_file_fuzzer: yaml-cpp 0.7's LoadAll never returns on
+// a lone "," (it appends an empty document at the same place forever,
+// yaml-cpp issue #1040), eating memory until the process dies. Run in a
+// child with a time and memory limit, so that the bug fails the test
+// instead of the machine.
+// In a child: exits 0 when ParseYaml refuses `text` as invalid YAML within
+// 10 s and 1 GiB.
+[[noreturn]] void ExitZeroIfRefused(const char* text) {
+  alarm(10);
+  rlimit memory{};
+  memory.rlim_cur = memory.rlim_max = rlim_t{1} << 30;
+  setrlimit(RLIMIT_AS, &memory);
+  Result<Node> n = ParseYaml(text, "run.yaml");
+  std::_Exit(!n.ok() && n.status().message().find("invalid YAML") != std::string::npos ? 0 : 1);
+}
+
+TEST(YamlTextDeathTest, InputThatLoopsYamlCppsLoadAllIsAnError) {
+  for (const char* text : {",", "\n,\n    ", "a: 1\n,\n", "- !+(.,.)"}) {
+    EXPECT_EXIT(ExitZeroIfRefused(text), ::testing::ExitedWithCode(0), "") << text;
+  }
+}
+
+// Found by fuzz/run_file_fuzzer: yaml-cpp passes any bytes through, and a
+// run holding a string that is not UTF-8 loaded, then made nlohmann::json
+// throw (an uncaught type_error) when written as JSON — the operator's
+// object, the run's record. The loader refuses it where it is.
+TEST(YamlTextTest, TextThatIsNotUtf8IsRefusedWhereItIs) {
+  EXPECT_EQ(ParseYaml("a: 1\nname: x\xffy\n", "run.yaml").status().message(),
+            "run.yaml:2:8: invalid YAML: not UTF-8 text");
+  for (const char* bad : {"\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x82", "\x80"}) {
+    EXPECT_FALSE(ParseYaml(std::string("a: ") + bad + "\n", "t").ok()) << bad;
+  }
+  Result<Node> ok = ParseYaml("name: \"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\x80\"\n", "t");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->Find("name")->text(), "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\x80");
 }
 
 TEST(YamlTextTest, EmptyTextIsNull) {

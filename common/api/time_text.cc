@@ -34,6 +34,11 @@ Result<Time> ParseTime(std::string_view s) {
   const std::chrono::year_month_day ymd{std::chrono::year(year), std::chrono::month(static_cast<unsigned>(month)),
                                         std::chrono::day(static_cast<unsigned>(day))};
   if (!ymd.ok() || hour > 23 || minute > 59 || second > 60) return fail();
+  // Time counts nanoseconds in 64 bits: 1677-09-21 to 2262-04-11. Beyond
+  // that the conversion below would overflow.
+  if (year < 1678 || year > 2261) {
+    return Status::InvalidArgument(Quote(s) + " is outside the years 1678 to 2261 that a time can hold");
+  }
   size_t i = 19;
   int64_t nanos = 0;
   if (i < s.size() && s[i] == '.') {

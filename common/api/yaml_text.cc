@@ -1,8 +1,11 @@
 #include "common/api/yaml_text.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
+#include <cstdint>
+#include <sstream>
 #include <exception>
 #include <string>
 
@@ -192,17 +195,117 @@ Node::Kind ResolvePlainScalar(std::string_view s) {
   return Node::Kind::kString;
 }
 
+// Counts the documents of a stream without building them. It replaces
+// YAML::LoadAll, which in yaml-cpp 0.7 never returns on some invalid input
+// (a lone ",": the parser reports an empty document at the same place
+// again and again, each appended to a growing vector — yaml-cpp issue
+// #1040, fixed upstream in 0.8.1 by PR #1319). Here a document that starts
+// where the previous one started is that loop, and an error.
+class DocumentCounter final : public YAML::EventHandler {
+ public:
+  int documents = 0;
+  YAML::Mark first;     // where the current document's first node is
+  bool placed = false;  // first is set
+
+  void OnDocumentStart(const YAML::Mark&) override {
+    ++documents;
+    placed = false;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Place(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Place(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override { Place(mark); }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    Place(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    Place(mark);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void Place(const YAML::Mark& mark) {
+    if (placed) return;
+    placed = true;
+    first = mark;
+  }
+};
+
+// The offset of the first byte that is not part of well-formed UTF-8, or
+// npos. yaml-cpp passes any bytes through, but a run goes on as JSON (the
+// operator's objects, the record), which must be UTF-8.
+size_t FirstNonUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xc2 && c <= 0xdf) {
+      n = 1;
+      cp = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      n = 2;
+      cp = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      n = 3;
+      cp = c & 0x07;
+    } else {
+      return i;
+    }
+    for (size_t k = 1; k <= n; ++k) {
+      if (i + k >= s.size()) return i;
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if ((b & 0xc0) != 0x80) return i;
+      cp = (cp << 6) | (b & 0x3f);
+    }
+    // Overlong forms, surrogates and beyond U+10FFFF are not UTF-8.
+    if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) return i;
+    i += n + 1;
+  }
+  return std::string_view::npos;
+}
+
 Result<Node> ParseYaml(std::string_view text, std::string_view source) {
   Converter conv;
   conv.source = std::string(source);
-  try {
-    const std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
-    if (docs.empty()) return Node::Null();
-    if (docs.size() > 1) {
-      return Status::InvalidArgument(conv.source + ": expected one YAML document, found " +
-                                     std::to_string(docs.size()) + " (separated by ---)");
+  if (const size_t bad = FirstNonUtf8(text); bad != std::string_view::npos) {
+    int line = 1, column = 1;
+    for (size_t i = 0; i < bad; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
     }
-    return conv.Convert(docs[0], Mark{1, 1});
+    return Status::InvalidArgument(conv.Where(Mark{line, column}) + "invalid YAML: not UTF-8 text");
+  }
+  try {
+    const std::string copy(text);
+    std::istringstream in(copy);
+    YAML::Parser parser(in);
+    DocumentCounter counter;
+    int previous_pos = -1;
+    while (parser.HandleNextDocument(counter)) {
+      // Each document takes at least one byte (a separator): more of them
+      // than bytes is the same loop in another guise.
+      if ((counter.placed && counter.first.pos == previous_pos) ||
+          static_cast<size_t>(counter.documents) > copy.size() + 1) {
+        return Status::InvalidArgument(conv.Where(Mark{counter.first.line + 1, counter.first.column + 1}) +
+                                       "invalid YAML: unexpected character");
+      }
+      previous_pos = counter.placed ? counter.first.pos : -1;
+    }
+    if (counter.documents == 0) return Node::Null();
+    if (counter.documents > 1) {
+      return Status::InvalidArgument(conv.source + ": expected one YAML document, found " +
+                                     std::to_string(counter.documents) + " (separated by ---)");
+    }
+    return conv.Convert(YAML::Load(copy), Mark{1, 1});
   } catch (const YAML::Exception& e) {
     std::string msg = conv.Where(Mark{e.mark.line + 1, e.mark.column + 1}) + "invalid YAML: " + e.msg;
     if (e.mark.line < 0) msg = conv.source + ": invalid YAML: " + e.msg;

@@ -22,24 +22,65 @@ void MergeInto(Snapshot& into, const Snapshot& s, bool first) {
 
 }  // namespace
 
-void CellAggregator::OnSnapshot(const std::string&, Snapshot snapshot) {
+void CellAggregator::Refuse(const std::string& agent_id, const std::string& why) {
+  if (failure_.empty()) failure_ = "agent " + agent_id + ": " + why;
+  cv_.notify_all();
+}
+
+void CellAggregator::OnSnapshot(const std::string& agent_id, Snapshot snapshot) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (snapshot.sequence < next_sequence_) return;  // its interval was already closed
-  Partial& p = partial_[snapshot.sequence];
-  MergeInto(p.merged, snapshot, p.parts == 0);
-  ++p.parts;
+  if (!failure_.empty()) return;  // the cell has failed: nothing more is kept
+  const uint64_t seq = snapshot.sequence;
+  auto last = last_sequence_.find(agent_id);
+  if (last == last_sequence_.end()) {
+    if (last_sequence_.size() >= agents_) {
+      return Refuse(agent_id, "more agents report on this cell than the " + std::to_string(agents_) + " it has");
+    }
+  } else if (seq <= last->second) {
+    return;  // not newer than what this agent sent (its JobStream drops these first): never counted twice
+  }
+  if (seq > kMaxIntervals) {
+    return Refuse(agent_id, "snapshot sequence " + std::to_string(seq) + " is beyond the limit of " +
+                                std::to_string(kMaxIntervals) + " intervals per cell");
+  }
+  if (seq >= next_sequence_ && seq - next_sequence_ >= kMaxPendingIntervals) {
+    return Refuse(agent_id, "snapshot " + std::to_string(seq) + " is " + std::to_string(seq - next_sequence_) +
+                                " intervals ahead of the oldest open one (" + std::to_string(next_sequence_) +
+                                "); agents may be at most " + std::to_string(kMaxPendingIntervals) + " apart");
+  }
+  const size_t samples = snapshot.stats.rate_samples.size();
+  if (samples > kMaxRateSamples - rate_samples_) {
+    return Refuse(agent_id, "more than " + std::to_string(kMaxRateSamples) + " rate samples in one cell");
+  }
+  rate_samples_ += samples;
+  last_sequence_[agent_id] = seq;
+  if (seq >= next_sequence_) {  // else its interval was already closed
+    Partial& p = partial_[seq];
+    MergeInto(p.merged, snapshot, p.parts == 0);
+    ++p.parts;
+  }
   FlushReady();
 }
 
 void CellAggregator::FlushReady() {
-  for (auto it = partial_.begin(); it != partial_.end() && it->first == next_sequence_ && it->second.parts == agents_;) {
+  if (last_sequence_.size() < agents_) return;  // some agent has sent nothing yet
+  uint64_t closed = UINT64_MAX;  // every agent has sent this interval or a later one
+  for (const auto& [agent, seq] : last_sequence_) closed = std::min(closed, seq);
+  while (next_sequence_ <= closed) {
+    auto it = partial_.begin();
+    if (it == partial_.end() || it->first > closed) {
+      if (closed != UINT64_MAX) next_sequence_ = closed + 1;  // intervals nobody sent
+      break;
+    }
+    next_sequence_ = it->first;
     const Snapshot& s = it->second.merged;
-    const double secs = static_cast<double>(s.end_ns - s.start_ns) / 1e9;
+    // In doubles: the bounds are the agents' word.
+    const double secs = (static_cast<double>(s.end_ns) - static_cast<double>(s.start_ns)) / 1e9;
     if (secs > 0) live_rps_ = static_cast<double>(s.stats.counters.requests) / secs;
     totals_.Add(s);
     if (on_interval_) on_interval_(s);
     ++next_sequence_;
-    it = partial_.erase(it);
+    partial_.erase(it);
   }
 }
 
@@ -48,9 +89,16 @@ void CellAggregator::SetIntervalCallback(std::function<void(const Snapshot&)> ca
   on_interval_ = std::move(callback);
 }
 
-void CellAggregator::OnDone(const std::string&, const JobSummary& summary) {
+void CellAggregator::OnDone(const std::string& agent_id, const JobSummary& summary) {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    auto last = last_sequence_.find(agent_id);
+    if (last != last_sequence_.end() && last->second == UINT64_MAX) return;  // done already
+    if (last == last_sequence_.end() && last_sequence_.size() >= agents_) {
+      Refuse(agent_id, "more agents report on this cell than the " + std::to_string(agents_) + " it has");
+      return;
+    }
+    last_sequence_[agent_id] = UINT64_MAX;  // it sends nothing more
     ++done_;
     end_.Add(summary.end);
     consistent_ = consistent_ && summary.consistent;
@@ -63,6 +111,8 @@ void CellAggregator::OnDone(const std::string&, const JobSummary& summary) {
         if (on_interval_) on_interval_(p.merged);
       }
       partial_.clear();
+    } else {
+      FlushReady();  // intervals that waited only for this agent
     }
   }
   cv_.notify_all();
@@ -107,6 +157,10 @@ double CellAggregator::LiveRequestsPerSecond() const {
 uint64_t CellAggregator::missing_snapshots() const {
   std::lock_guard<std::mutex> lock(mu_);
   return missing_;
+}
+size_t CellAggregator::pending_intervals() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return partial_.size();
 }
 
 }  // namespace fairbench::controller

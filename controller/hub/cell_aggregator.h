@@ -8,6 +8,18 @@
 // merged intervals are added up in order. The result is what one agent
 // would have reported had it made all the load itself.
 //
+// An interval is closed once every agent has sent it — or has sent a later
+// one (its stream is in order, so the missing part never comes: a gap its
+// JobStream counted). Only the intervals between the slowest and the
+// fastest agent stay open.
+//
+// What agents send is bounded here, whatever they claim: at most
+// kMaxPendingIntervals open intervals (agents drifting further apart, or
+// one agent jumping ahead), sequence numbers up to kMaxIntervals, at most
+// kMaxRateSamples rate samples in all, and no more distinct agents than
+// the cell has. Beyond a bound the cell fails with a message that says
+// which agent and which bound; nothing more is kept.
+//
 // Observer calls come from gRPC threads; Wait and the accessors from the
 // orchestrator. Thread-safe.
 #pragma once
@@ -26,6 +38,14 @@ namespace fairbench::controller {
 
 class CellAggregator final : public JobObserver {
  public:
+  // Each open interval holds merged histograms (up to ~400 KB): 256 of them
+  // are 2.5 s of drift between agents at the shortest interval (10 ms).
+  static constexpr size_t kMaxPendingIntervals = 256;
+  // Over 6 days at 1 s intervals; each costs a timeline point.
+  static constexpr uint64_t kMaxIntervals = uint64_t{1} << 19;
+  // 8 bytes each; a thread samples 10 per second.
+  static constexpr size_t kMaxRateSamples = size_t{1} << 24;
+
   explicit CellAggregator(size_t agents) : agents_(agents) {}
 
   // Called with each merged interval as it is added to the totals, in
@@ -50,9 +70,12 @@ class CellAggregator final : public JobObserver {
   // Requests/s of the newest complete interval (for live progress).
   double LiveRequestsPerSecond() const;
   uint64_t missing_snapshots() const;
+  // Intervals some agent has sent and others have not yet.
+  size_t pending_intervals() const;
 
  private:
-  void FlushReady();  // adds complete intervals to totals_, in order; mu_ held
+  void FlushReady();  // adds closed intervals to totals_, in order; mu_ held
+  void Refuse(const std::string& agent_id, const std::string& why);  // mu_ held
 
   const size_t agents_;
   mutable std::mutex mu_;
@@ -62,6 +85,10 @@ class CellAggregator final : public JobObserver {
     size_t parts = 0;
   };
   std::map<uint64_t, Partial> partial_;  // guarded by mu_; by sequence
+  // By agent (at most agents_): the newest sequence it sent, UINT64_MAX once
+  // it is done — nothing at or below it can come from that agent any more.
+  std::map<std::string, uint64_t> last_sequence_;  // guarded by mu_
+  size_t rate_samples_ = 0;              // guarded by mu_; kept so far, open intervals included
   uint64_t next_sequence_ = 1;           // guarded by mu_
   RunTotals totals_;                     // guarded by mu_
   EndReport end_;                        // guarded by mu_

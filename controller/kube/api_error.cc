@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "controller/kube/api_fields.h"
+#include "controller/kube/json_read.h"
 
 namespace fairbench::kube {
 namespace {
@@ -80,20 +81,22 @@ ApiError ApiError::FromStatus(const nlohmann::json& status) {
     e.message = "not a Status object";
     return e;
   }
-  e.http_code = status.value(fields::kCode, 0);
-  e.status_reason = status.value(fields::kReason, "");
-  e.message = status.value(fields::kMessage, "");
+  e.http_code = static_cast<int>(json_read::Int(status, fields::kCode, 0, 0, 999));
+  e.status_reason = json_read::String(status, fields::kReason);
+  e.message = json_read::String(status, fields::kMessage);
   e.reason = FromReasonString(e.status_reason);
   if (e.reason == Reason::kUnknown) e.reason = FromCode(e.http_code);
-  const auto details = status.value(fields::kDetails, nlohmann::json::object());
-  if (details.is_object()) {
-    for (const auto& c : details.value(fields::kCauses, nlohmann::json::array())) {
+  const nlohmann::json& details = json_read::Object(status, fields::kDetails);
+  if (details.contains(fields::kCauses) && details[fields::kCauses].is_array()) {
+    for (const auto& c : details[fields::kCauses]) {
       if (!c.is_object()) continue;
-      e.causes.push_back({c.value(fields::kReason, ""), c.value(fields::kMessage, ""), c.value(fields::kField, "")});
+      e.causes.push_back({json_read::String(c, fields::kReason), json_read::String(c, fields::kMessage),
+                          json_read::String(c, fields::kField)});
     }
-    if (details.contains(fields::kRetryAfterSeconds) && details[fields::kRetryAfterSeconds].is_number_integer()) {
-      e.retry_after = std::chrono::seconds(details[fields::kRetryAfterSeconds].get<int64_t>());
-    }
+  }
+  // Bounded: a wait of years would overflow when turned into milliseconds.
+  if (const int64_t after = json_read::Int(details, fields::kRetryAfterSeconds, -1, 0, 86400); after >= 0) {
+    e.retry_after = std::chrono::seconds(after);
   }
   return e;
 }
@@ -102,7 +105,7 @@ ApiError ApiError::FromResponse(int http_code, std::string_view body,
                                 const std::map<std::string, std::string>& headers) {
   auto j = nlohmann::json::parse(body.begin(), body.end(), nullptr, false);
   ApiError e;
-  if (!j.is_discarded() && j.is_object() && j.value(fields::kKind, "") == fields::kStatusKind) {
+  if (!j.is_discarded() && json_read::String(j, fields::kKind) == fields::kStatusKind) {
     e = FromStatus(j);
   } else {
     e.message = std::string(body.substr(0, 512));

@@ -63,5 +63,20 @@ TEST(ApiError, TransportFailures) {
   EXPECT_EQ(timeout.ToStatus().code(), Status::Code::kDeadlineExceeded);
 }
 
+// Found by fuzz/watch_stream_fuzzer: an ERROR event whose Status has a
+// field of the wrong type ("code": "410", "message": {}) threw out of
+// FromStatus, and a huge retryAfterSeconds overflowed when waited on.
+TEST(ApiError, AStatusOfTheWrongShapeIsReadNotThrown) {
+  const auto odd = nlohmann::json::parse(R"({"kind": "Status", "code": 1e300, "reason": 5, "message": {},
+      "details": {"causes": [{"field": 1}, 2], "retryAfterSeconds": 9223372036854775807}})");
+  const ApiError e = ApiError::FromStatus(odd);
+  EXPECT_EQ(e.http_code, 0);
+  EXPECT_EQ(e.message, "");
+  ASSERT_EQ(e.causes.size(), 1u);
+  EXPECT_EQ(e.causes[0].field, "");
+  EXPECT_FALSE(e.retry_after.has_value());
+  EXPECT_EQ(ApiError::FromStatus(nlohmann::json::parse(R"({"details": "x"})")).causes.size(), 0u);
+}
+
 }  // namespace
 }  // namespace fairbench::kube

@@ -41,9 +41,13 @@ ApiError DecodeError(const std::string& what) {
   return e;
 }
 
+// metadata.<key> when it is a string, else "". (Json::value throws when the
+// key holds another type, and a watch event's object is the server's word.)
 std::string MetaString(const Json& object, const char* key) {
   if (!object.is_object() || !object.contains(f::kMetadata) || !object[f::kMetadata].is_object()) return "";
-  return object[f::kMetadata].value(key, "");
+  const Json& meta = object[f::kMetadata];
+  const auto it = meta.find(key);
+  return it != meta.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
 }  // namespace

@@ -1,12 +1,13 @@
 #include "controller/kube/informer.h"
 
 #include "controller/kube/api_fields.h"
+#include "controller/kube/json_read.h"
 
 namespace fairbench::kube {
 
 namespace {
 std::string Rv(const Json& o) {
-  return o.contains(fields::kMetadata) ? o[fields::kMetadata].value(fields::kResourceVersion, "") : "";
+  return json_read::String(json_read::Object(o, fields::kMetadata), fields::kResourceVersion);
 }
 }  // namespace
 

@@ -39,6 +39,15 @@ std::string Scalar(const YAML::Node& n, const char* key) {
   return n[key].as<std::string>();
 }
 
+// n[key] when n is a map that has it, else an undefined (false) node.
+// Indexing a map for a key it lacks gives an invalid node, and assigning
+// one throws; an undefined node assigns and reads as absent.
+YAML::Node Child(const YAML::Node& n, const char* key) {
+  if (!n || !n.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+  YAML::Node c = n[key];
+  return c ? c : YAML::Node(YAML::NodeType::Undefined);
+}
+
 bool Flag(const YAML::Node& n, const char* key) {
   std::string v = Scalar(n, key);
   return v == "true" || v == "True";
@@ -68,7 +77,7 @@ Status MergeFile(const std::string& path, Merged* m) {
     for (const auto& item : root[list]) {
       std::string name = Scalar(item, "name");
       if (name.empty()) return Status::InvalidArgument("kubeconfig " + path + ": an entry of " + list + " has no name");
-      if (!into->count(name)) (*into)[name] = Entry{item[inner], base, path};  // first definition wins
+      into->emplace(name, Entry{Child(item, inner), base, path});  // first definition wins
     }
     return Status::Ok();
   };
@@ -121,7 +130,9 @@ std::vector<std::string> DefaultKubeconfigPaths() {
   return out;
 }
 
-Result<RestConfig> LoadKubeconfig(const KubeconfigOptions& options) {
+namespace {
+
+Result<RestConfig> Load(const KubeconfigOptions& options) {
   const bool explicit_paths = !options.paths.empty();
   std::vector<std::string> paths = explicit_paths ? options.paths : DefaultKubeconfigPaths();
   Merged m;
@@ -183,8 +194,8 @@ Result<RestConfig> LoadKubeconfig(const KubeconfigOptions& options) {
       auto first = source->Get();
       if (!first.ok()) return Status::IoError(uwhat + ": tokenFile: " + first.status().message());
       cfg.credentials = source;
-    } else if (u.node && u.node["exec"]) {
-      const YAML::Node& e = u.node["exec"];
+    } else if (Child(u.node, "exec")) {
+      const YAML::Node e = Child(u.node, "exec");
       ExecConfig ec;
       ec.api_version = Scalar(e, "apiVersion");
       ec.command = Scalar(e, "command");
@@ -211,6 +222,18 @@ Result<RestConfig> LoadKubeconfig(const KubeconfigOptions& options) {
   Status valid = cfg.Validate();
   if (!valid.ok()) return Status::InvalidArgument("kubeconfig context \"" + context + "\": " + valid.message());
   return cfg;
+}
+
+}  // namespace
+
+Result<RestConfig> LoadKubeconfig(const KubeconfigOptions& options) {
+  // The checks above read nodes as they are meant to be; whatever shape
+  // they missed is an error in the file, never an exception out of here.
+  try {
+    return Load(options);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(std::string("kubeconfig: unexpected structure: ") + e.what());
+  }
 }
 
 }  // namespace fairbench::kube

@@ -287,5 +287,23 @@ TEST(ExecCredential, ConfiguredFromKubeconfigWithClientCertificates) {
   EXPECT_EQ(creds->client_cert_pem, Tls().admin_client.cert_pem);
 }
 
+// Found by fuzz/kubeconfig_fuzzer: an entry with a name but without its
+// inner map ("- name: k" with no "cluster:") made yaml-cpp throw out of
+// LoadKubeconfig (an invalid node assigned), and so did a user that is not
+// a map; the controller would have terminated. Now they are errors.
+TEST(Kubeconfig, EntriesOfTheWrongShapeAreErrorsNotExceptions) {
+  TempDir d;
+  auto no_inner = d.Write("no-inner", "current-context: c\nclusters:\n- name: k\ncontexts:\n- name: c\n  context: {cluster: k}\n");
+  auto cfg = LoadKubeconfig({{no_inner}, "", nullptr});
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_NE(cfg.status().message().find("cluster \"k\" has no server"), std::string::npos) << cfg.status().message();
+
+  auto scalar_user = d.Write("scalar-user",
+                             "current-context: c\nclusters:\n- {name: k, cluster: {server: 'https://x:1'}}\n"
+                             "contexts:\n- {name: c, context: {cluster: k, user: u}}\nusers:\n- {name: u, user: just-a-string}\n");
+  cfg = LoadKubeconfig({{scalar_user}, "", nullptr});
+  EXPECT_TRUE(cfg.ok()) << cfg.status().message();  // no credentials, like a user without fields
+}
+
 }  // namespace
 }  // namespace fairbench::kube

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 namespace fairbench::kube {
@@ -37,6 +38,28 @@ TEST(LineSplitter, ByteByByte) {
 TEST(LineSplitter, BoundedLine) {
   LineSplitter s(8);
   EXPECT_FALSE(s.Feed("0123456789", [](std::string_view) {}));
+}
+
+// Found by fuzz/watch_stream_fuzzer: the limit held only for lines that
+// were buffered across chunks; the same over-long line arriving whole in
+// one chunk was passed on. And a partial line was buffered before the
+// check, so memory grew past the limit first.
+TEST(LineSplitter, TheLimitHoldsHoweverTheStreamIsCut) {
+  LineSplitter whole(8);
+  EXPECT_FALSE(whole.Feed("0123456789\n", [](std::string_view) { ADD_FAILURE() << "an over-long line was passed on"; }));
+  LineSplitter split(8);
+  EXPECT_TRUE(split.Feed("01234", [](std::string_view) {}));
+  EXPECT_FALSE(split.Feed("56789\n", [](std::string_view) { ADD_FAILURE() << "an over-long line was passed on"; }));
+  LineSplitter partial(8);
+  EXPECT_TRUE(partial.Feed("0123", [](std::string_view) {}));
+  EXPECT_FALSE(partial.Feed("456789", [](std::string_view) {}));
+  EXPECT_LE(partial.pending(), 8u);
+  // Exactly at the limit is fine, whole or cut.
+  std::vector<std::string> lines;
+  LineSplitter at(8);
+  EXPECT_TRUE(at.Feed("01234567\n0123", [&](std::string_view l) { lines.emplace_back(l); }));
+  EXPECT_TRUE(at.Feed("4567\n", [&](std::string_view l) { lines.emplace_back(l); }));
+  EXPECT_EQ(lines, (std::vector<std::string>{"01234567", "01234567"}));
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "controller/kube/objects.h"
 
+#include "controller/kube/json_read.h"
+
 #include "common/api/time_text.h"
 #include "controller/kube/api_fields.h"
 
@@ -118,8 +120,8 @@ void StateOf(const Json& state, std::string* name, std::string* reason, int32_t*
   for (const char* s : {f::kWaiting, f::kRunning, f::kTerminated}) {
     if (state.is_object() && state.contains(s) && state[s].is_object()) {
       *name = s;
-      *reason = state[s].value(f::kReason, "");
-      *exit_code = state[s].value(f::kExitCode, 0);
+      *reason = json_read::String(state[s], f::kReason);
+      *exit_code = json_read::Int32(state[s], f::kExitCode);
       return;
     }
   }
@@ -199,16 +201,16 @@ Json Condition::ToJson() const {
 }
 
 OwnerReference ControllerReference(const Json& owner) {
-  const Json& md = owner.value(f::kMetadata, Json::object());
-  return {owner.value(f::kApiVersion, ""), owner.value(f::kKind, ""), md.value(f::kName, ""), md.value(f::kUid, ""),
-          true, true};
+  const Json& md = json_read::Object(owner, f::kMetadata);
+  return {json_read::String(owner, f::kApiVersion), json_read::String(owner, f::kKind), json_read::String(md, f::kName),
+          json_read::String(md, f::kUid), true, true};
 }
 
 std::string ObjectKey(const Json& object) {
   if (!object.is_object() || !object.contains(f::kMetadata)) return "";
   const Json& md = object[f::kMetadata];
-  std::string ns = md.value(f::kNamespace, "");
-  std::string name = md.value(f::kName, "");
+  std::string ns = json_read::String(md, f::kNamespace);
+  std::string name = json_read::String(md, f::kName);
   return ns.empty() ? name : ns + "/" + name;
 }
 
@@ -245,9 +247,10 @@ Json Lease::ToJson() const {
 }
 
 ObjectReference ObjectReference::Of(const Json& object) {
-  const Json& md = object.value(f::kMetadata, Json::object());
-  return {object.value(f::kApiVersion, ""), object.value(f::kKind, ""), md.value(f::kName, ""),
-          md.value(f::kNamespace, ""),      md.value(f::kUid, ""),      md.value(f::kResourceVersion, "")};
+  const Json& md = json_read::Object(object, f::kMetadata);
+  return {json_read::String(object, f::kApiVersion), json_read::String(object, f::kKind), json_read::String(md, f::kName),
+          json_read::String(md, f::kNamespace),      json_read::String(md, f::kUid),
+          json_read::String(md, f::kResourceVersion)};
 }
 
 Json ObjectReference::ToJson() const {
@@ -331,7 +334,7 @@ const Condition* PodStatus::FindCondition(const std::string& type) const {
   return nullptr;
 }
 
-std::string Pod::NodeName() const { return spec.is_object() ? spec.value(f::kNodeName, "") : ""; }
+std::string Pod::NodeName() const { return json_read::String(spec, f::kNodeName); }
 
 Result<Pod> Pod::FromJson(const Json& j) {
   Reader r{j, "", {}};
@@ -376,7 +379,7 @@ bool Node::Ready() const {
   return false;
 }
 
-bool Node::Unschedulable() const { return spec.is_object() && spec.value(f::kUnschedulable, false); }
+bool Node::Unschedulable() const { return json_read::Bool(spec, f::kUnschedulable); }
 
 Result<Node> Node::FromJson(const Json& j) {
   Reader r{j, "", {}};
@@ -403,7 +406,7 @@ Json Node::ToJson() const {
   return {{f::kApiVersion, "v1"}, {f::kKind, "Node"}, {f::kMetadata, metadata.ToJson()}, {f::kSpec, spec}};
 }
 
-std::string Service::ClusterIP() const { return spec.is_object() ? spec.value(f::kClusterIP, "") : ""; }
+std::string Service::ClusterIP() const { return json_read::String(spec, f::kClusterIP); }
 
 Result<Service> Service::FromJson(const Json& j) {
   Reader r{j, "", {}};

@@ -87,5 +87,32 @@ TEST(Event, InvolvedObjectFromAnyObject) {
   EXPECT_EQ(owner.uid, "u");
 }
 
+// Found by fuzz/watch_stream_fuzzer: the readers of watched objects used
+// Json::value(), which throws when a field holds another type ("name": [],
+// "metadata": "x") — an exception out of the informer's watch.
+TEST(Objects, FieldsOfTheWrongTypeReadAsAbsentNotAsExceptions) {
+  const Json odd = Json::parse(R"({"apiVersion": 1, "kind": ["Pod"], "metadata": {"name": [], "namespace": 7,
+      "uid": {}, "resourceVersion": false}, "spec": {"nodeName": 3, "unschedulable": "yes", "clusterIP": []}})");
+  EXPECT_EQ(ObjectKey(odd), "");
+  const ObjectReference ref = ObjectReference::Of(odd);
+  EXPECT_EQ(ref.kind, "");
+  EXPECT_EQ(ref.name, "");
+  const OwnerReference owner = ControllerReference(odd);
+  EXPECT_EQ(owner.api_version, "");
+  const Json not_meta = Json::parse(R"({"metadata": "x", "spec": "y"})");
+  EXPECT_EQ(ObjectKey(not_meta), "");
+  EXPECT_EQ(ObjectReference::Of(not_meta).name, "");
+  EXPECT_EQ(ControllerReference(Json::array()).name, "");
+  Pod pod;
+  pod.spec = odd["spec"];
+  EXPECT_EQ(pod.NodeName(), "");
+  Node node;
+  node.spec = odd["spec"];
+  EXPECT_FALSE(node.Unschedulable());
+  Service svc;
+  svc.spec = odd["spec"];
+  EXPECT_EQ(svc.ClusterIP(), "");
+}
+
 }  // namespace
 }  // namespace fairbench::kube
