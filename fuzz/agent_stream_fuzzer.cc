@@ -3,8 +3,8 @@
 //   [agent index][length: 2 bytes, little end][that many bytes of a
 //   serialized fairbench.v1.AgentMessage]
 // after a first byte that sets how many agents the cell has (1 to 4). Each
-// message goes through what the hub does with it (controller/hub/
-// agent_hub.cc, HandleSnapshot / HandleDone / Fail): wire decoding, the
+// message goes through the hub's own code for it (controller/hub/
+// job_messages.h, which agent_hub.cc's session calls): wire decoding, the
 // per-agent JobStream checks, then the cell's CellAggregator; at the end
 // the cell's totals are read and rendered as `fairbench run` does.
 //
@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "common/wire.h"
 #include "common/wrk_summary.h"
 #include "controller/hub/cell_aggregator.h"
+#include "controller/hub/job_messages.h"
 #include "controller/hub/job_stream.h"
 #include "fairbench/v1/agent.pb.h"
 
@@ -51,32 +51,26 @@ void Handle(Session& s, const v1::AgentMessage& in, CellAggregator& cell, uint64
   switch (in.body_case()) {
     case v1::AgentMessage::kSnapshot: {
       const v1::Snapshot& msg = in.snapshot();
-      auto decoded = wire::FromProto(msg);
+      auto decoded = controller::DecodeJobSnapshot(msg);
       if (msg.job_id() != kJobId) return;
-      if (!decoded.ok()) {
-        if (decoded.status().message().empty()) Die("a refused snapshot without a reason");
-        s.active = false;
-        cell.OnFailed(s.id, "bad snapshot: " + decoded.status().message());
-        return;
+      switch (controller::TakeSnapshot(decoded, s.stream)) {
+        case controller::SnapshotTake::kRefused:
+          if (decoded.status().message().empty()) Die("a refused snapshot without a reason");
+          s.active = false;
+          cell.OnFailed(s.id, "bad snapshot: " + decoded.status().message());
+          return;
+        case controller::SnapshotTake::kDuplicate: return;
+        case controller::SnapshotTake::kAccepted:
+          ++*accepted;
+          cell.OnSnapshot(s.id, std::move(*decoded));
+          return;
       }
-      if (s.stream.OnSnapshot(decoded->sequence, decoded->stats.counters) == JobStream::Verdict::kDuplicate) return;
-      ++*accepted;
-      cell.OnSnapshot(s.id, std::move(*decoded));
       return;
     }
     case v1::AgentMessage::kJobDone: {
       const v1::JobDone& done = in.job_done();
       if (done.job_id() != kJobId) return;
-      JobSummary summary;
-      summary.totals = wire::FromProto(done.totals());
-      summary.consistent = s.stream.Consistent(done.last_sequence(), summary.totals);
-      summary.missing_snapshots = s.stream.missing();
-      summary.duplicate_snapshots = s.stream.duplicates();
-      summary.end.drained = done.drained();
-      summary.end.abandoned = done.abandoned();
-      summary.end.connections_peak = done.connections_peak();
-      summary.end.measure_seconds = done.measure_seconds();
-      summary.end.stopped_early = done.stopped_early();
+      const JobSummary summary = controller::SummarizeJobDone(done, s.stream);
       s.active = false;
       cell.OnDone(s.id, summary);
       return;

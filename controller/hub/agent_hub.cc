@@ -8,6 +8,7 @@
 
 #include "common/tsan_hand_off.h"
 #include "common/wire.h"
+#include "controller/hub/job_messages.h"
 #include "controller/hub/job_stream.h"
 
 namespace fairbench::controller {
@@ -160,31 +161,35 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
   void HandleSnapshot() {
     const v1::Snapshot& msg = in_.snapshot();
     std::shared_ptr<JobObserver> observer;
-    JobStream::Verdict verdict = JobStream::Verdict::kAccept;
-    auto decoded = wire::FromProto(msg);
+    SnapshotTake take = SnapshotTake::kAccepted;
+    auto decoded = DecodeJobSnapshot(msg);
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (msg.job_id() != job_id_ || !observer_) return;  // a late snapshot of a job already over
-      if (!decoded.ok()) {
-        observer = std::move(observer_);
-        job_id_.clear();
-      } else {
-        const uint64_t missing_before = stream_.missing();
-        verdict = stream_.OnSnapshot(decoded->sequence, decoded->stats.counters);
-        hub_counts_.snapshots += verdict == JobStream::Verdict::kAccept ? 1 : 0;
-        hub_counts_.duplicates += verdict == JobStream::Verdict::kDuplicate ? 1 : 0;
-        hub_counts_.missing += stream_.missing() - missing_before;
-        if (verdict == JobStream::Verdict::kAccept) observer = observer_;
+      const uint64_t missing_before = stream_.missing();
+      take = TakeSnapshot(decoded, stream_);
+      switch (take) {
+        case SnapshotTake::kRefused:
+          observer = std::move(observer_);
+          job_id_.clear();
+          break;
+        case SnapshotTake::kAccepted:
+          ++hub_counts_.snapshots;
+          hub_counts_.missing += stream_.missing() - missing_before;
+          observer = observer_;
+          break;
+        case SnapshotTake::kDuplicate: ++hub_counts_.duplicates; break;
       }
     }
     FlushCounts();
-    if (verdict == JobStream::Verdict::kDuplicate) return;
-    if (!decoded.ok()) {
-      CancelAfterFailure(msg.job_id());
-      observer->OnFailed(info_.id, "bad snapshot: " + decoded.status().message());
-      return;
+    switch (take) {
+      case SnapshotTake::kDuplicate: return;
+      case SnapshotTake::kRefused:
+        CancelAfterFailure(msg.job_id());
+        observer->OnFailed(info_.id, "bad snapshot: " + decoded.status().message());
+        return;
+      case SnapshotTake::kAccepted: observer->OnSnapshot(info_.id, std::move(*decoded)); return;
     }
-    observer->OnSnapshot(info_.id, std::move(*decoded));
   }
 
   void HandleDone() {
@@ -194,18 +199,10 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (done.job_id() != job_id_ || !observer_) return;
-      summary.totals = wire::FromProto(done.totals());
-      summary.consistent = stream_.Consistent(done.last_sequence(), summary.totals);
-      summary.missing_snapshots = stream_.missing();
-      summary.duplicate_snapshots = stream_.duplicates();
+      summary = SummarizeJobDone(done, stream_);
       observer = std::move(observer_);
       job_id_.clear();
     }
-    summary.end.drained = done.drained();
-    summary.end.abandoned = done.abandoned();
-    summary.end.connections_peak = done.connections_peak();
-    summary.end.measure_seconds = done.measure_seconds();
-    summary.end.stopped_early = done.stopped_early();
     observer->OnDone(info_.id, summary);
   }
 

@@ -24,6 +24,7 @@
 #include "common/wire.h"
 #include "controller/hub/agent_hub.h"
 #include "controller/hub/grpc_server.h"
+#include "controller/hub/recording_observer.h"
 #include "testing/apiserver/tls_material.h"
 #include "testing/support/bin_dir.h"
 #include "testing/support/nginx_fixture.h"
@@ -54,39 +55,7 @@ bool Eventually(Pred pred, std::chrono::milliseconds timeout) {
   return pred();
 }
 
-class Recorder : public JobObserver {
- public:
-  void OnSnapshot(const std::string&, Snapshot s) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    requests += s.stats.counters.requests;
-    ++snapshots;
-  }
-  void OnDone(const std::string&, const JobSummary& s) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    summary = s;
-    done = true;
-    cv_.notify_all();
-  }
-  void OnFailed(const std::string&, const std::string& reason) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    failure = reason;
-    failed = true;
-    cv_.notify_all();
-  }
-  bool WaitEnd(std::chrono::milliseconds timeout) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, timeout, [&] { return done || failed; });
-  }
-  uint64_t requests = 0;
-  int snapshots = 0;
-  JobSummary summary;
-  bool done = false, failed = false;
-  std::string failure;
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-};
+using Recorder = RecordingObserver;
 
 // Sockets of process `pid` that accept connections: TCP in LISTEN, and
 // UDP bound without a peer. /proc/<pid>/net/* lists the whole network
@@ -268,8 +237,8 @@ TEST_F(HubSecurityTest, AnAgentRunsAJobOverMutualTls) {
   ASSERT_TRUE(rec->done) << rec->failure;
   EXPECT_TRUE(rec->summary.consistent);
   EXPECT_GT(rec->summary.totals.requests, 100u);
-  EXPECT_EQ(rec->requests, rec->summary.totals.requests);  // the snapshots add up to the totals
-  EXPECT_GE(rec->snapshots, 4);
+  EXPECT_EQ(rec->SnapshotRequests(), rec->summary.totals.requests);  // the snapshots add up to the totals
+  EXPECT_GE(rec->snapshots.size(), 4u);
 
   // A connected agent listens on nothing. The detector itself is checked
   // on this process, which does listen (the hub).

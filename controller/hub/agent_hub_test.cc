@@ -12,6 +12,7 @@
 
 #include "common/wire.h"
 #include "controller/hub/grpc_server.h"
+#include "controller/hub/recording_observer.h"
 #include "testing/support/bin_dir.h"
 #include "testing/support/nginx_fixture.h"
 #include "testing/support/subprocess.h"
@@ -21,47 +22,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Records everything the hub reports about one job.
-class Recorder : public JobObserver {
- public:
-  void OnSnapshot(const std::string&, Snapshot s) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    snapshots.push_back(std::move(s));
-    arrivals.push_back(std::chrono::system_clock::now());
-    cv_.notify_all();
-  }
-  void OnDone(const std::string&, const JobSummary& s) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    summary = s;
-    done = true;
-    cv_.notify_all();
-  }
-  void OnFailed(const std::string&, const std::string& reason) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    failure = reason;
-    failed = true;
-    cv_.notify_all();
-  }
-  bool WaitEnd(std::chrono::milliseconds timeout) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, timeout, [&] { return done || failed; });
-  }
-  bool WaitSnapshots(size_t n, std::chrono::milliseconds timeout) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, timeout, [&] { return snapshots.size() >= n || done || failed; });
-  }
-
-  std::vector<Snapshot> snapshots;
-  std::vector<std::chrono::system_clock::time_point> arrivals;  // one per snapshot
-  JobSummary summary;
-  bool done = false;
-  bool failed = false;
-  std::string failure;
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-};
+using Recorder = RecordingObserver;
 
 class AgentHubTest : public ::testing::Test {
  protected:

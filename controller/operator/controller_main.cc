@@ -348,6 +348,13 @@ int Main(const Flags& f) {
   std::unique_ptr<RunController> controller;
   std::mutex controller_mu;
   std::jthread starter;  // starts `controller` once BenchmarkRuns can be listed
+  std::atomic<bool> starter_done{false};
+  // Every way out is _exit (a standby takes over the runs). A starter that
+  // has finished is joined first, so that it is not a thread left unjoined;
+  // one still waiting for the API server is left to end with the process.
+  auto reap_starter = [&] {
+    if (starter_done.load() && starter.joinable()) starter.join();
+  };
   auto may_write = [&elector] { return elector && elector->IsLeader(); };
   OrchestratorExecutor executor(
       hub, oo,
@@ -437,6 +444,10 @@ int Main(const Flags& f) {
     // BenchmarkRun informer waits for its first list (a CRD not installed
     // yet, an API server gone for a while).
     starter = std::jthread([&](std::stop_token st) {
+      struct Done {
+        std::atomic<bool>& flag;
+        ~Done() { flag.store(true); }
+      } done{starter_done};
       kube::Backoff backoff(kube::BackoffPolicy{std::chrono::milliseconds(1000), std::chrono::milliseconds(30000), 2.0, 0.1});
       std::string said;
       while (!st.stop_requested()) {
@@ -476,6 +487,7 @@ int Main(const Flags& f) {
     // client-go's controllers do; a restart becomes a standby.
     spdlog::error("lost the leadership: stopping the load and exiting");
     hub.Shutdown();
+    reap_starter();
     std::fflush(nullptr);
     _exit(stopping ? 0 : 1);
   };
@@ -495,6 +507,7 @@ int Main(const Flags& f) {
   hub.Shutdown();
   if (grpc) grpc->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   if (metrics_server) metrics_server->Stop();
+  reap_starter();
   std::fflush(nullptr);
   _exit(0);
 }

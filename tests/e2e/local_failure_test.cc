@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "testing/support/bin_dir.h"
+#include "testing/support/proc.h"
 #include "testing/support/subprocess.h"
 #include "testing/support/temp_dir.h"
 
@@ -66,35 +67,11 @@ uint64_t Served(const std::vector<Bucket>& log) {
   return n;
 }
 
-// The processes whose parent is `parent`, from /proc.
-std::vector<pid_t> Children(pid_t parent) {
-  std::vector<pid_t> out;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const std::string stat = ReadFile(entry.path() / "stat");
-    const size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(stat.substr(close + 2));
-    std::string state;
-    pid_t ppid = 0;
-    rest >> state >> ppid;
-    if (ppid == parent) out.push_back(static_cast<pid_t>(std::stol(name)));
-  }
-  return out;
-}
-
-bool GoneOrZombie(pid_t pid) {
-  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  const size_t close = stat.rfind(')');
-  return close == std::string::npos || stat.compare(close + 2, 1, "Z") == 0;
-}
-
 void ExpectAllGone(const std::vector<pid_t>& pids) {
   for (pid_t pid : pids) {
     bool gone = false;
     for (int i = 0; i < 100 && !gone; ++i) {
-      gone = GoneOrZombie(pid);
+      gone = testing::GoneOrZombie(pid);
       if (!gone) std::this_thread::sleep_for(20ms);
     }
     EXPECT_TRUE(gone) << "process " << pid << " (" << ReadFile("/proc/" + std::to_string(pid) + "/comm")
@@ -227,7 +204,7 @@ TEST_F(LocalFailureTest, AnOutputFolderThatBecomesReadOnlyStopsTheRunAndKeepsThe
   auto p = Start(argv);  // unshare execs fairbench: p is fairbench
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   ASSERT_TRUE(WaitForCells(out_ + "/results.json", 1, 60s)) << Stderr();
-  const std::vector<pid_t> children = Children(p->pid());
+  const std::vector<pid_t> children = testing::ChildProcesses(p->pid());
   ASSERT_FALSE(children.empty());
   SubprocessOptions ro;
   ro.argv = {"nsenter", "-t", std::to_string(p->pid()), "-m", "sh", "-c",
@@ -298,8 +275,8 @@ TEST_F(LocalFailureTest, AFullDiskStopsTheRunAndTheLastRecordResumes) {
   const std::string inside = "/proc/" + std::to_string(p->pid()) + "/root" + out_;
   ASSERT_TRUE(WaitForCells(inside + "/results.json", 1, 60s)) << Stderr();
   std::vector<pid_t> children;
-  for (pid_t fairbench : Children(p->pid())) {
-    for (pid_t c : Children(fairbench)) children.push_back(c);
+  for (pid_t fairbench : testing::ChildProcesses(p->pid())) {
+    for (pid_t c : testing::ChildProcesses(fairbench)) children.push_back(c);
   }
   ASSERT_FALSE(children.empty());
   {
@@ -363,7 +340,7 @@ TEST_P(InterruptTest, TheLoadStopsWithinASecondAndTheRecordSaysWhere) {
     std::this_thread::sleep_for(20ms);
   }
   std::this_thread::sleep_for(1s);
-  const std::vector<pid_t> children = Children(p->pid());
+  const std::vector<pid_t> children = testing::ChildProcesses(p->pid());
   ASSERT_GE(children.size(), 2u) << "a target and an agent";
   const double signalled = WallNow();
   ASSERT_TRUE(p->Kill(sig).ok());
@@ -462,9 +439,9 @@ TEST_F(LocalFailureTest, ASecondSignalExitsAtOnce) {
   ASSERT_TRUE(p.ok());
   // Until the target and the agent are up, and a second more (under load).
   const auto give_up = std::chrono::steady_clock::now() + 60s;
-  while (Children(p->pid()).size() < 2 && std::chrono::steady_clock::now() < give_up) std::this_thread::sleep_for(20ms);
+  while (testing::ChildProcesses(p->pid()).size() < 2 && std::chrono::steady_clock::now() < give_up) std::this_thread::sleep_for(20ms);
   std::this_thread::sleep_for(1500ms);
-  const std::vector<pid_t> children = Children(p->pid());
+  const std::vector<pid_t> children = testing::ChildProcesses(p->pid());
   ASSERT_GE(children.size(), 2u);
   ASSERT_TRUE(p->Kill(SIGTERM).ok());
   // The first signal stops the load, then waits for the stubborn target.

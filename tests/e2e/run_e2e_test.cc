@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "testing/support/bin_dir.h"
+#include "testing/support/proc.h"
 #include "testing/support/subprocess.h"
 #include "testing/support/temp_dir.h"
 
@@ -132,30 +133,6 @@ class RunE2eTest : public ::testing::Test {
   std::string out_;
   std::string lock_;
 };
-
-// The processes whose parent is `parent`, from /proc.
-std::vector<pid_t> Children(pid_t parent) {
-  std::vector<pid_t> out;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const std::string stat = ReadFile(entry.path() / "stat");
-    const size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(stat.substr(close + 2));
-    std::string state;
-    pid_t ppid = 0;
-    rest >> state >> ppid;
-    if (ppid == parent) out.push_back(static_cast<pid_t>(std::stol(name)));
-  }
-  return out;
-}
-
-bool IsZombie(pid_t pid) {
-  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  const size_t close = stat.rfind(')');
-  return close == std::string::npos || stat.compare(close + 2, 1, "Z") == 0;
-}
 
 // What /proc says about the targets while a run goes on: a thread that
 // reads, every 20 ms, the CPU time and memory of each process whose command
@@ -457,7 +434,7 @@ TEST_F(RunE2eTest, AKilledControllerResumesWithoutLosingFinishedCells) {
   auto p = Start(run);
   ASSERT_TRUE(p.ok());
   ASSERT_TRUE(WaitForCells(1, 60s)) << Stderr();
-  const std::vector<pid_t> children = Children(p->pid());
+  const std::vector<pid_t> children = testing::ChildProcesses(p->pid());
   ASSERT_FALSE(children.empty()) << "the controller has no agent or target";
   ASSERT_TRUE(p->Kill(SIGKILL).ok());
   ASSERT_TRUE(p->Wait(10s).ok());
@@ -468,7 +445,7 @@ TEST_F(RunE2eTest, AKilledControllerResumesWithoutLosingFinishedCells) {
   for (pid_t child : children) {
     bool gone = false;
     for (int i = 0; i < 100 && !gone; ++i) {
-      gone = ::kill(child, 0) != 0 || IsZombie(child);
+      gone = ::kill(child, 0) != 0 || testing::GoneOrZombie(child);
       if (!gone) std::this_thread::sleep_for(20ms);
     }
     EXPECT_TRUE(gone) << "process " << child << " outlived its controller";

@@ -18,6 +18,7 @@
 
 #include "testing/apiserver/tls_material.h"
 #include "testing/support/bin_dir.h"
+#include "testing/support/proc.h"
 #include "testing/support/subprocess.h"
 #include "testing/support/temp_dir.h"
 
@@ -32,25 +33,6 @@ std::string ReadFile(const std::string& p) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-// The fairbench-agent processes whose parent is `parent`.
-std::vector<pid_t> AgentChildren(pid_t parent) {
-  std::vector<pid_t> out;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const std::string stat = ReadFile(entry.path().string() + "/stat");
-    const size_t open = stat.find('('), close = stat.rfind(')');
-    if (open == std::string::npos || close == std::string::npos) continue;
-    if (stat.substr(open + 1, close - open - 1) != "fairbench-agent") continue;
-    std::istringstream rest(stat.substr(close + 2));
-    std::string state;
-    pid_t ppid = 0;
-    rest >> state >> ppid;
-    if (ppid == parent && state != "Z") out.push_back(static_cast<pid_t>(std::stol(name)));
-  }
-  return out;
 }
 
 // Listening TCP sockets (and unconnected UDP ones) that belong to `pid`.
@@ -135,7 +117,8 @@ TEST_F(RunTlsE2eTest, ARunOverMutualTlsSucceedsAndItsAgentsKeepTheTokenOutOfPs) 
   std::set<pid_t> seen;
   const auto until = std::chrono::steady_clock::now() + 30s;
   while (seen.size() < 2 && std::chrono::steady_clock::now() < until && !p->Poll()) {
-    for (pid_t agent : AgentChildren(p->pid())) {
+    for (pid_t agent : testing::ChildProcesses(p->pid(), "fairbench-agent")) {
+      if (testing::GoneOrZombie(agent)) continue;
       if (seen.count(agent)) continue;
       const std::string base = "/proc/" + std::to_string(agent);
       std::string environ = ReadFile(base + "/environ");
