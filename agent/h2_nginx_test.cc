@@ -1,0 +1,251 @@
+// H2Connection over a real socket against Debian's nginx with an h2c
+// listener (`listen ... http2` without TLS: HTTP/2 with prior knowledge),
+// driven by a simple blocking loop. nginx's access log is the truth.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "agent/h2_connection.h"
+#include "testing/support/nginx_fixture.h"
+#include "testing/support/ports.h"
+#include "testing/support/subprocess.h"
+#include "testing/support/temp_dir.h"
+
+namespace fairbench::agent {
+namespace {
+
+using testing::AccessLogEntry;
+using testing::NginxFixture;
+using testing::NginxOptions;
+using testing::Subprocess;
+using testing::SubprocessOptions;
+using testing::TempDir;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// NginxFixture's configuration (its endpoints and access log format) with
+// the listener switched to HTTP/2 and nginx's stream limit set.
+class H2cNginx {
+ public:
+  Status Start(uint32_t max_concurrent_streams) {
+    auto dir = TempDir::Create("fairbench-h2-nginx");
+    if (!dir.ok()) return dir.status();
+    chmod(dir->path().c_str(), 0755);
+    auto port = testing::FreeLoopbackPort();
+    if (!port.ok()) return port.status();
+    port_ = *port;
+    NginxOptions options;
+    options.keepalive_requests = 1000000;
+    std::string conf = NginxFixture::RenderConfig(options, port_, dir->path().string());
+    const std::string listen = "listen 127.0.0.1:" + std::to_string(port_) + ";";
+    const size_t at = conf.find(listen);
+    if (at == std::string::npos) return Status::Internal("no listen line in the fixture's config");
+    conf.replace(at, listen.size(),
+                 "listen 127.0.0.1:" + std::to_string(port_) + " http2;\n    http2_max_concurrent_streams " +
+                     std::to_string(max_concurrent_streams) + ";");
+    {
+      std::ofstream out(dir->File("nginx.conf"));
+      out << conf;
+    }
+    SubprocessOptions sp;
+    sp.argv = {"/usr/sbin/nginx", "-p", dir->path().string(), "-c", dir->File("nginx.conf"), "-e",
+               dir->File("error.log")};
+    sp.stdout_to = testing::Redirect::File(dir->File("stdout.log"));
+    sp.stderr_to = testing::Redirect::File(dir->File("stderr.log"));
+    auto process = Subprocess::Start(std::move(sp));
+    if (!process.ok()) return process.status();
+    dir_ = std::move(*dir);
+    process_ = std::move(*process);
+    return testing::WaitForPort("127.0.0.1", port_, std::chrono::seconds(10));
+  }
+  // Graceful stop (every log line written), then the log.
+  Result<std::vector<AccessLogEntry>> StopAndLog() {
+    if (Status s = process_->Kill(SIGQUIT); !s.ok()) return s;
+    auto r = process_->Wait(std::chrono::seconds(10));
+    if (!r.ok()) return r.status();
+    std::vector<AccessLogEntry> log;
+    std::istringstream text(ReadFile(dir_->File("access.log")));
+    for (std::string line; std::getline(text, line);) {
+      auto e = testing::ParseAccessLogLine(line);
+      if (!e.ok()) return e.status();
+      log.push_back(*e);
+    }
+    return log;
+  }
+  uint16_t port() const { return port_; }
+  std::string ErrorLog() const { return ReadFile(dir_->File("error.log")); }
+
+ private:
+  std::optional<TempDir> dir_;
+  std::optional<Subprocess> process_;
+  uint16_t port_ = 0;
+};
+
+int Connect(uint16_t port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(fd);
+    return -1;
+  }
+  const int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  return fd;
+}
+
+struct LoadRun {
+  uint64_t submitted = 0;
+  std::map<H2Error, uint64_t> by_kind;
+  std::map<uint16_t, uint64_t> by_status;
+  uint64_t body_bytes = 0;
+  uint32_t stream_limit = 0;
+  uint32_t peak_open = 0;
+  uint64_t rst = 0, goaway = 0;
+  bool finished = false;
+};
+
+// The blocking loop: submit what the connection allows, write everything,
+// wait for bytes, feed them. Bounded by `total` and a deadline.
+LoadRun Load(uint16_t port, const H2Request& req, uint64_t total, H2Options options) {
+  LoadRun run;
+  const int fd = Connect(port);
+  EXPECT_GE(fd, 0);
+  if (fd < 0) return run;
+  auto created = H2Connection::Create(options);
+  EXPECT_TRUE(created.ok());
+  H2Connection& c = **created;
+  std::vector<uint8_t> buf(64 * 1024);
+  uint64_t done = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  auto write_all = [&]() {
+    for (auto out = c.Output(); !out.empty(); out = c.Output()) {
+      const ssize_t n = send(fd, out.data(), out.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      c.Consumed(static_cast<size_t>(n));
+    }
+    return true;
+  };
+  while (std::chrono::steady_clock::now() < deadline) {
+    while (run.submitted < total && c.CanSubmit()) {
+      c.Submit(req, 0, run.submitted);
+      ++run.submitted;
+    }
+    run.peak_open = std::max(run.peak_open, c.open_streams());
+    if (!write_all()) break;
+    for (const H2Outcome& o : c.outcomes()) {
+      ++run.by_kind[o.error];
+      ++run.by_status[o.status];
+      run.body_bytes += o.body_bytes;
+    }
+    done += c.outcomes().size();
+    c.outcomes().clear();
+    if (done == total) {
+      run.finished = true;
+      break;
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 1000) <= 0) continue;
+    const ssize_t n = recv(fd, buf.data(), buf.size(), 0);
+    if (n <= 0) {
+      c.Fail(H2Error::kClosed);
+    } else {
+      c.Receive(buf.data(), static_cast<size_t>(n));
+    }
+  }
+  run.stream_limit = c.stream_limit();
+  run.rst = c.rst_streams_received();
+  run.goaway = c.goaways_received();
+  c.Shutdown();
+  (void)write_all();
+  close(fd);
+  return run;
+}
+
+TEST(H2NginxTest, RequestsCountedEqualTheAccessLog) {
+  H2cNginx nginx;
+  ASSERT_TRUE(nginx.Start(128).ok());
+  RequestSpec spec;
+  spec.target = "/";
+  auto req = H2Request::Build(spec, "http", "127.0.0.1:" + std::to_string(nginx.port()));
+  ASSERT_TRUE(req.ok());
+  const LoadRun run = Load(nginx.port(), **req, 3000, {.max_streams = 10});
+  auto log = nginx.StopAndLog();
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  ASSERT_TRUE(run.finished) << nginx.ErrorLog();
+  EXPECT_EQ(run.by_kind.at(H2Error::kNone), 3000u);
+  EXPECT_EQ(run.by_status.at(200), 3000u);
+  EXPECT_EQ(run.body_bytes, 3000u * 13u) << "\"Hello, World!\" each";
+  EXPECT_EQ(run.peak_open, 10u);
+  ASSERT_EQ(log->size(), 3000u);
+  for (const AccessLogEntry& e : *log) {
+    EXPECT_EQ(e.method, "GET");
+    EXPECT_EQ(e.uri, "/");
+    EXPECT_EQ(e.status, 200);
+    EXPECT_EQ(e.connection, (*log)[0].connection) << "one connection";
+  }
+}
+
+TEST(H2NginxTest, NginxsStreamLimitIsRespected) {
+  H2cNginx nginx;
+  ASSERT_TRUE(nginx.Start(16).ok());
+  RequestSpec spec;
+  spec.target = "/limited";
+  auto req = H2Request::Build(spec, "http", "127.0.0.1");
+  ASSERT_TRUE(req.ok());
+  const LoadRun run = Load(nginx.port(), **req, 2000, {.max_streams = 100});
+  auto log = nginx.StopAndLog();
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  ASSERT_TRUE(run.finished) << nginx.ErrorLog();
+  EXPECT_EQ(run.stream_limit, 16u);
+  EXPECT_EQ(run.peak_open, 16u);
+  EXPECT_EQ(run.rst, 0u) << "nginx refuses streams over its limit with RST_STREAM";
+  EXPECT_EQ(run.by_kind.at(H2Error::kNone), 2000u);
+  EXPECT_EQ(log->size(), 2000u);
+}
+
+TEST(H2NginxTest, PostBodiesLargerThanNginxsWindowArriveWhole) {
+  H2cNginx nginx;
+  ASSERT_TRUE(nginx.Start(128).ok());
+  RequestSpec spec;
+  spec.method = "POST";
+  spec.target = "/api/echo";
+  spec.headers = {{"Content-Type", "application/octet-stream"}};
+  spec.body.assign(200'000, 'q');  // nginx's window for a request body: 64 KiB (http2_body_preread_size)
+  auto req = H2Request::Build(spec, "http", "127.0.0.1");
+  ASSERT_TRUE(req.ok());
+  const LoadRun run = Load(nginx.port(), **req, 200, {.max_streams = 8, .stream_window = 1 << 20});
+  auto log = nginx.StopAndLog();
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  ASSERT_TRUE(run.finished) << nginx.ErrorLog();
+  EXPECT_EQ(run.by_kind.at(H2Error::kNone), 200u);
+  ASSERT_EQ(log->size(), 200u);
+  for (const AccessLogEntry& e : *log) {
+    EXPECT_EQ(e.method, "POST");
+    EXPECT_EQ(e.status, 200);
+    EXPECT_GE(e.request_length, 200'000u) << "the whole body was read";
+  }
+}
+
+}  // namespace
+}  // namespace fairbench::agent
