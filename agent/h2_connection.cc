@@ -62,6 +62,7 @@ Status H2Connection::Init() {
   nghttp2_session_callbacks_set_on_stream_close_callback(cbs, &OnStreamClose);
   nghttp2_session_callbacks_set_on_frame_not_send_callback(cbs, &OnFrameNotSend);
   nghttp2_session_callbacks_set_on_frame_send_callback(cbs, &OnFrameSend);
+  nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(cbs, &OnInvalidFrame);
   nghttp2_option* option = nullptr;
   if (nghttp2_option_new(&option) != 0) {
     nghttp2_session_callbacks_del(cbs);
@@ -116,7 +117,7 @@ int32_t H2Connection::Submit(const H2Request& request, uint32_t index, uint64_t 
   s->body_sent = 0;
   s->rst_code = 0;
   s->status = 0;
-  s->rst = false;
+  s->cause = H2Error::kNone;
   s->complete = false;
   s->in_use = true;
   nghttp2_data_provider body;
@@ -140,17 +141,41 @@ int32_t H2Connection::Submit(const H2Request& request, uint32_t index, uint64_t 
 bool H2Connection::Receive(const uint8_t* data, size_t len) {
   if (failed_) return false;
   bytes_in_ += len;
-  const ssize_t rv = nghttp2_session_mem_recv(session_, data, len);
-  if (rv < 0) {
-    failed_ = true;
-    error_message_ = nghttp2_strerror(static_cast<int>(rv));
-    FailOpen(H2Error::kProtocol);
-    return false;
+  // One frame at a time, framing what nghttp2 queued in reply (SETTINGS
+  // ACK, WINDOW_UPDATE, PING ACK, a RST_STREAM for a malformed response, a
+  // GOAWAY for a protocol error) before the next frame is read. Given the
+  // whole read at once, nghttp2 would read the next frames with its
+  // replies still unsent, and a stream it resets would still be open to
+  // them: what the client concludes would depend on where reads end.
+  while (len > 0 && !failed_) {
+    size_t n = 0;  // bytes up to the end of the current frame, or all
+    bool frame_end = false;
+    while (n < len && !frame_end) {
+      if (payload_left_ > 0) {
+        const auto take = static_cast<uint32_t>(std::min<size_t>(payload_left_, len - n));
+        payload_left_ -= take;
+        n += take;
+        frame_end = payload_left_ == 0;
+        continue;
+      }
+      header_[header_have_++] = data[n++];
+      if (header_have_ == kFrameHeader) {
+        header_have_ = 0;
+        payload_left_ = (uint32_t{header_[0]} << 16) | (uint32_t{header_[1]} << 8) | header_[2];
+        frame_end = payload_left_ == 0;
+      }
+    }
+    const ssize_t rv = nghttp2_session_mem_recv(session_, data, n);
+    if (rv < 0) {
+      failed_ = true;
+      error_message_ = nghttp2_strerror(static_cast<int>(rv));
+      FailOpen(H2Error::kProtocol);
+      return false;
+    }
+    data += n;
+    len -= n;
+    if (nghttp2_session_want_write(session_) != 0) Flush();
   }
-  // Frames the input calls for (SETTINGS ACK, WINDOW_UPDATE, PING ACK, a
-  // GOAWAY for a protocol error) are framed now, so that a connection error
-  // shows in this call's result.
-  Flush();
   return !failed_;
 }
 
@@ -273,8 +298,8 @@ int H2Connection::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void
       break;
     case NGHTTP2_RST_STREAM:
       ++self->rst_streams_;
-      if (Slot* s = self->SlotOf(frame->hd.stream_id)) {
-        s->rst = true;
+      if (Slot* s = self->SlotOf(frame->hd.stream_id); s != nullptr && s->cause == H2Error::kNone) {
+        s->cause = H2Error::kRstStream;
         s->rst_code = frame->rst_stream.error_code;
       }
       break;
@@ -305,14 +330,30 @@ int H2Connection::OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t er
     // A complete response, even if the server then reset the stream
     // (NO_ERROR: it needs no more of a request body).
     self->Finish(s, H2Error::kNone, 0);
-  } else if (s->rst) {
+  } else if (s->cause == H2Error::kRstStream) {
     self->Finish(s, H2Error::kRstStream, s->rst_code);
+  } else if (s->cause == H2Error::kProtocol) {
+    self->Finish(s, H2Error::kProtocol, 0);
   } else if (self->goaway_received_ && stream_id > self->goaway_last_stream_id_) {
     self->Finish(s, H2Error::kGoaway, self->goaway_code_);
   } else {
     // nghttp2 reset it: a malformed response (bad :status, a content-length
-    // that the DATA contradicts, ...), or the session is ending.
-    self->Finish(s, H2Error::kProtocol, error_code);
+    // that the DATA contradicts, ...), or the session is ending. Its code
+    // is ours, not the server's: whether nghttp2 saw a stream or a
+    // connection error first can depend on how the bytes arrived.
+    (void)error_code;
+    self->Finish(s, H2Error::kProtocol, 0);
+  }
+  return 0;
+}
+
+int H2Connection::OnInvalidFrame(nghttp2_session*, const nghttp2_frame* frame, int, void* user_data) {
+  // A frame nghttp2 refused: for a stream, it queues a RST_STREAM and
+  // closes the stream when that is sent.
+  auto* self = static_cast<H2Connection*>(user_data);
+  if (frame->hd.stream_id == 0) return 0;
+  if (Slot* s = self->SlotOf(frame->hd.stream_id); s != nullptr && s->cause == H2Error::kNone) {
+    s->cause = H2Error::kProtocol;
   }
   return 0;
 }

@@ -65,7 +65,7 @@ struct H2Outcome {
   int32_t stream_id = 0;
   H2Error error = H2Error::kNone;
   uint16_t status = 0;       // the final :status; 0 if none arrived
-  uint32_t error_code = 0;   // RST_STREAM's or GOAWAY's HTTP/2 error code
+  uint32_t error_code = 0;   // the server's RST_STREAM or GOAWAY error code; 0 otherwise
   uint32_t request = 0;      // the caller's request index given to Submit
   uint64_t body_bytes = 0;   // DATA payload received (padding excluded)
   uint64_t cookie = 0;       // the caller's, from Submit
@@ -150,7 +150,11 @@ class H2Connection {
     size_t body_sent = 0;
     uint32_t rst_code = 0;
     uint16_t status = 0;
-    bool rst = false;       // the server reset it
+    // What ended it first, as seen in the bytes received (kNone: nothing
+    // yet): the server's RST_STREAM, or a response nghttp2 found malformed.
+    // nghttp2 closes a malformed stream only when its own RST_STREAM goes
+    // out, so a GOAWAY or RST_STREAM read in the same piece must not win.
+    H2Error cause = H2Error::kNone;
     bool complete = false;  // END_STREAM received
     bool in_use = false;
   };
@@ -170,6 +174,7 @@ class H2Connection {
   static int OnDataChunk(nghttp2_session*, uint8_t flags, int32_t stream_id, const uint8_t* data, size_t len,
                          void* user_data);
   static int OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t error_code, void* user_data);
+  static int OnInvalidFrame(nghttp2_session*, const nghttp2_frame* frame, int lib_error_code, void* user_data);
   static int OnFrameSend(nghttp2_session*, const nghttp2_frame* frame, void* user_data);
   static int OnFrameNotSend(nghttp2_session*, const nghttp2_frame* frame, int lib_error_code, void* user_data);
   static ssize_t ReadBody(nghttp2_session*, int32_t stream_id, uint8_t* buf, size_t length, uint32_t* data_flags,
@@ -183,6 +188,12 @@ class H2Connection {
   std::vector<uint8_t> wbuf_;
   size_t woff_ = 0;
   uint32_t open_ = 0;
+  // Where the server's byte stream is: a frame header being read, or how
+  // much of the current frame's payload is still to come.
+  static constexpr size_t kFrameHeader = 9;
+  uint8_t header_[kFrameHeader] = {};
+  size_t header_have_ = 0;
+  uint32_t payload_left_ = 0;
   bool settings_received_ = false;
   bool goaway_received_ = false;
   bool shutdown_ = false;
