@@ -118,7 +118,7 @@ int32_t H2Connection::Submit(const H2Request& request, uint32_t index, uint64_t 
   s->rst_code = 0;
   s->status = 0;
   s->cause = H2Error::kNone;
-  s->complete = false;
+  s->reported = false;
   s->in_use = true;
   nghttp2_data_provider body;
   body.source.ptr = s;
@@ -239,7 +239,9 @@ bool H2Connection::Alive() const {
   return nghttp2_session_want_read(session_) != 0 || nghttp2_session_want_write(session_) != 0;
 }
 
-void H2Connection::Finish(Slot* s, H2Error error, uint32_t error_code) {
+void H2Connection::Report(Slot* s, H2Error error, uint32_t error_code) {
+  if (s->reported) return;
+  s->reported = true;
   H2Outcome o;
   o.stream_id = s->stream_id;
   o.error = error;
@@ -249,6 +251,10 @@ void H2Connection::Finish(Slot* s, H2Error error, uint32_t error_code) {
   o.body_bytes = s->body_bytes;
   o.cookie = s->cookie;
   outcomes_.push_back(o);
+}
+
+void H2Connection::Finish(Slot* s, H2Error error, uint32_t error_code) {
+  Report(s, error, error_code);
   s->in_use = false;
   s->request = nullptr;
   free_.push_back(s);
@@ -306,7 +312,12 @@ int H2Connection::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void
     case NGHTTP2_HEADERS:
     case NGHTTP2_DATA:
       if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
-        if (Slot* s = self->SlotOf(frame->hd.stream_id)) s->complete = true;
+        // The response is complete: it counts now, even if the stream
+        // stays open while the rest of a request body goes out (the
+        // server may answer before reading it all).
+        if (Slot* s = self->SlotOf(frame->hd.stream_id); s != nullptr && s->status >= 200) {
+          self->Report(s, H2Error::kNone, 0);
+        }
       }
       break;
     default:
@@ -326,9 +337,9 @@ int H2Connection::OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t er
   auto* self = static_cast<H2Connection*>(user_data);
   Slot* s = self->SlotOf(stream_id);
   if (s == nullptr || !s->in_use) return 0;
-  if (s->complete && s->status >= 200) {
-    // A complete response, even if the server then reset the stream
-    // (NO_ERROR: it needs no more of a request body).
+  if (s->reported) {
+    // Its response was complete (Report'ed then); the server may since
+    // have reset it (NO_ERROR: it needs no more of the request body).
     self->Finish(s, H2Error::kNone, 0);
   } else if (s->cause == H2Error::kRstStream) {
     self->Finish(s, H2Error::kRstStream, s->rst_code);

@@ -12,7 +12,10 @@
 // sent) that comes back with its outcome, so per-stream latency goes into
 // the same histograms as HTTP/1.x.
 //
-// Outcomes. Every submitted request ends exactly once as an H2Outcome,
+// Outcomes. Every submitted request ends exactly once as an H2Outcome
+// (a response as soon as it is complete, even if the stream stays open
+// while the rest of a request body goes out: it counts toward the limit
+// until then),
 // appended to outcomes() by Receive, Output or Fail (a stream can end
 // while its last request bytes are framed); the caller handles them and
 // clears the vector (its capacity is kept): a
@@ -155,7 +158,7 @@ class H2Connection {
     // nghttp2 closes a malformed stream only when its own RST_STREAM goes
     // out, so a GOAWAY or RST_STREAM read in the same piece must not win.
     H2Error cause = H2Error::kNone;
-    bool complete = false;  // END_STREAM received
+    bool reported = false;  // its outcome is out (the stream may still be sending a body)
     bool in_use = false;
   };
 
@@ -164,6 +167,8 @@ class H2Connection {
   Slot* SlotOf(int32_t stream_id);
   // Gathers the frames nghttp2 has queued into wbuf_ (up to a high water).
   void Flush();
+  // Appends the stream's outcome (once); Finish also frees the slot.
+  void Report(Slot* s, H2Error error, uint32_t error_code);
   void Finish(Slot* s, H2Error error, uint32_t error_code);
   void FailOpen(H2Error why);
 
