@@ -21,6 +21,7 @@ const char* H2ErrorName(H2Error e) {
     case H2Error::kRstStream: return "rst_stream";
     case H2Error::kProtocol: return "protocol";
     case H2Error::kClosed: return "closed";
+    case H2Error::kCancelled: return "cancelled";
   }
   return "unknown";
 }
@@ -221,6 +222,24 @@ void H2Connection::Fail(H2Error why) {
     error_message_ = "the connection ended";
   }
   FailOpen(why);
+}
+
+bool H2Connection::Cancel(int32_t stream_id) {
+  if (failed_) return false;
+  Slot* s = SlotOf(stream_id);
+  if (s == nullptr) {
+    // Submitted but not framed yet: nghttp2 opens the stream when its
+    // HEADERS go out.
+    for (Slot& slot : slots_) {
+      if (slot.in_use && slot.stream_id == stream_id) s = &slot;
+    }
+  }
+  if (s == nullptr || !s->in_use || s->reported) return false;
+  Report(s, H2Error::kCancelled, 0);
+  // If the HEADERS are still queued nghttp2 drops them and closes the
+  // stream; either way OnStreamClose frees the slot.
+  (void)nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+  return true;
 }
 
 void H2Connection::Shutdown() {

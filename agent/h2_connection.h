@@ -23,7 +23,8 @@
 // GOAWAY (the server's GOAWAY left the stream unprocessed: its id is above
 // the last-stream-id), RST_STREAM (the server reset the stream), protocol
 // (the server broke HTTP/2: the stream, or the whole connection, is dead),
-// or closed (the transport ended with the stream open: Fail).
+// closed (the transport ended with the stream open: Fail), or cancelled
+// (the caller gave up on it: Cancel).
 //
 // Flow control: the connection announces `stream_window` as
 // SETTINGS_INITIAL_WINDOW_SIZE and raises (or lowers) the connection
@@ -60,8 +61,9 @@ enum class H2Error : uint8_t {
   kRstStream,  // reset by the server (RST_STREAM, any error code)
   kProtocol,   // the server broke HTTP/2 (a malformed response or frame)
   kClosed,     // the connection ended with the stream still open
+  kCancelled,  // the caller gave up on it (Cancel: a timeout)
 };
-inline constexpr int kH2ErrorKinds = 5;
+inline constexpr int kH2ErrorKinds = 6;
 const char* H2ErrorName(H2Error e);
 
 struct H2Outcome {
@@ -120,6 +122,11 @@ class H2Connection {
 
   // Streams that ended since the caller last cleared the vector.
   std::vector<H2Outcome>& outcomes() { return outcomes_; }
+  // Gives up on a stream (a request timed out): its outcome is appended
+  // now as kCancelled and a RST_STREAM(CANCEL) is queued; it counts toward
+  // the stream limit until nghttp2 has sent that. False if the stream is
+  // not open or already has its outcome.
+  bool Cancel(int32_t stream_id);
   // Sends GOAWAY(NO_ERROR) (queued in Output) and refuses new streams; the
   // open streams still finish.
   void Shutdown();

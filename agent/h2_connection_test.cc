@@ -197,6 +197,68 @@ TEST(H2ConnectionTest, RstStreamCountedExactly) {
   EXPECT_TRUE(c->Alive()) << "a reset stream leaves the connection usable";
 }
 
+TEST(H2ConnectionTest, CancelledStreamsAreResetAndFreeTheirSlot) {
+  // Every fifth stream is never answered: the caller times it out.
+  H2TestServer server({.ignore_every = 5});
+  auto c = Client({.max_streams = 10});
+  auto req = Get();
+  H2Wire w;
+  std::set<int32_t> open;
+  std::map<H2Error, uint64_t> kinds;
+  uint64_t submitted = 0, cancels = 0;
+  int32_t finished_id = 0;
+  for (int round = 0; round < 100000; ++round) {
+    while (submitted < 100 && c->CanSubmit()) open.insert(c->Submit(*req, 0, submitted++));
+    const bool moved = w.Pump(*c, server);
+    for (const H2Outcome& o : c->outcomes()) {
+      EXPECT_EQ(open.erase(o.stream_id), 1u);
+      ++kinds[o.error];
+      if (o.error == H2Error::kNone) finished_id = o.stream_id;
+    }
+    c->outcomes().clear();
+    if (moved) continue;
+    if (open.empty()) break;
+    for (int32_t id : open) {
+      ASSERT_TRUE(c->Cancel(id));
+      EXPECT_FALSE(c->Cancel(id)) << "a stream is cancelled once";
+      ++cancels;
+    }
+    for (const H2Outcome& o : c->outcomes()) {
+      EXPECT_EQ(o.error, H2Error::kCancelled);
+      open.erase(o.stream_id);
+      ++kinds[o.error];
+    }
+    c->outcomes().clear();
+  }
+  EXPECT_EQ(submitted, 100u);
+  EXPECT_EQ(cancels, 20u);
+  EXPECT_EQ(kinds[H2Error::kCancelled], 20u);
+  EXPECT_EQ(kinds[H2Error::kNone], 80u);
+  EXPECT_EQ(server.responses(), 80u);
+  EXPECT_EQ(server.resets_received(), 20u) << "each cancel reached the server as RST_STREAM";
+  EXPECT_EQ(w.up.reset_ids().size(), 20u);
+  EXPECT_EQ(c->open_streams(), 0u);
+  EXPECT_FALSE(c->Cancel(finished_id));
+  EXPECT_TRUE(c->Alive());
+}
+
+TEST(H2ConnectionTest, CancelBeforeTheHeadersLeftStillEndsTheStreamOnce) {
+  H2TestServer server;
+  auto c = Client({.max_streams = 4});
+  auto req = Get();
+  H2Wire w;
+  w.Pump(*c, server);
+  w.Pump(*c, server);
+  const int32_t id = c->Submit(*req, 0, 0);
+  ASSERT_GT(id, 0);
+  ASSERT_TRUE(c->Cancel(id));
+  const Load load = Drive(*c, server, w, *req, 0);
+  ASSERT_EQ(c->outcomes().size() + load.outcomes.size(), 1u);
+  EXPECT_EQ(c->open_streams(), 0u);
+  EXPECT_EQ(server.responses(), 0u);
+  EXPECT_TRUE(c->CanSubmit());
+}
+
 TEST(H2ConnectionTest, SmallWindowLargeResponsesComplete) {
   constexpr uint64_t kBody = 1 << 20;
   H2TestServer server({.response_body = kBody});

@@ -89,6 +89,7 @@ void H2TestServer::Respond(int32_t stream_id) {
   // By stream number (client streams are 1, 3, 5, ...), not by arrival:
   // which streams are reset must not depend on how bytes were cut.
   const uint64_t number = (static_cast<uint64_t>(stream_id) + 1) / 2;
+  if (opt_.ignore_every != 0 && number % opt_.ignore_every == 0) return;
   if (opt_.reset_every != 0 && number % opt_.reset_every == 0) {
     if (int rv = nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, opt_.reset_code); rv != 0) {
       Die("rst_stream", rv);
@@ -130,6 +131,7 @@ int H2TestServer::OnHeader(nghttp2_session*, const nghttp2_frame* frame, const u
 
 int H2TestServer::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
   auto* self = static_cast<H2TestServer*>(user_data);
+  if (frame->hd.type == NGHTTP2_RST_STREAM) ++self->resets_received_;
   if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
       (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
     auto it = self->stream_path_.find(frame->hd.stream_id);

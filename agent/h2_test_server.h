@@ -41,6 +41,8 @@ struct H2TestServerOptions {
   // (RST_STREAM reset_code) instead of answered once its request is complete.
   uint32_t reset_every = 0;
   uint32_t reset_code = NGHTTP2_INTERNAL_ERROR;
+  // Every n-th stream by id (0: none) is never answered (a stalled server).
+  uint32_t ignore_every = 0;
 };
 
 class H2TestServer {
@@ -60,6 +62,7 @@ class H2TestServer {
   uint64_t responses() const { return responses_; }        // responses sent in full (END_STREAM)
   uint64_t resets_sent() const { return resets_sent_; }
   uint64_t refused() const { return refused_; }            // streams nghttp2 refused (over the limit)
+  uint64_t resets_received() const { return resets_received_; }  // RST_STREAM from the client
   uint64_t request_body_bytes() const { return body_bytes_; }
   uint32_t open_streams() const { return open_; }
   uint32_t peak_open_streams() const { return peak_open_; }
@@ -93,7 +96,7 @@ class H2TestServer {
   std::unordered_map<int32_t, uint64_t> body_left_;
   std::unordered_map<int32_t, std::string> stream_path_;
   std::vector<std::string> paths_;
-  uint64_t requests_ = 0, responses_ = 0, resets_sent_ = 0, refused_ = 0, body_bytes_ = 0;
+  uint64_t requests_ = 0, responses_ = 0, resets_sent_ = 0, refused_ = 0, body_bytes_ = 0, resets_received_ = 0;
   uint32_t open_ = 0, peak_open_ = 0;
   int32_t goaway_last_ = 0;
   uint32_t goaway_error_ = 0;
