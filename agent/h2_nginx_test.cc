@@ -1,6 +1,8 @@
 // H2Connection over a real socket against Debian's nginx with an h2c
 // listener (`listen ... http2` without TLS: HTTP/2 with prior knowledge),
-// driven by a simple blocking loop. nginx's access log is the truth.
+// and once over TLS (h2 chosen by ALPN; the test's own OpenSSL client, a
+// certificate made by openssl(1)), driven by a simple blocking loop.
+// nginx's access log is the truth.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -17,6 +19,8 @@
 #include <optional>
 #include <sstream>
 #include <thread>
+
+#include <openssl/ssl.h>
 
 #include "agent/h2_connection.h"
 #include "testing/support/nginx_fixture.h"
@@ -45,10 +49,28 @@ std::string ReadFile(const std::string& path) {
 // the listener switched to HTTP/2 and nginx's stream limit set.
 class H2cNginx {
  public:
-  Status Start(uint32_t max_concurrent_streams) {
+  // With `tls`, the listener is h2 over TLS (ALPN) with a self-signed
+  // certificate made here by openssl(1).
+  Status Start(uint32_t max_concurrent_streams, bool tls = false) {
     auto dir = TempDir::Create("fairbench-h2-nginx");
     if (!dir.ok()) return dir.status();
     chmod(dir->path().c_str(), 0755);
+    std::string tls_conf;
+    if (tls) {
+      SubprocessOptions cert;
+      cert.argv = {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                   "-keyout", dir->File("key.pem"), "-out", dir->File("cert.pem"), "-days", "2", "-subj",
+                   "/CN=localhost"};
+      cert.stdout_to = testing::Redirect::Null();
+      cert.stderr_to = testing::Redirect::File(dir->File("openssl.log"));
+      auto p = Subprocess::Start(std::move(cert));
+      if (!p.ok()) return p.status();
+      auto r = p->Wait(std::chrono::seconds(20));
+      if (!r.ok()) return r.status();
+      if (!r->success()) return Status::Internal("openssl req failed: " + ReadFile(dir->File("openssl.log")));
+      tls_conf = "\n    ssl_certificate " + dir->File("cert.pem") + ";\n    ssl_certificate_key " + dir->File("key.pem") +
+                 ";";
+    }
     auto port = testing::FreeLoopbackPort();
     if (!port.ok()) return port.status();
     port_ = *port;
@@ -59,8 +81,9 @@ class H2cNginx {
     const size_t at = conf.find(listen);
     if (at == std::string::npos) return Status::Internal("no listen line in the fixture's config");
     conf.replace(at, listen.size(),
-                 "listen 127.0.0.1:" + std::to_string(port_) + " http2;\n    http2_max_concurrent_streams " +
-                     std::to_string(max_concurrent_streams) + ";");
+                 "listen 127.0.0.1:" + std::to_string(port_) + (tls ? " ssl" : "") +
+                     " http2;\n    http2_max_concurrent_streams " + std::to_string(max_concurrent_streams) + ";" +
+                     tls_conf);
     {
       std::ofstream out(dir->File("nginx.conf"));
       out << conf;
@@ -114,6 +137,79 @@ int Connect(uint16_t port) {
   return fd;
 }
 
+// The byte pipe under the codec: a plain socket (h2c) or TLS on it (h2).
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  // > 0 bytes moved; 0 nothing to read within a second; < 0 closed or failed.
+  virtual ssize_t Write(const uint8_t* p, size_t n) = 0;
+  virtual ssize_t Read(uint8_t* p, size_t n) = 0;
+};
+
+class PlainTransport : public Transport {
+ public:
+  explicit PlainTransport(int fd) : fd_(fd) {}
+  ~PlainTransport() override { close(fd_); }
+  ssize_t Write(const uint8_t* p, size_t n) override {
+    const ssize_t w = send(fd_, p, n, MSG_NOSIGNAL);
+    return w > 0 ? w : -1;
+  }
+  ssize_t Read(uint8_t* p, size_t n) override {
+    pollfd pf{fd_, POLLIN, 0};
+    if (poll(&pf, 1, 1000) <= 0) return 0;
+    const ssize_t r = recv(fd_, p, n, 0);
+    return r > 0 ? r : -1;
+  }
+
+ private:
+  int fd_;
+};
+
+class TlsTransport : public Transport {
+ public:
+  static std::unique_ptr<TlsTransport> Connect(int fd, std::string* alpn) {
+    std::unique_ptr<TlsTransport> t(new TlsTransport(fd));
+    t->ctx_ = SSL_CTX_new(TLS_client_method());
+    static const unsigned char kH2[] = {2, 'h', '2'};
+    SSL_CTX_set_alpn_protos(t->ctx_, kH2, sizeof(kH2));
+    t->ssl_ = SSL_new(t->ctx_);
+    SSL_set_fd(t->ssl_, fd);
+    if (SSL_connect(t->ssl_) != 1) return nullptr;
+    const unsigned char* proto = nullptr;
+    unsigned int len = 0;
+    SSL_get0_alpn_selected(t->ssl_, &proto, &len);
+    alpn->assign(reinterpret_cast<const char*>(proto), len);
+    return t;
+  }
+  ~TlsTransport() override {
+    if (ssl_ != nullptr) {
+      SSL_shutdown(ssl_);
+      SSL_free(ssl_);
+    }
+    if (ctx_ != nullptr) SSL_CTX_free(ctx_);
+    close(fd_);
+  }
+  ssize_t Write(const uint8_t* p, size_t n) override {
+    const int w = SSL_write(ssl_, p, static_cast<int>(std::min<size_t>(n, 1 << 30)));
+    return w > 0 ? w : -1;
+  }
+  ssize_t Read(uint8_t* p, size_t n) override {
+    if (SSL_pending(ssl_) == 0) {
+      pollfd pf{fd_, POLLIN, 0};
+      if (poll(&pf, 1, 1000) <= 0) return 0;
+    }
+    const int r = SSL_read(ssl_, p, static_cast<int>(std::min<size_t>(n, 1 << 30)));
+    if (r > 0) return r;
+    return SSL_get_error(ssl_, r) == SSL_ERROR_WANT_READ ? 0 : -1;
+  }
+
+ private:
+  explicit TlsTransport(int fd) : fd_(fd) {}
+  int fd_;
+  SSL_CTX* ctx_ = nullptr;
+  SSL* ssl_ = nullptr;
+};
+
 struct LoadRun {
   uint64_t submitted = 0;
   std::map<H2Error, uint64_t> by_kind;
@@ -123,15 +219,24 @@ struct LoadRun {
   uint32_t peak_open = 0;
   uint64_t rst = 0, goaway = 0;
   bool finished = false;
+  std::string alpn;
 };
 
 // The blocking loop: submit what the connection allows, write everything,
 // wait for bytes, feed them. Bounded by `total` and a deadline.
-LoadRun Load(uint16_t port, const H2Request& req, uint64_t total, H2Options options) {
+LoadRun Load(uint16_t port, const H2Request& req, uint64_t total, H2Options options, bool tls = false) {
   LoadRun run;
   const int fd = Connect(port);
   EXPECT_GE(fd, 0);
   if (fd < 0) return run;
+  std::unique_ptr<Transport> t;
+  if (tls) {
+    t = TlsTransport::Connect(fd, &run.alpn);
+    EXPECT_NE(t, nullptr) << "TLS handshake failed";
+    if (t == nullptr) return run;
+  } else {
+    t = std::make_unique<PlainTransport>(fd);
+  }
   auto created = H2Connection::Create(options);
   EXPECT_TRUE(created.ok());
   H2Connection& c = **created;
@@ -140,7 +245,7 @@ LoadRun Load(uint16_t port, const H2Request& req, uint64_t total, H2Options opti
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   auto write_all = [&]() {
     for (auto out = c.Output(); !out.empty(); out = c.Output()) {
-      const ssize_t n = send(fd, out.data(), out.size(), MSG_NOSIGNAL);
+      const ssize_t n = t->Write(out.data(), out.size());
       if (n <= 0) return false;
       c.Consumed(static_cast<size_t>(n));
     }
@@ -164,12 +269,10 @@ LoadRun Load(uint16_t port, const H2Request& req, uint64_t total, H2Options opti
       run.finished = true;
       break;
     }
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 1000) <= 0) continue;
-    const ssize_t n = recv(fd, buf.data(), buf.size(), 0);
-    if (n <= 0) {
+    const ssize_t n = t->Read(buf.data(), buf.size());
+    if (n < 0) {
       c.Fail(H2Error::kClosed);
-    } else {
+    } else if (n > 0) {
       c.Receive(buf.data(), static_cast<size_t>(n));
     }
   }
@@ -178,7 +281,6 @@ LoadRun Load(uint16_t port, const H2Request& req, uint64_t total, H2Options opti
   run.goaway = c.goaways_received();
   c.Shutdown();
   (void)write_all();
-  close(fd);
   return run;
 }
 
@@ -244,6 +346,28 @@ TEST(H2NginxTest, PostBodiesLargerThanNginxsWindowArriveWhole) {
     EXPECT_EQ(e.method, "POST");
     EXPECT_EQ(e.status, 200);
     EXPECT_GE(e.request_length, 200'000u) << "the whole body was read";
+  }
+}
+
+TEST(H2NginxTest, OverTlsWithAlpnH2CountsEqualTheAccessLog) {
+  H2cNginx nginx;
+  const Status started = nginx.Start(128, /*tls=*/true);
+  ASSERT_TRUE(started.ok()) << started.ToString();
+  RequestSpec spec;
+  spec.target = "/tls";
+  auto req = H2Request::Build(spec, "https", "localhost:" + std::to_string(nginx.port()));
+  ASSERT_TRUE(req.ok());
+  const LoadRun run = Load(nginx.port(), **req, 2000, {.max_streams = 10}, /*tls=*/true);
+  auto log = nginx.StopAndLog();
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  EXPECT_EQ(run.alpn, "h2") << "nginx chose HTTP/2 by ALPN";
+  ASSERT_TRUE(run.finished) << nginx.ErrorLog();
+  EXPECT_EQ(run.by_kind.at(H2Error::kNone), 2000u);
+  EXPECT_EQ(run.by_status.at(200), 2000u);
+  ASSERT_EQ(log->size(), 2000u);
+  for (const AccessLogEntry& e : *log) {
+    EXPECT_EQ(e.uri, "/tls");
+    EXPECT_EQ(e.status, 200);
   }
 }
 
