@@ -51,7 +51,7 @@ class H2cNginx {
  public:
   // With `tls`, the listener is h2 over TLS (ALPN) with a self-signed
   // certificate made here by openssl(1).
-  Status Start(uint32_t max_concurrent_streams, bool tls = false) {
+  Status Start(uint32_t max_concurrent_streams, bool tls = false, int keepalive_requests = 1000000) {
     auto dir = TempDir::Create("fairbench-h2-nginx");
     if (!dir.ok()) return dir.status();
     chmod(dir->path().c_str(), 0755);
@@ -75,7 +75,8 @@ class H2cNginx {
     if (!port.ok()) return port.status();
     port_ = *port;
     NginxOptions options;
-    options.keepalive_requests = 1000000;
+    // For HTTP/2 too: nginx sends GOAWAY after this many requests.
+    options.keepalive_requests = keepalive_requests;
     std::string conf = NginxFixture::RenderConfig(options, port_, dir->path().string());
     const std::string listen = "listen 127.0.0.1:" + std::to_string(port_) + ";";
     const size_t at = conf.find(listen);
@@ -218,68 +219,86 @@ struct LoadRun {
   uint32_t stream_limit = 0;
   uint32_t peak_open = 0;
   uint64_t rst = 0, goaway = 0;
+  uint64_t done = 0;
+  uint32_t connections = 0;
   bool finished = false;
   std::string alpn;
 };
 
 // The blocking loop: submit what the connection allows, write everything,
-// wait for bytes, feed them. Bounded by `total` and a deadline.
+// wait for bytes, feed them; when the connection is done (after a GOAWAY,
+// or closed) open another. Bounded by `total` outcomes and a deadline.
 LoadRun Load(uint16_t port, const H2Request& req, uint64_t total, H2Options options, bool tls = false) {
   LoadRun run;
-  const int fd = Connect(port);
-  EXPECT_GE(fd, 0);
-  if (fd < 0) return run;
   std::unique_ptr<Transport> t;
-  if (tls) {
-    t = TlsTransport::Connect(fd, &run.alpn);
-    EXPECT_NE(t, nullptr) << "TLS handshake failed";
-    if (t == nullptr) return run;
-  } else {
-    t = std::make_unique<PlainTransport>(fd);
-  }
-  auto created = H2Connection::Create(options);
-  EXPECT_TRUE(created.ok());
-  H2Connection& c = **created;
-  std::vector<uint8_t> buf(64 * 1024);
-  uint64_t done = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  std::unique_ptr<H2Connection> c;
+  auto open = [&]() {
+    t.reset();
+    const int fd = Connect(port);
+    EXPECT_GE(fd, 0);
+    if (fd < 0) return false;
+    if (tls) {
+      t = TlsTransport::Connect(fd, &run.alpn);
+      EXPECT_NE(t, nullptr) << "TLS handshake failed";
+      if (t == nullptr) return false;
+    } else {
+      t = std::make_unique<PlainTransport>(fd);
+    }
+    auto created = H2Connection::Create(options);
+    EXPECT_TRUE(created.ok());
+    c = std::move(created).value();
+    ++run.connections;
+    return true;
+  };
   auto write_all = [&]() {
-    for (auto out = c.Output(); !out.empty(); out = c.Output()) {
+    for (auto out = c->Output(); !out.empty(); out = c->Output()) {
       const ssize_t n = t->Write(out.data(), out.size());
       if (n <= 0) return false;
-      c.Consumed(static_cast<size_t>(n));
+      c->Consumed(static_cast<size_t>(n));
     }
     return true;
   };
-  while (std::chrono::steady_clock::now() < deadline) {
-    while (run.submitted < total && c.CanSubmit()) {
-      c.Submit(req, 0, run.submitted);
-      ++run.submitted;
-    }
-    run.peak_open = std::max(run.peak_open, c.open_streams());
-    if (!write_all()) break;
-    for (const H2Outcome& o : c.outcomes()) {
+  auto collect = [&]() {
+    for (const H2Outcome& o : c->outcomes()) {
       ++run.by_kind[o.error];
       ++run.by_status[o.status];
       run.body_bytes += o.body_bytes;
     }
-    done += c.outcomes().size();
-    c.outcomes().clear();
-    if (done == total) {
+    run.done += c->outcomes().size();
+    c->outcomes().clear();
+  };
+  if (!open()) return run;
+  std::vector<uint8_t> buf(64 * 1024);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    while (run.submitted < total && c->CanSubmit()) {
+      c->Submit(req, 0, run.submitted);
+      ++run.submitted;
+    }
+    run.peak_open = std::max(run.peak_open, c->open_streams());
+    if (!write_all()) c->Fail(H2Error::kClosed);
+    collect();
+    if (run.done == total) {
       run.finished = true;
       break;
     }
+    if (!c->Alive()) {
+      run.rst += c->rst_streams_received();
+      run.goaway += c->goaways_received();
+      if (!open()) break;
+      continue;
+    }
     const ssize_t n = t->Read(buf.data(), buf.size());
     if (n < 0) {
-      c.Fail(H2Error::kClosed);
+      c->Fail(H2Error::kClosed);
     } else if (n > 0) {
-      c.Receive(buf.data(), static_cast<size_t>(n));
+      c->Receive(buf.data(), static_cast<size_t>(n));
     }
   }
-  run.stream_limit = c.stream_limit();
-  run.rst = c.rst_streams_received();
-  run.goaway = c.goaways_received();
-  c.Shutdown();
+  run.stream_limit = c->stream_limit();
+  run.rst += c->rst_streams_received();
+  run.goaway += c->goaways_received();
+  c->Shutdown();
   (void)write_all();
   return run;
 }
@@ -371,5 +390,33 @@ TEST(H2NginxTest, OverTlsWithAlpnH2CountsEqualTheAccessLog) {
   }
 }
 
+TEST(H2NginxTest, NginxsGoawayAfterKeepaliveRequestsCountedExactly) {
+  // After 100 requests on a connection nginx sends GOAWAY: the streams
+  // above its last-stream-id were never processed. Every request the
+  // client submitted is either in the access log or a GOAWAY error.
+  H2cNginx nginx;
+  ASSERT_TRUE(nginx.Start(128, false, 100).ok());
+  RequestSpec spec;
+  spec.target = "/goaway";
+  auto req = H2Request::Build(spec, "http", "127.0.0.1");
+  ASSERT_TRUE(req.ok());
+  const LoadRun run = Load(nginx.port(), **req, 1000, {.max_streams = 10});
+  auto log = nginx.StopAndLog();
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  ASSERT_TRUE(run.finished) << nginx.ErrorLog();
+  const uint64_t ok = run.by_kind.count(H2Error::kNone) ? run.by_kind.at(H2Error::kNone) : 0;
+  const uint64_t goaway = run.by_kind.count(H2Error::kGoaway) ? run.by_kind.at(H2Error::kGoaway) : 0;
+  EXPECT_EQ(ok, log->size());
+  EXPECT_EQ(ok + goaway, 1000u);
+  EXPECT_GT(goaway, 0u) << "streams were in flight when nginx said GOAWAY";
+  EXPECT_EQ(run.by_kind.size(), goaway > 0 ? 2u : 1u) << "no other kind of error";
+  std::map<uint64_t, uint64_t> per_connection;
+  for (const AccessLogEntry& e : *log) ++per_connection[e.connection];
+  for (const auto& [conn, n] : per_connection) EXPECT_LE(n, 100u) << conn;
+  EXPECT_EQ(per_connection.size(), run.connections);
+  EXPECT_GE(run.goaway, run.connections - 1) << "every connection but the last ended by GOAWAY";
+}
+
 }  // namespace
 }  // namespace fairbench::agent
+
