@@ -12,19 +12,29 @@
 // sent) that comes back with its outcome, so per-stream latency goes into
 // the same histograms as HTTP/1.x.
 //
-// Outcomes. Every submitted request ends exactly once as an H2Outcome
-// (a response as soon as it is complete, even if the stream stays open
-// while the rest of a request body goes out: it counts toward the limit
-// until then),
-// appended to outcomes() by Receive, Output or Fail (a stream can end
-// while its last request bytes are framed); the caller handles them and
-// clears the vector (its capacity is kept): a
-// complete response (status, body bytes), or an error of one H2Error kind:
-// GOAWAY (the server's GOAWAY left the stream unprocessed: its id is above
-// the last-stream-id), RST_STREAM (the server reset the stream), protocol
-// (the server broke HTTP/2: the stream, or the whole connection, is dead),
-// closed (the transport ended with the stream open: Fail), or cancelled
-// (the caller gave up on it: Cancel).
+// Outcomes. Every submitted request ends exactly once as an H2Outcome,
+// appended to outcomes() by Receive, Output, Cancel or Fail; the caller
+// handles them and clears the vector (its capacity is kept). Either a
+// complete response (status, body bytes) — reported as soon as it is
+// complete, even if the stream stays open while the rest of a request body
+// goes out (it counts toward the stream limit until then) — or an error of
+// one H2Error kind: GOAWAY (the server's GOAWAY left the stream
+// unprocessed: its id is above the last-stream-id), RST_STREAM (the server
+// reset the stream), protocol (the server broke HTTP/2: the stream, or the
+// whole connection, is dead), closed (the transport ended with the stream
+// open: Fail), or cancelled (the caller gave up on it: Cancel).
+//
+// Reads may end anywhere: nghttp2 is given the input one frame at a time,
+// and what it queues in reply (a RST_STREAM for a malformed response, a
+// GOAWAY) is framed before the next frame is read, so the outcomes do not
+// depend on where reads end (fuzz/h2_client_fuzzer.cc checks it).
+//
+// In a worker's loop, per connection: after connecting, write Output();
+// on readable, Receive() what was read and handle outcomes() (latency from
+// the cookie); then Submit() while CanSubmit() and write Output() once; on
+// EOF or an error, Fail(kClosed); when !Alive() (after a GOAWAY, once the
+// open streams are done) close and reconnect. A request past its timeout
+// is Cancel()ed.
 //
 // Flow control: the connection announces `stream_window` as
 // SETTINGS_INITIAL_WINDOW_SIZE and raises (or lowers) the connection
@@ -104,10 +114,10 @@ class H2Connection {
   int32_t Submit(const H2Request& request, uint32_t index, uint64_t cookie);
 
   // Bytes read from the transport. Appends the streams that ended to
-  // outcomes(). False when the connection failed (the server broke the protocol or
-  // nghttp2 ran out of memory): the open streams have then been appended as
-  // kProtocol and the caller should write what Output() still holds (a
-  // GOAWAY) and close.
+  // outcomes(). False when the connection failed (the server broke the
+  // protocol or nghttp2 ran out of memory): the open streams have then been
+  // appended as kProtocol and the caller should write what Output() still
+  // holds (a GOAWAY) and close.
   bool Receive(const uint8_t* data, size_t len);
 
   // The bytes to write now (frames nghttp2 queued), valid until the next

@@ -2,7 +2,8 @@
 //
 // Input: [config][split seed][what the server sends after its first
 // SETTINGS]. The client opens 1..16 streams (config & 15; bit 4: POSTs
-// with a body instead of GETs) once an empty server SETTINGS frame is in,
+// with a body instead of GETs; bit 5: the first is cancelled at once) once
+// an empty server SETTINGS frame is in,
 // then takes the input in one piece, byte by byte and cut at points drawn
 // from the seed, writing (and dropping) its own output after every piece,
 // and finally loses the transport. Besides crashes and sanitizer reports,
@@ -96,6 +97,11 @@ Outcomes Run(uint8_t config, const uint8_t* data, size_t len, const std::vector<
     const int32_t id = c.Submit(Request(config & 16), static_cast<uint32_t>(i), static_cast<uint64_t>(i) * 7);
     if (id <= 0) Die("Submit failed");
     ended[id] = 0;
+  }
+  if ((config & 32) != 0) {
+    // The caller gives up on the first stream before the server's bytes come.
+    if (!c.Cancel(1)) Die("Cancel of an open stream failed");
+    if (c.Cancel(1)) Die("a stream was cancelled twice");
   }
   Drain(c, &outcomes);
   size_t from = 0;
