@@ -32,6 +32,7 @@ std::unique_ptr<H2Connection> Client(H2Options o = {}) {
 struct Load {
   uint64_t submitted = 0;
   uint32_t peak_open = 0;  // the client's own count of open streams
+  uint64_t submits_over_limit = 0;
   std::vector<H2Outcome> outcomes;
   std::map<H2Error, uint64_t> by_kind;
 };
@@ -42,6 +43,10 @@ Load Drive(H2Connection& c, H2TestServer& s, H2Wire& w, const H2Request& req, ui
   Load load;
   for (int round = 0; round < 10'000'000; ++round) {
     while (load.submitted < total && c.CanSubmit()) {
+      // nghttp2 would hold back HEADERS over the server's limit (and the
+      // request's latency would include the wait): the client must not
+      // submit them.
+      if (c.open_streams() >= c.stream_limit()) ++load.submits_over_limit;
       EXPECT_GT(c.Submit(req, static_cast<uint32_t>(load.submitted % 7), load.submitted), 0);
       ++load.submitted;
     }
@@ -141,8 +146,26 @@ TEST(H2ConnectionTest, MaxConcurrentStreamsFromTheServerRespected) {
     EXPECT_EQ(server.peak_open_streams(), want) << "the server never saw more open streams than it allows";
     EXPECT_EQ(load.peak_open, want);
     EXPECT_EQ(server.refused(), 0u) << "nghttp2's server refuses streams over its limit";
+    EXPECT_EQ(load.submits_over_limit, 0u);
     EXPECT_TRUE(w.down.reset_ids().empty());
   }
+}
+
+TEST(H2ConnectionTest, ALoweredStreamLimitIsFollowed) {
+  // The server allows 10, then after 50 requests sends SETTINGS with 2.
+  H2TestServer server({.max_concurrent_streams = 10, .lower_after = 50, .lowered_streams = 2});
+  auto c = Client({.max_streams = 50});
+  auto req = Get();
+  H2Wire w;
+  const Load load = Drive(*c, server, w, *req, 400);
+  ASSERT_EQ(load.outcomes.size(), 400u);
+  EXPECT_EQ(load.by_kind.at(H2Error::kNone), 400u);
+  EXPECT_EQ(server.peak_open_streams(), 10u);
+  ASSERT_TRUE(server.lowering_acknowledged());
+  EXPECT_EQ(server.peak_open_after_lowering(), 2u) << "never more than the lowered limit once it was known";
+  EXPECT_EQ(c->stream_limit(), 2u);
+  EXPECT_EQ(load.submits_over_limit, 0u);
+  EXPECT_EQ(server.refused(), 0u);
 }
 
 TEST(H2ConnectionTest, GoawayMidLoadCountedExactly) {

@@ -103,6 +103,10 @@ void H2TestServer::Respond(int32_t stream_id) {
                                            opt_.response_body > 0 ? &body : nullptr);
     if (rv != 0) Die("submit_response", rv);
   }
+  if (opt_.lower_after != 0 && requests_ == opt_.lower_after) {
+    const nghttp2_settings_entry lowered[] = {{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, opt_.lowered_streams}};
+    if (int rv = nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, lowered, 1); rv != 0) Die("settings", rv);
+  }
   if (opt_.goaway_after != 0 && requests_ == opt_.goaway_after) {
     goaway_last_ = stream_id;
     if (int rv = nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_NO_ERROR, nullptr, 0); rv != 0) {
@@ -116,6 +120,7 @@ int H2TestServer::OnBeginHeaders(nghttp2_session*, const nghttp2_frame* frame, v
   if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
     ++self->open_;
     self->peak_open_ = std::max(self->peak_open_, self->open_);
+    if (self->settings_acks_ >= 2) self->peak_after_lowering_ = std::max(self->peak_after_lowering_, self->open_);
   }
   return 0;
 }
@@ -132,6 +137,7 @@ int H2TestServer::OnHeader(nghttp2_session*, const nghttp2_frame* frame, const u
 int H2TestServer::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
   auto* self = static_cast<H2TestServer*>(user_data);
   if (frame->hd.type == NGHTTP2_RST_STREAM) ++self->resets_received_;
+  if (frame->hd.type == NGHTTP2_SETTINGS && (frame->hd.flags & NGHTTP2_FLAG_ACK) != 0) ++self->settings_acks_;
   if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
       (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
     auto it = self->stream_path_.find(frame->hd.stream_id);

@@ -43,6 +43,10 @@ struct H2TestServerOptions {
   uint32_t reset_code = NGHTTP2_INTERNAL_ERROR;
   // Every n-th stream by id (0: none) is never answered (a stalled server).
   uint32_t ignore_every = 0;
+  // After the n-th complete request (0: never), a second SETTINGS lowers
+  // SETTINGS_MAX_CONCURRENT_STREAMS to `lowered_streams`.
+  uint64_t lower_after = 0;
+  uint32_t lowered_streams = 1;
 };
 
 class H2TestServer {
@@ -66,6 +70,10 @@ class H2TestServer {
   uint64_t request_body_bytes() const { return body_bytes_; }
   uint32_t open_streams() const { return open_; }
   uint32_t peak_open_streams() const { return peak_open_; }
+  // Peak open streams since the client acknowledged the lowered limit
+  // (0 before).
+  uint32_t peak_open_after_lowering() const { return peak_after_lowering_; }
+  bool lowering_acknowledged() const { return settings_acks_ >= 2; }
   int32_t goaway_last_stream_id() const { return goaway_last_; }
   uint32_t goaway_error() const { return goaway_error_; }  // of a GOAWAY the server sent
   // What the client announced (0 before its SETTINGS).
@@ -97,7 +105,8 @@ class H2TestServer {
   std::unordered_map<int32_t, std::string> stream_path_;
   std::vector<std::string> paths_;
   uint64_t requests_ = 0, responses_ = 0, resets_sent_ = 0, refused_ = 0, body_bytes_ = 0, resets_received_ = 0;
-  uint32_t open_ = 0, peak_open_ = 0;
+  uint32_t open_ = 0, peak_open_ = 0, peak_after_lowering_ = 0;
+  uint32_t settings_acks_ = 0;
   int32_t goaway_last_ = 0;
   uint32_t goaway_error_ = 0;
 };
