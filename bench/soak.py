@@ -21,8 +21,9 @@
           of the run and the per-minute windows 10 s ones, so that a short
           check has something to compare.
 2. run    `fairbench run` of --cells short cells (a generated run file: one
-          nginx target, the hello scenario, --cells repetitions of a
-          ~1 s cell). Every --interval (0.2 s): the controller's VmRSS and
+          nginx target, the hello scenario, ~1 s cells: at most 100
+          repetitions (what a run file allows), so more cells come from more
+          connection levels, 50, 51, ...). Every --interval (0.2 s): the controller's VmRSS and
           its open file descriptors (/proc/PID/fd), from the first cell
           recorded to the last (start-up and the final report left out).
           PASS when
@@ -227,6 +228,11 @@ def soak_run(args, tmp, out):
         if not os.access(f, os.X_OK):
             raise SystemExit(f"{f} not found: build it first")
     run = os.path.join(tmp, "soak.yaml")
+    # spec.repetitions is at most 100: more cells take more connection levels.
+    levels = -(-args.cells // 100)
+    if args.cells % levels:
+        raise SystemExit(f"--cells {args.cells}: above 100 it must be a multiple of {levels} (cells per level ≤ 100)")
+    connections = ", ".join(str(50 + i) for i in range(levels))
     with open(run, "w") as f:
         f.write(f"""apiVersion: fairbench.dev/v1alpha1
 kind: BenchmarkRun
@@ -239,8 +245,8 @@ spec:
   - name: hello
     request: {{path: /}}
     expect: {{status: 200, body: "Hello, World!"}}
-  load: {{threads: 1, connections: [50], warmup: 200ms, duration: 700ms, timeout: 2s, agents: 1}}
-  repetitions: {args.cells}
+  load: {{threads: 1, connections: [{connections}], warmup: 200ms, duration: 700ms, timeout: 2s, agents: 1}}
+  repetitions: {args.cells // levels}
   cooldown: 100ms
 """)
     output = os.path.join(tmp, "run")

@@ -485,6 +485,34 @@ nlohmann::ordered_json ToJson(const RunRecord& record) {
   return j;
 }
 
+std::string ToJsonText(const RunRecord& record) {
+  if (record.cells.empty()) return ToJson(record).dump(1) + "\n";
+  RunRecord head;
+  head.run = record.run;
+  head.environment = record.environment;
+  head.schedule = record.schedule;
+  // "cells" is the last member: the head's text ends with its empty array.
+  std::string text = ToJson(head).dump(1);
+  constexpr std::string_view kEmptyTail = "\"cells\": []\n}";
+  text.resize(text.size() - kEmptyTail.size() + kEmptyTail.find('['));
+  text += "[\n";
+  for (size_t i = 0; i < record.cells.size(); ++i) {
+    // An element of the top-level "cells" sits two levels deep: every line
+    // of its own dump(1) is indented by two more spaces.
+    const std::string cell = CellJson(record.cells[i]).dump(1);
+    size_t at = 0;
+    while (at < cell.size()) {
+      const size_t end = std::min(cell.find('\n', at), cell.size());
+      text.append("  ").append(cell, at, end - at);
+      at = end + 1;
+      if (at < cell.size()) text += '\n';
+    }
+    text += i + 1 < record.cells.size() ? ",\n" : "\n";
+  }
+  text += " ]\n}\n";
+  return text;
+}
+
 namespace {
 
 Result<RunRecord> Decode(const nlohmann::json& json, std::string_view source) {

@@ -136,6 +136,11 @@ struct RunRecord {
 
 // results.json, in the layout above; "results" is left out of run.status.
 nlohmann::ordered_json ToJson(const RunRecord& record);
+// ToJson(record).dump(1) + "\n", byte for byte, built one cell at a time: the
+// record is rewritten after every cell, and a whole run's JSON tree costs
+// tens of KiB per cell, so the stores write this text instead (the tree of
+// one cell at a time, freed before the next).
+std::string ToJsonText(const RunRecord& record);
 // The inverse of ToJson. Errors are InvalidArgument, prefixed "results.json: ".
 Result<RunRecord> RunRecordFromJson(const nlohmann::json& json);
 // The same from the file's text; syntax errors name line and column:

@@ -222,6 +222,20 @@ TEST(RunRecordTest, EmptyRecordRoundTrips) {
   EXPECT_TRUE(back->cells.empty());
 }
 
+// The stores write ToJsonText, built a cell at a time: it must be the whole
+// tree's text byte for byte (an indentation, a comma or the closing bracket
+// off would show here), with none, one or several cells.
+TEST(RunRecordTest, TextBuiltCellByCellIsTheTreesText) {
+  RunRecord record = RichRecord();
+  ASSERT_GE(record.cells.size(), 2u);
+  EXPECT_EQ(ToJsonText(record), ToJson(record).dump(1) + "\n");
+  record.cells.resize(1);
+  EXPECT_EQ(ToJsonText(record), ToJson(record).dump(1) + "\n");
+  record.cells.clear();
+  EXPECT_EQ(ToJsonText(record), ToJson(record).dump(1) + "\n");
+  EXPECT_EQ(ToJsonText(RunRecord{}), ToJson(RunRecord{}).dump(1) + "\n");
+}
+
 // The error message after damaging a good file with `damage`.
 std::string ErrorAfter(const std::function<void(json&)>& damage) {
   json j = json::parse(ToJson(RichRecord()).dump());

@@ -302,7 +302,7 @@ Result<std::optional<report::RunRecord>> ConfigMapRunStore::Load() {
 }
 
 Status ConfigMapRunStore::Save(const report::RunRecord& record) {
-  const std::string text = report::ToJson(record).dump(1) + "\n";
+  const std::string text = report::ToJsonText(record);
   auto compressed = Gzip(text);
   if (!compressed.ok()) return compressed.status();
   const size_t per_part = std::max<size_t>(options_.part_bytes, 1);

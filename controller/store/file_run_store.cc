@@ -70,7 +70,7 @@ Status FileRunStore::Save(const report::RunRecord& record) {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (ec) return Status::IoError("cannot create '" + dir_.string() + "': " + ec.message());
-  return WriteFileAtomically(results_path(), report::ToJson(record).dump(1) + "\n");
+  return WriteFileAtomically(results_path(), report::ToJsonText(record));
 }
 
 Status FileRunStore::SaveCell(const api::Cell& cell, const report::CellRecord& record) {
