@@ -12,11 +12,10 @@ namespace {
 
 // Called on the worker's thread, inside SSL_connect or SSL_read.
 int OnNewSession(SSL* ssl, SSL_SESSION* session) {
-  auto* slot = static_cast<SSL_SESSION**>(SSL_get_ex_data(ssl, 0));
-  if (slot == nullptr) return 0;
-  if (*slot != nullptr) SSL_SESSION_free(*slot);
-  *slot = session;
-  return 1;  // the slot owns the reference now
+  auto* pool = static_cast<SessionPool*>(SSL_get_ex_data(ssl, 0));
+  if (pool == nullptr) return 0;
+  pool->Add(session);
+  return 1;  // the pool owns the reference now
 }
 
 bool IsIpLiteral(const std::string& s) {
@@ -73,7 +72,41 @@ Result<std::shared_ptr<TlsContext>> TlsContext::Create(const TlsOptions& o) {
 
 TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
 
-SSL* TlsContext::NewConnection(int fd, SSL_SESSION** session) const {
+SessionPool::~SessionPool() {
+  for (SSL_SESSION* s : sessions_) SSL_SESSION_free(s);
+}
+
+SSL_SESSION* SessionPool::Take() {
+  while (!sessions_.empty()) {
+    SSL_SESSION* s = sessions_.back();
+    if (!SSL_SESSION_is_resumable(s)) {
+      sessions_.pop_back();
+      SSL_SESSION_free(s);
+      continue;
+    }
+    if (SSL_SESSION_get_protocol_version(s) >= TLS1_3_VERSION) {
+      sessions_.pop_back();  // single use
+    } else {
+      SSL_SESSION_up_ref(s);
+    }
+    return s;
+  }
+  return nullptr;
+}
+
+void SessionPool::Add(SSL_SESSION* session) {
+  if (capacity_ == 0) {
+    SSL_SESSION_free(session);
+    return;
+  }
+  if (sessions_.size() == capacity_) {
+    SSL_SESSION_free(sessions_.front());
+    sessions_.erase(sessions_.begin());
+  }
+  sessions_.push_back(session);
+}
+
+SSL* TlsContext::NewConnection(int fd, SessionPool* pool) const {
   SSL* ssl = SSL_new(ctx_);
   if (ssl == nullptr) return nullptr;
   if (SSL_set_fd(ssl, fd) != 1 ||
@@ -83,8 +116,11 @@ SSL* TlsContext::NewConnection(int fd, SSL_SESSION** session) const {
     return nullptr;
   }
   SSL_set_connect_state(ssl);
-  SSL_set_ex_data(ssl, 0, session);  // SSL_set_app_data without its cast
-  if (*session != nullptr) SSL_set_session(ssl, *session);
+  SSL_set_ex_data(ssl, 0, pool);  // SSL_set_app_data without its cast
+  if (SSL_SESSION* s = pool->Take()) {
+    SSL_set_session(ssl, s);  // takes its own reference
+    SSL_SESSION_free(s);
+  }
   return ssl;
 }
 

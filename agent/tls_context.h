@@ -7,17 +7,19 @@
 //  - certificate verification off unless `verify` (as wrk); with it, the
 //    peer must chain to `ca_file` (or the system's trust store when empty)
 //    and match `verify_name` (a DNS name, or an IP address literal);
-//  - sessions for resumption are handed to a per-connection slot set with
-//    NewConnection (the worker keeps the last one and offers it on the next
-//    connect); OpenSSL's internal client cache is off, nothing is shared;
+//  - sessions the server issues go to the worker's SessionPool given to
+//    NewConnection, which offers one on the worker's next connect; OpenSSL's
+//    internal client cache is off, nothing is shared between workers;
 //  - read-ahead (one read() fills a record and more, instead of a header
 //    read and a body read), partial writes and moving write buffers (the
 //    engine retries from its own offset), and an unexpected EOF read as an
 //    ordinary end of stream (servers rarely send close_notify).
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -40,6 +42,29 @@ struct TlsOptions {
 // is `sni`, else the host.
 TlsOptions MakeTlsOptions(const std::string& host, const std::string& sni, bool verify, const std::string& ca_file);
 
+// A worker's sessions to resume, newest last, at most `capacity` (the
+// oldest go first). A TLS 1.2 session resumes any number of connections; a
+// TLS 1.3 ticket is used once (OpenSSL marks the session not resumable once
+// a handshake resumed it, as RFC 8446 advises for privacy), so Take hands
+// it out and forgets it — each resumed connection brings new tickets.
+// Single-threaded (the worker's).
+class SessionPool {
+ public:
+  explicit SessionPool(size_t capacity) : capacity_(capacity) { sessions_.reserve(capacity); }
+  ~SessionPool();
+  SessionPool(const SessionPool&) = delete;
+  SessionPool& operator=(const SessionPool&) = delete;
+  // The newest resumable session (a reference the caller frees), or null.
+  SSL_SESSION* Take();
+  // Takes ownership of `session`.
+  void Add(SSL_SESSION* session);
+  size_t size() const { return sessions_.size(); }
+
+ private:
+  size_t capacity_;
+  std::vector<SSL_SESSION*> sessions_;
+};
+
 class TlsContext {
  public:
   // Fails with a message naming the CA file when it cannot be read or holds
@@ -49,11 +74,11 @@ class TlsContext {
   TlsContext(const TlsContext&) = delete;
   TlsContext& operator=(const TlsContext&) = delete;
 
-  // A client SSL for the connected socket `fd`, with SNI set and `*session`
-  // offered for resumption when not null. New sessions the server issues on
-  // it replace `*session` (the previous one is freed); `session` must
-  // outlive the SSL. Null when OpenSSL is out of memory.
-  SSL* NewConnection(int fd, SSL_SESSION** session) const;
+  // A client SSL for the connected socket `fd`, with SNI set and a session
+  // from `pool` offered for resumption. New sessions the server issues on it
+  // go to `pool`, which must outlive the SSL. Null when OpenSSL is out of
+  // memory.
+  SSL* NewConnection(int fd, SessionPool* pool) const;
   // Frees `ssl` without a close_notify; the session stays resumable.
   static void Release(SSL* ssl);
   // The OpenSSL error queue as text, emptied ("" when empty).

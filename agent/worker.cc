@@ -59,7 +59,6 @@ Worker::~Worker() {
     if (c.ssl != nullptr) TlsContext::Release(c.ssl);
     if (c.fd >= 0) ::close(c.fd);
   }
-  if (session_ != nullptr) SSL_SESSION_free(session_);
   if (epfd_ >= 0) ::close(epfd_);
   if (wakefd_ >= 0) ::close(wakefd_);
 }
@@ -75,6 +74,9 @@ Status Worker::Init() {
   if (epoll_ctl(epfd_, EPOLL_CTL_ADD, wakefd_, &ev) != 0) return Status::IoError(std::string("epoll_ctl: ") + std::strerror(errno));
   buf_ = std::make_unique<char[]>(kBufSize);
   tls_ = opt_.tls_context.get();
+  // Room for two tickets per connection (what a full TLS 1.3 handshake
+  // brings), bounded.
+  if (tls_ != nullptr) sessions_ = std::make_unique<SessionPool>(std::min<size_t>(2 * conns_.size() + 2, 256));
   answered_.reserve(kMaxEvents);
   if (opt_.rate > 0) {
     // Each connection sends every C/R seconds; consecutive connections (of
@@ -149,7 +151,7 @@ void Worker::OnConnected(Conn& c, int64_t now) {
     OnReady(c, now);
     return;
   }
-  c.ssl = tls_->NewConnection(c.fd, &session_);
+  c.ssl = tls_->NewConnection(c.fd, sessions_.get());
   if (c.ssl == nullptr) {
     Fail(c, Why::kHandshake, now);
     return;

@@ -20,7 +20,8 @@
 // latency and a failure is a handshake error. Then SSL_write / SSL_read
 // replace send / recv with the same one-write, one-read shape per request
 // (OpenSSL's read-ahead fills a whole record in one read). The worker keeps
-// the last session the server issued and offers it on every new connection.
+// the sessions the server issued and offers the newest on each new
+// connection (SessionPool: a TLS 1.3 ticket once, a TLS 1.2 session always).
 //
 // The worker knows its coordinator (the engine) only as a LoadCoordinator:
 // in its loop it reads the coordinator's LoadState (the stop flag, the
@@ -150,10 +151,10 @@ class Worker {
   int wakefd_ = -1;
   bool have_pwait2_ = true;
   std::unique_ptr<char[]> buf_;
-  // HTTPS: the engine's context, and the last session the server issued
-  // (owned; offered on every new connection of this worker).
+  // HTTPS: the engine's context, and the sessions the server issued, offered
+  // on this worker's new connections.
   const TlsContext* tls_ = nullptr;
-  SSL_SESSION* session_ = nullptr;
+  std::unique_ptr<SessionPool> sessions_;
   std::string tls_batch_;  // HTTPS with pipelining: the rest of a batch, contiguous
   static constexpr size_t kBufSize = 64 * 1024;
 
