@@ -656,16 +656,22 @@ Section Errors(const Context& ctx) {
                        "timeout (no complete response within the timeout), port exhaustion (the load generator ran "
                        "out of ephemeral ports), TLS handshake (https targets: a handshake that failed) — and responses whose status "
                        "differed from the expected one."));
+  // The handshake column only when some cell was over TLS.
+  bool tls = false;
+  for (const CellRecord* c : CellsInReportOrder(ctx)) tls = tls || c->result.tls || c->result.errors.handshake > 0;
   std::vector<std::string> header = CellColumns(ctx);
   const size_t left = header.size();
-  for (const char* h : {"connect", "read", "write", "timeout", "status", "port exhaustion", "handshake", "requests"}) header.push_back(h);
+  for (const char* h : {"connect", "read", "write", "timeout", "status", "port exhaustion"}) header.push_back(h);
+  if (tls) header.push_back("handshake");
+  header.push_back("requests");
   Table t{header, Aligns(left, header.size() - left), {}};
   t.align[2] = Align::kRight;
   for (const CellRecord* c : CellsInReportOrder(ctx)) {
     const api::ErrorCounts& e = c->result.errors;
     if (e.connect + e.read + e.write + e.timeout + e.status + e.port_exhaustion + e.handshake == 0) continue;
     std::vector<std::string> row = CellCells(ctx, c->result);
-    for (uint64_t v : {e.connect, e.read, e.write, e.timeout, e.status, e.port_exhaustion, e.handshake}) row.push_back(Count(v));
+    for (uint64_t v : {e.connect, e.read, e.write, e.timeout, e.status, e.port_exhaustion}) row.push_back(Count(v));
+    if (tls) row.push_back(Count(e.handshake));
     row.push_back(c->result.requests > 0 ? Count(c->result.requests) : kMissing);
     t.rows.push_back(std::move(row));
   }
@@ -696,7 +702,7 @@ std::optional<Section> TlsSection(const Context& ctx) {
     std::vector<std::string> row = CellCells(ctx, c->result);
     row.push_back(Count(h.count));
     row.push_back(Count(h.resumed));
-    row.push_back(h.count > 0 ? FormatTimeUs(h.mean) : kMissing);
+    row.push_back(h.count > 0 ? FormatLatency(h.mean) : kMissing);
     row.push_back(FormatDecimal(h.per_second, 1));
     row.push_back(c->result.requests > 0 ? Count(c->result.requests) : kMissing);
     t.rows.push_back(std::move(row));
