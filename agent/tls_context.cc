@@ -106,8 +106,17 @@ void SessionPool::Add(SSL_SESSION* session) {
   sessions_.push_back(session);
 }
 
-SSL* TlsContext::NewConnection(int fd, SessionPool* pool) const {
-  SSL* ssl = SSL_new(ctx_);
+SSL* TlsContext::NewConnection(int fd, SessionPool* pool, SSL* reuse) const {
+  SSL* ssl = nullptr;
+  if (reuse != nullptr) {
+    if (SSL_clear(reuse) == 1) {
+      ssl = reuse;
+      SSL_set_session(ssl, nullptr);  // SSL_clear keeps the last one; the pool decides
+    } else {
+      SSL_free(reuse);
+    }
+  }
+  if (ssl == nullptr) ssl = SSL_new(ctx_);
   if (ssl == nullptr) return nullptr;
   if (SSL_set_fd(ssl, fd) != 1 ||
       (!server_name_.empty() && SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
@@ -123,6 +132,8 @@ SSL* TlsContext::NewConnection(int fd, SessionPool* pool) const {
   }
   return ssl;
 }
+
+void TlsContext::Park(SSL* ssl) { SSL_set_shutdown(ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN); }
 
 void TlsContext::Release(SSL* ssl) {
   // Marked as shut down so that SSL_free does not flag the session as bad:

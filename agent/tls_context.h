@@ -76,10 +76,15 @@ class TlsContext {
 
   // A client SSL for the connected socket `fd`, with SNI set and a session
   // from `pool` offered for resumption. New sessions the server issues on it
-  // go to `pool`, which must outlive the SSL. Null when OpenSSL is out of
+  // go to `pool`, which must outlive the SSL. `reuse`, when not null, is an
+  // SSL of this context parked by Park: it is reset and used again (as wrk
+  // does), which costs less than a new one. Null when OpenSSL is out of
   // memory.
-  SSL* NewConnection(int fd, SessionPool* pool) const;
-  // Frees `ssl` without a close_notify; the session stays resumable.
+  SSL* NewConnection(int fd, SessionPool* pool, SSL* reuse = nullptr) const;
+  // Ends `ssl`'s connection without a close_notify (the session stays
+  // resumable) and keeps the object for NewConnection.
+  static void Park(SSL* ssl);
+  // Frees `ssl` (parked or not) without a close_notify.
   static void Release(SSL* ssl);
   // The OpenSSL error queue as text, emptied ("" when empty).
   static std::string TakeErrors();

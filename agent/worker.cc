@@ -57,6 +57,7 @@ Worker::Worker(LoadCoordinator& coordinator, const EngineOptions& options, uint3
 Worker::~Worker() {
   for (Conn& c : conns_) {
     if (c.ssl != nullptr) TlsContext::Release(c.ssl);
+    if (c.parked != nullptr) TlsContext::Release(c.parked);
     if (c.fd >= 0) ::close(c.fd);
   }
   if (epfd_ >= 0) ::close(epfd_);
@@ -151,7 +152,8 @@ void Worker::OnConnected(Conn& c, int64_t now) {
     OnReady(c, now);
     return;
   }
-  c.ssl = tls_->NewConnection(c.fd, sessions_.get());
+  c.ssl = tls_->NewConnection(c.fd, sessions_.get(), c.parked);
+  c.parked = nullptr;
   if (c.ssl == nullptr) {
     Fail(c, Why::kHandshake, now);
     return;
@@ -189,7 +191,8 @@ void Worker::OnReady(Conn& c, int64_t now) {
 
 void Worker::Close(Conn& c) {
   if (c.ssl != nullptr) {
-    TlsContext::Release(c.ssl);
+    TlsContext::Park(c.ssl);
+    c.parked = c.ssl;
     c.ssl = nullptr;
   }
   if (c.fd >= 0) {

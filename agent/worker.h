@@ -68,7 +68,8 @@ class Worker {
 
   struct Conn {
     int fd = -1;
-    SSL* ssl = nullptr;  // HTTPS only
+    SSL* ssl = nullptr;  // HTTPS only: the connection's TLS (while open), null when closed
+    SSL* parked = nullptr;  // HTTPS: the last connection's SSL, reset and reused on the next
     State state = State::kClosed;
     bool in_fifo = false;
     uint16_t pending = 0;    // responses still expected for the batch in flight
