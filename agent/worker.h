@@ -21,7 +21,8 @@
 // replace send / recv with the same one-write, one-read shape per request
 // (OpenSSL's read-ahead fills a whole record in one read). The worker keeps
 // the sessions the server issued and offers the newest on each new
-// connection (SessionPool: a TLS 1.3 ticket once, a TLS 1.2 session always).
+// connection (SessionPool: a TLS 1.3 ticket once, a TLS 1.2 session always);
+// a connection's SSL object is reset and reused on its next connect.
 //
 // The worker knows its coordinator (the engine) only as a LoadCoordinator:
 // in its loop it reads the coordinator's LoadState (the stop flag, the
