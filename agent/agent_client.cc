@@ -61,6 +61,7 @@ Result<EngineOptions> OptionsFromJob(const wire::JobSpec& job, const std::vector
   o.total_connections = job.total_connections;
   o.cpus = cpus;
   o.start_at = job.start;
+  if (job.https) o.tls = MakeTlsOptions(job.host, "", false, "");
   if (Status s = ValidateOptions(o); !s.ok()) return s;
   return o;
 }

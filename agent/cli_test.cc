@@ -16,6 +16,7 @@
 #include "testing/support/nginx_fixture.h"
 #include "testing/support/subprocess.h"
 #include "testing/support/temp_dir.h"
+#include "testing/support/test_certs.h"
 
 namespace fairbench::agent {
 namespace {
@@ -74,9 +75,19 @@ class AgentCliTest : public ::testing::Test {
 TEST_F(AgentCliTest, BadInputGetsOneLineAndExitCodeTwo) {
   const std::string body_dir = dir_->path().string();
   std::ofstream(body_dir + "/mix.yaml") << "requests:\n  - path: /\n    wieght: 2\n";
+  std::ofstream(body_dir + "/not-a-ca.pem") << "hello\n";
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"load", "127.0.0.1:8080/"}, "invalid URL"},
-      {{"load", "https://127.0.0.1/"}, "https is not supported"},
+      {{"load", "ftp://127.0.0.1/"}, "unsupported scheme 'ftp'"},
+      {{"load", "https://127.0.0.1:1/", "--verify", "--target-ca-file", body_dir + "/absent.pem"},
+       "--target-ca-file: cannot read '" + body_dir + "/absent.pem'"},
+      {{"load", "https://127.0.0.1:1/", "--verify", "--target-ca-file", body_dir + "/not-a-ca.pem"}, "--target-ca-file: "},
+      {{"load", "https://127.0.0.1:1/", "--target-ca-file", body_dir + "/not-a-ca.pem"},
+       "--target-ca-file: only used with --verify"},
+      {{"load", "https://127.0.0.1:1/", "--verify=maybe"}, "--verify"},
+      {{"load", "http://127.0.0.1:1/", "--verify"}, "--verify: only for https:// URLs"},
+      {{"load", "http://127.0.0.1:1/", "--sni", "example.org"}, "--sni: only for https:// URLs"},
+      {{"load", "https://127.0.0.1:1/", "--sni", "bad name"}, "--sni: 'bad name' is not a host name"},
       {{"load", "http://no-such-host.invalid/"}, "cannot resolve host 'no-such-host.invalid'"},
       {{"load", "http://127.0.0.1:1/", "--body-file", body_dir + "/absent.json"}, "--body-file: cannot read"},
       {{"load", "http://127.0.0.1:1/", "-t", "4", "-c", "2"}, "2 connections cannot be spread over 4 threads"},
@@ -137,6 +148,42 @@ TEST_F(AgentCliTest, PrintsWrksLayoutLineForLine) {
   EXPECT_EQ(j2["connections"], 10);
   EXPECT_FALSE(j2["latency"]["histogram"].get<std::string>().empty());
   EXPECT_GE(j2["timeline"].size(), 1u);
+}
+
+// HTTPS end to end through the command line: nginx with a self-signed
+// certificate; without --verify the load runs and reports its handshakes,
+// with --verify every handshake fails and says so. Both counts are checked
+// against nginx's access log.
+TEST_F(AgentCliTest, HttpsReportsHandshakesAndVerifies) {
+  auto certs = testing::MakeTestCertificates(dir_->path().string());
+  ASSERT_TRUE(certs.ok()) << certs.status().ToString();
+  testing::NginxOptions options;
+  options.keepalive_requests = 1000000000;
+  options.tls.emplace();
+  options.tls->certificate = certs->self_cert;
+  options.tls->certificate_key = certs->self_key;
+  testing::NginxFixture nginx(options);
+  ASSERT_TRUE(nginx.Start().ok());
+  const std::string url = "https://127.0.0.1:" + std::to_string(nginx.port()) + "/";
+  const Outcome ok = Agent({"load", url, "-t1", "-c2", "-d500ms", "--json", (dir_->path() / "r.json").string()});
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("TLS handshakes: 2 (0 resumed)"), std::string::npos) << ok.out;
+  std::ifstream in(dir_->path() / "r.json");
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["tlsHandshakes"], 2);
+  EXPECT_EQ(j["errors"]["handshake"], 0);
+  const Outcome bad = Agent({"load", url, "-t1", "-c2", "-d500ms", "--verify", "--json", (dir_->path() / "v.json").string()});
+  ASSERT_EQ(bad.code, 0) << bad.err;
+  std::ifstream vin(dir_->path() / "v.json");
+  const nlohmann::json v = nlohmann::json::parse(vin, nullptr, false);
+  ASSERT_FALSE(v.is_discarded());
+  EXPECT_EQ(v["requests"], 0);
+  EXPECT_GT(v["errors"]["handshake"].get<uint64_t>(), 0u);
+  ASSERT_TRUE(nginx.Stop().ok());
+  auto log = nginx.AccessLog();
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(log->size(), j["requests"].get<uint64_t>() + j["drained"].get<uint64_t>()) << "only the run without --verify was served";
 }
 
 TEST_F(AgentCliTest, ConstantRateSaysTheLatencyIsCorrected) {

@@ -63,6 +63,11 @@ Engine::~Engine() {
 
 Status Engine::Start() {
   if (Status s = ValidateOptions(options_); !s.ok()) return s;
+  if (options_.tls.enabled && options_.tls_context == nullptr) {
+    auto ctx = TlsContext::Create(options_.tls);
+    if (!ctx.ok()) return ctx.status();
+    options_.tls_context = std::move(*ctx);
+  }
   // Boundaries: every interval through the warmup, then through the measure
   // phase; the last interval of each phase may be shorter.
   const int64_t step = options_.interval.count();

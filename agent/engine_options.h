@@ -4,10 +4,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "agent/request.h"
+#include "agent/tls_context.h"
 #include "agent/url.h"
 
 namespace fairbench::agent {
@@ -35,6 +37,10 @@ struct EngineOptions {
   // every connection is established (or after `timeout`, whichever comes
   // first), so that the measurement does not include opening them.
   std::optional<std::chrono::system_clock::time_point> start_at;
+  // HTTPS. Engine::Start creates the context from `tls` when it is enabled
+  // and none is given.
+  TlsOptions tls;
+  std::shared_ptr<const TlsContext> tls_context;
 };
 
 }  // namespace fairbench::agent

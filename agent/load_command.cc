@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include "agent/request_mix.h"
 #include "agent/url.h"
 #include "common/api/cpu_list.h"
+#include "common/tls_files.h"
 #include "common/signals.h"
 #include "common/units.h"
 #include "common/wrk_summary.h"
@@ -54,7 +56,7 @@ Result<std::vector<int>> ParseCpusFlag(const std::string& text) {
 
 CLI::App* AddLoadCommand(CLI::App& app, LoadFlags& f) {
   CLI::App* cmd = app.add_subcommand("load", "Generate HTTP load like wrk and print wrk's summary");
-  cmd->add_option("url", f.url, "Target URL, http://host[:port]/path")->required();
+  cmd->add_option("url", f.url, "Target URL, http[s]://host[:port]/path")->required();
   cmd->add_option("-t,--threads", f.threads, "Worker threads (default 2)");
   cmd->add_option("-c,--connections", f.connections, "Connections to keep open, in total (default 10)");
   cmd->add_option("-d,--duration", f.duration, "Duration of the measurement, e.g. 30s, 2m (default 10s)");
@@ -74,6 +76,9 @@ CLI::App* AddLoadCommand(CLI::App& app, LoadFlags& f) {
   cmd->add_flag("--progress", f.progress, "Print one line per second to stderr while running");
   cmd->add_option("--json", f.json_file, "Also write every number as JSON to this file ('-' for stdout)");
   cmd->add_option("--cpus", f.cpus, "Pin worker threads to these CPUs, e.g. 1 or 2-3");
+  cmd->add_flag("--verify", f.verify, "https: verify the server's certificate and name (off by default, as wrk)");
+  cmd->add_option("--target-ca-file", f.target_ca_file, "https with --verify: trust the CAs in this PEM file instead of the system's");
+  cmd->add_option("--sni", f.sni, "https: server name to send (SNI) and verify (default: the URL's host; none for an IP address)");
   return cmd;
 }
 
@@ -101,6 +106,23 @@ int RunLoadCommand(const LoadFlags& f) {
   if (timeout->count() <= 0) return BadInput("--timeout: must be > 0");
   if (f.rate < 0) return BadInput("--rate: must be ≥ 0");
   if (f.pipeline == 0) return BadInput("--pipeline: must be ≥ 1");
+  if (!url->https) {
+    if (f.verify) return BadInput("--verify: only for https:// URLs");
+    if (!f.target_ca_file.empty()) return BadInput("--target-ca-file: only for https:// URLs");
+    if (!f.sni.empty()) return BadInput("--sni: only for https:// URLs");
+  }
+  if (!f.target_ca_file.empty()) {
+    if (!f.verify) return BadInput("--target-ca-file: only used with --verify (certificates are not checked without it)");
+    auto pem = tls::ReadCertificates(f.target_ca_file, "--target-ca-file");
+    if (!pem.ok()) return BadInput(pem.status().message());
+  }
+  if (!f.sni.empty()) {
+    for (char c : f.sni) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.' && c != '_') {
+        return BadInput("--sni: '" + f.sni + "' is not a host name");
+      }
+    }
+  }
 
   std::vector<RequestSpec> specs;
   if (!f.requests_file.empty()) {
@@ -152,12 +174,18 @@ int RunLoadCommand(const LoadFlags& f) {
   opt.keep_alive = !f.no_keep_alive;
   opt.pipeline = f.pipeline;
   opt.rate = f.rate;
+  if (url->https) opt.tls = MakeTlsOptions(url->host, f.sni, f.verify, f.target_ca_file);
   if (!f.cpus.empty()) {
     auto cpus = ParseCpusFlag(f.cpus);
     if (!cpus.ok()) return BadInput("--cpus: " + cpus.status().message());
     opt.cpus = std::move(*cpus);
   }
   if (Status s = ValidateOptions(opt); !s.ok()) return BadInput(s.message());
+  if (opt.tls.enabled) {
+    auto ctx = TlsContext::Create(opt.tls);
+    if (!ctx.ok()) return BadInput((f.target_ca_file.empty() ? "--verify: " : "--target-ca-file: ") + ctx.status().message());
+    opt.tls_context = std::move(*ctx);
+  }
 
   const uint64_t limit = RaiseFileLimit();
   if (opt.connections + 32 > limit) {

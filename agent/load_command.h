@@ -29,6 +29,10 @@ struct LoadFlags {
   bool progress = false;
   std::string json_file;
   std::string cpus;
+  // HTTPS (names apart from connect mode's --tls-* flags for the hub).
+  bool verify = false;
+  std::string target_ca_file;
+  std::string sni;
 };
 
 // Registers the subcommand's options on `app`.

@@ -101,13 +101,24 @@ TEST(UrlTest, ParsesWhatWrkAccepts) {
   EXPECT_EQ(u->target, "/");
   EXPECT_EQ(u->HostHeader(), "localhost");
 
+  u = ParseUrl("HTTPS://example.org/a");
+  ASSERT_TRUE(u.ok());
+  EXPECT_TRUE(u->https);
+  EXPECT_EQ(u->port, 443);
+  EXPECT_EQ(u->HostHeader(), "example.org");
+  u = ParseUrl("https://127.0.0.1:8443");
+  ASSERT_TRUE(u.ok());
+  EXPECT_TRUE(u->https);
+  EXPECT_EQ(u->port, 8443);
+  EXPECT_FALSE(ParseUrl("http://localhost")->https);
+
   u = ParseUrl("http://[::1]:9000/x#frag");
   ASSERT_TRUE(u.ok());
   EXPECT_EQ(u->host, "::1");
   EXPECT_EQ(u->target, "/x");
   EXPECT_EQ(u->HostHeader(), "[::1]:9000");
 
-  for (const char* bad : {"127.0.0.1:8080/", "https://example.org/", "ftp://x/", "http://:80/", "http://h:0/",
+  for (const char* bad : {"127.0.0.1:8080/", "ftp://x/", "https://h:0/", "http://:80/", "http://h:0/",
                           "http://h:99999/", "http://h:8x/", "http://[::1/", "http://user@h/", "http://h/a b",
                           "http://h o/"}) {
     EXPECT_FALSE(ParseUrl(bad).ok()) << bad;

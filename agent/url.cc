@@ -21,11 +21,14 @@ Result<Url> ParseUrl(std::string_view text) {
   Url url;
   std::string_view rest = text;
   const size_t scheme_end = rest.find("://");
-  if (scheme_end == std::string_view::npos) return Status::InvalidArgument("invalid URL " + quoted + ": expected http://host[:port]/path");
+  if (scheme_end == std::string_view::npos) return Status::InvalidArgument("invalid URL " + quoted + ": expected http[s]://host[:port]/path");
   std::string scheme(rest.substr(0, scheme_end));
   for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (scheme == "https") return Status::InvalidArgument("invalid URL " + quoted + ": https is not supported (fairbench measures plain HTTP/1.1)");
-  if (scheme != "http") return Status::InvalidArgument("invalid URL " + quoted + ": unsupported scheme '" + scheme + "'");
+  if (scheme != "http" && scheme != "https") {
+    return Status::InvalidArgument("invalid URL " + quoted + ": unsupported scheme '" + scheme + "' (http or https)");
+  }
+  url.https = scheme == "https";
+  url.port = url.https ? 443 : 80;
   rest.remove_prefix(scheme_end + 3);
 
   const size_t path_start = rest.find_first_of("/?#");

@@ -1,9 +1,8 @@
 // Url: the target address of a load run, parsed and resolved before any
 // worker starts (resolution can block; it never happens on an event loop).
 //
-// Accepts http://host[:port][/path][?query] with host a name, an IPv4
-// address or a bracketed IPv6 address. https is refused with a clear error:
-// the engine measures plain HTTP/1.1.
+// Accepts http[s]://host[:port][/path][?query] with host a name, an IPv4
+// address or a bracketed IPv6 address (ports 80 and 443 by default).
 #pragma once
 
 #include <sys/socket.h>
@@ -19,7 +18,8 @@ namespace fairbench::agent {
 
 struct Url {
   std::string host;         // without brackets
-  uint16_t port = 80;
+  bool https = false;
+  uint16_t port = 80;       // 443 for https
   bool explicit_port = false;
   std::string target = "/";  // path and query, as sent on the request line
   // The Host header wrk sends: host, with ":port" only when the URL had one.

@@ -10,6 +10,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <climits>
@@ -53,6 +56,8 @@ Worker::Worker(LoadCoordinator& coordinator, const EngineOptions& options, uint3
 
 Worker::~Worker() {
   for (Conn& c : conns_) {
+    if (c.ssl != nullptr) TlsContext::Release(c.ssl);
+    if (c.parked != nullptr) TlsContext::Release(c.parked);
     if (c.fd >= 0) ::close(c.fd);
   }
   if (epfd_ >= 0) ::close(epfd_);
@@ -69,6 +74,10 @@ Status Worker::Init() {
   ev.data.ptr = nullptr;
   if (epoll_ctl(epfd_, EPOLL_CTL_ADD, wakefd_, &ev) != 0) return Status::IoError(std::string("epoll_ctl: ") + std::strerror(errno));
   buf_ = std::make_unique<char[]>(kBufSize);
+  tls_ = opt_.tls_context.get();
+  // Room for two tickets per connection (what a full TLS 1.3 handshake
+  // brings), bounded.
+  if (tls_ != nullptr) sessions_ = std::make_unique<SessionPool>(std::min<size_t>(2 * conns_.size() + 2, 256));
   answered_.reserve(kMaxEvents);
   if (opt_.rate > 0) {
     // Each connection sends every C/R seconds; consecutive connections (of
@@ -135,15 +144,57 @@ void Worker::StartConnect(Conn& c, int64_t now) {
 
 void Worker::OnConnected(Conn& c, int64_t now) {
   FifoRemove(c);
-  SetState(c, State::kIdle);
   if (!draining_) {
     ++cur_.counters.connects;
     cur_.counters.connect_time_us += static_cast<uint64_t>((now - c.sent_ns) / 1000);
   }
+  if (tls_ == nullptr) {
+    OnReady(c, now);
+    return;
+  }
+  c.ssl = tls_->NewConnection(c.fd, sessions_.get(), c.parked);
+  c.parked = nullptr;
+  if (c.ssl == nullptr) {
+    Fail(c, Why::kHandshake, now);
+    return;
+  }
+  c.sent_ns = now;  // handshake start
+  SetState(c, State::kHandshaking);
+  FifoPush(c, now + timeout_ns_);
+  Handshake(c, now);
+}
+
+void Worker::Handshake(Conn& c, int64_t now) {
+  ERR_clear_error();
+  const int r = SSL_connect(c.ssl);
+  if (r == 1) {
+    FifoRemove(c);
+    if (!draining_) {
+      Counters& k = cur_.counters;
+      ++k.tls_handshakes;
+      k.tls_handshake_time_us += static_cast<uint64_t>((now - c.sent_ns) / 1000);
+      if (SSL_session_reused(c.ssl)) ++k.tls_resumed;
+    }
+    OnReady(c, now);
+    return;
+  }
+  const int err = SSL_get_error(c.ssl, r);
+  if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return;
+  ERR_clear_error();
+  Fail(c, Why::kHandshake, now);
+}
+
+void Worker::OnReady(Conn& c, int64_t now) {
+  SetState(c, State::kIdle);
   MaybeSend(c, now);
 }
 
 void Worker::Close(Conn& c) {
+  if (c.ssl != nullptr) {
+    TlsContext::Park(c.ssl);
+    c.parked = c.ssl;
+    c.ssl = nullptr;
+  }
   if (c.fd >= 0) {
     ::close(c.fd);  // also removes it from the epoll set
     c.fd = -1;
@@ -168,6 +219,7 @@ void Worker::Fail(Conn& c, Why why, int64_t now) {
     case Why::kWrite: ++e.write; break;
     case Why::kTimeout: ++e.timeout; break;
     case Why::kPortExhaustion: ++e.port_exhaustion; break;
+    case Why::kHandshake: ++e.handshake; break;
   }
   Close(c);
   ScheduleReconnect(c, now, true);
@@ -245,6 +297,10 @@ void Worker::Send(Conn& c, int64_t now, int64_t intended) {
 }
 
 void Worker::ContinueWrite(Conn& c, int64_t now) {
+  if (c.ssl != nullptr) {
+    ContinueWriteTls(c, now);
+    return;
+  }
   ssize_t n;
   if (opt_.pipeline == 1) {
     const std::string& bytes = opt_.requests[c.req].bytes;
@@ -278,6 +334,49 @@ void Worker::ContinueWrite(Conn& c, int64_t now) {
   Fail(c, Why::kWrite, now);
 }
 
+void Worker::ContinueWriteTls(Conn& c, int64_t now) {
+  const char* data;
+  size_t len;
+  if (opt_.pipeline == 1) {
+    const std::string& bytes = opt_.requests[c.req].bytes;
+    data = bytes.data() + c.write_off;
+    len = c.write_len - c.write_off;
+  } else {
+    // SSL_write takes one buffer. The batch's rest is rebuilt on each try
+    // (the same bytes; the context accepts a moved buffer), in a string
+    // whose capacity is kept.
+    tls_batch_.clear();
+    uint32_t skip = c.write_off;
+    for (uint32_t i = 0; i < opt_.pipeline; ++i) {
+      const std::string& bytes = opt_.requests[c.batch[i]].bytes;
+      if (skip >= bytes.size()) {
+        skip -= static_cast<uint32_t>(bytes.size());
+        continue;
+      }
+      tls_batch_.append(bytes, skip, std::string::npos);
+      skip = 0;
+    }
+    data = tls_batch_.data();
+    len = tls_batch_.size();
+  }
+  while (len > 0) {
+    ERR_clear_error();
+    const int n = SSL_write(c.ssl, data, static_cast<int>(std::min<size_t>(len, INT_MAX)));
+    if (n > 0) {
+      c.write_off += static_cast<uint32_t>(n);
+      if (!draining_) cur_.counters.bytes_written += static_cast<uint64_t>(n);
+      data += n;
+      len -= static_cast<size_t>(n);
+      continue;
+    }
+    const int err = SSL_get_error(c.ssl, n);
+    if (err == SSL_ERROR_WANT_WRITE || err == SSL_ERROR_WANT_READ) return;  // resumes on the next event
+    ERR_clear_error();
+    Fail(c, Why::kWrite, now);
+    return;
+  }
+}
+
 void Worker::OnEvent(Conn& c, uint32_t events) {
   const uint32_t gen = c.timer_gen;
   if (c.state == State::kConnecting) {
@@ -290,7 +389,13 @@ void Worker::OnEvent(Conn& c, uint32_t events) {
     }
     if (!(events & EPOLLOUT)) return;
     OnConnected(c, NowNs());
-    if (c.timer_gen != gen) return;
+    if (c.timer_gen != gen || c.state == State::kHandshaking) return;
+    if (c.ssl != nullptr && !SSL_has_pending(c.ssl)) return;
+  } else if (c.state == State::kHandshaking) {
+    Handshake(c, NowNs());
+    if (c.timer_gen != gen || c.state == State::kHandshaking) return;
+    // Bytes OpenSSL read ahead past the handshake get no new edge.
+    if (!SSL_has_pending(c.ssl)) return;
   }
   if (c.fd < 0) return;
   if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
@@ -300,7 +405,38 @@ void Worker::OnEvent(Conn& c, uint32_t events) {
   if ((events & EPOLLOUT) && c.state == State::kBusy && c.write_off < c.write_len) ContinueWrite(c, NowNs());
 }
 
+void Worker::ReadTls(Conn& c, uint32_t events) {
+  char* const buf = buf_.get();
+  for (;;) {
+    ERR_clear_error();
+    const int n = SSL_read(c.ssl, buf, static_cast<int>(kBufSize));
+    if (n > 0) {
+      if (!draining_) cur_.counters.bytes_read += static_cast<uint64_t>(n);
+      if (!OnBytes(c, buf, static_cast<size_t>(n))) return;
+      // The response is complete and nothing is left in OpenSSL's buffer:
+      // the next bytes come with a new edge (after RDHUP, read on to see the
+      // end of the stream).
+      if (c.state == State::kIdle && !SSL_has_pending(c.ssl) && !(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) return;
+      continue;
+    }
+    const int err = SSL_get_error(c.ssl, n);
+    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return;
+    ERR_clear_error();
+    if (err == SSL_ERROR_ZERO_RETURN) {
+      OnEof(c);
+      return;
+    }
+    if (err == SSL_ERROR_SYSCALL && errno == EINTR) continue;
+    Fail(c, Why::kRead, NowNs());
+    return;
+  }
+}
+
 void Worker::Read(Conn& c, uint32_t events) {
+  if (c.ssl != nullptr) {
+    ReadTls(c, events);
+    return;
+  }
   char* const buf = buf_.get();
   for (;;) {
     const ssize_t n = ::recv(c.fd, buf, kBufSize, 0);
@@ -449,7 +585,10 @@ void Worker::ExpireTimeouts(int64_t now) {
   while (fifo_head_ != nullptr && fifo_head_->deadline_ns <= now) {
     Conn& c = *fifo_head_;
     FifoRemove(c);
-    Fail(c, c.state == State::kConnecting ? Why::kConnect : Why::kTimeout, now);
+    const Why why = c.state == State::kConnecting ? Why::kConnect
+                    : c.state == State::kHandshaking ? Why::kHandshake
+                                                      : Why::kTimeout;
+    Fail(c, why, now);
   }
 }
 

@@ -14,6 +14,16 @@
 // EPOLLOUT matters only after a short write; a read shorter than the buffer
 // means the socket is drained.
 //
+// HTTPS (opt.tls_context set): after the TCP connect a connection is
+// handshaking (SSL_connect on the non-blocking socket, resumed on each
+// readiness event until done); its time is counted apart from request
+// latency and a failure is a handshake error. Then SSL_write / SSL_read
+// replace send / recv with the same one-write, one-read shape per request
+// (OpenSSL's read-ahead fills a whole record in one read). The worker keeps
+// the sessions the server issued and offers the newest on each new
+// connection (SessionPool: a TLS 1.3 ticket once, a TLS 1.2 session always);
+// a connection's SSL object is reset and reused on its next connect.
+//
 // The worker knows its coordinator (the engine) only as a LoadCoordinator:
 // in its loop it reads the coordinator's LoadState (the stop flag, the
 // start, the boundaries) without a call; it calls it once per interval
@@ -23,11 +33,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "agent/engine_options.h"
 #include "agent/load_coordinator.h"
 #include "agent/response_parser.h"
+#include "agent/tls_context.h"
 #include "common/status.h"
 
 namespace fairbench::agent {
@@ -52,11 +64,13 @@ class Worker {
   uint32_t peak_open() const { return peak_open_; }
 
  private:
-  enum class State : uint8_t { kClosed, kConnecting, kIdle, kBusy };
-  enum class Why : uint8_t { kConnect, kRead, kWrite, kTimeout, kPortExhaustion };
+  enum class State : uint8_t { kClosed, kConnecting, kHandshaking, kIdle, kBusy };
+  enum class Why : uint8_t { kConnect, kRead, kWrite, kTimeout, kPortExhaustion, kHandshake };
 
   struct Conn {
     int fd = -1;
+    SSL* ssl = nullptr;  // HTTPS only: the connection's TLS (while open), null when closed
+    SSL* parked = nullptr;  // HTTPS: the last connection's SSL, reset and reused on the next
     State state = State::kClosed;
     bool in_fifo = false;
     uint16_t pending = 0;    // responses still expected for the batch in flight
@@ -68,7 +82,7 @@ class Worker {
     uint32_t failures = 0;   // consecutive failures since the last good response
     uint32_t timer_gen = 0;  // invalidates heap entries
     ResponseParser parser;
-    int64_t sent_ns = 0;           // first byte of the batch written
+    int64_t sent_ns = 0;           // first byte of the batch written (connect / handshake start before)
     int64_t intended_ns = 0;       // constant rate: when it should have been sent
     int64_t next_intended_ns = 0;  // constant rate: the next slot of this connection
     int64_t deadline_ns = 0;       // FIFO: connect or response deadline
@@ -88,6 +102,10 @@ class Worker {
   void SetState(Conn& c, State s);
   void StartConnect(Conn& c, int64_t now);
   void OnConnected(Conn& c, int64_t now);
+  // HTTPS: advances the handshake; on success the connection is idle.
+  void Handshake(Conn& c, int64_t now);
+  // The connection is ready for requests (TCP connected, TLS done).
+  void OnReady(Conn& c, int64_t now);
   void Close(Conn& c);
   void Fail(Conn& c, Why why, int64_t now);
   void ScheduleReconnect(Conn& c, int64_t now, bool after_failure);
@@ -101,6 +119,8 @@ class Worker {
   void ContinueWrite(Conn& c, int64_t now);
   void OnEvent(Conn& c, uint32_t events);
   void Read(Conn& c, uint32_t events);
+  void ReadTls(Conn& c, uint32_t events);
+  void ContinueWriteTls(Conn& c, int64_t now);
   // Returns false when the connection was closed while handling the bytes.
   bool OnBytes(Conn& c, const char* data, size_t len);
   // Returns false when the connection was closed (end of keep-alive, error).
@@ -133,6 +153,11 @@ class Worker {
   int wakefd_ = -1;
   bool have_pwait2_ = true;
   std::unique_ptr<char[]> buf_;
+  // HTTPS: the engine's context, and the sessions the server issued, offered
+  // on this worker's new connections.
+  const TlsContext* tls_ = nullptr;
+  std::unique_ptr<SessionPool> sessions_;
+  std::string tls_batch_;  // HTTPS with pipelining: the rest of a batch, contiguous
   static constexpr size_t kBufSize = 64 * 1024;
 
   // First connects: a token bucket kOpenBurst deep, refilled at kOpenPerMs.

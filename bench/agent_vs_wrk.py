@@ -29,7 +29,16 @@ Per tool it also prints the generator's CPU seconds per request served
 separate, shorter run under strace -c -f) and peak RSS — and fairbench's
 ratio to wrk.
 
+HTTPS (--modes https,https-short): nginx also listens with TLS (a
+self-signed ECDSA P-256 certificate made with `openssl req -x509` for the
+run; TLS 1.3, nginx's default session tickets). `https` is keep-alive, the
+same figures as plain HTTP; `https-short` is one connection per request
+(fairbench-agent --no-keep-alive, wrk -H "Connection: close"): each request
+is a TCP connect and a TLS handshake, so its requests/s are handshakes/s.
+Certificate verification is off in both tools (wrk never verifies).
+
     bench/agent_vs_wrk.py [--levels 100,1000,10000] [--pairs 3] [--duration 10]
+                          [--modes http,https,https-short] [--short-levels 100]
                           [--agent build/bin/fairbench-agent] [--json out.json]
 """
 import argparse
@@ -69,7 +78,17 @@ http {{
     location / {{ default_type text/plain; return 200 "Hello, World!"; }}
     location = /nginx-status {{ stub_status; }}
   }}
-}}
+{tls_server}}}
+"""
+
+TLS_SERVER = """  server {{
+    listen 127.0.0.1:{port} ssl backlog=65535 reuseport;
+    ssl_certificate {dir}/cert.pem;
+    ssl_certificate_key {dir}/key.pem;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_session_cache shared:bench:10m;
+    location / {{ default_type text/plain; return 200 "Hello, World!"; }}
+  }}
 """
 
 
@@ -149,6 +168,9 @@ def parse_output(text):
     p = re.search(r"Port exhaustion \(EADDRNOTAVAIL\): (\d+)", text)
     if p:
         errors += int(p.group(1))
+    h = re.search(r"handshake errors (\d+)", text)
+    if h:
+        errors += int(h.group(1))
     rps = re.search(r"^Requests/sec:\s+([\d.]+)", text, re.M)
     return requests, seconds, float(rps.group(1)), errors
 
@@ -163,14 +185,16 @@ def strace_calls(path):
     return total
 
 
-def tool_argv(tool, agent, url, conns, duration):
+def tool_argv(tool, agent, url, conns, duration, keep_alive=True):
     if tool == "wrk":
-        return ["wrk", "-t1", f"-c{conns}", f"-d{duration}s", url]
-    return [agent, "load", "-t1", f"-c{conns}", f"-d{duration}s", url]
+        short = [] if keep_alive else ["-H", "Connection: close"]
+        return ["wrk", "-t1", f"-c{conns}", f"-d{duration}s"] + short + [url]
+    short = [] if keep_alive else ["--no-keep-alive"]
+    return [agent, "load", "-t1", f"-c{conns}", f"-d{duration}s"] + short + [url]
 
 
-def one_run(tool, args, url, port, conns):
-    argv = ["taskset", "-c", args.client_cpu] + tool_argv(tool, args.agent, url, conns, args.duration)
+def one_run(tool, args, url, port, conns, keep_alive=True):
+    argv = ["taskset", "-c", args.client_cpu] + tool_argv(tool, args.agent, url, conns, args.duration, keep_alive)
     before = served(port)
     out, cpu, rss, code, wall = run_measured(argv, args.duration + 60)
     after = served(port)
@@ -188,6 +212,8 @@ def one_run(tool, args, url, port, conns):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--levels", default="100,1000,10000")
+    ap.add_argument("--modes", default="http", help="comma-separated: http, https (keep-alive), https-short")
+    ap.add_argument("--short-levels", default="100", help="connection levels of the https-short mode")
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--duration", type=int, default=10, help="seconds per run")
     ap.add_argument("--strace-duration", type=int, default=3)
@@ -197,7 +223,11 @@ def main():
     ap.add_argument("--json", help="write the raw figures here")
     args = ap.parse_args()
 
-    for tool in ("nginx", "wrk", "strace", "taskset", "time"):
+    modes = args.modes.split(",")
+    for mode in modes:
+        if mode not in ("http", "https", "https-short"):
+            raise SystemExit(f"--modes: unknown mode '{mode}' (http, https, https-short)")
+    for tool in ("nginx", "wrk", "strace", "taskset", "time", "openssl"):
         if not shutil.which(tool) and not os.path.exists(f"/usr/sbin/{tool}"):
             raise SystemExit(f"{tool} is not installed (scripts/setup installs it)")
     if not os.access(args.agent, os.X_OK):
@@ -211,8 +241,16 @@ def main():
 
     tmp = tempfile.mkdtemp(prefix="fairbench-bench-")
     port = free_port()
+    tls_port = free_port()
+    tls_server = ""
+    if any(m.startswith("https") for m in modes):
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                        "-keyout", os.path.join(tmp, "key.pem"), "-out", os.path.join(tmp, "cert.pem"), "-days", "2",
+                        "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                       check=True, capture_output=True)
+        tls_server = TLS_SERVER.format(dir=tmp, port=tls_port)
     with open(os.path.join(tmp, "nginx.conf"), "w") as f:
-        f.write(NGINX_CONF.format(dir=tmp, port=port, nofile=min(hard, 65536)))
+        f.write(NGINX_CONF.format(dir=tmp, port=port, nofile=min(hard, 65536), tls_server=tls_server))
     nginx_bin = shutil.which("nginx") or "/usr/sbin/nginx"
     nginx = subprocess.Popen(["taskset", "-c", args.server_cpu, nginx_bin, "-p", tmp, "-c", os.path.join(tmp, "nginx.conf")],
                              stderr=subprocess.DEVNULL)
@@ -220,17 +258,26 @@ def main():
                "wrk": "Debian wrk", "pairs": args.pairs, "duration": args.duration}
     try:
         wait_port(port)
-        url = f"http://127.0.0.1:{port}/"
+        if tls_server:
+            wait_port(tls_port)
         print(f"nginx pid {nginx.pid} on CPU {args.server_cpu}; generators on CPU {args.client_cpu}, -t1, "
               f"{args.duration}s runs, {args.pairs} pairs per level\n")
-        for conns in levels:
+        cases = []
+        for mode in modes:
+            mode_levels = [int(x) for x in args.short_levels.split(",")] if mode == "https-short" else levels
+            for conns in mode_levels:
+                cases.append((mode, conns))
+        for mode, conns in cases:
+            url = f"http://127.0.0.1:{port}/" if mode == "http" else f"https://127.0.0.1:{tls_port}/"
+            keep_alive = mode != "https-short"
+            key = conns if mode == "http" else f"{mode} {conns}"
             runs = {"wrk": [], "fairbench": [], "pairs_valid": []}
             for pair in range(args.pairs):
                 order = ["wrk", "fairbench"] if pair % 2 == 0 else ["fairbench", "wrk"]
                 for tool in order:
-                    r = one_run(tool, args, url, port, conns)
+                    r = one_run(tool, args, url, port, conns, keep_alive)
                     runs[tool].append(r)
-                    print(f"  c={conns:<6} pair {pair + 1} {tool:<9} own {r['rps']:>9.0f}  server/window "
+                    print(f"  {mode:<11} c={conns:<6} pair {pair + 1} {tool:<9} own {r['rps']:>9.0f}  server/window "
                           f"{r['server_rps_window']:>9.0f}  server/wall {r['server_rps_wall']:>9.0f} req/s "
                           f"({r['requests']} counted by the tool, {r['server_requests']} by nginx, "
                           f"{r['seconds']:.2f}s window, {r['wall_seconds']:.2f}s wall)  "
@@ -242,21 +289,25 @@ def main():
             # higher levels time to open, so that setup does not dominate.
             strace_secs = max(args.strace_duration, 3 + conns // 1000)
             for tool in ("wrk", "fairbench"):
-                trace = os.path.join(tmp, f"strace-{tool}-{conns}.txt")
+                trace = os.path.join(tmp, f"strace-{tool}-{mode}-{conns}.txt")
                 argv = ["strace", "-c", "-f", "-o", trace, "taskset", "-c", args.client_cpu] + \
-                    tool_argv(tool, args.agent, url, conns, strace_secs)
+                    tool_argv(tool, args.agent, url, conns, strace_secs, keep_alive)
                 before = served(port)
                 out, _, _, code, _ = run_measured(argv, strace_secs + 60)
                 requests = served(port) - before - 1
                 runs[tool + "_syscalls_per_request"] = strace_calls(trace) / max(requests, 1)
                 time.sleep(1)
-            results["levels"][conns] = runs
+            runs["mode"] = mode
+            runs["connections"] = conns
+            results["levels"][key] = runs
 
         print()
         keys = ("rps", "server_rps_window", "server_rps_wall", "cpu_per_request_us", "rss_kb")
-        for conns, runs in results["levels"].items():
+        for key, runs in results["levels"].items():
             valid = [i for i, ok in enumerate(runs["pairs_valid"]) if ok]
-            print(f"== {conns} connections (median of {len(valid)} valid pairs of {args.pairs})")
+            what = {"http": "HTTP keep-alive", "https": "HTTPS keep-alive",
+                    "https-short": "HTTPS short connections: requests/s = handshakes/s"}[runs["mode"]]
+            print(f"== {runs['connections']} connections, {what} (median of {len(valid)} valid pairs of {args.pairs})")
             if not valid:
                 print("   no valid pair: every pair had errors or a tool counted more than the server served")
                 continue

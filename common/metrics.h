@@ -23,8 +23,9 @@ struct ErrorCounts {
   uint64_t timeout = 0;          // no complete response within the timeout (the connection is closed and reopened)
   uint64_t status = 0;           // responses with status > 399 (wrk's "Non-2xx or 3xx responses")
   uint64_t port_exhaustion = 0;  // connect failed with EADDRNOTAVAIL (ephemeral ports used up)
+  uint64_t handshake = 0;        // TLS handshake failed (alert, bad certificate with verification, EOF, timeout)
 
-  uint64_t SocketErrors() const { return connect + read + write + timeout + port_exhaustion; }
+  uint64_t SocketErrors() const { return connect + read + write + timeout + port_exhaustion + handshake; }
   void Add(const ErrorCounts& o) {
     connect += o.connect;
     read += o.read;
@@ -32,6 +33,7 @@ struct ErrorCounts {
     timeout += o.timeout;
     status += o.status;
     port_exhaustion += o.port_exhaustion;
+    handshake += o.handshake;
   }
   bool operator==(const ErrorCounts&) const = default;
 };
@@ -46,6 +48,12 @@ struct Counters {
   uint64_t connects = 0;              // connections established
   uint64_t connect_time_us = 0;       // sum of their connect times
   uint64_t closes_by_server = 0;      // clean closes between responses (keep-alive ended), not errors
+  // HTTPS: handshakes completed, the sum of their times (from the TCP
+  // connect to the handshake's end, apart from request latency), and how
+  // many of them resumed an earlier session.
+  uint64_t tls_handshakes = 0;
+  uint64_t tls_handshake_time_us = 0;
+  uint64_t tls_resumed = 0;
 
   void Add(const Counters& o) {
     requests += o.requests;
@@ -56,6 +64,9 @@ struct Counters {
     connects += o.connects;
     connect_time_us += o.connect_time_us;
     closes_by_server += o.closes_by_server;
+    tls_handshakes += o.tls_handshakes;
+    tls_handshake_time_us += o.tls_handshake_time_us;
+    tls_resumed += o.tls_resumed;
   }
   bool operator==(const Counters&) const = default;
 };

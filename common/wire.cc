@@ -63,11 +63,15 @@ void ToProto(const Counters& in, v1::Counters* out) {
   e->set_timeout(in.errors.timeout);
   e->set_status(in.errors.status);
   e->set_port_exhaustion(in.errors.port_exhaustion);
+  e->set_handshake(in.errors.handshake);
   out->clear_status_classes();
   for (uint64_t c : in.status_classes) out->add_status_classes(c);
   out->set_connects(in.connects);
   out->set_connect_time_us(in.connect_time_us);
   out->set_closes_by_server(in.closes_by_server);
+  out->set_tls_handshakes(in.tls_handshakes);
+  out->set_tls_handshake_time_us(in.tls_handshake_time_us);
+  out->set_tls_resumed(in.tls_resumed);
 }
 
 Counters FromProto(const v1::Counters& in) {
@@ -81,12 +85,16 @@ Counters FromProto(const v1::Counters& in) {
   c.errors.timeout = in.errors().timeout();
   c.errors.status = in.errors().status();
   c.errors.port_exhaustion = in.errors().port_exhaustion();
+  c.errors.handshake = in.errors().handshake();
   for (int i = 0; i < in.status_classes_size() && i < static_cast<int>(c.status_classes.size()); ++i) {
     c.status_classes[static_cast<size_t>(i)] = in.status_classes(i);
   }
   c.connects = in.connects();
   c.connect_time_us = in.connect_time_us();
   c.closes_by_server = in.closes_by_server();
+  c.tls_handshakes = in.tls_handshakes();
+  c.tls_handshake_time_us = in.tls_handshake_time_us();
+  c.tls_resumed = in.tls_resumed();
   return c;
 }
 

@@ -113,6 +113,7 @@ void ToProto(const JobSpec& in, v1::LoadJob* out) {
   out->set_timeout_ns(in.timeout.count());
   out->set_interval_ns(in.interval.count());
   out->set_keep_alive(in.keep_alive);
+  out->set_https(in.https);
   out->set_pipeline(in.pipeline);
   out->set_rate(in.rate);
   if (in.start) {
@@ -169,6 +170,7 @@ Result<JobSpec> FromProto(const v1::LoadJob& in) {
   }
 
   j.keep_alive = in.keep_alive();  // a proto3 bool: false and unset are the same
+  j.https = in.https();
   if (in.pipeline() != 0) j.pipeline = in.pipeline();
   if (j.pipeline > kMaxPipeline) {
     return Invalid("pipeline", "must be ≤ " + std::to_string(kMaxPipeline) + " (got " + std::to_string(j.pipeline) + ")");

@@ -42,6 +42,7 @@ struct JobSpec {
   std::string job_id;
   std::string host;  // name or IP, resolved by the agent
   uint16_t port = 0;
+  bool https = false;       // TLS (the certificate not verified)
   std::string host_header;  // empty: "host:port"
   std::vector<JobRequest> requests;
   uint32_t connections = 0;  // this agent's share

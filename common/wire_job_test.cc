@@ -42,6 +42,7 @@ JobSpec FullSpec() {
   j.timeout = nanoseconds(900'000'007);
   j.interval = nanoseconds(250'000'009);
   j.keep_alive = false;
+  j.https = true;
   j.pipeline = 1;  // a rate excludes pipelining: FullPipelinedSpec covers pipeline
   j.rate = 1234.5;
   j.start = system_clock::time_point(nanoseconds(1'700'000'000'123'456'789));
@@ -111,6 +112,7 @@ TEST(WireJobTest, FullyPopulatedSpecRoundTripsExactly) {
   EXPECT_NE(full.timeout, d.timeout);
   EXPECT_NE(full.interval, d.interval);
   EXPECT_NE(full.keep_alive, d.keep_alive);
+  EXPECT_NE(full.https, d.https);
   EXPECT_NE(full.rate, d.rate);
   EXPECT_NE(full.start, d.start);
   EXPECT_NE(full.connection_offset, d.connection_offset);

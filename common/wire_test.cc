@@ -21,6 +21,10 @@ TEST(WireTest, SnapshotRoundTripsExactly) {
   s.stats.counters.errors.port_exhaustion = 2;
   s.stats.counters.status_classes = {1, 2, 3, 4, 5, 6};
   s.stats.counters.closes_by_server = 9;
+  s.stats.counters.errors.handshake = 4;
+  s.stats.counters.tls_handshakes = 11;
+  s.stats.counters.tls_handshake_time_us = 5555;
+  s.stats.counters.tls_resumed = 10;
   for (int64_t v = 1; v < 100000; v += 37) s.stats.latency.Record(v * 13);
   s.stats.uncorrected.Record(5);
   s.stats.rate_samples = {1.5, 2.5};

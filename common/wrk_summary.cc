@@ -155,6 +155,14 @@ std::string RenderText(const SummaryContext& ctx, const RunTotals& totals, const
   if (e.port_exhaustion) {
     out += Printf("  Port exhaustion (EADDRNOTAVAIL): %llu\n", static_cast<unsigned long long>(e.port_exhaustion));
   }
+  if (k.tls_handshakes > 0 || e.handshake > 0) {
+    // Handshake time is not in the latency above: it runs from the TCP
+    // connect to the end of the TLS handshake, before the first request.
+    out += Printf("  TLS handshakes: %llu (%llu resumed), mean %s, %.2f/s; handshake errors %llu\n",
+                  static_cast<unsigned long long>(k.tls_handshakes), static_cast<unsigned long long>(k.tls_resumed),
+                  FormatTimeUs(k.tls_handshakes ? static_cast<double>(k.tls_handshake_time_us) / static_cast<double>(k.tls_handshakes) : 0.0).c_str(),
+                  static_cast<double>(k.tls_handshakes) / secs, static_cast<unsigned long long>(e.handshake));
+  }
   out += Printf("  After the end: %llu responses drained (not counted), %llu requests unanswered\n",
                 static_cast<unsigned long long>(end.drained), static_cast<unsigned long long>(end.abandoned));
   const double cores = totals.agent_cpu_seconds() / secs;
@@ -193,7 +201,8 @@ nlohmann::json RenderJson(const SummaryContext& ctx, const RunTotals& totals, co
   };
   auto errors_json = [](const ErrorCounts& e) {
     return json{{"connect", e.connect}, {"read", e.read},       {"write", e.write},
-                {"timeout", e.timeout}, {"status", e.status}, {"portExhaustion", e.port_exhaustion}};
+                {"timeout", e.timeout}, {"status", e.status}, {"portExhaustion", e.port_exhaustion},
+                {"handshake", e.handshake}};
   };
   auto classes_json = [](const Counters& c) {
     return json{{"other", c.status_classes[0]}, {"1xx", c.status_classes[1]}, {"2xx", c.status_classes[2]},
@@ -226,6 +235,9 @@ nlohmann::json RenderJson(const SummaryContext& ctx, const RunTotals& totals, co
   j["connects"] = k.connects;
   j["meanConnectUs"] = k.connects ? static_cast<double>(k.connect_time_us) / static_cast<double>(k.connects) : 0.0;
   j["closesByServer"] = k.closes_by_server;
+  j["tlsHandshakes"] = k.tls_handshakes;
+  j["tlsResumed"] = k.tls_resumed;
+  j["meanTlsHandshakeUs"] = k.tls_handshakes ? static_cast<double>(k.tls_handshake_time_us) / static_cast<double>(k.tls_handshakes) : 0.0;
   j["drained"] = end.drained;
   j["abandoned"] = end.abandoned;
   j["agentCpuSeconds"] = totals.agent_cpu_seconds();

@@ -26,7 +26,7 @@ Result<ProbeResponse> HttpProbe(const ProbeRequest& r) {
   CURL* curl = curl_easy_init();
   if (curl == nullptr) return Status::Internal("curl_easy_init failed");
   const bool v6 = r.host.find(':') != std::string::npos;
-  const std::string url = "http://" + (v6 ? "[" + r.host + "]" : r.host) + ":" + std::to_string(r.port) + r.path;
+  const std::string url = std::string(r.https ? "https://" : "http://") + (v6 ? "[" + r.host + "]" : r.host) + ":" + std::to_string(r.port) + r.path;
   ProbeResponse out;
   curl_slist* headers = nullptr;
   for (const auto& [k, v] : r.headers) headers = curl_slist_append(headers, (k + ": " + v).c_str());
@@ -36,6 +36,10 @@ Result<ProbeResponse> HttpProbe(const ProbeRequest& r) {
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
+  if (r.https) {
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(r.timeout.count()));
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(r.timeout.count()));
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Append);

@@ -1,4 +1,4 @@
-// HttpProbe: one plain HTTP/1.1 request with libcurl, for readiness checks
+// HttpProbe: one HTTP/1.1 request (plain or over TLS) with libcurl, for readiness checks
 // and for verifying each scenario once before a target is loaded.
 //
 // Blocking; call it from the orchestrator's thread, never from an event loop.
@@ -18,6 +18,7 @@ struct ProbeRequest {
   std::string method = "GET";
   std::string host;
   uint16_t port = 0;
+  bool https = false;  // TLS, the certificate not verified (as the agents do by default)
   std::string path = "/";
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;

@@ -102,6 +102,9 @@ struct Target {
   std::string name;  // DNS-1123 label, unique in the run
   std::string image;  // container image (Kubernetes)
   int32_t port = 8080;
+  // How agents, the scenario checks and readiness reach the port: "http" or
+  // "https" (TLS; the certificate is not verified, as wrk does not).
+  std::string scheme = "http";
   // Kubernetes: the container's command (it replaces the image's
   // entrypoint) and its arguments; "{port}" becomes `port`. A target with a
   // command runs under the nofile helper (Kubernetes has no pod field for
@@ -314,7 +317,18 @@ struct ErrorCounts {
   uint64_t connect = 0, read = 0, write = 0, timeout = 0;
   uint64_t status = 0;           // responses whose status differed from expect.status
   uint64_t port_exhaustion = 0;  // EADDRNOTAVAIL on connect: the agent ran out of ports
+  uint64_t handshake = 0;        // https: TLS handshakes that failed
   friend bool operator==(const ErrorCounts&, const ErrorCounts&) = default;
+};
+
+// https targets: the TLS handshakes of the window, apart from request
+// latency (with short connections, one per request: the cost of TLS).
+struct TlsHandshakes {
+  uint64_t count = 0;
+  uint64_t resumed = 0;     // of them, sessions resumed
+  double mean = 0;          // microseconds, from the TCP connect to the handshake's end
+  double per_second = 0;
+  friend bool operator==(const TlsHandshakes&, const TlsHandshakes&) = default;
 };
 
 struct StatusClasses {
@@ -343,6 +357,7 @@ struct CellResult {
   std::optional<uint64_t> memory_loaded;  // bytes, at the end of this cell's window
   std::optional<double> target_cpu;       // cores, mean over the window
   std::optional<double> agent_cpu;        // cores, summed over agents
+  std::optional<TlsHandshakes> tls;       // https targets only
   std::optional<Time> start_time;         // measurement window
   std::optional<Time> end_time;
   friend bool operator==(const CellResult&, const CellResult&) = default;

@@ -253,7 +253,7 @@ TEST(CodecTest, EncodesEverySpecFieldWithDefaults) {
   const std::string json = ToJson(d.run).dump();
   EXPECT_EQ(json,
             R"({"apiVersion":"fairbench.dev/v1alpha1","kind":"BenchmarkRun","metadata":{"name":"t"},"spec":{)"
-            R"("targets":[{"name":"a","image":"img","port":8080,"nofile":65536}],)"
+            R"("targets":[{"name":"a","image":"img","port":8080,"scheme":"http","nofile":65536}],)"
             R"("scenarios":[{"name":"s","request":{"method":"GET","path":"/"},"expect":{"status":200}}],)"
             R"("load":{"threads":4,"connections":[100],"duration":"30s","warmup":"5s","timeout":"2s",)"
             R"("keepAlive":true,"pipeline":1,"agents":1},"repetitions":1,"cooldown":"10s"}})");

@@ -99,6 +99,7 @@ void Describe(V& v, S& s) {
   v.Field("name", s.name);
   v.Field("image", s.image);
   v.Field("port", s.port);
+  v.Field("scheme", s.scheme);
   v.Field("command", s.command);
   v.Field("args", s.args);
   v.Field("resources", s.resources);
@@ -285,6 +286,7 @@ void Describe(V& v, S& s) {
   v.Field("memoryLoaded", s.memory_loaded);
   v.Field("targetCpu", s.target_cpu);
   v.Field("agentCpu", s.agent_cpu);
+  v.Field("tls", s.tls);
   v.Field("startTime", s.start_time);
   v.Field("endTime", s.end_time);
 }
@@ -312,6 +314,16 @@ void Describe(V& v, S& s) {
   v.Field("timeout", s.timeout, kOmitZero);
   v.Field("status", s.status, kOmitZero);
   v.Field("portExhaustion", s.port_exhaustion, kOmitZero);
+  v.Field("handshake", s.handshake, kOmitZero);
+}
+
+template <typename V, typename S>
+  requires Is<S, TlsHandshakes>
+void Describe(V& v, S& s) {
+  v.Field("count", s.count);
+  v.Field("resumed", s.resumed);
+  v.Field("mean", s.mean);
+  v.Field("perSecond", s.per_second);
 }
 
 template <typename V, typename S>

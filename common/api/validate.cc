@@ -153,6 +153,7 @@ class Checker {
       }
       if (HasControlOrSpace(t.image)) Fail(t.image, "must not contain spaces");
       Range(t.port, 1, 65535);
+      if (t.scheme != "http" && t.scheme != "https") Fail(t.scheme, "must be http or https, got " + Quote(t.scheme));
       if (t.resources.cpu && t.resources.cpu->millicores <= 0) Fail(*t.resources.cpu, "must be greater than 0");
       if (t.resources.memory && t.resources.memory->bytes <= 0) Fail(*t.resources.memory, "must be greater than 0");
       Range<int64_t>(t.nofile, 1, kMaxNofile);

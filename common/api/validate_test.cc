@@ -68,6 +68,7 @@ TEST(ValidateTest, Targets) {
   run.spec.targets.push_back(run.spec.targets[0]);
   Target& t = run.spec.targets[1];
   t.port = 70000;
+  t.scheme = "ftp";
   t.nofile = 0;
   t.resources.cpu = CpuQuantity{0};
   t.env["A=B"] = "x";
@@ -75,6 +76,7 @@ TEST(ValidateTest, Targets) {
   EXPECT_EQ(Check(run), (Lines{"spec.targets[1].name: duplicate name \"a\"",
                                "spec.targets[1].image: must not contain spaces",
                                "spec.targets[1].port: must be between 1 and 65535, got 70000",
+                               "spec.targets[1].scheme: must be http or https, got \"ftp\"",
                                "spec.targets[1].resources.cpu: must be greater than 0",
                                "spec.targets[1].nofile: must be between 1 and 1048576, got 0",
                                "spec.targets[1].env[\"A=B\"]: a variable name cannot contain '='"}));

@@ -654,17 +654,24 @@ Section Errors(const Context& ctx) {
   Section s{"errors", "Errors", 2, {}};
   s.blocks.push_back(P("Socket errors by kind — connect, read (including a connection closed mid-response), write, "
                        "timeout (no complete response within the timeout), port exhaustion (the load generator ran "
-                       "out of ephemeral ports) — and responses whose status differed from the expected one."));
+                       "out of ephemeral ports), TLS handshake (https targets: a handshake that failed) — and responses whose status "
+                       "differed from the expected one."));
+  // The handshake column only when some cell was over TLS.
+  bool tls = false;
+  for (const CellRecord* c : CellsInReportOrder(ctx)) tls = tls || c->result.tls || c->result.errors.handshake > 0;
   std::vector<std::string> header = CellColumns(ctx);
   const size_t left = header.size();
-  for (const char* h : {"connect", "read", "write", "timeout", "status", "port exhaustion", "requests"}) header.push_back(h);
+  for (const char* h : {"connect", "read", "write", "timeout", "status", "port exhaustion"}) header.push_back(h);
+  if (tls) header.push_back("handshake");
+  header.push_back("requests");
   Table t{header, Aligns(left, header.size() - left), {}};
   t.align[2] = Align::kRight;
   for (const CellRecord* c : CellsInReportOrder(ctx)) {
     const api::ErrorCounts& e = c->result.errors;
-    if (e.connect + e.read + e.write + e.timeout + e.status + e.port_exhaustion == 0) continue;
+    if (e.connect + e.read + e.write + e.timeout + e.status + e.port_exhaustion + e.handshake == 0) continue;
     std::vector<std::string> row = CellCells(ctx, c->result);
     for (uint64_t v : {e.connect, e.read, e.write, e.timeout, e.status, e.port_exhaustion}) row.push_back(Count(v));
+    if (tls) row.push_back(Count(e.handshake));
     row.push_back(c->result.requests > 0 ? Count(c->result.requests) : kMissing);
     t.rows.push_back(std::move(row));
   }
@@ -674,6 +681,34 @@ Section Errors(const Context& ctx) {
     s.blocks.push_back(std::move(t));
     s.blocks.push_back(P("Every other cell had none."));
   }
+  return s;
+}
+
+// https targets: what TLS costs, apart from request latency. With short
+// connections every request pays a handshake, so this is where the cost of
+// TLS shows; with keep-alive there is one per connection.
+std::optional<Section> TlsSection(const Context& ctx) {
+  Section s{"tls", "TLS handshakes", 2, {}};
+  s.blocks.push_back(P("For https targets: TLS handshakes completed in the measurement window, how many resumed an "
+                       "earlier session, their mean time (from the TCP connect to the end of the handshake; not part "
+                       "of the latency above) and their rate. Failed handshakes are under Errors."));
+  std::vector<std::string> header = CellColumns(ctx);
+  const size_t left = header.size();
+  for (const char* h : {"handshakes", "resumed", "mean", "per second", "requests"}) header.push_back(h);
+  Table t{header, Aligns(left, header.size() - left), {}};
+  for (const CellRecord* c : CellsInReportOrder(ctx)) {
+    if (!c->result.tls) continue;
+    const api::TlsHandshakes& h = *c->result.tls;
+    std::vector<std::string> row = CellCells(ctx, c->result);
+    row.push_back(Count(h.count));
+    row.push_back(Count(h.resumed));
+    row.push_back(h.count > 0 ? FormatLatency(h.mean) : kMissing);
+    row.push_back(FormatDecimal(h.per_second, 1));
+    row.push_back(c->result.requests > 0 ? Count(c->result.requests) : kMissing);
+    t.rows.push_back(std::move(row));
+  }
+  if (t.rows.empty()) return std::nullopt;
+  s.blocks.push_back(std::move(t));
   return s;
 }
 
@@ -821,7 +856,7 @@ std::string FlagDetail(const CellRecord& c, CellFlag flag) {
              " s measured: read them as rough";
     case CellFlag::kErrors: {
       const api::ErrorCounts& e = r.errors;
-      const uint64_t socket = e.connect + e.read + e.write + e.timeout + e.port_exhaustion;
+      const uint64_t socket = e.connect + e.read + e.write + e.timeout + e.port_exhaustion + e.handshake;
       std::string out;
       if (socket > 0) out = Count(socket) + (socket == 1 ? " socket error" : " socket errors");
       if (e.status > 0) out += (out.empty() ? "" : ", ") + Count(e.status) + " unexpected statuses";
@@ -1147,6 +1182,7 @@ Document BuildDocument(const RunRecord& record) {
   if (auto s = Baseline(ctx)) doc.sections.push_back(std::move(*s));
   for (Section& s : Scaling(ctx)) doc.sections.push_back(std::move(s));
   doc.sections.push_back(Errors(ctx));
+  if (auto s = TlsSection(ctx)) doc.sections.push_back(std::move(*s));
   doc.sections.push_back(Resources(ctx));
   doc.sections.push_back(BytesSection(ctx));
   doc.sections.push_back(Flags(ctx));

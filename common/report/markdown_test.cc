@@ -416,6 +416,32 @@ TEST(MarkdownTest, SmallRecordExactTables) {
 // Catches: targets ranked by noise: two targets whose repetitions' 95 %
 // intervals of requests/s overlap are marked tied (=) with the reason; one
 // clearly apart keeps its own rank.
+// Catches: the TLS handshake figures of an https target missing from the
+// report, or the handshake error kind not shown (and shown for a run with
+// no TLS at all: SmallRecordExactTables has no such column).
+TEST(MarkdownTest, HttpsCellsShowHandshakes) {
+  RunRecord record = SmallRecord();
+  record.run.spec.targets[1].scheme = "https";
+  for (CellRecord& c : record.cells) {
+    if (c.result.target != "beta" || c.result.scenario != "hello") continue;
+    c.result.tls = api::TlsHandshakes{c.result.connections == 10 ? 2000u : 100u, c.result.connections == 10 ? 1990u : 0u,
+                                      c.result.connections == 10 ? 850.0 : 2500.0,
+                                      c.result.connections == 10 ? 200.0 : 10.0};
+    if (c.result.connections == 100) c.result.errors.handshake = 4;
+  }
+  const std::string md = RenderMarkdown(record);
+  EXPECT_EQ(Rows(Section(md, "## TLS handshakes")),
+            (std::vector<std::string>{"| target | scenario | connections | handshakes | resumed | mean | per second | requests |",
+                                      "| beta | hello | 10 | 2,000 | 1,990 | 850.00 µs | 200.0 | 20,000 |",
+                                      "| beta | hello | 100 | 100 | 0 | 2.50 ms | 10.0 | 12,000 |"}))
+      << md;
+  EXPECT_EQ(Rows(Section(md, "## Errors")),
+            (std::vector<std::string>{
+                "| target | scenario | connections | connect | read | write | timeout | status | port exhaustion | "
+                "handshake | requests |",
+                "| beta | hello | 100 | 0 | 0 | 0 | 7 | 0 | 0 | 4 | 12,000 |"}));
+}
+
 TEST(MarkdownTest, OverlappingIntervalsAreTiesNotRanks) {
   RunRecord record = SmallRecord();
   record.run.spec.repetitions = 3;

@@ -37,7 +37,8 @@ constexpr std::array<const char*, 6> kStatusClassNames{"other", "1xx", "2xx", "3
 
 OrderedJson ErrorsJson(const ErrorCounts& e) {
   return OrderedJson{{"connect", e.connect}, {"read", e.read},     {"write", e.write},
-                     {"timeout", e.timeout}, {"status", e.status}, {"portExhaustion", e.port_exhaustion}};
+                     {"timeout", e.timeout}, {"status", e.status}, {"portExhaustion", e.port_exhaustion},
+                     {"handshake", e.handshake}};
 }
 
 OrderedJson TimelineJson(const TimelinePoint& p) {
@@ -56,6 +57,9 @@ OrderedJson TimelineJson(const TimelinePoint& p) {
       {"connects", p.counters.connects},
       {"connectTimeUs", p.counters.connect_time_us},
       {"closesByServer", p.counters.closes_by_server},
+      {"tlsHandshakes", p.counters.tls_handshakes},
+      {"tlsHandshakeTimeUs", p.counters.tls_handshake_time_us},
+      {"tlsResumed", p.counters.tls_resumed},
       {"latencyUs", {{"mean", p.mean_us}, {"p50", p.p50_us}, {"p90", p.p90_us}, {"p99", p.p99_us}, {"max", p.max_us}}},
       {"connectionsOpen", p.connections_open},
       {"agentCpuSeconds", p.cpu_seconds},
@@ -251,6 +255,7 @@ void ReadErrors(const Json& j, const std::string& path, api::Diagnostics& d, Err
   r.Read("timeout", e.timeout);
   r.Read("status", e.status);
   r.Read("portExhaustion", e.port_exhaustion);
+  r.Read("handshake", e.handshake);
 }
 
 void ReadTimelinePoint(const Json& j, const std::string& path, api::Diagnostics& d, TimelinePoint& p) {
@@ -281,6 +286,9 @@ void ReadTimelinePoint(const Json& j, const std::string& path, api::Diagnostics&
   r.Read("connects", p.counters.connects);
   r.Read("connectTimeUs", p.counters.connect_time_us);
   r.Read("closesByServer", p.counters.closes_by_server);
+  r.Read("tlsHandshakes", p.counters.tls_handshakes);
+  r.Read("tlsHandshakeTimeUs", p.counters.tls_handshake_time_us);
+  r.Read("tlsResumed", p.counters.tls_resumed);
   if (const Json* l = r.Find("latencyUs")) {
     ObjectReader lat(*l, r.PathOf("latencyUs"), d);
     if (lat.Valid()) {

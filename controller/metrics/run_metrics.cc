@@ -25,7 +25,8 @@ constexpr std::array<api::CellState, 3> kCellStates = {api::CellState::kSucceede
 
 std::vector<std::pair<const char*, uint64_t>> ErrorKinds(const ErrorCounts& e) {
   return {{"connect", e.connect}, {"read", e.read},     {"write", e.write},
-          {"timeout", e.timeout}, {"status", e.status}, {"port_exhaustion", e.port_exhaustion}};
+          {"timeout", e.timeout}, {"status", e.status}, {"port_exhaustion", e.port_exhaustion},
+          {"handshake", e.handshake}};
 }
 
 std::vector<std::string> With(std::vector<std::string> labels, std::string extra) {
@@ -72,7 +73,7 @@ RunMetrics::RunMetrics(MetricRegistry& registry, RunMetricsOptions options)
                              "Bytes read from the target during the measurement, headers included.", kCellLabels);
   errors_ = r.AddCounter("fairbench_errors_total",
                          "Errors during the measurement by kind: connect, read, write, timeout, status (responses "
-                         "above 399), port_exhaustion.",
+                         "above 399), port_exhaustion, handshake (TLS).",
                          With(kCellLabels, "kind"));
   responses_ = r.AddCounter("fairbench_responses_total",
                             "Responses during the measurement by status class (1xx to 5xx, other).",

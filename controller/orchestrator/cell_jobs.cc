@@ -40,6 +40,7 @@ std::vector<wire::JobSpec> BuildCellJobs(const api::ScenarioSettings& settings, 
     job.job_id = job_id;
     job.host = target.host;
     job.port = target.port;
+    job.https = target.https;
     for (const api::WeightedRequest& w : settings.requests) {
       wire::JobRequest r;
       r.method = w.request.method;
@@ -105,6 +106,15 @@ report::CellRecord CellRecordFrom(const api::ScenarioSettings& settings, const a
   r.errors.timeout = c.errors.timeout;
   r.errors.status = c.errors.status;
   r.errors.port_exhaustion = c.errors.port_exhaustion;
+  r.errors.handshake = c.errors.handshake;
+  if (target.https) {
+    api::TlsHandshakes tls;
+    tls.count = c.tls_handshakes;
+    tls.resumed = c.tls_resumed;
+    tls.mean = c.tls_handshakes ? static_cast<double>(c.tls_handshake_time_us) / static_cast<double>(c.tls_handshakes) : 0.0;
+    tls.per_second = static_cast<double>(c.tls_handshakes) / secs;
+    r.tls = tls;
+  }
   r.status_classes.c1xx = c.status_classes[1];
   r.status_classes.c2xx = c.status_classes[2];
   r.status_classes.c3xx = c.status_classes[3];
@@ -122,7 +132,7 @@ report::CellRecord CellRecordFrom(const api::ScenarioSettings& settings, const a
   rec.latency_corrected = settings.rate > 0;
   SummaryContext sc;
   const std::string path = settings.requests.empty() ? "/" : settings.requests.front().request.path;
-  sc.url = "http://" + target.host + ":" + std::to_string(target.port) + path;
+  sc.url = std::string(target.https ? "https://" : "http://") + target.host + ":" + std::to_string(target.port) + path;
   sc.threads = static_cast<uint32_t>(std::min<int64_t>(settings.threads, cell.connections) * m.agents);
   sc.connections = static_cast<uint32_t>(cell.connections);
   sc.duration_s = std::chrono::duration<double>(settings.duration).count();

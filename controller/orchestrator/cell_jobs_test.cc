@@ -96,6 +96,45 @@ TEST(CellJobsTest, JobsSurviveTheWireCodec) {
   }
 }
 
+// Catches: an https target's scheme not reaching the agents' jobs (or lost
+// in the codec), the handshake error kind or the handshake figures dropped
+// from the cell's record, the wrk text naming http.
+TEST(CellJobsTest, HttpsTargetsCarryTheSchemeAndHandshakes) {
+  TargetPlacement where{"n", "127.0.0.1", 8443};
+  where.https = true;
+  const auto jobs = BuildCellJobs(Settings(), CellOf(4), where, 2, std::chrono::system_clock::now(), "j");
+  for (const wire::JobSpec& job : jobs) {
+    EXPECT_TRUE(job.https);
+    v1::LoadJob proto;
+    wire::ToProto(job, &proto);
+    auto back = wire::FromProto(proto);
+    ASSERT_TRUE(back.ok());
+    EXPECT_TRUE(back->https);
+  }
+  CellMeasurement m;
+  Snapshot s;
+  s.sequence = 1;
+  s.end_ns = 2'000'000'000;
+  s.stats.counters.requests = 100;
+  s.stats.counters.errors.handshake = 3;
+  s.stats.counters.tls_handshakes = 100;
+  s.stats.counters.tls_resumed = 96;
+  s.stats.counters.tls_handshake_time_us = 25'000;
+  m.totals.Add(s);
+  m.end.measure_seconds = 2;
+  const report::CellRecord r = CellRecordFrom(Settings(), CellOf(4), where, m);
+  EXPECT_EQ(r.result.errors.handshake, 3u);
+  ASSERT_TRUE(r.result.tls.has_value());
+  EXPECT_EQ(r.result.tls->count, 100u);
+  EXPECT_EQ(r.result.tls->resumed, 96u);
+  EXPECT_DOUBLE_EQ(r.result.tls->mean, 250.0);
+  EXPECT_DOUBLE_EQ(r.result.tls->per_second, 50.0);
+  EXPECT_NE(r.wrk_text.find("@ https://127.0.0.1:8443/"), std::string::npos) << r.wrk_text;
+  EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), report::CellFlag::kErrors), r.flags.end());
+  // A plain target has no TLS figures.
+  EXPECT_FALSE(CellRecordFrom(Settings(), CellOf(4), {"n", "127.0.0.1", 80}, m).result.tls.has_value());
+}
+
 // Catches: the start lead not growing with connections per thread.
 TEST(CellJobsTest, StartLeadGrowsWithConnectionsPerThread) {
   EXPECT_EQ(StartLead(100, 1, 4), 100ms + 625us);

@@ -65,7 +65,7 @@ struct Orchestrator::RunState {
 Orchestrator::Orchestrator(Platform& platform, AgentPool& agents, OrchestratorOptions options, RunObserver* observer)
     : platform_(platform), agents_(agents), options_(std::move(options)), observer_(observer) {
   if (!options_.verify) {
-    options_.verify = [](const TargetPlacement& t, const api::ScenarioSettings& s) { return VerifyScenario(t.host, t.port, s); };
+    options_.verify = [](const TargetPlacement& t, const api::ScenarioSettings& s) { return VerifyScenario(t.host, t.port, t.https, s); };
   }
 }
 
@@ -346,7 +346,8 @@ Orchestrator::TargetOutcome Orchestrator::RunTarget(RunState& state, size_t targ
     fail_rest(0, CellState::kFailed, "NotReady", s.message());
     return TargetOutcome::kDone;
   }
-  const TargetPlacement where = instance.placement();
+  TargetPlacement where = instance.placement();
+  where.https = target.scheme == "https";
   if (observer_ != nullptr) observer_->OnTargetReady(run.metadata.name, target.name, where);
   // What the target runs with, read back (the file limit in force): kept
   // with the notes of earlier targets, so that re-describing keeps it.
@@ -475,7 +476,7 @@ report::CellRecord Orchestrator::RunCapacity(RunState& state, const api::Cell& c
     }
     const api::CellResult& r = rec.result;
     const api::ErrorCounts& e = r.errors;
-    const uint64_t errors = e.connect + e.read + e.write + e.timeout + e.status + e.port_exhaustion;
+    const uint64_t errors = e.connect + e.read + e.write + e.timeout + e.status + e.port_exhaustion + e.handshake;
     report::CapacityTrial t;
     t.offered = static_cast<double>(rate);
     t.achieved = r.requests_per_second;
@@ -549,7 +550,8 @@ report::CellRecord Orchestrator::RunCell(RunState& state, const api::Cell& cell,
   if (rate) settings.rate = *rate;
   const int agents = std::max(1, settings.agents);
   const std::stop_token stop = stop_.get_token();
-  const TargetPlacement where = instance.placement();
+  TargetPlacement where = instance.placement();
+  where.https = run.spec.targets[cell.target_index].scheme == "https";
   auto not_run = [&](CellState s, const std::string& reason, const std::string& message) {
     return NotRunRecord(cell, s, reason, message);
   };

@@ -27,7 +27,7 @@ std::string Clip(const std::string& s, size_t n = 80) {
 
 }  // namespace
 
-Status VerifyScenario(const std::string& host, uint16_t port, const api::ScenarioSettings& settings) {
+Status VerifyScenario(const std::string& host, uint16_t port, bool https, const api::ScenarioSettings& settings) {
   const std::vector<api::WeightedRequest>& requests = settings.requests;
   for (size_t i = 0; i < requests.size(); ++i) {
     const api::Request& r = requests[i].request;
@@ -35,6 +35,7 @@ Status VerifyScenario(const std::string& host, uint16_t port, const api::Scenari
     p.method = r.method;
     p.host = host;
     p.port = port;
+    p.https = https;
     p.path = r.path;
     for (const auto& [k, v] : r.headers) p.headers.emplace_back(k, v);
     p.body = r.EffectiveBody();

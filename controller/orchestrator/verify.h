@@ -13,6 +13,7 @@ namespace fairbench::controller {
 
 // Status, content type, body (exact) or JSON equality. OK, or a one-line
 // description of the mismatch ("GET /: expected status 200, got 404").
-Status VerifyScenario(const std::string& host, uint16_t port, const api::ScenarioSettings& settings);
+// `https`: over TLS, the certificate not verified.
+Status VerifyScenario(const std::string& host, uint16_t port, bool https, const api::ScenarioSettings& settings);
 
 }  // namespace fairbench::controller

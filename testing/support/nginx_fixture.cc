@@ -41,7 +41,7 @@ Result<AccessLogEntry> ParseAccessLogLine(const std::string& line) {
     rest.remove_prefix(tab + 1);
   }
   AccessLogEntry e;
-  if (f.size() != 8 || !ParseNumber(f[3], &e.status) || !ParseNumber(f[4], &e.request_length) ||
+  if ((f.size() != 8 && f.size() != 10) || !ParseNumber(f[3], &e.status) || !ParseNumber(f[4], &e.request_length) ||
       !ParseNumber(f[5], &e.bytes_sent) || !ParseNumber(f[6], &e.connection) ||
       !ParseNumber(f[7], &e.connection_requests)) {
     return Status::InvalidArgument("not a fixture access log line: " + line);
@@ -53,6 +53,10 @@ Result<AccessLogEntry> ParseAccessLogLine(const std::string& line) {
   }
   e.method = std::string(f[1]);
   e.uri = std::string(f[2]);
+  if (f.size() == 10) {
+    e.ssl_protocol = std::string(f[8]);
+    e.ssl_session_reused = std::string(f[9]);
+  }
   return e;
 }
 
@@ -70,7 +74,7 @@ std::string NginxFixture::RenderConfig(const NginxOptions& o, uint16_t port, con
     << "events { worker_connections " << o.worker_connections << "; }\n"
     << "http {\n"
     << "  log_format fairbench '$msec\\t$request_method\\t$request_uri\\t$status\\t$request_length"
-       "\\t$bytes_sent\\t$connection\\t$connection_requests';\n"
+       "\\t$bytes_sent\\t$connection\\t$connection_requests\\t$ssl_protocol\\t$ssl_session_reused';\n"
     // No buffer= parameter: every line is written when its request ends.
     << "  access_log " << dir << "/access.log fairbench;\n"
     << "  keepalive_requests " << o.keepalive_requests << ";\n"
@@ -84,8 +88,16 @@ std::string NginxFixture::RenderConfig(const NginxOptions& o, uint16_t port, con
     << "  server {\n"
     << "    listen " << o.host << ":" << port;
   if (o.listen_backlog > 0) c << " backlog=" << o.listen_backlog;
-  c << ";\n"
-    // A request with a body is answered by the echo module after reading it
+  if (o.tls) c << " ssl";
+  c << ";\n";
+  if (o.tls) {
+    c << "    ssl_certificate " << o.tls->certificate << ";\n"
+      << "    ssl_certificate_key " << o.tls->certificate_key << ";\n"
+      << "    ssl_protocols " << o.tls->protocols << ";\n"
+      << "    ssl_session_tickets " << (o.tls->session_tickets ? "on" : "off") << ";\n"
+      << "    ssl_session_cache shared:fairbench:1m;\n";
+  }
+  c  // A request with a body is answered by the echo module after reading it
     // all, so that $request_length counts the body; nginx's `return` would
     // answer first and discard the body afterwards.
     << "    location = / {\n"

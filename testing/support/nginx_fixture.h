@@ -11,6 +11,10 @@
 //   /status/NNN         status NNN for 200..599 (444 is nginx's "close
 //                       without answering"); nginx's default body
 //   anything else       200 text/plain "ok"
+// With `tls` set the listener speaks HTTPS with that certificate and key;
+// the access log then also carries $ssl_protocol and $ssl_session_reused
+// ("r" when the handshake resumed a session), so tests can count
+// resumptions from the server's side. test_certs.h makes the files.
 // Requests with a body (Content-Length or Transfer-Encoding) are answered
 // only after the body is read in full (echo module; the answer is then
 // chunked), so the access log's request_length always includes the body.
@@ -48,6 +52,14 @@ struct NginxOptions {
   std::chrono::seconds keepalive_timeout{75};
   int listen_backlog = 0;  // 0: nginx's default (511)
   std::chrono::milliseconds start_timeout{10000};
+  // HTTPS listener: PEM paths of the certificate (chain) and its key.
+  struct Tls {
+    std::string certificate;
+    std::string certificate_key;
+    std::string protocols = "TLSv1.2 TLSv1.3";  // ssl_protocols
+    bool session_tickets = true;                 // ssl_session_tickets
+  };
+  std::optional<Tls> tls;
 };
 
 // One access log line; fields as nginx logs them.
@@ -60,6 +72,8 @@ struct AccessLogEntry {
   uint64_t bytes_sent = 0;      // headers + body
   uint64_t connection = 0;      // $connection: serial number of the connection
   uint64_t connection_requests = 0;  // n-th request on that connection
+  std::string ssl_protocol;          // $ssl_protocol ("-" over plain HTTP)
+  std::string ssl_session_reused;    // $ssl_session_reused: "r" or "."; "-" over plain HTTP
 };
 
 // Parses one line of the fixture's log format; InvalidArgument otherwise.

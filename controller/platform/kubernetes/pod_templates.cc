@@ -147,7 +147,7 @@ PodTemplate TargetPod(const TargetPodParams& p) {
                     {"image", t.image},
                     {"ports", Json::array({{{"name", "http"}, {"containerPort", t.port}, {"protocol", "TCP"}}})},
                     {"readinessProbe",
-                     {{"httpGet", {{"path", readiness.path}, {"port", t.port}}},
+                     {{"httpGet", {{"path", readiness.path}, {"port", t.port}, {"scheme", t.scheme == "https" ? "HTTPS" : "HTTP"}}},
                       {"periodSeconds", 1},
                       {"timeoutSeconds", 1},
                       {"successThreshold", 1},

@@ -210,6 +210,15 @@ TEST(PodTemplatesTest, LongNamesAreCutWithAHash) {
   EXPECT_EQ(api::CheckLabelValue(LabelValue(run)), "");
 }
 
+// Catches: an https target probed over plain HTTP (a TLS-only server never
+// becomes ready).
+TEST(PodTemplatesTest, HttpsTargetsAreProbedOverHttps) {
+  TargetPodParams p = Drogon();
+  EXPECT_EQ(TargetPod(p).pod["spec"]["containers"][0]["readinessProbe"]["httpGet"]["scheme"], "HTTP");
+  p.target.scheme = "https";
+  EXPECT_EQ(TargetPod(p).pod["spec"]["containers"][0]["readinessProbe"]["httpGet"]["scheme"], "HTTPS");
+}
+
 // Catches: a readiness probe that gives up sooner than the readiness
 // timeout, or a zero failureThreshold (invalid).
 TEST(PodTemplatesTest, ProbeFailureThresholdFollowsTimeout) {

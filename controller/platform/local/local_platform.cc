@@ -79,9 +79,9 @@ std::optional<std::string> SoftNofile(pid_t pid) {
 class LocalTarget final : public TargetInstance {
  public:
   LocalTarget(std::string name, Process process, std::unique_ptr<TargetCgroup> cgroup, uint16_t port,
-              std::string ready_path, std::string log, std::string description, int64_t nofile)
+              std::string ready_path, bool https, std::string log, std::string description, int64_t nofile)
       : name_(std::move(name)), process_(std::move(process)), cgroup_(std::move(cgroup)), port_(port),
-        ready_path_(std::move(ready_path)), log_(std::move(log)), description_(std::move(description)),
+        ready_path_(std::move(ready_path)), https_(https), log_(std::move(log)), description_(std::move(description)),
         nofile_(nofile) {}
 
   // The port came from "{port}" in the command: say which one was used.
@@ -135,6 +135,7 @@ class LocalTarget final : public TargetInstance {
       r.host = "127.0.0.1";
       r.port = port_;
       r.path = ready_path_;
+      r.https = https_;
       r.timeout = std::chrono::milliseconds(500);
       auto response = HttpProbe(r);
       if (response.ok()) return Status::Ok();  // any HTTP answer: it is serving
@@ -180,6 +181,7 @@ class LocalTarget final : public TargetInstance {
   std::unique_ptr<TargetCgroup> cgroup_;
   uint16_t port_;
   std::string ready_path_;
+  bool https_;
   std::string log_;
   std::string description_;
   int64_t nofile_;
@@ -306,7 +308,7 @@ Result<std::unique_ptr<TargetInstance>> LocalPlatform::Deploy(const DeployReques
   for (const std::string& arg : o.argv) description += (description.empty() ? "" : " ") + arg;
   ran_[target.name] = description;
   auto instance = std::make_unique<LocalTarget>(target.name, std::move(*process), std::move(cgroup), port,
-                                                api::EffectiveReadiness(target).path, o.log_file, description,
+                                                api::EffectiveReadiness(target).path, target.scheme == "https", o.log_file, description,
                                                 target.nofile);
   if (wants_port) instance->SetPortChosen();
   instance->SetStopGrace(options_.target_stop_grace);
