@@ -92,21 +92,41 @@ Head ParseHead(std::string_view head) {
 
 // The kernel's receive time of the data just read, on the monotonic clock;
 // 0 when the message carries none.
-int64_t KernelArrival(msghdr& msg, int64_t mono_now, int64_t real_now) {
+int64_t KernelArrival(msghdr& msg, int64_t mono_now) {
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS) continue;
     timespec ts;
     std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
     const int64_t real = static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-    const int64_t mono = real - (real_now - mono_now);
-    // Trust it only when it is plausible: before the read, and recent.
-    if (real == 0 || mono > mono_now || mono < mono_now - 10'000'000'000) return 0;
+    if (real == 0) return 0;
+    const int64_t mono = std::min(MonotonicOfRealtime(real, ClockNs), mono_now);
+    // Trust it only when it is plausible: recent.
+    if (mono < mono_now - 10'000'000'000) return 0;
     return mono;
   }
   return 0;
 }
 
 }  // namespace
+
+int64_t MonotonicOfRealtime(int64_t real_ns, int64_t (*read_clock)(clockid_t)) {
+  // The offset between the clocks is read realtime first, monotonic
+  // second: time lost between the two reads (a preemption) makes the
+  // offset smaller and the result later, never earlier. Of a few tries the
+  // one whose reads were closest is taken.
+  int64_t best_offset = 0;
+  int64_t best_gap = INT64_MAX;
+  for (int i = 0; i < 4 && best_gap > 20'000; ++i) {
+    const int64_t before = read_clock(CLOCK_MONOTONIC);
+    const int64_t real = read_clock(CLOCK_REALTIME);
+    const int64_t after = read_clock(CLOCK_MONOTONIC);
+    if (after - before < best_gap) {
+      best_gap = after - before;
+      best_offset = real - after;
+    }
+  }
+  return real_ns - best_offset;
+}
 
 DelayServer::DelayServer(DelayServerOptions options)
     : options_(std::move(options)), buf_(std::make_unique<char[]>(kBufSize)) {}
@@ -263,7 +283,7 @@ void DelayServer::OnReadable(Conn& c, uint32_t events) {
   const ssize_t n = ::recvmsg(c.fd, &msg, 0);
   const int64_t mono = NowNs();
   if (n > 0) {
-    const int64_t kernel = KernelArrival(msg, mono, ClockNs(CLOCK_REALTIME));
+    const int64_t kernel = KernelArrival(msg, mono);
     c.in.append(buf_.get(), static_cast<size_t>(n));
     if (ParseRequests(c, kernel != 0 ? kernel : mono) && c.closing) UpdateEvents(c);
     return;

@@ -32,6 +32,8 @@
 #include <string>
 #include <vector>
 
+#include <time.h>
+
 #include "common/status.h"
 #include "testing/delay_server/delay_records.h"
 
@@ -46,6 +48,13 @@ struct DelayServerOptions {
   size_t max_records = 4'000'000;  // beyond: counted as dropped, not recorded
   int backlog = 4096;
 };
+
+// The monotonic time of `real_ns`, a CLOCK_REALTIME instant (the kernel's
+// receive stamp), reading the clocks with `read_clock`. Never earlier than
+// the truth, whatever delays fall between the clock reads: a request's
+// arrival stamped early would let the latency tests' bounds exceed what
+// the agent can measure.
+int64_t MonotonicOfRealtime(int64_t real_ns, int64_t (*read_clock)(clockid_t));
 
 class DelayServer {
  public:

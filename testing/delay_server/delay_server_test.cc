@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "testing/delay_server/delay_server.h"
 #include "testing/delay_server/delay_server_fixture.h"
 #include "testing/support/http_client.h"
 #include "testing/support/time_scale.h"
@@ -52,6 +53,40 @@ TEST(DelayRecordsTest, TextRoundTrip) {
 // record says the same delay (to its clock's precision plus wake-up).
 // Catches: a delay not applied, applied from the wrong moment (accept, the
 // previous response), or records that disagree with what the client saw.
+// A clock whose every read takes 1 ms, as when the server is preempted
+// between reads; the realtime clock runs kOffset ahead of the monotonic one.
+constexpr int64_t kOffset = 1'700'000'000'000'000'000;
+int64_t slow_now = 5'000'000'000;
+int64_t SlowClock(clockid_t clock) {
+  slow_now += 1'000'000;
+  return clock == CLOCK_REALTIME ? slow_now + kOffset : slow_now;
+}
+
+// A request's arrival is the kernel's realtime stamp moved onto the
+// monotonic clock. Catches: the offset between the clocks read monotonic
+// first (a delay between the reads then stamps arrivals early, by as much
+// as the delay, and the latency tests' lower bounds rise above what the
+// agent can measure), and a wrong sign.
+TEST(MonotonicOfRealtimeTest, DelaysBetweenClockReadsNeverMakeAnArrivalEarly) {
+  for (int64_t ago : {0, 3'000'000, 40'000'000}) {
+    const int64_t truth = slow_now - ago;
+    const int64_t mono = MonotonicOfRealtime(truth + kOffset, SlowClock);
+    EXPECT_GE(mono, truth) << ago;
+    EXPECT_LE(mono, truth + 1'000'000) << "late by more than the delay between two reads";
+  }
+  // The real clocks: a stamp taken now is now, to within a millisecond.
+  timespec real;
+  clock_gettime(CLOCK_REALTIME, &real);
+  const int64_t before = NowNs();
+  const int64_t mono = MonotonicOfRealtime(static_cast<int64_t>(real.tv_sec) * 1'000'000'000 + real.tv_nsec,
+                                           [](clockid_t c) {
+                                             timespec ts;
+                                             clock_gettime(c, &ts);
+                                             return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+                                           });
+  EXPECT_NEAR(static_cast<double>(mono), static_cast<double>(before), 1e6);
+}
+
 TEST(DelayServerTest, AnswersAfterTheDelayAndRecordsIt) {
   DelayFixtureOptions o;
   o.delay = 5ms;
