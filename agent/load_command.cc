@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <csignal>
 #include <cstdio>
@@ -210,6 +211,15 @@ int RunLoadCommand(const LoadFlags& f) {
   SignalWatcher signal_watcher({SIGINT, SIGTERM}, [&engine](int) { engine.Stop(); });
 
   RunTotals totals;
+  // The per-interval timeline is only written to the JSON file.
+  totals.set_keep_timeline(!f.json_file.empty());
+  {
+    const double seconds = static_cast<double>((opt.warmup + opt.duration).count()) / 1e9;
+    const double interval_s = static_cast<double>(opt.interval.count()) / 1e9;
+    constexpr double kMost = 1 << 20;  // a longer run grows as it goes
+    totals.Reserve(static_cast<size_t>(std::min(kMost, seconds / interval_s + 4)),
+                   static_cast<size_t>(std::min(kMost, (seconds * 10 + 2) * opt.threads)));
+  }
   while (auto snap = engine.NextSnapshot()) {
     if (f.progress) {
       const double secs = static_cast<double>(snap->end_ns - snap->start_ns) / 1e9;

@@ -111,7 +111,7 @@ def start_nginx(tmp, cpu, nofile):
     port = free_port()
     conf = os.path.join(tmp, "nginx.conf")
     with open(conf, "w") as f:
-        f.write(NGINX_CONF.format(dir=tmp, port=port, nofile=nofile))
+        f.write(NGINX_CONF.format(dir=tmp, port=port, nofile=nofile, tls_server=""))
     nginx_bin = shutil.which("nginx") or "/usr/sbin/nginx"
     p = subprocess.Popen(["taskset", "-c", cpu, nginx_bin, "-p", tmp, "-c", conf], stderr=subprocess.DEVNULL)
     wait_port(port)

@@ -12,7 +12,19 @@ namespace fairbench {
 
 const char* PhaseName(Phase phase) { return phase == Phase::kWarmup ? "warmup" : "measure"; }
 
+void RunTotals::Reserve(size_t intervals, size_t rate_samples) {
+  if (keep_timeline_) timeline_.reserve(intervals);
+  measure_.rate_samples.reserve(rate_samples);
+}
+
 void RunTotals::Add(const Snapshot& s) {
+  if (keep_timeline_) AddToTimeline(s);
+  if (s.phase != Phase::kMeasure) return;
+  measure_.Add(s.stats);
+  cpu_seconds_ += s.cpu_seconds;
+}
+
+void RunTotals::AddToTimeline(const Snapshot& s) {
   TimelinePoint p;
   p.sequence = s.sequence;
   p.phase = s.phase;
@@ -27,9 +39,6 @@ void RunTotals::Add(const Snapshot& s) {
   p.connections_open = s.connections_open;
   p.cpu_seconds = s.cpu_seconds;
   timeline_.push_back(p);
-  if (s.phase != Phase::kMeasure) return;
-  measure_.Add(s.stats);
-  cpu_seconds_ += s.cpu_seconds;
 }
 
 SampleStats ComputeSampleStats(const std::vector<double>& samples) {

@@ -33,16 +33,27 @@ struct TimelinePoint {
 class RunTotals {
  public:
   // Adds one snapshot; only measure-phase snapshots count towards the
-  // totals, every snapshot goes into the timeline.
+  // totals, every snapshot goes into the timeline (when it is kept).
   void Add(const Snapshot& s);
+
+  // Whoever renders no timeline need not keep one: without it the totals
+  // hold no data that grows with the number of intervals but the Req/Sec
+  // samples (ten a second per thread, as wrk keeps them).
+  void set_keep_timeline(bool keep) { keep_timeline_ = keep; }
+  // Room for a run of known length, taken up front so that a long run's
+  // samples are never copied into a buffer twice the size.
+  void Reserve(size_t intervals, size_t rate_samples);
 
   const IntervalStats& measure() const { return measure_; }
   const std::vector<TimelinePoint>& timeline() const { return timeline_; }
   double agent_cpu_seconds() const { return cpu_seconds_; }
 
  private:
+  void AddToTimeline(const Snapshot& s);
+
   IntervalStats measure_;
   std::vector<TimelinePoint> timeline_;
+  bool keep_timeline_ = true;
   double cpu_seconds_ = 0;
 };
 
