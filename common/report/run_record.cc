@@ -1,6 +1,8 @@
 #include "common/report/run_record.h"
 
+#include <algorithm>
 #include <array>
+#include <functional>
 #include <limits>
 #include <type_traits>
 #include <utility>
@@ -493,31 +495,46 @@ nlohmann::ordered_json ToJson(const RunRecord& record) {
   return j;
 }
 
-std::string ToJsonText(const RunRecord& record) {
-  if (record.cells.empty()) return ToJson(record).dump(1) + "\n";
-  RunRecord head;
-  head.run = record.run;
-  head.environment = record.environment;
-  head.schedule = record.schedule;
-  // "cells" is the last member: the head's text ends with its empty array.
-  std::string text = ToJson(head).dump(1);
-  constexpr std::string_view kEmptyTail = "\"cells\": []\n}";
-  text.resize(text.size() - kEmptyTail.size() + kEmptyTail.find('['));
-  text += "[\n";
+void WriteJsonText(const RunRecord& record, const std::function<void(std::string_view)>& sink) {
+  if (record.cells.empty()) {
+    sink(ToJson(record).dump(1) + "\n");
+    return;
+  }
+  {
+    RunRecord head;
+    head.run = record.run;
+    head.environment = record.environment;
+    head.schedule = record.schedule;
+    // "cells" is the last member: the head's text ends with its empty array.
+    std::string text = ToJson(head).dump(1);
+    constexpr std::string_view kEmptyTail = "\"cells\": []\n}";
+    text.resize(text.size() - kEmptyTail.size() + kEmptyTail.find('['));
+    text += "[\n";
+    sink(text);
+  }
+  std::string piece;
   for (size_t i = 0; i < record.cells.size(); ++i) {
     // An element of the top-level "cells" sits two levels deep: every line
     // of its own dump(1) is indented by two more spaces.
     const std::string cell = CellJson(record.cells[i]).dump(1);
+    piece.clear();
+    piece.reserve(cell.size() + cell.size() / 8 + 4);
     size_t at = 0;
     while (at < cell.size()) {
       const size_t end = std::min(cell.find('\n', at), cell.size());
-      text.append("  ").append(cell, at, end - at);
+      piece.append("  ").append(cell, at, end - at);
       at = end + 1;
-      if (at < cell.size()) text += '\n';
+      if (at < cell.size()) piece += '\n';
     }
-    text += i + 1 < record.cells.size() ? ",\n" : "\n";
+    piece += i + 1 < record.cells.size() ? ",\n" : "\n";
+    sink(piece);
   }
-  text += " ]\n}\n";
+  sink(" ]\n}\n");
+}
+
+std::string ToJsonText(const RunRecord& record) {
+  std::string text;
+  WriteJsonText(record, [&text](std::string_view piece) { text.append(piece); });
   return text;
 }
 

@@ -33,6 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -141,6 +142,9 @@ nlohmann::ordered_json ToJson(const RunRecord& record);
 // tens of KiB per cell, so the stores write this text instead (the tree of
 // one cell at a time, freed before the next).
 std::string ToJsonText(const RunRecord& record);
+// The same text handed to `sink` in pieces (the head, then a cell at a
+// time): whoever writes it to a file never holds more than one cell's text.
+void WriteJsonText(const RunRecord& record, const std::function<void(std::string_view)>& sink);
 // The inverse of ToJson. Errors are InvalidArgument, prefixed "results.json: ".
 Result<RunRecord> RunRecordFromJson(const nlohmann::json& json);
 // The same from the file's text; syntax errors name line and column:

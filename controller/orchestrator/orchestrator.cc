@@ -46,17 +46,33 @@ struct Orchestrator::RunState {
   RunStore& store;
   report::RunRecord record;
   std::vector<api::Cell> cells;
-  std::map<size_t, report::CellRecord> finished;  // by cell index
+  // The finished cells are kept once, in record.cells (in cell order, with
+  // their results mirrored in record.run.status.results); `finished` holds
+  // their cell indexes, in the same order.
+  std::vector<size_t> finished;
   std::vector<std::string> earlier_notes;
   std::set<std::string> profile_messages = {};  // why profiles were not taken, each told once
 
-  void Rebuild() {
-    record.cells.clear();
-    record.run.status.results.clear();
-    for (auto& [index, c] : finished) {
-      record.cells.push_back(c);
-      record.run.status.results.push_back(c.result);
+  bool Has(size_t index) const { return std::binary_search(finished.begin(), finished.end(), index); }
+
+  // Records cell `index` (or replaces it), in place: a run's cells are
+  // never copied as a whole.
+  const report::CellRecord& Put(size_t index, report::CellRecord c) {
+    const auto at = std::lower_bound(finished.begin(), finished.end(), index);
+    const auto i = at - finished.begin();
+    if (at != finished.end() && *at == index) {
+      record.run.status.results[static_cast<size_t>(i)] = c.result;
+      record.cells[static_cast<size_t>(i)] = std::move(c);
+    } else {
+      finished.insert(at, index);
+      record.run.status.results.insert(record.run.status.results.begin() + i, c.result);
+      record.cells.insert(record.cells.begin() + i, std::move(c));
     }
+    UpdateProgress();
+    return record.cells[static_cast<size_t>(i)];
+  }
+
+  void UpdateProgress() {
     record.run.status.progress.completed = static_cast<int64_t>(finished.size());
     record.run.status.progress.total = static_cast<int64_t>(cells.size());
   }
@@ -135,7 +151,7 @@ Result<report::RunRecord> Orchestrator::Run(const api::BenchmarkRun& run, RunSto
     }
     for (report::CellRecord& c : earlier->cells) {
       for (const api::Cell& cell : state.cells) {
-        if (cell.Matches(c.result)) state.finished[cell.index] = std::move(c);
+        if (cell.Matches(c.result)) state.Put(cell.index, std::move(c));
       }
     }
     record.run.status.start_time = earlier->run.status.start_time;
@@ -185,7 +201,7 @@ Result<report::RunRecord> Orchestrator::Run(const api::BenchmarkRun& run, RunSto
       std::to_string(state.finished.size()) + " of " + std::to_string(state.cells.size()) + " cells finished";
   progressing.observed_generation = run.metadata.generation;
   api::SetCondition(record.run.status.conditions, progressing, WallNow());
-  state.Rebuild();
+  state.UpdateProgress();
   if (Status s = persist(); !s.ok()) return s;
   if (!state.finished.empty()) {
     Message("resuming: " + std::to_string(state.finished.size()) + " of " + std::to_string(state.cells.size()) +
@@ -214,7 +230,7 @@ Result<report::RunRecord> Orchestrator::Run(const api::BenchmarkRun& run, RunSto
       std::vector<const api::Cell*> todo;
       for (const api::Cell& c : state.cells) {
         if (c.target_index == t && (visits[v].repetition == 0 || c.repetition == visits[v].repetition) &&
-            state.finished.count(c.index) == 0) {
+            !state.Has(c.index)) {
           todo.push_back(&c);
         }
       }
@@ -224,9 +240,8 @@ Result<report::RunRecord> Orchestrator::Run(const api::BenchmarkRun& run, RunSto
           report::CellRecord rec = NotRunRecord(*c, CellState::kFailed, "SlotLost",
                                                 "the load slot was lost " + std::to_string(options_.slot_attempts) +
                                                     " times while this target was under load");
-          state.finished[c->index] = std::move(rec);
+          state.Put(c->index, std::move(rec));
         }
-        state.Rebuild();
         if (Status s = persist(); !s.ok()) return s;
         break;
       }
@@ -239,7 +254,7 @@ Result<report::RunRecord> Orchestrator::Run(const api::BenchmarkRun& run, RunSto
     }
   }
 
-  state.Rebuild();
+  state.UpdateProgress();
   size_t failed = 0, skipped = 0;
   for (const report::CellRecord& c : record.cells) {
     failed += c.result.state == CellState::kFailed;
@@ -291,9 +306,8 @@ Orchestrator::TargetOutcome Orchestrator::RunTarget(RunState& state, size_t targ
       *error = s;
       return false;
     }
-    state.finished[cell.index] = std::move(rec);
-    state.Rebuild();
-    if (observer_ != nullptr) observer_->OnCellDone(state.record, state.finished[cell.index]);
+    const report::CellRecord& kept = state.Put(cell.index, std::move(rec));
+    if (observer_ != nullptr) observer_->OnCellDone(state.record, kept);
     if (Status s = state.store.Save(state.record); !s.ok()) {
       *error = s;
       return false;

@@ -255,6 +255,17 @@ TEST_F(OrchestratorTest, InterleavedRepetitionsDeployEveryTargetOncePerRoundInTh
   ASSERT_TRUE(record.ok()) << record.status().message();
   ASSERT_EQ(record->cells.size(), 9u);
   for (const report::CellRecord& c : record->cells) EXPECT_EQ(c.result.state, api::CellState::kSucceeded);
+  // The cells finish round by round, yet the record keeps them in cell
+  // order, each once, with status.results mirroring them. Catches: a cell
+  // appended where it finished, or its result not mirrored.
+  const std::vector<api::Cell> cells = api::ExpandCells(run.spec);
+  ASSERT_EQ(record->run.status.results.size(), 9u);
+  for (size_t i = 0; i < cells.size(); ++i) {
+    EXPECT_TRUE(cells[i].Matches(record->cells[i].result)) << "cell " << i << " is " << record->cells[i].result.target;
+    EXPECT_TRUE(cells[i].Matches(record->run.status.results[i])) << "status.results[" << i << "]";
+    EXPECT_EQ(record->run.status.results[i], record->cells[i].result) << i;
+  }
+  EXPECT_EQ(record->run.status.progress.completed, 9);
   std::vector<std::string> deployed;
   for (const std::string& e : state_.log.Get()) {
     if (e.rfind("deploy ", 0) == 0) deployed.push_back(e.substr(7, e.find(' ', 7) - 7));

@@ -11,7 +11,8 @@
 
 namespace fairbench::controller {
 
-Status WriteFileAtomically(const std::filesystem::path& path, const std::string& text) {
+Status WriteFileAtomically(const std::filesystem::path& path,
+                           const std::function<void(const std::function<void(std::string_view)>&)>& produce) {
   // The old file stays until the new one is whole and on disk: a full disk,
   // a folder that became read-only or a crash leaves the old content (and no
   // temporary file). The error names the file and the system's reason.
@@ -22,15 +23,36 @@ Status WriteFileAtomically(const std::filesystem::path& path, const std::string&
   };
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return fail("write", errno, false);
-  for (size_t done = 0; done < text.size();) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : EIO;
-      ::close(fd);
-      return fail("write", err, true);
+  // The text comes in pieces, written through a buffer of fixed size: the
+  // file's whole text is never in memory.
+  constexpr size_t kBuffer = 64 * 1024;
+  std::string buffer;
+  buffer.reserve(kBuffer);
+  int error = 0;
+  auto flush = [&] {
+    for (size_t done = 0; error == 0 && done < buffer.size();) {
+      const ssize_t n = ::write(fd, buffer.data() + done, buffer.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        error = n < 0 ? errno : EIO;
+        break;
+      }
+      done += static_cast<size_t>(n);
     }
-    done += static_cast<size_t>(n);
+    buffer.clear();
+  };
+  produce([&](std::string_view piece) {
+    while (error == 0 && !piece.empty()) {
+      const size_t take = std::min(piece.size(), kBuffer - buffer.size());
+      buffer.append(piece.substr(0, take));
+      piece.remove_prefix(take);
+      if (buffer.size() == kBuffer) flush();
+    }
+  });
+  if (error == 0) flush();
+  if (error != 0) {
+    ::close(fd);
+    return fail("write", error, true);
   }
   // On disk before the rename, so that the name never points at a file
   // whose blocks were not written (ext4 and xfs may reorder them).
@@ -48,6 +70,10 @@ Status WriteFileAtomically(const std::filesystem::path& path, const std::string&
     ::close(dfd);
   }
   return Status::Ok();
+}
+
+Status WriteFileAtomically(const std::filesystem::path& path, const std::string& text) {
+  return WriteFileAtomically(path, [&text](const std::function<void(std::string_view)>& sink) { sink(text); });
 }
 
 bool FileRunStore::HasRecord() const {
@@ -70,7 +96,9 @@ Status FileRunStore::Save(const report::RunRecord& record) {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (ec) return Status::IoError("cannot create '" + dir_.string() + "': " + ec.message());
-  return WriteFileAtomically(results_path(), report::ToJsonText(record));
+  return WriteFileAtomically(results_path(), [&record](const std::function<void(std::string_view)>& sink) {
+    report::WriteJsonText(record, sink);
+  });
 }
 
 Status FileRunStore::SaveCell(const api::Cell& cell, const report::CellRecord& record) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "controller/orchestrator/run_store.h"
@@ -37,5 +38,10 @@ class FileRunStore final : public RunStore {
 // "cannot write 'PATH': <the system's reason>" (No space left on device,
 // Read-only file system…).
 [[nodiscard]] Status WriteFileAtomically(const std::filesystem::path& path, const std::string& text);
+// The same with the text handed over in pieces by `produce` (which calls
+// its argument once per piece), written through a fixed 64 KiB buffer.
+[[nodiscard]] Status WriteFileAtomically(
+    const std::filesystem::path& path,
+    const std::function<void(const std::function<void(std::string_view)>&)>& produce);
 
 }  // namespace fairbench::controller

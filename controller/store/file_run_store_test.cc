@@ -75,6 +75,32 @@ TEST_F(FileRunStoreTest, SavedRecordLoadsBack) {
   EXPECT_EQ(r.environment.notes, Record().environment.notes);
 }
 
+// results.json is written a cell at a time through a 64 KiB buffer: a run
+// of 150 cells (about 200 KiB of text, with 2 KiB pieces that straddle the
+// buffer's edge), one cell, and no cell give exactly the tree's text.
+// Catches: a piece dropped or doubled at the buffer's edge, and the last
+// partial buffer never flushed.
+TEST_F(FileRunStoreTest, ResultsJsonWrittenInPiecesIsTheWholeText) {
+  FileRunStore store(dir_);
+  report::RunRecord r = Record();
+  report::CellRecord c = r.cells[0];
+  c.wrk_text = std::string(1500, 'w');
+  r.cells.clear();
+  for (int i = 0; i < 150; ++i) {
+    c.result.requests = static_cast<uint64_t>(i) * 1000 + 7;
+    r.cells.push_back(c);
+  }
+  for (size_t n : {size_t{150}, size_t{1}, size_t{0}}) {
+    r.cells.resize(n);
+    ASSERT_TRUE(store.Save(r).ok());
+    const std::string text = ReadFile(dir_ / "results.json");
+    if (n == 150) {
+      EXPECT_GT(text.size(), 3 * 64 * 1024u);
+    }
+    EXPECT_EQ(text, report::ToJson(r).dump(1) + "\n") << n << " cells";
+  }
+}
+
 // Catches: a broken results.json treated as "nothing stored" (a resume
 // would start over and overwrite finished cells).
 TEST_F(FileRunStoreTest, BrokenRecordIsAnErrorNamingTheFile) {
