@@ -5,12 +5,17 @@
 // are the truth).
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <algorithm>
+#include <fstream>
 #include <set>
 
 #include "agent/engine_test_util.h"
 #include "agent/h2_socket_server.h"
 #include "testing/support/nginx_fixture.h"
+#include "testing/support/ports.h"
+#include "testing/support/subprocess.h"
 #include "testing/support/temp_dir.h"
 #include "testing/support/test_certs.h"
 
@@ -183,6 +188,52 @@ TEST_F(EngineH2Test, TlsServerWithoutH2IsAHandshakeError) {
   EXPECT_GT(run.all.errors.handshake, 0u);
   EXPECT_EQ(run.all.errors.SocketErrors(), run.all.errors.handshake);
   EXPECT_EQ(log.size(), 0u);
+}
+
+// A TLS server that ignores ALPN altogether (Python's ssl module with no
+// ALPN protocols set: the handshake completes, no protocol chosen) and
+// answers whatever arrives with an HTTP/1.1 response. The engine must check
+// what ALPN chose and count a handshake error, not send HTTP/2 to a server
+// that never agreed to it (that would show up as protocol or read errors).
+TEST_F(EngineH2Test, TlsServerThatChoosesNoProtocolIsAHandshakeError) {
+  auto port = testing::FreeLoopbackPort();
+  ASSERT_TRUE(port.ok()) << port.status().ToString();
+  const std::string script = R"(
+import socket, ssl, sys, threading
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[2], sys.argv[3])
+ls = socket.socket()
+ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("127.0.0.1", int(sys.argv[1])))
+ls.listen(64)
+def serve(c):
+    try:
+        s = ctx.wrap_socket(c, server_side=True)
+        while s.recv(65536):
+            s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    except Exception:
+        pass
+while True:
+    c, _ = ls.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+)";
+  testing::SubprocessOptions sp;
+  sp.argv = {"python3", "-c", script, std::to_string(*port), certs_->self_cert, certs_->self_key};
+  sp.stdout_to = testing::Redirect::Null();
+  sp.stderr_to = testing::Redirect::File(certs_dir_->File("tls-server.log"));
+  auto server = testing::Subprocess::Start(std::move(sp));
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  ASSERT_TRUE(testing::WaitForPort("127.0.0.1", *port, std::chrono::seconds(10)).ok())
+      << std::ifstream(certs_dir_->File("tls-server.log")).rdbuf();
+  EngineOptions o = H2Options("127.0.0.1", *port, HttpProtocol::kH2, 10);
+  o.connections = 2;
+  o.duration = std::chrono::milliseconds(400);
+  const EngineRun run = RunEngine(o);
+  (void)server->Kill(SIGKILL);
+  EXPECT_EQ(run.all.requests, 0u);
+  EXPECT_GT(run.all.tls_handshakes, 0u) << "the handshakes themselves completed";
+  EXPECT_GT(run.all.errors.handshake, 0u);
+  EXPECT_EQ(run.all.errors.SocketErrors(), run.all.errors.handshake);
 }
 
 class EngineH2ServerTest : public ::testing::Test {
