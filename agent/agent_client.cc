@@ -36,6 +36,7 @@ Result<EngineOptions> OptionsFromJob(const wire::JobSpec& job, const std::vector
   if (!addrs.ok()) return addrs.status();
   o.addresses = std::move(*addrs);
   const std::string host_header = job.EffectiveHostHeader();
+  std::vector<RequestSpec> specs;
   for (size_t i = 0; i < job.requests.size(); ++i) {
     const wire::JobRequest& r = job.requests[i];
     RequestSpec spec;
@@ -47,6 +48,7 @@ Result<EngineOptions> OptionsFromJob(const wire::JobSpec& job, const std::vector
     spec.weight = r.weight;
     if (Status s = ValidateRequest(spec, "job.requests[" + std::to_string(i) + "]: "); !s.ok()) return s;
     o.requests.push_back(BuildRequest(spec, host_header, job.keep_alive));
+    specs.push_back(std::move(spec));
   }
   o.threads = job.threads;
   o.connections = job.connections;
@@ -62,6 +64,12 @@ Result<EngineOptions> OptionsFromJob(const wire::JobSpec& job, const std::vector
   o.cpus = cpus;
   o.start_at = job.start;
   if (job.https) o.tls = MakeTlsOptions(job.host, "", false, "");
+  if (job.protocol != "http1") {
+    o.protocol = job.protocol == "h2" ? HttpProtocol::kH2 : HttpProtocol::kH2c;
+    o.tls.alpn_h2 = o.protocol == HttpProtocol::kH2;
+    o.h2.max_streams = job.streams;
+    if (Status s = BuildH2Requests(o, specs, host_header); !s.ok()) return s;
+  }
   if (Status s = ValidateOptions(o); !s.ok()) return s;
   return o;
 }

@@ -104,6 +104,19 @@ TEST_F(AgentCliTest, BadInputGetsOneLineAndExitCodeTwo) {
       {{"load", "http://127.0.0.1:1/", "--cpus", " "}, "--cpus: CPU list ' ' is empty"},
       {{"--controller", "127.0.0.1:1", "--token", "t", "--cpus", "2-1"}, "--cpus: \"2-1\" is not a CPU list"},
       {{}, "give a command"},
+      {{"load", "http://127.0.0.1:1/", "--h2"}, "--h2: needs an https:// URL"},
+      {{"load", "https://127.0.0.1:1/", "--h2c"}, "--h2c: needs an http:// URL"},
+      {{"load", "https://127.0.0.1:1/", "--h2", "--h2c"}, "--h2"},
+      {{"load", "http://127.0.0.1:1/", "--streams", "10"}, "--streams: only with --h2 or --h2c"},
+      {{"load", "http://127.0.0.1:1/", "--h2c", "--streams", "0"}, "--streams: must be between 1 and 65536"},
+      {{"load", "http://127.0.0.1:1/", "--h2c", "--streams", "ten"}, "--streams: "},
+      {{"load", "http://127.0.0.1:1/", "--h2-stream-window", "1M"}, "--h2-stream-window: only with --h2 or --h2c"},
+      {{"load", "http://127.0.0.1:1/", "--h2c", "--h2-stream-window", "4G"}, "--h2-stream-window: must be between 1 and 2147483647"},
+      {{"load", "http://127.0.0.1:1/", "--h2c", "--h2-connection-window", "x"}, "--h2-connection-window: 'x' is not a size"},
+      {{"load", "http://127.0.0.1:1/", "--h2c", "--rate", "100"}, "--rate cannot be combined with --h2c"},
+      {{"load", "http://127.0.0.1:1/", "--h2c", "--pipeline", "4"}, "--pipeline cannot be combined with --h2c"},
+      {{"load", "http://127.0.0.1:1/", "--h2c", "--no-keep-alive"}, "--no-keep-alive cannot be combined with --h2c"},
+      {{"load", "http://127.0.0.1:1/", "--h2c", "-H", "Connection: close"}, "Connection"},
   };
   for (const auto& [args, expected] : cases) {
     const Outcome o = Agent(args);
@@ -184,6 +197,60 @@ TEST_F(AgentCliTest, HttpsReportsHandshakesAndVerifies) {
   auto log = nginx.AccessLog();
   ASSERT_TRUE(log.ok());
   EXPECT_EQ(log->size(), j["requests"].get<uint64_t>() + j["drained"].get<uint64_t>()) << "only the run without --verify was served";
+}
+
+// HTTP/2 end to end through the command line, counted against nginx's
+// access log: h2c with prior knowledge (nginx allows 4 streams, we ask 10:
+// a client that ignored its SETTINGS would see streams refused), h2 over
+// TLS by ALPN, and a TLS server without h2 refused with one clear line
+// before any load. Catches: the flags parsed but not passed on (HTTP/1.1
+// sent to an HTTP/2-only listener fails every request), a silent HTTP/1.1
+// fallback.
+TEST_F(AgentCliTest, Http2CountsEqualTheAccessLog) {
+  auto certs = testing::MakeTestCertificates(dir_->path().string());
+  ASSERT_TRUE(certs.ok()) << certs.status().ToString();
+  for (const bool tls : {false, true}) {
+    testing::NginxOptions options;
+    options.keepalive_requests = 1000000000;
+    options.http2 = true;
+    options.http2_max_concurrent_streams = 4;
+    if (tls) {
+      options.tls.emplace();
+      options.tls->certificate = certs->self_cert;
+      options.tls->certificate_key = certs->self_key;
+    }
+    testing::NginxFixture nginx(options);
+    ASSERT_TRUE(nginx.Start().ok());
+    const std::string url = std::string(tls ? "https" : "http") + "://127.0.0.1:" + std::to_string(nginx.port()) + "/";
+    const std::string json = (dir_->path() / "h2.json").string();
+    const Outcome o = Agent({"load", url, tls ? "--h2" : "--h2c", "--streams", "10", "-t1", "-c2", "-d500ms", "--json", json});
+    ASSERT_EQ(o.code, 0) << o.err;
+    EXPECT_NE(o.out.find(std::string("Protocol: ") + (tls ? "h2" : "h2c") + ", up to 10 streams"), std::string::npos) << o.out;
+    std::ifstream in(json);
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    ASSERT_FALSE(j.is_discarded());
+    EXPECT_EQ(j["protocol"], tls ? "h2" : "h2c");
+    EXPECT_EQ(j["streams"], 10);
+    EXPECT_GT(j["requests"].get<uint64_t>(), 100u);
+    for (const char* kind : {"connect", "read", "write", "timeout", "status", "handshake", "goaway", "rstStream", "h2Protocol"}) {
+      EXPECT_EQ(j["errors"][kind], 0) << kind;
+    }
+    ASSERT_TRUE(nginx.Stop().ok());
+    auto log = nginx.AccessLog();
+    ASSERT_TRUE(log.ok());
+    EXPECT_EQ(log->size(), j["requests"].get<uint64_t>() + j["drained"].get<uint64_t>()) << (tls ? "h2" : "h2c");
+  }
+  testing::NginxOptions options;
+  options.tls.emplace();
+  options.tls->certificate = certs->self_cert;
+  options.tls->certificate_key = certs->self_key;
+  testing::NginxFixture http1_only(options);
+  ASSERT_TRUE(http1_only.Start().ok());
+  const Outcome refused = Agent({"load", "https://127.0.0.1:" + std::to_string(http1_only.port()) + "/", "--h2", "-t1", "-c2", "-d500ms"});
+  EXPECT_EQ(refused.code, 1);
+  EXPECT_NE(refused.err.find("--h2: the server does not offer h2 in ALPN"), std::string::npos) << refused.err;
+  EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
+  EXPECT_EQ(refused.out.find("requests in"), std::string::npos) << "no load was run: " << refused.out;
 }
 
 TEST_F(AgentCliTest, ConstantRateSaysTheLatencyIsCorrected) {

@@ -26,6 +26,26 @@ double ProcessCpuSeconds() {
 
 }  // namespace
 
+const char* HttpProtocolName(HttpProtocol p) {
+  switch (p) {
+    case HttpProtocol::kHttp1: return "http1";
+    case HttpProtocol::kH2c: return "h2c";
+    case HttpProtocol::kH2: return "h2";
+  }
+  return "unknown";
+}
+
+Status BuildH2Requests(EngineOptions& o, const std::vector<RequestSpec>& specs, const std::string& authority) {
+  o.h2_requests.clear();
+  const std::string scheme = o.protocol == HttpProtocol::kH2 ? "https" : "http";
+  for (const RequestSpec& spec : specs) {
+    auto r = H2Request::Build(spec, scheme, authority);
+    if (!r.ok()) return r.status();
+    o.h2_requests.push_back(std::shared_ptr<const H2Request>(std::move(*r)));
+  }
+  return Status::Ok();
+}
+
 Status ValidateOptions(const EngineOptions& o) {
   if (o.addresses.empty()) return Status::InvalidArgument("no target address");
   if (o.requests.empty()) return Status::InvalidArgument("no request to send");
@@ -43,6 +63,16 @@ Status ValidateOptions(const EngineOptions& o) {
   if (o.rate < 0 || !std::isfinite(o.rate)) return Status::InvalidArgument("rate must be ≥ 0");
   if (o.rate > 0 && o.pipeline > 1) return Status::InvalidArgument("a constant rate cannot be combined with pipelining");
   if (o.rate > 0 && o.rate < 1e-3) return Status::InvalidArgument("rate must be at least 0.001 requests/s");
+  if (o.protocol != HttpProtocol::kHttp1) {
+    const std::string p = HttpProtocolName(o.protocol);
+    if (o.protocol == HttpProtocol::kH2 && !o.tls.enabled) return Status::InvalidArgument("h2 needs TLS (an https target)");
+    if (o.protocol == HttpProtocol::kH2c && o.tls.enabled) return Status::InvalidArgument("h2c is HTTP/2 without TLS (an http target)");
+    if (o.rate > 0) return Status::InvalidArgument("a constant rate cannot be combined with HTTP/2 (" + p + ")");
+    if (o.pipeline > 1) return Status::InvalidArgument("pipelining cannot be combined with HTTP/2 (" + p + "): use streams");
+    if (!o.keep_alive) return Status::InvalidArgument("short connections cannot be combined with HTTP/2 (" + p + ")");
+    if (o.h2_requests.size() != o.requests.size()) return Status::InvalidArgument("HTTP/2 requests not built");
+    if (Status s = ValidateH2Options(o.h2); !s.ok()) return s;
+  }
   for (const BuiltRequest& r : o.requests) {
     if (r.weight == 0) return Status::InvalidArgument("request '" + r.name + "' has weight 0");
     if (r.bytes.size() > (1u << 30)) return Status::InvalidArgument("request '" + r.name + "' is larger than 1 GiB");
@@ -63,6 +93,7 @@ Engine::~Engine() {
 
 Status Engine::Start() {
   if (Status s = ValidateOptions(options_); !s.ok()) return s;
+  if (options_.protocol == HttpProtocol::kH2) options_.tls.alpn_h2 = true;
   if (options_.tls.enabled && options_.tls_context == nullptr) {
     auto ctx = TlsContext::Create(options_.tls);
     if (!ctx.ok()) return ctx.status();

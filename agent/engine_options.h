@@ -8,11 +8,19 @@
 #include <optional>
 #include <vector>
 
+#include "agent/h2_connection.h"
+#include "agent/h2_request.h"
 #include "agent/request.h"
 #include "agent/tls_context.h"
 #include "agent/url.h"
 
 namespace fairbench::agent {
+
+// What a connection speaks: HTTP/1.1 (over TCP, or TLS when `tls` is
+// enabled), HTTP/2 with prior knowledge over TCP (h2c), or HTTP/2 over TLS
+// chosen by ALPN (h2; `tls` must be enabled).
+enum class HttpProtocol : uint8_t { kHttp1, kH2c, kH2 };
+const char* HttpProtocolName(HttpProtocol p);
 
 struct EngineOptions {
   std::vector<SocketAddress> addresses;  // the target; connections use the first address
@@ -41,6 +49,16 @@ struct EngineOptions {
   // and none is given.
   TlsOptions tls;
   std::shared_ptr<const TlsContext> tls_context;
+  // HTTP/2: the codec's options (h2.max_streams is --streams) and one
+  // request per entry of `requests`, in the same order (BuildH2Requests).
+  // Shared and immutable: nghttp2 reads their header arrays in place.
+  HttpProtocol protocol = HttpProtocol::kHttp1;
+  H2Options h2;
+  std::vector<std::shared_ptr<const H2Request>> h2_requests;
 };
+
+// Builds h2_requests from the specs `requests` were built from, with the
+// scheme of `protocol` and `authority` (the Host header's value).
+Status BuildH2Requests(EngineOptions& options, const std::vector<RequestSpec>& specs, const std::string& authority);
 
 }  // namespace fairbench::agent

@@ -137,6 +137,15 @@ class H2Connection {
   // the stream limit until nghttp2 has sent that. False if the stream is
   // not open or already has its outcome.
   bool Cancel(int32_t stream_id);
+  // Calls f(stream_id, cookie) for each stream still waiting for its
+  // outcome (a worker finds those past their timeout). f must not call back
+  // into the connection.
+  template <typename F>
+  void ForEachWaiting(F&& f) const {
+    for (const Slot& s : slots_) {
+      if (s.in_use && !s.reported) f(s.stream_id, s.cookie);
+    }
+  }
   // Sends GOAWAY(NO_ERROR) (queued in Output) and refuses new streams; the
   // open streams still finish.
   void Shutdown();

@@ -1,12 +1,18 @@
 #include "agent/load_command.h"
 
+#include <netinet/in.h>
+#include <openssl/ssl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -80,8 +86,76 @@ CLI::App* AddLoadCommand(CLI::App& app, LoadFlags& f) {
   cmd->add_flag("--verify", f.verify, "https: verify the server's certificate and name (off by default, as wrk)");
   cmd->add_option("--target-ca-file", f.target_ca_file, "https with --verify: trust the CAs in this PEM file instead of the system's");
   cmd->add_option("--sni", f.sni, "https: server name to send (SNI) and verify (default: the URL's host; none for an IP address)");
+  auto* h2 = cmd->add_flag("--h2", f.h2, "HTTP/2 over TLS (an https:// URL; the server must choose h2 by ALPN)");
+  auto* h2c = cmd->add_flag("--h2c", f.h2c, "HTTP/2 without TLS, prior knowledge (an http:// URL)");
+  h2->excludes(h2c);
+  cmd->add_option("--streams", f.streams, "HTTP/2: concurrent streams per connection, capped by the server's SETTINGS (default 1, as h2load -m)");
+  cmd->add_option("--h2-stream-window", f.h2_stream_window, "HTTP/2: our stream receive window in bytes, e.g. 64k, 1M (default 65535)");
+  cmd->add_option("--h2-connection-window", f.h2_connection_window, "HTTP/2: our connection receive window in bytes (default 65535)");
   return cmd;
 }
+
+namespace {
+
+// --h2-*-window: a byte count (plain, or with k/M/G as powers of 1024).
+Result<uint32_t> ParseWindow(const std::string& text, const std::string& flag) {
+  uint64_t mult = 1;
+  std::string digits = text;
+  if (!digits.empty()) {
+    const char last = digits.back();
+    if (last == 'k' || last == 'K') mult = 1024;
+    else if (last == 'm' || last == 'M') mult = 1024 * 1024;
+    else if (last == 'g' || last == 'G') mult = 1024 * 1024 * 1024;
+    if (mult != 1) digits.pop_back();
+  }
+  auto n = ParseCount(digits);
+  if (!n.ok()) return Status::InvalidArgument(flag + ": '" + text + "' is not a size in bytes");
+  const uint64_t v = *n * mult;
+  if (v == 0 || v > 2147483647ull) return Status::InvalidArgument(flag + ": must be between 1 and 2147483647 bytes, got '" + text + "'");
+  return static_cast<uint32_t>(v);
+}
+
+// Whether the server at `addresses` chooses h2 by ALPN: one blocking
+// handshake before the load, so that a server without HTTP/2 is named at
+// once instead of showing up as a count of handshake errors.
+Status CheckAlpnH2(const std::vector<SocketAddress>& addresses, const TlsContext& ctx, std::chrono::nanoseconds timeout) {
+  const SocketAddress& addr = addresses.front();
+  const int fd = ::socket(addr.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+  if (fd < 0) return Status::IoError(std::string("socket: ") + std::strerror(errno));
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(timeout.count() / 1'000'000'000);
+  tv.tv_usec = static_cast<suseconds_t>(timeout.count() % 1'000'000'000 / 1000);
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr.storage), addr.length) != 0) {
+    const std::string err = std::strerror(errno);
+    ::close(fd);
+    return Status::IoError("connect: " + err);
+  }
+  SSL* ssl = ctx.NewConnection(fd, nullptr);
+  if (ssl == nullptr) {
+    ::close(fd);
+    return Status::Internal("out of memory");
+  }
+  Status result = Status::Ok();
+  if (SSL_connect(ssl) != 1) {
+    const std::string errors = TlsContext::TakeErrors();
+    if (errors.find("no application protocol") != std::string::npos) {
+      result = Status::InvalidArgument("--h2: the server does not offer h2 in ALPN (TLS alert no_application_protocol); "
+                                       "it does not speak HTTP/2 over TLS: drop --h2 to load it with HTTP/1.1");
+    } else {
+      result = Status::IoError("--h2: TLS handshake failed: " + errors);
+    }
+  } else if (!TlsContext::NegotiatedH2(ssl)) {
+    result = Status::InvalidArgument("--h2: the server did not choose h2 by ALPN (it speaks HTTP/1.1 only over TLS); "
+                                     "drop --h2 to load it with HTTP/1.1");
+  }
+  TlsContext::Release(ssl);
+  ::close(fd);
+  return result;
+}
+
+}  // namespace
 
 int RunLoadCommand(const LoadFlags& f) {
   auto url = ParseUrl(f.url);
@@ -107,6 +181,39 @@ int RunLoadCommand(const LoadFlags& f) {
   if (timeout->count() <= 0) return BadInput("--timeout: must be > 0");
   if (f.rate < 0) return BadInput("--rate: must be ≥ 0");
   if (f.pipeline == 0) return BadInput("--pipeline: must be ≥ 1");
+  if (f.h2 && f.h2c) return BadInput("--h2 and --h2c exclude each other (--h2: https with ALPN; --h2c: http, prior knowledge)");
+  if (f.h2 && !url->https) return BadInput("--h2: needs an https:// URL (HTTP/2 over TLS); for http:// use --h2c");
+  if (f.h2c && url->https) return BadInput("--h2c: needs an http:// URL (HTTP/2 without TLS); for https:// use --h2");
+  const bool h2 = f.h2 || f.h2c;
+  if (!h2) {
+    if (!f.streams.empty()) return BadInput("--streams: only with --h2 or --h2c");
+    if (!f.h2_stream_window.empty()) return BadInput("--h2-stream-window: only with --h2 or --h2c");
+    if (!f.h2_connection_window.empty()) return BadInput("--h2-connection-window: only with --h2 or --h2c");
+  }
+  H2Options h2_options;
+  h2_options.max_streams = 1;
+  if (!f.streams.empty()) {
+    auto n = ParseCount(f.streams);
+    if (!n.ok()) return BadInput("--streams: " + n.status().message());
+    if (*n == 0 || *n > 65536) return BadInput("--streams: must be between 1 and 65536, got " + f.streams);
+    h2_options.max_streams = static_cast<uint32_t>(*n);
+  }
+  if (!f.h2_stream_window.empty()) {
+    auto w = ParseWindow(f.h2_stream_window, "--h2-stream-window");
+    if (!w.ok()) return BadInput(w.status().message());
+    h2_options.stream_window = *w;
+  }
+  if (!f.h2_connection_window.empty()) {
+    auto w = ParseWindow(f.h2_connection_window, "--h2-connection-window");
+    if (!w.ok()) return BadInput(w.status().message());
+    h2_options.connection_window = *w;
+  }
+  if (h2) {
+    const char* flag = f.h2 ? "--h2" : "--h2c";
+    if (f.rate > 0) return BadInput(std::string("--rate cannot be combined with ") + flag + " (a constant rate is HTTP/1.1 only)");
+    if (f.pipeline > 1) return BadInput(std::string("--pipeline cannot be combined with ") + flag + " (use --streams)");
+    if (f.no_keep_alive) return BadInput(std::string("--no-keep-alive cannot be combined with ") + flag);
+  }
   if (!url->https) {
     if (f.verify) return BadInput("--verify: only for https:// URLs");
     if (!f.target_ca_file.empty()) return BadInput("--target-ca-file: only for https:// URLs");
@@ -176,6 +283,12 @@ int RunLoadCommand(const LoadFlags& f) {
   opt.pipeline = f.pipeline;
   opt.rate = f.rate;
   if (url->https) opt.tls = MakeTlsOptions(url->host, f.sni, f.verify, f.target_ca_file);
+  if (h2) {
+    opt.protocol = f.h2 ? HttpProtocol::kH2 : HttpProtocol::kH2c;
+    opt.tls.alpn_h2 = f.h2;
+    opt.h2 = h2_options;
+    if (Status s = BuildH2Requests(opt, specs, url->HostHeader()); !s.ok()) return BadInput(s.message());
+  }
   if (!f.cpus.empty()) {
     auto cpus = ParseCpusFlag(f.cpus);
     if (!cpus.ok()) return BadInput("--cpus: " + cpus.status().message());
@@ -186,6 +299,12 @@ int RunLoadCommand(const LoadFlags& f) {
     auto ctx = TlsContext::Create(opt.tls);
     if (!ctx.ok()) return BadInput((f.target_ca_file.empty() ? "--verify: " : "--target-ca-file: ") + ctx.status().message());
     opt.tls_context = std::move(*ctx);
+    if (opt.protocol == HttpProtocol::kH2) {
+      if (Status s = CheckAlpnH2(opt.addresses, *opt.tls_context, opt.timeout); !s.ok()) {
+        std::fprintf(stderr, "fairbench-agent: %s\n", s.message().c_str());
+        return 1;
+      }
+    }
   }
 
   const uint64_t limit = RaiseFileLimit();
@@ -245,6 +364,8 @@ int RunLoadCommand(const LoadFlags& f) {
   ctx.keep_alive = opt.keep_alive;
   ctx.pipeline = opt.pipeline;
   ctx.latency_distribution = f.latency;
+  ctx.protocol = HttpProtocolName(opt.protocol);
+  ctx.streams = opt.protocol != HttpProtocol::kHttp1 ? opt.h2.max_streams : 0;
   std::string text = RenderText(ctx, totals, end);
   // The first two lines were printed at the start, as wrk does.
   for (int skip = 0; skip < 2; ++skip) text.erase(0, text.find('\n') + 1);

@@ -33,6 +33,13 @@ struct LoadFlags {
   bool verify = false;
   std::string target_ca_file;
   std::string sni;
+  // HTTP/2: --h2 (https, ALPN h2) or --h2c (http, prior knowledge); the
+  // rest are empty when not given.
+  bool h2 = false;
+  bool h2c = false;
+  std::string streams;
+  std::string h2_stream_window;
+  std::string h2_connection_window;
 };
 
 // Registers the subcommand's options on `app`.

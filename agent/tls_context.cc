@@ -50,6 +50,10 @@ Result<std::shared_ptr<TlsContext>> TlsContext::Create(const TlsOptions& o) {
   SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
   SSL_CTX_sess_set_new_cb(ctx, OnNewSession);
+  if (o.alpn_h2) {
+    static const unsigned char kH2[] = {2, 'h', '2'};
+    if (SSL_CTX_set_alpn_protos(ctx, kH2, sizeof kH2) != 0) return Status::Internal("SSL_CTX_set_alpn_protos: " + TakeErrors());
+  }
   if (o.verify) {
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
     const int loaded = o.ca_file.empty() ? SSL_CTX_set_default_verify_paths(ctx)
@@ -126,11 +130,18 @@ SSL* TlsContext::NewConnection(int fd, SessionPool* pool, SSL* reuse) const {
   }
   SSL_set_connect_state(ssl);
   SSL_set_ex_data(ssl, 0, pool);  // SSL_set_app_data without its cast
-  if (SSL_SESSION* s = pool->Take()) {
+  if (SSL_SESSION* s = pool != nullptr ? pool->Take() : nullptr) {
     SSL_set_session(ssl, s);  // takes its own reference
     SSL_SESSION_free(s);
   }
   return ssl;
+}
+
+bool TlsContext::NegotiatedH2(const SSL* ssl) {
+  const unsigned char* proto = nullptr;
+  unsigned int len = 0;
+  SSL_get0_alpn_selected(ssl, &proto, &len);
+  return len == 2 && proto[0] == 'h' && proto[1] == '2';
 }
 
 void TlsContext::Park(SSL* ssl) { SSL_set_shutdown(ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN); }

@@ -13,7 +13,8 @@
 //  - read-ahead (one read() fills a record and more, instead of a header
 //    read and a body read), partial writes and moving write buffers (the
 //    engine retries from its own offset), and an unexpected EOF read as an
-//    ordinary end of stream (servers rarely send close_notify).
+//    ordinary end of stream (servers rarely send close_notify);
+//  - with `alpn_h2`, ALPN offering "h2" alone (HTTP/2 over TLS).
 #pragma once
 
 #include <cstddef>
@@ -35,6 +36,7 @@ struct TlsOptions {
   bool verify = false;       // check the server's certificate chain and name
   std::string ca_file;       // PEM bundle trusted with `verify`; empty: the system's
   std::string verify_name;   // the name (or IP address) the certificate must match
+  bool alpn_h2 = false;      // HTTP/2: offer only "h2" in ALPN (the worker refuses a server that does not pick it)
 };
 
 // Options for an https URL's `host`: SNI is `sni`, else the host unless it
@@ -86,6 +88,8 @@ class TlsContext {
   static void Park(SSL* ssl);
   // Frees `ssl` (parked or not) without a close_notify.
   static void Release(SSL* ssl);
+  // True when the handshake of `ssl` chose "h2" by ALPN.
+  static bool NegotiatedH2(const SSL* ssl);
   // The OpenSSL error queue as text, emptied ("" when empty).
   static std::string TakeErrors();
 

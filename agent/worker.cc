@@ -52,6 +52,7 @@ Worker::Worker(LoadCoordinator& coordinator, const EngineOptions& options, uint3
       first_conn_(first_connection),
       conns_(connections),
       schedule_(Weights(options)),
+      h2_(options.protocol != HttpProtocol::kHttp1),
       timeout_ns_(options.timeout.count()) {}
 
 Worker::~Worker() {
@@ -185,6 +186,10 @@ void Worker::Handshake(Conn& c, int64_t now) {
 }
 
 void Worker::OnReady(Conn& c, int64_t now) {
+  if (h2_) {
+    H2Open(c, now);
+    return;
+  }
   SetState(c, State::kIdle);
   MaybeSend(c, now);
 }
@@ -204,6 +209,11 @@ void Worker::Close(Conn& c) {
   SetState(c, State::kClosed);
   c.pending = 0;
   c.write_off = c.write_len = 0;
+  if (c.h2 != nullptr) {
+    c.h2.reset();
+    c.streams = 0;
+    c.h2_timer_ns = 0;
+  }
 }
 
 void Worker::Fail(Conn& c, Why why, int64_t now) {
@@ -398,6 +408,10 @@ void Worker::OnEvent(Conn& c, uint32_t events) {
     if (!SSL_has_pending(c.ssl)) return;
   }
   if (c.fd < 0) return;
+  if (c.h2 != nullptr) {
+    H2OnEvent(c, events);
+    return;
+  }
   if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
     Read(c, events);
     if (c.timer_gen != gen) return;
@@ -558,6 +572,237 @@ void Worker::OnEof(Conn& c) {
 }
 
 // ---------------------------------------------------------------------------
+// HTTP/2
+
+void Worker::H2Open(Conn& c, int64_t now) {
+  if (c.ssl != nullptr && !TlsContext::NegotiatedH2(c.ssl)) {
+    Fail(c, Why::kHandshake, now);  // the server speaks HTTP/1.1 only: never fall back silently
+    return;
+  }
+  auto h2 = H2Connection::Create(opt_.h2);
+  if (!h2.ok()) {
+    Fail(c, Why::kConnect, now);
+    return;
+  }
+  c.h2 = std::move(*h2);
+  c.streams = 0;
+  c.h2_timer_ns = 0;
+  SetState(c, State::kIdle);
+  H2Pump(c, now);  // the preface and our SETTINGS; streams once the server's SETTINGS came
+}
+
+void Worker::H2OnEvent(Conn& c, uint32_t events) {
+  const uint32_t gen = c.timer_gen;
+  if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) || (c.ssl != nullptr && SSL_has_pending(c.ssl))) {
+    H2Read(c, events);
+    if (c.timer_gen != gen) return;
+  }
+  if (events & EPOLLOUT) H2Flush(c, NowNs());
+}
+
+void Worker::H2Read(Conn& c, uint32_t events) {
+  char* const buf = buf_.get();
+  H2Connection& h2 = *c.h2;
+  for (;;) {
+    ssize_t n;
+    if (c.ssl != nullptr) {
+      ERR_clear_error();
+      const int r = SSL_read(c.ssl, buf, static_cast<int>(kBufSize));
+      if (r <= 0) {
+        const int err = SSL_get_error(c.ssl, r);
+        if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) break;
+        ERR_clear_error();
+        if (err == SSL_ERROR_SYSCALL && errno == EINTR) continue;
+        H2End(c, NowNs(), err == SSL_ERROR_ZERO_RETURN, Why::kRead);
+        return;
+      }
+      n = r;
+    } else {
+      n = ::recv(c.fd, buf, kBufSize, 0);
+      if (n <= 0) {
+        if (n < 0 && errno == EAGAIN) break;
+        if (n < 0 && errno == EINTR) continue;
+        H2End(c, NowNs(), n == 0, Why::kRead);
+        return;
+      }
+    }
+    if (!draining_) cur_.counters.bytes_read += static_cast<uint64_t>(n);
+    const bool ok = h2.Receive(reinterpret_cast<const uint8_t*>(buf), static_cast<size_t>(n));
+    if (!ok) break;
+    // A short read drained the socket (edge-triggered: new data brings a new
+    // event); after RDHUP, read on to see the end of the stream.
+    const bool more = c.ssl != nullptr ? SSL_has_pending(c.ssl) != 0 : static_cast<size_t>(n) == kBufSize;
+    if (!more && !(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) break;
+  }
+  const int64_t now = NowNs();
+  // A connection-level failure with no stream open is counted once.
+  const bool lone_failure =
+      h2.failed() && std::none_of(h2.outcomes().begin(), h2.outcomes().end(),
+                                  [](const H2Outcome& o) { return o.error == H2Error::kProtocol; });
+  H2Outcomes(c, now);
+  if (!H2AfterRead(c, now, lone_failure)) return;
+  // New streams and everything queued go out after this batch of events.
+  answered_.push_back({&c, c.timer_gen});
+}
+
+bool Worker::H2AfterRead(Conn& c, int64_t now, bool lone_failure) {
+  H2Connection& h2 = *c.h2;
+  if (h2.failed()) {
+    // The server broke HTTP/2: its open streams were counted as protocol
+    // errors; send what nghttp2 queued (its GOAWAY) and start over.
+    if (!draining_ && lone_failure) ++cur_.counters.errors.h2_protocol;
+    H2Flush(c, now);
+    if (c.h2 == nullptr) return false;
+    Close(c);
+    ScheduleReconnect(c, now, true);
+    return false;
+  }
+  if (draining_ && c.streams == 0) {
+    Close(c);
+    return false;
+  }
+  if (!h2.Alive()) {
+    // GOAWAY, and every stream it let finish is done.
+    if (!draining_) ++cur_.counters.closes_by_server;
+    Close(c);
+    ScheduleReconnect(c, now, false);
+    return false;
+  }
+  return true;
+}
+
+void Worker::H2Outcomes(Conn& c, int64_t now) {
+  std::vector<H2Outcome>& out = c.h2->outcomes();
+  if (out.empty()) return;
+  c.streams -= static_cast<uint32_t>(std::min<size_t>(out.size(), c.streams));
+  if (draining_) {
+    for (const H2Outcome& o : out) {
+      if (o.error == H2Error::kNone) ++drained_;
+      else ++abandoned_;
+    }
+  } else {
+    Counters& k = cur_.counters;
+    for (const H2Outcome& o : out) {
+      switch (o.error) {
+        case H2Error::kNone: {
+          ++k.requests;
+          ++sample_requests_;
+          const int cls = o.status / 100;
+          ++k.status_classes[cls >= 1 && cls <= 5 ? cls : 0];
+          if (o.status > 399) ++k.errors.status;
+          cur_.latency.Record((now - static_cast<int64_t>(o.cookie)) / 1000);
+          c.failures = 0;
+          break;
+        }
+        case H2Error::kGoaway: ++k.errors.goaway; break;
+        case H2Error::kRstStream: ++k.errors.rst_stream; break;
+        case H2Error::kProtocol: ++k.errors.h2_protocol; break;
+        case H2Error::kClosed: ++k.errors.read; break;
+        case H2Error::kCancelled: ++k.errors.timeout; break;
+      }
+    }
+  }
+  out.clear();
+  if (c.streams == 0 && c.state == State::kBusy) SetState(c, State::kIdle);
+}
+
+bool Worker::H2Pump(Conn& c, int64_t now) {
+  H2Connection& h2 = *c.h2;
+  if (started_ && !draining_) {
+    const uint32_t before = c.streams;
+    while (h2.CanSubmit()) {
+      const uint32_t r = schedule_.Next();
+      if (h2.Submit(*opt_.h2_requests[r], r, static_cast<uint64_t>(now)) == 0) break;
+      ++c.streams;
+    }
+    if (c.streams > before) {
+      if (c.state == State::kIdle) SetState(c, State::kBusy);
+      if (c.h2_timer_ns == 0) H2ArmTimer(c, now + timeout_ns_);
+    }
+  }
+  return H2Flush(c, now);
+}
+
+bool Worker::H2Flush(Conn& c, int64_t now) {
+  H2Connection& h2 = *c.h2;
+  for (;;) {
+    const std::span<const uint8_t> out = h2.Output();
+    if (out.empty()) {
+      if (!h2.outcomes().empty()) H2Outcomes(c, now);  // streams nghttp2 could not send
+      return true;
+    }
+    ssize_t n;
+    if (c.ssl != nullptr) {
+      ERR_clear_error();
+      const int r = SSL_write(c.ssl, out.data(), static_cast<int>(std::min<size_t>(out.size(), INT_MAX)));
+      if (r <= 0) {
+        const int err = SSL_get_error(c.ssl, r);
+        if (err == SSL_ERROR_WANT_WRITE || err == SSL_ERROR_WANT_READ) return true;  // resumes on the next event
+        ERR_clear_error();
+        H2End(c, now, false, Why::kWrite);
+        return false;
+      }
+      n = r;
+    } else {
+      n = ::send(c.fd, out.data(), out.size(), MSG_NOSIGNAL);
+      if (n < 0) {
+        if (errno == EAGAIN) return true;  // resumes on EPOLLOUT
+        if (errno == EINTR) continue;
+        H2End(c, now, false, Why::kWrite);
+        return false;
+      }
+    }
+    h2.Consumed(static_cast<size_t>(n));
+    if (!draining_) cur_.counters.bytes_written += static_cast<uint64_t>(n);
+  }
+}
+
+void Worker::H2End(Conn& c, int64_t now, bool eof, Why why) {
+  const uint32_t open = c.streams;
+  c.h2->Fail(H2Error::kClosed);
+  H2Outcomes(c, now);  // each open stream: a read error
+  if (draining_) {
+    Close(c);
+    return;
+  }
+  if (open == 0) {
+    // Between streams: a clean close is not an error (it counts toward
+    // backoff all the same, as for HTTP/1.1), a failed read or write is.
+    if (eof) {
+      ++cur_.counters.closes_by_server;
+    } else if (why == Why::kWrite) {
+      ++cur_.counters.errors.write;
+    } else {
+      ++cur_.counters.errors.read;
+    }
+  }
+  Close(c);
+  ScheduleReconnect(c, now, true);
+}
+
+void Worker::H2ArmTimer(Conn& c, int64_t at_ns) {
+  c.h2_timer_ns = at_ns;
+  ArmTimer(c, at_ns);
+}
+
+void Worker::H2Expire(Conn& c, int64_t at_ns, int64_t now) {
+  if (at_ns != c.h2_timer_ns) return;  // superseded (one timer per connection is live)
+  c.h2_timer_ns = 0;
+  if (c.streams == 0) return;
+  int64_t oldest = INT64_MAX;
+  expired_.clear();
+  c.h2->ForEachWaiting([&](int32_t id, uint64_t cookie) {
+    const int64_t sent = static_cast<int64_t>(cookie);
+    if (sent + timeout_ns_ <= now) expired_.push_back(id);
+    else oldest = std::min(oldest, sent);
+  });
+  for (int32_t id : expired_) c.h2->Cancel(id);
+  H2Outcomes(c, now);  // each one a timeout
+  if (oldest != INT64_MAX) H2ArmTimer(c, oldest + timeout_ns_);
+  H2Pump(c, now);  // the RST_STREAMs, and streams in their place
+}
+
+// ---------------------------------------------------------------------------
 // Timers
 
 void Worker::FifoPush(Conn& c, int64_t deadline) {
@@ -599,7 +844,8 @@ void Worker::RunTimers(int64_t now) {
     heap_.pop_back();
     Conn& c = *t.conn;
     if (t.gen != c.timer_gen) continue;
-    if (c.state == State::kClosed) StartConnect(c, NowNs());
+    if (c.h2 != nullptr) H2Expire(c, t.at_ns, NowNs());
+    else if (c.state == State::kClosed) StartConnect(c, NowNs());
     else if (c.state == State::kIdle) MaybeSend(c, NowNs());
   }
 }
@@ -671,7 +917,8 @@ void Worker::MaybeStart(int64_t now) {
   for (Conn& c : conns_) {
     // Constant rate: connection g sends at start + g/R, then every C/R.
     if (opt_.rate > 0) c.next_intended_ns = start + static_cast<int64_t>(opt_.connection_offset + c.id) * slot_ns_;
-    if (c.state == State::kIdle) MaybeSend(c, now);
+    if (c.h2 != nullptr) H2Pump(c, now);
+    else if (c.state == State::kIdle) MaybeSend(c, now);
   }
 }
 
@@ -681,6 +928,7 @@ void Worker::BeginDrain(int64_t now) {
   heap_.clear();
   for (Conn& c : conns_) {
     if (c.state != State::kBusy) Close(c);
+    else if (c.h2 != nullptr) c.h2_timer_ns = 0;  // the heap was cleared
   }
 }
 
@@ -734,6 +982,14 @@ void Worker::Wait(int64_t deadline, int64_t now) {
     }
     OnEvent(*static_cast<Conn*>(events[i].data.ptr), events[i].events);
   }
+  if (h2_) {
+    const int64_t now2 = answered_.empty() ? 0 : NowNs();
+    for (const Answered& a : answered_) {
+      if (a.conn->timer_gen == a.gen && a.conn->h2 != nullptr) H2Pump(*a.conn, now2);
+    }
+    answered_.clear();
+    return;
+  }
   for (const Answered& a : answered_) {
     if (a.conn->timer_gen == a.gen && a.conn->state == State::kIdle) MaybeSend(*a.conn, NowNs());
   }
@@ -776,7 +1032,8 @@ void Worker::Run() {
     Wait(NextDeadline(now), now);
   }
   for (Conn& c : conns_) {
-    if (c.state == State::kBusy && c.write_off == c.write_len) abandoned_ += c.pending;
+    if (c.h2 != nullptr) abandoned_ += c.streams;
+    else if (c.state == State::kBusy && c.write_off == c.write_len) abandoned_ += c.pending;
     Close(c);
   }
 }

@@ -24,6 +24,18 @@
 // connection (SessionPool: a TLS 1.3 ticket once, a TLS 1.2 session always);
 // a connection's SSL object is reset and reused on its next connect.
 //
+// HTTP/2 (opt.protocol h2c or h2): once connected (and, for h2, once ALPN
+// chose "h2" — otherwise a handshake error), a connection carries an
+// H2Connection. Reads go to its Receive until the socket is drained; the
+// streams that ended are counted (a response like an HTTP/1.1 one, latency
+// from its submission; GOAWAY, RST_STREAM, protocol errors by kind, a
+// stream cut by the end of the connection as a read error, a stream past
+// its timeout cancelled and counted as a timeout). After the batch of
+// events, new streams are submitted up to the stream limit and every
+// stream's frames go out in one write. A connection whose GOAWAY left no
+// open stream is closed and reopened. A timer per connection (on the heap)
+// finds the streams past their timeout.
+//
 // The worker knows its coordinator (the engine) only as a LoadCoordinator:
 // in its loop it reads the coordinator's LoadState (the stop flag, the
 // start, the boundaries) without a call; it calls it once per interval
@@ -37,6 +49,7 @@
 #include <vector>
 
 #include "agent/engine_options.h"
+#include "agent/h2_connection.h"
 #include "agent/load_coordinator.h"
 #include "agent/response_parser.h"
 #include "agent/tls_context.h"
@@ -89,6 +102,11 @@ class Worker {
     Conn* prev = nullptr;
     Conn* next = nullptr;
     std::unique_ptr<uint32_t[]> batch;  // pipelining: request index of each response
+    // HTTP/2: the codec (while open), the streams awaiting their outcome,
+    // and when the armed timeout timer fires (0: none).
+    std::unique_ptr<H2Connection> h2;
+    uint32_t streams = 0;
+    int64_t h2_timer_ns = 0;
   };
 
   struct Timer {
@@ -127,6 +145,26 @@ class Worker {
   bool OnResponse(Conn& c, int64_t now);
   void OnEof(Conn& c);
   bool BatchHead(const Conn& c, uint16_t i) const;
+
+  // HTTP/2.
+  void H2Open(Conn& c, int64_t now);
+  void H2OnEvent(Conn& c, uint32_t events);
+  void H2Read(Conn& c, uint32_t events);
+  // Submits new streams (once started, not draining), then writes the
+  // frames. Returns false when the connection was closed.
+  bool H2Pump(Conn& c, int64_t now);
+  bool H2Flush(Conn& c, int64_t now);
+  // Counts the streams that ended.
+  void H2Outcomes(Conn& c, int64_t now);
+  // The transport ended (EOF, a read or write error): open streams end as
+  // kClosed; the connection is closed and reopened.
+  void H2End(Conn& c, int64_t now, bool eof, Why why);
+  // After reading: closes a connection that failed or whose GOAWAY is done.
+  // Returns false when it was closed. `lone_failure`: the connection failed
+  // with no stream to count it on.
+  bool H2AfterRead(Conn& c, int64_t now, bool lone_failure);
+  void H2Expire(Conn& c, int64_t at_ns, int64_t now);
+  void H2ArmTimer(Conn& c, int64_t at_ns);
 
   // Timers.
   void FifoPush(Conn& c, int64_t deadline);
@@ -179,6 +217,8 @@ class Worker {
     uint32_t gen;
   };
   std::vector<Answered> answered_;
+  std::vector<int32_t> expired_;  // HTTP/2: streams past their timeout, reused
+  const bool h2_;                 // opt_.protocol is h2c or h2
 
   // Timing, all in CLOCK_MONOTONIC nanoseconds.
   int64_t start_ns_ = 0;       // load began (once started_)

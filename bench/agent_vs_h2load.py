@@ -3,8 +3,10 @@
 
 nginx (Debian's) runs one worker pinned to one CPU with an h2c listener
 (`listen ... http2` without TLS: HTTP/2 with prior knowledge, what h2load
-speaks to an http:// URL) and a second, HTTP/1.1 listener for its
-stub_status. The generators run alternately, pinned to another CPU, with
+speaks to an http:// URL), an h2 listener (`listen ... ssl http2`, a
+self-signed certificate made here by openssl(1): HTTP/2 chosen by ALPN,
+what h2load speaks to an https:// URL) and a third, HTTP/1.1 listener for
+its stub_status. The generators run alternately, pinned to another CPU, with
 one thread, C connections and S concurrent streams per connection (by
 default S = 10 and 100).
 
@@ -14,11 +16,13 @@ the server's count over the tool's window and over its whole run; CPU per
 request is the generator's user + system time over the requests the
 server served. A run with failed or errored requests is invalid.
 
-fairbench-agent is compared only when it has the --h2 and --streams flags
-(`fairbench-agent load --h2 --streams S`); otherwise that part is skipped
-with a message and h2load's figures are printed alone.
+fairbench-agent (`fairbench-agent load --h2c|--h2 --streams S`) is
+compared when it has those flags; otherwise that part is skipped with a
+message and h2load's figures are printed alone. The ratios printed are
+fairbench-agent ÷ h2load, the median of the pairs' ratios (targets:
+requests/s ≥ 1.0, CPU per request ≤ 0.9).
 
-    bench/agent_vs_h2load.py [--streams 10,100] [--connections 10] [--runs 3]
+    bench/agent_vs_h2load.py [--protocols h2c,h2] [--streams 10,100] [--connections 10] [--runs 3]
                              [--duration 10] [--agent build/bin/fairbench-agent] [--json out.json]
 """
 import argparse
@@ -61,6 +65,13 @@ http {{
     location / {{ default_type text/plain; return 200 "Hello, World!"; }}
   }}
   server {{
+    listen 127.0.0.1:{tls_port} ssl http2 backlog=65535;
+    ssl_certificate {dir}/cert.pem;
+    ssl_certificate_key {dir}/key.pem;
+    ssl_protocols TLSv1.3;
+    location / {{ default_type text/plain; return 200 "Hello, World!"; }}
+  }}
+  server {{
     listen 127.0.0.1:{status_port};
     location = /nginx-status {{ stub_status; }}
   }}
@@ -90,7 +101,7 @@ def agent_speaks_h2(agent):
     except OSError as e:
         return False, f"cannot run {agent}: {e}"
     text = out.stdout + out.stderr
-    missing = [f for f in ("--h2", "--streams") if f not in text]
+    missing = [f for f in ("--h2c", "--h2", "--streams") if f not in text]
     if missing:
         return False, f"{agent} load has no {' / '.join(missing)} flag"
     return True, ""
@@ -99,8 +110,10 @@ def agent_speaks_h2(agent):
 def tool_argv(tool, args, url, streams):
     if tool == "h2load":
         return ["h2load", "-t1", f"-c{args.connections}", f"-m{streams}", f"-D{args.duration}", url]
-    return [args.agent, "load", "-t1", f"-c{args.connections}", f"-d{args.duration}s", "--h2",
-            "--streams", str(streams), url]
+    return [args.agent, "load", "-t1", f"-c{args.connections}", f"-d{args.duration}s",
+            "--h2" if url.startswith("https:") else "--h2c", "--streams", str(streams),
+            # h2load's default windows (-w 30, -W 30: 2^30 - 1), so that both announce the same
+            "--h2-stream-window", str(2**30 - 1), "--h2-connection-window", str(2**30 - 1), url]
 
 
 def one_run(tool, args, url, status_port, streams):
@@ -123,6 +136,7 @@ def one_run(tool, args, url, status_port, streams):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--protocols", default="h2c,h2", help="h2c (prior knowledge) and/or h2 (TLS, ALPN)")
     ap.add_argument("--streams", default="10,100", help="concurrent streams per connection, comma-separated")
     ap.add_argument("--connections", type=int, default=10)
     ap.add_argument("--runs", type=int, default=3, help="runs (or pairs) per stream level")
@@ -149,9 +163,13 @@ def main():
             print(f"fairbench-agent not compared: {why} (it does not speak HTTP/2 yet); h2load alone\n")
 
     tmp = tempfile.mkdtemp(prefix="fairbench-h2bench-")
-    port, status_port = free_port(), free_port()
+    port, tls_port, status_port = free_port(), free_port(), free_port()
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", os.path.join(tmp, "key.pem"), "-out", os.path.join(tmp, "cert.pem"), "-days", "2",
+                    "-subj", "/CN=localhost"], check=True, capture_output=True)
     with open(os.path.join(tmp, "nginx.conf"), "w") as f:
-        f.write(NGINX_CONF.format(dir=tmp, port=port, status_port=status_port, max_streams=max(128, max(levels))))
+        f.write(NGINX_CONF.format(dir=tmp, port=port, tls_port=tls_port, status_port=status_port,
+                                  max_streams=max(128, max(levels))))
     nginx_bin = shutil.which("nginx") or "/usr/sbin/nginx"
     nginx = subprocess.Popen(["taskset", "-c", args.server_cpu, nginx_bin, "-p", tmp, "-c",
                               os.path.join(tmp, "nginx.conf")], stderr=subprocess.DEVNULL)
@@ -161,30 +179,38 @@ def main():
                "duration": args.duration, "tools": tools}
     try:
         wait_port(port)
+        wait_port(tls_port)
         wait_port(status_port)
-        url = f"http://127.0.0.1:{port}/"
-        print(f"nginx pid {nginx.pid} on CPU {args.server_cpu} (h2c); generators on CPU {args.client_cpu}, -t1, "
+        urls = {"h2c": f"http://127.0.0.1:{port}/", "h2": f"https://127.0.0.1:{tls_port}/"}
+        protocols = [p for p in args.protocols.split(",") if p]
+        for p in protocols:
+            if p not in urls:
+                raise SystemExit(f"--protocols: unknown protocol {p!r} (h2c or h2)")
+        print(f"nginx pid {nginx.pid} on CPU {args.server_cpu} (h2c and h2); generators on CPU {args.client_cpu}, -t1, "
               f"{args.connections} connections, {args.duration}s runs, {args.runs} runs per level; {h2load_version}\n")
-        for streams in levels:
+        for protocol, streams in [(p, s) for p in protocols for s in levels]:
+            url = urls[protocol]
+            level = f"{protocol}/{streams}"
             runs = {t: [] for t in tools}
             for i in range(args.runs):
                 order = tools if i % 2 == 0 else list(reversed(tools))
                 for tool in order:
                     r = one_run(tool, args, url, status_port, streams)
                     runs[tool].append(r)
-                    print(f"  streams={streams:<4} run {i + 1} {tool:<9} own {r['rps']:>9.0f}  server/window "
+                    print(f"  {protocol:<3} streams={streams:<4} run {i + 1} {tool:<9} own {r['rps']:>9.0f}  server/window "
                           f"{r['server_rps_window']:>9.0f}  server/wall {r['server_rps_wall']:>9.0f} req/s "
                           f"({r['requests']} counted by the tool, {r['server_requests']} by nginx)  "
                           f"{r['cpu_per_request_us']:5.2f} us CPU/req  rss {r['rss_kb'] / 1024:5.1f} MiB  "
                           f"errors {r['errors']}{'' if r['valid'] else '  INVALID'}", flush=True)
                     time.sleep(1)
-            results["levels"][streams] = runs
+            results["levels"][level] = runs
 
         print()
         keys = ("rps", "server_rps_window", "server_rps_wall", "cpu_per_request_us", "rss_kb")
-        for streams, runs in results["levels"].items():
+        for level, runs in results["levels"].items():
             valid = [i for i in range(args.runs) if all(runs[t][i]["valid"] for t in tools)]
-            print(f"== {streams} streams per connection, {args.connections} connections "
+            protocol, streams = level.split("/")
+            print(f"== {protocol}: {streams} streams per connection, {args.connections} connections "
                   f"(median of {len(valid)} valid runs of {args.runs})")
             if not valid:
                 print("   no valid run: every run had errors or a tool counted more than the server served")

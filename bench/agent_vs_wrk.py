@@ -171,6 +171,9 @@ def parse_output(text):
     h = re.search(r"handshake errors (\d+)", text)
     if h:
         errors += int(h.group(1))
+    g = re.search(r"HTTP/2 stream errors: goaway (\d+), rst_stream (\d+), protocol (\d+)", text)
+    if g:
+        errors += sum(int(x) for x in g.groups())
     rps = re.search(r"^Requests/sec:\s+([\d.]+)", text, re.M)
     return requests, seconds, float(rps.group(1)), errors
 

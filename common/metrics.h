@@ -23,9 +23,17 @@ struct ErrorCounts {
   uint64_t timeout = 0;          // no complete response within the timeout (the connection is closed and reopened)
   uint64_t status = 0;           // responses with status > 399 (wrk's "Non-2xx or 3xx responses")
   uint64_t port_exhaustion = 0;  // connect failed with EADDRNOTAVAIL (ephemeral ports used up)
-  uint64_t handshake = 0;        // TLS handshake failed (alert, bad certificate with verification, EOF, timeout)
+  uint64_t handshake = 0;        // TLS handshake failed (alert, bad certificate with verification, EOF, timeout,
+                                 // or h2 asked and the server did not choose it by ALPN)
+  // HTTP/2, per stream: refused by the server's GOAWAY (its id above the
+  // last-stream-id: never processed), reset by the server (RST_STREAM), or
+  // lost to a broken frame or response (the server broke HTTP/2).
+  uint64_t goaway = 0;
+  uint64_t rst_stream = 0;
+  uint64_t h2_protocol = 0;
 
-  uint64_t SocketErrors() const { return connect + read + write + timeout + port_exhaustion + handshake; }
+  uint64_t H2Errors() const { return goaway + rst_stream + h2_protocol; }
+  uint64_t SocketErrors() const { return connect + read + write + timeout + port_exhaustion + handshake + H2Errors(); }
   void Add(const ErrorCounts& o) {
     connect += o.connect;
     read += o.read;
@@ -34,6 +42,9 @@ struct ErrorCounts {
     status += o.status;
     port_exhaustion += o.port_exhaustion;
     handshake += o.handshake;
+    goaway += o.goaway;
+    rst_stream += o.rst_stream;
+    h2_protocol += o.h2_protocol;
   }
   bool operator==(const ErrorCounts&) const = default;
 };

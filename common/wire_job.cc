@@ -114,6 +114,8 @@ void ToProto(const JobSpec& in, v1::LoadJob* out) {
   out->set_interval_ns(in.interval.count());
   out->set_keep_alive(in.keep_alive);
   out->set_https(in.https);
+  if (in.protocol != "http1") out->set_protocol(in.protocol);
+  if (in.streams != 1) out->set_streams(in.streams);
   out->set_pipeline(in.pipeline);
   out->set_rate(in.rate);
   if (in.start) {
@@ -171,6 +173,14 @@ Result<JobSpec> FromProto(const v1::LoadJob& in) {
 
   j.keep_alive = in.keep_alive();  // a proto3 bool: false and unset are the same
   j.https = in.https();
+  if (!in.protocol().empty()) j.protocol = in.protocol();
+  if (j.protocol != "http1" && j.protocol != "h2" && j.protocol != "h2c") {
+    return Invalid("protocol", "must be http1, h2 or h2c (got " + Quoted(j.protocol) + ")");
+  }
+  if (j.protocol == "h2" && !j.https) return Invalid("protocol", "h2 needs https");
+  if (j.protocol == "h2c" && j.https) return Invalid("protocol", "h2c is HTTP/2 without TLS: not with https");
+  if (in.streams() != 0) j.streams = in.streams();
+  if (j.streams > 65536) return Invalid("streams", "must be ≤ 65536 (got " + std::to_string(j.streams) + ")");
   if (in.pipeline() != 0) j.pipeline = in.pipeline();
   if (j.pipeline > kMaxPipeline) {
     return Invalid("pipeline", "must be ≤ " + std::to_string(kMaxPipeline) + " (got " + std::to_string(j.pipeline) + ")");

@@ -43,6 +43,8 @@ JobSpec FullSpec() {
   j.interval = nanoseconds(250'000'009);
   j.keep_alive = false;
   j.https = true;
+  j.protocol = "h2";
+  j.streams = 10;
   j.pipeline = 1;  // a rate excludes pipelining: FullPipelinedSpec covers pipeline
   j.rate = 1234.5;
   j.start = system_clock::time_point(nanoseconds(1'700'000'000'123'456'789));
@@ -113,6 +115,8 @@ TEST(WireJobTest, FullyPopulatedSpecRoundTripsExactly) {
   EXPECT_NE(full.interval, d.interval);
   EXPECT_NE(full.keep_alive, d.keep_alive);
   EXPECT_NE(full.https, d.https);
+  EXPECT_NE(full.protocol, d.protocol);
+  EXPECT_NE(full.streams, d.streams);
   EXPECT_NE(full.rate, d.rate);
   EXPECT_NE(full.start, d.start);
   EXPECT_NE(full.connection_offset, d.connection_offset);
@@ -120,6 +124,22 @@ TEST(WireJobTest, FullyPopulatedSpecRoundTripsExactly) {
   EXPECT_NE(full.send_offset, d.send_offset);
 
   EXPECT_EQ(RoundTrip(full), full);
+}
+
+// Catches: a protocol the agent cannot speak, or h2/h2c on the wrong
+// scheme, accepted (the engine would refuse it only after the job started).
+TEST(WireJobTest, ProtocolIsChecked) {
+  v1::LoadJob m = MinimalJob();
+  EXPECT_EQ(FromProto(m)->protocol, "http1");
+  EXPECT_EQ(FromProto(m)->streams, 1u);
+  m.set_protocol("h3");
+  EXPECT_NE(FromProto(m).status().message().find("protocol"), std::string::npos);
+  m.set_protocol("h2");
+  EXPECT_FALSE(FromProto(m).ok()) << "h2 without https";
+  m.set_https(true);
+  EXPECT_TRUE(FromProto(m).ok());
+  m.set_protocol("h2c");
+  EXPECT_FALSE(FromProto(m).ok()) << "h2c with https";
 }
 
 // Catches: a dropped or mis-mapped pipeline field (pipelining cannot be

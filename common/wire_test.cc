@@ -22,6 +22,9 @@ TEST(WireTest, SnapshotRoundTripsExactly) {
   s.stats.counters.status_classes = {1, 2, 3, 4, 5, 6};
   s.stats.counters.closes_by_server = 9;
   s.stats.counters.errors.handshake = 4;
+  s.stats.counters.errors.goaway = 6;
+  s.stats.counters.errors.rst_stream = 7;
+  s.stats.counters.errors.h2_protocol = 8;
   s.stats.counters.tls_handshakes = 11;
   s.stats.counters.tls_handshake_time_us = 5555;
   s.stats.counters.tls_resumed = 10;

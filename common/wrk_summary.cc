@@ -121,12 +121,21 @@ std::string RenderText(const SummaryContext& ctx, const RunTotals& totals, const
                   static_cast<unsigned long long>(e.write), static_cast<unsigned long long>(e.timeout));
   }
   if (e.status) out += Printf("  Non-2xx or 3xx responses: %llu\n", static_cast<unsigned long long>(e.status));
+  if (e.H2Errors() > 0) {
+    out += Printf("  HTTP/2 stream errors: goaway %llu, rst_stream %llu, protocol %llu\n",
+                  static_cast<unsigned long long>(e.goaway), static_cast<unsigned long long>(e.rst_stream),
+                  static_cast<unsigned long long>(e.h2_protocol));
+  }
   const double secs = Seconds(end);
   out += Printf("Requests/sec: %9.2f\n", static_cast<double>(k.requests) / secs);
   out += Printf("Transfer/sec: %10sB\n", FormatBinary(static_cast<double>(k.bytes_read) / secs).c_str());
 
   // What wrk does not say.
   out += "--- fairbench\n";
+  if (ctx.protocol != "http1") {
+    out += Printf("  Protocol: %s, up to %u streams per connection (latency per stream: submitted to response complete)\n",
+                  ctx.protocol.c_str(), ctx.streams);
+  }
   if (ctx.rate > 0) {
     out += Printf("  Latency above is CORRECTED for coordinated omission: measured from each request's scheduled send time (rate %.2f/s).\n", ctx.rate);
     const Histogram& u = m.uncorrected;
@@ -211,7 +220,8 @@ nlohmann::json RenderJson(const SummaryContext& ctx, const RunTotals& totals, co
   auto errors_json = [](const ErrorCounts& e) {
     return json{{"connect", e.connect}, {"read", e.read},       {"write", e.write},
                 {"timeout", e.timeout}, {"status", e.status}, {"portExhaustion", e.port_exhaustion},
-                {"handshake", e.handshake}};
+                {"handshake", e.handshake}, {"goaway", e.goaway},   {"rstStream", e.rst_stream},
+                {"h2Protocol", e.h2_protocol}};
   };
   auto classes_json = [](const Counters& c) {
     return json{{"other", c.status_classes[0]}, {"1xx", c.status_classes[1]}, {"2xx", c.status_classes[2]},
@@ -224,6 +234,8 @@ nlohmann::json RenderJson(const SummaryContext& ctx, const RunTotals& totals, co
   j["durationSeconds"] = ctx.duration_s;
   j["keepAlive"] = ctx.keep_alive;
   j["pipeline"] = ctx.pipeline;
+  j["protocol"] = ctx.protocol;
+  if (ctx.protocol != "http1") j["streams"] = ctx.streams;
   if (ctx.rate > 0) j["rate"] = ctx.rate;
   j["measureSeconds"] = end.measure_seconds;
   j["requests"] = k.requests;

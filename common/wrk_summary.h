@@ -66,6 +66,8 @@ struct SummaryContext {
   bool keep_alive = true;
   uint32_t pipeline = 1;
   bool latency_distribution = false;  // --latency
+  std::string protocol = "http1";     // http1, h2c or h2
+  uint32_t streams = 0;               // HTTP/2: concurrent streams per connection (--streams)
 };
 
 // Mean, sample stdev, max and share within one stdev of a list of samples (wrk's Req/Sec row).

@@ -1,4 +1,4 @@
-// HttpProbe: one HTTP/1.1 request (plain or over TLS) with libcurl, for readiness checks
+// HttpProbe: one HTTP/1.1 or HTTP/2 request (plain or over TLS) with libcurl, for readiness checks
 // and for verifying each scenario once before a target is loaded.
 //
 // Blocking; call it from the orchestrator's thread, never from an event loop.
@@ -19,6 +19,9 @@ struct ProbeRequest {
   std::string host;
   uint16_t port = 0;
   bool https = false;  // TLS, the certificate not verified (as the agents do by default)
+  // "http1"; "h2": HTTP/2 over TLS, and an error when ALPN does not choose
+  // it; "h2c": HTTP/2 with prior knowledge.
+  std::string protocol = "http1";
   std::string path = "/";
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;

@@ -105,6 +105,10 @@ struct Target {
   // How agents, the scenario checks and readiness reach the port: "http" or
   // "https" (TLS; the certificate is not verified, as wrk does not).
   std::string scheme = "http";
+  // What agents speak to it: "http1" (unset), "h2" (HTTP/2 over TLS chosen
+  // by ALPN; scheme https) or "h2c" (HTTP/2 with prior knowledge; scheme
+  // http). The scenario checks before the load use the same.
+  std::optional<std::string> protocol;
   // Kubernetes: the container's command (it replaces the image's
   // entrypoint) and its arguments; "{port}" becomes `port`. A target with a
   // command runs under the nofile helper (Kubernetes has no pod field for
@@ -193,6 +197,9 @@ struct Load {
   Duration timeout = std::chrono::seconds(2);  // per request; a slower answer counts as a timeout error
   bool keep_alive = true;
   int32_t pipeline = 1;  // requests in flight per connection
+  // h2/h2c targets: concurrent streams per connection (unset: 1, as h2load
+  // -m), capped by the server's SETTINGS_MAX_CONCURRENT_STREAMS.
+  std::optional<int32_t> streams;
   int64_t rate = 0;      // requests/s over all agents; 0: closed loop (as fast as answered)
   int32_t agents = 1;
   friend bool operator==(const Load&, const Load&) = default;
@@ -318,6 +325,8 @@ struct ErrorCounts {
   uint64_t status = 0;           // responses whose status differed from expect.status
   uint64_t port_exhaustion = 0;  // EADDRNOTAVAIL on connect: the agent ran out of ports
   uint64_t handshake = 0;        // https: TLS handshakes that failed
+  // HTTP/2 streams: refused by GOAWAY, reset by the server, lost to a protocol error.
+  uint64_t goaway = 0, rst_stream = 0, h2_protocol = 0;
   friend bool operator==(const ErrorCounts&, const ErrorCounts&) = default;
 };
 

@@ -90,11 +90,14 @@ ScenarioSettings EffectiveSettings(const BenchmarkRunSpec& spec, const Scenario&
   s.cooldown = spec.cooldown;
   s.threads = spec.load.threads;
   s.pipeline = spec.load.pipeline;
+  s.streams = spec.load.streams.value_or(1);
   s.agents = spec.load.agents;
   s.keep_alive = spec.load.keep_alive;
   s.rate = spec.load.rate;
   return s;
 }
+
+std::string EffectiveProtocol(const Target& target) { return target.protocol.value_or("http1"); }
 
 std::vector<int64_t> SplitEvenly(int64_t total, int32_t parts) {
   if (parts <= 0) return {};

@@ -61,6 +61,7 @@ struct ScenarioSettings {
   Duration cooldown{};
   int32_t threads = 0;  // per agent
   int32_t pipeline = 0;
+  int32_t streams = 1;  // HTTP/2 targets: streams per connection
   int32_t agents = 0;
   bool keep_alive = true;
   int64_t rate = 0;  // over all agents; 0: closed loop
@@ -68,6 +69,9 @@ struct ScenarioSettings {
 };
 
 ScenarioSettings EffectiveSettings(const BenchmarkRunSpec& spec, const Scenario& scenario);
+
+// The target's protocol: "http1", "h2" or "h2c".
+std::string EffectiveProtocol(const Target& target);
 
 // The target's readiness: spec.targets[].readiness, else the local one
 // (local.readyPath, local.readyTimeout), else the defaults.

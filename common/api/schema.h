@@ -100,6 +100,7 @@ void Describe(V& v, S& s) {
   v.Field("image", s.image);
   v.Field("port", s.port);
   v.Field("scheme", s.scheme);
+  v.Field("protocol", s.protocol);
   v.Field("command", s.command);
   v.Field("args", s.args);
   v.Field("resources", s.resources);
@@ -193,6 +194,7 @@ void Describe(V& v, S& s) {
   v.Field("timeout", s.timeout);
   v.Field("keepAlive", s.keep_alive);
   v.Field("pipeline", s.pipeline);
+  v.Field("streams", s.streams);
   v.Field("rate", s.rate, kOmitZero | kCount);
   v.Field("agents", s.agents);
 }
@@ -315,6 +317,9 @@ void Describe(V& v, S& s) {
   v.Field("status", s.status, kOmitZero);
   v.Field("portExhaustion", s.port_exhaustion, kOmitZero);
   v.Field("handshake", s.handshake, kOmitZero);
+  v.Field("goaway", s.goaway, kOmitZero);
+  v.Field("rstStream", s.rst_stream, kOmitZero);
+  v.Field("h2Protocol", s.h2_protocol, kOmitZero);
 }
 
 template <typename V, typename S>

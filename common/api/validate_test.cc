@@ -1,5 +1,6 @@
 // Validation rules, one by one, on runs built in code.
 #include "common/api/validate.h"
+#include "common/api/cells.h"
 
 #include <gtest/gtest.h>
 
@@ -80,6 +81,40 @@ TEST(ValidateTest, Targets) {
                                "spec.targets[1].resources.cpu: must be greater than 0",
                                "spec.targets[1].nofile: must be between 1 and 1048576, got 0",
                                "spec.targets[1].env[\"A=B\"]: a variable name cannot contain '='"}));
+}
+
+// Catches: a protocol value not checked, h2 allowed over plain HTTP (the
+// agents would fail every handshake) or h2c over TLS, streams accepted
+// where nothing uses them, HTTP/2 combined with what only HTTP/1.1 does.
+TEST(ValidateTest, TargetProtocolAndStreams) {
+  BenchmarkRun run = Valid();
+  run.spec.targets[0].protocol = "http3";
+  run.spec.load.streams = 10;
+  EXPECT_EQ(Check(run), (Lines{"spec.targets[0].protocol: must be http1, h2 or h2c, got \"http3\"",
+                               "spec.load.streams: only for targets with protocol h2 or h2c"}));
+  run.spec.targets[0].protocol = "h2";
+  EXPECT_EQ(Check(run), (Lines{"spec.targets[0].protocol: h2 is HTTP/2 over TLS and needs scheme https (HTTP/2 "
+                               "without TLS is h2c)"}));
+  run.spec.targets[0].scheme = "https";
+  EXPECT_EQ(Check(run), Lines{});
+  run.spec.targets[0].protocol = "h2c";
+  EXPECT_EQ(Check(run), (Lines{"spec.targets[0].protocol: h2c is HTTP/2 without TLS and needs scheme http (HTTP/2 "
+                               "over TLS is h2)"}));
+  run.spec.targets[0].scheme = "http";
+  run.spec.load.streams = 0;
+  run.spec.load.pipeline = 2;
+  run.spec.load.rate = 100;
+  EXPECT_EQ(Check(run), (Lines{"spec.targets[0].protocol: h2c cannot be used with load.pipeline > 1 (HTTP/2 uses load.streams)",
+                               "spec.targets[0].protocol: h2c cannot be used with load.rate (a constant rate is HTTP/1.1 only)",
+                               "spec.load.streams: must be between 1 and 65536, got 0"}));
+  run.spec.load.pipeline = 1;
+  run.spec.load.rate = 0;
+  run.spec.load.streams = 100;
+  EXPECT_EQ(Check(run), Lines{});
+  EXPECT_EQ(EffectiveSettings(run.spec, run.spec.scenarios[0]).streams, 100);
+  EXPECT_EQ(EffectiveProtocol(run.spec.targets[0]), "h2c");
+  run.spec.targets[0].protocol.reset();
+  EXPECT_EQ(EffectiveProtocol(run.spec.targets[0]), "http1");
 }
 
 // Catches: a fractional CPU not warned about (the target then shares cores

@@ -38,7 +38,9 @@ void CheckCell(const api::ScenarioSettings& settings, CellRecord& cell, const Ch
   if (had_sparse_usage) cell.flags.push_back(CellFlag::kSparseUsage);
 
   const api::ErrorCounts& e = r.errors;
-  if (e.connect + e.read + e.write + e.timeout + e.port_exhaustion + e.handshake + e.status > 0) {
+  if (e.connect + e.read + e.write + e.timeout + e.port_exhaustion + e.handshake + e.goaway + e.rst_stream +
+          e.h2_protocol + e.status >
+      0) {
     cell.flags.push_back(CellFlag::kErrors);
   }
 }

@@ -654,8 +654,9 @@ Section Errors(const Context& ctx) {
   Section s{"errors", "Errors", 2, {}};
   s.blocks.push_back(P("Socket errors by kind — connect, read (including a connection closed mid-response), write, "
                        "timeout (no complete response within the timeout), port exhaustion (the load generator ran "
-                       "out of ephemeral ports), TLS handshake (https targets: a handshake that failed) — and responses whose status "
-                       "differed from the expected one."));
+                       "out of ephemeral ports), TLS handshake (https targets: a handshake that failed), and for HTTP/2 targets the streams "
+                       "refused by a GOAWAY, reset by the server (RST_STREAM) or lost to a protocol error — and "
+                       "responses whose status differed from the expected one."));
   // The handshake column only when some cell was over TLS.
   bool tls = false;
   for (const CellRecord* c : CellsInReportOrder(ctx)) tls = tls || c->result.tls || c->result.errors.handshake > 0;
@@ -663,15 +664,31 @@ Section Errors(const Context& ctx) {
   const size_t left = header.size();
   for (const char* h : {"connect", "read", "write", "timeout", "status", "port exhaustion"}) header.push_back(h);
   if (tls) header.push_back("handshake");
+  // The HTTP/2 columns only when some cell had such an error.
+  bool h2 = false;
+  for (const CellRecord* c : CellsInReportOrder(ctx)) {
+    const api::ErrorCounts& e = c->result.errors;
+    h2 = h2 || e.goaway + e.rst_stream + e.h2_protocol > 0;
+  }
+  if (h2) {
+    for (const char* h : {"goaway", "rst_stream", "h2 protocol"}) header.push_back(h);
+  }
   header.push_back("requests");
   Table t{header, Aligns(left, header.size() - left), {}};
   t.align[2] = Align::kRight;
   for (const CellRecord* c : CellsInReportOrder(ctx)) {
     const api::ErrorCounts& e = c->result.errors;
-    if (e.connect + e.read + e.write + e.timeout + e.status + e.port_exhaustion + e.handshake == 0) continue;
+    if (e.connect + e.read + e.write + e.timeout + e.status + e.port_exhaustion + e.handshake + e.goaway +
+            e.rst_stream + e.h2_protocol ==
+        0) {
+      continue;
+    }
     std::vector<std::string> row = CellCells(ctx, c->result);
     for (uint64_t v : {e.connect, e.read, e.write, e.timeout, e.status, e.port_exhaustion}) row.push_back(Count(v));
     if (tls) row.push_back(Count(e.handshake));
+    if (h2) {
+      for (uint64_t v : {e.goaway, e.rst_stream, e.h2_protocol}) row.push_back(Count(v));
+    }
     row.push_back(c->result.requests > 0 ? Count(c->result.requests) : kMissing);
     t.rows.push_back(std::move(row));
   }
@@ -856,7 +873,8 @@ std::string FlagDetail(const CellRecord& c, CellFlag flag) {
              " s measured: read them as rough";
     case CellFlag::kErrors: {
       const api::ErrorCounts& e = r.errors;
-      const uint64_t socket = e.connect + e.read + e.write + e.timeout + e.port_exhaustion + e.handshake;
+      const uint64_t socket =
+          e.connect + e.read + e.write + e.timeout + e.port_exhaustion + e.handshake + e.goaway + e.rst_stream + e.h2_protocol;
       std::string out;
       if (socket > 0) out = Count(socket) + (socket == 1 ? " socket error" : " socket errors");
       if (e.status > 0) out += (out.empty() ? "" : ", ") + Count(e.status) + " unexpected statuses";

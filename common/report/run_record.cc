@@ -40,7 +40,8 @@ constexpr std::array<const char*, 6> kStatusClassNames{"other", "1xx", "2xx", "3
 OrderedJson ErrorsJson(const ErrorCounts& e) {
   return OrderedJson{{"connect", e.connect}, {"read", e.read},     {"write", e.write},
                      {"timeout", e.timeout}, {"status", e.status}, {"portExhaustion", e.port_exhaustion},
-                     {"handshake", e.handshake}};
+                     {"handshake", e.handshake}, {"goaway", e.goaway},   {"rstStream", e.rst_stream},
+                     {"h2Protocol", e.h2_protocol}};
 }
 
 OrderedJson TimelineJson(const TimelinePoint& p) {
@@ -258,6 +259,9 @@ void ReadErrors(const Json& j, const std::string& path, api::Diagnostics& d, Err
   r.Read("status", e.status);
   r.Read("portExhaustion", e.port_exhaustion);
   r.Read("handshake", e.handshake);
+  r.Read("goaway", e.goaway);
+  r.Read("rstStream", e.rst_stream);
+  r.Read("h2Protocol", e.h2_protocol);
 }
 
 void ReadTimelinePoint(const Json& j, const std::string& path, api::Diagnostics& d, TimelinePoint& p) {

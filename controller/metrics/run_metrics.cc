@@ -26,7 +26,8 @@ constexpr std::array<api::CellState, 3> kCellStates = {api::CellState::kSucceede
 std::vector<std::pair<const char*, uint64_t>> ErrorKinds(const ErrorCounts& e) {
   return {{"connect", e.connect}, {"read", e.read},     {"write", e.write},
           {"timeout", e.timeout}, {"status", e.status}, {"port_exhaustion", e.port_exhaustion},
-          {"handshake", e.handshake}};
+          {"handshake", e.handshake}, {"goaway", e.goaway}, {"rst_stream", e.rst_stream},
+          {"h2_protocol", e.h2_protocol}};
 }
 
 std::vector<std::string> With(std::vector<std::string> labels, std::string extra) {

@@ -41,6 +41,8 @@ std::vector<wire::JobSpec> BuildCellJobs(const api::ScenarioSettings& settings, 
     job.host = target.host;
     job.port = target.port;
     job.https = target.https;
+    job.protocol = target.protocol;
+    job.streams = static_cast<uint32_t>(std::max(1, settings.streams));
     for (const api::WeightedRequest& w : settings.requests) {
       wire::JobRequest r;
       r.method = w.request.method;
@@ -107,6 +109,9 @@ report::CellRecord CellRecordFrom(const api::ScenarioSettings& settings, const a
   r.errors.status = c.errors.status;
   r.errors.port_exhaustion = c.errors.port_exhaustion;
   r.errors.handshake = c.errors.handshake;
+  r.errors.goaway = c.errors.goaway;
+  r.errors.rst_stream = c.errors.rst_stream;
+  r.errors.h2_protocol = c.errors.h2_protocol;
   if (target.https) {
     api::TlsHandshakes tls;
     tls.count = c.tls_handshakes;
@@ -139,6 +144,8 @@ report::CellRecord CellRecordFrom(const api::ScenarioSettings& settings, const a
   sc.rate = static_cast<double>(settings.rate);
   sc.keep_alive = settings.keep_alive;
   sc.pipeline = static_cast<uint32_t>(settings.pipeline);
+  sc.protocol = target.protocol;
+  if (target.protocol != "http1") sc.streams = static_cast<uint32_t>(settings.streams);
   sc.latency_distribution = true;
   rec.wrk_text = RenderText(sc, m.totals, end);
   rec.agents = static_cast<uint32_t>(m.agents);

@@ -37,6 +37,27 @@ api::Cell CellOf(int64_t connections) {
   return c;
 }
 
+// Catches: the target's protocol or the streams setting not passed on to
+// the agents (they would speak HTTP/1.1 to an HTTP/2 target).
+TEST(CellJobsTest, ProtocolAndStreamsReachEveryJob) {
+  api::ScenarioSettings settings = Settings();
+  settings.rate = 0;
+  settings.keep_alive = true;
+  settings.streams = 10;
+  TargetPlacement where{"node-a", "10.0.0.7", 8443};
+  where.https = true;
+  where.protocol = "h2";
+  const auto jobs = BuildCellJobs(settings, CellOf(4), where, 2, std::chrono::system_clock::now(), "j");
+  ASSERT_EQ(jobs.size(), 2u);
+  for (const wire::JobSpec& j : jobs) {
+    EXPECT_EQ(j.protocol, "h2");
+    EXPECT_EQ(j.streams, 10u);
+    EXPECT_TRUE(j.https);
+  }
+  where.protocol = "http1";
+  EXPECT_EQ(BuildCellJobs(settings, CellOf(4), where, 1, std::chrono::system_clock::now(), "j")[0].protocol, "http1");
+}
+
 // Catches: connections or rate not split over the agents (or split with
 // a remainder lost), offsets overlapping, threads above an agent's
 // connections, agents given different starts, a request field dropped (the
@@ -117,6 +138,9 @@ TEST(CellJobsTest, HttpsTargetsCarryTheSchemeAndHandshakes) {
   s.end_ns = 2'000'000'000;
   s.stats.counters.requests = 100;
   s.stats.counters.errors.handshake = 3;
+  s.stats.counters.errors.goaway = 5;
+  s.stats.counters.errors.rst_stream = 6;
+  s.stats.counters.errors.h2_protocol = 7;
   s.stats.counters.tls_handshakes = 100;
   s.stats.counters.tls_resumed = 96;
   s.stats.counters.tls_handshake_time_us = 25'000;
@@ -124,6 +148,9 @@ TEST(CellJobsTest, HttpsTargetsCarryTheSchemeAndHandshakes) {
   m.end.measure_seconds = 2;
   const report::CellRecord r = CellRecordFrom(Settings(), CellOf(4), where, m);
   EXPECT_EQ(r.result.errors.handshake, 3u);
+  EXPECT_EQ(r.result.errors.goaway, 5u);
+  EXPECT_EQ(r.result.errors.rst_stream, 6u);
+  EXPECT_EQ(r.result.errors.h2_protocol, 7u);
   ASSERT_TRUE(r.result.tls.has_value());
   EXPECT_EQ(r.result.tls->count, 100u);
   EXPECT_EQ(r.result.tls->resumed, 96u);

@@ -81,7 +81,7 @@ struct Orchestrator::RunState {
 Orchestrator::Orchestrator(Platform& platform, AgentPool& agents, OrchestratorOptions options, RunObserver* observer)
     : platform_(platform), agents_(agents), options_(std::move(options)), observer_(observer) {
   if (!options_.verify) {
-    options_.verify = [](const TargetPlacement& t, const api::ScenarioSettings& s) { return VerifyScenario(t.host, t.port, t.https, s); };
+    options_.verify = [](const TargetPlacement& t, const api::ScenarioSettings& s) { return VerifyScenario(t.host, t.port, t.https, s, t.protocol); };
   }
 }
 
@@ -362,6 +362,7 @@ Orchestrator::TargetOutcome Orchestrator::RunTarget(RunState& state, size_t targ
   }
   TargetPlacement where = instance.placement();
   where.https = target.scheme == "https";
+  where.protocol = api::EffectiveProtocol(target);
   if (observer_ != nullptr) observer_->OnTargetReady(run.metadata.name, target.name, where);
   // What the target runs with, read back (the file limit in force): kept
   // with the notes of earlier targets, so that re-describing keeps it.
@@ -490,7 +491,8 @@ report::CellRecord Orchestrator::RunCapacity(RunState& state, const api::Cell& c
     }
     const api::CellResult& r = rec.result;
     const api::ErrorCounts& e = r.errors;
-    const uint64_t errors = e.connect + e.read + e.write + e.timeout + e.status + e.port_exhaustion + e.handshake;
+    const uint64_t errors = e.connect + e.read + e.write + e.timeout + e.status + e.port_exhaustion + e.handshake +
+                            e.goaway + e.rst_stream + e.h2_protocol;
     report::CapacityTrial t;
     t.offered = static_cast<double>(rate);
     t.achieved = r.requests_per_second;
@@ -566,6 +568,7 @@ report::CellRecord Orchestrator::RunCell(RunState& state, const api::Cell& cell,
   const std::stop_token stop = stop_.get_token();
   TargetPlacement where = instance.placement();
   where.https = run.spec.targets[cell.target_index].scheme == "https";
+  where.protocol = api::EffectiveProtocol(run.spec.targets[cell.target_index]);
   auto not_run = [&](CellState s, const std::string& reason, const std::string& message) {
     return NotRunRecord(cell, s, reason, message);
   };

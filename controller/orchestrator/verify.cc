@@ -27,7 +27,8 @@ std::string Clip(const std::string& s, size_t n = 80) {
 
 }  // namespace
 
-Status VerifyScenario(const std::string& host, uint16_t port, bool https, const api::ScenarioSettings& settings) {
+Status VerifyScenario(const std::string& host, uint16_t port, bool https, const api::ScenarioSettings& settings,
+                      const std::string& protocol) {
   const std::vector<api::WeightedRequest>& requests = settings.requests;
   for (size_t i = 0; i < requests.size(); ++i) {
     const api::Request& r = requests[i].request;
@@ -36,6 +37,7 @@ Status VerifyScenario(const std::string& host, uint16_t port, bool https, const 
     p.host = host;
     p.port = port;
     p.https = https;
+    p.protocol = protocol;
     p.path = r.path;
     for (const auto& [k, v] : r.headers) p.headers.emplace_back(k, v);
     p.body = r.EffectiveBody();

@@ -14,6 +14,9 @@ namespace fairbench::controller {
 // Status, content type, body (exact) or JSON equality. OK, or a one-line
 // description of the mismatch ("GET /: expected status 200, got 404").
 // `https`: over TLS, the certificate not verified.
-Status VerifyScenario(const std::string& host, uint16_t port, bool https, const api::ScenarioSettings& settings);
+// `protocol`: http1, h2 (ALPN must choose h2) or h2c (prior knowledge), as
+// the agents will speak.
+Status VerifyScenario(const std::string& host, uint16_t port, bool https, const api::ScenarioSettings& settings,
+                      const std::string& protocol = "http1");
 
 }  // namespace fairbench::controller

@@ -64,6 +64,7 @@ struct TargetPlacement {
   std::string host;  // address agents connect to
   uint16_t port = 0;
   bool https = false;  // the target's scheme (set by the orchestrator from the run file)
+  std::string protocol = "http1";  // http1, h2 or h2c (likewise)
 };
 
 struct AgentRequest {

@@ -89,7 +89,9 @@ std::string NginxFixture::RenderConfig(const NginxOptions& o, uint16_t port, con
     << "    listen " << o.host << ":" << port;
   if (o.listen_backlog > 0) c << " backlog=" << o.listen_backlog;
   if (o.tls) c << " ssl";
+  if (o.http2) c << " http2";
   c << ";\n";
+  if (o.http2) c << "    http2_max_concurrent_streams " << o.http2_max_concurrent_streams << ";\n";
   if (o.tls) {
     c << "    ssl_certificate " << o.tls->certificate << ";\n"
       << "    ssl_certificate_key " << o.tls->certificate_key << ";\n"

@@ -60,6 +60,12 @@ struct NginxOptions {
     bool session_tickets = true;                 // ssl_session_tickets
   };
   std::optional<Tls> tls;
+  // HTTP/2 on the listener (`listen ... http2`, nginx 1.22): h2c with prior
+  // knowledge, or h2 by ALPN with `tls`. nginx's stream limit per
+  // connection, and its requests per connection (then GOAWAY) come from
+  // keepalive_requests.
+  bool http2 = false;
+  int http2_max_concurrent_streams = 128;
 };
 
 // One access log line; fields as nginx logs them.

@@ -153,6 +153,13 @@ PodTemplate TargetPod(const TargetPodParams& p) {
                       {"successThreshold", 1},
                       {"failureThreshold", std::max<int64_t>(1, timeout_s)}}},
                     {"resources", resources}};
+  if (api::EffectiveProtocol(t) == "h2c") {
+    // The kubelet's httpGet speaks HTTP/1.1 (or h2 by ALPN over TLS): an
+    // h2c listener (HTTP/2 with prior knowledge only) is probed as a port.
+    Json& probe = container["readinessProbe"];
+    probe.erase("httpGet");
+    probe["tcpSocket"] = {{"port", t.port}};
+  }
   if (!t.env.empty()) {
     Json env = Json::array();
     for (const auto& [k, v] : t.env) env.push_back({{"name", k}, {"value", v}});

@@ -219,6 +219,19 @@ TEST(PodTemplatesTest, HttpsTargetsAreProbedOverHttps) {
   EXPECT_EQ(TargetPod(p).pod["spec"]["containers"][0]["readinessProbe"]["httpGet"]["scheme"], "HTTPS");
 }
 
+// Catches: an h2c target (HTTP/2 with prior knowledge only) given the
+// kubelet's HTTP/1.1 httpGet probe: it would never become ready.
+TEST(PodTemplatesTest, H2cTargetsAreProbedAsAPort) {
+  TargetPodParams p = Drogon();
+  p.target.protocol = "h2c";
+  const auto probe = TargetPod(p).pod["spec"]["containers"][0]["readinessProbe"];
+  EXPECT_FALSE(probe.contains("httpGet"));
+  EXPECT_EQ(probe["tcpSocket"]["port"], p.target.port);
+  p.target.protocol = "h2";
+  p.target.scheme = "https";
+  EXPECT_EQ(TargetPod(p).pod["spec"]["containers"][0]["readinessProbe"]["httpGet"]["scheme"], "HTTPS");
+}
+
 // Catches: a readiness probe that gives up sooner than the readiness
 // timeout, or a zero failureThreshold (invalid).
 TEST(PodTemplatesTest, ProbeFailureThresholdFollowsTimeout) {

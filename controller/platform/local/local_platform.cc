@@ -126,6 +126,8 @@ class LocalTarget final : public TargetInstance {
   std::string LogLocation() const override { return log_; }
   std::string Description() const override { return description_; }
 
+  void SetProtocol(std::string protocol) { protocol_ = std::move(protocol); }
+
   Status WaitReady(std::chrono::steady_clock::time_point deadline, std::stop_token stop) override {
     std::string last = "no answer yet";
     while (std::chrono::steady_clock::now() < deadline) {
@@ -136,6 +138,7 @@ class LocalTarget final : public TargetInstance {
       r.port = port_;
       r.path = ready_path_;
       r.https = https_;
+      r.protocol = protocol_;
       r.timeout = std::chrono::milliseconds(500);
       auto response = HttpProbe(r);
       if (response.ok()) return Status::Ok();  // any HTTP answer: it is serving
@@ -182,6 +185,7 @@ class LocalTarget final : public TargetInstance {
   uint16_t port_;
   std::string ready_path_;
   bool https_;
+  std::string protocol_ = "http1";  // the readiness probe speaks the target's protocol
   std::string log_;
   std::string description_;
   int64_t nofile_;
@@ -310,6 +314,7 @@ Result<std::unique_ptr<TargetInstance>> LocalPlatform::Deploy(const DeployReques
   auto instance = std::make_unique<LocalTarget>(target.name, std::move(*process), std::move(cgroup), port,
                                                 api::EffectiveReadiness(target).path, target.scheme == "https", o.log_file, description,
                                                 target.nofile);
+  instance->SetProtocol(api::EffectiveProtocol(target));
   if (wants_port) instance->SetPortChosen();
   instance->SetStopGrace(options_.target_stop_grace);
   instance->SetProfiling(options_.perf_program,

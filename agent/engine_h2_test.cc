@@ -1,0 +1,351 @@
+// The engine speaking HTTP/2: against Debian's nginx (h2c with prior
+// knowledge, h2 chosen by ALPN over TLS; its access log is the truth) and
+// against nghttp2's own server session over loopback (H2SocketServer: its
+// counts of responses, resets, streams refused by GOAWAY and open streams
+// are the truth).
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+
+#include "agent/engine_test_util.h"
+#include "agent/h2_socket_server.h"
+#include "testing/support/nginx_fixture.h"
+#include "testing/support/ports.h"
+#include "testing/support/subprocess.h"
+#include "testing/support/temp_dir.h"
+#include "testing/support/test_certs.h"
+
+namespace fairbench::agent {
+namespace {
+
+using testing::AccessLogEntry;
+using testing::NginxFixture;
+using testing::NginxOptions;
+
+EngineOptions H2Options(const std::string& host, uint16_t port, HttpProtocol protocol, uint32_t streams) {
+  EngineOptions o = TestOptions(host, port);
+  o.protocol = protocol;
+  o.h2.max_streams = streams;
+  if (protocol == HttpProtocol::kH2) o.tls = MakeTlsOptions(host, "", false, "");
+  RequestSpec spec;
+  const Status s = BuildH2Requests(o, {spec}, host + ":" + std::to_string(port));
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  o.timeout = std::chrono::seconds(2);
+  return o;
+}
+
+// Only the kinds named may be non-zero.
+ErrorCounts Without(ErrorCounts e, std::initializer_list<uint64_t ErrorCounts::*> kinds) {
+  for (auto k : kinds) e.*k = 0;
+  return e;
+}
+
+class EngineH2Test : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto dir = testing::TempDir::Create("fairbench-h2-certs");
+    ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+    certs_dir_ = new testing::TempDir(std::move(*dir));
+    auto c = testing::MakeTestCertificates(certs_dir_->path().string());
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    certs_ = new testing::TestCertificates(*c);
+  }
+  static void TearDownTestSuite() {
+    delete certs_;
+    delete certs_dir_;
+    certs_ = nullptr;
+    certs_dir_ = nullptr;
+  }
+  void StartNginx(NginxOptions options, bool tls, bool http2 = true) {
+    options.worker_connections = std::max(options.worker_connections, 4096);
+    options.http2 = http2;
+    if (tls) {
+      options.tls.emplace();
+      options.tls->certificate = certs_->self_cert;
+      options.tls->certificate_key = certs_->self_key;
+    }
+    nginx_ = std::make_unique<NginxFixture>(options);
+    const Status s = nginx_->Start();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  std::vector<AccessLogEntry> FinalLog() {
+    const Status s = nginx_->Stop();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    auto log = nginx_->AccessLog();
+    EXPECT_TRUE(log.ok()) << log.status().ToString();
+    return log.ok() ? *log : std::vector<AccessLogEntry>{};
+  }
+
+  static testing::TempDir* certs_dir_;
+  static testing::TestCertificates* certs_;
+  std::unique_ptr<NginxFixture> nginx_;
+};
+
+testing::TempDir* EngineH2Test::certs_dir_ = nullptr;
+testing::TestCertificates* EngineH2Test::certs_ = nullptr;
+
+// Catches: a response counted twice or not at all, streams not kept in
+// flight, HTTP/1.1 spoken instead (nginx's h2c listener answers it with a
+// protocol error, not a 200).
+TEST_F(EngineH2Test, H2cCountsEqualTheAccessLog) {
+  NginxOptions options;
+  options.keepalive_requests = 1000000000;
+  StartNginx(options, false);
+  const EngineOptions o = H2Options("127.0.0.1", nginx_->port(), HttpProtocol::kH2c, 10);
+  const EngineRun run = RunEngine(o);
+  const auto log = FinalLog();
+  ASSERT_GT(run.measure.requests, 100u);
+  EXPECT_EQ(run.all.errors, ErrorCounts{});
+  EXPECT_EQ(run.end.abandoned, 0u);
+  EXPECT_EQ(log.size(), run.all.requests + run.end.drained);
+  EXPECT_EQ(run.all.status_classes[2], run.all.requests);
+  std::set<uint64_t> connections;
+  for (const AccessLogEntry& e : log) {
+    EXPECT_EQ(e.status, 200);
+    EXPECT_EQ(e.ssl_protocol, "-");
+    connections.insert(e.connection);
+  }
+  EXPECT_EQ(connections.size(), 8u) << "exactly C connections";
+  EXPECT_EQ(run.all.connects, 8u);
+  EXPECT_EQ(run.end.connections_peak, 8u);
+  EXPECT_GT(run.latency.count(), 0u);
+}
+
+// Catches: ALPN not offered (nginx then answers HTTP/1.1 and the codec
+// fails), the TLS layer bypassed, counts off.
+TEST_F(EngineH2Test, H2OverTlsByAlpnCountsEqualTheAccessLog) {
+  NginxOptions options;
+  options.keepalive_requests = 1000000000;
+  StartNginx(options, true);
+  const EngineOptions o = H2Options("127.0.0.1", nginx_->port(), HttpProtocol::kH2, 10);
+  const EngineRun run = RunEngine(o);
+  const auto log = FinalLog();
+  ASSERT_GT(run.measure.requests, 100u);
+  EXPECT_EQ(run.all.errors, ErrorCounts{});
+  EXPECT_EQ(run.end.abandoned, 0u);
+  EXPECT_EQ(log.size(), run.all.requests + run.end.drained);
+  EXPECT_EQ(run.all.tls_handshakes, 8u);
+  for (const AccessLogEntry& e : log) {
+    EXPECT_EQ(e.status, 200);
+    EXPECT_NE(e.ssl_protocol, "-");
+  }
+}
+
+// nginx allows 4 streams per connection; the engine asks for 10. A client
+// that ignored the server's SETTINGS would get its extra streams refused
+// (RST_STREAM REFUSED_STREAM: counted as errors) and lose requests.
+TEST_F(EngineH2Test, NginxStreamLimitIsRespected) {
+  NginxOptions options;
+  options.keepalive_requests = 1000000000;
+  options.http2_max_concurrent_streams = 4;
+  StartNginx(options, false);
+  const EngineOptions o = H2Options("127.0.0.1", nginx_->port(), HttpProtocol::kH2c, 10);
+  const EngineRun run = RunEngine(o);
+  const auto log = FinalLog();
+  ASSERT_GT(run.measure.requests, 100u);
+  EXPECT_EQ(run.all.errors, ErrorCounts{});
+  EXPECT_EQ(log.size(), run.all.requests + run.end.drained);
+}
+
+// nginx sends GOAWAY after 50 requests on a connection; streams above its
+// last-stream-id are refused (goaway errors), the connection is reopened,
+// and every served request is counted.
+TEST_F(EngineH2Test, NginxGoawayMidLoadReconnectsAndCountsServedRequests) {
+  NginxOptions options;
+  options.keepalive_requests = 50;
+  StartNginx(options, false);
+  EngineOptions o = H2Options("127.0.0.1", nginx_->port(), HttpProtocol::kH2c, 10);
+  o.connections = 4;
+  const EngineRun run = RunEngine(o);
+  const auto log = FinalLog();
+  ASSERT_GT(run.measure.requests, 500u);
+  EXPECT_EQ(Without(run.all.errors, {&ErrorCounts::goaway}), ErrorCounts{});
+  EXPECT_EQ(log.size(), run.all.requests + run.end.drained);
+  EXPECT_GT(run.all.connects, 8u) << "connections reopened after GOAWAY";
+  EXPECT_GT(run.all.closes_by_server, 4u);
+  // Each connection serves exactly 50 requests.
+  std::map<uint64_t, uint64_t> per_connection;
+  for (const AccessLogEntry& e : log) ++per_connection[e.connection];
+  for (const auto& [conn, n] : per_connection) EXPECT_LE(n, 50u) << "connection " << conn;
+  // At most 9 streams of each GOAWAY'd connection were refused.
+  EXPECT_LE(run.all.errors.goaway, 9 * run.all.connects);
+}
+
+// A TLS server without HTTP/2 (nginx without `http2` on its ssl listener
+// refuses ALPN h2 with an alert): every attempt is a handshake error,
+// never an HTTP/1.1 fallback.
+TEST_F(EngineH2Test, TlsServerWithoutH2IsAHandshakeError) {
+  StartNginx(NginxOptions{}, true, /*http2=*/false);
+  EngineOptions o = H2Options("127.0.0.1", nginx_->port(), HttpProtocol::kH2, 10);
+  o.connections = 2;
+  const EngineRun run = RunEngine(o);
+  const auto log = FinalLog();
+  EXPECT_EQ(run.all.requests, 0u);
+  EXPECT_GT(run.all.errors.handshake, 0u);
+  EXPECT_EQ(run.all.errors.SocketErrors(), run.all.errors.handshake);
+  EXPECT_EQ(log.size(), 0u);
+}
+
+// A TLS server that ignores ALPN altogether (Python's ssl module with no
+// ALPN protocols set: the handshake completes, no protocol chosen) and
+// answers whatever arrives with an HTTP/1.1 response. The engine must check
+// what ALPN chose and count a handshake error, not send HTTP/2 to a server
+// that never agreed to it (that would show up as protocol or read errors).
+TEST_F(EngineH2Test, TlsServerThatChoosesNoProtocolIsAHandshakeError) {
+  auto port = testing::FreeLoopbackPort();
+  ASSERT_TRUE(port.ok()) << port.status().ToString();
+  const std::string script = R"(
+import socket, ssl, sys, threading
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[2], sys.argv[3])
+ls = socket.socket()
+ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("127.0.0.1", int(sys.argv[1])))
+ls.listen(64)
+def serve(c):
+    try:
+        s = ctx.wrap_socket(c, server_side=True)
+        while s.recv(65536):
+            s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    except Exception:
+        pass
+while True:
+    c, _ = ls.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+)";
+  testing::SubprocessOptions sp;
+  sp.argv = {"python3", "-c", script, std::to_string(*port), certs_->self_cert, certs_->self_key};
+  sp.stdout_to = testing::Redirect::Null();
+  sp.stderr_to = testing::Redirect::File(certs_dir_->File("tls-server.log"));
+  auto server = testing::Subprocess::Start(std::move(sp));
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  ASSERT_TRUE(testing::WaitForPort("127.0.0.1", *port, std::chrono::seconds(10)).ok())
+      << std::ifstream(certs_dir_->File("tls-server.log")).rdbuf();
+  EngineOptions o = H2Options("127.0.0.1", *port, HttpProtocol::kH2, 10);
+  o.connections = 2;
+  o.duration = std::chrono::milliseconds(400);
+  const EngineRun run = RunEngine(o);
+  (void)server->Kill(SIGKILL);
+  EXPECT_EQ(run.all.requests, 0u);
+  EXPECT_GT(run.all.tls_handshakes, 0u) << "the handshakes themselves completed";
+  EXPECT_GT(run.all.errors.handshake, 0u);
+  EXPECT_EQ(run.all.errors.SocketErrors(), run.all.errors.handshake);
+}
+
+class EngineH2ServerTest : public ::testing::Test {
+ protected:
+  void Start(H2SocketServerOptions options) {
+    server_ = std::make_unique<H2SocketServer>(options);
+    const Status s = server_->Start();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  H2SocketTotals Stop() {
+    server_->Stop();
+    return server_->totals();
+  }
+  std::unique_ptr<H2SocketServer> server_;
+};
+
+// Every 7th stream is reset by the server: the RST_STREAM errors equal the
+// resets it sent (those during the drain are given up on, not counted).
+TEST_F(EngineH2ServerTest, ResetStreamsAreCountedExactly) {
+  H2SocketServerOptions options;
+  options.server.reset_every = 7;
+  Start(options);
+  EngineOptions o = H2Options("127.0.0.1", server_->port(), HttpProtocol::kH2c, 10);
+  o.connections = 4;
+  const EngineRun run = RunEngine(o);
+  const H2SocketTotals t = Stop();
+  ASSERT_GT(run.all.requests, 100u);
+  EXPECT_GT(t.resets_sent, 10u);
+  EXPECT_EQ(Without(run.all.errors, {&ErrorCounts::rst_stream}), ErrorCounts{});
+  EXPECT_EQ(run.all.errors.rst_stream + run.end.abandoned, t.resets_sent);
+  EXPECT_EQ(run.all.requests + run.end.drained, t.responses);
+  EXPECT_EQ(run.all.connects, 4u) << "a reset stream does not cost the connection";
+}
+
+// The server sends GOAWAY after 20 requests on each connection: streams
+// the client had opened above its last-stream-id (what the server's frame
+// scanner saw) are exactly the goaway errors; the engine reconnects.
+TEST_F(EngineH2ServerTest, GoawayRefusedStreamsAreCountedExactly) {
+  H2SocketServerOptions options;
+  options.server.goaway_after = 20;
+  Start(options);
+  EngineOptions o = H2Options("127.0.0.1", server_->port(), HttpProtocol::kH2c, 8);
+  o.connections = 4;
+  const EngineRun run = RunEngine(o);
+  const H2SocketTotals t = Stop();
+  ASSERT_GT(run.all.requests, 100u);
+  EXPECT_GT(t.goaways_sent, 4u);
+  EXPECT_GT(t.refused_by_goaway, 0u);
+  EXPECT_EQ(Without(run.all.errors, {&ErrorCounts::goaway}), ErrorCounts{});
+  EXPECT_EQ(run.all.errors.goaway + run.end.abandoned, t.refused_by_goaway);
+  EXPECT_EQ(run.all.requests + run.end.drained, t.responses);
+  // Reconnects are counted; one opened as the load ended may not be.
+  EXPECT_LE(run.all.connects, t.connections);
+  EXPECT_GE(run.all.connects + o.connections, t.connections);
+}
+
+// --streams 10 against a server allowing 100: ten open at once; against
+// one allowing 4: never more than four.
+TEST_F(EngineH2ServerTest, StreamsPerConnectionFollowTheOptionAndTheServerLimit) {
+  for (const uint32_t server_limit : {100u, 4u}) {
+    H2SocketServerOptions options;
+    options.server.max_concurrent_streams = server_limit;
+    Start(options);
+    EngineOptions o = H2Options("127.0.0.1", server_->port(), HttpProtocol::kH2c, 10);
+    o.connections = 2;
+    o.duration = std::chrono::milliseconds(400);
+    const EngineRun run = RunEngine(o);
+    const H2SocketTotals t = Stop();
+    ASSERT_GT(run.all.requests, 100u);
+    EXPECT_EQ(run.all.errors, ErrorCounts{});
+    EXPECT_EQ(t.peak_open_streams, std::min(10u, server_limit)) << "server limit " << server_limit;
+    EXPECT_EQ(run.all.requests + run.end.drained, t.responses);
+  }
+}
+
+// Each response is held back 20 ms by the server: the per-stream latency
+// (submitted → complete) is at least that, and not much more.
+TEST_F(EngineH2ServerTest, PerStreamLatencyIncludesTheServersDelay) {
+  H2SocketServerOptions options;
+  options.delay = std::chrono::milliseconds(20);
+  Start(options);
+  EngineOptions o = H2Options("127.0.0.1", server_->port(), HttpProtocol::kH2c, 4);
+  o.connections = 2;
+  const EngineRun run = RunEngine(o);
+  const H2SocketTotals t = Stop();
+  ASSERT_GT(run.latency.count(), 20u);
+  EXPECT_EQ(run.all.errors, ErrorCounts{});
+  EXPECT_GE(run.latency.ValueAtPercentile(50), 20'000);
+  EXPECT_LT(run.latency.ValueAtPercentile(50), 20'000 + 40'000);
+  EXPECT_EQ(run.all.requests + run.end.drained, t.responses);
+}
+
+// Every 5th stream is never answered: each is cancelled after the timeout
+// and counted as a timeout; the connection carries on.
+TEST_F(EngineH2ServerTest, UnansweredStreamsTimeOut) {
+  H2SocketServerOptions options;
+  options.server.ignore_every = 5;
+  Start(options);
+  EngineOptions o = H2Options("127.0.0.1", server_->port(), HttpProtocol::kH2c, 10);
+  o.connections = 2;
+  o.timeout = std::chrono::milliseconds(200);
+  o.duration = std::chrono::milliseconds(1000);
+  const EngineRun run = RunEngine(o);
+  const H2SocketTotals t = Stop();
+  EXPECT_GT(run.all.errors.timeout, 0u);
+  EXPECT_EQ(Without(run.all.errors, {&ErrorCounts::timeout}), ErrorCounts{});
+  EXPECT_EQ(run.all.connects, 2u);
+  // Ignored streams: requests the server got but neither answered nor reset.
+  const uint64_t ignored = t.requests - t.responses - t.resets_sent;
+  EXPECT_EQ(run.all.errors.timeout + run.end.abandoned, ignored);
+  EXPECT_EQ(run.all.requests + run.end.drained, t.responses);
+}
+
+}  // namespace
+}  // namespace fairbench::agent
