@@ -1,6 +1,7 @@
 // The reference targets as real processes: every endpoint's status,
 // content type and body, keep-alive, the request log's counts, and a clean
 // exit on SIGTERM/SIGINT. Each test runs against httplib, beast and nginx.
+#include <curl/curl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -14,6 +15,7 @@
 #include "testing/support/ports.h"
 #include "testing/support/subprocess.h"
 #include "testing/support/temp_dir.h"
+#include "testing/support/test_certs.h"
 
 namespace fairbench::targets {
 namespace {
@@ -40,7 +42,8 @@ const std::string kEchoBody = R"({"name":"Alice","age":30,"email":"alice@example
 class RunningTarget {
  public:
   // Starts the target on a free port and waits until it accepts.
-  static std::unique_ptr<RunningTarget> Start(const TargetCase& c, const std::string& request_log = "") {
+  static std::unique_ptr<RunningTarget> Start(const TargetCase& c, const std::string& request_log = "",
+                                              const std::vector<std::string>& extra_args = {}) {
     auto dir = TempDir::Create("fairbench-targets-test");
     EXPECT_TRUE(dir.ok());
     for (int attempt = 0; attempt < 3; ++attempt) {
@@ -52,6 +55,7 @@ class RunningTarget {
         o.argv.push_back("--request-log");
         o.argv.push_back(request_log);
       }
+      o.argv.insert(o.argv.end(), extra_args.begin(), extra_args.end());
       o.stdout_to = testing::Redirect::File(dir->File("stdout.log"));
       o.stderr_to = testing::Redirect::File(dir->File("stderr.log"));
       auto proc = Subprocess::Start(std::move(o));
@@ -304,6 +308,186 @@ INSTANTIATE_TEST_SUITE_P(Targets, TargetTest,
                                            TargetCase{"beast", "fairbench-target-beast", "beast", true},
                                            TargetCase{"nginx", "fairbench-target-nginx", "nginx", false}),
                          [](const ::testing::TestParamInfo<TargetCase>& param) { return param.param.name; });
+
+// ------------------------------------- the nginx target over HTTPS and HTTP/2
+
+// One request with libcurl, an HTTP/2 client independent of fairbench's.
+struct CurlReply {
+  CURLcode code = CURLE_OK;
+  std::string error;
+  long status = 0;
+  long http_version = 0;  // CURL_HTTP_VERSION_1_1, CURL_HTTP_VERSION_2_0
+  std::string body;
+};
+
+struct CurlOptions {
+  long http_version = CURL_HTTP_VERSION_1_1;
+  std::string ca_file;  // empty: no verification
+  long tls_max = 0;     // CURL_SSLVERSION_MAX_TLSv1_2 …
+  std::string post_body;
+};
+
+CurlReply CurlFetch(const std::string& url, const CurlOptions& options) {
+  CurlReply reply;
+  CURL* curl = curl_easy_init();
+  char error[CURL_ERROR_SIZE] = {0};
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
+  curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, options.http_version);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 5000L);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  if (options.ca_file.empty()) {
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
+  } else {
+    curl_easy_setopt(curl, CURLOPT_CAINFO, options.ca_file.c_str());
+  }
+  if (options.tls_max != 0) curl_easy_setopt(curl, CURLOPT_SSLVERSION, CURL_SSLVERSION_TLSv1_2 | options.tls_max);
+  curl_slist* headers = nullptr;
+  if (!options.post_body.empty()) {
+    headers = curl_slist_append(headers, "Content-Type: application/json");
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, options.post_body.c_str());
+  }
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &reply.body);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, +[](char* data, size_t size, size_t n, void* out) {
+    static_cast<std::string*>(out)->append(data, size * n);
+    return size * n;
+  });
+  reply.code = curl_easy_perform(curl);
+  reply.error = error;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply.status);
+  curl_easy_getinfo(curl, CURLINFO_HTTP_VERSION, &reply.http_version);
+  curl_slist_free_all(headers);
+  curl_easy_cleanup(curl);
+  return reply;
+}
+
+const TargetCase kNginx{"nginx", "fairbench-target-nginx", "nginx", false};
+
+// Catches: --tls or --http2 not reaching nginx's listen line, a certificate
+// that is not self-signed for the loopback names (curl verifies it against
+// itself as the only trust anchor), ALPN not offering h2, requests over
+// HTTP/2 missing from the request log.
+TEST(NginxProtocolsTest, TlsWithHttp2ServesH2ByAlpnAndHttp11WithASelfSignedCertificate) {
+  auto dir = TempDir::Create();
+  ASSERT_TRUE(dir.ok());
+  const std::string work = dir->File("work");
+  std::filesystem::create_directories(work);
+  const std::string log_path = dir->File("requests.log");
+  auto t = RunningTarget::Start(kNginx, log_path, {"--tls", "--http2", "--work-dir", work});
+  ASSERT_TRUE(t);
+  const std::string cert = work + "/tls.crt";
+  ASSERT_TRUE(std::filesystem::exists(cert)) << t->Output();
+  EXPECT_EQ(std::filesystem::status(work + "/tls.key").permissions() & std::filesystem::perms::others_read,
+            std::filesystem::perms::none);
+  const std::string port = std::to_string(t->port);
+  int sent = 0;
+  for (const std::string host : {"127.0.0.1", "localhost"}) {
+    CurlOptions h2;
+    h2.http_version = CURL_HTTP_VERSION_2TLS;
+    h2.ca_file = cert;
+    CurlReply r = CurlFetch("https://" + host + ":" + port + "/", h2);
+    ++sent;
+    ASSERT_EQ(r.code, CURLE_OK) << host << ": " << r.error;
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.http_version, CURL_HTTP_VERSION_2_0);
+    EXPECT_EQ(r.body, "Hello, World!");
+  }
+  CurlOptions h2;
+  h2.http_version = CURL_HTTP_VERSION_2TLS;
+  h2.ca_file = cert;
+  h2.post_body = kEchoBody;
+  CurlReply echo = CurlFetch("https://127.0.0.1:" + port + "/api/echo", h2);
+  ++sent;
+  ASSERT_EQ(echo.code, CURLE_OK) << echo.error;
+  EXPECT_EQ(echo.http_version, CURL_HTTP_VERSION_2_0);
+  EXPECT_EQ(echo.body, kEchoBody);
+  // HTTP/1.1 on the same port for a client that does not offer h2, over
+  // TLS 1.2 as well as 1.3.
+  CurlOptions h1;
+  h1.ca_file = cert;
+  h1.tls_max = CURL_SSLVERSION_MAX_TLSv1_2;
+  CurlReply user = CurlFetch("https://127.0.0.1:" + port + "/users/42", h1);
+  ++sent;
+  ASSERT_EQ(user.code, CURLE_OK) << user.error;
+  EXPECT_EQ(user.http_version, CURL_HTTP_VERSION_1_1);
+  EXPECT_EQ(user.body, R"({"id":42,"name":"User 42"})");
+  // Plain HTTP is not served on the TLS port.
+  CurlReply plain = CurlFetch("http://127.0.0.1:" + port + "/", CurlOptions{});
+  EXPECT_NE(plain.status, 200);
+
+  ASSERT_TRUE(t->process.Kill(SIGTERM).ok());
+  auto exit = t->process.Wait(seconds(10));
+  ASSERT_TRUE(exit.ok());
+  EXPECT_TRUE(exit->success()) << exit->ToString() << t->Output();
+  ParsedLog log = ReadRequestLog(log_path);
+  ASSERT_EQ(log.totals.size(), 1u);
+  // nginx answers the plain request on its TLS port with a 400 it logs.
+  EXPECT_EQ(log.totals[0], static_cast<uint64_t>(sent + 1));
+}
+
+// Catches: h2c served as HTTP/1.1 (curl's prior-knowledge request would
+// fail), --http2 dropped without --tls.
+TEST(NginxProtocolsTest, Http2WithoutTlsIsH2cWithPriorKnowledge) {
+  auto t = RunningTarget::Start(kNginx, "", {"--http2"});
+  ASSERT_TRUE(t);
+  CurlOptions h2c;
+  h2c.http_version = CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;
+  CurlReply r = CurlFetch("http://127.0.0.1:" + std::to_string(t->port) + "/api/status", h2c);
+  ASSERT_EQ(r.code, CURLE_OK) << r.error;
+  EXPECT_EQ(r.http_version, CURL_HTTP_VERSION_2_0);
+  EXPECT_EQ(r.body, R"({"status":"running","framework":"nginx"})");
+}
+
+// Catches: ALPN choosing h2 without --http2, a given certificate ignored in
+// favour of a self-signed one (curl trusts only the test CA here).
+TEST(NginxProtocolsTest, TlsAloneIsHttp11WithTheGivenCertificate) {
+  auto dir = TempDir::Create();
+  ASSERT_TRUE(dir.ok());
+  auto certs = testing::MakeTestCertificates(dir->path().string());
+  ASSERT_TRUE(certs.ok()) << certs.status().ToString();
+  auto t = RunningTarget::Start(kNginx, "", {"--tls", "--cert", certs->server_cert, "--key", certs->server_key});
+  ASSERT_TRUE(t);
+  CurlOptions o;
+  o.http_version = CURL_HTTP_VERSION_2TLS;  // offers h2 and http/1.1
+  o.ca_file = certs->ca_cert;
+  CurlReply r = CurlFetch("https://localhost:" + std::to_string(t->port) + "/", o);
+  ASSERT_EQ(r.code, CURLE_OK) << r.error;
+  EXPECT_EQ(r.http_version, CURL_HTTP_VERSION_1_1);
+  EXPECT_EQ(r.body, "Hello, World!");
+}
+
+// Each bad combination is refused before nginx starts, naming the flags.
+TEST(NginxProtocolsTest, BadCertificateFlagsAreRefusedNamingTheFlag) {
+  auto dir = TempDir::Create();
+  ASSERT_TRUE(dir.ok());
+  auto certs = testing::MakeTestCertificates(dir->path().string());
+  ASSERT_TRUE(certs.ok());
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--cert", certs->server_cert, "--key", certs->server_key}, "--cert and --key need --tls"},
+      {{"--tls", "--cert", certs->server_cert}, "give both or neither"},
+      {{"--tls", "--cert", certs->server_key, "--key", certs->server_key}, "--cert:"},
+      {{"--tls", "--cert", certs->server_cert, "--key", certs->self_key}, "--cert and --key"},
+  };
+  for (const auto& [args, message] : cases) {
+    testing::SubprocessOptions o;
+    o.argv = {testing::BinaryPath("fairbench-target-nginx"), "--port", "1"};
+    o.argv.insert(o.argv.end(), args.begin(), args.end());
+    o.stdout_to = testing::Redirect::Null();
+    o.stderr_to = testing::Redirect::File(dir->File("stderr"));
+    auto p = Subprocess::Start(std::move(o));
+    ASSERT_TRUE(p.ok());
+    auto exit = p->Wait(seconds(5));
+    ASSERT_TRUE(exit.ok());
+    EXPECT_EQ(exit->exit_code, 2) << message;
+    std::ifstream err(dir->File("stderr"));
+    std::stringstream text_stream;
+    text_stream << err.rdbuf();
+    const std::string text = text_stream.str();
+    EXPECT_NE(text.find(message), std::string::npos) << text;
+  }
+}
 
 }  // namespace
 }  // namespace fairbench::targets

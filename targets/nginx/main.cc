@@ -1,5 +1,12 @@
 // fairbench-target-nginx --port P [--host H] [--threads N] [--request-log FILE]
+//     [--tls [--cert FILE --key FILE]] [--http2]
 //     [--nginx PATH] [--work-dir DIR] [--print-config]
+//
+// --tls serves HTTPS (TLS 1.2 and 1.3) with the given certificate, or with a
+// self-signed one made at start (ECDSA P-256, for localhost, 127.0.0.1, ::1
+// and --host) and written into the work dir as tls.crt and tls.key.
+// --http2 serves HTTP/2: with --tls as h2 chosen by ALPN (HTTP/1.1 for
+// clients that do not offer h2), without it as h2c with prior knowledge only.
 //
 // Runs Debian's nginx with the study's endpoints (nginx.conf.in): writes the
 // config for this port into a work dir (a fresh temp dir unless --work-dir)
@@ -10,6 +17,7 @@
 // requests in flight finish and are logged) that exits 0, and removing the
 // temp dir afterwards. --threads sets worker_processes. If nginx exits on
 // its own, so does the launcher, with nginx's exit code (1 if killed).
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -26,7 +34,9 @@
 #include <thread>
 #include <vector>
 
+#include "common/certificates.h"
 #include "common/signals.h"
+#include "common/tls_files.h"
 #include "targets/common/request_log.h"
 #include "targets/common/target_flags.h"
 #include "targets/nginx/access_log_tail.h"
@@ -72,6 +82,35 @@ Result<pid_t> StartNginx(const std::string& nginx, const std::string& dir) {
   return pid;
 }
 
+// Writes `data` into a new file `path` made with `mode`.
+bool WriteNewFile(const std::string& path, const std::string& data, mode_t mode) {
+  unlink(path.c_str());  // a kept --work-dir holds the last start's
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (fd < 0) return false;
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  return close(fd) == 0 && done == data.size();
+}
+
+// The content of `path`, or "" when it cannot be read.
+std::string ReadWholeFile(const std::string& path) {
+  std::string out;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+    if (n > 0) out.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return out;
+}
+
 // Waits for `pid` (SIGCHLD is blocked and taken here) up to `timeout_ms`.
 bool WaitChild(pid_t pid, int* raw, int timeout_ms) {
   sigset_t chld;
@@ -99,7 +138,35 @@ int main(int argc, char** argv) {
   app.add_option("--nginx", nginx, "the nginx binary")->capture_default_str();
   app.add_option("--work-dir", work_dir, "directory for config, logs and pid file (kept); default: a temp dir");
   app.add_flag("--print-config", print_config, "print the config and exit");
+  bool tls = false;
+  bool http2 = false;
+  std::string cert_file;
+  std::string key_file;
+  app.add_flag("--tls", tls, "serve HTTPS (a self-signed certificate unless --cert and --key)");
+  app.add_flag("--http2", http2, "serve HTTP/2: h2 by ALPN with --tls, h2c (prior knowledge only) without");
+  app.add_option("--cert", cert_file, "the certificate (PEM, a chain) for --tls");
+  app.add_option("--key", key_file, "the certificate's private key (PEM) for --tls");
   CLI11_PARSE(app, argc, argv);
+  if ((!cert_file.empty() || !key_file.empty()) && !tls) {
+    std::fprintf(stderr, "--cert and --key need --tls\n");
+    return 2;
+  }
+  if (cert_file.empty() != key_file.empty()) {
+    std::fprintf(stderr, "--cert and --key go together: give both or neither\n");
+    return 2;
+  }
+  if (!cert_file.empty()) {
+    auto cert = fairbench::tls::ReadCertificates(cert_file, "--cert");
+    auto key = cert.ok() ? fairbench::tls::ReadPrivateKey(key_file, "--key") : cert.status();
+    const fairbench::Status fits = key.ok() ? fairbench::tls::CheckKeyPair(*cert, *key, "--cert and --key") : key.status();
+    if (!fits.ok()) {
+      std::fprintf(stderr, "%s\n", fits.message().c_str());
+      return 2;
+    }
+    // nginx reads them after the launcher's chdir-free start: make them absolute.
+    cert_file = std::filesystem::absolute(cert_file).string();
+    key_file = std::filesystem::absolute(key_file).string();
+  }
 
   signal(SIGPIPE, SIG_IGN);
   const fairbench::BlockedSignals signals({SIGTERM, SIGINT, SIGCHLD});
@@ -127,6 +194,11 @@ int main(int argc, char** argv) {
   config.workers = flags.threads;
   config.dir = work_dir;
   config.access_log = !flags.request_log.empty();
+  config.tls = tls;
+  config.http2 = http2;
+  const bool self_signed = tls && cert_file.empty();
+  config.cert_file = self_signed ? work_dir + "/tls.crt" : cert_file;
+  config.key_file = self_signed ? work_dir + "/tls.key" : key_file;
   auto text = fairbench::targets::RenderNginxConfig(config);
   if (!text.ok()) {
     std::fprintf(stderr, "%s\n", text.status().ToString().c_str());
@@ -143,6 +215,19 @@ int main(int argc, char** argv) {
     out << *text;
     if (!out) {
       std::fprintf(stderr, "cannot write %s/nginx.conf\n", work_dir.c_str());
+      cleanup();
+      return 1;
+    }
+  }
+
+  if (self_signed) {
+    auto pair = fairbench::tls::IssueCertificate(
+        fairbench::tls::ServerSpec("fairbench-target-nginx", fairbench::tls::SubjectAltNamesFor(flags.host)));
+    const bool written =
+        pair.ok() && WriteNewFile(config.cert_file, pair->cert_pem, 0644) && WriteNewFile(config.key_file, pair->key_pem, 0600);
+    if (!written) {
+      std::fprintf(stderr, "cannot make a self-signed certificate in %s: %s\n", work_dir.c_str(),
+                   pair.ok() ? "write failed" : pair.status().ToString().c_str());
       cleanup();
       return 1;
     }
@@ -165,9 +250,11 @@ int main(int argc, char** argv) {
     cleanup();
     return 1;
   }
-  std::printf("fairbench-target-nginx: nginx pid %d on %s:%u with %d workers, config %s/nginx.conf\n",
-              static_cast<int>(*pid), flags.host.c_str(), static_cast<unsigned>(flags.port), flags.threads,
-              work_dir.c_str());
+  const char* protocols = tls ? (http2 ? "h2 and https" : "https") : (http2 ? "h2c" : "http");
+  std::printf("fairbench-target-nginx: nginx pid %d on %s:%u (%s) with %d workers, config %s/nginx.conf%s%s\n",
+              static_cast<int>(*pid), flags.host.c_str(), static_cast<unsigned>(flags.port), protocols, flags.threads,
+              work_dir.c_str(), self_signed ? ", self-signed certificate " : "",
+              self_signed ? config.cert_file.c_str() : "");
   std::fflush(stdout);
 
   std::atomic<bool> stop_tail{false};
@@ -210,10 +297,9 @@ int main(int argc, char** argv) {
   }
   const bool clean = WIFEXITED(raw) && WEXITSTATUS(raw) == 0;
   if (!clean) {
-    std::ifstream err(work_dir + "/error.log");
     std::fprintf(stderr, "fairbench-target-nginx: nginx ended (%s %d); error log:\n%s\n",
                  WIFEXITED(raw) ? "exit" : "signal", WIFEXITED(raw) ? WEXITSTATUS(raw) : WTERMSIG(raw),
-                 std::string(std::istreambuf_iterator<char>(err), {}).c_str());
+                 ReadWholeFile(work_dir + "/error.log").c_str());
   }
   cleanup();
   if (clean) return 0;

@@ -27,11 +27,23 @@ Result<std::string> FillPlaceholders(std::string_view text, const std::map<std::
 Result<std::string> RenderNginxConfig(const NginxTargetConfig& c, std::string_view tmpl) {
   if (c.dir.empty()) return Status::InvalidArgument("nginx config: no directory");
   const bool v6 = c.host.find(':') != std::string::npos;
-  const std::string listen = (v6 ? "[" + c.host + "]" : c.host) + ":" + std::to_string(c.port);
+  std::string listen = (v6 ? "[" + c.host + "]" : c.host) + ":" + std::to_string(c.port);
+  std::string tls;
+  if (c.tls) {
+    if (c.cert_file.empty() || c.key_file.empty()) return Status::InvalidArgument("nginx config: TLS without a certificate");
+    listen += " ssl";
+    tls = "    ssl_certificate " + c.cert_file + ";\n" +
+          "    ssl_certificate_key " + c.key_file + ";\n" +
+          "    ssl_protocols TLSv1.2 TLSv1.3;\n"
+          "    # Resumption across worker processes (tickets work without it).\n"
+          "    ssl_session_cache shared:fairbench:10m;\n";
+  }
+  if (c.http2) listen += " http2";
   return FillPlaceholders(tmpl, {
                                     {"workers", std::to_string(c.workers)},
                                     {"dir", c.dir},
                                     {"listen", listen},
+                                    {"tls", tls},
                                     {"echo_module", c.echo_module},
                                     {"access_log", c.access_log ? c.dir + "/access.log fairbench_count" : "off"},
                                 });

@@ -18,6 +18,12 @@ struct NginxTargetConfig {
   std::string dir;          // pid file, error log, access log, temp paths
   bool access_log = false;  // one "$msec" line per request in dir/access.log
   std::string echo_module = "/usr/lib/nginx/modules/ngx_http_echo_module.so";
+  // HTTPS with this certificate and key (PEM files); HTTP/2 (h2 by ALPN
+  // with tls, h2c with prior knowledge without).
+  bool tls = false;
+  bool http2 = false;
+  std::string cert_file;
+  std::string key_file;
 };
 
 // The template as built into this program.

@@ -25,7 +25,34 @@ TEST(NginxConfigTest, FillsEveryPlaceholder) {
   text = RenderNginxConfig(c);
   ASSERT_TRUE(text.ok());
   EXPECT_NE(text->find("access_log /tmp/x/access.log fairbench_count;"), std::string::npos);
-  EXPECT_NE(text->find("listen [::1]:18123"), std::string::npos);
+  EXPECT_NE(text->find("listen [::1]:18123 backlog=4096;"), std::string::npos);
+  EXPECT_EQ(text->find("ssl_"), std::string::npos);
+}
+
+// Catches: a protocol flag that does not reach the listen line, TLS without
+// its certificate lines.
+TEST(NginxConfigTest, TlsAndHttp2ReachTheListenLine) {
+  NginxTargetConfig c;
+  c.port = 8443;
+  c.dir = "/tmp/x";
+  c.tls = true;
+  EXPECT_FALSE(RenderNginxConfig(c).ok());  // no certificate
+  c.cert_file = "/tmp/x/tls.crt";
+  c.key_file = "/tmp/x/tls.key";
+  auto text = RenderNginxConfig(c);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_NE(text->find("listen 127.0.0.1:8443 ssl backlog=4096;"), std::string::npos) << *text;
+  EXPECT_NE(text->find("ssl_certificate /tmp/x/tls.crt;"), std::string::npos);
+  EXPECT_NE(text->find("ssl_certificate_key /tmp/x/tls.key;"), std::string::npos);
+  c.http2 = true;
+  text = RenderNginxConfig(c);
+  ASSERT_TRUE(text.ok());
+  EXPECT_NE(text->find("listen 127.0.0.1:8443 ssl http2 backlog=4096;"), std::string::npos);
+  c.tls = false;
+  text = RenderNginxConfig(c);
+  ASSERT_TRUE(text.ok());
+  EXPECT_NE(text->find("listen 127.0.0.1:8443 http2 backlog=4096;"), std::string::npos);
+  EXPECT_EQ(text->find("ssl_"), std::string::npos);
 }
 
 TEST(NginxConfigTest, UnknownPlaceholderIsAnError) {

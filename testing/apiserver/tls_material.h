@@ -9,14 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "common/certificates.h"
 #include "common/status.h"
 
 namespace fairbench::apiserver {
 
-struct KeyPair {
-  std::string cert_pem;
-  std::string key_pem;
-};
+using KeyPair = tls::KeyPair;
 
 struct TlsMaterial {
   KeyPair ca;

@@ -592,17 +592,25 @@ TEST(QuickstartTest, RunsInAClusterOnTheReferenceTargetImages) {
   // examples/quickstart.yaml names the images scripts/images builds by
   // default and starts each through its image's entrypoint binary (a
   // command, so that it runs under fairbench-nofile), listening on every
-  // address of the pod.
+  // address of the pod. Every reference image is used, and nginx's once per
+  // protocol: its flags match the target's scheme and protocol.
   for (const api::Platform platform : {api::Platform::kKubernetes, api::Platform::kLocal}) {
     api::LoadOptions options;
     options.validation.platform = platform;
     auto run = api::LoadRunFile(kRoot / "examples" / "quickstart.yaml", options);
     ASSERT_TRUE(run.ok()) << run.status().message();
     if (platform == api::Platform::kLocal) continue;
-    ASSERT_EQ(run->spec.targets.size(), 3u);
+    std::set<std::string> images_used;
+    std::set<std::pair<std::string, std::string>> protocols;  // (scheme, protocol)
     for (const api::Target& t : run->spec.targets) {
-      const std::string name = "fairbench-target-" + t.name;
-      EXPECT_EQ(t.image, "ghcr.io/fairbench/" + name + ":" FAIRBENCH_VERSION);
+      const std::string prefix = "ghcr.io/fairbench/", suffix = ":" FAIRBENCH_VERSION;
+      ASSERT_EQ(t.image.rfind(prefix, 0), 0u) << t.image;
+      ASSERT_GT(t.image.size(), prefix.size() + suffix.size()) << t.image;
+      ASSERT_EQ(t.image.substr(t.image.size() - suffix.size()), suffix) << t.image;
+      const std::string name = t.image.substr(prefix.size(), t.image.size() - prefix.size() - suffix.size());
+      EXPECT_EQ(t.name.rfind(name.substr(std::string("fairbench-target-").size()), 0), 0u)
+          << t.name << " runs " << name;
+      images_used.insert(name);
       const auto image = std::find_if(FairbenchImages().begin(), FairbenchImages().end(),
                                       [&](const Image& i) { return i.name == name; });
       ASSERT_NE(image, FairbenchImages().end()) << name << " has no image";
@@ -619,7 +627,28 @@ TEST(QuickstartTest, RunsInAClusterOnTheReferenceTargetImages) {
       }();
       EXPECT_NE(args.find(" --host 0.0.0.0 "), std::string::npos) << args;
       EXPECT_NE(args.find(" --port {port} "), std::string::npos) << args;
+      const std::string protocol = t.protocol.value_or("http1");
+      const bool tls = args.find(" --tls ") != std::string::npos;
+      const bool http2 = args.find(" --http2 ") != std::string::npos;
+      EXPECT_EQ(tls, t.scheme == "https") << t.name << ": " << args;
+      EXPECT_EQ(http2, protocol != "http1") << t.name << ": " << args;
+      if (t.local) {
+        std::string local;
+        for (const std::string& c : t.local->command) local += c + " ";
+        EXPECT_EQ(local.find(" --tls ") != std::string::npos, tls) << t.name << ": " << local;
+        EXPECT_EQ(local.find(" --http2 ") != std::string::npos, http2) << t.name << ": " << local;
+      }
+      protocols.insert({t.scheme, protocol});
     }
+    for (const Image& i : FairbenchImages()) {
+      if (i.name.rfind("fairbench-target-", 0) == 0) {
+        EXPECT_TRUE(images_used.count(i.name)) << i.name << " unused";
+      }
+    }
+    // HTTP/1.1, HTTPS, h2 and h2c.
+    const std::set<std::pair<std::string, std::string>> all = {
+        {"http", "http1"}, {"https", "http1"}, {"https", "h2"}, {"http", "h2c"}};
+    EXPECT_EQ(protocols, all);
   }
 }
 
