@@ -79,14 +79,14 @@ class RunE2eTest : public ::testing::Test {
            ", --port, \"{port}\", --threads, \"1\", --request-log, " + dir_->path().string() + "/" + name + ".requests]\n";
   }
   std::string WriteRun(const std::string& targets, const std::string& extra_scenarios = "", int agents = 1,
-                       const std::string& duration = "1s") {
+                       const std::string& duration = "1s", const std::string& extra_load = "") {
     const std::string text = "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: e2e}\nspec:\n  targets:\n" +
                              targets +
                              "  scenarios:\n"
                              "  - name: hello\n    request: {path: /}\n    expect: {status: 200, body: \"Hello, World!\"}\n"
                              "  - name: json\n    request: {path: /api/status}\n    expect: {status: 200, contentType: application/json}\n" +
                              extra_scenarios + "  load: {threads: 1, connections: [8], warmup: 300ms, duration: " + duration +
-                             ", timeout: 1s, agents: " + std::to_string(agents) + "}\n  cooldown: 500ms\n";
+                             ", timeout: 1s, agents: " + std::to_string(agents) + extra_load + "}\n  cooldown: 500ms\n";
     const std::string path = dir_->path().string() + "/run.yaml";
     std::ofstream(path) << text;
     return path;
@@ -541,6 +541,55 @@ TEST_F(RunE2eTest, BareProgramNamesAreFoundNextToFairbench) {
   }
   EXPECT_TRUE(named) << r["environment"].dump();
   EXPECT_NE(ReadFile(out_ + "/report.md").find("target alpha ran " + bin + "/fairbench-target-beast"), std::string::npos);
+}
+
+// HTTPS, h2 and h2c end to end: the run file's scheme, protocol and
+// streams reach the agents over the hub's stream (the job), the agents
+// speak each protocol to nginx, and the requests nginx logged match what
+// the cells counted. Catches: a protocol or streams field dropped between
+// the run file and the agent's engine (nginx's h2c port answers nothing
+// else, its TLS port no plain text), a count that is not the server's.
+TEST_F(RunE2eTest, HttpsH2AndH2cTargetsReachNginxInTheirProtocol) {
+  auto target = [&](const std::string& name, const std::string& fields, const std::string& flags) {
+    return "  - name: " + name + "\n" + fields + "    local:\n      command: [" +
+           testing::BinaryPath("fairbench-target-nginx") + ", --port, \"{port}\", --threads, \"1\", --request-log, " +
+           dir_->path().string() + "/" + name + ".requests" + flags + "]\n";
+  };
+  const std::string targets = target("tls", "    scheme: https\n", ", --tls") +
+                              target("h2", "    scheme: https\n    protocol: h2\n", ", --tls, --http2") +
+                              target("h2c", "    protocol: h2c\n", ", --http2");
+  const std::string run = WriteRun(targets, "", 1, "1s", ", streams: 4");
+  ASSERT_EQ(Run(run), 0) << Stderr();
+  const json r = Results();
+  ASSERT_EQ(r["cells"].size(), 6u);
+  for (const std::string name : {"tls", "h2", "h2c"}) {
+    uint64_t sent = 0, abandoned = 0;
+    for (const json& c : r["cells"]) {
+      const json& res = c["result"];
+      if (res["target"] != name) continue;
+      EXPECT_EQ(res["state"], "Succeeded") << res.dump();
+      EXPECT_GT(res["requests"].get<uint64_t>(), 0u) << name;
+      EXPECT_FALSE(res.contains("errors")) << name << ": " << res.dump();
+      EXPECT_EQ(c["connectionsPeak"], 8) << name;
+      // Requests in flight by Little's law (requests/s x mean latency): 8
+      // connections with 4 streams each keep about 32 in flight over HTTP/2,
+      // 8 over HTTP/1.1.
+      const double in_flight = c["littlesLawConnections"].get<double>();
+      if (name == "tls") {
+        EXPECT_LT(in_flight, 12) << name;
+      } else {
+        EXPECT_GT(in_flight, 20) << name << ": the streams did not reach the agent";
+      }
+      sent += TimelineRequests(c) + c["drained"].get<uint64_t>();
+      abandoned += c["abandoned"].get<uint64_t>();
+    }
+    uint64_t served = 0;
+    for (const Bucket& b : RequestLog(dir_->path().string() + "/" + name + ".requests")) served += b.count;
+    // Every request of every cell (warmup, measurement, drain) plus the
+    // probes before the load (readiness, one check per scenario).
+    EXPECT_GE(served, sent + 2) << name;
+    EXPECT_LE(served, sent + abandoned + 2 + 20) << name;
+  }
 }
 
 }  // namespace
