@@ -47,18 +47,9 @@ ErrorCounts Without(ErrorCounts e, std::initializer_list<uint64_t ErrorCounts::*
 class EngineH2Test : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto dir = testing::TempDir::Create("fairbench-h2-certs");
-    ASSERT_TRUE(dir.ok()) << dir.status().ToString();
-    certs_dir_ = new testing::TempDir(std::move(*dir));
-    auto c = testing::MakeTestCertificates(certs_dir_->path().string());
+    auto c = testing::SharedTestCertificates();
     ASSERT_TRUE(c.ok()) << c.status().ToString();
-    certs_ = new testing::TestCertificates(*c);
-  }
-  static void TearDownTestSuite() {
-    delete certs_;
-    delete certs_dir_;
-    certs_ = nullptr;
-    certs_dir_ = nullptr;
+    certs_ = *c;
   }
   void StartNginx(NginxOptions options, bool tls, bool http2 = true) {
     options.worker_connections = std::max(options.worker_connections, 4096);
@@ -73,20 +64,16 @@ class EngineH2Test : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.ToString();
   }
   std::vector<AccessLogEntry> FinalLog() {
-    const Status s = nginx_->Stop();
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    auto log = nginx_->AccessLog();
+    auto log = nginx_->StopAndReadAccessLog();
     EXPECT_TRUE(log.ok()) << log.status().ToString();
-    return log.ok() ? *log : std::vector<AccessLogEntry>{};
+    return log.ok() ? std::move(*log) : std::vector<AccessLogEntry>{};
   }
 
-  static testing::TempDir* certs_dir_;
-  static testing::TestCertificates* certs_;
+  static const testing::TestCertificates* certs_;
   std::unique_ptr<NginxFixture> nginx_;
 };
 
-testing::TempDir* EngineH2Test::certs_dir_ = nullptr;
-testing::TestCertificates* EngineH2Test::certs_ = nullptr;
+const testing::TestCertificates* EngineH2Test::certs_ = nullptr;
 
 // Catches: a response counted twice or not at all, streams not kept in
 // flight, HTTP/1.1 spoken instead (nginx's h2c listener answers it with a
@@ -217,14 +204,16 @@ while True:
     c, _ = ls.accept()
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 )";
+  auto log_dir = testing::TempDir::Create("fairbench-h2-noalpn");
+  ASSERT_TRUE(log_dir.ok());
   testing::SubprocessOptions sp;
   sp.argv = {"python3", "-c", script, std::to_string(*port), certs_->self_cert, certs_->self_key};
   sp.stdout_to = testing::Redirect::Null();
-  sp.stderr_to = testing::Redirect::File(certs_dir_->File("tls-server.log"));
+  sp.stderr_to = testing::Redirect::File(log_dir->File("tls-server.log"));
   auto server = testing::Subprocess::Start(std::move(sp));
   ASSERT_TRUE(server.ok()) << server.status().ToString();
   ASSERT_TRUE(testing::WaitForPort("127.0.0.1", *port, std::chrono::seconds(10)).ok())
-      << std::ifstream(certs_dir_->File("tls-server.log")).rdbuf();
+      << std::ifstream(log_dir->File("tls-server.log")).rdbuf();
   EngineOptions o = H2Options("127.0.0.1", *port, HttpProtocol::kH2, 10);
   o.connections = 2;
   o.duration = std::chrono::milliseconds(400);

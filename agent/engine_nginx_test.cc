@@ -28,11 +28,9 @@ class EngineNginxTest : public ::testing::Test {
   }
   // Stops nginx gracefully (every line written) and returns its log.
   std::vector<AccessLogEntry> FinalLog() {
-    const Status s = nginx_->Stop();
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    auto log = nginx_->AccessLog();
+    auto log = nginx_->StopAndReadAccessLog();
     EXPECT_TRUE(log.ok()) << log.status().ToString();
-    return log.ok() ? *log : std::vector<AccessLogEntry>{};
+    return log.ok() ? std::move(*log) : std::vector<AccessLogEntry>{};
   }
   // nginx must have logged every request the engine saw answered (in the
   // run or in the drain) and nothing it never sent. Requests written but

@@ -172,18 +172,9 @@ class SplittingRelay {
 class EngineTlsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto dir = testing::TempDir::Create("fairbench-tls-certs");
-    ASSERT_TRUE(dir.ok()) << dir.status().ToString();
-    certs_dir_ = new testing::TempDir(std::move(*dir));
-    auto c = testing::MakeTestCertificates(certs_dir_->path().string());
+    auto c = testing::SharedTestCertificates();
     ASSERT_TRUE(c.ok()) << c.status().ToString();
-    certs_ = new testing::TestCertificates(*c);
-  }
-  static void TearDownTestSuite() {
-    delete certs_;
-    delete certs_dir_;
-    certs_ = nullptr;
-    certs_dir_ = nullptr;
+    certs_ = *c;
   }
 
   // nginx over HTTPS with the self-signed certificate, or the CA-signed one.
@@ -198,11 +189,9 @@ class EngineTlsTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.ToString();
   }
   std::vector<AccessLogEntry> FinalLog() {
-    const Status s = nginx_->Stop();
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    auto log = nginx_->AccessLog();
+    auto log = nginx_->StopAndReadAccessLog();
     EXPECT_TRUE(log.ok()) << log.status().ToString();
-    return log.ok() ? *log : std::vector<AccessLogEntry>{};
+    return log.ok() ? std::move(*log) : std::vector<AccessLogEntry>{};
   }
   static EngineOptions HttpsOptions(uint16_t port, bool keep_alive = true, bool verify = false,
                                     const std::string& ca_file = "", const std::string& sni = "") {
@@ -219,13 +208,11 @@ class EngineTlsTest : public ::testing::Test {
     EXPECT_LE(log.size(), answered + run.end.abandoned) << "nginx served requests the engine never accounted for";
   }
 
-  static testing::TempDir* certs_dir_;
-  static testing::TestCertificates* certs_;
+  static const testing::TestCertificates* certs_;
   std::unique_ptr<NginxFixture> nginx_;
 };
 
-testing::TempDir* EngineTlsTest::certs_dir_ = nullptr;
-testing::TestCertificates* EngineTlsTest::certs_ = nullptr;
+const testing::TestCertificates* EngineTlsTest::certs_ = nullptr;
 
 TEST_F(EngineTlsTest, KeepAliveCountsEqualTheAccessLogOverTls13) {
   NginxOptions n;

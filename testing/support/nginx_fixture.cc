@@ -191,6 +191,12 @@ Status NginxFixture::Start() {
   }
 }
 
+Result<std::vector<AccessLogEntry>> NginxFixture::StopAndReadAccessLog() {
+  const Status stopped = Stop();
+  if (!stopped.ok()) return stopped;
+  return AccessLog();
+}
+
 Status NginxFixture::Stop(std::chrono::milliseconds grace) {
   if (!process_) return Status::FailedPrecondition("nginx was not started");
   if (!running()) {

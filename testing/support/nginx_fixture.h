@@ -111,6 +111,9 @@ class NginxFixture {
 
   // Every complete line written so far.
   Result<std::vector<AccessLogEntry>> AccessLog() const;
+  // Stop() (gracefully: every request in flight is logged), then the whole
+  // log; an error if either failed.
+  Result<std::vector<AccessLogEntry>> StopAndReadAccessLog();
   // Waits until at least `count` lines are there (DeadlineExceeded otherwise).
   Result<std::vector<AccessLogEntry>> WaitForAccessLog(size_t count,
                                                        std::chrono::milliseconds timeout = std::chrono::seconds(5)) const;

@@ -1,10 +1,12 @@
 #include "testing/support/test_certs.h"
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <vector>
 
 #include "testing/support/subprocess.h"
+#include "testing/support/temp_dir.h"
 
 namespace fairbench::testing {
 namespace {
@@ -71,6 +73,26 @@ Result<TestCertificates> MakeTestCertificates(const std::string& dir) {
   c.server_cert = dir + "/server.crt";
   c.server_key = dir + "/server.key";
   return c;
+}
+
+Result<const TestCertificates*> SharedTestCertificates() {
+  struct Shared {
+    std::optional<TempDir> dir;  // removed when the process exits (static destruction)
+    Result<TestCertificates> certs = Status::Internal("not made");
+  };
+  static const Shared shared = [] {
+    Shared s;
+    auto dir = TempDir::Create("fairbench-test-certs");
+    if (!dir.ok()) {
+      s.certs = dir.status();
+      return s;
+    }
+    s.dir.emplace(std::move(*dir));
+    s.certs = MakeTestCertificates(s.dir->path().string());
+    return s;
+  }();
+  if (!shared.certs.ok()) return shared.certs.status();
+  return &*shared.certs;
 }
 
 }  // namespace fairbench::testing

@@ -23,4 +23,9 @@ struct TestCertificates {
 
 Result<TestCertificates> MakeTestCertificates(const std::string& dir);
 
+// One set per process, made on the first call in a temp dir that is
+// removed at exit; later calls return the same files (or the same error).
+// Thread-safe.
+Result<const TestCertificates*> SharedTestCertificates();
+
 }  // namespace fairbench::testing
