@@ -741,14 +741,23 @@ class ReadOnlyRootTest : public ::testing::Test {
   std::string Output() { return Read(dir_->File("stdout")) + Read(dir_->File("stderr")); }
 
   // Starts a target on a free port, answers one GET /, then SIGTERM.
-  void ServeOnce(const std::string& binary) {
+  // Starts `binary`, waits for an answer to GET / (with `tls`, only for the
+  // port to accept: the files were written before nginx listened), stops it.
+  void ServeOnce(const std::string& binary, const std::vector<std::string>& extra = {}, bool tls = false) {
     auto port = testing::FreeLoopbackPort();
     ASSERT_TRUE(port.ok());
-    auto p = Start({testing::BinaryPath(binary), "--host", "127.0.0.1", "--port", std::to_string(*port), "--threads",
-                    "1"});
+    std::vector<std::string> argv = {testing::BinaryPath(binary), "--host", "127.0.0.1", "--port",
+                                     std::to_string(*port), "--threads", "1"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto p = Start(argv);
     ASSERT_TRUE(p.ok()) << p.status().ToString();
     bool served = false;
     for (int i = 0; i < 100 && !served; ++i) {
+      if (tls) {
+        served = testing::PortAccepts("127.0.0.1", *port);
+        if (!served) std::this_thread::sleep_for(100ms);
+        continue;
+      }
       auto c = testing::HttpConnection::Connect("127.0.0.1", *port, 1s);
       if (c.ok()) {
         auto r = c->RoundTrip(testing::BuildRequest("GET", "/", "127.0.0.1"));
@@ -812,6 +821,16 @@ TEST_F(ReadOnlyRootTest, NginxTargetWritesOnlyUnderTmpdir) {
   EXPECT_TRUE(std::any_of(written.begin(), written.end(),
                           [&](const std::string& p) { return p.rfind(tmpdir_.string() + "/", 0) == 0; }))
       << "nginx's work folder is not under $TMPDIR";
+  ExpectWritesOnlyUnder({tmpdir_.string()});
+}
+
+// The self-signed certificate of --tls goes into the work folder as well.
+TEST_F(ReadOnlyRootTest, NginxTargetWithTlsWritesOnlyUnderTmpdir) {
+  ServeOnce("fairbench-target-nginx", {"--tls", "--http2"}, /*tls=*/true);
+  const std::set<std::string> written = Written();
+  EXPECT_TRUE(std::any_of(written.begin(), written.end(), [&](const std::string& p) {
+    return p.rfind(tmpdir_.string() + "/", 0) == 0 && p.size() > 8 && p.substr(p.size() - 8) == "/tls.key";
+  })) << "no tls.key under $TMPDIR";
   ExpectWritesOnlyUnder({tmpdir_.string()});
 }
 
