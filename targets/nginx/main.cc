@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s\n", fits.message().c_str());
       return 2;
     }
-    // nginx reads them after the launcher's chdir-free start: make them absolute.
+    // nginx resolves relative paths against its prefix, the work dir.
     cert_file = std::filesystem::absolute(cert_file).string();
     key_file = std::filesystem::absolute(key_file).string();
   }
