@@ -336,5 +336,30 @@ TEST_F(EngineH2ServerTest, UnansweredStreamsTimeOut) {
   EXPECT_EQ(run.all.requests + run.end.drained, t.responses);
 }
 
+// A server that answers nothing: every stream times out, all of a
+// connection's at once, and each round of timeouts frees the slots for the
+// next. Catches: refilling before the RST_STREAMs that free the slots are
+// written (the connection would then sit idle with nothing to wake it: one
+// round of timeouts per connection, not one per timeout period).
+TEST_F(EngineH2ServerTest, AServerThatAnswersNothingGetsARoundOfStreamsPerTimeout) {
+  for (const uint32_t streams : {1u, 10u}) {
+    H2SocketServerOptions options;
+    options.server.ignore_every = 1;
+    Start(options);
+    EngineOptions o = H2Options("127.0.0.1", server_->port(), HttpProtocol::kH2c, streams);
+    o.connections = 2;
+    o.timeout = std::chrono::milliseconds(150);
+    o.duration = std::chrono::milliseconds(1000);
+    const EngineRun run = RunEngine(o);
+    const H2SocketTotals t = Stop();
+    EXPECT_EQ(run.all.requests, 0u);
+    EXPECT_EQ(Without(run.all.errors, {&ErrorCounts::timeout}), ErrorCounts{});
+    EXPECT_EQ(run.all.errors.timeout + run.end.abandoned, t.requests) << streams;
+    // About 1 s / 150 ms rounds of `streams` per connection; at least 3.
+    EXPECT_GE(t.requests, 3u * streams * o.connections) << streams;
+    EXPECT_EQ(run.all.connects, 2u);
+  }
+}
+
 }  // namespace
 }  // namespace fairbench::agent

@@ -115,6 +115,8 @@ class H2Connection {
   // do) rather than one for each stream answered since the last wake-up:
   // fewer system calls, TCP segments and TLS records per request, on both
   // sides. With a limit of 3 or less every free slot is refilled at once.
+  // A Cancel()ed stream holds its slot until Output() with its RST_STREAM
+  // has been written (Consumed).
   bool RefillDue() const;
   // Starts a request (CanSubmit() must hold; otherwise returns 0). Returns
   // the stream id. `request` must outlive the stream. `index` and `cookie`

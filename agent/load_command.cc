@@ -89,7 +89,7 @@ CLI::App* AddLoadCommand(CLI::App& app, LoadFlags& f) {
   auto* h2 = cmd->add_flag("--h2", f.h2, "HTTP/2 over TLS (an https:// URL; the server must choose h2 by ALPN)");
   auto* h2c = cmd->add_flag("--h2c", f.h2c, "HTTP/2 without TLS, prior knowledge (an http:// URL)");
   h2->excludes(h2c);
-  cmd->add_option("--streams", f.streams, "HTTP/2: concurrent streams per connection, capped by the server's SETTINGS and refilled once half are free (default 1, as h2load -m)");
+  cmd->add_option("--streams", f.streams, "HTTP/2: streams per connection, capped by the server's SETTINGS; refilled once half are free, so N/2 to N in flight (default 1; h2load's -m)");
   cmd->add_option("--h2-stream-window", f.h2_stream_window, "HTTP/2: our stream receive window in bytes, e.g. 64k, 1M (default 65535)");
   cmd->add_option("--h2-connection-window", f.h2_connection_window, "HTTP/2: our connection receive window in bytes (default 65535)");
   return cmd;

@@ -605,7 +605,8 @@ void Worker::H2OnEvent(Conn& c, uint32_t events) {
     H2Read(c, events);
     if (c.timer_gen != gen) return;
   }
-  if (events & EPOLLOUT) H2Flush(c, NowNs());
+  // The rest of a write, then streams in place of those its RST_STREAMs freed.
+  if (events & EPOLLOUT) H2Pump(c, NowNs());
 }
 
 void Worker::H2Read(Conn& c, uint32_t events) {
@@ -809,7 +810,11 @@ void Worker::H2Expire(Conn& c, int64_t at_ns, int64_t now) {
   for (int32_t id : expired_) c.h2->Cancel(id);
   H2Outcomes(c, now);  // each one a timeout
   if (oldest != INT64_MAX) H2ArmTimer(c, oldest + timeout_ns_);
-  H2Pump(c, now);  // the RST_STREAMs, and streams in their place
+  // A cancelled stream holds its slot until its RST_STREAM is written: write
+  // them first, so that RefillDue() sees the slots free (when every stream
+  // timed out at once, no answer would come to refill them later).
+  if (!H2Flush(c, now)) return;
+  H2Pump(c, now);  // streams in their place
 }
 
 // ---------------------------------------------------------------------------

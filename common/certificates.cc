@@ -21,21 +21,22 @@ using PKeyPtr = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY, EVP_PKEY_free>>;
 using X509Ptr = std::unique_ptr<X509, Deleter<X509, X509_free>>;
 using BioPtr = std::unique_ptr<BIO, Deleter<BIO, BIO_free_all>>;
 
+// PEM text, or "" when OpenSSL could not write it.
 std::string BioText(BIO* bio) {
   char* data = nullptr;
-  long n = BIO_get_mem_data(bio, &data);
-  return std::string(data, static_cast<size_t>(n));
+  const long n = BIO_get_mem_data(bio, &data);
+  return n > 0 && data != nullptr ? std::string(data, static_cast<size_t>(n)) : std::string();
 }
 
 std::string ToPem(X509* cert) {
   BioPtr bio(BIO_new(BIO_s_mem()));
-  PEM_write_bio_X509(bio.get(), cert);
+  if (!bio || PEM_write_bio_X509(bio.get(), cert) != 1) return {};
   return BioText(bio.get());
 }
 
 std::string ToPem(EVP_PKEY* key) {
   BioPtr bio(BIO_new(BIO_s_mem()));
-  PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr);
+  if (!bio || PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr) != 1) return {};
   return BioText(bio.get());
 }
 
@@ -96,23 +97,27 @@ Result<KeyPair> IssueCertificate(const CertificateSpec& spec, const KeyPair* iss
   PKeyPtr key(EVP_EC_gen("P-256"));
   if (!key) return Status::Internal("cannot generate an EC key");
   X509Ptr cert(X509_new());
-  X509_set_version(cert.get(), 2);
+  if (!cert) return Status::Internal("cannot allocate a certificate");
   std::random_device rd;
-  ASN1_INTEGER_set_int64(X509_get_serialNumber(cert.get()),
-                         static_cast<int64_t>((static_cast<uint64_t>(rd()) << 31) ^ rd()) & 0x7fffffffffffffff);
-  X509_gmtime_adj(X509_getm_notBefore(cert.get()), -3600);
-  X509_gmtime_adj(X509_getm_notAfter(cert.get()), spec.valid_days * 24 * 3600);
-  X509_set_pubkey(cert.get(), key.get());
+  bool ok = X509_set_version(cert.get(), 2) == 1;
+  ok = ok && ASN1_INTEGER_set_int64(X509_get_serialNumber(cert.get()),
+                                    static_cast<int64_t>((static_cast<uint64_t>(rd()) << 31) ^ rd()) &
+                                        0x7fffffffffffffff) == 1;
+  ok = ok && X509_gmtime_adj(X509_getm_notBefore(cert.get()), -3600) != nullptr;
+  ok = ok && X509_gmtime_adj(X509_getm_notAfter(cert.get()), spec.valid_days * 24 * 3600) != nullptr;
+  ok = ok && X509_set_pubkey(cert.get(), key.get()) == 1;
   X509_NAME* name = X509_get_subject_name(cert.get());
   if (!spec.organization.empty()) {
-    X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC,
-                               reinterpret_cast<const unsigned char*>(spec.organization.c_str()), -1, -1, 0);
+    ok = ok && X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC,
+                                          reinterpret_cast<const unsigned char*>(spec.organization.c_str()), -1, -1,
+                                          0) == 1;
   }
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>(spec.common_name.c_str()), -1, -1, 0);
+  ok = ok && X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                                        reinterpret_cast<const unsigned char*>(spec.common_name.c_str()), -1, -1,
+                                        0) == 1;
   X509* signer = issuer_cert ? issuer_cert.get() : cert.get();
-  X509_set_issuer_name(cert.get(), X509_get_subject_name(signer));
-  bool ok = true;
+  ok = ok && X509_set_issuer_name(cert.get(), X509_get_subject_name(signer)) == 1;
+  if (!ok) return Status::Internal("cannot fill in the certificate (subject " + spec.common_name + ")");
   if (spec.is_ca) {
     ok = ok && AddExt(cert.get(), signer, NID_basic_constraints, "critical,CA:TRUE");
     ok = ok && AddExt(cert.get(), signer, NID_key_usage, "critical,keyCertSign,cRLSign,digitalSignature");
@@ -128,11 +133,15 @@ Result<KeyPair> IssueCertificate(const CertificateSpec& spec, const KeyPair* iss
   if (!spec.subject_alt_names.empty()) {
     ok = ok && AddExt(cert.get(), signer, NID_subject_alt_name, spec.subject_alt_names);
   }
-  if (!ok) return Status::Internal("cannot add certificate extensions");
+  if (!ok) {
+    return Status::InvalidArgument("cannot add certificate extensions (subjectAltName " + spec.subject_alt_names + ")");
+  }
   if (X509_sign(cert.get(), issuer_key ? issuer_key.get() : key.get(), EVP_sha256()) == 0) {
     return Status::Internal("cannot sign certificate");
   }
-  return KeyPair{ToPem(cert.get()), ToPem(key.get())};
+  KeyPair pair{ToPem(cert.get()), ToPem(key.get())};
+  if (pair.cert_pem.empty() || pair.key_pem.empty()) return Status::Internal("cannot write the certificate as PEM");
+  return pair;
 }
 
 std::string SubjectAltNamesFor(const std::string& host) {

@@ -86,6 +86,11 @@ TEST(CertificatesTest, ACertificateIssuedByACaChainsToIt) {
   ASSERT_TRUE(grandchild.ok());
   EXPECT_NE(Verify(grandchild->cert_pem, leaf->cert_pem), X509_V_OK);
 
+  // A malformed name is an error naming it, not a broken certificate.
+  auto bad = IssueCertificate(ServerSpec("x", "IP:not-an-address"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("IP:not-an-address"), std::string::npos) << bad.status().ToString();
+
   const KeyPair garbage{"not a certificate", "not a key"};
   EXPECT_FALSE(IssueCertificate(ServerSpec("x", ""), &garbage).ok());
 }

@@ -572,13 +572,13 @@ TEST_F(RunE2eTest, HttpsH2AndH2cTargetsReachNginxInTheirProtocol) {
       EXPECT_FALSE(res.contains("errors")) << name << ": " << res.dump();
       EXPECT_EQ(c["connectionsPeak"], 8) << name;
       // Requests in flight by Little's law (requests/s x mean latency): 8
-      // connections with 4 streams each keep about 32 in flight over HTTP/2,
-      // 8 over HTTP/1.1.
+      // connections with 4 streams each keep 16 to 32 in flight over HTTP/2
+      // (refilled once 2 are free), 8 over HTTP/1.1.
       const double in_flight = c["littlesLawConnections"].get<double>();
       if (name == "tls") {
         EXPECT_LT(in_flight, 12) << name;
       } else {
-        EXPECT_GT(in_flight, 20) << name << ": the streams did not reach the agent";
+        EXPECT_GT(in_flight, 14) << name << ": the streams did not reach the agent";
       }
       sent += TimelineRequests(c) + c["drained"].get<uint64_t>();
       abandoned += c["abandoned"].get<uint64_t>();

@@ -608,8 +608,9 @@ TEST(QuickstartTest, RunsInAClusterOnTheReferenceTargetImages) {
       ASSERT_GT(t.image.size(), prefix.size() + suffix.size()) << t.image;
       ASSERT_EQ(t.image.substr(t.image.size() - suffix.size()), suffix) << t.image;
       const std::string name = t.image.substr(prefix.size(), t.image.size() - prefix.size() - suffix.size());
-      EXPECT_EQ(t.name.rfind(name.substr(std::string("fairbench-target-").size()), 0), 0u)
-          << t.name << " runs " << name;
+      const std::string target_prefix = "fairbench-target-";
+      ASSERT_EQ(name.rfind(target_prefix, 0), 0u) << t.name << " runs " << name << ", not a reference target";
+      EXPECT_EQ(t.name.rfind(name.substr(target_prefix.size()), 0), 0u) << t.name << " runs " << name;
       images_used.insert(name);
       const auto image = std::find_if(FairbenchImages().begin(), FairbenchImages().end(),
                                       [&](const Image& i) { return i.name == name; });
@@ -740,7 +741,6 @@ class ReadOnlyRootTest : public ::testing::Test {
   // What the program printed (spdlog writes to stdout).
   std::string Output() { return Read(dir_->File("stdout")) + Read(dir_->File("stderr")); }
 
-  // Starts a target on a free port, answers one GET /, then SIGTERM.
   // Starts `binary`, waits for an answer to GET / (with `tls`, only for the
   // port to accept: the files were written before nginx listened), stops it.
   void ServeOnce(const std::string& binary, const std::vector<std::string>& extra = {}, bool tls = false) {
