@@ -1,11 +1,12 @@
 #include "controller/hub/job_stream.h"
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <chrono>
 #include <string>
 
 #include "controller/hub/cell_aggregator.h"
-
-#include <gtest/gtest.h>
 
 namespace fairbench::controller {
 namespace {
@@ -49,8 +50,11 @@ TEST(JobStreamTest, GapsAreDetected) {
 Snapshot Interval(uint64_t sequence, uint64_t requests) {
   Snapshot s;
   s.sequence = sequence;
-  s.start_ns = static_cast<int64_t>(sequence - 1) * 1'000'000'000;
-  s.end_ns = static_cast<int64_t>(sequence) * 1'000'000'000;
+  // One second each; a sequence number far out (a hostile agent's) gets
+  // the times of 2^32, which still fit in int64 nanoseconds.
+  const int64_t at = static_cast<int64_t>(std::min<uint64_t>(sequence, uint64_t{1} << 32));
+  s.start_ns = (at - 1) * 1'000'000'000;
+  s.end_ns = at * 1'000'000'000;
   s.stats.counters.requests = requests;
   return s;
 }
