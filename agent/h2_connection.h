@@ -32,10 +32,9 @@
 // In a worker's loop, per connection: after connecting, write Output();
 // on readable, Receive() what was read and handle outcomes() (latency from
 // the cookie); then, if RefillDue(), Submit() while CanSubmit(), and write
-// Output() once; on
-// EOF or an error, Fail(kClosed); when !Alive() (after a GOAWAY, once the
-// open streams are done) close and reconnect. A request past its timeout
-// is Cancel()ed.
+// Output() once; on EOF or an error, Fail(kClosed); when !Alive() (after a
+// GOAWAY, once the open streams are done) close and reconnect. A request
+// past its timeout is Cancel()ed.
 //
 // Flow control: the connection announces `stream_window` as
 // SETTINGS_INITIAL_WINDOW_SIZE and raises (or lowers) the connection
