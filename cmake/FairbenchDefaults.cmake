@@ -51,6 +51,14 @@ if(FAIRBENCH_SANITIZE STREQUAL "thread")
 elseif(FAIRBENCH_SANITIZE STREQUAL "address" OR FAIRBENCH_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
+  # GCC links the two runtimes as separate shared libraries by default, and
+  # then UBSan's copy of the common flags ignores log_path: a child's UB
+  # report went to its stderr, never to the test that started it. Linked
+  # statically, each honours its own log_path (every binary here is an
+  # executable over static libraries, as static runtimes require).
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    add_link_options(-static-libasan -static-libubsan)
+  endif()
 endif()
 
 # fairbench_test(name SOURCES ... LIBS ... [LABELS ...]): one GoogleTest binary, registered with CTest.
