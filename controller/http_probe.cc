@@ -48,7 +48,8 @@ Result<ProbeResponse> HttpProbe(const ProbeRequest& r) {
     curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
   }
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(r.timeout.count()));
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(r.timeout.count()));
+  const auto connect_timeout = r.connect_timeout.count() > 0 ? r.connect_timeout : r.timeout;
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(connect_timeout.count()));
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Append);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &out.body);
   if (r.method == "HEAD") curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);

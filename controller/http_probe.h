@@ -26,6 +26,8 @@ struct ProbeRequest {
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
   std::chrono::milliseconds timeout{2000};
+  // For the connection alone; 0: the whole request's timeout.
+  std::chrono::milliseconds connect_timeout{0};
 };
 
 struct ProbeResponse {

@@ -71,10 +71,10 @@ TEST(YamlTextTest, SyntaxErrorsNameFileLineAndColumn) {
 // 10 s and 1 GiB.
 [[noreturn]] void ExitZeroIfRefused(const char* text) {
   alarm(10);
-#if !defined(__SANITIZE_ADDRESS__)
-  // (AddressSanitizer reserves terabytes of address space for its shadow
-  // memory and cannot start a process under this limit: there the alarm
-  // alone bounds the child.)
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  // (AddressSanitizer and ThreadSanitizer map terabytes of address space
+  // for their shadow memory, so under this limit their allocators fail at
+  // once: there the alarm alone bounds the child.)
   rlimit memory{};
   memory.rlim_cur = memory.rlim_max = rlim_t{1} << 30;
   setrlimit(RLIMIT_AS, &memory);

@@ -411,19 +411,23 @@ TEST_F(HubSecurityTest, ATokenFileIsReadWithoutItsNewline) {
 // counted, or logged unthrottled (whoever reaches the port could fill the
 // controller's log).
 TEST_F(HubSecurityTest, WrongTokensAreCountedAndTheirLogLinesThrottled) {
-  Start();
+  // spdlog's default logger is swapped without a lock on the threads that
+  // log: the capture logger is in place before the hub's and gRPC's
+  // threads start, and the old one is put back only after stats() has
+  // taken the hub's lock, under which every refusal was logged.
   std::ostringstream log;
   auto previous = spdlog::default_logger();
   spdlog::set_default_logger(
       std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+  Start();
   constexpr int kStreams = 20;
   for (int i = 0; i < kStreams; ++i) {
     auto a = RawAgent::Dial(Address());
     a->Hello("intruder-" + std::to_string(i), "guess");
     EXPECT_EQ(a->End().error_code(), grpc::StatusCode::UNAUTHENTICATED);
   }
-  spdlog::set_default_logger(previous);
   EXPECT_EQ(hub_->stats().refused, static_cast<uint64_t>(kStreams));
+  spdlog::set_default_logger(previous);
   const std::string text = log.str();
   size_t lines = 0;
   for (size_t at = text.find("wrong token"); at != std::string::npos; at = text.find("wrong token", at + 1)) ++lines;

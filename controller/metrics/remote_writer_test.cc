@@ -52,6 +52,11 @@ class Receiver {
     thread_.join();
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/api/v1/write"; }
+  // Under the lock: the server's workers are already running.
+  void Answer(std::vector<int> statuses) {
+    std::lock_guard<std::mutex> lock(mu_);
+    answers = std::move(statuses);
+  }
   size_t Received() {
     std::lock_guard<std::mutex> lock(mu_);
     return received.size();
@@ -101,7 +106,7 @@ TEST(RemoteWriterTest, DeliversEveryBatchWithTheProtocolHeaders) {
 
 TEST(RemoteWriterTest, RetriesServerErrorsWithBackoff) {
   Receiver rx;
-  rx.answers = {503, 500, 429};
+  rx.Answer({503, 500, 429});
   auto w = RemoteWriter::Start(Options(rx.url()));
   ASSERT_TRUE(w.ok());
   const auto start = std::chrono::steady_clock::now();
@@ -120,7 +125,7 @@ TEST(RemoteWriterTest, RefusedDataIsDroppedNotRetried) {
   Receiver rx;
   // Every request the batches can take is refused; a retry would be
   // accepted (the receiver's default) and show as samples sent.
-  rx.answers = {400, 400};
+  rx.Answer({400, 400});
   auto w = RemoteWriter::Start(Options(rx.url()));
   ASSERT_TRUE(w.ok());
   (*w)->Enqueue(Batch(7, 1000));

@@ -17,7 +17,24 @@ void OrchestratorExecutor::Shutdown() {
     cancel_requested_ = true;
     if (orchestrator_ != nullptr) orchestrator_->Cancel();
   }
+  std::lock_guard<std::mutex> threads(thread_mu_);
   if (thread_.joinable()) thread_.join();
+}
+
+void OrchestratorExecutor::ReleaseForExit() {
+  std::lock_guard<std::mutex> threads(thread_mu_);
+  bool finished = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shut_down_ = true;
+    finished = finished_;
+  }
+  if (!thread_.joinable()) return;
+  if (finished) {
+    thread_.join();
+  } else {
+    thread_.detach();
+  }
 }
 
 std::string OrchestratorExecutor::Active() const {
@@ -26,6 +43,7 @@ std::string OrchestratorExecutor::Active() const {
 }
 
 Status OrchestratorExecutor::Start(const std::string& key, const api::BenchmarkRun& run) {
+  std::lock_guard<std::mutex> threads(thread_mu_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (shut_down_) return Status::Cancelled("the executor is shutting down");
@@ -36,8 +54,10 @@ Status OrchestratorExecutor::Start(const std::string& key, const api::BenchmarkR
   auto parts = factory_(run);
   if (!parts.ok()) return parts.status();
   std::lock_guard<std::mutex> lock(mu_);
+  if (shut_down_) return Status::Cancelled("the executor is shutting down");
   active_ = key;
   cancel_requested_ = false;
+  finished_ = false;
   thread_ = std::thread(&OrchestratorExecutor::Execute, this, key, run, std::move(*parts));
   return Status::Ok();
 }
@@ -71,6 +91,8 @@ void OrchestratorExecutor::Execute(std::string key, api::BenchmarkRun run, RunPa
   }
   spdlog::info("run {} is over", key);
   if (on_idle_) on_idle_();
+  std::lock_guard<std::mutex> lock(mu_);
+  finished_ = true;
 }
 
 }  // namespace fairbench::controller

@@ -45,6 +45,11 @@ class OrchestratorExecutor final : public RunExecutor {
   void Cancel(const std::string& key) override;
   // Cancels whatever runs and waits until the executor is idle.
   void Shutdown();
+  // For a process about to _exit: no run starts after this, and the run
+  // thread is joined if it has finished, else detached to end with the
+  // process (a standby resumes its run). Either way no thread is left
+  // unjoined that could finish before the exit (ThreadSanitizer's leak).
+  void ReleaseForExit();
 
  private:
   void Execute(std::string key, api::BenchmarkRun run, RunParts parts);
@@ -58,6 +63,8 @@ class OrchestratorExecutor final : public RunExecutor {
   Orchestrator* orchestrator_ = nullptr;       // guarded by mu_; of the active run
   bool cancel_requested_ = false;              // guarded by mu_
   bool shut_down_ = false;                     // guarded by mu_
+  bool finished_ = true;                       // guarded by mu_; thread_ has nothing left to do
+  std::mutex thread_mu_;                       // held to start, join or replace thread_
   std::thread thread_;                         // joined before the next Start
 };
 

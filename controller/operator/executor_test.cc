@@ -129,5 +129,37 @@ TEST_F(ExecutorTest, ShutdownEndsTheActiveRun) {
   EXPECT_EQ(agents_.CancelTimes().size(), 1u);
 }
 
+// ReleaseForExit, as the controller calls it before _exit. Catches: it
+// waiting for (or cancelling) a run still under way, where a standby is to
+// resume it; a run started after it; the run thread neither joined nor
+// detached (std::terminate when the executor is destroyed; under
+// ThreadSanitizer, a thread leak at exit).
+TEST_F(ExecutorTest, ReleaseForExitLeavesARunningRunAndStartsNoOther) {
+  platform_->block_slot = true;
+  auto e = Make();
+  ASSERT_TRUE(e->Start("default/demo", MakeRun({"alpha"}, {10})).ok());
+  while (state_.log.Count("slot ") == 0) std::this_thread::sleep_for(5ms);
+  const auto at = Clock::now();
+  e->ReleaseForExit();
+  EXPECT_LT(Clock::now() - at, 100ms) << "ReleaseForExit waited for a run under way";
+  EXPECT_EQ(e->Active(), "default/demo") << "ReleaseForExit ended the run";
+  EXPECT_EQ(e->Start("default/next", MakeRun({"beta"}, {10})).code(), Status::Code::kCancelled);
+  e->Cancel("default/demo");
+  ASSERT_TRUE(WaitIdle(*e, 5s));
+  // Its thread, detached, may still be taking its last steps on the
+  // executor: kept until the process ends, as the controller's is.
+  static std::vector<std::unique_ptr<OrchestratorExecutor>> kept;
+  kept.push_back(std::move(e));
+
+  auto done = Make();
+  platform_->block_slot = false;
+  ASSERT_TRUE(done->Start("default/quick", MakeRun({"alpha"}, {10})).ok());
+  ASSERT_TRUE(WaitIdle(*done, 5s));
+  done->ReleaseForExit();
+  EXPECT_EQ(done->Start("default/next", MakeRun({"beta"}, {10})).code(), Status::Code::kCancelled);
+  std::lock_guard<std::mutex> lock(mu_);
+  EXPECT_EQ(ended_, (std::vector<std::string>{"Cancelled", "Succeeded"}));
+}
+
 }  // namespace
 }  // namespace fairbench::controller

@@ -16,6 +16,8 @@
 #include <regex>
 #include <stdlib.h>
 
+#include <spdlog/spdlog.h>
+
 #include "common/signals.h"
 #include "common/units.h"
 #include "controller/kube/kubeconfig.h"
@@ -117,6 +119,12 @@ int main(int argc, char** argv) {
   // PATH only. No thread has started yet.
   clearenv();
   setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", 1);
+  // spdlog's registry and default logger are a function-local static inside
+  // Debian's libspdlog, which is not instrumented: built here, before any
+  // thread, every thread's logging is ordered after it for ThreadSanitizer
+  // too (it cannot see the library's own initialisation guard; the
+  // informer's and the heartbeat's first lines raced otherwise).
+  spdlog::set_level(spdlog::level::info);
 
   // The node's InternalIP is where the API server reaches this kubelet.
   if (std::regex_match(host, std::regex(R"(127\.\d{1,3}\.\d{1,3}\.\d{1,3})"))) config.node_ip = host;

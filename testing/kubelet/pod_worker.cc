@@ -1,6 +1,5 @@
 #include "testing/kubelet/pod_worker.h"
 
-#include <httplib.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -15,6 +14,7 @@
 #include <sstream>
 
 #include "common/base64.h"
+#include "controller/http_probe.h"
 #include "testing/apiserver/time_text.h"
 
 namespace fairbench::kubelet {
@@ -647,17 +647,25 @@ void PodWorker::RunProbes(std::unique_lock<std::mutex>& lock) {
       ok[i] = TcpConnects(due[i].host, due[i].port, std::chrono::seconds(timeout));
       continue;
     }
+    // httpGet, as the kubelet does it: scheme HTTP or HTTPS (the certificate
+    // not verified), its User-Agent, the probe's headers; 200-399 = success.
+    // Through the controller's libcurl probe, not cpp-httplib's client,
+    // whose function-local static regex an uninstrumented library builds on
+    // one probing thread and reads on another, which ThreadSanitizer cannot
+    // see ordered.
     const Json get = due[i].probe.value("httpGet", Json::object());
-    httplib::Client cli(due[i].host, due[i].port);
-    cli.set_connection_timeout(timeout, 0);
-    cli.set_read_timeout(timeout, 0);
-    cli.set_write_timeout(timeout, 0);
-    httplib::Headers headers = {{"User-Agent", "kube-probe/1.30"}};
-    for (const Json& h : get.value("httpHeaders", Json::array())) headers.emplace(Str(h, "name"), Str(h, "value"));
-    std::string path = Str(get, "path");
-    if (path.empty()) path = "/";
-    auto res = cli.Get(path, headers);
-    ok[i] = res && res->status >= 200 && res->status < 400;
+    controller::ProbeRequest request;
+    request.host = due[i].host;
+    request.port = static_cast<uint16_t>(due[i].port);
+    request.https = Str(get, "scheme") == "HTTPS";
+    request.path = Str(get, "path").empty() ? "/" : Str(get, "path");
+    request.headers = {{"User-Agent", "kube-probe/1.30"}};
+    for (const Json& h : get.value("httpHeaders", Json::array())) {
+      request.headers.emplace_back(Str(h, "name"), Str(h, "value"));
+    }
+    request.timeout = std::chrono::seconds(timeout);
+    auto res = controller::HttpProbe(request);
+    ok[i] = res.ok() && res->status >= 200 && res->status < 400;
   }
   lock.lock();
   for (size_t i = 0; i < due.size(); ++i) {

@@ -9,6 +9,7 @@
 
 #include "controller/platform/local/cgroup.h"
 #include "testing/support/http_client.h"
+#include "testing/support/test_certs.h"
 #include "tests/kubelet/kubelet_test_env.h"
 
 namespace fairbench::kubelet::testenv {
@@ -383,6 +384,38 @@ TEST_F(KubeletTest, ExecAndTcpSocketReadinessProbes) {
   std::ofstream(flag) << "ok";
   pod = WaitPod("probes", [](const Json& p) { return Condition(p, "Ready") == "True"; });
   EXPECT_TRUE(ready(pod, "exec"));
+}
+
+// Catches: an httpGet probe's scheme ignored (plain HTTP to a TLS server
+// never succeeds, so the HTTPS container never becomes Ready), or the
+// probe verifying the certificate (a real kubelet does not: a self-signed
+// one must pass), or a plain-HTTP probe that passes against TLS.
+TEST_F(KubeletTest, HttpsReadinessProbeSpeaksTlsWithoutVerifying) {
+  auto certs = fairbench::testing::SharedTestCertificates();
+  ASSERT_TRUE(certs.ok()) << certs.status().ToString();
+  StartKubelet();
+  // openssl s_server -www answers any GET with 200 and a status page.
+  auto server = [&](const std::string& name, int port, const std::string& scheme) {
+    return "  - name: " + name + "\n    image: example.org/sh:1\n    args: ['exec openssl s_server -quiet -www -accept \"$POD_IP\":" +
+           std::to_string(port) + " -cert " + (*certs)->self_cert + " -key " + (*certs)->self_key + "']\n" +
+           "    env: [{name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}]\n" +
+           "    readinessProbe: {httpGet: {path: /, port: " + std::to_string(port) + ", scheme: " + scheme +
+           "}, periodSeconds: 1}\n";
+  };
+  Apply("apiVersion: v1\nkind: Pod\nmetadata: {name: tls}\nspec:\n  nodeName: " + node_ + "\n  containers:\n" +
+        server("https", 8443, "HTTPS") + server("plain", 8444, "HTTP"));
+  auto ready = [](const Json& p, const std::string& name) {
+    for (const Json& c : p["status"].value("containerStatuses", Json::array())) {
+      if (c["name"] == name) return c["ready"].get<bool>();
+    }
+    return false;
+  };
+  Json pod = WaitPod("tls", [&](const Json& p) { return ready(p, "https"); });
+  std::this_thread::sleep_for(1500ms);  // a probe or more of the plain one
+  pod = *Pod("tls");
+  EXPECT_TRUE(ready(pod, "https"));
+  EXPECT_FALSE(ready(pod, "plain")) << "a plain-HTTP probe passed against a TLS server";
+  EXPECT_EQ(Condition(pod, "Ready"), "False");
 }
 
 // Catches: a pod the node cannot hold started anyway (a real kubelet
