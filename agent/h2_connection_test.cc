@@ -503,6 +503,62 @@ TEST(H2ConnectionTest, ServerBreakingTheProtocolFailsEveryOpenStream) {
   EXPECT_FALSE(c->CanSubmit());
 }
 
+// A server that sends HEADERS again on a stream whose response has ended.
+// If the request's body has all gone out, the stream is closed and
+// nghttp2 ignores the frame; while the body is still held back (here by
+// a zero stream window), the stream is only half-closed and the frame is
+// a connection error. Which one depends on the client's own writes, never
+// on where its reads end: the same bytes whole and byte by byte, with no
+// output taken between them, end every stream the same way.
+TEST(H2ConnectionTest, HeadersOnAFinishedStreamFailTheConnectionOnlyWhileItsBodyIsUnsent) {
+  RequestSpec spec;
+  spec.method = "POST";
+  spec.body.assign(10000, 'b');
+  auto post = H2Request::Build(spec, "http", "test.local");
+  ASSERT_TRUE(post.ok()) << post.status().ToString();
+  using Ended = std::tuple<int32_t, H2Error, uint16_t>;
+  auto run = [&](bool body_held, bool byte_by_byte, uint64_t* data_frames_up) {
+    auto c = Client({.max_streams = 2});
+    // SETTINGS, with SETTINGS_INITIAL_WINDOW_SIZE = 0 when the bodies are to wait.
+    const uint8_t window_zero[] = {0, 0, 6, 0x4, 0, 0, 0, 0, 0, 0, 0x4, 0, 0, 0, 0};
+    const uint8_t empty[] = {0, 0, 0, 0x4, 0, 0, 0, 0, 0};
+    EXPECT_TRUE(body_held ? c->Receive(window_zero, sizeof(window_zero)) : c->Receive(empty, sizeof(empty)));
+    EXPECT_GT(c->Submit(**post, 0, 0), 0);
+    EXPECT_GT(c->Submit(**post, 1, 1), 0);
+    H2FrameScanner up(true);
+    auto out = c->Output();
+    up.Feed(out.data(), out.size());
+    c->Consumed(out.size());
+    *data_frames_up = up.frames(0x0);  // 10,000 bytes fit one DATA frame
+    // :status 200 with END_STREAM on stream 1, then the same again on it.
+    const uint8_t frames[] = {0, 0, 1, 0x1, 0x5, 0, 0, 0, 1, 0x88, 0, 0, 1, 0x1, 0x5, 0, 0, 0, 1, 0x88};
+    if (byte_by_byte) {
+      for (uint8_t b : frames) c->Receive(&b, 1);
+    } else {
+      c->Receive(frames, sizeof(frames));
+    }
+    std::vector<Ended> ended;
+    for (const H2Outcome& o : c->outcomes()) ended.emplace_back(o.stream_id, o.error, o.status);
+    c->outcomes().clear();
+    const bool failed = c->failed();
+    c->Fail(H2Error::kClosed);
+    for (const H2Outcome& o : c->outcomes()) ended.emplace_back(o.stream_id, o.error, o.status);
+    std::sort(ended.begin(), ended.end());
+    return std::make_pair(failed, ended);
+  };
+  uint64_t sent = 0;
+  const auto closed = run(false, false, &sent);
+  EXPECT_EQ(sent, 2u) << "both bodies went out";
+  EXPECT_FALSE(closed.first) << "a frame on a closed stream is ignored";
+  EXPECT_EQ(closed.second, (std::vector<Ended>{{1, H2Error::kNone, 200}, {3, H2Error::kClosed, 0}}));
+  const auto half_closed = run(true, false, &sent);
+  EXPECT_EQ(sent, 0u) << "no body went out";
+  EXPECT_TRUE(half_closed.first) << "a frame on a half-closed stream breaks the protocol";
+  EXPECT_EQ(half_closed.second, (std::vector<Ended>{{1, H2Error::kNone, 200}, {3, H2Error::kProtocol, 0}}));
+  EXPECT_EQ(run(false, true, &sent), closed);
+  EXPECT_EQ(run(true, true, &sent), half_closed);
+}
+
 TEST(H2ConnectionTest, TransportEndFailsOpenStreamsAsClosed) {
   H2TestServer server;
   auto c = Client({.max_streams = 5});
