@@ -14,7 +14,10 @@ Requests are counted on the server (stub_status before and after each run,
 as bench/agent_vs_wrk.py does) and reported as the tool's own requests/s,
 the server's count over the tool's window and over its whole run; CPU per
 request is the generator's user + system time over the requests the
-server served. A run with failed or errored requests is invalid.
+server served; nginx's own CPU time per request served (from /proc) and
+its busy share of the run's wall time show whether the server was the
+bottleneck and what each tool's requests cost it. A run with failed or
+errored requests is invalid.
 
 fairbench-agent (`fairbench-agent load --h2c|--h2 --streams S`) is
 compared when it has those flags; otherwise that part is skipped with a
@@ -116,10 +119,19 @@ def tool_argv(tool, args, url, streams):
             "--h2-stream-window", str(2**30 - 1), "--h2-connection-window", str(2**30 - 1), url]
 
 
-def one_run(tool, args, url, status_port, streams):
+def process_cpu(pid):
+    """user + system CPU seconds of a process so far (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def one_run(tool, args, url, status_port, streams, server_pid):
     argv = ["taskset", "-c", args.client_cpu] + tool_argv(tool, args, url, streams)
     before = served(status_port)
+    server_cpu = process_cpu(server_pid)
     out, cpu, rss, code, wall = run_measured(argv, args.duration + 60)
+    server_cpu = process_cpu(server_pid) - server_cpu
     after = served(status_port)
     if code != 0:
         raise SystemExit(f"{tool} failed ({code}):\n{out}")
@@ -131,6 +143,7 @@ def one_run(tool, args, url, status_port, streams):
     return {"requests": requests, "seconds": seconds, "rps": rps, "errors": errors, "server_requests": server,
             "wall_seconds": wall, "server_rps_window": server / seconds, "server_rps_wall": server / wall,
             "cpu": cpu, "cpu_per_request_us": cpu / max(server, 1) * 1e6, "rss_kb": rss,
+            "server_cpu_per_request_us": server_cpu / max(server, 1) * 1e6, "server_busy": server_cpu / wall,
             "valid": errors == 0 and server >= requests}
 
 
@@ -195,18 +208,20 @@ def main():
             for i in range(args.runs):
                 order = tools if i % 2 == 0 else list(reversed(tools))
                 for tool in order:
-                    r = one_run(tool, args, url, status_port, streams)
+                    r = one_run(tool, args, url, status_port, streams, nginx.pid)
                     runs[tool].append(r)
                     print(f"  {protocol:<3} streams={streams:<4} run {i + 1} {tool:<9} own {r['rps']:>9.0f}  server/window "
                           f"{r['server_rps_window']:>9.0f}  server/wall {r['server_rps_wall']:>9.0f} req/s "
                           f"({r['requests']} counted by the tool, {r['server_requests']} by nginx)  "
-                          f"{r['cpu_per_request_us']:5.2f} us CPU/req  rss {r['rss_kb'] / 1024:5.1f} MiB  "
+                          f"{r['cpu_per_request_us']:5.2f} us CPU/req  nginx {r['server_cpu_per_request_us']:5.2f} us/req "
+                          f"busy {r['server_busy'] * 100:3.0f}%  rss {r['rss_kb'] / 1024:5.1f} MiB  "
                           f"errors {r['errors']}{'' if r['valid'] else '  INVALID'}", flush=True)
                     time.sleep(1)
             results["levels"][level] = runs
 
         print()
-        keys = ("rps", "server_rps_window", "server_rps_wall", "cpu_per_request_us", "rss_kb")
+        keys = ("rps", "server_rps_window", "server_rps_wall", "cpu_per_request_us", "server_cpu_per_request_us",
+                "server_busy", "rss_kb")
         for level, runs in results["levels"].items():
             valid = [i for i in range(args.runs) if all(runs[t][i]["valid"] for t in tools)]
             protocol, streams = level.split("/")
@@ -228,7 +243,9 @@ def main():
             for key, label, fmt in (("rps", "requests/s, tool's own", "{:>12.0f}"),
                                     ("server_rps_window", "requests/s, server/window", "{:>12.0f}"),
                                     ("server_rps_wall", "requests/s, server/wall", "{:>12.0f}"),
-                                    ("cpu_per_request_us", "CPU us per request served", "{:>12.2f}")):
+                                    ("cpu_per_request_us", "CPU us per request served", "{:>12.2f}"),
+                                    ("server_cpu_per_request_us", "nginx CPU us per request", "{:>12.2f}"),
+                                    ("server_busy", "nginx busy share of wall", "{:>12.2f}")):
                 line = "".join(fmt.format(med[t][key]) for t in tools)
                 if ratio:
                     line += f"{ratio[key]:>8.2f}"
