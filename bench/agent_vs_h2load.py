@@ -41,7 +41,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agent_vs_wrk import free_port, parse_output, run_measured, served, wait_port  # noqa: E402
+from agent_vs_wrk import free_port, parse_output, process_cpu, run_measured, served, wait_port  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -117,13 +117,6 @@ def tool_argv(tool, args, url, streams):
             "--h2" if url.startswith("https:") else "--h2c", "--streams", str(streams),
             # h2load's default windows (-w 30, -W 30: 2^30 - 1), so that both announce the same
             "--h2-stream-window", str(2**30 - 1), "--h2-connection-window", str(2**30 - 1), url]
-
-
-def process_cpu(pid):
-    """user + system CPU seconds of a process so far (/proc/PID/stat)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def one_run(tool, args, url, status_port, streams, server_pid):

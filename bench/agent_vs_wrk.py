@@ -27,7 +27,9 @@ reported, makes its pair invalid; medians are over valid pairs only.
 Per tool it also prints the generator's CPU seconds per request served
 (user + system over the whole run, from wait4), system calls per request (a
 separate, shorter run under strace -c -f) and peak RSS — and fairbench's
-ratio to wrk.
+ratio to wrk; and nginx's own CPU time per request served and its busy
+share of the run's wall time (from /proc), which show whether the server
+was the bottleneck and what each tool's requests cost it.
 
 HTTPS (--modes https,https-short): nginx also listens with TLS (a
 self-signed ECDSA P-256 certificate made with `openssl req -x509` for the
@@ -125,6 +127,13 @@ def served(port):
     return int(m.group(3))
 
 
+def process_cpu(pid):
+    """user + system CPU seconds of a process so far (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_measured(argv, timeout):
     """Runs argv under GNU time; returns (stdout, cpu_seconds, maxrss_kb, exit_code, wall_seconds).
 
@@ -196,10 +205,12 @@ def tool_argv(tool, agent, url, conns, duration, keep_alive=True):
     return [agent, "load", "-t1", f"-c{conns}", f"-d{duration}s"] + short + [url]
 
 
-def one_run(tool, args, url, port, conns, keep_alive=True):
+def one_run(tool, args, url, port, conns, server_pid, keep_alive=True):
     argv = ["taskset", "-c", args.client_cpu] + tool_argv(tool, args.agent, url, conns, args.duration, keep_alive)
     before = served(port)
+    server_cpu = process_cpu(server_pid)
     out, cpu, rss, code, wall = run_measured(argv, args.duration + 60)
+    server_cpu = process_cpu(server_pid) - server_cpu
     after = served(port)
     if code != 0:
         raise SystemExit(f"{tool} failed ({code}):\n{out}")
@@ -209,6 +220,7 @@ def one_run(tool, args, url, port, conns, keep_alive=True):
             "server_requests": server, "wall_seconds": wall,
             "server_rps_window": server / seconds, "server_rps_wall": server / wall,
             "cpu": cpu, "cpu_per_request_us": cpu / max(server, 1) * 1e6, "rss_kb": rss,
+            "server_cpu_per_request_us": server_cpu / max(server, 1) * 1e6, "server_busy": server_cpu / wall,
             "valid": errors == 0 and server >= requests}
 
 
@@ -278,13 +290,14 @@ def main():
             for pair in range(args.pairs):
                 order = ["wrk", "fairbench"] if pair % 2 == 0 else ["fairbench", "wrk"]
                 for tool in order:
-                    r = one_run(tool, args, url, port, conns, keep_alive)
+                    r = one_run(tool, args, url, port, conns, nginx.pid, keep_alive)
                     runs[tool].append(r)
                     print(f"  {mode:<11} c={conns:<6} pair {pair + 1} {tool:<9} own {r['rps']:>9.0f}  server/window "
                           f"{r['server_rps_window']:>9.0f}  server/wall {r['server_rps_wall']:>9.0f} req/s "
                           f"({r['requests']} counted by the tool, {r['server_requests']} by nginx, "
                           f"{r['seconds']:.2f}s window, {r['wall_seconds']:.2f}s wall)  "
-                          f"{r['cpu_per_request_us']:5.2f} us CPU/req  rss {r['rss_kb'] / 1024:5.1f} MiB  "
+                          f"{r['cpu_per_request_us']:5.2f} us CPU/req  nginx {r['server_cpu_per_request_us']:6.2f} us/req "
+                          f"busy {r['server_busy'] * 100:3.0f}%  rss {r['rss_kb'] / 1024:5.1f} MiB  "
                           f"errors {r['errors']}{'' if r['valid'] else '  INVALID'}", flush=True)
                     time.sleep(1)
                 runs["pairs_valid"].append(runs["wrk"][-1]["valid"] and runs["fairbench"][-1]["valid"])
@@ -305,7 +318,8 @@ def main():
             results["levels"][key] = runs
 
         print()
-        keys = ("rps", "server_rps_window", "server_rps_wall", "cpu_per_request_us", "rss_kb")
+        keys = ("rps", "server_rps_window", "server_rps_wall", "cpu_per_request_us", "server_cpu_per_request_us",
+                "server_busy", "rss_kb")
         for key, runs in results["levels"].items():
             valid = [i for i, ok in enumerate(runs["pairs_valid"]) if ok]
             what = {"http": "HTTP keep-alive", "https": "HTTPS keep-alive",
@@ -327,6 +341,10 @@ def main():
                 print(f"   {label:30}{w[key]:>12.0f}{f[key]:>12.0f}{ratio[key]:>8.2f}")
             print(f"   {'CPU us per request served':30}{w['cpu_per_request_us']:>12.2f}{f['cpu_per_request_us']:>12.2f}"
                   f"{ratio['cpu_per_request_us']:>8.2f}")
+            print(f"   {'nginx CPU us per request':30}{w['server_cpu_per_request_us']:>12.2f}"
+                  f"{f['server_cpu_per_request_us']:>12.2f}{ratio['server_cpu_per_request_us']:>8.2f}")
+            print(f"   {'nginx busy share of wall':30}{w['server_busy']:>12.2f}{f['server_busy']:>12.2f}"
+                  f"{ratio['server_busy']:>8.2f}")
             sw, sf = runs["wrk_syscalls_per_request"], runs["fairbench_syscalls_per_request"]
             print(f"   {'syscalls per request':30}{sw:>12.2f}{sf:>12.2f}{sf / sw:>8.2f}")
             print(f"   {'peak RSS MiB':30}{w['rss_kb'] / 1024:>12.1f}{f['rss_kb'] / 1024:>12.1f}"
