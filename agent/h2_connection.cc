@@ -6,10 +6,6 @@
 namespace fairbench::agent {
 namespace {
 
-// Output() stops gathering frames past this much: a large request body
-// (or a server with a huge window) must not balloon the buffer.
-constexpr size_t kOutputHighWater = 256 * 1024;
-
 constexpr uint32_t kMaxWindow = (1u << 31) - 1;  // RFC 9113 §6.9.1
 
 }  // namespace

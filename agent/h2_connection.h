@@ -129,6 +129,11 @@ class H2Connection {
   // holds (a GOAWAY) and close.
   bool Receive(const uint8_t* data, size_t len);
 
+  // Output() stops gathering frames once it holds this many bytes: a large
+  // request body (or a server with a huge window) must not balloon the
+  // buffer. It may end up to one frame past the mark.
+  static constexpr size_t kOutputHighWater = 256 * 1024;
+
   // The bytes to write now (frames nghttp2 queued), valid until the next
   // call of a non-const method. Empty when there is nothing to send.
   std::span<const uint8_t> Output();

@@ -20,7 +20,7 @@
 // the output is not taken between pieces (taking it after every piece
 // would let the piecewise runs write more than the whole one), and the
 // request bodies are small enough (16 x 10,000 bytes and a few replies)
-// that H2Connection's 256 KiB output high-water mark never holds one
+// that H2Connection::kOutputHighWater (256 KiB) never holds one
 // back: what is written depends only on the frames read and the windows.
 //
 // The windows are the largest HTTP/2 allows: when nghttp2 sends a
@@ -79,10 +79,16 @@ const H2Request& Request(bool post) {
   return post ? *with_body : *get;
 }
 
-void Drain(H2Connection& c, std::vector<H2Outcome>* out) {
-  for (auto bytes = c.Output(); !bytes.empty(); bytes = c.Output()) c.Consumed(bytes.size());
+// Moves the streams that ended since the last call into *out.
+void Collect(H2Connection& c, std::vector<H2Outcome>* out) {
   out->insert(out->end(), c.outcomes().begin(), c.outcomes().end());
   c.outcomes().clear();
+}
+
+// Takes (and drops) everything the client has to write, then Collect.
+void Drain(H2Connection& c, std::vector<H2Outcome>* out) {
+  for (auto bytes = c.Output(); !bytes.empty(); bytes = c.Output()) c.Consumed(bytes.size());
+  Collect(c, out);
 }
 
 struct Outcomes {
@@ -119,15 +125,14 @@ Outcomes Run(uint8_t config, const uint8_t* data, size_t len, const std::vector<
   for (size_t cut : cuts) {
     if (cut > from) {
       (void)c.Receive(data + from, cut - from);  // a failure shows in the outcomes
-      outcomes.insert(outcomes.end(), c.outcomes().begin(), c.outcomes().end());
-      c.outcomes().clear();
+      Collect(c, &outcomes);
     }
     from = cut;
   }
   // Nothing was taken since the input began, so this is all the client
   // wrote meanwhile: at the high-water mark, writes would have been held
   // back and the runs' comparison would not hold (see above).
-  if (c.Output().size() >= 256 * 1024) Die("the output reached H2Connection's high-water mark");
+  if (c.Output().size() >= H2Connection::kOutputHighWater) Die("the output reached H2Connection's high-water mark");
   Outcomes result;
   result.continuation_limit =
       c.failed() && std::strcmp(c.error_message(), nghttp2_strerror(NGHTTP2_ERR_TOO_MANY_CONTINUATIONS)) == 0;
