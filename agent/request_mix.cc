@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/yaml_input.h"
+
 namespace fairbench::agent {
 namespace {
 
@@ -23,11 +25,17 @@ Result<std::string> ScalarString(const std::string& file, const YAML::Node& node
 }  // namespace
 
 Result<std::vector<RequestSpec>> LoadRequestMix(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return Status::InvalidArgument("cannot read request mix '" + path + "'");
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (const auto fault = CheckYamlText(text.str())) {
+    return Status::InvalidArgument(path + ":" + std::to_string(fault->line) + ":" + std::to_string(fault->column) +
+                                   ": " + fault->what);
+  }
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    return Status::InvalidArgument("cannot read request mix '" + path + "'");
+    root = YAML::Load(text.str());
   } catch (const YAML::Exception& e) {
     return Status::InvalidArgument(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
                                    ": " + e.msg);

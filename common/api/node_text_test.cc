@@ -104,6 +104,20 @@ TEST(YamlTextTest, TextThatIsNotUtf8IsRefusedWhereItIs) {
   EXPECT_EQ(ok->Find("name")->text(), "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\x80");
 }
 
+// Found by fuzz/run_file_fuzzer: yaml-cpp reads a raw NUL in a plain
+// scalar as its escape character ("\0_" became a lone byte 0xA0), so a run
+// loaded whose canonical YAML did not. A raw control character is not YAML:
+// the loader refuses it where it is.
+TEST(YamlTextTest, ARawControlCharacterIsRefusedWhereItIs) {
+  const std::string text("spec:\n  env: { \0_LIBRARY_PATH: /opt/lib}\n", 41);
+  EXPECT_EQ(ParseYaml(text, "run.yaml").status().message(),
+            "run.yaml:2:10: invalid YAML: control character U+0000 (YAML text holds only TAB, LF and CR raw; in a "
+            "double-quoted string write it as \\x00)");
+  Result<Node> escaped = ParseYaml("name: \"a\\x00b\\x1bc\"\n", "t");
+  ASSERT_TRUE(escaped.ok()) << escaped.status().message();
+  EXPECT_EQ(escaped->Find("name")->text(), std::string("a\0b\x1b" "c", 5));
+}
+
 TEST(YamlTextTest, EmptyTextIsNull) {
   EXPECT_TRUE(ParseYaml("", "t")->is_null());
   EXPECT_TRUE(ParseYaml("# only a comment\n", "t")->is_null());

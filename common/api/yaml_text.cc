@@ -9,6 +9,8 @@
 #include <exception>
 #include <string>
 
+#include "common/yaml_input.h"
+
 namespace fairbench::api {
 namespace {
 
@@ -232,57 +234,11 @@ class DocumentCounter final : public YAML::EventHandler {
   }
 };
 
-// The offset of the first byte that is not part of well-formed UTF-8, or
-// npos. yaml-cpp passes any bytes through, but a run goes on as JSON (the
-// operator's objects, the record), which must be UTF-8.
-size_t FirstNonUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t n = 0;
-    uint32_t cp = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if (c >= 0xc2 && c <= 0xdf) {
-      n = 1;
-      cp = c & 0x1f;
-    } else if (c >= 0xe0 && c <= 0xef) {
-      n = 2;
-      cp = c & 0x0f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      n = 3;
-      cp = c & 0x07;
-    } else {
-      return i;
-    }
-    for (size_t k = 1; k <= n; ++k) {
-      if (i + k >= s.size()) return i;
-      const auto b = static_cast<unsigned char>(s[i + k]);
-      if ((b & 0xc0) != 0x80) return i;
-      cp = (cp << 6) | (b & 0x3f);
-    }
-    // Overlong forms, surrogates and beyond U+10FFFF are not UTF-8.
-    if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) return i;
-    i += n + 1;
-  }
-  return std::string_view::npos;
-}
-
 Result<Node> ParseYaml(std::string_view text, std::string_view source) {
   Converter conv;
   conv.source = std::string(source);
-  if (const size_t bad = FirstNonUtf8(text); bad != std::string_view::npos) {
-    int line = 1, column = 1;
-    for (size_t i = 0; i < bad; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
-    return Status::InvalidArgument(conv.Where(Mark{line, column}) + "invalid YAML: not UTF-8 text");
+  if (const auto fault = CheckYamlText(text)) {
+    return Status::InvalidArgument(conv.Where(Mark{fault->line, fault->column}) + "invalid YAML: " + fault->what);
   }
   try {
     const std::string copy(text);

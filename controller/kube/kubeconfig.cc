@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "common/base64.h"
+#include "common/yaml_input.h"
 #include "controller/kube/exec_credential.h"
 
 namespace fairbench::kube {
@@ -61,6 +62,10 @@ std::string Resolve(const std::string& path, const std::string& base_dir) {
 Status MergeFile(const std::string& path, Merged* m) {
   auto text = ReadSmallFile(path, 16 << 20);
   if (!text.ok()) return Status::IoError("kubeconfig: " + text.status().message());
+  if (const auto fault = CheckYamlText(*text)) {
+    return Status::InvalidArgument("kubeconfig " + path + ":" + std::to_string(fault->line) + ":" +
+                                   std::to_string(fault->column) + ": not valid YAML: " + fault->what);
+  }
   YAML::Node root;
   try {
     root = YAML::Load(*text);

@@ -167,6 +167,19 @@ current-context: ctx
 
   auto none = LoadKubeconfig({{d.path() + "/absent"}, "", nullptr});
   EXPECT_FALSE(none.ok());
+
+  // yaml-cpp would read the NUL as an escape and make a token of "t" and a
+  // lone byte 0xA0; kubectl refuses control characters, and so does this.
+  const std::string nul = make("nul", "", std::string("token: t\0_x", 11));
+  auto control = LoadKubeconfig({{nul}, "", nullptr});
+  ASSERT_FALSE(control.ok());
+  EXPECT_EQ(control.status().message(),
+            "kubeconfig " + nul + ":7:18: not valid YAML: control character U+0000 (YAML text holds only TAB, LF and "
+            "CR raw; in a double-quoted string write it as \\x00)");
+  auto latin1 = LoadKubeconfig({{make("latin1", "", "token: caf\xe9")}, "", nullptr});
+  ASSERT_FALSE(latin1.ok());
+  EXPECT_NE(latin1.status().message().find(":7:20: not valid YAML: not UTF-8 text"), std::string::npos)
+      << latin1.status().message();
 }
 
 TEST(TokenFile, RereadEveryMinuteAndAfterA401) {
