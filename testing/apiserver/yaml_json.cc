@@ -7,6 +7,8 @@
 #include <regex>
 #include <string>
 
+#include "common/yaml_input.h"
+
 namespace fairbench::apiserver {
 namespace {
 
@@ -62,6 +64,15 @@ Result<nlohmann::json> YamlToJson(std::string_view text) {
   // JSON needs no YAML parser, and keeps number precision exactly.
   auto j = json::parse(text.begin(), text.end(), nullptr, false);
   if (!j.is_discarded()) return j;
+  // yaml-cpp checks neither (and misreads a raw NUL); the API server's YAML
+  // reader (go-yaml, through sigs.k8s.io/yaml) refuses both, in these words.
+  if (const auto fault = CheckYamlText(text)) {
+    const auto b = static_cast<unsigned char>(text[fault->offset]);
+    const char* what = b < 0x20                ? "control characters are not allowed"
+                       : (b < 0xc2 || b > 0xf4) ? "invalid leading UTF-8 octet"
+                                                : "invalid trailing UTF-8 octet";
+    return Status::InvalidArgument(std::string("error converting YAML to JSON: yaml: ") + what);
+  }
   try {
     YAML::Node node = YAML::Load(std::string(text));
     return Convert(node);

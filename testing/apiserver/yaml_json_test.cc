@@ -25,5 +25,19 @@ TEST(YamlJson, JsonPassesThroughAndBadYamlFails) {
   EXPECT_FALSE(YamlToJson("a: [1, 2").ok());
 }
 
+// As the API server: yaml-cpp would take "\0_" for the escape "\_" (a lone
+// byte 0xA0) and pass any bytes through.
+TEST(YamlJson, ControlCharactersAndTextThatIsNotUtf8AreRefused) {
+  EXPECT_EQ(YamlToJson(std::string("a: x\0_b\n", 8)).status().message(),
+            "error converting YAML to JSON: yaml: control characters are not allowed");
+  EXPECT_EQ(YamlToJson("a: caf\xe9\n").status().message(),
+            "error converting YAML to JSON: yaml: invalid trailing UTF-8 octet");
+  EXPECT_EQ(YamlToJson("a: \xff\n").status().message(), "error converting YAML to JSON: yaml: invalid leading UTF-8 octet");
+  auto ok = YamlToJson("a: \"x\\0b\"\nc: caf\xc3\xa9\n");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ((*ok)["a"], std::string("x\0b", 3));
+  EXPECT_EQ((*ok)["c"], "caf\xc3\xa9");
+}
+
 }  // namespace
 }  // namespace fairbench::apiserver
