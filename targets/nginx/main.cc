@@ -126,6 +126,23 @@ bool WaitChild(pid_t pid, int* raw, int timeout_ms) {
   }
 }
 
+// nginx opens its listening sockets before it installs its signal
+// handlers, and writes its pid file after: a SIGQUIT sent while the port
+// already accepts but before the pid file names nginx (a stop asked for
+// during its start) would kill it by the default action, not stop it.
+// Waits until the pid file names `pid` (false) or nginx exits (true, with
+// *raw), for up to `timeout_ms`.
+bool WaitForSignalHandlers(pid_t pid, const std::string& pid_file, int* raw, int timeout_ms) {
+  const std::string want = std::to_string(pid) + "\n";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (waitpid(pid, raw, WNOHANG) == pid) return true;
+    if (ReadWholeFile(pid_file) == want) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -244,6 +261,8 @@ int main(int argc, char** argv) {
     log = std::move(*opened);
   }
 
+  // A kept --work-dir may hold the pid file of an earlier nginx.
+  unlink((work_dir + "/nginx.pid").c_str());
   auto pid = StartNginx(nginx, work_dir);
   if (!pid.ok()) {
     std::fprintf(stderr, "%s\n", pid.status().ToString().c_str());
@@ -281,6 +300,7 @@ int main(int argc, char** argv) {
       continue;
     }
     asked_to_stop = true;
+    if (WaitForSignalHandlers(*pid, work_dir + "/nginx.pid", &raw, 5000)) break;
     kill(*pid, SIGQUIT);  // graceful: finish (and log) the requests in flight
     if (WaitChild(*pid, &raw, 5000)) break;
     kill(*pid, SIGTERM);
