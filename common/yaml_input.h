@@ -10,13 +10,15 @@ namespace fairbench {
 // What is wrong with YAML text before yaml-cpp sees it, for every YAML file
 // fairbench reads (run files, kubeconfigs, request mixes).
 //
-// yaml-cpp 0.7 checks neither rule it breaks:
+// yaml-cpp 0.7 enforces neither rule:
 //  - Text that is not UTF-8 passes through into strings, which then cannot
 //    go on as JSON (the operator's objects, the record).
-//  - A raw control character is not YAML (YAML 1.2 §5.1 allows TAB, LF and
-//    CR only), and yaml-cpp misreads NUL: in a plain scalar it takes NUL as
-//    its escape character, so "\0_" becomes a lone byte 0xA0 (its reading
-//    of the escape "\_"), which is not UTF-8 either.
+//  - A raw C0 control character (below U+0020) other than TAB, LF and CR
+//    is not YAML (YAML 1.2 §5.1), and yaml-cpp misreads NUL: in a plain
+//    scalar it takes NUL as its escape character, so "\0_" becomes a lone
+//    byte 0xA0 (its reading of the escape "\_"), which is not UTF-8 either.
+//    DEL and the C1 characters, also outside YAML's printable set, pass:
+//    yaml-cpp reads them as they are.
 // kubectl refuses both ("control characters are not allowed", "invalid
 // leading UTF-8 octet"), and so does fairbench, naming where.
 struct YamlTextFault {
