@@ -17,10 +17,11 @@ namespace fairbench {
 //    is not YAML (YAML 1.2 §5.1), and yaml-cpp misreads NUL: in a plain
 //    scalar it takes NUL as its escape character, so "\0_" becomes a lone
 //    byte 0xA0 (its reading of the escape "\_"), which is not UTF-8 either.
-//    DEL and the C1 characters, also outside YAML's printable set, pass:
-//    yaml-cpp reads them as they are.
 // kubectl refuses both ("control characters are not allowed", "invalid
-// leading UTF-8 octet"), and so does fairbench, naming where.
+// leading UTF-8 octet", ...), and so does fairbench, naming where. kubectl's
+// reader also refuses the rest of what is outside YAML's printable set (DEL,
+// the C1 controls but NEL, U+FFFE, U+FFFF); fairbench lets those pass, as
+// yaml-cpp reads them as they are and JSON carries them.
 struct YamlTextFault {
   size_t offset = 0;  // of the first offending byte
   int line = 1;       // 1-based

@@ -3,11 +3,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <regex>
 #include <string>
-
-#include "common/yaml_input.h"
 
 namespace fairbench::apiserver {
 namespace {
@@ -58,20 +57,61 @@ json Convert(const YAML::Node& node) {
   return nullptr;
 }
 
+// The fault the API server's YAML reader (go-yaml's port of libyaml's
+// reader, through sigs.k8s.io/yaml) finds first in UTF-8 text, in its words,
+// or nullptr. Its checks, in its order, for the sequence at each offset:
+// a leading octet that starts no sequence; a sequence longer than what is
+// left of the text; a trailing octet that is not 10xxxxxx; an overlong form;
+// a surrogate or a value past U+10FFFF; a character outside YAML's printable
+// set (TAB, LF, CR, U+0020-U+007E, NEL, U+00A0-U+D7FF, U+E000-U+FFFD,
+// U+10000 and up): so DEL, the C1 controls but NEL, U+FFFE and U+FFFF are
+// "control characters" too. (A UTF-16 byte-order mark, which it would
+// decode, is not taken here: kubectl and the operator send JSON.)
+const char* ReaderFault(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    size_t width = 0;
+    uint32_t value = 0;
+    if ((c & 0x80) == 0x00) {
+      width = 1, value = c;
+    } else if ((c & 0xe0) == 0xc0) {
+      width = 2, value = c & 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+      width = 3, value = c & 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+      width = 4, value = c & 0x07;
+    } else {
+      return "invalid leading UTF-8 octet";
+    }
+    if (width > text.size() - i) return "incomplete UTF-8 octet sequence";
+    for (size_t k = 1; k < width; ++k) {
+      const auto b = static_cast<unsigned char>(text[i + k]);
+      if ((b & 0xc0) != 0x80) return "invalid trailing UTF-8 octet";
+      value = (value << 6) | (b & 0x3f);
+    }
+    if ((width == 2 && value < 0x80) || (width == 3 && value < 0x800) || (width == 4 && value < 0x10000)) {
+      return "invalid length of a UTF-8 sequence";
+    }
+    if ((value >= 0xd800 && value <= 0xdfff) || value > 0x10ffff) return "invalid Unicode character";
+    const bool printable = value == 0x09 || value == 0x0a || value == 0x0d || (value >= 0x20 && value <= 0x7e) ||
+                           value == 0x85 || (value >= 0xa0 && value <= 0xd7ff) ||
+                           (value >= 0xe000 && value <= 0xfffd) || value >= 0x10000;
+    if (!printable) return "control characters are not allowed";
+    i += width;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 Result<nlohmann::json> YamlToJson(std::string_view text) {
   // JSON needs no YAML parser, and keeps number precision exactly.
   auto j = json::parse(text.begin(), text.end(), nullptr, false);
   if (!j.is_discarded()) return j;
-  // yaml-cpp checks neither (and misreads a raw NUL); the API server's YAML
-  // reader (go-yaml, through sigs.k8s.io/yaml) refuses both, in these words.
-  if (const auto fault = CheckYamlText(text)) {
-    const auto b = static_cast<unsigned char>(text[fault->offset]);
-    const char* what = b < 0x20                ? "control characters are not allowed"
-                       : (b < 0xc2 || b > 0xf4) ? "invalid leading UTF-8 octet"
-                                                : "invalid trailing UTF-8 octet";
-    return Status::InvalidArgument(std::string("error converting YAML to JSON: yaml: ") + what);
+  // yaml-cpp checks none of what the API server's reader refuses (and
+  // misreads a raw NUL): that reader's verdict comes first.
+  if (const char* fault = ReaderFault(text)) {
+    return Status::InvalidArgument(std::string("error converting YAML to JSON: yaml: ") + fault);
   }
   try {
     YAML::Node node = YAML::Load(std::string(text));
