@@ -1,16 +1,12 @@
 #include "agent/worker.h"
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include <openssl/err.h>
 #include <openssl/ssl.h>
 
 #include <algorithm>
@@ -22,20 +18,6 @@
 
 namespace fairbench::agent {
 namespace {
-
-// Before a TLS call whose result SSL_get_error interprets: the thread's
-// error queue must be empty. Every failed call empties it, so it almost
-// always is, and peeking costs less than ERR_clear_error, which walks all
-// of the queue's slots (a measurable share of a busy h2 connection's CPU).
-inline void ClearTlsErrors() {
-  if (ERR_peek_error() != 0) ERR_clear_error();
-}
-
-inline int64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 constexpr int64_t kSampleNs = 100'000'000;  // wrk's Req/Sec sampling period
 constexpr int64_t kMaxBackoffNs = 1'000'000'000;
@@ -65,9 +47,9 @@ Worker::Worker(LoadCoordinator& coordinator, const EngineOptions& options, uint3
 
 Worker::~Worker() {
   for (Conn& c : conns_) {
-    if (c.ssl != nullptr) TlsContext::Release(c.ssl);
+    if (c.io.ssl() != nullptr) TlsContext::Release(c.io.ssl());
     if (c.parked != nullptr) TlsContext::Release(c.parked);
-    if (c.fd >= 0) ::close(c.fd);
+    if (c.io.fd() >= 0) ::close(c.io.fd());
   }
   if (epfd_ >= 0) ::close(epfd_);
   if (wakefd_ >= 0) ::close(wakefd_);
@@ -123,14 +105,12 @@ void Worker::SetState(Conn& c, State s) {
 
 void Worker::StartConnect(Conn& c, int64_t now) {
   const SocketAddress& addr = opt_.addresses.front();
-  const int fd = ::socket(addr.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
+  const int fd = NewTcpSocket(addr.storage.ss_family);
   if (fd < 0) {
     Fail(c, Why::kConnect, now);
     return;
   }
-  const int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  c.fd = fd;
+  c.io.Plain(fd);
   c.sent_ns = now;  // connect start, for the connect time
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
@@ -139,16 +119,16 @@ void Worker::StartConnect(Conn& c, int64_t now) {
     Fail(c, Why::kConnect, now);
     return;
   }
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr.storage), addr.length) == 0) {
-    OnConnected(c, now);
-    return;
+  const IoResult r = StartTcpConnect(fd, addr);
+  switch (r.status) {
+    case Io::kDone: OnConnected(c, now); return;
+    case Io::kRetry:
+      SetState(c, State::kConnecting);
+      FifoPush(c, now + timeout_ns_);
+      return;
+    case Io::kClosed:
+    case Io::kError: Fail(c, r.error == EADDRNOTAVAIL ? Why::kPortExhaustion : Why::kConnect, now); return;
   }
-  if (errno == EINPROGRESS) {
-    SetState(c, State::kConnecting);
-    FifoPush(c, now + timeout_ns_);
-    return;
-  }
-  Fail(c, errno == EADDRNOTAVAIL ? Why::kPortExhaustion : Why::kConnect, now);
 }
 
 void Worker::OnConnected(Conn& c, int64_t now) {
@@ -161,12 +141,13 @@ void Worker::OnConnected(Conn& c, int64_t now) {
     OnReady(c, now);
     return;
   }
-  c.ssl = tls_->NewConnection(c.fd, sessions_.get(), c.parked);
+  SSL* ssl = tls_->NewConnection(c.io.fd(), sessions_.get(), c.parked);
   c.parked = nullptr;
-  if (c.ssl == nullptr) {
+  if (ssl == nullptr) {
     Fail(c, Why::kHandshake, now);
     return;
   }
+  c.io.Tls(c.io.fd(), ssl);
   c.sent_ns = now;  // handshake start
   SetState(c, State::kHandshaking);
   FifoPush(c, now + timeout_ns_);
@@ -174,22 +155,19 @@ void Worker::OnConnected(Conn& c, int64_t now) {
 }
 
 void Worker::Handshake(Conn& c, int64_t now) {
-  ERR_clear_error();
-  const int r = SSL_connect(c.ssl);
-  if (r == 1) {
+  const IoResult r = c.io.Handshake();
+  if (r.status == Io::kDone) {
     FifoRemove(c);
     if (!draining_) {
       Counters& k = cur_.counters;
       ++k.tls_handshakes;
       k.tls_handshake_time_us += static_cast<uint64_t>((now - c.sent_ns) / 1000);
-      if (SSL_session_reused(c.ssl)) ++k.tls_resumed;
+      if (SSL_session_reused(c.io.ssl())) ++k.tls_resumed;
     }
     OnReady(c, now);
     return;
   }
-  const int err = SSL_get_error(c.ssl, r);
-  if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return;
-  ERR_clear_error();
+  if (r.status == Io::kRetry) return;
   Fail(c, Why::kHandshake, now);
 }
 
@@ -203,15 +181,12 @@ void Worker::OnReady(Conn& c, int64_t now) {
 }
 
 void Worker::Close(Conn& c) {
-  if (c.ssl != nullptr) {
-    TlsContext::Park(c.ssl);
-    c.parked = c.ssl;
-    c.ssl = nullptr;
+  if (c.io.ssl() != nullptr) {
+    TlsContext::Park(c.io.ssl());
+    c.parked = c.io.ssl();
   }
-  if (c.fd >= 0) {
-    ::close(c.fd);  // also removes it from the epoll set
-    c.fd = -1;
-  }
+  if (c.io.fd() >= 0) ::close(c.io.fd());  // also removes it from the epoll set
+  c.io.Reset();
   FifoRemove(c);
   ++c.timer_gen;
   SetState(c, State::kClosed);
@@ -315,83 +290,41 @@ void Worker::Send(Conn& c, int64_t now, int64_t intended) {
 }
 
 void Worker::ContinueWrite(Conn& c, int64_t now) {
-  if (c.ssl != nullptr) {
-    ContinueWriteTls(c, now);
-    return;
-  }
-  ssize_t n;
-  if (opt_.pipeline == 1) {
-    const std::string& bytes = opt_.requests[c.req].bytes;
-    n = ::send(c.fd, bytes.data() + c.write_off, c.write_len - c.write_off, MSG_NOSIGNAL);
-  } else {
+  for (;;) {
     iovec iov[kMaxIov];
-    uint32_t count = 0;
-    uint32_t skip = c.write_off;
-    for (uint32_t i = 0; i < opt_.pipeline && count < kMaxIov; ++i) {
-      const std::string& bytes = opt_.requests[c.batch[i]].bytes;
-      if (skip >= bytes.size()) {
-        skip -= static_cast<uint32_t>(bytes.size());
-        continue;
+    size_t count = 0;
+    if (opt_.pipeline == 1) {
+      const std::string& bytes = opt_.requests[c.req].bytes;
+      iov[0].iov_base = const_cast<char*>(bytes.data() + c.write_off);
+      iov[0].iov_len = c.write_len - c.write_off;
+      count = 1;
+    } else {
+      uint32_t skip = c.write_off;
+      for (uint32_t i = 0; i < opt_.pipeline && count < kMaxIov; ++i) {
+        const std::string& bytes = opt_.requests[c.batch[i]].bytes;
+        if (skip >= bytes.size()) {
+          skip -= static_cast<uint32_t>(bytes.size());
+          continue;
+        }
+        iov[count].iov_base = const_cast<char*>(bytes.data() + skip);
+        iov[count].iov_len = bytes.size() - skip;
+        skip = 0;
+        ++count;
       }
-      iov[count].iov_base = const_cast<char*>(bytes.data() + skip);
-      iov[count].iov_len = bytes.size() - skip;
-      skip = 0;
-      ++count;
     }
-    msghdr msg{};
-    msg.msg_iov = iov;
-    msg.msg_iovlen = count;
-    n = ::sendmsg(c.fd, &msg, MSG_NOSIGNAL);
-  }
-  if (n >= 0) {
-    c.write_off += static_cast<uint32_t>(n);
-    if (!draining_) cur_.counters.bytes_written += static_cast<uint64_t>(n);
-    return;  // a short write resumes on EPOLLOUT
-  }
-  if (errno == EAGAIN || errno == EINTR) return;
-  Fail(c, Why::kWrite, now);
-}
-
-void Worker::ContinueWriteTls(Conn& c, int64_t now) {
-  const char* data;
-  size_t len;
-  if (opt_.pipeline == 1) {
-    const std::string& bytes = opt_.requests[c.req].bytes;
-    data = bytes.data() + c.write_off;
-    len = c.write_len - c.write_off;
-  } else {
-    // SSL_write takes one buffer. The batch's rest is rebuilt on each try
-    // (the same bytes; the context accepts a moved buffer), in a string
-    // whose capacity is kept.
-    tls_batch_.clear();
-    uint32_t skip = c.write_off;
-    for (uint32_t i = 0; i < opt_.pipeline; ++i) {
-      const std::string& bytes = opt_.requests[c.batch[i]].bytes;
-      if (skip >= bytes.size()) {
-        skip -= static_cast<uint32_t>(bytes.size());
-        continue;
-      }
-      tls_batch_.append(bytes, skip, std::string::npos);
-      skip = 0;
+    size_t asked = 0;
+    for (size_t i = 0; i < count; ++i) asked += iov[i].iov_len;
+    const IoResult r = c.io.WriteV(iov, count, tls_batch_);
+    if (r.status == Io::kRetry) return;  // resumes on the next event
+    if (r.status != Io::kDone) {
+      Fail(c, Why::kWrite, now);
+      return;
     }
-    data = tls_batch_.data();
-    len = tls_batch_.size();
-  }
-  while (len > 0) {
-    ClearTlsErrors();
-    const int n = SSL_write(c.ssl, data, static_cast<int>(std::min<size_t>(len, INT_MAX)));
-    if (n > 0) {
-      c.write_off += static_cast<uint32_t>(n);
-      if (!draining_) cur_.counters.bytes_written += static_cast<uint64_t>(n);
-      data += n;
-      len -= static_cast<size_t>(n);
-      continue;
-    }
-    const int err = SSL_get_error(c.ssl, n);
-    if (err == SSL_ERROR_WANT_WRITE || err == SSL_ERROR_WANT_READ) return;  // resumes on the next event
-    ERR_clear_error();
-    Fail(c, Why::kWrite, now);
-    return;
+    c.write_off += static_cast<uint32_t>(r.bytes);
+    if (!draining_) cur_.counters.bytes_written += r.bytes;
+    if (c.write_off == c.write_len) return;
+    // A short plain write resumes on EPOLLOUT; TLS writes record by record.
+    if (c.io.kind() == Transport::Kind::kPlain && r.bytes < asked) return;
   }
 }
 
@@ -399,23 +332,21 @@ void Worker::OnEvent(Conn& c, uint32_t events) {
   const uint32_t gen = c.timer_gen;
   if (c.state == State::kConnecting) {
     if (events & (EPOLLERR | EPOLLHUP)) {
-      int err = 0;
-      socklen_t len = sizeof err;
-      getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+      const int err = ConnectError(c.io.fd());
       Fail(c, err == EADDRNOTAVAIL ? Why::kPortExhaustion : Why::kConnect, NowNs());
       return;
     }
     if (!(events & EPOLLOUT)) return;
     OnConnected(c, NowNs());
     if (c.timer_gen != gen || c.state == State::kHandshaking) return;
-    if (c.ssl != nullptr && !SSL_has_pending(c.ssl)) return;
+    if (c.io.kind() == Transport::Kind::kTls && !c.io.Buffered()) return;
   } else if (c.state == State::kHandshaking) {
     Handshake(c, NowNs());
     if (c.timer_gen != gen || c.state == State::kHandshaking) return;
     // Bytes OpenSSL read ahead past the handshake get no new edge.
-    if (!SSL_has_pending(c.ssl)) return;
+    if (!c.io.Buffered()) return;
   }
-  if (c.fd < 0) return;
+  if (c.io.kind() == Transport::Kind::kNone) return;
   if (c.h2 != nullptr) {
     H2OnEvent(c, events);
     return;
@@ -427,57 +358,24 @@ void Worker::OnEvent(Conn& c, uint32_t events) {
   if ((events & EPOLLOUT) && c.state == State::kBusy && c.write_off < c.write_len) ContinueWrite(c, NowNs());
 }
 
-void Worker::ReadTls(Conn& c, uint32_t events) {
-  char* const buf = buf_.get();
-  for (;;) {
-    ClearTlsErrors();
-    const int n = SSL_read(c.ssl, buf, static_cast<int>(kBufSize));
-    if (n > 0) {
-      if (!draining_) cur_.counters.bytes_read += static_cast<uint64_t>(n);
-      if (!OnBytes(c, buf, static_cast<size_t>(n))) return;
-      // The response is complete and nothing is left in OpenSSL's buffer:
-      // the next bytes come with a new edge (after RDHUP, read on to see the
-      // end of the stream).
-      if (c.state == State::kIdle && !SSL_has_pending(c.ssl) && !(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) return;
-      continue;
-    }
-    const int err = SSL_get_error(c.ssl, n);
-    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return;
-    ERR_clear_error();
-    if (err == SSL_ERROR_ZERO_RETURN) {
-      OnEof(c);
-      return;
-    }
-    if (err == SSL_ERROR_SYSCALL && errno == EINTR) continue;
-    Fail(c, Why::kRead, NowNs());
-    return;
-  }
-}
-
 void Worker::Read(Conn& c, uint32_t events) {
-  if (c.ssl != nullptr) {
-    ReadTls(c, events);
-    return;
-  }
   char* const buf = buf_.get();
+  const bool tls = c.io.kind() == Transport::Kind::kTls;
   for (;;) {
-    const ssize_t n = ::recv(c.fd, buf, kBufSize, 0);
-    if (n > 0) {
-      if (!draining_) cur_.counters.bytes_read += static_cast<uint64_t>(n);
-      if (!OnBytes(c, buf, static_cast<size_t>(n))) return;
-      // A short read drained the socket; edge-triggered epoll reports new
-      // data with a new event. After RDHUP, read on to see the end of file.
-      if (static_cast<size_t>(n) < kBufSize && !(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) return;
-      continue;
+    const IoResult r = c.io.Read(buf, kBufSize);
+    switch (r.status) {
+      case Io::kDone: break;
+      case Io::kRetry: return;
+      case Io::kClosed: OnEof(c); return;
+      case Io::kError: Fail(c, Why::kRead, NowNs()); return;
     }
-    if (n == 0) {
-      OnEof(c);
-      return;
-    }
-    if (errno == EAGAIN) return;
-    if (errno == EINTR) continue;
-    Fail(c, Why::kRead, NowNs());
-    return;
+    if (!draining_) cur_.counters.bytes_read += r.bytes;
+    if (!OnBytes(c, buf, r.bytes)) return;
+    // Edge-triggered: new data brings a new event. A short plain read
+    // drained the socket; with TLS, a complete response with nothing left in
+    // OpenSSL's buffer. After RDHUP, read on to see the end of the stream.
+    const bool more = tls ? c.state != State::kIdle || c.io.Buffered() : r.bytes == kBufSize;
+    if (!more && !(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) return;
   }
 }
 
@@ -577,244 +475,6 @@ void Worker::OnEof(Conn& c) {
   if (!draining_) ++cur_.counters.closes_by_server;
   Close(c);
   ScheduleReconnect(c, now, true);
-}
-
-// ---------------------------------------------------------------------------
-// HTTP/2
-
-void Worker::H2Open(Conn& c, int64_t now) {
-  if (c.ssl != nullptr && !TlsContext::NegotiatedH2(c.ssl)) {
-    Fail(c, Why::kHandshake, now);  // the server speaks HTTP/1.1 only: never fall back silently
-    return;
-  }
-  auto h2 = H2Connection::Create(opt_.h2);
-  if (!h2.ok()) {
-    Fail(c, Why::kConnect, now);
-    return;
-  }
-  c.h2 = std::move(*h2);
-  c.streams = 0;
-  c.h2_timer_ns = 0;
-  SetState(c, State::kIdle);
-  H2Pump(c, now);  // the preface and our SETTINGS; streams once the server's SETTINGS came
-}
-
-void Worker::H2OnEvent(Conn& c, uint32_t events) {
-  const uint32_t gen = c.timer_gen;
-  if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) || (c.ssl != nullptr && SSL_has_pending(c.ssl))) {
-    H2Read(c, events);
-    if (c.timer_gen != gen) return;
-  }
-  // The rest of a write, then streams in place of those its RST_STREAMs freed.
-  if (events & EPOLLOUT) H2Pump(c, NowNs());
-}
-
-void Worker::H2Read(Conn& c, uint32_t events) {
-  char* const buf = buf_.get();
-  H2Connection& h2 = *c.h2;
-  for (;;) {
-    ssize_t n;
-    if (c.ssl != nullptr) {
-      ClearTlsErrors();
-      const int r = SSL_read(c.ssl, buf, static_cast<int>(kBufSize));
-      if (r <= 0) {
-        const int err = SSL_get_error(c.ssl, r);
-        if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) break;
-        ERR_clear_error();
-        if (err == SSL_ERROR_SYSCALL && errno == EINTR) continue;
-        H2End(c, NowNs(), err == SSL_ERROR_ZERO_RETURN, Why::kRead);
-        return;
-      }
-      n = r;
-    } else {
-      n = ::recv(c.fd, buf, kBufSize, 0);
-      if (n <= 0) {
-        if (n < 0 && errno == EAGAIN) break;
-        if (n < 0 && errno == EINTR) continue;
-        H2End(c, NowNs(), n == 0, Why::kRead);
-        return;
-      }
-    }
-    if (!draining_) cur_.counters.bytes_read += static_cast<uint64_t>(n);
-    const bool ok = h2.Receive(reinterpret_cast<const uint8_t*>(buf), static_cast<size_t>(n));
-    if (!ok) break;
-    // A short read drained the socket (edge-triggered: new data brings a new
-    // event); after RDHUP, read on to see the end of the stream.
-    const bool more = c.ssl != nullptr ? SSL_has_pending(c.ssl) != 0 : static_cast<size_t>(n) == kBufSize;
-    if (!more && !(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) break;
-  }
-  const int64_t now = NowNs();
-  // A connection-level failure with no stream open is counted once.
-  const bool lone_failure =
-      h2.failed() && std::none_of(h2.outcomes().begin(), h2.outcomes().end(),
-                                  [](const H2Outcome& o) { return o.error == H2Error::kProtocol; });
-  H2Outcomes(c, now);
-  if (!H2AfterRead(c, now, lone_failure)) return;
-  // New streams and everything queued go out after this batch of events.
-  answered_.push_back({&c, c.timer_gen});
-}
-
-bool Worker::H2AfterRead(Conn& c, int64_t now, bool lone_failure) {
-  H2Connection& h2 = *c.h2;
-  if (h2.failed()) {
-    // The server broke HTTP/2: its open streams were counted as protocol
-    // errors; send what nghttp2 queued (its GOAWAY) and start over.
-    if (!draining_ && lone_failure) ++cur_.counters.errors.h2_protocol;
-    H2Flush(c, now);
-    if (c.h2 == nullptr) return false;
-    Close(c);
-    ScheduleReconnect(c, now, true);
-    return false;
-  }
-  if (draining_ && c.streams == 0) {
-    Close(c);
-    return false;
-  }
-  if (!h2.Alive()) {
-    // GOAWAY, and every stream it let finish is done.
-    if (!draining_) ++cur_.counters.closes_by_server;
-    Close(c);
-    ScheduleReconnect(c, now, false);
-    return false;
-  }
-  return true;
-}
-
-void Worker::H2Outcomes(Conn& c, int64_t now) {
-  std::vector<H2Outcome>& out = c.h2->outcomes();
-  if (out.empty()) return;
-  c.streams -= static_cast<uint32_t>(std::min<size_t>(out.size(), c.streams));
-  if (draining_) {
-    for (const H2Outcome& o : out) {
-      if (o.error == H2Error::kNone) ++drained_;
-      else ++abandoned_;
-    }
-  } else {
-    Counters& k = cur_.counters;
-    for (const H2Outcome& o : out) {
-      switch (o.error) {
-        case H2Error::kNone: {
-          ++k.requests;
-          ++sample_requests_;
-          const int cls = o.status / 100;
-          ++k.status_classes[cls >= 1 && cls <= 5 ? cls : 0];
-          if (o.status > 399) ++k.errors.status;
-          cur_.latency.Record((now - static_cast<int64_t>(o.cookie)) / 1000);
-          c.failures = 0;
-          break;
-        }
-        case H2Error::kGoaway: ++k.errors.goaway; break;
-        case H2Error::kRstStream: ++k.errors.rst_stream; break;
-        case H2Error::kProtocol: ++k.errors.h2_protocol; break;
-        case H2Error::kClosed: ++k.errors.read; break;
-        case H2Error::kCancelled: ++k.errors.timeout; break;
-      }
-    }
-  }
-  out.clear();
-  if (c.streams == 0 && c.state == State::kBusy) SetState(c, State::kIdle);
-}
-
-bool Worker::H2Pump(Conn& c, int64_t now) {
-  H2Connection& h2 = *c.h2;
-  if (started_ && !draining_) {
-    const uint32_t before = c.streams;
-    // In batches (RefillDue): one write then carries many requests.
-    const bool refill = h2.RefillDue();
-    while (refill && h2.CanSubmit()) {
-      const uint32_t r = schedule_.Next();
-      if (h2.Submit(*opt_.h2_requests[r], r, static_cast<uint64_t>(now)) == 0) break;
-      ++c.streams;
-    }
-    if (c.streams > before) {
-      if (c.state == State::kIdle) SetState(c, State::kBusy);
-      if (c.h2_timer_ns == 0) H2ArmTimer(c, now + timeout_ns_);
-    }
-  }
-  return H2Flush(c, now);
-}
-
-bool Worker::H2Flush(Conn& c, int64_t now) {
-  H2Connection& h2 = *c.h2;
-  for (;;) {
-    const std::span<const uint8_t> out = h2.Output();
-    if (out.empty()) {
-      if (!h2.outcomes().empty()) H2Outcomes(c, now);  // streams nghttp2 could not send
-      return true;
-    }
-    ssize_t n;
-    if (c.ssl != nullptr) {
-      ClearTlsErrors();
-      const int r = SSL_write(c.ssl, out.data(), static_cast<int>(std::min<size_t>(out.size(), INT_MAX)));
-      if (r <= 0) {
-        const int err = SSL_get_error(c.ssl, r);
-        if (err == SSL_ERROR_WANT_WRITE || err == SSL_ERROR_WANT_READ) return true;  // resumes on the next event
-        ERR_clear_error();
-        H2End(c, now, false, Why::kWrite);
-        return false;
-      }
-      n = r;
-    } else {
-      n = ::send(c.fd, out.data(), out.size(), MSG_NOSIGNAL);
-      if (n < 0) {
-        if (errno == EAGAIN) return true;  // resumes on EPOLLOUT
-        if (errno == EINTR) continue;
-        H2End(c, now, false, Why::kWrite);
-        return false;
-      }
-    }
-    h2.Consumed(static_cast<size_t>(n));
-    if (!draining_) cur_.counters.bytes_written += static_cast<uint64_t>(n);
-  }
-}
-
-void Worker::H2End(Conn& c, int64_t now, bool eof, Why why) {
-  const uint32_t open = c.streams;
-  c.h2->Fail(H2Error::kClosed);
-  H2Outcomes(c, now);  // each open stream: a read error
-  if (draining_) {
-    Close(c);
-    return;
-  }
-  if (open == 0) {
-    // Between streams: a clean close is not an error (it counts toward
-    // backoff all the same, as for HTTP/1.1), a failed read or write is.
-    if (eof) {
-      ++cur_.counters.closes_by_server;
-    } else if (why == Why::kWrite) {
-      ++cur_.counters.errors.write;
-    } else {
-      ++cur_.counters.errors.read;
-    }
-  }
-  Close(c);
-  ScheduleReconnect(c, now, true);
-}
-
-void Worker::H2ArmTimer(Conn& c, int64_t at_ns) {
-  c.h2_timer_ns = at_ns;
-  ArmTimer(c, at_ns);
-}
-
-void Worker::H2Expire(Conn& c, int64_t at_ns, int64_t now) {
-  if (at_ns != c.h2_timer_ns) return;  // superseded (one timer per connection is live)
-  c.h2_timer_ns = 0;
-  if (c.streams == 0) return;
-  int64_t oldest = INT64_MAX;
-  expired_.clear();
-  c.h2->ForEachWaiting([&](int32_t id, uint64_t cookie) {
-    const int64_t sent = static_cast<int64_t>(cookie);
-    if (sent + timeout_ns_ <= now) expired_.push_back(id);
-    else oldest = std::min(oldest, sent);
-  });
-  for (int32_t id : expired_) c.h2->Cancel(id);
-  H2Outcomes(c, now);  // each one a timeout
-  if (oldest != INT64_MAX) H2ArmTimer(c, oldest + timeout_ns_);
-  // A cancelled stream holds its slot until its RST_STREAM is written: write
-  // them first, so that RefillDue() sees the slots free (when every stream
-  // timed out at once, no answer would come to refill them later).
-  if (!H2Flush(c, now)) return;
-  H2Pump(c, now);  // streams in their place
 }
 
 // ---------------------------------------------------------------------------

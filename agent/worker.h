@@ -19,10 +19,13 @@
 // readiness event until done); its time is counted apart from request
 // latency and a failure is a handshake error. Then SSL_write / SSL_read
 // replace send / recv with the same one-write, one-read shape per request
-// (OpenSSL's read-ahead fills a whole record in one read). The worker keeps
-// the sessions the server issued and offers the newest on each new
-// connection (SessionPool: a TLS 1.3 ticket once, a TLS 1.2 session always);
-// a connection's SSL object is reset and reused on its next connect.
+// (OpenSSL's read-ahead fills a whole record in one read). Each connection's
+// Transport (plain or TLS, chosen once it is connected: agent/transport.h)
+// does the reads and writes and says done, retry, closed or error; the
+// worker keeps the state machine. The worker keeps the sessions the server
+// issued and offers the newest on each new connection (SessionPool: a TLS
+// 1.3 ticket once, a TLS 1.2 session always); a connection's SSL object is
+// reset and reused on its next connect.
 //
 // HTTP/2 (opt.protocol h2c or h2): once connected (and, for h2, once ALPN
 // chose "h2" — otherwise a handshake error), a connection carries an
@@ -36,6 +39,8 @@
 // open stream is closed and reopened. A timer per connection (on the heap)
 // finds the streams past their timeout.
 //
+// The HTTP/2 half of the worker lives in worker_h2.cc.
+//
 // The worker knows its coordinator (the engine) only as a LoadCoordinator:
 // in its loop it reads the coordinator's LoadState (the stop flag, the
 // start, the boundaries) without a call; it calls it once per interval
@@ -44,6 +49,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,6 +59,7 @@
 #include "agent/load_coordinator.h"
 #include "agent/response_parser.h"
 #include "agent/tls_context.h"
+#include "agent/transport.h"
 #include "common/status.h"
 
 namespace fairbench::agent {
@@ -77,12 +84,18 @@ class Worker {
   uint32_t peak_open() const { return peak_open_; }
 
  private:
+  // CLOCK_MONOTONIC in nanoseconds: the worker's clock.
+  static int64_t NowNs() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+  }
+
   enum class State : uint8_t { kClosed, kConnecting, kHandshaking, kIdle, kBusy };
   enum class Why : uint8_t { kConnect, kRead, kWrite, kTimeout, kPortExhaustion, kHandshake };
 
   struct Conn {
-    int fd = -1;
-    SSL* ssl = nullptr;  // HTTPS only: the connection's TLS (while open), null when closed
+    Transport io;  // the socket, and HTTPS's SSL on it (while open)
     SSL* parked = nullptr;  // HTTPS: the last connection's SSL, reset and reused on the next
     State state = State::kClosed;
     bool in_fifo = false;
@@ -137,8 +150,6 @@ class Worker {
   void ContinueWrite(Conn& c, int64_t now);
   void OnEvent(Conn& c, uint32_t events);
   void Read(Conn& c, uint32_t events);
-  void ReadTls(Conn& c, uint32_t events);
-  void ContinueWriteTls(Conn& c, int64_t now);
   // Returns false when the connection was closed while handling the bytes.
   bool OnBytes(Conn& c, const char* data, size_t len);
   // Returns false when the connection was closed (end of keep-alive, error).
