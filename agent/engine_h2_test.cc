@@ -361,5 +361,34 @@ TEST_F(EngineH2ServerTest, AServerThatAnswersNothingGetsARoundOfStreamsPerTimeou
   }
 }
 
+// A server that never answers every second stream (stream k, counted in
+// the order the client opens them, answered when k is odd): the answered
+// ones free their slots and the ignored ones keep theirs until they time
+// out. A connection that refills every free slot as soon as it is free
+// ends with all of its N slots held by ignored streams, having opened 2N
+// (N odd ones answered, N even ones waiting); one that refilled only once
+// half its slots were free (the agent before) stops at 1.5N opened with
+// N/2..N-1 in flight — what h2load's -m N never does. Catches: refilling in
+// batches that leave slots idle, and any refill that skips a free slot.
+TEST_F(EngineH2ServerTest, EveryFreeSlotIsRefilledSoNStreamsStayInFlight) {
+  for (const uint32_t streams : {2u, 10u, 100u}) {
+    H2SocketServerOptions options;
+    options.server.ignore_every = 2;
+    options.server.max_concurrent_streams = 128;
+    Start(options);
+    EngineOptions o = H2Options("127.0.0.1", server_->port(), HttpProtocol::kH2c, streams);
+    o.connections = 1;
+    o.threads = 1;
+    o.timeout = std::chrono::milliseconds(1500);  // no ignored stream times out during the load
+    o.duration = std::chrono::milliseconds(300);
+    const EngineRun run = RunEngine(o);
+    const H2SocketTotals t = Stop();
+    EXPECT_EQ(t.requests, 2u * streams) << streams;
+    EXPECT_EQ(t.peak_open_streams, streams) << streams;
+    EXPECT_EQ(run.all.requests, streams) << streams;  // the odd ones
+    EXPECT_EQ(run.all.errors, ErrorCounts{}) << streams;
+  }
+}
+
 }  // namespace
 }  // namespace fairbench::agent

@@ -35,6 +35,13 @@ struct EngineOptions {
   uint32_t pipeline = 1;   // requests written back to back per connection
   double rate = 0;         // total requests/s over all connections; 0 = as fast as possible
   std::vector<int> cpus;   // pin worker i to cpus[i % size]; empty = no pinning
+  // While the load runs (warm-up and measure, not while connecting or
+  // draining), each worker polls its epoll set without sleeping (a zero
+  // timeout) instead of waiting in epoll_wait: a server on the same machine
+  // then never pays the wake-up of a sleeping generator in the system call
+  // that sends a response. It costs a whole CPU per worker; the time spent
+  // in empty polls is counted (Engine::busy_poll()). For single-machine runs.
+  bool busy_poll = false;
   // With several agents sharing a load: this engine's first connection
   // among all of them, and their total. A constant rate is then staggered
   // over every connection of every agent.

@@ -103,12 +103,6 @@ bool H2Connection::CanSubmit() const {
   return settings_received_ && !goaway_received_ && !shutdown_ && !failed_ && open_ < stream_limit();
 }
 
-bool H2Connection::RefillDue() const {
-  if (!CanSubmit()) return false;
-  const uint32_t limit = stream_limit();
-  return open_ == 0 || limit - open_ >= std::max<uint32_t>(1, limit / 2);
-}
-
 int32_t H2Connection::Submit(const H2Request& request, uint32_t index, uint64_t cookie) {
   if (!CanSubmit() || free_.empty()) return 0;
   Slot* s = free_.back();

@@ -31,8 +31,10 @@
 //
 // In a worker's loop, per connection: after connecting, write Output();
 // on readable, Receive() what was read and handle outcomes() (latency from
-// the cookie); then, if RefillDue(), Submit() while CanSubmit(), and write
-// Output() once; on EOF or an error, Fail(kClosed); when !Alive() (after a
+// the cookie); then, once per turn of the loop, Submit() while CanSubmit()
+// (every free slot: N streams stay in flight, as h2load's -m N) and write
+// Output() once, so that the streams answered in one batch of events go out
+// in one write; on EOF or an error, Fail(kClosed); when !Alive() (after a
 // GOAWAY, once the open streams are done) close and reconnect. A request
 // past its timeout is Cancel()ed.
 //
@@ -108,15 +110,8 @@ class H2Connection {
   // than min(max_streams, the server's limit) are open, no GOAWAY was
   // received and the connection has not failed.
   bool CanSubmit() const;
-  // New streams should start now: CanSubmit(), and no stream is open or at
-  // least stream_limit() / 2 slots are free. A worker refills in these
-  // batches so that one write carries many requests (as h2load's writes
-  // do) rather than one for each stream answered since the last wake-up:
-  // fewer system calls, TCP segments and TLS records per request, on both
-  // sides. With a limit of 3 or less every free slot is refilled at once.
   // A Cancel()ed stream holds its slot until Output() with its RST_STREAM
   // has been written (Consumed).
-  bool RefillDue() const;
   // Starts a request (CanSubmit() must hold; otherwise returns 0). Returns
   // the stream id. `request` must outlive the stream. `index` and `cookie`
   // come back in its outcome.

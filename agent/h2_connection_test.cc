@@ -151,67 +151,6 @@ TEST(H2ConnectionTest, MaxConcurrentStreamsFromTheServerRespected) {
   }
 }
 
-// The server's answers reach the client one frame at a time, so streams
-// end one by one; the client refills only when RefillDue(). Returns the
-// size of each refill (the first fills the connection).
-std::vector<uint32_t> RefillBatches(H2Connection& c, H2TestServer& server, const H2Request& req, uint64_t total,
-                                    uint64_t* answered) {
-  std::vector<uint32_t> batches;
-  std::vector<uint8_t> pending;  // the server's bytes the client has not read yet
-  uint64_t submitted = 0;
-  for (int round = 0; round < 1'000'000; ++round) {
-    if (submitted < total && c.RefillDue()) {
-      uint32_t n = 0;
-      for (; submitted < total && c.CanSubmit(); ++submitted, ++n) EXPECT_GT(c.Submit(req, 0, submitted), 0);
-      batches.push_back(n);
-    }
-    EXPECT_LE(c.open_streams(), c.stream_limit());
-    const std::span<const uint8_t> up = c.Output();
-    const bool wrote = !up.empty();
-    if (wrote) {
-      EXPECT_TRUE(server.Receive(up.data(), up.size()));
-      c.Consumed(up.size());
-    }
-    const std::span<const uint8_t> down = server.Output();
-    pending.insert(pending.end(), down.begin(), down.end());
-    server.Consumed(down.size());
-    if (pending.size() < 9) {
-      if (!wrote) break;
-      continue;
-    }
-    const size_t frame = 9 + (size_t{pending[0]} << 16 | size_t{pending[1]} << 8 | pending[2]);
-    EXPECT_GE(pending.size(), frame) << "the server writes whole frames";
-    EXPECT_TRUE(c.Receive(pending.data(), frame));
-    pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(frame));
-    for (const H2Outcome& o : c.outcomes()) *answered += o.error == H2Error::kNone ? 1 : 0;
-    c.outcomes().clear();
-  }
-  return batches;
-}
-
-// Catches: refilling after every answered stream (batches of 1), a
-// threshold above half (a connection left half idle), and a small limit
-// that would never refill.
-TEST(H2ConnectionTest, StreamsAreRefilledInBatchesOfHalfTheLimit) {
-  for (const uint32_t limit : {1u, 2u, 3u, 10u, 100u}) {
-    H2TestServer server;
-    auto c = Client({.max_streams = limit});
-    auto req = Get();
-    const uint64_t total = 20ull * limit + 3;
-    uint64_t answered = 0;
-    const std::vector<uint32_t> batches = RefillBatches(*c, server, *req, total, &answered);
-    EXPECT_EQ(answered, total) << limit;
-    EXPECT_EQ(server.responses(), total) << limit;
-    ASSERT_FALSE(batches.empty());
-    EXPECT_EQ(batches.front(), limit);
-    const uint32_t half = std::max(1u, limit / 2);
-    for (size_t i = 1; i + 1 < batches.size(); ++i) EXPECT_EQ(batches[i], half) << limit << ", refill " << i;
-    uint64_t sum = 0;
-    for (const uint32_t b : batches) sum += b;
-    EXPECT_EQ(sum, total) << limit;
-  }
-}
-
 TEST(H2ConnectionTest, ALoweredStreamLimitIsFollowed) {
   // The server allows 10, then after 50 requests sends SETTINGS with 2.
   H2TestServer server({.max_concurrent_streams = 10, .lower_after = 50, .lowered_streams = 2});

@@ -27,6 +27,7 @@ struct LoadFlags {
   bool no_keep_alive = false;
   bool latency = false;
   bool progress = false;
+  bool busy_poll = false;
   std::string json_file;
   std::string cpus;
   // HTTPS (names apart from connect mode's --tls-* flags for the hub).

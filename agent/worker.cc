@@ -626,7 +626,16 @@ int64_t Worker::NextDeadline(int64_t now) const {
 void Worker::Wait(int64_t deadline, int64_t now) {
   epoll_event events[kMaxEvents];
   int n;
-  if (have_pwait2_) {
+  if (opt_.busy_poll && started_ && !draining_) {
+    // Spins through the loop: the caller checks its deadlines on each turn.
+    n = epoll_wait(epfd_, events, kMaxEvents, 0);
+    ++polls_;
+    if (n == 0) {
+      ++empty_polls_;
+      spin_ns_ += NowNs() - now;
+      return;
+    }
+  } else if (have_pwait2_) {
     timespec ts{};
     timespec* tsp = nullptr;
     if (deadline != INT64_MAX) {

@@ -82,6 +82,11 @@ class Worker {
   uint64_t drained() const { return drained_; }
   uint64_t abandoned() const { return abandoned_; }
   uint32_t peak_open() const { return peak_open_; }
+  // Busy polling (opt.busy_poll): zero-timeout polls made and those that
+  // found nothing, and the time spent in the empty ones.
+  uint64_t polls() const { return polls_; }
+  uint64_t empty_polls() const { return empty_polls_; }
+  int64_t spin_ns() const { return spin_ns_; }
 
  private:
   // CLOCK_MONOTONIC in nanoseconds: the worker's clock.
@@ -251,6 +256,9 @@ class Worker {
   uint32_t peak_open_ = 0;
   uint64_t drained_ = 0;
   uint64_t abandoned_ = 0;
+  uint64_t polls_ = 0;
+  uint64_t empty_polls_ = 0;
+  int64_t spin_ns_ = 0;
 
   IntervalStats cur_;
 };

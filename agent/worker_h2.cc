@@ -131,9 +131,9 @@ bool Worker::H2Pump(Conn& c, int64_t now) {
   H2Connection& h2 = *c.h2;
   if (started_ && !draining_) {
     const uint32_t before = c.streams;
-    // In batches (RefillDue): one write then carries many requests.
-    const bool refill = h2.RefillDue();
-    while (refill && h2.CanSubmit()) {
+    // Every free slot, once per connection per turn of the loop (the
+    // streams answered in one batch of events go out in one write).
+    while (h2.CanSubmit()) {
       const uint32_t r = schedule_.Next();
       if (h2.Submit(*opt_.h2_requests[r], r, static_cast<uint64_t>(now)) == 0) break;
       ++c.streams;
@@ -208,7 +208,7 @@ void Worker::H2Expire(Conn& c, int64_t at_ns, int64_t now) {
   H2Outcomes(c, now);  // each one a timeout
   if (oldest != INT64_MAX) H2ArmTimer(c, oldest + timeout_ns_);
   // A cancelled stream holds its slot until its RST_STREAM is written: write
-  // them first, so that RefillDue() sees the slots free (when every stream
+  // them first, so that CanSubmit() sees the slots free (when every stream
   // timed out at once, no answer would come to refill them later).
   if (!H2Flush(c, now)) return;
   H2Pump(c, now);  // streams in their place
