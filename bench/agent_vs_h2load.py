@@ -116,7 +116,7 @@ def tool_argv(tool, args, url, streams):
     return [args.agent, "load", "-t1", f"-c{args.connections}", f"-d{args.duration}s",
             "--h2" if url.startswith("https:") else "--h2c", "--streams", str(streams),
             # h2load's default windows (-w 30, -W 30: 2^30 - 1), so that both announce the same
-            "--h2-stream-window", str(2**30 - 1), "--h2-connection-window", str(2**30 - 1), url]
+            "--h2-stream-window", str(2**30 - 1), "--h2-connection-window", str(2**30 - 1)] + args.agent_flags.split() + [url]
 
 
 def one_run(tool, args, url, status_port, streams, server_pid):
@@ -150,6 +150,7 @@ def main():
     ap.add_argument("--server-cpu", default="0")
     ap.add_argument("--client-cpu", default="1")
     ap.add_argument("--agent", default=os.path.join(ROOT, "build", "bin", "fairbench-agent"))
+    ap.add_argument("--agent-flags", default="", help="more flags for fairbench-agent load, e.g. --busy-poll")
     ap.add_argument("--json", help="write the raw figures here")
     args = ap.parse_args()
 
@@ -228,9 +229,10 @@ def main():
             header = "".join(f"{t:>12}" for t in tools)
             ratio = None
             if "fairbench" in tools:
-                ratio = {k: statistics.median(runs["fairbench"][i][k] / runs["h2load"][i][k] for i in valid)
-                         for k in keys}
+                pair_ratios = {k: [runs["fairbench"][i][k] / runs["h2load"][i][k] for i in valid] for k in keys}
+                ratio = {k: statistics.median(v) for k, v in pair_ratios.items()}
                 runs["median_pair_ratio"] = ratio
+                runs["pair_ratio_range"] = {k: [min(v), max(v)] for k, v in pair_ratios.items()}
                 header += f"{'ratio':>8}"
             print(f"   {'':30}{header}")
             for key, label, fmt in (("rps", "requests/s, tool's own", "{:>12.0f}"),
@@ -241,7 +243,8 @@ def main():
                                     ("server_busy", "nginx busy share of wall", "{:>12.2f}")):
                 line = "".join(fmt.format(med[t][key]) for t in tools)
                 if ratio:
-                    line += f"{ratio[key]:>8.2f}"
+                    v = pair_ratios[key]
+                    line += f"{ratio[key]:>8.2f}  [{min(v):.2f}–{max(v):.2f}]"
                 print(f"   {label:30}{line}")
             print(f"   {'peak RSS MiB':30}" + "".join(f"{med[t]['rss_kb'] / 1024:>12.1f}" for t in tools))
         if args.json:

@@ -197,16 +197,17 @@ def strace_calls(path):
     return total
 
 
-def tool_argv(tool, agent, url, conns, duration, keep_alive=True):
+def tool_argv(tool, agent, url, conns, duration, keep_alive=True, agent_flags=()):
     if tool == "wrk":
         short = [] if keep_alive else ["-H", "Connection: close"]
         return ["wrk", "-t1", f"-c{conns}", f"-d{duration}s"] + short + [url]
     short = [] if keep_alive else ["--no-keep-alive"]
-    return [agent, "load", "-t1", f"-c{conns}", f"-d{duration}s"] + short + [url]
+    return [agent, "load", "-t1", f"-c{conns}", f"-d{duration}s"] + short + list(agent_flags) + [url]
 
 
 def one_run(tool, args, url, port, conns, server_pid, keep_alive=True):
-    argv = ["taskset", "-c", args.client_cpu] + tool_argv(tool, args.agent, url, conns, args.duration, keep_alive)
+    argv = ["taskset", "-c", args.client_cpu] + tool_argv(tool, args.agent, url, conns, args.duration, keep_alive,
+                                                         args.agent_flags.split())
     before = served(port)
     server_cpu = process_cpu(server_pid)
     out, cpu, rss, code, wall = run_measured(argv, args.duration + 60)
@@ -235,6 +236,7 @@ def main():
     ap.add_argument("--server-cpu", default="0")
     ap.add_argument("--client-cpu", default="1")
     ap.add_argument("--agent", default=os.path.join(ROOT, "build", "bin", "fairbench-agent"))
+    ap.add_argument("--agent-flags", default="", help="more flags for fairbench-agent load, e.g. --busy-poll")
     ap.add_argument("--json", help="write the raw figures here")
     args = ap.parse_args()
 
@@ -307,7 +309,7 @@ def main():
             for tool in ("wrk", "fairbench"):
                 trace = os.path.join(tmp, f"strace-{tool}-{mode}-{conns}.txt")
                 argv = ["strace", "-c", "-f", "-o", trace, "taskset", "-c", args.client_cpu] + \
-                    tool_argv(tool, args.agent, url, conns, strace_secs, keep_alive)
+                    tool_argv(tool, args.agent, url, conns, strace_secs, keep_alive, args.agent_flags.split())
                 before = served(port)
                 out, _, _, code, _ = run_measured(argv, strace_secs + 60)
                 requests = served(port) - before - 1
@@ -331,20 +333,24 @@ def main():
             med = {t: {k: statistics.median(runs[t][i][k] for i in valid) for k in keys} for t in ("wrk", "fairbench")}
             # The two runs of a pair are seconds apart: their ratio is less
             # disturbed by a machine whose load drifts than a ratio of medians.
-            ratio = {k: statistics.median(runs["fairbench"][i][k] / runs["wrk"][i][k] for i in valid) for k in keys}
+            pair_ratios = {k: [runs["fairbench"][i][k] / runs["wrk"][i][k] for i in valid] for k in keys}
+            ratio = {k: statistics.median(v) for k, v in pair_ratios.items()}
+            spread = {k: f"  [{min(v):.2f}–{max(v):.2f}]" for k, v in pair_ratios.items()}
             runs["median"] = med
             runs["median_pair_ratio"] = ratio
+            runs["pair_ratio_range"] = {k: [min(v), max(v)] for k, v in pair_ratios.items()}
             w, f = med["wrk"], med["fairbench"]
-            print(f"   {'':30}{'wrk':>12}{'fairbench':>12}{'ratio':>8}   (medians; ratio: median of the pairs' ratios)")
+            print(f"   {'':30}{'wrk':>12}{'fairbench':>12}{'ratio':>8}   (medians; ratio: median of the pairs' ratios [their range])")
             for key, label in (("rps", "requests/s, tool's own"), ("server_rps_window", "requests/s, server/window"),
                                ("server_rps_wall", "requests/s, server/wall")):
-                print(f"   {label:30}{w[key]:>12.0f}{f[key]:>12.0f}{ratio[key]:>8.2f}")
+                print(f"   {label:30}{w[key]:>12.0f}{f[key]:>12.0f}{ratio[key]:>8.2f}{spread[key]}")
             print(f"   {'CPU us per request served':30}{w['cpu_per_request_us']:>12.2f}{f['cpu_per_request_us']:>12.2f}"
-                  f"{ratio['cpu_per_request_us']:>8.2f}")
+                  f"{ratio['cpu_per_request_us']:>8.2f}{spread['cpu_per_request_us']}")
             print(f"   {'nginx CPU us per request':30}{w['server_cpu_per_request_us']:>12.2f}"
-                  f"{f['server_cpu_per_request_us']:>12.2f}{ratio['server_cpu_per_request_us']:>8.2f}")
+                  f"{f['server_cpu_per_request_us']:>12.2f}{ratio['server_cpu_per_request_us']:>8.2f}"
+                  f"{spread['server_cpu_per_request_us']}")
             print(f"   {'nginx busy share of wall':30}{w['server_busy']:>12.2f}{f['server_busy']:>12.2f}"
-                  f"{ratio['server_busy']:>8.2f}")
+                  f"{ratio['server_busy']:>8.2f}{spread['server_busy']}")
             sw, sf = runs["wrk_syscalls_per_request"], runs["fairbench_syscalls_per_request"]
             print(f"   {'syscalls per request':30}{sw:>12.2f}{sf:>12.2f}{sf / sw:>8.2f}")
             print(f"   {'peak RSS MiB':30}{w['rss_kb'] / 1024:>12.1f}{f['rss_kb'] / 1024:>12.1f}"
