@@ -390,5 +390,34 @@ TEST_F(EngineH2ServerTest, EveryFreeSlotIsRefilledSoNStreamsStayInFlight) {
   }
 }
 
+// --busy-poll against a server that answers after 2 ms: the worker finds
+// nothing on most polls and says so. Catches: busy polling that never
+// engages (the loop still sleeping in epoll_wait), that keeps spinning
+// outside the load (the spin time would exceed the load's time), or whose
+// cost goes unreported; and requests lost to the zero-timeout loop.
+TEST_F(EngineH2ServerTest, BusyPollSpinsOnlyWhileTheLoadRunsAndCountsIt) {
+  H2SocketServerOptions options;
+  options.delay = std::chrono::milliseconds(2);
+  Start(options);
+  EngineOptions o = H2Options("127.0.0.1", server_->port(), HttpProtocol::kH2c, 4);
+  o.connections = 2;
+  o.threads = 1;
+  o.busy_poll = true;
+  o.duration = std::chrono::milliseconds(400);
+  Engine engine(o);
+  ASSERT_TRUE(engine.Start().ok());
+  uint64_t requests = 0;
+  while (auto snap = engine.NextSnapshot()) requests += snap->stats.counters.requests;
+  const EndReport end = engine.Finish();
+  const H2SocketTotals t = Stop();
+  const Engine::BusyPoll spin = engine.busy_poll();
+  EXPECT_GT(requests, 0u);
+  EXPECT_EQ(requests + end.drained + end.abandoned, t.requests);
+  EXPECT_GT(spin.empty_polls, 100u);
+  EXPECT_LE(spin.empty_polls, spin.polls);
+  EXPECT_GT(spin.spin_seconds, 0.1);   // most of the 400 ms is waiting on the server
+  EXPECT_LE(spin.spin_seconds, 0.45);  // never while connecting or draining
+}
+
 }  // namespace
 }  // namespace fairbench::agent
