@@ -540,5 +540,37 @@ TEST(StudyLocalTest, IsTheStudysRunWithLocalCommands) {
             std::string::npos);
 }
 
+// examples/study-docker.yaml is the study as its author ran it: the same
+// scenarios, load, resources and nofile, each framework from the image
+// scripts/images tags, on a free loopback port. Catches: the example
+// drifting from the study, an image name scripts/images does not build.
+TEST(StudyDockerTest, IsTheStudysRunWithTheImagesScriptsImagesBuilds) {
+  api::LoadOptions docker_options;
+  docker_options.validation.platform = api::Platform::kDocker;
+  auto docker = api::LoadRunFile(kSourceDir / "examples" / "study-docker.yaml", docker_options);
+  ASSERT_TRUE(docker.ok()) << docker.status().message();
+  api::LoadOptions cluster_options;
+  cluster_options.validation.platform = api::Platform::kKubernetes;
+  auto cluster = api::LoadRunFile(kSourceDir / "examples" / "study.yaml", cluster_options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status().message();
+  const api::BenchmarkRunSpec& d = docker->spec;
+  const api::BenchmarkRunSpec& c = cluster->spec;
+  EXPECT_EQ(d.scenarios, c.scenarios);
+  EXPECT_EQ(d.load, c.load);
+  EXPECT_EQ(d.repetitions, c.repetitions);
+  ASSERT_EQ(d.targets.size(), c.targets.size());
+  const std::string images = ReadFile(kSourceDir / "scripts" / "images");
+  for (size_t i = 0; i < d.targets.size(); ++i) {
+    const api::Target& t = d.targets[i];
+    EXPECT_EQ(t.name, c.targets[i].name);
+    EXPECT_EQ(t.resources, c.targets[i].resources) << t.name;
+    EXPECT_EQ(t.nofile, 65536) << t.name;
+    const std::string tag = c.targets[i].image.substr(c.targets[i].image.rfind(':') + 1);
+    EXPECT_EQ(t.image, "ghcr.io/fairbench/" + t.name + ":" + tag);
+    EXPECT_NE(images.find("[" + t.name + "]=" + tag), std::string::npos) << t.name << " is not tagged " << tag;
+    EXPECT_EQ(t.args, (std::vector<std::string>{"--host", "127.0.0.1", "--port", "{port}", "--threads", "4"}));
+  }
+}
+
 }  // namespace
 }  // namespace fairbench::targets

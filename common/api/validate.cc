@@ -150,6 +150,9 @@ class Checker {
         case Platform::kKubernetes:
           if (t.image.empty()) Fail(t.image, "required on Kubernetes");
           break;
+        case Platform::kDocker:
+          if (t.image.empty()) Fail(t.image, "required with --platform docker (the container image the target runs)");
+          break;
       }
       if (HasControlOrSpace(t.image)) Fail(t.image, "must not contain spaces");
       Range(t.port, 1, 65535);
@@ -160,7 +163,10 @@ class Checker {
       Range<int64_t>(t.nofile, 1, kMaxNofile);
       CheckEnv(t.env);
       if (!t.command.empty() && t.command[0].empty()) Fail(t.command[0], "must not be empty (the program to run)");
-      if (t.command.empty() && !t.args.empty()) {
+      // On Kubernetes the whole command line is wrapped by the nofile helper;
+      // a container of the Docker platform gets nofile from the engine, and
+      // args alone replace the image's CMD.
+      if (t.command.empty() && !t.args.empty() && options_.platform != Platform::kDocker) {
         Fail(t.args, "needs command as well: the whole command line is wrapped to set nofile");
       }
       if (t.readiness.has_value()) {

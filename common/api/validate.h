@@ -26,6 +26,7 @@ enum class Platform {
   kAny,         // a target needs image or local.command
   kLocal,       // a target needs local.command
   kKubernetes,  // a target needs image; bodyFile is not available
+  kDocker,      // `fairbench run --platform docker`: a target needs image
 };
 
 struct ValidateOptions {

@@ -158,6 +158,8 @@ TEST(ValidateTest, TargetsNeedAWayToRunOnThePlatform) {
   run.spec.targets[0].image.clear();
   EXPECT_EQ(Check(run), (Lines{"spec.targets[0]: needs an image (Kubernetes) or local.command (local runs)"}));
   EXPECT_EQ(Check(run, Platform::kKubernetes), (Lines{"spec.targets[0].image: required on Kubernetes"}));
+  EXPECT_EQ(Check(run, Platform::kDocker),
+            (Lines{"spec.targets[0].image: required with --platform docker (the container image the target runs)"}));
   EXPECT_EQ(Check(run, Platform::kLocal), (Lines{"spec.targets[0].local: required to run locally (local.command)"}));
   run.spec.targets[0].local = LocalProcess{};
   run.spec.targets[0].local->ready_path = "healthz";
@@ -183,6 +185,9 @@ TEST(ValidateTest, ReadinessAndContainerCommand) {
                    "spec.targets[0].readiness.path: must start with \"/\", got \"healthz\"",
                    "spec.targets[0].readiness.timeout: must be greater than 0"}));
   run.spec.targets[0].readiness = Readiness{"/healthz", std::chrono::seconds(5)};
+  // The Docker platform sets nofile through the engine: args alone replace
+  // the image's CMD. Catches: the Kubernetes rule applied to docker runs.
+  EXPECT_EQ(Check(run, Platform::kDocker), Lines{});
   run.spec.targets[0].command = {"/usr/bin/server"};
   EXPECT_EQ(Check(run, Platform::kKubernetes), Lines{});
 }

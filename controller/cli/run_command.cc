@@ -33,6 +33,7 @@
 #include "controller/metrics/self_metrics.h"
 #include "controller/orchestrator/observer_fanout.h"
 #include "controller/orchestrator/orchestrator.h"
+#include "controller/platform/docker/docker_platform.h"
 #include "controller/platform/local/local_platform.h"
 #include "controller/store/file_run_store.h"
 
@@ -117,6 +118,16 @@ CLI::App* AddRunCommand(CLI::App& app, RunFlags& f) {
                   "Keep serving /metrics this long after the last run, so scrapers see the final values (default 0s)");
   cmd->add_option("--target-stop-grace", f.target_stop_grace,
                   "How long a target may take to exit after SIGTERM before it is killed (default 10s)");
+  cmd->add_option("--platform", f.platform,
+                  "Where targets run: local (processes, targets[].local.command) or docker (containers of "
+                  "targets[].image on the Docker engine, resources enforced)")
+      ->check(CLI::IsMember({"local", "docker"}));
+  cmd->add_option("--docker-host", f.docker_host,
+                  "With --platform docker: the engine's socket (default $DOCKER_HOST, else unix:///var/run/docker.sock)");
+  cmd->add_option("--max-nofile", f.max_nofile,
+                  "Cap every target's nofile at N (a container cannot get more than the machine's hard limit); the "
+                  "report says so")
+      ->check(CLI::PositiveNumber);
   AddHubFlags(*cmd, f.hub);
   cmd->add_option("--agent-tls-ca", f.agent_tls_ca, "With --hub-tls-cert: the CA the agents verify the hub against");
   cmd->add_option("--agent-tls-cert", f.agent_tls_cert, "The agents' client certificate (for --hub-tls-client-ca)");
@@ -131,7 +142,7 @@ int RunRunCommand(const RunFlags& f) {
   std::vector<std::string> bases;
   for (const std::string& file : f.files) {
     api::LoadOptions lo;
-    lo.validation.platform = api::Platform::kLocal;
+    lo.validation.platform = f.platform == "docker" ? api::Platform::kDocker : api::Platform::kLocal;
     auto run = api::LoadRunFile(file, lo);
     if (!run.ok()) {
       std::fprintf(stderr, "%s\n", run.status().message().c_str());
@@ -283,15 +294,44 @@ int RunRunCommand(const RunFlags& f) {
     po.target_cpus = !target_cpus->empty() ? *target_cpus : run.spec.local.target_cpus.cpus;
     po.agent_cpus = !agent_cpus->empty() ? *agent_cpus : run.spec.local.agent_cpus.cpus;
     po.target_stop_grace = std::chrono::duration_cast<std::chrono::milliseconds>(*stop_grace);
-    auto platform = LocalPlatform::Create(po);
-    if (!platform.ok()) {
-      exit_code = BadInput(platform.status().message());
-      break;
+    std::unique_ptr<Platform> platform;
+    std::vector<int> shown_target_cpus, shown_agent_cpus;
+    if (f.platform == "docker") {
+      DockerPlatformOptions dop;
+      dop.docker_host = f.docker_host.empty() ? docker::DefaultDockerHost() : f.docker_host;
+      dop.local = po;
+      if (f.max_nofile > 0) dop.max_nofile = f.max_nofile;
+      auto created = DockerPlatform::Create(dop);
+      if (!created.ok()) {
+        exit_code = BadInput(created.status().message());
+        break;
+      }
+      if ((*created)->removed_leftovers() > 0 && !f.quiet) {
+        std::fprintf(stderr, "fairbench: removed %d container(s) left by an earlier fairbench run that is gone\n",
+                     (*created)->removed_leftovers());
+      }
+      shown_target_cpus = (*created)->target_cpus();
+      shown_agent_cpus = (*created)->agent_cpus();
+      platform = std::move(*created);
+    } else {
+      if (f.max_nofile > 0) {
+        exit_code = BadInput("--max-nofile: only with --platform docker (locally, a target's nofile is capped at this "
+                             "machine's hard limit, and the report says so)");
+        break;
+      }
+      auto created = LocalPlatform::Create(po);
+      if (!created.ok()) {
+        exit_code = BadInput(created.status().message());
+        break;
+      }
+      shown_target_cpus = (*created)->target_cpus();
+      shown_agent_cpus = (*created)->agent_cpus();
+      platform = std::move(*created);
     }
 
     OrchestratorOptions oo;
     oo.fairbench_version = FAIRBENCH_VERSION;
-    Orchestrator orchestrator(**platform, hub, oo, observer);
+    Orchestrator orchestrator(*platform, hub, oo, observer);
     {
       std::lock_guard<std::mutex> lock(current_mu);
       current = &orchestrator;
@@ -299,8 +339,8 @@ int RunRunCommand(const RunFlags& f) {
     }
     if (!f.quiet) {
       std::fprintf(stderr, "fairbench: run %s: %zu cells; targets on CPUs %s, agents on CPUs %s; output in %s\n",
-                   run.metadata.name.c_str(), api::CountCells(run.spec), CpuListText((*platform)->target_cpus()).c_str(),
-                   CpuListText((*platform)->agent_cpus()).c_str(), output.c_str());
+                   run.metadata.name.c_str(), api::CountCells(run.spec), CpuListText(shown_target_cpus).c_str(),
+                   CpuListText(shown_agent_cpus).c_str(), output.c_str());
     }
     auto record = orchestrator.Run(run, store, f.resume);
     {

@@ -39,6 +39,12 @@ struct RunFlags {
   std::string agent_tls_cert;
   std::string agent_tls_key;
   std::string agent_tls_server_name;
+  // Where targets run: "local" (processes) or "docker" (containers of their
+  // images on the Docker engine at docker_host; docker_platform.h).
+  std::string platform = "local";
+  std::string docker_host;  // empty: $DOCKER_HOST, else unix:///var/run/docker.sock
+  // --max-nofile: each target's nofile is at most this (0: not capped).
+  int64_t max_nofile = 0;
 };
 
 CLI::App* AddRunCommand(CLI::App& app, RunFlags& flags);

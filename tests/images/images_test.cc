@@ -933,7 +933,7 @@ TEST_F(ImagesScriptTest, DryRunPrintsOneBuildPerImageWithTheLabels) {
                          "https://example.org/fairbench.git", "--revision", "0123abc"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string root = kRoot.string();
-  const std::regex build(R"(^docker build -f (\S+) -t example\.org/fairbench/([a-z0-9-]+):(\S+) )"
+  const std::regex build(R"(^docker build --network host -f (\S+) -t example\.org/fairbench/([a-z0-9-]+):(\S+) )"
                          R"(--build-arg FAIRBENCH_SOURCE=https://example\.org/fairbench\.git )"
                          R"(--build-arg FAIRBENCH_VERSION=1\.2\.3 --build-arg FAIRBENCH_REVISION=0123abc (\S+)$)");
   std::set<std::string> dockerfiles;
@@ -980,9 +980,9 @@ TEST_F(ImagesScriptTest, OnlyPicksImagesAndPushFollowsEachBuild) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> lines = Lines(r.out);
   ASSERT_EQ(lines.size(), 4u) << r.out;
-  EXPECT_EQ(lines[0].rfind("docker build -f " + (kRoot / "images/agent/Dockerfile").string(), 0), 0u) << lines[0];
+  EXPECT_EQ(lines[0].rfind("docker build --network host -f " + (kRoot / "images/agent/Dockerfile").string(), 0), 0u) << lines[0];
   EXPECT_EQ(lines[1], "docker push ghcr.io/fairbench/fairbench-agent:" FAIRBENCH_VERSION);
-  EXPECT_EQ(lines[2].rfind("docker build -f " + (kRoot / "targets/drogon/Dockerfile").string(), 0), 0u) << lines[2];
+  EXPECT_EQ(lines[2].rfind("docker build --network host -f " + (kRoot / "targets/drogon/Dockerfile").string(), 0), 0u) << lines[2];
   EXPECT_EQ(lines[3], "docker push ghcr.io/fairbench/drogon:1.9.8");
 
   r = Images({"--dry-run", "--revision", "r", "--only", "fairbench"});
@@ -1041,7 +1041,7 @@ TEST_F(ImagesScriptTest, UsesPodmanWhenDockerIsMissing) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::vector<std::string> calls = EngineCalls();
   ASSERT_EQ(calls.size(), 1u);
-  EXPECT_EQ(calls[0].rfind("podman build -f " + (kRoot / "targets/nginx/Dockerfile").string() +
+  EXPECT_EQ(calls[0].rfind("podman build --network host -f " + (kRoot / "targets/nginx/Dockerfile").string() +
                                " -t ghcr.io/fairbench/fairbench-target-nginx:" FAIRBENCH_VERSION " ",
                            0),
             0u)

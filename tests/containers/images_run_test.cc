@@ -1,0 +1,274 @@
+// The five images built from this repository, run for real in containers
+// of the test engine: each as its numeric non-root user on a read-only root
+// with every capability dropped (plus only the tmpfs its Dockerfile's
+// comment names). The images are each Dockerfile's runtime stage with this
+// build's binaries (the containers.images fixture: scripts/images
+// --prebuilt), so the package lists, users, entrypoints and CMDs are the
+// ones a from-source build gives.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <regex>
+#include <thread>
+
+#include "controller/http_probe.h"
+#include "testing/support/bin_dir.h"
+#include "testing/support/nginx_fixture.h"
+#include "testing/support/subprocess.h"
+#include "testing/support/ports.h"
+#include "testing/support/temp_dir.h"
+#include "tests/containers/docker_env.h"
+
+namespace fairbench::containers {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::vector<std::string> kLocked = {"--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges"};
+
+std::vector<std::string> RunArgs(std::vector<std::string> extra, const std::string& image, std::vector<std::string> args) {
+  std::vector<std::string> a = {"run", "--rm"};
+  a.insert(a.end(), kLocked.begin(), kLocked.end());
+  a.insert(a.end(), extra.begin(), extra.end());
+  a.push_back(image);
+  a.insert(a.end(), args.begin(), args.end());
+  return a;
+}
+
+// The image's configured user, and that it is numeric and not root.
+// Catches: a USER line dropped or made a name (runAsNonRoot cannot check a
+// name), an image left running as root.
+TEST(ImagesRun, EveryImageHasANumericNonRootUser) {
+  FAIRBENCH_NEED_ENGINE();
+  for (const std::string name : {"fairbench-controller", "fairbench-agent", "fairbench-target-beast",
+                                 "fairbench-target-httplib", "fairbench-target-nginx"}) {
+    const nlohmann::json image = Inspect(Image(name));
+    ASSERT_TRUE(image.is_object()) << Image(name) << " was not built (containers.images)";
+    EXPECT_EQ(image["Config"]["User"], "65532:65532") << name;
+    EXPECT_EQ(image["Config"]["Labels"]["org.opencontainers.image.title"], name);
+  }
+}
+
+// `--help` of the controller and the agent, in a locked-down container with
+// no network. Catches: a missing runtime library (the loader fails before
+// main), a wrong ENTRYPOINT path.
+TEST(ImagesRun, TheControllerAndTheAgentAnswerHelp) {
+  FAIRBENCH_NEED_ENGINE();
+  auto c = Docker(RunArgs({"--network", "none"}, Image("fairbench-controller"), {"--help"}));
+  EXPECT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_NE(c.out.find("--agent-image"), std::string::npos) << c.out;
+  auto a = Docker(RunArgs({"--network", "none"}, Image("fairbench-agent"), {"--help"}));
+  EXPECT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_NE((a.out + a.err).find("load"), std::string::npos) << a.out;
+}
+
+// The agent image loads a real nginx on the host's loopback and prints its
+// summary; the count it prints is checked against nginx's own access log.
+// Catches: the agent unable to open sockets under --cap-drop ALL or to
+// write on a read-only root, a summary that miscounts.
+TEST(ImagesRun, TheAgentImageLoadsNginxOnTheHostsLoopback) {
+  FAIRBENCH_NEED_ENGINE();
+  testing::NginxFixture nginx;
+  ASSERT_TRUE(nginx.Start().ok());
+  const std::string url = "http://127.0.0.1:" + std::to_string(nginx.port()) + "/";
+  auto r = Docker(RunArgs({"--network", "host"}, Image("fairbench-agent"), {"load", url, "-t1", "-c4", "-d2s"}), 60s);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"((\d+) requests in [0-9.]+s)"))) << r.out;
+  const uint64_t printed = std::stoull(m[1]);
+  EXPECT_NE(r.out.find("Requests/sec:"), std::string::npos) << r.out;
+  auto log = nginx.StopAndReadAccessLog();
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  ASSERT_GT(printed, 100u);
+  // nginx also served the responses drained after the end (at most one per
+  // connection), which the summary does not count.
+  EXPECT_GE(log->size(), printed);
+  EXPECT_LE(log->size(), printed + 4) << "the agent's count and nginx's disagree";
+}
+
+struct TargetImage {
+  std::string name;
+  std::vector<std::string> extra;  // what its Dockerfile's comment says it needs
+};
+
+// Each target image serves the study's four endpoints, as its own user.
+// Catches: an endpoint missing or answering another body, a server that
+// needs a writable root (nginx outside /tmp), a server running as root.
+TEST(ImagesRun, EachTargetImageServesTheFourEndpointsAsItsUser) {
+  FAIRBENCH_NEED_ENGINE();
+  for (const TargetImage& t : {TargetImage{"fairbench-target-beast", {}}, TargetImage{"fairbench-target-httplib", {}},
+                               TargetImage{"fairbench-target-nginx", {"--tmpfs", "/tmp"}}}) {
+    SCOPED_TRACE(t.name);
+    auto port = testing::FreeLoopbackPort();
+    ASSERT_TRUE(port.ok());
+    const std::string name = "fairbench-images-test-" + std::to_string(getpid()) + "-" + t.name;
+    std::vector<std::string> args = {"run", "-d", "--name", name, "--network", "host"};
+    args.insert(args.end(), kLocked.begin(), kLocked.end());
+    args.insert(args.end(), t.extra.begin(), t.extra.end());
+    args.insert(args.end(), {Image(t.name), "--host", "127.0.0.1", "--port", std::to_string(*port), "--threads", "1"});
+    auto started = Docker(args);
+    ASSERT_EQ(started.exit_code, 0) << started.err;
+    ASSERT_TRUE(testing::WaitForPort("127.0.0.1", *port, 20s).ok()) << Docker({"logs", name}).err;
+    auto get = [&](const std::string& method, const std::string& path, const std::string& body) {
+      controller::ProbeRequest r;
+      r.host = "127.0.0.1";
+      r.port = *port;
+      r.method = method;
+      r.path = path;
+      r.body = body;
+      if (!body.empty()) r.headers = {{"Content-Type", "application/json"}};
+      return controller::HttpProbe(r);
+    };
+    auto hello = get("GET", "/", "");
+    ASSERT_TRUE(hello.ok()) << hello.status().message();
+    EXPECT_EQ(hello->status, 200);
+    EXPECT_EQ(hello->body, "Hello, World!");
+    auto status = get("GET", "/api/status", "");
+    ASSERT_TRUE(status.ok());
+    EXPECT_EQ(status->status, 200);
+    EXPECT_EQ(status->content_type.rfind("application/json", 0), 0u) << status->content_type;
+    const std::string body = R"({"name":"Alice","age":30,"email":"alice@example.com"})";
+    auto echo = get("POST", "/api/echo", body);
+    ASSERT_TRUE(echo.ok());
+    EXPECT_EQ(echo->status, 200);
+    EXPECT_EQ(nlohmann::json::parse(echo->body, nullptr, false), nlohmann::json::parse(body));
+    auto user = get("GET", "/users/42", "");
+    ASSERT_TRUE(user.ok());
+    EXPECT_EQ(user->status, 200);
+    EXPECT_NE(user->body.find("42"), std::string::npos) << user->body;
+    // The server process's real user, as the kernel sees it.
+    const nlohmann::json inspect = Inspect(name);
+    const int pid = inspect["State"]["Pid"].get<int>();
+    const std::string proc = ReadFile("/proc/" + std::to_string(pid) + "/status");
+    EXPECT_NE(proc.find("\nUid:\t65532\t65532\t65532\t65532\n"), std::string::npos) << proc;
+    EXPECT_NE(proc.find("\nCapEff:\t0000000000000000\n"), std::string::npos) << proc;
+    EXPECT_TRUE(inspect["HostConfig"]["ReadonlyRootfs"].get<bool>());
+    Docker({"rm", "-f", name});
+  }
+}
+
+// fairbench-nofile, installed from the agent image into a folder (as a
+// target pod's init container does), raises RLIMIT_NOFILE in a target
+// container up to the container's hard limit, and fails with one line
+// above it (raising the hard limit needs CAP_SYS_RESOURCE, dropped here).
+// Catches: the helper not static (it would not run in another image), the
+// soft limit left alone, a silent success below the limit asked for.
+TEST(ImagesRun, TheNofileHelperRaisesTheLimitInATargetContainer) {
+  FAIRBENCH_NEED_ENGINE();
+  auto dir = testing::TempDir::Create("fairbench-nofile-helper");
+  ASSERT_TRUE(dir.ok());
+  chmod(dir->path().c_str(), 0777);  // the agent image's user writes into it
+  const std::string mount = dir->path().string() + ":/helper";
+  auto install = Docker(RunArgs({"--network", "none", "-v", mount, "--entrypoint", "/usr/local/bin/fairbench-nofile"},
+                                Image("fairbench-agent"), {"--install", "/helper/fairbench-nofile"}));
+  ASSERT_EQ(install.exit_code, 0) << install.err;
+  const std::vector<std::string> target = {"--network", "none", "-v", mount + ":ro", "--ulimit", "nofile=1024:4096",
+                                           "--entrypoint", "/helper/fairbench-nofile"};
+  auto raised = Docker(RunArgs(target, Image("fairbench-target-beast"), {"--nofile=4096", "--", "cat", "/proc/self/limits"}));
+  ASSERT_EQ(raised.exit_code, 0) << raised.err;
+  EXPECT_TRUE(std::regex_search(raised.out, std::regex(R"(Max open files\s+4096\s+4096\s+files)"))) << raised.out;
+  EXPECT_NE(raised.err.find("fairbench-nofile: nofile 4096"), std::string::npos) << raised.err;
+
+  auto refused = Docker(RunArgs(target, Image("fairbench-target-beast"), {"--nofile=8192", "--", "true"}));
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
+  EXPECT_NE(refused.err.find("8192"), std::string::npos) << refused.err;
+}
+
+// The controller image runs fairbench-controller in-cluster: only the files
+// a kubelet mounts for a service account (token, ca.crt, namespace under
+// /var/run/secrets/kubernetes.io/serviceaccount) and KUBERNETES_SERVICE_*,
+// against the test API server over TLS, as the image's user on a read-only
+// root; a BenchmarkRun applied with kubectl is reconciled to Queued (its
+// Event) and taken up.
+// Catches: the in-cluster configuration not read from the mounted files
+// (the controller would find no kubeconfig and exit), a CA not trusted, a
+// controller that needs a writable root.
+TEST(ImagesRun, TheControllerImageReconcilesARunWithAServiceAccountsFiles) {
+  FAIRBENCH_NEED_ENGINE();
+  const std::string kubectl = testing::FindTool("kubectl");
+  ASSERT_FALSE(kubectl.empty()) << "kubectl not found: scripts/setup --with-tools";
+  auto dir = testing::TempDir::Create("fairbench-controller-image");
+  ASSERT_TRUE(dir.ok());
+  const std::filesystem::path root = dir->path();
+  const std::string admin = "admin-" + std::to_string(getpid());
+  const std::string token = "controller-" + std::to_string(getpid());
+  std::ofstream(root / "tokens.csv") << admin << ",fairbench-admin,1,\"system:masters\"\n"
+                                     << token << ",system:serviceaccount:default:fairbench-controller,2,"
+                                     << "\"system:serviceaccounts,system:serviceaccounts:default\"\n";
+  testing::SubprocessOptions o;
+  o.argv = {testing::BinaryPath("fairbench-test-apiserver"), "--listen", "127.0.0.1:0", "--tls-dir", (root / "tls").string(),
+            "--token-auth-file", (root / "tokens.csv").string(), "--write-kubeconfig", (root / "kubeconfig").string()};
+  o.stdout_to = testing::Redirect::File((root / "apiserver.log").string());
+  o.stderr_to = testing::Redirect::File((root / "apiserver.log").string());
+  auto apiserver = testing::Subprocess::Start(o);
+  ASSERT_TRUE(apiserver.ok()) << apiserver.status().message();
+  std::string kubeconfig;
+  for (int i = 0; i < 200 && kubeconfig.find("server:") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(50ms);
+    kubeconfig = ReadFile(root / "kubeconfig");
+  }
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(kubeconfig, m, std::regex(R"(server: https://127\.0\.0\.1:(\d+))"))) << kubeconfig;
+  const std::string port = m[1];
+  auto kc = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> a = {"--kubeconfig", (root / "kubeconfig").string()};
+    a.insert(a.end(), args.begin(), args.end());
+    auto r = kube::RunCommand(kubectl, a, {{"HOME", root.string()}}, 60s);
+    return r.ok() ? *r : kube::CommandResult{-1, "", r.status().message()};
+  };
+  auto crd = kc({"apply", "-f", (kRoot / "manifests/crd/benchmarkruns.fairbench.dev.yaml").string()});
+  ASSERT_EQ(crd.exit_code, 0) << crd.err;
+  ASSERT_EQ(kc({"wait", "--for=condition=Established", "crd/benchmarkruns.fairbench.dev", "--timeout=20s"}).exit_code, 0);
+
+  // What a kubelet mounts for the pod's service account, readable by 65532.
+  const std::filesystem::path sa = root / "serviceaccount";
+  std::filesystem::create_directories(sa);
+  std::ofstream(sa / "token") << token;
+  std::filesystem::copy_file(root / "tls/ca.crt", sa / "ca.crt");
+  std::ofstream(sa / "namespace") << "default";
+  for (const char* f : {"token", "ca.crt", "namespace"}) chmod((sa / f).c_str(), 0644);
+  chmod(sa.c_str(), 0755);
+  chmod(root.c_str(), 0755);
+
+  auto agent_port = testing::FreeLoopbackPort();
+  auto metrics_port = testing::FreeLoopbackPort();
+  ASSERT_TRUE(agent_port.ok() && metrics_port.ok());
+  const std::string name = "fairbench-controller-image-test-" + std::to_string(getpid());
+  std::vector<std::string> args = {"run", "-d", "--name", name, "--network", "host"};
+  args.insert(args.end(), kLocked.begin(), kLocked.end());
+  args.insert(args.end(), {"-v", sa.string() + ":/var/run/secrets/kubernetes.io/serviceaccount:ro", "-e",
+                           "KUBERNETES_SERVICE_HOST=127.0.0.1", "-e", "KUBERNETES_SERVICE_PORT=" + port,
+                           Image("fairbench-controller"), "--identity", "image-test", "--namespace", "default",
+                           "--pod-namespace", "default", "--agent-listen", "127.0.0.1:" + std::to_string(*agent_port),
+                           "--agent-address", "127.0.0.1:" + std::to_string(*agent_port), "--metrics-address",
+                           "127.0.0.1:" + std::to_string(*metrics_port)});
+  auto started = Docker(args);
+  ASSERT_EQ(started.exit_code, 0) << started.err;
+
+  const std::string run =
+      "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: image-test, namespace: default}\n"
+      "spec:\n  targets:\n  - name: a\n    image: example.org/target:1\n  scenarios:\n  - name: hello\n"
+      "    request: {path: /}\n";
+  std::ofstream(root / "run.yaml") << run;
+  ASSERT_EQ(kc({"apply", "-f", (root / "run.yaml").string()}).exit_code, 0);
+  // The run is queued at its first reconcile and, with no nodes here, goes
+  // on at once: the controller's Event "Queued" (written through the API
+  // with the service account's token) and the status it wrote say so.
+  bool queued = false;
+  std::string phase, reasons;
+  for (int i = 0; i < 300 && !queued; ++i) {
+    phase = kc({"get", "benchmarkrun", "image-test", "-o", "jsonpath={.status.phase}"}).out;
+    reasons = kc({"get", "events", "-n", "default", "-o", "jsonpath={.items[*].reason}"}).out;
+    queued = !phase.empty() && reasons.find("Queued") != std::string::npos;
+    if (!queued) std::this_thread::sleep_for(100ms);
+  }
+  const auto logs = Docker({"logs", name});
+  EXPECT_TRUE(queued) << "phase '" << phase << "', events " << reasons << "; the controller's log:\n" << logs.out << logs.err;
+  const nlohmann::json inspect = Inspect(name);
+  EXPECT_TRUE(inspect["State"]["Running"].get<bool>()) << logs.err;
+  Docker({"rm", "-f", name});
+}
+
+}  // namespace
+}  // namespace fairbench::containers
