@@ -503,6 +503,30 @@ TEST_P(FrameworkSourceTest, BuildScriptPinsTheSameCommit) {
   EXPECT_NE(script.find("=" + GetParam().commit + "\n"), std::string::npos) << GetParam().commit;
 }
 
+// With scripts/images --sources, the Dockerfile builds from a copy and
+// checks it by blob ids: the same ones scripts/build-frameworks checks.
+// Catches: a pin updated in one place only (the image would be built from
+// other sources than the native build, or refuse the right ones).
+TEST_P(FrameworkSourceTest, DockerfileChecksACopyAgainstTheBuildScriptsBlobIds) {
+  const Framework& f = GetParam();
+  if (f.name == "hical") GTEST_SKIP() << "Hical's pin is a commit of main without blob ids";
+  const std::string script = ReadFile(kSourceDir / "scripts" / "build-frameworks");
+  const std::string dockerfile = ReadFile(kSourceDir / "targets" / f.name / "Dockerfile");
+  const std::regex files(R"re(repo_files\[([a-z-]+)\]="([^"]*)")re");
+  std::map<std::string, std::string> blobs;
+  for (std::sregex_iterator it(script.begin(), script.end(), files), end; it != end; ++it) blobs[(*it)[1]] = (*it)[2];
+  std::vector<std::string> repos = {f.name == "cinatra" ? "yalantinglibs" : f.name};
+  if (f.name == "drogon") repos.push_back("trantor");
+  for (const std::string& repo : repos) {
+    ASSERT_FALSE(blobs[repo].empty()) << repo;
+    EXPECT_NE(dockerfile.find("/src/sources/check-blobs /src/" + (repo == "trantor" ? std::string("drogon/trantor") : repo) +
+                              " " + blobs[repo]),
+              std::string::npos)
+        << repo << ": " << blobs[repo];
+  }
+  EXPECT_NE(dockerfile.find("COPY targets/sources/ /src/sources/"), std::string::npos);
+}
+
 INSTANTIATE_TEST_SUITE_P(Frameworks, FrameworkSourceTest, ::testing::ValuesIn(Frameworks()), NameOf);
 
 // ------------------------------------------------------------------ the local study
