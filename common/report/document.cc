@@ -729,16 +729,25 @@ std::optional<Section> TlsSection(const Context& ctx) {
   return s;
 }
 
+// The target's CPU time per request it served (cores ÷ requests/s), or
+// kMissing where either is unknown.
+std::string TargetCpuPerRequest(const CellRecord* c) {
+  if (c == nullptr || !c->result.target_cpu.has_value() || c->result.requests_per_second <= 0) return kMissing;
+  return FormatDecimal(*c->result.target_cpu / c->result.requests_per_second * 1e6, 1) + " µs";
+}
+
 Section Resources(const Context& ctx) {
   Section s{"resources", "Memory and CPU", 2, {}};
   const auto groups = Groups(ctx.index);
   Table memory{{"target", "idle"}, Aligns(1, 1 + groups.size()), {}};
   Table cpu{{"target"}, Aligns(1, groups.size()), {}};
+  Table per_request{{"target"}, Aligns(1, groups.size()), {}};
   for (const auto& [scenario, level] : groups) {
     memory.header.push_back(GroupLabel(scenario, level));
     cpu.header.push_back(GroupLabel(scenario, level));
+    per_request.header.push_back(GroupLabel(scenario, level));
   }
-  bool any_memory = false, any_cpu = false;
+  bool any_memory = false, any_cpu = false, any_per_request = false;
   for (const std::string& target : ctx.ranked_targets) {
     std::optional<uint64_t> idle;
     for (const CellRecord& c : ctx.record.cells) {
@@ -746,6 +755,7 @@ Section Resources(const Context& ctx) {
     }
     std::vector<std::string> mem_row{target, idle ? FormatBytes(static_cast<double>(*idle)) : kMissing};
     std::vector<std::string> cpu_row{target};
+    std::vector<std::string> per_request_row{target};
     any_memory = any_memory || idle.has_value();
     for (const auto& [scenario, level] : groups) {
       const CellRecord* c = ctx.index.Representative(target, scenario, level);
@@ -756,9 +766,13 @@ Section Resources(const Context& ctx) {
       const std::optional<double> ac = c ? c->result.agent_cpu : std::nullopt;
       cpu_row.push_back((tc ? FormatDecimal(*tc, 2) : kMissing) + " / " + (ac ? FormatDecimal(*ac, 2) : kMissing));
       any_cpu = any_cpu || tc || ac;
+      const std::string per = TargetCpuPerRequest(c);
+      any_per_request = any_per_request || per != kMissing;
+      per_request_row.push_back(per);
     }
     memory.rows.push_back(std::move(mem_row));
     cpu.rows.push_back(std::move(cpu_row));
+    per_request.rows.push_back(std::move(per_request_row));
   }
   if (any_memory) {
     s.blocks.push_back(P("Memory of the target's processes: idle, before any load, and loaded, at the end of each "
@@ -773,6 +787,12 @@ Section Resources(const Context& ctx) {
     s.blocks.push_back(std::move(cpu));
   } else {
     s.blocks.push_back(P("CPU use was not recorded."));
+  }
+  if (any_per_request) {
+    s.blocks.push_back(P("The target's CPU time per request served (its cores ÷ requests/s): what each request cost "
+                         "the server. Compared across load tools or runs of the same server, a higher figure means "
+                         "the traffic, not the server, made it work harder."));
+    s.blocks.push_back(std::move(per_request));
   }
   return s;
 }
