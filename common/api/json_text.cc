@@ -98,7 +98,20 @@ Node NodeFromJson(const nlohmann::json& j) { return FromJson(j); }
 
 Result<Node> ParseJson(std::string_view text, std::string_view source) {
   try {
-    return FromJson(nlohmann::ordered_json::parse(text));
+    // nlohmann parses without recursion, but FromJson recurses: a document
+    // nested deeper than any BenchmarkRun is refused before it is walked,
+    // as yaml-cpp refuses one in YAML.
+    bool too_deep = false;
+    auto parsed = nlohmann::ordered_json::parse(
+        text, [&](int depth, nlohmann::ordered_json::parse_event_t, nlohmann::ordered_json&) {
+          if (depth > kMaxJsonDepth) too_deep = true;
+          return !too_deep;
+        });
+    if (too_deep) {
+      return Status::InvalidArgument(std::string(source) + ": invalid JSON: nested deeper than " +
+                                     std::to_string(kMaxJsonDepth) + " levels");
+    }
+    return FromJson(parsed);
   } catch (const nlohmann::json::exception& e) {
     return Status::InvalidArgument(Reformat(source, e.what()));
   } catch (const std::exception& e) {

@@ -17,6 +17,10 @@
 
 namespace fairbench::api {
 
+// Objects and arrays nest at most this deep (a BenchmarkRun needs under
+// ten levels); deeper is InvalidArgument "SOURCE: invalid JSON: nested
+// deeper than 1000 levels".
+inline constexpr int kMaxJsonDepth = 1000;
 Result<Node> ParseJson(std::string_view text, std::string_view source);
 Node NodeFromJson(const nlohmann::ordered_json& j);
 Node NodeFromJson(const nlohmann::json& j);

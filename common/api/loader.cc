@@ -1,5 +1,9 @@
 #include "common/api/loader.h"
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 #include <fstream>
 #include <sstream>
 #include <system_error>
@@ -123,7 +127,29 @@ Result<BenchmarkRun> ParseRun(std::string_view text, const ParseOptions& options
   return Finish(*root, options.source, options.base_dir, options.unknown_fields, options.validation);
 }
 
+namespace {
+
+// How deep objects and arrays nest, counted without recursion.
+int JsonDepth(const nlohmann::json& root) {
+  int deepest = 0;
+  std::vector<std::pair<const nlohmann::json*, int>> todo = {{&root, 0}};
+  while (!todo.empty()) {
+    auto [j, depth] = todo.back();
+    todo.pop_back();
+    if (!j->is_structured()) continue;
+    deepest = std::max(deepest, depth + 1);
+    if (deepest > kMaxJsonDepth) return deepest;
+    for (const auto& child : *j) todo.emplace_back(&child, depth + 1);
+  }
+  return deepest;
+}
+
+}  // namespace
+
 Result<BenchmarkRun> FromKubernetesObject(const nlohmann::json& object) {
+  if (JsonDepth(object) > kMaxJsonDepth) {
+    return Status::InvalidArgument("invalid object: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  }
   return Finish(NodeFromJson(object), "", std::nullopt, UnknownFields::kIgnore,
                 ValidateOptions{Platform::kKubernetes});
 }

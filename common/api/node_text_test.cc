@@ -177,6 +177,27 @@ TEST(JsonTextTest, ParsesInOrderAndReportsErrors) {
   EXPECT_FALSE(ParseJson("", "run.json").ok());
 }
 
+// JSON nested 50,000 deep (a run file, or results.json given to compare)
+// is refused with a line, not walked until the stack runs out; 1,000 levels
+// still parse. Catches: the bound dropped (exit 139 from `fairbench run
+// deep.json`), an off-by-one that refuses the deepest legal document.
+TEST(JsonTextTest, NestingIsBounded) {
+  auto nested = [](int depth, const char* open, const char* close) {
+    std::string t;
+    for (int i = 0; i < depth; ++i) t += open;
+    t += "1";
+    for (int i = 0; i < depth; ++i) t += close;
+    return t;
+  };
+  for (const auto& [open, close] : {std::pair{"{\"a\":", "}"}, std::pair{"[", "]"}}) {
+    Result<Node> deep = ParseJson(nested(50000, open, close), "deep.json");
+    ASSERT_FALSE(deep.ok());
+    EXPECT_EQ(deep.status().message(), "deep.json: invalid JSON: nested deeper than 1000 levels");
+    EXPECT_TRUE(ParseJson(nested(kMaxJsonDepth, open, close), "ok.json").ok()) << open;
+    EXPECT_FALSE(ParseJson(nested(kMaxJsonDepth + 1, open, close), "ok.json").ok()) << open;
+  }
+}
+
 TEST(JsonTextTest, RoundTrips) {
   Result<Node> n = ParseJson(R"({"s": "4", "i": 4, "f": 0.25, "b": false, "n": null, "l": [1, {"x": "y"}]})", "t");
   ASSERT_TRUE(n.ok());
