@@ -897,7 +897,15 @@ class ImagesScriptTest : public ::testing::Test {
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : kube::CommandResult{};
   }
-  std::vector<std::string> EngineCalls() { return Lines(Read(log_)); }
+  // What the script asked the engine, less its checks of the base images.
+  std::vector<std::string> EngineCalls() {
+    std::vector<std::string> out;
+    for (const std::string& line : Lines(Read(log_))) {
+      if (line.find(" image inspect ") == std::string::npos) out.push_back(line);
+    }
+    return out;
+  }
+  std::vector<std::string> AllEngineCalls() { return Lines(Read(log_)); }
 
   std::unique_ptr<testing::TempDir> dir_;
   fs::path bin_;
@@ -1033,6 +1041,32 @@ TEST_F(ImagesScriptTest, RunsTheCommandsItPrints) {
                        " ghcr.io/fairbench/cinatra:0.3.0"),
             std::string::npos)
       << r.out;
+}
+
+// A base image the engine lacks and cannot pull (Hical's ubuntu:24.04 with
+// no registry): that image is skipped with one line naming the base and
+// the pull's error, the others are built, and the run ends 0 while some
+// image was built. Catches: the whole script failing at the first missing
+// base (set -e), a skip without its reason, a skipped image reported built.
+TEST_F(ImagesScriptTest, AnImageWhoseBaseCannotBeHadIsSkippedWithTheReason) {
+  const fs::path p = bin_ / "docker";
+  std::ofstream(p) << "#!/bin/sh\nprintf '%s\\n' \"docker $*\" >> \"$FAKE_ENGINE_LOG\"\n"
+                   << "case \"$1 $2 $3\" in\n"
+                   << "  'image inspect ubuntu:24.04') exit 1 ;;\n"
+                   << "  'pull ubuntu:24.04 ') echo 'Error response from daemon: no route to registry' >&2; exit 1 ;;\n"
+                   << "esac\nexit 0\n";
+  fs::permissions(p, fs::perms::owner_all);
+  auto r = Images({"--revision", "r", "--only", "hical,crow"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("images: skipping hical: its base image ubuntu:24.04 (Error response from daemon: no route "
+                       "to registry) is not in the engine and cannot be pulled"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("images: built ghcr.io/fairbench/crow:1.2.0\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("images: skipped hical"), std::string::npos) << r.out;
+  for (const std::string& call : EngineCalls()) EXPECT_EQ(call.find("hical/Dockerfile"), std::string::npos) << call;
+  r = Images({"--revision", "r", "--only", "hical"});
+  EXPECT_EQ(r.exit_code, 1) << "nothing could be built";
 }
 
 TEST_F(ImagesScriptTest, UsesPodmanWhenDockerIsMissing) {
