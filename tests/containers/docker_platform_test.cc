@@ -182,7 +182,7 @@ TEST_F(DockerPlatformTest, TwoTargetsRunOneAtATimeWithTheirLimitsEnforced) {
     const double cores = r["targetCpu"].get<double>();
     const double quota = r["target"] == "beast" ? 0.5 : 1.0;
     EXPECT_LE(cores, quota * 1.1) << r["target"] << ": more CPU than its quota";
-    EXPECT_GT(cores, 0.05) << r["target"];
+    EXPECT_GT(cores, 0.005) << r["target"] << ": usage not read (or scaled down)";
     EXPECT_GT(r["memoryLoaded"].get<uint64_t>(), 100'000u);
   }
   EXPECT_EQ(record["environment"]["platform"], "docker");

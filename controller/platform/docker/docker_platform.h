@@ -16,9 +16,11 @@
 //   - labelled with the run, the target and this process (pid and start
 //     time), so that a later run removes what a killed one left behind
 //     (containers whose owner is gone);
-//   - usage from the engine's stats (its cgroup's CPU time; memory as the
-//     working set, usage less inactive file cache, as docker stats shows it)
-//     with the engine's own timestamps;
+//   - usage from the container's own cgroup, read directly (found from its
+//     process's /proc/PID/cgroup; v1 or v2): CPU time, and memory as the
+//     working set, usage less inactive file cache, as docker stats shows it;
+//     the engine's stats, with its own timestamps, where the files cannot be
+//     read;
 //   - gone: the engine's exit code and OOMKilled;
 //   - its output (the engine's log) written to LOGDIR/<target>.log when it
 //     stops, or is found gone;
