@@ -5,8 +5,11 @@
 
 #include "common/base64.h"
 #include "testing/apiserver/discovery.h"
+#include "testing/apiserver/rbac_bootstrap.h"
+#include "testing/apiserver/request_info.h"
 #include "testing/apiserver/request_util.h"
 #include "testing/apiserver/table.h"
+#include "testing/apiserver/yaml_json.h"
 
 namespace fairbench::apiserver {
 
@@ -79,6 +82,14 @@ ApiServer::ApiServer(ApiServerOptions options)
                 {"status", {{"phase", "Active"}}}};
     store_.Create("/namespaces", std::move(obj));
   }
+  if (options_.authorization == AuthorizationMode::kRbac) {
+    for (auto& [plural, obj] : BootstrapRbacPolicy()) {
+      const ResourceInfo* r = registry_.Find("rbac.authorization.k8s.io", "v1", plural);
+      obj["metadata"]["uid"] = NewUid();
+      obj["metadata"]["creationTimestamp"] = NowText();
+      store_.Create(r->StorageKey(), std::move(obj));
+    }
+  }
   maintenance_ = std::thread([this] { Maintain(); });
 }
 
@@ -142,6 +153,7 @@ ApiResponse ApiServer::Handle(const ApiRequest& request) {
   if (stopping_) return Reply(ServiceUnavailable("the server is shutting down"));
   // A handler bug must come back as a Status, not escape into the HTTP library.
   try {
+    if (auto refused = AuthorizeLocked(request)) return Reply(std::move(*refused));
     return Dispatch(request);
   } catch (const std::exception& e) {
     return Reply(InternalError(std::string("unexpected error in the test API server: ") + e.what()));
@@ -201,6 +213,43 @@ bool ApiServer::Denied(const ApiRequest& req, const std::string& verb, const Tar
     return true;
   }
   return false;
+}
+
+std::optional<StatusReply> ApiServer::AuthorizeLocked(const ApiRequest& req) const {
+  if (options_.authorization == AuthorizationMode::kAlwaysAllow) return std::nullopt;
+  const UserInfo user = AuthenticatedUser(req.user, req.groups);
+  const RequestInfo info = ResolveRequestInfo(req.method, req.path, req.query);
+  const Decision d = Authorize(options_.authorization, store_, user, info);
+  if (d.allowed) return std::nullopt;
+  return ForbiddenReply(info, user.name, d.reason);
+}
+
+ApiResponse ApiServer::SelfSubjectAccessReview(const ApiRequest& req) {
+  if (req.method != "POST") {
+    return Reply(MethodNotAllowed("the server does not allow this method on the requested resource"));
+  }
+  const std::string cannot = "SelfSubjectAccessReview in version \"v1\" cannot be handled as a SelfSubjectAccessReview: ";
+  const std::string media = MediaType(req.content_type);
+  json body;
+  if (media == "application/vnd.kubernetes.protobuf") {
+    // kubectl auth can-i sends protobuf and does not fall back to JSON.
+    auto decoded = SelfSubjectAccessReviewFromProtobuf(req.body);
+    if (!decoded) return Reply(BadRequest(cannot + "the protobuf body cannot be decoded"));
+    body = std::move(*decoded);
+  } else if (media.empty() || media == "application/json" || media == "application/yaml" || media == "*/*") {
+    auto parsed = YamlToJson(req.body);
+    if (!parsed.ok()) return Reply(BadRequest(cannot + parsed.status().message()));
+    if (!parsed->is_object()) return Reply(BadRequest(cannot + "the body must be a JSON object"));
+    body = std::move(*parsed);
+  } else {
+    return Reply(MakeStatus(415, "UnsupportedMediaType",
+                            "the body of the request was in an unknown format - accepted media types include: "
+                            "application/json, application/yaml, application/vnd.kubernetes.protobuf"));
+  }
+  auto review = ReviewSelfSubjectAccess(options_.authorization, store_, AuthenticatedUser(req.user, req.groups),
+                                        std::move(body));
+  if (!review.ok()) return Reply(std::move(review.reply()));
+  return Reply(201, review.value());
 }
 
 ApiResponse ApiServer::Discovery(const ApiRequest& req, bool* handled) {
@@ -283,6 +332,7 @@ ApiResponse ApiServer::Dispatch(const ApiRequest& req) {
   bool handled = false;
   ApiResponse d = Discovery(req, &handled);
   if (handled) return d;
+  if (req.path == kSelfSubjectAccessReviewPath) return SelfSubjectAccessReview(req);
   auto routed = Route(req);
   if (!routed.ok()) return Reply(std::move(routed.reply()));
   const Target& t = routed.value();

@@ -15,8 +15,11 @@
 // writing pod status; FinishPodTermination is the kubelet's half of graceful
 // deletion). The node proxy and pods/log reach a kubelet over plain HTTP;
 // apps/v1 and RBAC objects are validated as the real server validates them
-// (builtin_validation.h) and then stored inert (no controllers, no
-// authorization from them).
+// (builtin_validation.h) and then stored (no controllers act on them).
+// Under ApiServerOptions::authorization = kRbac every request is first
+// authorized from the stored RBAC objects (authorization.h), before routing,
+// as the real server's filter chain does; the default policy
+// (rbac_bootstrap.h) is created with the server in that mode.
 //
 // It is deliberately independent of controller/kube: the client is tested
 // against this server, so a misreading of the API shared by both could not
@@ -44,6 +47,7 @@
 
 #include "common/status.h"
 #include "testing/apiserver/api_status.h"
+#include "testing/apiserver/authorization.h"
 #include "testing/apiserver/faults.h"
 #include "testing/apiserver/object_store.h"
 #include "testing/apiserver/resource_types.h"
@@ -64,6 +68,9 @@ struct ApiServerOptions {
   std::vector<std::string> namespaces = {"default", "kube-system", "kube-public", "kube-node-lease"};
   // Shown in /api's serverAddressByClientCIDRs.
   std::string server_address = "127.0.0.1:6443";
+  // kube-apiserver's --authorization-mode. AlwaysAllow keeps tests that act
+  // without RBAC objects working; RBAC decides from the stored objects.
+  AuthorizationMode authorization = AuthorizationMode::kAlwaysAllow;
 };
 
 struct ApiRequest {
@@ -75,6 +82,9 @@ struct ApiRequest {
   std::string user_agent;
   std::string body;
   std::string user;  // authenticated name, "" when anonymous
+  // The groups its credentials carry (a token file's, a client
+  // certificate's O); system:authenticated and the rest are implied.
+  std::vector<std::string> groups;
 };
 
 struct ApiResponse {
@@ -132,6 +142,9 @@ class ApiServer {
   };
 
   ApiResponse Dispatch(const ApiRequest& req);
+  // The 403 for a request the authorizer refuses; nullopt when allowed.
+  std::optional<StatusReply> AuthorizeLocked(const ApiRequest& req) const;
+  ApiResponse SelfSubjectAccessReview(const ApiRequest& req);
   // The node proxy and pods/log (kubelet_proxy.cc): the store is read under
   // mu_, the kubelet is called without it.
   static bool IsKubeletRoute(const std::string& path);

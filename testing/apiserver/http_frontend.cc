@@ -13,15 +13,24 @@
 namespace fairbench::apiserver {
 namespace {
 
-// The peer's certificate CN, if it presented one that verified.
-std::string ClientCertUser(const httplib::Request& req) {
+// The peer's certificate CN (the user) and O entries (its groups), as
+// kube-apiserver's x509 authenticator reads them, if it presented one that
+// verified.
+std::string ClientCertUser(const httplib::Request& req, std::vector<std::string>* groups) {
   if (!req.ssl) return "";
   X509* peer = SSL_get1_peer_certificate(req.ssl);
   if (!peer) return "";
   std::string user;
   if (SSL_get_verify_result(req.ssl) == X509_V_OK) {
+    X509_NAME* subject = X509_get_subject_name(peer);
     char cn[256] = {0};
-    if (X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName, cn, sizeof cn) > 0) user = cn;
+    if (X509_NAME_get_text_by_NID(subject, NID_commonName, cn, sizeof cn) > 0) user = cn;
+    for (int i = X509_NAME_get_index_by_NID(subject, NID_organizationName, -1); i >= 0;
+         i = X509_NAME_get_index_by_NID(subject, NID_organizationName, i)) {
+      const ASN1_STRING* data = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, i));
+      groups->emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(data)),
+                           static_cast<size_t>(ASN1_STRING_length(data)));
+    }
   }
   X509_free(peer);
   return user;
@@ -104,12 +113,14 @@ Result<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(ApiServer& api, const 
     {
       std::lock_guard<std::mutex> lock(self->mu_);
       auth_required = (self->tls_ || !self->tokens_.empty()) && !self->anonymous_;
-      ar.user = ClientCertUser(req);
+      ar.user = ClientCertUser(req, &ar.groups);
       std::string auth = req.get_header_value("Authorization");
       if (ar.user.empty() && auth.rfind("Bearer ", 0) == 0) {
+        ar.groups.clear();
         auto it = self->tokens_.find(auth.substr(7));
         if (it != self->tokens_.end()) {
           ar.user = it->second;
+          if (auto g = self->groups_.find(ar.user); g != self->groups_.end()) ar.groups = g->second;
         } else {
           bad_token = !self->tokens_.empty();
         }

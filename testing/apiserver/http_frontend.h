@@ -33,7 +33,7 @@ struct HttpFrontendOptions {
   int port = 0;  // 0 = any free port
   const TlsMaterial* tls = nullptr;  // null = plain HTTP; else HTTPS, client certs checked against tls->ca
   std::map<std::string, std::string> tokens;  // bearer token → user name
-  std::map<std::string, std::vector<std::string>> groups;  // user name → groups, for the audit log
+  std::map<std::string, std::vector<std::string>> groups;  // user name → groups (audit log, authorization)
   AuditLog* audit = nullptr;  // not owned; null = no audit log
   // Requests without credentials go on as system:anonymous (kube-apiserver's
   // --anonymous-auth) instead of 401, even with tokens or TLS. kubectl sends

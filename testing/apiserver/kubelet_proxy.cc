@@ -109,14 +109,16 @@ bool ApiServer::IsKubeletRoute(const std::string& path) {
 ApiResponse ApiServer::KubeletRoute(const ApiRequest& req) {
   auto seg = PathSegments(req.path);
   const bool log = seg.size() == 7 && seg[6] == "log";
-  if (req.method != "GET") {
-    return Reply(MethodNotAllowed("the server does not allow this method on the requested resource"));
-  }
   KubeletAddress address;
   std::string forward;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return Reply(ServiceUnavailable("the server is shutting down"));
+    // Authorized as get on pods/log or nodes/proxy, before anything is looked up.
+    if (auto refused = AuthorizeLocked(req)) return Reply(std::move(*refused));
+    if (req.method != "GET") {
+      return Reply(MethodNotAllowed("the server does not allow this method on the requested resource"));
+    }
     const ResourceInfo* pods = registry_.Find("", "v1", "pods");
     const ResourceInfo* nodes = registry_.Find("", "v1", "nodes");
     std::string node_name;

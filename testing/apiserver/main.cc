@@ -14,6 +14,13 @@
 //             user=system:serviceaccount:default:fairbench-controller,seed=7'
 //
 // and prints how many of each kind it injected when it stops.
+//
+// --authorization-mode RBAC decides every request from the Roles,
+// ClusterRoles and bindings the server stores (authorization.h), starting
+// from kube-apiserver's default policy; the admin client certificate (group
+// system:masters) may do anything, a token user what its bindings grant
+// (its groups from --token-auth-file). The default, AlwaysAllow, allows
+// every authenticated request.
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
@@ -39,6 +46,7 @@ int main(int argc, char** argv) {
   bool auto_pods = false;
   bool anonymous = false;
   std::string faults;
+  std::string authorization_mode = "AlwaysAllow";
   app.add_option("--listen", listen, "host:port to listen on (port 0 = any free port)");
   app.add_option("--tls-dir", tls_dir, "serve HTTPS with certificates from (or generated into) this directory");
   app.add_option("--token", tokens, "accept this bearer token (repeatable)");
@@ -57,6 +65,10 @@ int main(int argc, char** argv) {
                  "inject faults: error=RATE,throttle=RATE,retry-after=S,latency=D,latency-rate=RATE,watch-drop=RATE,"
                  "expire=RATE,timeout=RATE,codes=500+503+504,methods=GET+PUT,paths=/apis/x,user=NAME,watches=BOOL,"
                  "seed=N");
+  app.add_option("--authorization-mode", authorization_mode,
+                 "RBAC: authorize from the stored RBAC objects, as kube-apiserver does; AlwaysAllow: allow every "
+                 "request")
+      ->check(CLI::IsMember({"AlwaysAllow", "RBAC"}));
   CLI11_PARSE(app, argc, argv);
   std::optional<FaultConfig> fault_config;
   if (!faults.empty()) {
@@ -99,6 +111,7 @@ int main(int argc, char** argv) {
   options.api.crd_establish_delay = std::chrono::milliseconds(static_cast<int64_t>(establish_seconds * 1000));
   options.api.auto_finish_pod_termination = auto_pods;
   options.api.server_address = listen;
+  options.api.authorization = *ParseAuthorizationMode(authorization_mode);
 
   // Block the signals before any thread starts so that only the wait below sees them.
   const fairbench::BlockedSignals signals({SIGINT, SIGTERM});

@@ -27,7 +27,7 @@ struct TestApiServerOptions {
   bool tls = false;
   std::string tls_dir;  // with tls: load or create the certificates here; "" = in memory only
   std::map<std::string, std::string> tokens;  // bearer token → user; empty = no token auth
-  std::map<std::string, std::vector<std::string>> groups;  // user → groups (for the audit log)
+  std::map<std::string, std::vector<std::string>> groups;  // user → groups (audit log, authorization)
   std::string audit_log;  // append an audit event per request to this file; "" = none
   bool anonymous = false;  // requests without credentials are served (as system:anonymous)
 };
