@@ -159,7 +159,7 @@ class DockerPlatformTest : public ::testing::Test {
 // targets at once; nothing left afterwards. The target's CPU, as the
 // engine's cgroup counts it, stays under its quota while it is saturated
 // (the kernel's throttling is the independent bound).
-// Catches: a limit not passed to the engine (NanoCpus, MemorySwap, Ulimits
+// Catches: a limit not passed to the engine (CpuQuota, MemorySwap, Ulimits
 // dropped), two targets deployed together, a container not removed, usage
 // read from the wrong container or scaled wrong (ns taken as µs: 1000×).
 TEST_F(DockerPlatformTest, TwoTargetsRunOneAtATimeWithTheirLimitsEnforced) {
@@ -190,14 +190,15 @@ TEST_F(DockerPlatformTest, TwoTargetsRunOneAtATimeWithTheirLimitsEnforced) {
   auto seen = watch.by_target();
   ASSERT_EQ(seen.size(), 2u);
   const json& beast = seen["beast"]["HostConfig"];
-  EXPECT_EQ(beast["NanoCpus"], 500'000'000);
+  EXPECT_EQ(beast["CpuQuota"], 50'000);
+  EXPECT_EQ(beast["CpuPeriod"], 100'000);
   EXPECT_EQ(beast["Memory"], 256LL << 20);
   EXPECT_EQ(beast["MemorySwap"], 256LL << 20) << "memory must be without swap";
   EXPECT_EQ(beast["NetworkMode"], "host");
   EXPECT_EQ(beast["Ulimits"], json::parse(R"([{"Name":"nofile","Soft":4096,"Hard":4096}])"));
   EXPECT_FALSE(beast["CpusetCpus"].get<std::string>().empty());
   const json& httplib = seen["httplib"]["HostConfig"];
-  EXPECT_EQ(httplib["NanoCpus"], 1'000'000'000);
+  EXPECT_EQ(httplib["CpuQuota"], 100'000);
   EXPECT_EQ(httplib["Memory"], 128LL << 20);
   EXPECT_EQ(httplib["Ulimits"][0]["Soft"], 8192);
   EXPECT_TRUE(ContainersLabelled("fairbench.dev/run=" + run_).empty()) << "containers left behind";
@@ -212,14 +213,18 @@ TEST_F(DockerPlatformTest, TwoTargetsRunOneAtATimeWithTheirLimitsEnforced) {
 // run goes on to the next target. The target's command (over the image's
 // entrypoint) serves, then grows a shell variable without bound.
 // Catches: OOMKilled not read from the engine (the reason would be a bare
-// exit code), the run stopping at the first failed target.
+// exit code), the run stopping at the first failed target, a CPU quota
+// above the machine's CPUs passed as NanoCpus (refused by the engine).
 TEST_F(DockerPlatformTest, ATargetOverItsMemoryLimitIsOomKilledAndTheRunGoesOn) {
   FAIRBENCH_NEED_ENGINE();
   const std::string grow =
       "  - name: greedy\n    image: " + Image("fairbench-target-beast") +
       "\n    command: [/bin/sh, -c, \"/usr/local/bin/fairbench-target-beast --host 127.0.0.1 --port {port} --threads 1 & "
       "sleep 0.5; x=0123456789; while :; do x=$x$x; done\"]\n    resources: {cpu: \"1\", memory: 64Mi}\n    nofile: 4096\n";
-  const std::string run = WriteRun(grow + Target("beast", Image("fairbench-target-beast"), "1", "128Mi", 4096), "2s");
+  // The second target asks for 4 CPUs, as the study does, on a machine with
+  // fewer: the engine refuses such a NanoCpus, so the quota goes in as
+  // CpuQuota and the CPU set is the limit (the report says so).
+  const std::string run = WriteRun(grow + Target("beast", Image("fairbench-target-beast"), "4", "128Mi", 4096), "2s");
   const int code = Run(Argv(run));
   EXPECT_EQ(code, 3) << Stderr();
   const json record = Record();
@@ -235,6 +240,7 @@ TEST_F(DockerPlatformTest, ATargetOverItsMemoryLimitIsOomKilledAndTheRunGoesOn) 
     }
   }
   EXPECT_TRUE(ContainersLabelled("fairbench.dev/run=" + run_).empty());
+  EXPECT_NE(ReadFile(Path("out/report.md")).find("target beast: CPU quota 4 cores is more than the"), std::string::npos);
 }
 
 // A target container killed mid-cell (docker kill, from outside) fails its

@@ -473,8 +473,22 @@ Result<std::unique_ptr<TargetInstance>> DockerPlatform::Deploy(const DeployReque
   host["CpusetCpus"] = CpuListText(local_->target_cpus());
   std::string limits = "CPUs " + CpuListText(local_->target_cpus());
   if (target.resources.cpu) {
-    host["NanoCpus"] = target.resources.cpu->millicores * 1000000;
-    limits += ", CPU quota " + std::to_string(static_cast<double>(target.resources.cpu->millicores) / 1000.0).substr(0, 5) + " cores";
+    // A CFS quota per 100 ms period, as `docker run --cpus` sets it — but
+    // through CpuQuota, which the engine takes above the machine's CPU
+    // count (NanoCpus is refused there: "Range of CPUs is from 0.01 to
+    // 2.00"), as the kernel does. The study's 4 CPUs on a smaller machine
+    // are then bounded by the CPU set, and the report says so.
+    const int64_t millicores = target.resources.cpu->millicores;
+    host["CpuPeriod"] = 100000;
+    host["CpuQuota"] = millicores * 100;
+    std::ostringstream cores;
+    cores << static_cast<double>(millicores) / 1000.0;
+    limits += ", CPU quota " + cores.str() + " cores";
+    const size_t pinned = local_->target_cpus().size();
+    if (static_cast<double>(millicores) > 1000.0 * static_cast<double>(pinned)) {
+      quota_notes_.push_back("target " + target.name + ": CPU quota " + cores.str() + " cores is more than the " +
+                             std::to_string(pinned) + " CPU(s) it is pinned to: the CPU set is its limit");
+    }
   }
   if (target.resources.memory) {
     host["Memory"] = target.resources.memory->bytes;
@@ -533,6 +547,7 @@ report::Environment DockerPlatform::Describe() const {
   e.notes.push_back("agents: fairbench-agent processes next to the engine, pinned to CPUs " + CpuListText(e.agent_cpus) +
                     ", without limits");
   for (const std::string& c : capped_) e.notes.push_back(c);
+  for (const std::string& q : quota_notes_) e.notes.push_back(q);
   for (const auto& [name, what] : ran_) e.notes.push_back("target " + name + " ran as a " + what);
   return e;
 }

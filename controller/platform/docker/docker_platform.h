@@ -9,7 +9,8 @@
 //     on the local platform;
 //   - `command` replaces the image's ENTRYPOINT, `args` its CMD, `env` added;
 //   - spec.resources enforced by the kernel through the engine: the CPU as a
-//     CFS quota (NanoCpus), memory with no swap (MemorySwap = Memory: a
+//     CFS quota (CpuQuota per 100 ms CpuPeriod; above the CPUs it is pinned
+//     to, the CPU set is the limit and the report says so), memory with no swap (MemorySwap = Memory: a
 //     container that grows past it is OOM-killed), `nofile` as the
 //     container's RLIMIT_NOFILE (soft = hard), pinned to the target CPUs
 //     (CpusetCpus);
@@ -106,6 +107,7 @@ class DockerPlatform final : public Platform {
   int deployed_ = 0;
   std::map<std::string, std::string> ran_;  // target name → image and limits
   std::vector<std::string> capped_;         // nofile caps applied, for the report
+  std::vector<std::string> quota_notes_;    // CPU quotas above the pinned CPUs
   // Containers created and not yet removed (removed by the destructor should
   // a teardown not happen).
   std::shared_ptr<std::set<std::string>> live_ = std::make_shared<std::set<std::string>>();
