@@ -206,6 +206,22 @@ TEST_F(DockerPlatformTest, TwoTargetsRunOneAtATimeWithTheirLimitsEnforced) {
   EXPECT_TRUE(std::filesystem::exists(Path("out/logs/beast.log")));
   const std::string report = ReadFile(Path("out/report.md"));
   EXPECT_NE(report.find("nofile in force: 4096"), std::string::npos) << report.substr(0, 3000);
+  // The peak memory of each container, noted at its teardown: above what
+  // was seen loaded, below its limit. Catches: the peak read after the
+  // container (and its cgroup) was removed, or never noted.
+  for (const char* target : {"beast", "httplib"}) {
+    std::smatch m;
+    const std::string notes = record["environment"]["notes"].dump();
+    ASSERT_TRUE(std::regex_search(notes, m, std::regex(std::string("target ") + target + R"(: memory peak ([0-9.]+) MiB)")))
+        << notes;
+    const double peak = std::stod(m[1]) * 1024 * 1024;
+    EXPECT_LT(peak, (std::string(target) == "beast" ? 256.0 : 128.0) * 1024 * 1024);
+    for (const json& c : record["cells"]) {
+      if (c["result"]["target"] == target) {
+        EXPECT_GE(peak * 1.01, c["result"]["memoryLoaded"].get<double>());
+      }
+    }
+  }
 }
 
 // A target whose memory limit is too small for what it does is OOM-killed

@@ -163,6 +163,14 @@ struct ContainerCgroup {
     return g;
   }
 
+  // The most memory the group ever held (v1 memory.max_usage_in_bytes, v2
+  // memory.peak, where the kernel has it).
+  std::optional<int64_t> Peak() const {
+    if (version == 1) return ReadNumber(memory + "/memory.max_usage_in_bytes");
+    if (version == 2) return ReadNumber(memory + "/memory.peak");
+    return std::nullopt;
+  }
+
   std::optional<TargetUsage> Read() const {
     std::optional<int64_t> cpu_ns, usage, inactive;
     if (version == 1) {
@@ -189,8 +197,8 @@ class DockerTarget final : public TargetInstance {
   DockerTarget(std::shared_ptr<docker::DockerClient> client, std::shared_ptr<std::set<std::string>> live, std::string name,
                std::string id, uint16_t port, std::string ready_path, bool https, std::string protocol, std::string log,
                std::string description, int64_t nofile, bool port_chosen, std::chrono::milliseconds grace,
-               std::string capped)
-      : client_(std::move(client)), live_(std::move(live)), name_(std::move(name)), id_(std::move(id)), port_(port),
+               std::string capped, std::shared_ptr<std::vector<std::string>> notes)
+      : notes_(std::move(notes)), client_(std::move(client)), live_(std::move(live)), name_(std::move(name)), id_(std::move(id)), port_(port),
         ready_path_(std::move(ready_path)), https_(https), protocol_(std::move(protocol)), log_(std::move(log)),
         description_(std::move(description)), nofile_(nofile), port_chosen_(port_chosen), grace_(grace),
         capped_(std::move(capped)) {}
@@ -307,6 +315,17 @@ class DockerTarget final : public TargetInstance {
   }
 
   Status Teardown() override {
+    // Before the container (and its cgroup) goes: its peak memory.
+    if (!cgroup_looked_up_) (void)Usage();
+    int64_t peak = cgroup_.Peak().value_or(0);
+    if (peak <= 0) peak = peak_;
+    if (peak > 0) {
+      std::ostringstream mib;
+      mib.precision(1);
+      mib << std::fixed << static_cast<double>(peak) / (1024.0 * 1024.0);
+      notes_->push_back("target " + name_ + ": memory peak " + mib.str() +
+                        " MiB over the container's life (its cgroup's high-water mark, page cache included)");
+    }
     Status stopped = client_->StopContainer(id_, std::chrono::duration_cast<std::chrono::seconds>(grace_ + std::chrono::milliseconds(999)));
     bool killed = false;
     if (auto inspect = client_->InspectContainer(id_); inspect.ok()) {
@@ -314,7 +333,6 @@ class DockerTarget final : public TargetInstance {
       // Stopped by the engine's SIGKILL after the grace: exit code 137 with
       // no OOM kill, and we asked for a stop.
       killed = stopped.ok() && jr::Int(state, "ExitCode") == 137 && !jr::Bool(state, "OOMKilled") && !gone_;
-      if (peak_ == 0) peak_ = 0;
     }
     SaveLog();
     Status removed = Remove();
@@ -347,6 +365,7 @@ class DockerTarget final : public TargetInstance {
     return s;
   }
 
+  std::shared_ptr<std::vector<std::string>> notes_;
   std::shared_ptr<docker::DockerClient> client_;
   std::shared_ptr<std::set<std::string>> live_;
   std::string name_;
@@ -523,7 +542,8 @@ Result<std::unique_ptr<TargetInstance>> DockerPlatform::Deploy(const DeployReque
   spdlog::info("started target {} as container {} ({})", target.name, id->substr(0, 12), description);
   return std::unique_ptr<TargetInstance>(new DockerTarget(
       client_, live_, target.name, *id, port, api::EffectiveReadiness(target).path, target.scheme == "https",
-      api::EffectiveProtocol(target), log, description, nofile, wants_port, options_.local.target_stop_grace, capped));
+      api::EffectiveProtocol(target), log, description, nofile, wants_port, options_.local.target_stop_grace, capped,
+      notes_));
 }
 
 Result<std::vector<std::string>> DockerPlatform::EnsureAgents(const AgentRequest& request, std::stop_token stop) {
@@ -548,6 +568,7 @@ report::Environment DockerPlatform::Describe() const {
                     ", without limits");
   for (const std::string& c : capped_) e.notes.push_back(c);
   for (const std::string& q : quota_notes_) e.notes.push_back(q);
+  for (const std::string& n : *notes_) e.notes.push_back(n);
   for (const auto& [name, what] : ran_) e.notes.push_back("target " + name + " ran as a " + what);
   return e;
 }

@@ -22,6 +22,8 @@
 //     working set, usage less inactive file cache, as docker stats shows it;
 //     the engine's stats, with its own timestamps, where the files cannot be
 //     read;
+//   - its peak memory (the cgroup's high-water mark) noted in the report's
+//     environment when it is torn down;
 //   - gone: the engine's exit code and OOMKilled;
 //   - its output (the engine's log) written to LOGDIR/<target>.log when it
 //     stops, or is found gone;
@@ -108,6 +110,8 @@ class DockerPlatform final : public Platform {
   std::map<std::string, std::string> ran_;  // target name → image and limits
   std::vector<std::string> capped_;         // nofile caps applied, for the report
   std::vector<std::string> quota_notes_;    // CPU quotas above the pinned CPUs
+  // Written by the targets at teardown (their peak memory), for Describe.
+  std::shared_ptr<std::vector<std::string>> notes_ = std::make_shared<std::vector<std::string>>();
   // Containers created and not yet removed (removed by the destructor should
   // a teardown not happen).
   std::shared_ptr<std::set<std::string>> live_ = std::make_shared<std::set<std::string>>();
