@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "agent/idle_wait.h"
 #include "agent/request.h"
 #include "agent/url.h"
 #include "common/tls_files.h"
@@ -63,6 +64,8 @@ Result<EngineOptions> OptionsFromJob(const wire::JobSpec& job, const std::vector
   o.total_connections = job.total_connections;
   o.cpus = cpus;
   o.start_at = job.start;
+  // FromProto let only the four settings through.
+  o.idle_wait = ResolveIdleWait(ParseIdleWait(job.idle_wait).value_or(IdleWaitSetting::kAuto), o.addresses.front());
   if (job.https) o.tls = MakeTlsOptions(job.host, "", false, "");
   if (job.protocol != "http1") {
     o.protocol = job.protocol == "h2" ? HttpProtocol::kH2 : HttpProtocol::kH2c;
@@ -311,6 +314,7 @@ void AgentClient::RunJob(v1::LoadJob job) {
   d->set_connections_peak(end.connections_peak);
   d->set_measure_seconds(end.measure_seconds);
   d->set_stopped_early(end.stopped_early);
+  wire::ToProto(end.idle, d->mutable_idle());
   Write(done);
   spdlog::info("job {} done: {} requests{}", job.job_id(), totals.requests, end.stopped_early ? " (stopped early)" : "");
 }

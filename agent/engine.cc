@@ -225,6 +225,7 @@ void Engine::Stop() {
 EndReport Engine::Finish() {
   EndReport r;
   r.connections_requested = options_.connections;
+  r.idle.mode = options_.idle_wait;
   for (std::thread& t : threads_) {
     if (t.joinable()) t.join();
   }
@@ -233,9 +234,7 @@ EndReport Engine::Finish() {
     r.drained += w->drained();
     r.abandoned += w->abandoned();
     r.connections_peak += w->peak_open();
-    busy_poll_.polls += w->polls();
-    busy_poll_.empty_polls += w->empty_polls();
-    busy_poll_.spin_seconds += static_cast<double>(w->spin_ns()) / 1e9;
+    r.idle.Add(w->idle());
   }
   r.measure_seconds = std::max<double>(0, static_cast<double>(last_end_ns_ - options_.warmup.count()) / 1e9);
   r.stopped_early = state_.stop.load();

@@ -68,14 +68,6 @@ class Engine final : private LoadCoordinator {
   void HoldUnlessStopped(std::chrono::nanoseconds d);
   // Joins the workers (after NextSnapshot returned nullopt, or after Stop).
   EndReport Finish();
-  // After Finish, with options().busy_poll: what the workers' busy polling
-  // cost (summed over the workers).
-  struct BusyPoll {
-    uint64_t polls = 0;
-    uint64_t empty_polls = 0;
-    double spin_seconds = 0;  // wall time of the workers' empty polls
-  };
-  BusyPoll busy_poll() const { return busy_poll_; }
 
   const EngineOptions& options() const { return options_; }
 
@@ -88,7 +80,6 @@ class Engine final : private LoadCoordinator {
   void SetLoadStart(int64_t now_ns) override;
 
   EngineOptions options_;
-  BusyPoll busy_poll_;
   LoadState state_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::thread> threads_;

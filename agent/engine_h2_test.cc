@@ -402,7 +402,7 @@ TEST_F(EngineH2ServerTest, BusyPollSpinsOnlyWhileTheLoadRunsAndCountsIt) {
   EngineOptions o = H2Options("127.0.0.1", server_->port(), HttpProtocol::kH2c, 4);
   o.connections = 2;
   o.threads = 1;
-  o.busy_poll = true;
+  o.idle_wait = IdleWait::kPoll;
   o.duration = std::chrono::milliseconds(400);
   Engine engine(o);
   ASSERT_TRUE(engine.Start().ok());
@@ -410,13 +410,81 @@ TEST_F(EngineH2ServerTest, BusyPollSpinsOnlyWhileTheLoadRunsAndCountsIt) {
   while (auto snap = engine.NextSnapshot()) requests += snap->stats.counters.requests;
   const EndReport end = engine.Finish();
   const H2SocketTotals t = Stop();
-  const Engine::BusyPoll spin = engine.busy_poll();
+  const IdleReport& spin = end.idle;
+  EXPECT_EQ(spin.mode, IdleWait::kPoll);
+  EXPECT_EQ(spin.naps, 0u);
   EXPECT_GT(requests, 0u);
   EXPECT_EQ(requests + end.drained + end.abandoned, t.requests);
   EXPECT_GT(spin.empty_polls, 100u);
   EXPECT_LE(spin.empty_polls, spin.polls);
   EXPECT_GT(spin.spin_seconds, 0.1);   // most of the 400 ms is waiting on the server
   EXPECT_LE(spin.spin_seconds, 0.45);  // never while connecting or draining
+}
+
+// Napping against a server that answers each stream after a known 1 ms:
+// once a sample period has measured the latency, a worker with nothing
+// ready naps on its own timer, each nap at most 2 % of the mean latency
+// (about 20 us here, under the 50 us cap). Catches: naps that never engage
+// (the worker still blocking on its sockets), a nap not bounded by the
+// latency (kNapShare dropped: 50 us, more than 2 % of any latency seen), naps
+// outside the load, and a response lost or miscounted across a nap (the
+// server's count is the oracle). The latency stays the server's delay plus
+// at most the nap and the loop's own time.
+TEST_F(EngineH2ServerTest, NapsAreBoundedByTheLatencyAndLoseNothing) {
+  H2SocketServerOptions options;
+  options.delay = std::chrono::milliseconds(1);
+  Start(options);
+  EngineOptions o = H2Options("127.0.0.1", server_->port(), HttpProtocol::kH2c, 4);
+  o.connections = 2;
+  o.threads = 1;
+  o.idle_wait = IdleWait::kNap;
+  o.duration = std::chrono::milliseconds(600);
+  Engine engine(o);
+  ASSERT_TRUE(engine.Start().ok());
+  uint64_t requests = 0;
+  Histogram latency;
+  while (auto snap = engine.NextSnapshot()) {
+    requests += snap->stats.counters.requests;
+    latency.Merge(snap->stats.latency);
+  }
+  const EndReport end = engine.Finish();
+  const H2SocketTotals t = Stop();
+  const IdleReport& idle = end.idle;
+  EXPECT_EQ(idle.mode, IdleWait::kNap);
+  EXPECT_GT(requests, 0u);
+  EXPECT_EQ(requests + end.drained + end.abandoned, t.requests);
+  EXPECT_GT(idle.naps, 50u);
+  EXPECT_LE(idle.nap_hits, idle.naps);
+  EXPECT_EQ(idle.polls, 0u);
+  EXPECT_GE(idle.max_nap_ns, 10'000u);                  // kMinNapNs
+  EXPECT_LE(idle.max_nap_ns, latency.max() * 1000 / 50);  // 2 % of the slowest response's latency
+  EXPECT_LE(idle.nap_seconds, 0.6);                     // only while the load ran
+  EXPECT_GE(latency.ValueAtPercentile(50), 1000u);
+  EXPECT_LE(latency.ValueAtPercentile(50), 1600u);
+}
+
+// With responses that come back in tens of microseconds, a nap would cost
+// more than the wake-up it saves and could double the latency: the worker
+// blocks. With kBlock it never naps. Catches: a nap at any latency
+// (kMinNapNs dropped), and the mode ignored.
+TEST_F(EngineH2ServerTest, NoNapsWhenResponsesAreFastOrWhenBlocking) {
+  Start(H2SocketServerOptions{});
+  for (const IdleWait mode : {IdleWait::kNap, IdleWait::kBlock}) {
+    EngineOptions o = H2Options("127.0.0.1", server_->port(), HttpProtocol::kH2c, 1);
+    o.connections = 1;
+    o.threads = 1;
+    o.idle_wait = mode;
+    o.duration = std::chrono::milliseconds(300);
+    Engine engine(o);
+    ASSERT_TRUE(engine.Start().ok());
+    uint64_t requests = 0;
+    while (auto snap = engine.NextSnapshot()) requests += snap->stats.counters.requests;
+    const EndReport end = engine.Finish();
+    EXPECT_GT(requests, 100u) << IdleWaitName(mode);
+    EXPECT_EQ(end.idle.mode, mode);
+    EXPECT_EQ(end.idle.naps, 0u) << IdleWaitName(mode);
+    EXPECT_EQ(end.idle.polls, 0u) << IdleWaitName(mode);
+  }
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "agent/request.h"
 #include "agent/tls_context.h"
 #include "agent/url.h"
+#include "common/metrics.h"
 
 namespace fairbench::agent {
 
@@ -35,13 +36,13 @@ struct EngineOptions {
   uint32_t pipeline = 1;   // requests written back to back per connection
   double rate = 0;         // total requests/s over all connections; 0 = as fast as possible
   std::vector<int> cpus;   // pin worker i to cpus[i % size]; empty = no pinning
-  // While the load runs (warm-up and measure, not while connecting or
-  // draining), each worker polls its epoll set without sleeping (a zero
-  // timeout) instead of waiting in epoll_wait: a server on the same machine
-  // then never pays the wake-up of a sleeping generator in the system call
-  // that sends a response. It costs a whole CPU per worker; the time spent
-  // in empty polls is counted (Engine::busy_poll()). For single-machine runs.
-  bool busy_poll = false;
+  // What a worker does when nothing is ready while the load runs (warm-up
+  // and measure, not while connecting or draining) and requests are in
+  // flight: block on its sockets, nap on its own timer, or poll without
+  // sleeping (IdleWait, common/metrics.h). kNap and kPoll are for a server
+  // on the same machine, whose sends would otherwise pay the wake-up of a
+  // sleeping generator. What they did is in Finish()'s EndReport::idle.
+  IdleWait idle_wait = IdleWait::kBlock;
   // With several agents sharing a load: this engine's first connection
   // among all of them, and their total. A constant rate is then staggered
   // over every connection of every agent.

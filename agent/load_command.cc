@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "agent/engine.h"
+#include "agent/idle_wait.h"
 #include "agent/request.h"
 #include "agent/request_mix.h"
 #include "agent/url.h"
@@ -77,9 +78,12 @@ CLI::App* AddLoadCommand(CLI::App& app, LoadFlags& f) {
   auto* mix = cmd->add_option("--requests", f.requests_file, "A YAML file with a weighted mix of requests");
   mix->excludes(body)->excludes(body_file);
   cmd->add_option("--rate", f.rate, "Constant total rate in requests/s (open model); latency is then corrected");
-  cmd->add_flag("--busy-poll", f.busy_poll,
-                 "Workers poll without sleeping while the load runs (a CPU each): a server on the same machine then "
-                 "pays no wake-up of the generator per response; the time spent polling is reported");
+  auto* idle_wait = cmd->add_option("--idle-wait", f.idle_wait,
+                  "When nothing is ready while requests are in flight: block (sleep on the sockets), nap (sleep up to "
+                  "2% of the mean latency on the worker's own timer: a server on this machine then pays no wake-up of "
+                  "the generator per response), poll (spin: a CPU per worker), or auto: nap when the target is on "
+                  "this machine, else block (default auto)");
+  cmd->add_flag("--busy-poll", f.busy_poll, "The same as --idle-wait poll")->excludes(idle_wait);
   cmd->add_option("--pipeline", f.pipeline, "Requests written back to back on each connection (default 1)");
   cmd->add_flag("--no-keep-alive", f.no_keep_alive, "A new connection for every request (sends Connection: close)");
   cmd->add_flag("--latency", f.latency, "Print the latency distribution");
@@ -273,6 +277,8 @@ int RunLoadCommand(const LoadFlags& f) {
 
   auto addresses = Resolve(url->host, url->port);
   if (!addresses.ok()) return BadInput(addresses.status().message());
+  const std::optional<IdleWaitSetting> idle = f.busy_poll ? IdleWaitSetting::kPoll : ParseIdleWait(f.idle_wait);
+  if (!idle) return BadInput("--idle-wait: must be auto, block, nap or poll, got '" + f.idle_wait + "'");
 
   EngineOptions opt;
   opt.addresses = std::move(*addresses);
@@ -284,8 +290,8 @@ int RunLoadCommand(const LoadFlags& f) {
   opt.timeout = *timeout;
   opt.keep_alive = !f.no_keep_alive;
   opt.pipeline = f.pipeline;
-  opt.busy_poll = f.busy_poll;
   opt.rate = f.rate;
+  opt.idle_wait = ResolveIdleWait(*idle, opt.addresses.front());
   if (url->https) opt.tls = MakeTlsOptions(url->host, f.sni, f.verify, f.target_ca_file);
   if (h2) {
     opt.protocol = f.h2 ? HttpProtocol::kH2 : HttpProtocol::kH2c;
@@ -373,23 +379,10 @@ int RunLoadCommand(const LoadFlags& f) {
   std::string text = RenderText(ctx, totals, end);
   // The first two lines were printed at the start, as wrk does.
   for (int skip = 0; skip < 2; ++skip) text.erase(0, text.find('\n') + 1);
-  const Engine::BusyPoll spin = engine.busy_poll();
-  if (opt.busy_poll) {
-    // The share of the workers' measured time spent polling an empty set:
-    // CPU a sleeping generator would not have used.
-    const double worker_seconds = end.measure_seconds * opt.threads;
-    char line[160];
-    std::snprintf(line, sizeof line, "Busy poll: %llu empty polls of %llu, %.2fs spinning (%.0f%% of the workers' time)\n",
-                  static_cast<unsigned long long>(spin.empty_polls), static_cast<unsigned long long>(spin.polls),
-                  spin.spin_seconds, worker_seconds > 0 ? 100 * spin.spin_seconds / worker_seconds : 0.0);
-    text += line;
-  }
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);
   if (!f.json_file.empty()) {
     nlohmann::json doc = RenderJson(ctx, totals, end);
-    doc["busy_poll"] = {{"enabled", opt.busy_poll}, {"polls", spin.polls}, {"empty_polls", spin.empty_polls},
-                        {"spin_seconds", spin.spin_seconds}};
     const std::string json = doc.dump(2) + "\n";
     if (f.json_file == "-") {
       std::fputs(json.c_str(), stdout);

@@ -27,7 +27,8 @@ struct LoadFlags {
   bool no_keep_alive = false;
   bool latency = false;
   bool progress = false;
-  bool busy_poll = false;
+  bool busy_poll = false;   // --busy-poll: --idle-wait poll
+  std::string idle_wait = "auto";
   std::string json_file;
   std::string cpus;
   // HTTPS (names apart from connect mode's --tls-* flags for the hub).

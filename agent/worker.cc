@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -427,6 +428,8 @@ bool Worker::OnResponse(Conn& c, int64_t now) {
     ++k.status_classes[cls >= 1 && cls <= 5 ? cls : 0];
     if (status > 399) ++k.errors.status;
     const int64_t latency_us = (now - c.sent_ns) / 1000;
+    nap_lat_us_ += static_cast<uint64_t>(latency_us);
+    ++nap_lat_n_;
     if (opt_.rate > 0) {
       cur_.latency.Record((now - c.intended_ns) / 1000);
       cur_.uncorrected.Record(latency_us);
@@ -527,6 +530,7 @@ void Worker::RunTimers(int64_t now) {
 
 void Worker::SampleRate(int64_t now) {
   if (now < next_sample_ns_) return;
+  if (opt_.idle_wait == IdleWait::kNap) SizeNap();
   if (sample_requests_ > 0) {
     const double elapsed = static_cast<double>(now - last_sample_ns_) / 1e9;
     cur_.rate_samples.push_back(static_cast<double>(sample_requests_) / elapsed);
@@ -534,6 +538,21 @@ void Worker::SampleRate(int64_t now) {
   }
   last_sample_ns_ = now;
   next_sample_ns_ = now + kSampleNs;
+}
+
+void Worker::SizeNap() {
+  // A response that arrives during a nap is read when the nap ends: the nap
+  // is what it can add to that response's latency, so it stays a small
+  // share of the latency measured. With too few responses to tell, block.
+  int64_t nap = 0;
+  if (nap_lat_n_ >= 16) {
+    const auto mean_ns = static_cast<int64_t>(nap_lat_us_ / nap_lat_n_) * 1000;
+    nap = std::min(kMaxNapNs, mean_ns / kNapShare);
+    if (nap < kMinNapNs) nap = 0;
+  }
+  nap_ns_ = nap;
+  nap_lat_us_ = 0;
+  nap_lat_n_ = 0;
 }
 
 void Worker::CrossBoundaries(int64_t now) {
@@ -623,19 +642,23 @@ int64_t Worker::NextDeadline(int64_t now) const {
   return d;
 }
 
-void Worker::Wait(int64_t deadline, int64_t now) {
-  epoll_event events[kMaxEvents];
-  int n;
-  if (opt_.busy_poll && started_ && !draining_) {
-    // Spins through the loop: the caller checks its deadlines on each turn.
-    n = epoll_wait(epfd_, events, kMaxEvents, 0);
-    ++polls_;
-    if (n == 0) {
-      ++empty_polls_;
-      spin_ns_ += NowNs() - now;
-      return;
-    }
-  } else if (have_pwait2_) {
+int Worker::Nap(epoll_event* events) {
+  int n = epoll_wait(epfd_, events, kMaxEvents, 0);
+  if (n != 0) return n;
+  const int64_t before = NowNs();
+  const timespec nap{0, static_cast<long>(nap_ns_)};
+  clock_nanosleep(CLOCK_MONOTONIC, 0, &nap, nullptr);
+  const int64_t slept = NowNs() - before;
+  ++idle_.naps;
+  idle_.nap_seconds += static_cast<double>(slept) / 1e9;
+  idle_.max_nap_ns = std::max<uint64_t>(idle_.max_nap_ns, static_cast<uint64_t>(nap_ns_));
+  n = epoll_wait(epfd_, events, kMaxEvents, 0);
+  if (n > 0) ++idle_.nap_hits;
+  return n;
+}
+
+int Worker::Block(epoll_event* events, int64_t deadline, int64_t now) {
+  if (have_pwait2_) {
     timespec ts{};
     timespec* tsp = nullptr;
     if (deadline != INT64_MAX) {
@@ -644,18 +667,40 @@ void Worker::Wait(int64_t deadline, int64_t now) {
       ts.tv_nsec = delta % 1'000'000'000;
       tsp = &ts;
     }
-    n = epoll_pwait2(epfd_, events, kMaxEvents, tsp, nullptr);
+    const int n = epoll_pwait2(epfd_, events, kMaxEvents, tsp, nullptr);
     if (n < 0 && errno == ENOSYS) {
       have_pwait2_ = false;  // old kernel or a seccomp profile without it
+      return 0;
+    }
+    return n;
+  }
+  int ms = -1;
+  if (deadline != INT64_MAX) {
+    const int64_t delta = std::max<int64_t>(0, deadline - now);
+    ms = static_cast<int>(std::min<int64_t>(INT_MAX, (delta + 999'999) / 1'000'000));
+  }
+  return epoll_wait(epfd_, events, kMaxEvents, ms);
+}
+
+void Worker::Wait(int64_t deadline, int64_t now) {
+  epoll_event events[kMaxEvents];
+  int n = 0;
+  const bool loading = started_ && !draining_;
+  if (opt_.idle_wait == IdleWait::kPoll && loading) {
+    // Spins through the loop: the caller checks its deadlines on each turn.
+    n = epoll_wait(epfd_, events, kMaxEvents, 0);
+    ++idle_.polls;
+    if (n == 0) {
+      ++idle_.empty_polls;
+      idle_.spin_seconds += static_cast<double>(NowNs() - now) / 1e9;
       return;
     }
   } else {
-    int ms = -1;
-    if (deadline != INT64_MAX) {
-      const int64_t delta = std::max<int64_t>(0, deadline - now);
-      ms = static_cast<int>(std::min<int64_t>(INT_MAX, (delta + 999'999) / 1'000'000));
+    if (nap_ns_ > 0 && loading && in_flight_ > 0 && deadline - now > nap_ns_) {
+      n = Nap(events);
+      if (n == 0) now = NowNs();
     }
-    n = epoll_wait(epfd_, events, kMaxEvents, ms);
+    if (n == 0) n = Block(events, deadline, now);
   }
   if (n < 0) return;  // EINTR
   for (int i = 0; i < n; ++i) {
@@ -683,6 +728,9 @@ void Worker::Wait(int64_t deadline, int64_t now) {
 // ---------------------------------------------------------------------------
 
 void Worker::Run() {
+  // Timers as asked (the default slack is 50 us): a nap's length bounds
+  // what it adds to latency, and a constant rate's sends keep their time.
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
   if (!opt_.cpus.empty()) {
     cpu_set_t set;
     CPU_ZERO(&set);

@@ -48,6 +48,8 @@
 // coordinator's Wake and those calls touch anything shared.
 #pragma once
 
+#include <sys/epoll.h>
+
 #include <cstdint>
 #include <ctime>
 #include <memory>
@@ -60,6 +62,7 @@
 #include "agent/response_parser.h"
 #include "agent/tls_context.h"
 #include "agent/transport.h"
+#include "common/metrics.h"
 #include "common/status.h"
 
 namespace fairbench::agent {
@@ -82,11 +85,8 @@ class Worker {
   uint64_t drained() const { return drained_; }
   uint64_t abandoned() const { return abandoned_; }
   uint32_t peak_open() const { return peak_open_; }
-  // Busy polling (opt.busy_poll): zero-timeout polls made and those that
-  // found nothing, and the time spent in the empty ones.
-  uint64_t polls() const { return polls_; }
-  uint64_t empty_polls() const { return empty_polls_; }
-  int64_t spin_ns() const { return spin_ns_; }
+  // What idle waiting did (opt.idle_wait): naps, or polls.
+  const IdleReport& idle() const { return idle_; }
 
  private:
   // CLOCK_MONOTONIC in nanoseconds: the worker's clock.
@@ -193,7 +193,18 @@ class Worker {
   void MaybeStart(int64_t now);
   void SampleRate(int64_t now);
   int64_t NextDeadline(int64_t now) const;
+  // Waits for events until `deadline` (idle waiting as opt.idle_wait says)
+  // and handles them.
   void Wait(int64_t deadline, int64_t now);
+  // kNap: a zero-timeout poll; if nothing is ready, one nap of nap_ns_ on
+  // the thread's own timer, then another poll. Returns the events found.
+  int Nap(epoll_event* events);
+  // Sleeps in epoll until an event or `deadline`; returns the events found.
+  int Block(epoll_event* events, int64_t deadline, int64_t now);
+  // kNap: the next nap's length from the responses of the last sample
+  // period (at most 1/kNapShare of their mean latency, kMaxNapNs; none
+  // below kMinNapNs, where a timer costs more than the wake-up it saves).
+  void SizeNap();
 
   LoadCoordinator& coordinator_;
   const LoadState& load_;  // coordinator_.state()
@@ -256,9 +267,13 @@ class Worker {
   uint32_t peak_open_ = 0;
   uint64_t drained_ = 0;
   uint64_t abandoned_ = 0;
-  uint64_t polls_ = 0;
-  uint64_t empty_polls_ = 0;
-  int64_t spin_ns_ = 0;
+  IdleReport idle_;
+  int64_t nap_ns_ = 0;       // kNap: the next nap's length; 0: block
+  uint64_t nap_lat_us_ = 0;  // kNap: latencies summed over the sample period
+  uint64_t nap_lat_n_ = 0;
+  static constexpr int64_t kMaxNapNs = 50'000;
+  static constexpr int64_t kMinNapNs = 10'000;
+  static constexpr int64_t kNapShare = 50;
 
   IntervalStats cur_;
 };

@@ -111,7 +111,10 @@ void Worker::H2Outcomes(Conn& c, int64_t now) {
           const int cls = o.status / 100;
           ++k.status_classes[cls >= 1 && cls <= 5 ? cls : 0];
           if (o.status > 399) ++k.errors.status;
-          cur_.latency.Record((now - static_cast<int64_t>(o.cookie)) / 1000);
+          const int64_t latency_us = (now - static_cast<int64_t>(o.cookie)) / 1000;
+          cur_.latency.Record(latency_us);
+          nap_lat_us_ += static_cast<uint64_t>(latency_us);
+          ++nap_lat_n_;
           c.failures = 0;
           break;
         }

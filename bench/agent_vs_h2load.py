@@ -41,7 +41,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agent_vs_wrk import free_port, parse_output, process_cpu, run_measured, served, wait_port  # noqa: E402
+from agent_vs_wrk import (free_port, idle_line, parse_output, process_cpu, ratio_stats, run_measured, served,  # noqa: E402
+                          spread_text, verdict, wait_port)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -137,7 +138,7 @@ def one_run(tool, args, url, status_port, streams, server_pid):
             "wall_seconds": wall, "server_rps_window": server / seconds, "server_rps_wall": server / wall,
             "cpu": cpu, "cpu_per_request_us": cpu / max(server, 1) * 1e6, "rss_kb": rss,
             "server_cpu_per_request_us": server_cpu / max(server, 1) * 1e6, "server_busy": server_cpu / wall,
-            "valid": errors == 0 and server >= requests}
+            "valid": errors == 0 and server >= requests, "idle": idle_line(out) if tool != "h2load" else ""}
 
 
 def main():
@@ -145,12 +146,12 @@ def main():
     ap.add_argument("--protocols", default="h2c,h2", help="h2c (prior knowledge) and/or h2 (TLS, ALPN)")
     ap.add_argument("--streams", default="10,100", help="concurrent streams per connection, comma-separated")
     ap.add_argument("--connections", type=int, default=10)
-    ap.add_argument("--runs", type=int, default=3, help="runs (or pairs) per stream level")
+    ap.add_argument("--runs", type=int, default=7, help="runs (interleaved pairs) per stream level (default 7)")
     ap.add_argument("--duration", type=int, default=10, help="seconds per run")
     ap.add_argument("--server-cpu", default="0")
     ap.add_argument("--client-cpu", default="1")
     ap.add_argument("--agent", default=os.path.join(ROOT, "build", "bin", "fairbench-agent"))
-    ap.add_argument("--agent-flags", default="", help="more flags for fairbench-agent load, e.g. --busy-poll")
+    ap.add_argument("--agent-flags", default="", help="more flags for fairbench-agent load, e.g. --idle-wait block")
     ap.add_argument("--json", help="write the raw figures here")
     args = ap.parse_args()
 
@@ -230,9 +231,11 @@ def main():
             ratio = None
             if "fairbench" in tools:
                 pair_ratios = {k: [runs["fairbench"][i][k] / runs["h2load"][i][k] for i in valid] for k in keys}
-                ratio = {k: statistics.median(v) for k, v in pair_ratios.items()}
+                stats = {k: ratio_stats(v) for k, v in pair_ratios.items()}
+                ratio = {k: st["median"] for k, st in stats.items()}
                 runs["median_pair_ratio"] = ratio
                 runs["pair_ratio_range"] = {k: [min(v), max(v)] for k, v in pair_ratios.items()}
+                runs["pair_ratio_stats"] = stats
                 header += f"{'ratio':>8}"
             print(f"   {'':30}{header}")
             for key, label, fmt in (("rps", "requests/s, tool's own", "{:>12.0f}"),
@@ -243,10 +246,17 @@ def main():
                                     ("server_busy", "nginx busy share of wall", "{:>12.2f}")):
                 line = "".join(fmt.format(med[t][key]) for t in tools)
                 if ratio:
-                    v = pair_ratios[key]
-                    line += f"{ratio[key]:>8.2f}  [{min(v):.2f}–{max(v):.2f}]"
+                    line += f"{ratio[key]:>8.2f}  {spread_text(stats[key])}"
                 print(f"   {label:30}{line}")
             print(f"   {'peak RSS MiB':30}" + "".join(f"{med[t]['rss_kb'] / 1024:>12.1f}" for t in tools))
+            if ratio:
+                idle = sorted({r["idle"] for r in runs["fairbench"] if r.get("idle")})
+                if idle:
+                    print(f"   fairbench-agent's idle wait: {'; '.join(idle)}")
+                print(f"   targets (within the pairs' 95% interval): requests/s (server/window) ≥ 1.0 "
+                      f"{verdict(stats['server_rps_window'], 1.0, False)}; CPU per request ≤ 0.9 "
+                      f"{verdict(stats['cpu_per_request_us'], 0.9, True)}; nginx CPU per request ≤ 1.0 "
+                      f"{verdict(stats['server_cpu_per_request_us'], 1.0, True)}")
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(results, f, indent=2)

@@ -94,6 +94,35 @@ TLS_SERVER = """  server {{
 """
 
 
+# Student's t, 97.5 % quantile, for 1..30 degrees of freedom (then 1.96).
+T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+
+
+def ratio_stats(values):
+    """The pairs' ratios: median, mean with its 95 % confidence interval (Student's t, as `fairbench compare`
+    gives a mean), and range."""
+    n = len(values)
+    mean = statistics.fmean(values)
+    half = 0.0
+    if n > 1:
+        t = T975[n - 2] if n - 2 < len(T975) else 1.96
+        half = t * statistics.stdev(values) / n ** 0.5
+    return {"median": statistics.median(values), "mean": mean, "ci95": [mean - half, mean + half],
+            "min": min(values), "max": max(values), "n": n}
+
+
+def spread_text(st):
+    """"1.03 [0.98–1.07], 95 % CI of the mean 1.00–1.05": the median ratio, the range, the interval."""
+    return f"[{st['min']:.2f}–{st['max']:.2f}]  mean {st['mean']:.3f}, 95% CI {st['ci95'][0]:.3f}–{st['ci95'][1]:.3f}"
+
+
+def verdict(st, target, at_most):
+    """A target met within the pairs' 95 % interval: for "≤ target", the interval reaches down to it."""
+    ok = st["ci95"][0] <= target if at_most else st["ci95"][1] >= target
+    return "met" if ok else "MISSED"
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -222,7 +251,13 @@ def one_run(tool, args, url, port, conns, server_pid, keep_alive=True):
             "server_rps_window": server / seconds, "server_rps_wall": server / wall,
             "cpu": cpu, "cpu_per_request_us": cpu / max(server, 1) * 1e6, "rss_kb": rss,
             "server_cpu_per_request_us": server_cpu / max(server, 1) * 1e6, "server_busy": server_cpu / wall,
-            "valid": errors == 0 and server >= requests}
+            "valid": errors == 0 and server >= requests, "idle": idle_line(out)}
+
+
+def idle_line(out):
+    """fairbench-agent's "Idle wait: …" summary line, without its numbers' run-to-run detail."""
+    m = re.search(r"^\s*Idle wait: (\w+)", out, re.M)
+    return m.group(1) if m else ("block" if "--- fairbench" in out else "")
 
 
 def main():
@@ -230,13 +265,13 @@ def main():
     ap.add_argument("--levels", default="100,1000,10000")
     ap.add_argument("--modes", default="http", help="comma-separated: http, https (keep-alive), https-short")
     ap.add_argument("--short-levels", default="100", help="connection levels of the https-short mode")
-    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--pairs", type=int, default=7, help="interleaved pairs per level (default 7)")
     ap.add_argument("--duration", type=int, default=10, help="seconds per run")
     ap.add_argument("--strace-duration", type=int, default=3)
     ap.add_argument("--server-cpu", default="0")
     ap.add_argument("--client-cpu", default="1")
     ap.add_argument("--agent", default=os.path.join(ROOT, "build", "bin", "fairbench-agent"))
-    ap.add_argument("--agent-flags", default="", help="more flags for fairbench-agent load, e.g. --busy-poll")
+    ap.add_argument("--agent-flags", default="", help="more flags for fairbench-agent load, e.g. --idle-wait block")
     ap.add_argument("--json", help="write the raw figures here")
     args = ap.parse_args()
 
@@ -334,11 +369,13 @@ def main():
             # The two runs of a pair are seconds apart: their ratio is less
             # disturbed by a machine whose load drifts than a ratio of medians.
             pair_ratios = {k: [runs["fairbench"][i][k] / runs["wrk"][i][k] for i in valid] for k in keys}
-            ratio = {k: statistics.median(v) for k, v in pair_ratios.items()}
-            spread = {k: f"  [{min(v):.2f}–{max(v):.2f}]" for k, v in pair_ratios.items()}
+            stats = {k: ratio_stats(v) for k, v in pair_ratios.items()}
+            ratio = {k: st["median"] for k, st in stats.items()}
+            spread = {k: "  " + spread_text(st) for k, st in stats.items()}
             runs["median"] = med
             runs["median_pair_ratio"] = ratio
             runs["pair_ratio_range"] = {k: [min(v), max(v)] for k, v in pair_ratios.items()}
+            runs["pair_ratio_stats"] = stats
             w, f = med["wrk"], med["fairbench"]
             print(f"   {'':30}{'wrk':>12}{'fairbench':>12}{'ratio':>8}   (medians; ratio: median of the pairs' ratios [their range])")
             for key, label in (("rps", "requests/s, tool's own"), ("server_rps_window", "requests/s, server/window"),
@@ -355,6 +392,14 @@ def main():
             print(f"   {'syscalls per request':30}{sw:>12.2f}{sf:>12.2f}{sf / sw:>8.2f}")
             print(f"   {'peak RSS MiB':30}{w['rss_kb'] / 1024:>12.1f}{f['rss_kb'] / 1024:>12.1f}"
                   f"{ratio['rss_kb']:>8.2f}")
+            idle = sorted({r.get("idle", "") for r in runs["fairbench"] if r.get("idle")})
+            if idle:
+                print(f"   fairbench-agent's idle wait: {'; '.join(idle)}")
+            if runs["mode"] != "https-short":
+                print(f"   targets (within the pairs' 95% interval): requests/s (server/window) ≥ 1.0 "
+                      f"{verdict(stats['server_rps_window'], 1.0, False)}; CPU per request ≤ 0.9 "
+                      f"{verdict(stats['cpu_per_request_us'], 0.9, True)}; nginx CPU per request ≤ 1.0 "
+                      f"{verdict(stats['server_cpu_per_request_us'], 1.0, True)}")
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(results, f, indent=2)

@@ -115,6 +115,44 @@ struct Snapshot {
   double cpu_seconds = 0;         // the agent process's CPU time (user + system) in the interval
 };
 
+// What a load worker does when nothing is ready while requests are in
+// flight (agent/worker.h). On one machine a response sent to a sleeping
+// generator makes the server's send pay the generator thread's wake-up (in
+// a VM an inter-processor interrupt, a VM exit): a lean generator that
+// sleeps often taxes the server it measures.
+//   kBlock  wait on the sockets (epoll): the next response wakes the worker;
+//   kNap    sleep a short while on the worker's own timer, then look: the
+//           server's responses wake nobody; the nap is at most 2 % of the
+//           recent mean latency (and 50 us), so it adds at most that to a
+//           response's latency;
+//   kPoll   spin on a zero-timeout poll: a whole CPU per worker.
+enum class IdleWait : uint8_t { kBlock, kNap, kPoll };
+const char* IdleWaitName(IdleWait mode);
+
+// What idle waiting did over a run (summed over workers and agents).
+struct IdleReport {
+  IdleWait mode = IdleWait::kBlock;  // of several agents: the most active one's
+  uint64_t naps = 0;         // kNap: naps taken
+  uint64_t nap_hits = 0;     // naps after which a response (or any event) was ready
+  double nap_seconds = 0;    // time asleep in naps
+  uint64_t max_nap_ns = 0;   // the longest nap asked for (its timer; the sleep itself may run longer)
+  uint64_t polls = 0;        // kPoll: zero-timeout polls
+  uint64_t empty_polls = 0;  // of them, those that found nothing
+  double spin_seconds = 0;   // wall time of the empty polls
+
+  void Add(const IdleReport& o) {
+    if (o.mode > mode) mode = o.mode;
+    naps += o.naps;
+    nap_hits += o.nap_hits;
+    nap_seconds += o.nap_seconds;
+    if (o.max_nap_ns > max_nap_ns) max_nap_ns = o.max_nap_ns;
+    polls += o.polls;
+    empty_polls += o.empty_polls;
+    spin_seconds += o.spin_seconds;
+  }
+  friend bool operator==(const IdleReport&, const IdleReport&) = default;
+};
+
 // How a run ended, beyond its snapshots.
 struct EndReport {
   uint64_t drained = 0;          // responses that arrived during the drain (not in the snapshots)
@@ -123,6 +161,7 @@ struct EndReport {
   uint32_t connections_peak = 0;  // most connections established at once
   double measure_seconds = 0;     // wall time of the measure phase as run (shorter when stopped early)
   bool stopped_early = false;
+  IdleReport idle;
 
   void Add(const EndReport& o) {
     drained += o.drained;
@@ -131,6 +170,7 @@ struct EndReport {
     connections_peak += o.connections_peak;
     measure_seconds = measure_seconds > o.measure_seconds ? measure_seconds : o.measure_seconds;
     stopped_early = stopped_early || o.stopped_early;
+    idle.Add(o.idle);
   }
 };
 

@@ -77,6 +77,30 @@ void ToProto(const Counters& in, v1::Counters* out) {
   out->set_tls_resumed(in.tls_resumed);
 }
 
+void ToProto(const IdleReport& in, v1::IdleReport* out) {
+  out->set_mode(IdleWaitName(in.mode));
+  out->set_naps(in.naps);
+  out->set_nap_hits(in.nap_hits);
+  out->set_nap_seconds(in.nap_seconds);
+  out->set_max_nap_ns(in.max_nap_ns);
+  out->set_polls(in.polls);
+  out->set_empty_polls(in.empty_polls);
+  out->set_spin_seconds(in.spin_seconds);
+}
+
+IdleReport FromProto(const v1::IdleReport& in) {
+  IdleReport r;
+  r.mode = in.mode() == "nap" ? IdleWait::kNap : in.mode() == "poll" ? IdleWait::kPoll : IdleWait::kBlock;
+  r.naps = in.naps();
+  r.nap_hits = in.nap_hits();
+  r.nap_seconds = in.nap_seconds();
+  r.max_nap_ns = in.max_nap_ns();
+  r.polls = in.polls();
+  r.empty_polls = in.empty_polls();
+  r.spin_seconds = in.spin_seconds();
+  return r;
+}
+
 Counters FromProto(const v1::Counters& in) {
   Counters c;
   c.requests = in.requests();

@@ -22,6 +22,10 @@ inline constexpr int kMaxRateSamples = 65536;
 void ToProto(const Counters& in, v1::Counters* out);
 Counters FromProto(const v1::Counters& in);
 
+void ToProto(const IdleReport& in, v1::IdleReport* out);
+// An unknown mode reads as "block" (an agent newer than this controller).
+IdleReport FromProto(const v1::IdleReport& in);
+
 void ToProto(const Histogram& in, v1::Latency* out);
 // Checks the moments against the counts: min and max in the lowest and
 // highest non-empty buckets, count·min ≤ sum ≤ count·max, Σx² between

@@ -116,6 +116,7 @@ void ToProto(const JobSpec& in, v1::LoadJob* out) {
   out->set_https(in.https);
   if (in.protocol != "http1") out->set_protocol(in.protocol);
   if (in.streams != 1) out->set_streams(in.streams);
+  if (in.idle_wait != "auto") out->set_idle_wait(in.idle_wait);
   out->set_pipeline(in.pipeline);
   out->set_rate(in.rate);
   if (in.start) {
@@ -181,6 +182,10 @@ Result<JobSpec> FromProto(const v1::LoadJob& in) {
   if (j.protocol == "h2c" && j.https) return Invalid("protocol", "h2c is HTTP/2 without TLS: not with https");
   if (in.streams() != 0) j.streams = in.streams();
   if (j.streams > 65536) return Invalid("streams", "must be ≤ 65536 (got " + std::to_string(j.streams) + ")");
+  if (!in.idle_wait().empty()) j.idle_wait = in.idle_wait();
+  if (j.idle_wait != "auto" && j.idle_wait != "block" && j.idle_wait != "nap" && j.idle_wait != "poll") {
+    return Invalid("idle_wait", "must be auto, block, nap or poll (got " + Quoted(j.idle_wait) + ")");
+  }
   if (in.pipeline() != 0) j.pipeline = in.pipeline();
   if (j.pipeline > kMaxPipeline) {
     return Invalid("pipeline", "must be ≤ " + std::to_string(kMaxPipeline) + " (got " + std::to_string(j.pipeline) + ")");

@@ -45,6 +45,7 @@ struct JobSpec {
   bool https = false;       // TLS (the certificate not verified)
   std::string protocol = "http1";  // "http1", "h2" (needs https) or "h2c" (not https)
   uint32_t streams = 1;            // HTTP/2: concurrent streams per connection
+  std::string idle_wait = "auto";  // "auto", "block", "nap" or "poll" (IdleWait, common/metrics.h)
   std::string host_header;  // empty: "host:port"
   std::vector<JobRequest> requests;
   uint32_t connections = 0;  // this agent's share

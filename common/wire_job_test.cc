@@ -45,6 +45,7 @@ JobSpec FullSpec() {
   j.https = true;
   j.protocol = "h2";
   j.streams = 10;
+  j.idle_wait = "nap";
   j.pipeline = 1;  // a rate excludes pipelining: FullPipelinedSpec covers pipeline
   j.rate = 1234.5;
   j.start = system_clock::time_point(nanoseconds(1'700'000'000'123'456'789));
@@ -140,6 +141,20 @@ TEST(WireJobTest, ProtocolIsChecked) {
   EXPECT_TRUE(FromProto(m).ok());
   m.set_protocol("h2c");
   EXPECT_FALSE(FromProto(m).ok()) << "h2c with https";
+}
+
+// Catches: an idle_wait setting other than the four let through (the agent
+// would fall back to auto silently), or "" not read as auto.
+TEST(WireJobTest, IdleWaitIsOneOfFourSettings) {
+  v1::LoadJob m = MinimalJob();
+  EXPECT_EQ(FromProto(m)->idle_wait, "auto");
+  for (const char* ok : {"auto", "block", "nap", "poll"}) {
+    m.set_idle_wait(ok);
+    ASSERT_TRUE(FromProto(m).ok()) << ok;
+    EXPECT_EQ(FromProto(m)->idle_wait, ok);
+  }
+  m.set_idle_wait("spin");
+  EXPECT_EQ(FromProto(m).status().message(), "job.idle_wait: must be auto, block, nap or poll (got 'spin')");
 }
 
 // Catches: a dropped or mis-mapped pipeline field (pipelining cannot be

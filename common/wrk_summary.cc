@@ -12,6 +12,15 @@ namespace fairbench {
 
 const char* PhaseName(Phase phase) { return phase == Phase::kWarmup ? "warmup" : "measure"; }
 
+const char* IdleWaitName(IdleWait mode) {
+  switch (mode) {
+    case IdleWait::kBlock: return "block";
+    case IdleWait::kNap: return "nap";
+    case IdleWait::kPoll: return "poll";
+  }
+  return "block";
+}
+
 void RunTotals::Reserve(size_t intervals, size_t rate_samples) {
   if (keep_timeline_) timeline_.reserve(intervals);
   measure_.rate_samples.reserve(rate_samples);
@@ -189,8 +198,33 @@ std::string RenderText(const SummaryContext& ctx, const RunTotals& totals, const
   if (cores >= 0.9 * ctx.threads) {
     out += "  WARNING: the generator's threads were busy nearly all the time; it may have been the bottleneck.\n";
   }
+  const IdleReport& idle = end.idle;
+  if (idle.mode == IdleWait::kNap) {
+    // A response that came during a nap waited at most one nap to be read.
+    out += Printf("  Idle wait: nap: %llu naps of at most %s, %.0f%% found a response ready, %.2fs asleep\n",
+                  static_cast<unsigned long long>(idle.naps), FormatTimeUs(static_cast<double>(idle.max_nap_ns) / 1e3).c_str(),
+                  idle.naps ? 100.0 * static_cast<double>(idle.nap_hits) / static_cast<double>(idle.naps) : 0.0, idle.nap_seconds);
+  } else if (idle.mode == IdleWait::kPoll) {
+    // The share of the workers' measured time spent polling an empty set:
+    // CPU a sleeping generator would not have used.
+    const double worker_seconds = end.measure_seconds * ctx.threads;
+    out += Printf("  Idle wait: poll: %llu empty polls of %llu, %.2fs spinning (%.0f%% of the workers' time)\n",
+                  static_cast<unsigned long long>(idle.empty_polls), static_cast<unsigned long long>(idle.polls), idle.spin_seconds,
+                  worker_seconds > 0 ? 100 * idle.spin_seconds / worker_seconds : 0.0);
+  }
   if (end.stopped_early) out += "  Stopped early.\n";
   return out;
+}
+
+nlohmann::json IdleJson(const IdleReport& idle) {
+  return {{"mode", IdleWaitName(idle.mode)},
+          {"naps", idle.naps},
+          {"napHits", idle.nap_hits},
+          {"napSeconds", idle.nap_seconds},
+          {"maxNapUs", static_cast<double>(idle.max_nap_ns) / 1e3},
+          {"polls", idle.polls},
+          {"emptyPolls", idle.empty_polls},
+          {"spinSeconds", idle.spin_seconds}};
 }
 
 nlohmann::json RenderJson(const SummaryContext& ctx, const RunTotals& totals, const EndReport& end) {
@@ -263,6 +297,7 @@ nlohmann::json RenderJson(const SummaryContext& ctx, const RunTotals& totals, co
   j["abandoned"] = end.abandoned;
   j["agentCpuSeconds"] = totals.agent_cpu_seconds();
   j["stoppedEarly"] = end.stopped_early;
+  j["idleWait"] = IdleJson(end.idle);
   json timeline = json::array();
   for (const TimelinePoint& p : totals.timeline()) {
     timeline.push_back({{"sequence", p.sequence},

@@ -78,5 +78,7 @@ SampleStats ComputeSampleStats(const std::vector<double>& samples);
 
 std::string RenderText(const SummaryContext& ctx, const RunTotals& totals, const EndReport& end);
 nlohmann::json RenderJson(const SummaryContext& ctx, const RunTotals& totals, const EndReport& end);
+// {"mode", "naps", "napHits", "napSeconds", "maxNapUs", "polls", "emptyPolls", "spinSeconds"}
+nlohmann::json IdleJson(const IdleReport& idle);
 
 }  // namespace fairbench

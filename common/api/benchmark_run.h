@@ -189,6 +189,11 @@ struct Scenario {
   friend bool operator==(const Scenario&, const Scenario&) = default;
 };
 
+// What a load worker does when nothing is ready while requests are in
+// flight (IdleWait in common/metrics.h): Auto naps when the target is on the
+// agent's machine (the local platform) and blocks otherwise.
+enum class IdleWaitMode { kAuto, kBlock, kNap, kPoll };
+
 struct Load {
   int32_t threads = 4;  // per agent
   std::vector<int64_t> connections = {100};  // levels; each spread over the agents
@@ -202,6 +207,7 @@ struct Load {
   std::optional<int32_t> streams;
   int64_t rate = 0;      // requests/s over all agents; 0: closed loop (as fast as answered)
   int32_t agents = 1;
+  std::optional<IdleWaitMode> idle_wait;  // unset: Auto
   friend bool operator==(const Load&, const Load&) = default;
 };
 
@@ -418,6 +424,7 @@ std::string_view ToString(Stage v);
 std::string_view ToString(CellState v);
 std::string_view ToString(ConditionStatus v);
 std::string_view ToString(RepetitionOrder v);
+std::string_view ToString(IdleWaitMode v);
 
 RepetitionOrder EffectiveRepetitionOrder(const BenchmarkRunSpec& spec);
 

@@ -94,6 +94,7 @@ ScenarioSettings EffectiveSettings(const BenchmarkRunSpec& spec, const Scenario&
   s.agents = spec.load.agents;
   s.keep_alive = spec.load.keep_alive;
   s.rate = spec.load.rate;
+  s.idle_wait = spec.load.idle_wait.value_or(IdleWaitMode::kAuto);
   return s;
 }
 

@@ -65,6 +65,7 @@ struct ScenarioSettings {
   int32_t agents = 0;
   bool keep_alive = true;
   int64_t rate = 0;  // over all agents; 0: closed loop
+  IdleWaitMode idle_wait = IdleWaitMode::kAuto;
   friend bool operator==(const ScenarioSettings&, const ScenarioSettings&) = default;
 };
 

@@ -169,7 +169,7 @@ TEST(CodecTest, UnknownFieldsSuggestTheClosestName) {
             "run.yaml:7:10: spec.load.conections: unknown field (did you mean \"connections\"?)");
   EXPECT_EQ(Errors(Doc("  load: {colour: blue}\n")),
             "run.yaml:7:10: spec.load.colour: unknown field (known fields: threads, connections, duration, warmup, "
-            "timeout, keepAlive, pipeline, streams, rate, agents)");
+            "timeout, keepAlive, pipeline, streams, rate, agents, idleWait)");
   EXPECT_EQ(Errors(Doc("", "  targets: [{name: a, image: img}]\n", "  scenarios: [{name: s, request: {path: /, weight: 2}}]\n")),
             "run.yaml:6:44: spec.scenarios[0].request.weight: unknown field (known fields: method, path, headers, body, "
             "bodyFile)");

@@ -197,6 +197,7 @@ void Describe(V& v, S& s) {
   v.Field("streams", s.streams);
   v.Field("rate", s.rate, kOmitZero | kCount);
   v.Field("agents", s.agents);
+  v.Field("idleWait", s.idle_wait);
 }
 
 template <typename V, typename S>
@@ -419,6 +420,16 @@ struct EnumNames<RepetitionOrder> {
   static constexpr std::array<std::pair<RepetitionOrder, std::string_view>, 2> kNames{{
       {RepetitionOrder::kSequential, "Sequential"},
       {RepetitionOrder::kInterleaved, "Interleaved"},
+  }};
+};
+
+template <>
+struct EnumNames<IdleWaitMode> {
+  static constexpr std::array<std::pair<IdleWaitMode, std::string_view>, 4> kNames{{
+      {IdleWaitMode::kAuto, "Auto"},
+      {IdleWaitMode::kBlock, "Block"},
+      {IdleWaitMode::kNap, "Nap"},
+      {IdleWaitMode::kPoll, "Poll"},
   }};
 };
 

@@ -216,6 +216,29 @@ std::vector<Paragraph> Preamble(const Context& ctx) {
 
 // ---------------------------------------------------------------- environment and method
 
+// How the agents waited when nothing was ready (IdleWait): the modes the
+// cells ran with, the run's setting, and the longest nap (what a nap could
+// add to a response's latency). Empty when no cell recorded it.
+std::string IdleWaitSummary(const RunRecord& record) {
+  std::map<IdleWait, size_t> cells;
+  uint64_t max_nap_ns = 0;
+  for (const CellRecord& c : record.cells) {
+    if (!c.idle) continue;  // not run, or recorded without it
+    ++cells[c.idle->mode];
+    max_nap_ns = std::max(max_nap_ns, c.idle->max_nap_ns);
+  }
+  if (cells.empty()) return "";
+  std::string out;
+  for (const auto& [mode, n] : cells) {
+    if (!out.empty()) out += ", ";
+    out += std::string(IdleWaitName(mode)) + " in " + std::to_string(n) + (n == 1 ? " cell" : " cells");
+  }
+  const api::IdleWaitMode setting = record.run.spec.load.idle_wait.value_or(api::IdleWaitMode::kAuto);
+  out += " (load.idleWait " + std::string(api::ToString(setting)) + ")";
+  if (max_nap_ns > 0) out += "; the longest nap " + FormatTimeUs(static_cast<double>(max_nap_ns) / 1e3);
+  return out;
+}
+
 Section Method(const Context& ctx) {
   Section s{"method", "Environment and method", 2, {}};
   const Environment& e = ctx.record.environment;
@@ -235,6 +258,7 @@ Section Method(const Context& ctx) {
   item("Target CPUs", api::FormatCpuList(api::CpuList{e.target_cpus}));
   item("Agent CPUs", api::FormatCpuList(api::CpuList{e.agent_cpus}));
   item("fairbench", e.fairbench_version);
+  item("Generators' idle wait", IdleWaitSummary(ctx.record));
   // Facts the targets reported about their own builds get a table of their
   // own below; the file limit in force joins the targets' table.
   std::map<std::string, nlohmann::json> facts;

@@ -9,6 +9,7 @@
 
 #include "common/report/cell_checks.h"
 #include "common/report/study_figures.h"
+#include "common/units.h"
 
 namespace fairbench::report {
 namespace {
@@ -444,6 +445,25 @@ TEST(MarkdownTest, HttpsCellsShowHandshakes) {
                 "| target | scenario | connections | connect | read | write | timeout | status | port exhaustion | "
                 "handshake | requests |",
                 "| beta | hello | 100 | 0 | 0 | 0 | 7 | 0 | 0 | 4 | 12,000 |"}));
+}
+
+// Catches: how the agents waited (a nap adds up to its length to a
+// response's latency) missing from the environment, cells miscounted by
+// mode, the run's setting or the longest nap left out.
+TEST(MarkdownTest, EnvironmentSaysHowTheGeneratorsWaited) {
+  RunRecord record = SmallRecord();
+  EXPECT_EQ(RenderMarkdown(record).find("idle wait"), std::string::npos) << "not recorded: no line";
+  size_t run = 0;
+  for (CellRecord& c : record.cells) {
+    if (c.agents == 0) continue;
+    c.idle.emplace().mode = run++ == 0 ? IdleWait::kBlock : IdleWait::kNap;
+    c.idle->max_nap_ns = 20'000 + 1000 * run;
+  }
+  const std::string md = RenderMarkdown(record);
+  const std::string want = "- **Generators' idle wait:** block in 1 cell, nap in " + std::to_string(run - 1) +
+                           " cells (load.idleWait Auto); the longest nap " +
+                           FormatTimeUs(static_cast<double>(20'000 + 1000 * run) / 1e3);
+  EXPECT_NE(md.find(want), std::string::npos) << want << "\n" << Section(md, "## Environment and method");
 }
 
 TEST(MarkdownTest, OverlappingIntervalsAreTiesNotRanks) {

@@ -77,6 +77,12 @@ OrderedJson CellJson(const CellRecord& c) {
   j["drained"] = c.drained;
   j["abandoned"] = c.abandoned;
   j["measureSeconds"] = c.measure_seconds;
+  if (c.idle) {
+    const IdleReport& i = *c.idle;
+    j["idleWait"] = OrderedJson{{"mode", IdleWaitName(i.mode)}, {"naps", i.naps},         {"napHits", i.nap_hits},
+                                {"napSeconds", i.nap_seconds},    {"maxNapNs", i.max_nap_ns}, {"polls", i.polls},
+                                {"emptyPolls", i.empty_polls},    {"spinSeconds", i.spin_seconds}};
+  }
   j["littlesLawConnections"] = c.littles_law_connections;
   j["usageSamples"] = c.usage_samples;
   j["usageSpanSeconds"] = c.usage_span_seconds;
@@ -319,6 +325,28 @@ void ReadCellExtras(const Json& j, const std::string& path, api::Diagnostics& d,
   r.Read("drained", c.drained);
   r.Read("abandoned", c.abandoned);
   r.Read("measureSeconds", c.measure_seconds);
+  if (const Json* idle = r.Find("idleWait")) {
+    ObjectReader ir(*idle, r.PathOf("idleWait"), d);
+    if (ir.Valid()) {
+      IdleReport& out = c.idle.emplace();
+      std::string mode = "block";
+      ir.Read("mode", mode);
+      if (mode == "nap") {
+        out.mode = IdleWait::kNap;
+      } else if (mode == "poll") {
+        out.mode = IdleWait::kPoll;
+      } else if (mode != "block") {
+        ir.Error(ir.PathOf("mode"), "must be block, nap or poll", (*idle)["mode"]);
+      }
+      ir.Read("naps", out.naps);
+      ir.Read("napHits", out.nap_hits);
+      ir.Read("napSeconds", out.nap_seconds);
+      ir.Read("maxNapNs", out.max_nap_ns);
+      ir.Read("polls", out.polls);
+      ir.Read("emptyPolls", out.empty_polls);
+      ir.Read("spinSeconds", out.spin_seconds);
+    }
+  }
   r.Read("littlesLawConnections", c.littles_law_connections);
   r.Read("usageSamples", c.usage_samples);
   r.Read("usageSpanSeconds", c.usage_span_seconds);

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "common/api/benchmark_run.h"
+#include "common/metrics.h"
 #include "common/report/profile.h"
 #include "common/status.h"
 #include "common/wrk_summary.h"
@@ -93,6 +94,7 @@ struct CellRecord {
   uint64_t drained = 0;
   uint64_t abandoned = 0;
   double measure_seconds = 0;
+  std::optional<IdleReport> idle;        // what the agents' idle waiting did (summed); unset: not recorded
   double littles_law_connections = 0;    // requests/s × mean latency; 0 when either is unknown
   uint32_t usage_samples = 0;            // fresh target usage samples in the measure phase
   double usage_span_seconds = 0;         // from the first of them to the last

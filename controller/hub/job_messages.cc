@@ -24,6 +24,7 @@ JobSummary SummarizeJobDone(const v1::JobDone& done, const JobStream& stream) {
   summary.end.connections_peak = done.connections_peak();
   summary.end.measure_seconds = done.measure_seconds();
   summary.end.stopped_early = done.stopped_early();
+  summary.end.idle = wire::FromProto(done.idle());
   return summary;
 }
 

@@ -24,6 +24,16 @@ api::Latency LatencyOf(const Histogram& h) {
 
 }  // namespace
 
+std::string IdleWaitSetting(api::IdleWaitMode mode) {
+  switch (mode) {
+    case api::IdleWaitMode::kAuto: return "auto";
+    case api::IdleWaitMode::kBlock: return "block";
+    case api::IdleWaitMode::kNap: return "nap";
+    case api::IdleWaitMode::kPoll: return "poll";
+  }
+  return "auto";
+}
+
 std::chrono::nanoseconds StartLead(int64_t connections, int agents, int threads) {
   return std::chrono::milliseconds(100) + std::chrono::microseconds(25 * connections / std::max(1, agents * threads));
 }
@@ -43,6 +53,7 @@ std::vector<wire::JobSpec> BuildCellJobs(const api::ScenarioSettings& settings, 
     job.https = target.https;
     job.protocol = target.protocol;
     job.streams = static_cast<uint32_t>(std::max(1, settings.streams));
+    job.idle_wait = IdleWaitSetting(settings.idle_wait);
     for (const api::WeightedRequest& w : settings.requests) {
       wire::JobRequest r;
       r.method = w.request.method;
@@ -153,6 +164,7 @@ report::CellRecord CellRecordFrom(const api::ScenarioSettings& settings, const a
   rec.drained = end.drained;
   rec.abandoned = end.abandoned;
   rec.measure_seconds = end.measure_seconds;
+  rec.idle = end.idle;
   if (!m.consistent || m.missing_snapshots > 0) rec.flags.push_back(report::CellFlag::kSnapshotGap);
   if (m.usage_first) {
     rec.usage_samples = static_cast<uint32_t>(m.usage_times.size());

@@ -20,6 +20,9 @@ namespace fairbench::controller {
 // How long before the load's start the jobs are sent, so that every agent
 // has its connections open when it begins (agents open about 50 per
 // millisecond per thread, so the lead grows with the connections).
+// The LoadJob's idle_wait for a BenchmarkRun's load.idleWait.
+std::string IdleWaitSetting(api::IdleWaitMode mode);
+
 std::chrono::nanoseconds StartLead(int64_t connections, int agents, int threads);
 
 // One job per agent: the connections split evenly (the first agents get one

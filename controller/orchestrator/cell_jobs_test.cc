@@ -58,6 +58,23 @@ TEST(CellJobsTest, ProtocolAndStreamsReachEveryJob) {
   EXPECT_EQ(BuildCellJobs(settings, CellOf(4), where, 1, std::chrono::system_clock::now(), "j")[0].protocol, "http1");
 }
 
+// Catches: load.idleWait not passed on to the agents (each would choose
+// auto), or a mode mapped to another's setting.
+TEST(CellJobsTest, IdleWaitReachesEveryJob) {
+  api::ScenarioSettings settings = Settings();
+  const TargetPlacement where{"node-a", "10.0.0.7", 8080};
+  const std::pair<api::IdleWaitMode, const char*> cases[] = {{api::IdleWaitMode::kAuto, "auto"},
+                                                             {api::IdleWaitMode::kBlock, "block"},
+                                                             {api::IdleWaitMode::kNap, "nap"},
+                                                             {api::IdleWaitMode::kPoll, "poll"}};
+  for (const auto& [mode, setting] : cases) {
+    settings.idle_wait = mode;
+    for (const wire::JobSpec& j : BuildCellJobs(settings, CellOf(4), where, 2, std::chrono::system_clock::now(), "j")) {
+      EXPECT_EQ(j.idle_wait, setting);
+    }
+  }
+}
+
 // Catches: connections or rate not split over the agents (or split with
 // a remainder lost), offsets overlapping, threads above an agent's
 // connections, agents given different starts, a request field dropped (the
@@ -187,6 +204,9 @@ TEST(CellJobsTest, RecordFromMeasurement) {
     m.totals.Add(s);
   }
   m.end.measure_seconds = 2.5;  // measured, not the configured 5 s
+  m.end.idle.mode = IdleWait::kNap;
+  m.end.idle.naps = 1234;
+  m.end.idle.max_nap_ns = 40'000;
   m.consistent = false;
   m.memory_max = 1 << 20;
   m.usage_first = TargetUsage{1, 10.0, api::Time(std::chrono::seconds(100))};
@@ -201,6 +221,8 @@ TEST(CellJobsTest, RecordFromMeasurement) {
   EXPECT_NEAR(r.result.latency.p99, 2000, 2);
   EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), report::CellFlag::kSnapshotGap), r.flags.end());
   EXPECT_EQ(r.timeline.size(), 3u);
+  EXPECT_EQ(r.idle, std::optional<IdleReport>(m.end.idle));  // catches: the agents' idle waiting dropped from the record
+  EXPECT_NE(r.wrk_text.find("Idle wait: nap: 1234 naps of at most 40.00us"), std::string::npos) << r.wrk_text;
 }
 
 }  // namespace

@@ -184,6 +184,17 @@ inline report::RunRecord Record(const std::string& name, size_t cells, uint64_t 
     c.drained = 100;
     c.abandoned = i;
     c.measure_seconds = 10.000125;
+    if (i % 3 != 0) {
+      IdleReport& idle = c.idle.emplace();
+      idle.mode = i % 3 == 1 ? IdleWait::kNap : IdleWait::kPoll;
+      idle.naps = 1000 + i;
+      idle.nap_hits = 900 + i;
+      idle.nap_seconds = 0.125;
+      idle.max_nap_ns = 25'000;
+      idle.polls = 50'000 + i;
+      idle.empty_polls = 40'000;
+      idle.spin_seconds = 1.5;
+    }
     c.littles_law_connections = 98.5;
     if (i % 4 == 1) c.flags = {report::CellFlag::kGeneratorSaturated, report::CellFlag::kErrors};
     r.run.status.results.push_back(res);
@@ -244,6 +255,7 @@ inline void ExpectSameRecord(const report::RunRecord& a, const report::RunRecord
     EXPECT_EQ(ca.drained, cb.drained);
     EXPECT_EQ(ca.abandoned, cb.abandoned);
     EXPECT_EQ(ca.measure_seconds, cb.measure_seconds);
+    EXPECT_EQ(ca.idle, cb.idle);
     EXPECT_EQ(ca.littles_law_connections, cb.littles_law_connections);
     EXPECT_EQ(ca.flags, cb.flags);
   }
