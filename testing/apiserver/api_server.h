@@ -10,12 +10,14 @@
 // strategic merge patch on a built-in type is applied as a JSON merge patch
 // (lists are replaced, not merged by key); server-side apply treats lists as
 // atomic; CEL rules are not evaluated; deleting a CRD removes its objects
-// without waiting for their finalizers; there is no scheduler (pods are
-// bound by spec.nodeName); kubelets are separate (testing/kubelet, or tests
+// without waiting for their finalizers; without
+// ApiServerOptions::workload_controllers there is no scheduler (pods are
+// bound by spec.nodeName) and no Deployment controller; kubelets are separate (testing/kubelet, or tests
 // writing pod status; FinishPodTermination is the kubelet's half of graceful
 // deletion). The node proxy and pods/log reach a kubelet over plain HTTP;
 // apps/v1 and RBAC objects are validated as the real server validates them
-// (builtin_validation.h) and then stored (no controllers act on them).
+// (builtin_validation.h) and then stored (api_server_control.cc: the
+// workload controllers, TokenRequest, Pod Security admission).
 // Under ApiServerOptions::authorization = kRbac every request is first
 // authorized from the stored RBAC objects (authorization.h), before routing,
 // as the real server's filter chain does; the default policy

@@ -111,6 +111,8 @@ Status PodWorker::PrepareDockerVolumes() {
                                ? pod_sc["fsGroup"].get<int64_t>()
                                : -1;
   std::error_code ec;
+  std::filesystem::create_directories(PodDir(), ec);
+  if (ec) return Status::IoError("cannot create " + PodDir() + ": " + ec.message());
   for (const Json& v : spec.value("volumes", Json::array())) {
     const std::string vname = Str(v, "name");
     const std::string dir = VolumeDir(v);
@@ -272,6 +274,8 @@ void PodWorker::RefreshHosts(std::unique_lock<std::mutex>& lock) {
   if (text == hosts_text_) return;
   // In place: the containers' bind mounts hold this inode.
   const std::string path = PodDir() + "/etc-hosts";
+  std::error_code ec;
+  std::filesystem::create_directories(PodDir(), ec);
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return;
   const ssize_t n = write(fd, text.data(), text.size());
