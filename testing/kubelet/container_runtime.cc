@@ -426,7 +426,7 @@ void PodWorker::PollDocker(Container& c) {
   if (c.state != Container::State::kRunning || c.docker_id.empty()) return;
   const auto now = Clock::now();
   if (now < c.next_inspect) return;
-  c.next_inspect = now + std::chrono::milliseconds(200);
+  c.next_inspect = now + std::chrono::milliseconds(50);  // an exit is seen within a tick
   auto inspect = config_.docker->InspectContainer(c.docker_id);
   if (!inspect.ok()) {
     if (inspect.status().code() != Status::Code::kNotFound) return;

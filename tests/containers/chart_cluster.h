@@ -84,7 +84,7 @@ class ChartCluster : public ::testing::Test {
                         "--cpus", cpus[i], "--memory", "4Gi", "--labels", roles[i], "--container-runtime", "docker",
                         "--docker-host", DockerHost(), "--pod-ip-base", "127.0.4" + std::to_string(i),
                         "--listen", "127.0.0.1:0", "--log-dir", (root_ / kNodes[i]).string(), "--heartbeat", "1s",
-                        "--restart-backoff", "1s", "--stats-period", "2s"});
+                        "--restart-backoff", "10s", "--stats-period", "2s"});
     }
     ASSERT_TRUE(Eventually([&] { return Run({"get", "nodes"}).out.find(kNodes[2]) != std::string::npos; }, 20s))
         << Logs();

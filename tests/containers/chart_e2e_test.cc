@@ -53,14 +53,16 @@ class ChartE2eTest : public ChartCluster {
 
 // The whole path a user takes: helm template + kubectl apply of the chart,
 // a two-target run to Succeeded, what kubectl and fairbench fetch show;
-// then a target too small for its memory (OOMKilled by the kernel, the run
-// goes on); then a run deleted mid-cell and the chart deleted: nothing of
+// then a root target refused by Pod Security admission (its cells end
+// with the plugin's message, an Event names the checks); then a target too
+// small for its memory (OOMKilled by the kernel, the run goes on); then a run deleted mid-cell and the chart deleted: nothing of
 // either is left on any node.
 // Catches: an image that does not run under the chart's securityContext or
 // in a restricted namespace; in-cluster configuration or a chart RBAC rule
 // missing (a 403 here); two targets loaded at once (the engine's own view);
 // an agent on the target node; kubectl columns or Events the README names
-// missing; the record not fetched; OOMKilled not reported from the engine;
+// missing; the record not fetched; the run's securityContext not reaching
+// the pod, or admission not enforced; OOMKilled not reported from the engine;
 // a container left after deletion (kubelet, operator or Deployment GC).
 TEST_F(ChartE2eTest, TheChartInstalledAsAUserWouldRunsTheOperatorEndToEnd) {
   EngineWatch watch;
@@ -111,6 +113,23 @@ TEST_F(ChartE2eTest, TheChartInstalledAsAUserWouldRunsTheOperatorEndToEnd) {
   EXPECT_NE(notes.find("nofile in force: 8192, read back in the pod by fairbench-nofile"), std::string::npos) << notes;
   EXPECT_NE(notes.find("runs as the restricted Pod Security Standard asks"), std::string::npos) << notes;
 
+  // A framework image that must run as root (spec.targets[].securityContext)
+  // in a namespace that enforces restricted: admission refuses its pod, the
+  // cell ends with the reason, and an Event names the checks.
+  Apply("root", RunText("root", Target("rooted", "httplib") +
+                                    "    securityContext: {runAsNonRoot: false, runAsUser: 0}\n"));
+  ASSERT_TRUE(Finishes("root", 60s)) << Logs();
+  const json rooted = Get("br/root");
+  EXPECT_EQ(rooted["status"]["phase"], "Failed");
+  const std::string why = rooted["status"]["results"][0].value("message", std::string());
+  EXPECT_NE(why.find("violates PodSecurity \"restricted:latest\": runAsNonRoot != true (container \"target\" must "
+                     "not set securityContext.runAsNonRoot=false), runAsUser=0 (container \"target\" must not set "
+                     "runAsUser=0)"),
+            std::string::npos)
+      << rooted["status"].dump(1);
+  const std::string told = Ok({"get", "events", "-n", kNamespace, "--field-selector", "involvedObject.name=root"});
+  EXPECT_NE(told.find("runAsUser=0"), std::string::npos) << told;
+
   // A target whose memory is too small: the kernel kills it, the engine
   // says OOMKilled, the cell says so, and the next target still runs.
   const std::string greedy_port = std::to_string(FreePort());
@@ -151,8 +170,9 @@ TEST_F(ChartE2eTest, TheChartInstalledAsAUserWouldRunsTheOperatorEndToEnd) {
   EXPECT_EQ(Run({"get", "pods", "-n", kNamespace, "-o", "name"}).out, "");
 }
 
-// The leader's container killed from outside while a run goes on: the
-// standby takes over through the Lease and resumes the run from its record;
+// The leader's container killed from outside while a run goes on (the
+// kubelet restarts it after its 10 s back-off, longer than the 4 s Lease):
+// the standby takes over through the Lease and resumes the run from its record;
 // the cells finished before stay as they were and none is run twice.
 // Catches: a standby that never leads, a run restarted from the top (a
 // finished cell's figures change) or losing a cell, a cell counted twice.
