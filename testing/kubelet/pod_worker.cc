@@ -290,6 +290,18 @@ Result<std::vector<std::pair<std::string, std::string>>> PodWorker::BuildEnv(con
   return env;
 }
 
+std::optional<std::vector<std::pair<std::string, std::string>>> PodWorker::ContainerEnv(Container& c) {
+  auto env = BuildEnv(c.spec);
+  if (env.ok()) return std::move(*env);
+  // A Secret or ConfigMap missing: the kubelet's CreateContainerConfigError, tried again.
+  c.state = Container::State::kWaiting;
+  c.waiting_reason = "CreateContainerConfigError";
+  c.waiting_message = env.status().message();
+  Event(true, "Failed", "Error: " + c.waiting_message);
+  c.restart_at = Clock::now() + std::chrono::seconds(1);
+  return std::nullopt;
+}
+
 void PodWorker::StartContainer(Container& c) {
   c.ready = false;
   c.probe_successes = 0;
@@ -310,16 +322,7 @@ void PodWorker::StartContainer(Container& c) {
       }
       volumes_ready_ = true;
     }
-    auto env = BuildEnv(c.spec);
-    if (!env.ok()) {
-      c.state = Container::State::kWaiting;
-      c.waiting_reason = "CreateContainerConfigError";
-      c.waiting_message = env.status().message();
-      Event(true, "Failed", "Error: " + c.waiting_message);
-      c.restart_at = Clock::now() + std::chrono::seconds(1);
-      return;
-    }
-    StartDockerContainer(c, *env);
+    if (auto env = ContainerEnv(c)) StartDockerContainer(c, *env);
     return;
   }
   auto image = config_.images.find(c.image);
@@ -338,15 +341,8 @@ void PodWorker::StartContainer(Container& c) {
     c.restart_at = Clock::now() + config_.restart_backoff;
     return;
   }
-  auto env = BuildEnv(c.spec);
-  if (!env.ok()) {
-    c.state = Container::State::kWaiting;
-    c.waiting_reason = "CreateContainerConfigError";
-    c.waiting_message = env.status().message();
-    Event(true, "Failed", "Error: " + c.waiting_message);
-    c.restart_at = Clock::now() + std::chrono::seconds(1);
-    return;
-  }
+  auto env = ContainerEnv(c);
+  if (!env) return;
   // Volume mounts: the mount path, where it appears in argv, env and the
   // working directory, becomes the volume's host directory.
   std::vector<std::pair<std::string, std::string>> mounts;

@@ -143,6 +143,8 @@ class PodWorker {
   kube::Json BuildStatus();
   void WriteStatus(std::unique_lock<std::mutex>& lock);
   Result<std::vector<std::pair<std::string, std::string>>> BuildEnv(const kube::Json& container);
+  // BuildEnv, or nullopt with the container left waiting (CreateContainerConfigError).
+  std::optional<std::vector<std::pair<std::string, std::string>>> ContainerEnv(Container& c);
   Status PrepareVolumes();
   // The container runtime (container_runtime.cc): each container a container
   // of its image through the Docker engine.

@@ -28,30 +28,23 @@
 #include "testing/support/subprocess.h"
 #include "testing/support/temp_dir.h"
 #include "tests/containers/docker_env.h"
+#include "tests/operator/cluster_test.h"
 
 namespace fairbench::containers {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using nlohmann::json;
-
-// Polls `f` every 100 ms until it holds or `timeout` passes.
-template <typename F>
-bool Eventually(F f, std::chrono::milliseconds timeout) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < until) {
-    if (f()) return true;
-    std::this_thread::sleep_for(100ms);
-  }
-  return f();
-}
+using operator_test::Eventually;
 
 inline int FreePort() {
   auto p = testing::FreeLoopbackPort();
   return p.ok() ? *p : 0;
 }
 
-class ChartCluster : public ::testing::Test {
+// Start, Logs, Run, Ok and Phase come from the operator tests' cluster;
+// its Prepare (tokens, the process-mode image map) is not used.
+class ChartCluster : public operator_test::ClusterTest {
  protected:
   static constexpr const char* kNamespace = "fairbench";
   // Node names of these tests: a kubelet removes what an earlier one of
@@ -181,9 +174,7 @@ class ChartCluster : public ::testing::Test {
     std::ofstream(file) << text;
     Ok({"apply", "-f", file.string()});
   }
-  std::string Phase(const std::string& run) {
-    return Run({"get", "br", run, "-n", kNamespace, "-o", "jsonpath={.status.phase}"}).out;
-  }
+  std::string Phase(const std::string& run) { return ClusterTest::Phase(run, kNamespace); }
   bool Finishes(const std::string& run, std::chrono::seconds timeout = 180s) {
     return Eventually(
         [&] {
@@ -193,38 +184,6 @@ class ChartCluster : public ::testing::Test {
         timeout);
   }
 
-  void Start(const std::string& name, std::vector<std::string> argv) {
-    testing::SubprocessOptions o;
-    o.argv = std::move(argv);
-    o.stdout_to = testing::Redirect::File((root_ / (name + ".log")).string(), true);
-    o.stderr_to = testing::Redirect::File((root_ / (name + ".log")).string(), true);
-    auto p = testing::Subprocess::Start(o);
-    ASSERT_TRUE(p.ok()) << name << ": " << p.status().ToString();
-    processes_.erase(name);
-    processes_.emplace(name, std::move(*p));
-  }
-  std::string Logs() {
-    std::string out;
-    for (const auto& [name, p] : processes_) {
-      std::string text = ReadFile(root_ / (name + ".log"));
-      if (text.size() > 3000) text = "…" + text.substr(text.size() - 3000);
-      out += "--- " + name + "\n" + text + "\n";
-    }
-    return out;
-  }
-  kube::CommandResult Run(std::vector<std::string> args) {
-    args.insert(args.begin(), {"--kubeconfig", kubeconfig_, "--cache-dir", (root_ / "cache").string()});
-    auto r = kube::RunCommand(kubectl_, args, {{"HOME", root_.string()}, {"KUBECONFIG", ""}}, 60s);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : kube::CommandResult{};
-  }
-  std::string Ok(std::vector<std::string> args) {
-    std::string shown;
-    for (const auto& a : args) shown += " " + a;
-    auto r = Run(std::move(args));
-    EXPECT_EQ(r.exit_code, 0) << "kubectl" << shown << "\n" << r.out << r.err;
-    return r.out;
-  }
   json Get(const std::string& what, const std::string& flag = "", const std::string& value = "") {
     std::vector<std::string> args = {"get", what, "-n", kNamespace, "-o", "json"};
     if (!flag.empty()) args.insert(args.end(), {flag, value});
@@ -232,14 +191,8 @@ class ChartCluster : public ::testing::Test {
     return r.exit_code == 0 ? json::parse(r.out, nullptr, false) : json();
   }
 
-  std::string kubectl_;
   std::string helm_;
-  std::optional<testing::TempDir> dir_;
-  fs::path root_;
-  std::string kubeconfig_;
-  int agent_port_ = 0;
   int metrics_port_ = 0;
-  std::map<std::string, testing::Subprocess> processes_;
 };
 
 }  // namespace fairbench::containers
