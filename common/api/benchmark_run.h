@@ -98,6 +98,28 @@ struct Readiness {
   friend bool operator==(const Readiness&, const Readiness&) = default;
 };
 
+// Linux capabilities added to and dropped from a container ("NET_BIND_SERVICE", "ALL").
+struct Capabilities {
+  std::vector<std::string> add;
+  std::vector<std::string> drop;
+  friend bool operator==(const Capabilities&, const Capabilities&) = default;
+};
+
+// Kubernetes: where a target's container departs from what the Pod
+// Security Standard "restricted" asks of every fairbench pod by default
+// (runAsNonRoot, allowPrivilegeEscalation false, capabilities drop ALL,
+// seccompProfile RuntimeDefault) — for a framework image that must run as
+// root (runAsNonRoot: false, runAsUser: 0) or needs a capability. Each
+// field set replaces that default for the target's container alone.
+struct TargetSecurityContext {
+  std::optional<bool> run_as_non_root;
+  std::optional<int64_t> run_as_user;
+  std::optional<int64_t> run_as_group;
+  std::optional<bool> allow_privilege_escalation;
+  std::optional<Capabilities> capabilities;
+  friend bool operator==(const TargetSecurityContext&, const TargetSecurityContext&) = default;
+};
+
 struct Target {
   std::string name;  // DNS-1123 label, unique in the run
   std::string image;  // container image (Kubernetes)
@@ -121,6 +143,7 @@ struct Target {
   // Unset: local.readyPath / local.readyTimeout where given, else the defaults.
   std::optional<Readiness> readiness;
   std::optional<LocalProcess> local;
+  std::optional<TargetSecurityContext> security_context;  // Kubernetes only
   friend bool operator==(const Target&, const Target&) = default;
 };
 

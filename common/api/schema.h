@@ -108,6 +108,24 @@ void Describe(V& v, S& s) {
   v.Field("env", s.env);
   v.Field("readiness", s.readiness);
   v.Field("local", s.local);
+  v.Field("securityContext", s.security_context);
+}
+
+template <typename V, typename S>
+  requires Is<S, TargetSecurityContext>
+void Describe(V& v, S& s) {
+  v.Field("runAsNonRoot", s.run_as_non_root);
+  v.Field("runAsUser", s.run_as_user);
+  v.Field("runAsGroup", s.run_as_group);
+  v.Field("allowPrivilegeEscalation", s.allow_privilege_escalation);
+  v.Field("capabilities", s.capabilities);
+}
+
+template <typename V, typename S>
+  requires Is<S, Capabilities>
+void Describe(V& v, S& s) {
+  v.Field("add", s.add);
+  v.Field("drop", s.drop);
 }
 
 template <typename V, typename S>

@@ -174,6 +174,7 @@ class Checker {
         if (r.path.empty() || r.path[0] != '/') Fail(r.path, "must start with \"/\", got " + Quote(r.path));
         Positive(r.timeout);
       }
+      if (t.security_context.has_value()) CheckSecurityContext(*t.security_context);
       if (t.local.has_value()) {
         const LocalProcess& l = *t.local;
         if (!has_command) {
@@ -186,6 +187,30 @@ class Checker {
           Fail(l.ready_path, "must start with \"/\", got " + Quote(l.ready_path));
         }
         Positive(l.ready_timeout);
+      }
+    }
+  }
+
+  // As the API server bounds user and group ids; a root user under
+  // runAsNonRoot, which every kubelet refuses, is refused here already.
+  void CheckSecurityContext(const TargetSecurityContext& sc) {
+    for (const auto* id : {&sc.run_as_user, &sc.run_as_group}) {
+      if (id->has_value() && (**id < 0 || **id > 2147483647)) {
+        Fail(*id, "must be between 0 and 2147483647, got " + std::to_string(**id));
+      }
+    }
+    if (sc.run_as_user == 0 && sc.run_as_non_root.value_or(true)) {
+      Fail(sc.run_as_user, "is 0 (root) while runAsNonRoot is " +
+                               std::string(sc.run_as_non_root ? "true" : "true by default (restricted)") +
+                               ": set runAsNonRoot: false to run the target as root");
+    }
+    if (sc.capabilities.has_value()) {
+      for (const auto* list : {&sc.capabilities->add, &sc.capabilities->drop}) {
+        for (const std::string& c : *list) {
+          if (c.empty() || c.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789") != std::string::npos) {
+            Fail(c, "must be a capability's name in capitals without CAP_ (NET_BIND_SERVICE, ALL), got " + Quote(c));
+          }
+        }
       }
     }
   }

@@ -260,6 +260,15 @@ ApiResult<Json> Client::Create(const ResourceType& r, std::string_view ns, const
   return ExecuteJson(c);
 }
 
+ApiResult<Json> Client::CreateSubresource(const ResourceType& r, std::string_view ns, std::string_view name,
+                                          std::string_view subresource, const Json& object,
+                                          const WriteOptions& options) {
+  Call c{"POST", r.Path(NamespaceFor(r, ns, nullptr), name, subresource), {}, object.dump(), f::kJson, options.timeout,
+         false};
+  AddWrite(&c.query, options.field_manager, options.field_validation, options.dry_run);
+  return ExecuteJson(c);
+}
+
 ApiResult<Json> Client::Update(const ResourceType& r, const Json& object, const WriteOptions& options) {
   Call c{"PUT", r.Path(NamespaceFor(r, "", &object), MetaString(object, f::kName)), {}, object.dump(), f::kJson,
          options.timeout, true};

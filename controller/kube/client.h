@@ -98,6 +98,11 @@ class Client {
   // ns empty: the object's metadata.namespace, else the default namespace.
   ApiResult<Json> Create(const ResourceType& r, std::string_view ns, const Json& object,
                          const WriteOptions& options = {});
+  // POST to a subresource of an object (serviceaccounts/NAME/token: a
+  // TokenRequest).
+  ApiResult<Json> CreateSubresource(const ResourceType& r, std::string_view ns, std::string_view name,
+                                    std::string_view subresource, const Json& object,
+                                    const WriteOptions& options = {});
   // PUT of the whole object; its metadata.resourceVersion is the precondition.
   ApiResult<Json> Update(const ResourceType& r, const Json& object, const WriteOptions& options = {});
   ApiResult<Json> UpdateStatus(const ResourceType& r, const Json& object, const WriteOptions& options = {});

@@ -88,7 +88,18 @@ Status Reconciler::PatchStatus(const Json& object, const api::BenchmarkRunStatus
   const Json patch = {{"status", api::ToJson(status)}};
   auto r = client_.Patch(kube::resources::BenchmarkRuns(), StringAt(object, {"metadata", "namespace"}),
                          StringAt(object, {"metadata", "name"}), kube::PatchType::kMerge, patch.dump(), {}, "status");
-  if (!r.ok()) return Status::Unavailable("status of " + KeyOf(object) + ": " + r.error().message);
+  const std::string key = KeyOf(object);
+  if (!r.ok()) {
+    // Refused by authorization: said once, as a Warning Event (Events are
+    // a rule of their own), while the reconcile retries.
+    if (r.error().reason == kube::Reason::kForbidden && status_forbidden_.insert(key).second) {
+      Event(object, true, "StatusForbidden",
+            "status not written: " + r.error().ToString() +
+                " (the controller's Role must allow patch on benchmarkruns/status); retrying until it is allowed");
+    }
+    return Status::Unavailable("status of " + key + ": " + r.error().message);
+  }
+  if (status_forbidden_.erase(key) != 0) Event(object, false, "StatusWritten", "status written again after it was forbidden");
   return Status::Ok();
 }
 

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <functional>
+#include <set>
 #include <string>
 
 #include "common/api/benchmark_run.h"
@@ -92,6 +93,9 @@ class Reconciler {
   RunExecutor& executor_;
   kube::EventRecorder* events_;
   const ReconcilerOptions options_;
+  // Runs whose status write was refused (403), told once as an Event until
+  // a write succeeds again. Reconcile runs on one worker: unguarded.
+  std::set<std::string> status_forbidden_;
 };
 
 // "ns/name" of an object.

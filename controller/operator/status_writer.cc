@@ -352,6 +352,10 @@ void StatusWriter::Run() {
         if (sent) ++stats_.writes;
         backoff.Reset();
         retry_at = {};
+        if (forbidden_reported_) {
+          forbidden_reported_ = false;
+          queue_.push_back({false, "StatusWritten", "status written again after it was forbidden"});
+        }
       } else {
         const kube::ApiError& e = result.error();
         ++stats_.failed_writes;
@@ -379,6 +383,15 @@ void StatusWriter::Run() {
           if (e.reason != kube::Reason::kTooManyRequests && e.reason != kube::Reason::kServiceUnavailable &&
               e.reason != kube::Reason::kConflict) {
             written_json_ = Json();
+          }
+          // Refused by authorization (a Role without benchmarkruns/status
+          // patch): said once as a Warning Event, which needs only Events;
+          // the writes go on, and succeed once the rule is back.
+          if (e.reason == kube::Reason::kForbidden && !forbidden_reported_) {
+            forbidden_reported_ = true;
+            queue_.push_back({true, "StatusForbidden",
+                              "status not written: " + e.ToString() + " (the controller's Role must allow patch on "
+                              "benchmarkruns/status); retrying until it is allowed"});
           }
           spdlog::warn("PATCH {}: {}; retrying in {} ms{}", kube::resources::BenchmarkRuns().Path(ns_, options_.name, "status"),
                        kube::RetryCause(e), std::chrono::duration_cast<std::chrono::milliseconds>(wait).count(),

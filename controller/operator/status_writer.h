@@ -185,6 +185,7 @@ class StatusWriter final : public RunObserver {
   bool urgent_ = false;                       // guarded by mu_: a change beyond current
   std::deque<PendingEvent> queue_;            // guarded by mu_
   bool event_in_flight_ = false;              // guarded by mu_
+  bool forbidden_reported_ = false;           // a 403 streak told as an Event; guarded by mu_
   int flush_waiters_ = 0;                     // guarded by mu_
   bool stop_ = false;                         // guarded by mu_
   std::set<std::string> announced_;           // guarded by mu_: (target, reason) and run outcomes

@@ -322,7 +322,8 @@ Outcome<ApiServer::Target> ApiServer::Route(const ApiRequest& req) {
   if (!t.resource) return PageNotFound(req.path);
   if (!t.resource->namespaced && in_namespace) return PageNotFound(req.path);
   if (t.resource->namespaced && !in_namespace && !t.name.empty()) return PageNotFound(req.path);
-  if (!t.subresource.empty() && !(t.subresource == "status" && t.resource->status_subresource)) {
+  const bool token = t.subresource == "token" && t.resource->group.empty() && t.resource->plural == "serviceaccounts";
+  if (!t.subresource.empty() && !(t.subresource == "status" && t.resource->status_subresource) && !token) {
     return PageNotFound(req.path);
   }
   return t;
@@ -336,6 +337,7 @@ ApiResponse ApiServer::Dispatch(const ApiRequest& req) {
   auto routed = Route(req);
   if (!routed.ok()) return Reply(std::move(routed.reply()));
   const Target& t = routed.value();
+  if (t.subresource == "token") return TokenRequest(t, req);
 
   std::string verb;
   if (req.method == "GET") {
@@ -541,12 +543,14 @@ ApiResponse ApiServer::Watch(const Target& t, const ApiRequest& req) {
 void ApiServer::Maintain() {
   std::unique_lock<std::mutex> lock(mu_);
   auto next_bookmark = SteadyClock::now() + options_.bookmark_interval;
+  auto next_controllers = SteadyClock::now();
   while (!stopping_) {
     auto now = SteadyClock::now();
     auto until = next_bookmark;
     for (const auto& [name, at] : pending_crds_) until = std::min(until, at);
     if (gc_due_) until = std::min(until, now + std::chrono::milliseconds(20));
     if (options_.auto_finish_pod_termination) until = std::min(until, now + std::chrono::milliseconds(100));
+    if (options_.workload_controllers) until = std::min(until, next_controllers);
     wake_.wait_until(lock, until);
     if (stopping_) break;
     now = SteadyClock::now();
@@ -555,6 +559,11 @@ void ApiServer::Maintain() {
       next_bookmark = now + options_.bookmark_interval;
     }
     EstablishDueCrdsLocked();
+    if (options_.workload_controllers && now >= next_controllers) {
+      ReconcileDeploymentsLocked();
+      SchedulePodsLocked();
+      next_controllers = now + std::chrono::milliseconds(200);
+    }
     if (options_.auto_finish_pod_termination) FinishDuePodsLocked();
     if (gc_due_) {
       gc_due_ = false;

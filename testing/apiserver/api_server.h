@@ -10,12 +10,14 @@
 // strategic merge patch on a built-in type is applied as a JSON merge patch
 // (lists are replaced, not merged by key); server-side apply treats lists as
 // atomic; CEL rules are not evaluated; deleting a CRD removes its objects
-// without waiting for their finalizers; there is no scheduler (pods are
-// bound by spec.nodeName); kubelets are separate (testing/kubelet, or tests
+// without waiting for their finalizers; without
+// ApiServerOptions::workload_controllers there is no scheduler (pods are
+// bound by spec.nodeName) and no Deployment controller; kubelets are separate (testing/kubelet, or tests
 // writing pod status; FinishPodTermination is the kubelet's half of graceful
 // deletion). The node proxy and pods/log reach a kubelet over plain HTTP;
 // apps/v1 and RBAC objects are validated as the real server validates them
-// (builtin_validation.h) and then stored (no controllers act on them).
+// (builtin_validation.h) and then stored (api_server_control.cc: the
+// workload controllers, TokenRequest, Pod Security admission).
 // Under ApiServerOptions::authorization = kRbac every request is first
 // authorized from the stored RBAC objects (authorization.h), before routing,
 // as the real server's filter chain does; the default policy
@@ -71,6 +73,11 @@ struct ApiServerOptions {
   // kube-apiserver's --authorization-mode. AlwaysAllow keeps tests that act
   // without RBAC objects working; RBAC decides from the stored objects.
   AuthorizationMode authorization = AuthorizationMode::kAlwaysAllow;
+  // The controllers a cluster's kube-controller-manager and kube-scheduler
+  // would run, in the server (api_server_control.cc): Deployments get their
+  // pods, and pods without a node are bound to one that fits. Off: objects
+  // of apps/v1 stay inert and pods are bound by spec.nodeName.
+  bool workload_controllers = false;
 };
 
 struct ApiRequest {
@@ -126,6 +133,10 @@ class ApiServer {
   size_t open_watches();
   // Runs one garbage-collection pass now (tests that cannot wait).
   void CollectGarbage();
+  // A token a TokenRequest issued (serviceaccounts/NAME/token): its service
+  // account's user and groups while it holds (unexpired, the account and
+  // the pod it is bound to still there); nullopt otherwise.
+  std::optional<std::pair<std::string, std::vector<std::string>>> AuthenticateIssuedToken(const std::string& token);
   // Stops background work and ends every watch; Handle may not be called after.
   void Shutdown();
 
@@ -186,6 +197,17 @@ class ApiServer {
   bool Denied(const ApiRequest& req, const std::string& verb, const Target& t, StatusReply* reply) const;
   std::string Manager(const ApiRequest& req) const;
 
+  // api_server_control.cc: TokenRequest, Pod Security admission, the
+  // Deployment controller and the scheduler.
+  ApiResponse TokenRequest(const Target& t, const ApiRequest& req);
+  // A pod (or a workload's pod template) against its namespace's Pod
+  // Security labels: the 403 when enforce refuses it; warnings for warn.
+  std::optional<StatusReply> PodSecurityLocked(const Target& t, const nlohmann::json& obj,
+                                               std::vector<std::string>* warnings);
+  void ReconcileDeploymentsLocked();
+  void SchedulePodsLocked();
+  void RecordEventLocked(const nlohmann::json& object, bool warning, const std::string& reason,
+                         const std::string& message, const std::string& component);
   void Maintain();
   void GarbageCollectLocked();
   void EstablishDueCrdsLocked();
@@ -202,6 +224,19 @@ class ApiServer {
   bool gc_due_ = false;                    // guarded by mu_
   bool stopping_ = false;                  // guarded by mu_
   uint64_t next_cluster_ip_ = 10;          // guarded by mu_
+  struct IssuedToken {
+    std::string ns;
+    std::string service_account;
+    std::string service_account_uid;
+    std::string pod;      // bound pod name, "" = unbound
+    std::string pod_uid;
+    std::chrono::system_clock::time_point expires;
+  };
+  std::map<std::string, IssuedToken> issued_tokens_;  // guarded by mu_
+  // Deployment uid → when its controller may try again to create pods.
+  std::map<std::string, std::chrono::steady_clock::time_point> deployment_retry_;  // guarded by mu_
+  // Pods whose FailedScheduling Event is out (one per pod).
+  std::set<std::string> unschedulable_reported_;  // guarded by mu_
   std::condition_variable wake_;
   std::thread maintenance_;
 };

@@ -509,6 +509,9 @@ ApiResponse ApiServer::StoreCreate(const Target& target, json obj, const ApiRequ
     }
   }
   if (store_.Get(r.StorageKey(), t.ns, t.name)) return Reply(AlreadyExists(r.Name(t.name)));
+  if (IsCore(r, "pods") || (r.group == "apps" && r.plural == "deployments")) {
+    if (auto refused = PodSecurityLocked(t, obj, &warnings)) return Reply(std::move(*refused));
+  }
   json& m = obj["metadata"];
   m["uid"] = NewUid();
   m["creationTimestamp"] = NowText();

@@ -126,6 +126,15 @@ Result<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(ApiServer& api, const 
         }
       }
     }
+    if (const std::string auth = req.get_header_value("Authorization");
+        ar.user.empty() && auth.rfind("Bearer ", 0) == 0) {
+      // A token a TokenRequest issued (a pod's service-account token).
+      if (auto sa = self->api_.AuthenticateIssuedToken(auth.substr(7))) {
+        ar.user = sa->first;
+        ar.groups = sa->second;
+        bad_token = false;
+      }
+    }
     bool open_path = req.path == "/healthz" || req.path == "/livez" || req.path == "/readyz";
     auto audit = [&](int code, bool watch_started) {
       if (self->audit_ == nullptr) return;
@@ -133,7 +142,11 @@ Result<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(ApiServer& api, const 
       a.info = ResolveRequestInfo(ar.method, ar.path, ar.query);
       a.request_uri = req.target.empty() ? req.path : req.target;
       a.user = ar.user;
-      if (auto g = self->groups_.find(ar.user); g != self->groups_.end()) a.groups = g->second;
+      if (auto g = self->groups_.find(ar.user); g != self->groups_.end()) {
+        a.groups = g->second;
+      } else {
+        a.groups = ar.groups;
+      }
       a.user_agent = ar.user_agent;
       a.source_ip = req.remote_addr;
       a.code = code;

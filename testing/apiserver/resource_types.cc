@@ -254,8 +254,8 @@ ResourceRegistry::ResourceRegistry() {
                      return json(Str(l.value("spec", json::object()), "holderIdentity"));
                    }),
                AgeColumn()}));
-  // What a Helm chart of an operator installs: stored as inert objects
-  // (no Deployment controller, no authorization from RBAC objects).
+  // What a Helm chart of an operator installs. Deployments get pods only
+  // with the workload controllers on (api_server_control.cc).
   add(Builtin("apps", "v1", "Deployment", "deployments", true, true, {"deploy"},
               {Col("Ready", "string", "Ready replicas",
                    [](const json& d, Clock::time_point) {

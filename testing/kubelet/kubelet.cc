@@ -279,6 +279,13 @@ void Kubelet::Heartbeat() {
 }
 
 Status Kubelet::Start() {
+  if (config_.runtime == ContainerRuntime::kDocker) {
+    // Containers an earlier kubelet of this node left (it was killed):
+    // their pods start again from the API, so none of these is adopted.
+    auto left = config_.docker->ListContainers({{"fairbench.dev/test-kubelet-node", config_.node_name}});
+    if (!left.ok()) return left.status();
+    for (const Json& c : *left) (void)config_.docker->RemoveContainer(c.value("Id", std::string()));
+  }
   if (Status s = Register(); !s.ok()) return s;
   Heartbeat();
   kube::ReflectorOptions ro;

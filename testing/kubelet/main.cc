@@ -1,5 +1,7 @@
 // fairbench-test-kubelet: a kubelet for a machine without a cluster. Pods
-// bound to its node run as local processes (see kubelet.h, pod_worker.h).
+// bound to its node run as local processes, or with --container-runtime
+// docker as containers of their images (see kubelet.h, pod_worker.h,
+// container_config.h).
 //
 //   fairbench-test-kubelet --kubeconfig FILE --node NAME --cpus 0-1 --memory 2Gi
 //       --images images.yaml --pod-ip-base 127.0.5 --listen 127.0.0.1:0 --log-dir DIR
@@ -15,6 +17,7 @@
 #include <fstream>
 #include <regex>
 #include <stdlib.h>
+#include <sys/resource.h>
 
 #include <spdlog/spdlog.h>
 
@@ -35,6 +38,8 @@ int main(int argc, char** argv) {
   std::string heartbeat_text = "3s", backoff_text = "10s", stats_period_text = "10s";
   int64_t max_pods = 110;
   bool no_cgroups = false;
+  std::string runtime = "process";
+  std::string docker_host = fairbench::docker::DefaultDockerHost();
   app.add_option("--kubeconfig", kubeconfig, "kubeconfig of the API server")->required();
   app.add_option("--node", node, "node name")->required();
   app.add_option("--cpus", cpus_text, "CPUs every container is pinned to (0-1,3); capacity cpu = their count")
@@ -42,7 +47,12 @@ int main(int argc, char** argv) {
   app.add_option("--memory", memory_text, "memory capacity (bytes, or 2Gi); default: the machine's");
   app.add_option("--labels", labels_text, "node labels k=v,...");
   app.add_option("--taints", taints_text, "node taints key=value:Effect,...");
-  app.add_option("--images", images_path, "YAML/JSON map image -> argv")->required();
+  app.add_option("--images", images_path, "YAML/JSON map image -> argv (required with --container-runtime process)");
+  app.add_option("--container-runtime", runtime,
+                 "process: containers as local processes from --images; docker: containers of their images "
+                 "through the Docker engine")
+      ->check(CLI::IsMember({"process", "docker"}));
+  app.add_option("--docker-host", docker_host, "the Docker engine (unix:///path; default $DOCKER_HOST, else /var/run/docker.sock)");
   app.add_option("--pod-ip-base", ip_base, "pods get <base>.1, <base>.2, ...");
   app.add_option("--listen", listen, "HOST:PORT of the kubelet endpoint (port 0: any)");
   app.add_option("--log-dir", log_dir, "container logs go here")->required();
@@ -84,9 +94,26 @@ int main(int argc, char** argv) {
   auto taints = kl::ParseTaints(taints_text);
   if (!taints.ok()) return bad(taints.status().message());
   opts.taints = *taints;
-  auto images = kl::LoadImageMap(images_path);
-  if (!images.ok()) return bad(images.status().message());
-  config.images = *images;
+  if (runtime == "process") {
+    if (images_path.empty()) return bad("--images is required with --container-runtime process");
+    auto images = kl::LoadImageMap(images_path);
+    if (!images.ok()) return bad(images.status().message());
+    config.images = *images;
+  } else {
+    auto socket = fairbench::docker::SocketFromHost(docker_host);
+    if (!socket.ok()) return bad("--docker-host: " + socket.status().message());
+    config.runtime = kl::ContainerRuntime::kDocker;
+    config.docker = std::make_shared<fairbench::docker::DockerClient>(*socket);
+    if (auto v = config.docker->Version(); !v.ok()) {
+      std::fprintf(stderr, "fairbench-test-kubelet: %s\n", v.status().message().c_str());
+      return 1;
+    }
+    // An engine cannot give a container more open files than the hard
+    // limit it runs under; containerd's default is 1048576.
+    rlimit nofile{};
+    getrlimit(RLIMIT_NOFILE, &nofile);
+    config.container_nofile = std::min<uint64_t>(1048576, nofile.rlim_max);
+  }
   if (!std::regex_match(ip_base, std::regex(R"(127\.\d{1,3}\.\d{1,3})"))) {
     return bad("--pod-ip-base must be 127.X.Y (loopback)");
   }
@@ -131,6 +158,19 @@ int main(int argc, char** argv) {
 
   auto rest = fairbench::kube::LoadKubeconfig({{kubeconfig}, "", nullptr});
   if (!rest.ok()) return bad(rest.status().ToString());
+  {
+    // Where pods find the API server: its CA for the service-account
+    // volume, its address for KUBERNETES_SERVICE_HOST/PORT.
+    config.api_ca_pem = rest->tls.ca_pem;
+    std::smatch m;
+    if (std::regex_match(rest->server, m, std::regex(R"(https?://\[?([^\]/]+?)\]?:(\d+)/?)"))) {
+      config.api_host = m[1];
+      config.api_port = std::stoi(m[2]);
+    } else if (std::regex_match(rest->server, m, std::regex(R"(https://([^:/]+)/?)"))) {
+      config.api_host = m[1];
+      config.api_port = 443;
+    }
+  }
   rest->timeout = std::chrono::milliseconds(10000);
   auto client = fairbench::kube::Client::Create(*rest);
   if (!client.ok()) return bad(client.status().ToString());

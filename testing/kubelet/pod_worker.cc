@@ -11,17 +11,19 @@
 #include <algorithm>
 #include <filesystem>
 #include <random>
+#include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "common/base64.h"
 #include "controller/http_probe.h"
+#include "controller/platform/docker/container_cgroup.h"
 #include "testing/apiserver/time_text.h"
+#include "testing/kubelet/pod_worker_container.h"
 
 namespace fairbench::kubelet {
 
 using kube::Json;
-using Clock = std::chrono::steady_clock;
-using SysClock = std::chrono::system_clock;
 
 namespace {
 
@@ -64,41 +66,6 @@ constexpr auto kMaxBackoff = std::chrono::seconds(300);
 
 }  // namespace
 
-struct PodWorker::Container {
-  Json spec;
-  bool init = false;
-  std::string name;
-  std::string image;
-  std::optional<controller::Process> process;
-  std::unique_ptr<controller::TargetCgroup> cgroup;
-  enum class State { kWaiting, kRunning, kTerminated } state = State::kWaiting;
-  std::string waiting_reason = "ContainerCreating";
-  std::string waiting_message;
-  bool ever_started = false;
-  int restart_count = 0;
-  int backoff_step = 0;
-  Clock::time_point restart_at{};
-  std::string container_id;
-  SysClock::time_point started_at{};
-  SysClock::time_point finished_at{};
-  int exit_code = 0;
-  int signal = 0;
-  std::string term_reason;
-  std::string term_message;
-  Json last_state = Json::object();
-  bool ready = false;
-  // Readiness probe.
-  Clock::time_point next_probe{};
-  int probe_successes = 0;
-  int probe_failures = 0;
-  // Logs of the current and the previous instance.
-  std::string log_path;
-  std::string previous_log_path;
-  // Last CPU sample, for usageNanoCores.
-  std::optional<std::pair<SysClock::time_point, uint64_t>> last_cpu;
-  // The last collected stats, served until config.stats_period has passed.
-  std::optional<ContainerStats> last_stats;
-};
 
 PodWorker::PodWorker(const KubeletConfig& config, kube::Client& client, kube::EventRecorder* events, Json pod,
                      Admission admission)
@@ -130,7 +97,11 @@ PodWorker::PodWorker(const KubeletConfig& config, kube::Client& client, kube::Ev
     stage_ = Stage::kDone;
   } else {
     stage_ = init_.empty() ? Stage::kMain : Stage::kInit;
-    if (Status s = PrepareVolumes(); !s.ok()) volume_error_ = s.message();
+    // Containers of images get their volumes on the worker's thread, when
+    // the first one starts (Secrets and ConfigMaps are read then).
+    if (config_.runtime == ContainerRuntime::kProcess) {
+      if (Status s = PrepareVolumes(); !s.ok()) volume_error_ = s.message();
+    }
   }
   thread_ = std::jthread([this](std::stop_token st) { Run(st); });
 }
@@ -319,10 +290,41 @@ Result<std::vector<std::pair<std::string, std::string>>> PodWorker::BuildEnv(con
   return env;
 }
 
+std::optional<std::vector<std::pair<std::string, std::string>>> PodWorker::ContainerEnv(Container& c) {
+  auto env = BuildEnv(c.spec);
+  if (env.ok()) return std::move(*env);
+  // A Secret or ConfigMap missing: the kubelet's CreateContainerConfigError, tried again.
+  c.state = Container::State::kWaiting;
+  c.waiting_reason = "CreateContainerConfigError";
+  c.waiting_message = env.status().message();
+  Event(true, "Failed", "Error: " + c.waiting_message);
+  c.restart_at = Clock::now() + std::chrono::seconds(1);
+  return std::nullopt;
+}
+
 void PodWorker::StartContainer(Container& c) {
   c.ready = false;
   c.probe_successes = 0;
   c.probe_failures = 0;
+  if (config_.runtime == ContainerRuntime::kDocker) {
+    if (!volumes_ready_) {
+      if (Status s = PrepareDockerVolumes(); !s.ok()) {
+        // As a kubelet: the pod waits in ContainerCreating until the volume
+        // can be set up (a Secret created later), with a FailedMount Event.
+        c.state = Container::State::kWaiting;
+        c.waiting_reason = "ContainerCreating";
+        c.waiting_message.clear();
+        if (c.restart_at == Clock::time_point{} || Clock::now() >= c.restart_at + std::chrono::seconds(10)) {
+          Event(true, "FailedMount", s.message());
+        }
+        c.restart_at = Clock::now() + std::chrono::seconds(1);
+        return;
+      }
+      volumes_ready_ = true;
+    }
+    if (auto env = ContainerEnv(c)) StartDockerContainer(c, *env);
+    return;
+  }
   auto image = config_.images.find(c.image);
   if (image == config_.images.end()) {
     c.state = Container::State::kWaiting;
@@ -339,15 +341,8 @@ void PodWorker::StartContainer(Container& c) {
     c.restart_at = Clock::now() + config_.restart_backoff;
     return;
   }
-  auto env = BuildEnv(c.spec);
-  if (!env.ok()) {
-    c.state = Container::State::kWaiting;
-    c.waiting_reason = "CreateContainerConfigError";
-    c.waiting_message = env.status().message();
-    Event(true, "Failed", "Error: " + c.waiting_message);
-    c.restart_at = Clock::now() + std::chrono::seconds(1);
-    return;
-  }
+  auto env = ContainerEnv(c);
+  if (!env) return;
   // Volume mounts: the mount path, where it appears in argv, env and the
   // working directory, becomes the volume's host directory.
   std::vector<std::pair<std::string, std::string>> mounts;
@@ -478,7 +473,12 @@ void PodWorker::Tick(std::unique_lock<std::mutex>& lock) {
   (void)lock;
   const auto now = Clock::now();
   auto poll = [&](Container& c) {
-    if (c.state != Container::State::kRunning || !c.process) return;
+    if (c.state != Container::State::kRunning) return;
+    if (config_.runtime == ContainerRuntime::kDocker) {
+      PollDocker(c);
+      return;
+    }
+    if (!c.process) return;
     if (auto exit = c.process->Poll()) OnExit(c, *exit);
   };
   auto schedule_restart = [&](Container& c) {
@@ -557,7 +557,11 @@ void PodWorker::BeginTermination() {
   kill_deadline_ = Clock::now() + std::chrono::seconds(std::max<int64_t>(grace, 0));
   for (auto* list : {&init_, &main_}) {
     for (auto& cp : *list) {
-      if (cp->state == Container::State::kRunning && cp->process) {
+      if (cp->state == Container::State::kRunning && !cp->docker_id.empty()) {
+        // The image's stop signal, then SIGKILL when the grace period ends.
+        Event(false, "Killing", "Stopping container " + cp->name);
+        (void)config_.docker->KillContainer(cp->docker_id, cp->stop_signal);
+      } else if (cp->state == Container::State::kRunning && cp->process) {
         Event(false, "Killing", "Stopping container " + cp->name);
         cp->process->Kill(SIGTERM);
       } else if (cp->state == Container::State::kWaiting) {
@@ -572,7 +576,15 @@ void PodWorker::FinishTermination(std::unique_lock<std::mutex>& lock) {
   for (auto* list : {&init_, &main_}) {
     for (auto& cp : *list) {
       Container& c = *cp;
-      if (c.state == Container::State::kRunning && c.process) {
+      if (c.state == Container::State::kRunning && !c.docker_id.empty()) {
+        (void)config_.docker->KillContainer(c.docker_id, "SIGKILL");
+        const auto until = Clock::now() + std::chrono::seconds(10);
+        while (c.state == Container::State::kRunning && Clock::now() < until) {
+          c.next_inspect = {};
+          PollDocker(c);
+          if (c.state == Container::State::kRunning) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+      } else if (c.state == Container::State::kRunning && c.process) {
         controller::ExitInfo e = c.process->Stop(std::chrono::milliseconds(0));
         OnExit(c, e);
       }
@@ -595,6 +607,7 @@ void PodWorker::RunProbes(std::unique_lock<std::mutex>& lock) {
     Json probe;
     std::string host;
     int port;
+    std::string docker_id;
   };
   std::vector<Due> due;
   const auto now = Clock::now();
@@ -619,13 +632,23 @@ void PodWorker::RunProbes(std::unique_lock<std::mutex>& lock) {
     }
     std::string host = Str(get, "host");
     if (host.empty()) host = admission_.pod_ip;
-    due.push_back({&c, probe, host, port});
+    due.push_back({&c, probe, host, port, c.docker_id});
   }
   if (due.empty()) return;
   std::vector<bool> ok(due.size());
   lock.unlock();
   for (size_t i = 0; i < due.size(); ++i) {
     const int timeout = std::max(1, due[i].probe.value("timeoutSeconds", 1));
+    if (due[i].probe.contains("exec") && !due[i].docker_id.empty()) {
+      // exec: the command runs in the container, exit 0 = success.
+      std::vector<std::string> argv;
+      for (const Json& a : due[i].probe["exec"].value("command", Json::array())) {
+        if (a.is_string()) argv.push_back(a.get<std::string>());
+      }
+      auto code = config_.docker->Exec(due[i].docker_id, argv, std::chrono::seconds(timeout));
+      ok[i] = code.ok() && *code == 0;
+      continue;
+    }
     if (due[i].probe.contains("exec")) {
       // exec: the command runs beside the container (same CPUs), exit 0 = success.
       controller::ProcessOptions po;
@@ -688,7 +711,7 @@ Json PodWorker::BuildStatus() {
   auto container_status = [&](const Container& c) {
     Json s = {{"name", c.name},
               {"image", c.image},
-              {"imageID", ""},
+              {"imageID", c.image_id},
               {"ready", c.ready},
               {"restartCount", c.restart_count},
               {"started", c.state == Container::State::kRunning},
@@ -857,6 +880,9 @@ void PodWorker::Run(std::stop_token stop) {
       }
     }
     if (stage_ != Stage::kFinished) {
+      if (config_.runtime == ContainerRuntime::kDocker && (stage_ == Stage::kInit || stage_ == Stage::kMain)) {
+        RefreshHosts(lock);
+      }
       Tick(lock);
       if (stage_ != Stage::kFinished) RunProbes(lock);
       if (stage_ != Stage::kFinished) WriteStatus(lock);
@@ -866,6 +892,7 @@ void PodWorker::Run(std::stop_token stop) {
     wake_.wait_for(lock, config_.tick, [&] { return removed_ || stop.stop_requested(); });
   }
   // Gone from the API (or the kubelet stops): nothing may outlive the pod.
+  if (config_.runtime == ContainerRuntime::kDocker) RemoveDockerContainers(lock);
   for (auto* list : {&init_, &main_}) {
     for (auto& cp : *list) {
       if (cp->process && cp->state == Container::State::kRunning) {
@@ -911,7 +938,7 @@ PodStats PodWorker::Sample() {
   for (auto* list : {&init_, &main_}) {
     for (auto& cp : *list) {
       Container& c = *cp;
-      if (c.state != Container::State::kRunning || !c.process) continue;
+      if (c.state != Container::State::kRunning || (!c.process && c.host_pid <= 0)) continue;
       const auto now = SysClock::now();
       if (c.last_stats && now - c.last_stats->time < config_.stats_period) {
         ps.containers.push_back(*c.last_stats);
@@ -921,7 +948,7 @@ PodStats PodWorker::Sample() {
       s.name = c.name;
       s.start_time = c.started_at;
       s.time = now;
-      auto tree = controller::SampleProcessTree(c.process->pid());
+      auto tree = controller::SampleProcessTree(c.process ? c.process->pid() : static_cast<pid_t>(c.host_pid));
       double cpu_seconds = 0;
       if (tree.ok()) {
         s.rss_bytes = tree->rss_bytes;
@@ -932,6 +959,12 @@ PodStats PodWorker::Sample() {
       if (c.cgroup) {
         if (auto ws = c.cgroup->MemoryWorkingSet(); ws.ok()) s.working_set_bytes = *ws;
         if (auto cpu = c.cgroup->CpuSeconds(); cpu.ok()) cpu_seconds = *cpu;
+      } else if (c.host_pid > 0) {
+        // The container's own cgroup, as cAdvisor reads it.
+        if (auto u = controller::ContainerCgroup::Of(c.host_pid).Read()) {
+          s.working_set_bytes = u->memory_bytes;
+          cpu_seconds = u->cpu_seconds;
+        }
       }
       s.usage_core_nano_seconds = static_cast<uint64_t>(cpu_seconds * 1e9);
       if (c.last_cpu) {
@@ -954,6 +987,31 @@ std::variant<std::string, LogError> PodWorker::LogFile(const std::string& contai
   for (auto* list : {&init_, &main_}) {
     for (auto& cp : *list) {
       if (cp->name != container) continue;
+      if (config_.runtime == ContainerRuntime::kDocker) {
+        const std::string id = previous ? (cp->old_docker_ids.empty() ? "" : cp->old_docker_ids.back()) : cp->docker_id;
+        if (id.empty()) {
+          if (previous) {
+            return LogError{400, "previous terminated container \"" + container + "\" in pod \"" + name_ +
+                                     "\" not found"};
+          }
+          return LogError{400, "container \"" + container + "\" in pod \"" + name_ + "\" is waiting to start: " +
+                                   (cp->waiting_reason.empty() ? "ContainerCreating" : cp->waiting_reason)};
+        }
+        // Through the engine: its log of that container, kept in a file
+        // the endpoint serves.
+        auto text = config_.docker->Logs(id);
+        if (!text.ok()) return LogError{500, text.status().message()};
+        const std::string path = (previous ? cp->previous_log_path : cp->log_path);
+        const std::string tmp = path + ".tmp";
+        {
+          std::ofstream out(tmp, std::ios::trunc | std::ios::binary);
+          out << *text;
+        }
+        std::error_code ec;
+        std::filesystem::rename(tmp, path, ec);
+        if (ec) return LogError{500, "cannot write " + path + ": " + ec.message()};
+        return path;
+      }
       if (previous) {
         if (cp->previous_log_path.empty()) {
           return LogError{400, "previous terminated container \"" + container + "\" in pod \"" + name_ +

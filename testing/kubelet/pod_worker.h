@@ -1,5 +1,6 @@
-// PodWorker: one pod bound to the test kubelet's node, run as local
-// processes for as long as the pod exists — init containers in order, then
+// PodWorker: one pod bound to the test kubelet's node, run for as long as
+// the pod exists — as local processes, or as containers of their images
+// through a Docker engine (KubeletConfig::runtime) — init containers in order, then
 // the containers, restarts per restartPolicy with back-off, readiness
 // probes (httpGet), the pod status a real kubelet writes (through
 // pods/{name}/status), and graceful deletion (SIGTERM, the grace period,
@@ -27,13 +28,30 @@
 #include "controller/kube/client.h"
 #include "controller/kube/event_recorder.h"
 #include "controller/platform/local/cgroup.h"
+#include "controller/platform/docker/docker_client.h"
 #include "controller/platform/local/process.h"
+#include "testing/kubelet/container_config.h"
 #include "testing/kubelet/pod_spec.h"
 
 namespace fairbench::kubelet {
 
+// How a pod's containers run: as local processes from the --images map, or
+// as containers of their images through the Docker Engine API.
+enum class ContainerRuntime { kProcess, kDocker };
+
 struct KubeletConfig {
   std::string node_name;
+  ContainerRuntime runtime = ContainerRuntime::kProcess;
+  // kDocker: the engine; the file limit every container gets (the
+  // kubelet's own hard limit: an engine cannot give more).
+  std::shared_ptr<docker::DockerClient> docker;
+  uint64_t container_nofile = 0;
+  // What the service-account volume and the in-cluster environment need:
+  // the API server's CA (ca.crt) and its address
+  // (KUBERNETES_SERVICE_HOST/PORT, and kubernetes.default.svc in /etc/hosts).
+  std::string api_ca_pem;
+  std::string api_host;
+  int api_port = 0;
   std::string node_ip = "127.0.0.1";
   std::vector<int> cpus;
   std::string log_dir;   // container logs: <log_dir>/pods/<ns>_<pod>_<uid>/<container>/<restart>.log
@@ -125,7 +143,24 @@ class PodWorker {
   kube::Json BuildStatus();
   void WriteStatus(std::unique_lock<std::mutex>& lock);
   Result<std::vector<std::pair<std::string, std::string>>> BuildEnv(const kube::Json& container);
+  // BuildEnv, or nullopt with the container left waiting (CreateContainerConfigError).
+  std::optional<std::vector<std::pair<std::string, std::string>>> ContainerEnv(Container& c);
   Status PrepareVolumes();
+  // The container runtime (container_runtime.cc): each container a container
+  // of its image through the Docker engine.
+  void StartDockerContainer(Container& c, const std::vector<std::pair<std::string, std::string>>& env);
+  // The volumes as host directories: emptyDir, secret, configMap and the
+  // service-account token; Unavailable while a Secret or ConfigMap is missing.
+  Status PrepareDockerVolumes();
+  Status WriteServiceAccountVolume(const std::string& dir);
+  // The pod's /etc/hosts: itself and the Services of its namespace, each
+  // to a ready pod behind it. Rewritten in place when that changes.
+  void RefreshHosts(std::unique_lock<std::mutex>& lock);
+  void PollDocker(Container& c);
+  void OnDockerExit(Container& c, const kube::Json& state);
+  void RemoveDockerContainers(std::unique_lock<std::mutex>& lock);
+  std::string VolumeDir(const kube::Json& volume) const;
+  std::string PodDir() const;
 
   const KubeletConfig& config_;
   kube::Client& client_;
@@ -159,6 +194,10 @@ class PodWorker {
     std::string message;
   };
   std::vector<PendingEvent> pending_events_;         // guarded by mu_
+  // kDocker: volumes set up once; the last /etc/hosts written and when it is next looked at.
+  bool volumes_ready_ = false;                       // guarded by mu_
+  std::string hosts_text_;                           // guarded by mu_
+  std::chrono::steady_clock::time_point next_hosts_refresh_{};  // guarded by mu_
   std::jthread thread_;
 };
 

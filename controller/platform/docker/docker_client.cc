@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <thread>
 
 #include "controller/kube/json_read.h"
 
@@ -206,6 +207,33 @@ Result<nlohmann::json> DockerClient::ListContainers(const std::map<std::string, 
   for (const auto& [k, v] : labels) filter.push_back(v.empty() ? k : k + "=" + v);
   const nlohmann::json filters = {{"label", filter}};
   return GetJson("/containers/json?all=1&filters=" + Escape(filters.dump()), "list containers");
+}
+
+Result<int> DockerClient::Exec(const std::string& id, const std::vector<std::string>& argv,
+                               std::chrono::milliseconds timeout) const {
+  const nlohmann::json create = {{"Cmd", argv}, {"AttachStdout", false}, {"AttachStderr", false}};
+  auto a = Do("POST", "/containers/" + Escape(id) + "/exec", create.dump(), std::chrono::seconds(30));
+  if (!a.ok()) return a.status();
+  if (a->status != 201) return ErrorOf(*a, "exec in container " + id.substr(0, 12));
+  auto j = nlohmann::json::parse(a->body, nullptr, false);
+  const std::string exec = j.is_discarded() ? "" : kube::json_read::String(j, "Id");
+  if (exec.empty()) return Status::Internal("exec in container " + id.substr(0, 12) + ": no Id in the answer");
+  auto started = Do("POST", "/exec/" + Escape(exec) + "/start", R"({"Detach":true})", std::chrono::seconds(30));
+  if (!started.ok()) return started.status();
+  if (started->status != 200 && started->status != 204) return ErrorOf(*started, "start exec " + exec.substr(0, 12));
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    auto state = GetJson("/exec/" + Escape(exec) + "/json", "exec " + exec.substr(0, 12));
+    if (!state.ok()) return state.status();
+    if (!state->value("Running", false) && state->contains("ExitCode") && (*state)["ExitCode"].is_number_integer()) {
+      return (*state)["ExitCode"].get<int>();
+    }
+    if (std::chrono::steady_clock::now() >= until) {
+      return Status::DeadlineExceeded("exec in container " + id.substr(0, 12) + " ran longer than " +
+                                      std::to_string(timeout.count()) + " ms");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 Status DockerClient::RemoveContainer(const std::string& id) const {

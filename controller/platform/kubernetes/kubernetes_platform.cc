@@ -258,6 +258,7 @@ class KubeTarget final : public TargetInstance {
       facts.push_back("nofile in force: unknown, the target's log could not be read (" + log.error().ToString() + ")");
     } else if (auto in_force = k8s::NofileInForce(*log)) {
       facts.push_back("nofile in force: " + *in_force + ", read back in the pod by fairbench-nofile" + asked);
+      if (auto short_of = k8s::NofileShortfall(*log)) facts.push_back("nofile not reached: " + *short_of);
     } else {
       facts.push_back("nofile in force: unknown, fairbench-nofile's line is missing from the target's log" + asked);
     }

@@ -71,12 +71,39 @@ Json Metadata(const std::string& name, const RunIdentity& run, Json labels) {
   return md;
 }
 
-// Common pod spec settings of both pods.
+// Common pod spec settings of both pods, with what the Pod Security
+// Standard "restricted" asks of a pod: non-root, the runtime's seccomp
+// profile.
 Json BaseSpec(int64_t grace_period_seconds) {
   return {{"restartPolicy", "Never"},
           {"terminationGracePeriodSeconds", grace_period_seconds},
           {"automountServiceAccountToken", false},
-          {"enableServiceLinks", false}};
+          {"enableServiceLinks", false},
+          {"securityContext", {{"runAsNonRoot", true}, {"seccompProfile", {{"type", "RuntimeDefault"}}}}}};
+}
+
+// What "restricted" asks of each container.
+Json RestrictedContainer() {
+  return {{"allowPrivilegeEscalation", false}, {"capabilities", {{"drop", Json::array({"ALL"})}}}};
+}
+
+// The target container's: restricted, but for what the run's
+// spec.targets[].securityContext sets.
+Json TargetSecurityContext(const api::Target& t) {
+  Json sc = RestrictedContainer();
+  if (!t.security_context) return sc;
+  const api::TargetSecurityContext& given = *t.security_context;
+  if (given.run_as_non_root) sc["runAsNonRoot"] = *given.run_as_non_root;
+  if (given.run_as_user) sc["runAsUser"] = *given.run_as_user;
+  if (given.run_as_group) sc["runAsGroup"] = *given.run_as_group;
+  if (given.allow_privilege_escalation) sc["allowPrivilegeEscalation"] = *given.allow_privilege_escalation;
+  if (given.capabilities) {
+    Json caps = Json::object();
+    if (!given.capabilities->add.empty()) caps["add"] = given.capabilities->add;
+    if (!given.capabilities->drop.empty()) caps["drop"] = given.capabilities->drop;
+    sc["capabilities"] = caps;
+  }
+  return sc;
 }
 
 }  // namespace
@@ -131,6 +158,16 @@ std::optional<std::string> NofileInForce(std::string_view log) {
   return std::nullopt;
 }
 
+std::optional<std::string> NofileShortfall(std::string_view log) {
+  constexpr std::string_view kPrefix = "fairbench-nofile: asked for nofile ";
+  const size_t at = log.find(kPrefix);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view line = log.substr(at + 18);  // from "asked for"
+  line = line.substr(0, line.find('\n'));
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return std::string(line);
+}
+
 PodTemplate TargetPod(const TargetPodParams& p) {
   const api::Target& t = p.target;
   PodTemplate out;
@@ -152,7 +189,8 @@ PodTemplate TargetPod(const TargetPodParams& p) {
                       {"timeoutSeconds", 1},
                       {"successThreshold", 1},
                       {"failureThreshold", std::max<int64_t>(1, timeout_s)}}},
-                    {"resources", resources}};
+                    {"resources", resources},
+                    {"securityContext", TargetSecurityContext(t)}};
   if (api::EffectiveProtocol(t) == "h2c") {
     // The kubelet's httpGet speaks HTTP/1.1 (or h2 by ALPN over TLS): an
     // h2c listener (HTTP/2 with prior knowledge only) is probed as a port.
@@ -167,8 +205,18 @@ PodTemplate TargetPod(const TargetPodParams& p) {
   }
   Json spec = BaseSpec(p.grace_period_seconds);
   Place(spec, p.node, p.placement);
+  // Without CAP_SYS_RESOURCE (restricted drops every capability) the
+  // helper can raise the soft limit only up to the hard one: it does, runs
+  // the target, and says what it could not reach (read back into the
+  // record). Given the capability, falling short is an error again.
+  bool sys_resource = false;
+  if (t.security_context && t.security_context->capabilities) {
+    for (const std::string& c : t.security_context->capabilities->add) sys_resource |= c == "SYS_RESOURCE" || c == "ALL";
+  }
   if (!p.command.empty()) {
-    Json args = Json::array({"--nofile=" + std::to_string(t.nofile), "--"});
+    Json args = Json::array({"--nofile=" + std::to_string(t.nofile)});
+    if (!sys_resource) args.push_back("--at-most");
+    args.push_back("--");
     for (const std::string& a : p.command) args.push_back(a);
     container["command"] = Json::array({kHelperInPod});
     container["args"] = std::move(args);
@@ -180,10 +228,12 @@ PodTemplate TargetPod(const TargetPodParams& p) {
           {"image", p.helper_image},
           {"command", Json::array({p.helper_path, "--install", kHelperInPod})},
           {"volumeMounts", Json::array({{{"name", "fairbench-bin"}, {"mountPath", kHelperDir}}})},
-          {"resources", resources}}});
+          {"resources", resources},
+          {"securityContext", RestrictedContainer()}}});
     spec["volumes"] = Json::array({{{"name", "fairbench-bin"}, {"emptyDir", Json::object()}}});
     out.notes.push_back("target " + t.name + ": nofile " + std::to_string(t.nofile) +
-                        " set by the fairbench-nofile wrapper (soft limit raised, up to the runtime's hard limit)");
+                        " set by the fairbench-nofile wrapper (soft limit raised, up to the runtime's hard limit" +
+                        (sys_resource ? "; the hard limit too, with CAP_SYS_RESOURCE)" : ")"));
   } else {
     out.notes.push_back("target " + t.name + ": nofile was left to the container runtime (no command in the spec, so "
                         "the image's entrypoint cannot be wrapped; asked for " +
@@ -202,6 +252,12 @@ PodTemplate TargetPod(const TargetPodParams& p) {
                                                                             : "memory") +
                         "): no exclusive cores");
   }
+  out.notes.push_back(
+      "target " + t.name + ": " +
+      (t.security_context ? "securityContext from the run (" + TargetSecurityContext(t).dump() +
+                                "), the rest as the restricted Pod Security Standard asks"
+                          : std::string("runs as the restricted Pod Security Standard asks (non-root, no privilege "
+                                        "escalation, every capability dropped, RuntimeDefault seccomp)")));
   out.pod = {{"apiVersion", "v1"},
              {"kind", "Pod"},
              {"metadata", Metadata(TargetPodName(p.run.name, t.name), p.run, std::move(labels))},
@@ -239,6 +295,10 @@ Json AgentPod(const AgentPodParams& p) {
       {"args", std::move(args)},
       {"env", env},
       {"resources", Resources(api::CpuQuantity{int64_t{std::max(1, p.threads)} * 1000}, p.memory)}};
+  // Restricted, and a read-only root: the agent writes nothing.
+  Json sc = RestrictedContainer();
+  sc["readOnlyRootFilesystem"] = true;
+  container["securityContext"] = std::move(sc);
   Json spec = BaseSpec(p.grace_period_seconds);
   Place(spec, p.node, p.placement);
   if (!p.tls_secret.empty()) {

@@ -8,14 +8,22 @@
 // (no scheduler needed) plus the placement's nodeSelector and tolerations,
 // so that the kubelet's admission checks them again; restartPolicy Never; a
 // short termination grace period; no service-account token; no service
-// links; requests == limits (Guaranteed QoS when CPU and memory are given).
+// links; requests == limits (Guaranteed QoS when CPU and memory are given);
+// what the Pod Security Standard "restricted" asks (pod: runAsNonRoot,
+// seccompProfile RuntimeDefault; each container: allowPrivilegeEscalation
+// false, capabilities drop ALL; the agent's root file system read-only),
+// the target's container departing from it only where the run's
+// spec.targets[].securityContext says so.
 //
 // Target pod: one container "target" (image, port, env, readiness probe on
 // the readiness path, every second). When the container's command is
 // known, an init container from the helper image copies the static
 // fairbench-nofile helper into an emptyDir mounted at /fairbench/bin and the
-// target runs `/fairbench/bin/fairbench-nofile --nofile=N -- <command...>`,
-// since Kubernetes has no pod field for RLIMIT_NOFILE. With no command (the
+// target runs `/fairbench/bin/fairbench-nofile --nofile=N --at-most --
+// <command...>`, since Kubernetes has no pod field for RLIMIT_NOFILE: without
+// CAP_SYS_RESOURCE it raises the soft limit up to the hard one and says
+// what it could not reach (without --at-most when the run adds that
+// capability: falling short is then an error). With no command (the
 // image's entrypoint is unknown to the controller) there is no wrapper and
 // the notes say that nofile was left to the container runtime.
 //
@@ -103,6 +111,10 @@ PodTemplate TargetPod(const TargetPodParams& params);
 // The limit fairbench-nofile reports in the container's log ("fairbench-nofile:
 // nofile 65536" before it runs the target), or nullopt.
 std::optional<std::string> NofileInForce(std::string_view log);
+// What fairbench-nofile could not reach ("asked for nofile 65536, the hard
+// limit is 20000 and cannot be raised (no CAP_SYS_RESOURCE); continuing
+// with less (--at-most)"), or nullopt when it reached what was asked.
+std::optional<std::string> NofileShortfall(std::string_view log);
 
 struct AgentPodParams {
   RunIdentity run;

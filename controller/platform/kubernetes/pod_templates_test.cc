@@ -3,6 +3,7 @@
 //   FAIRBENCH_UPDATE_GOLDEN=1 ctest --test-dir BUILD -R PodTemplates
 // and review the diff.
 #include "controller/platform/kubernetes/pod_templates.h"
+#include "testing/apiserver/pod_security.h"
 
 #include <gtest/gtest.h>
 
@@ -62,11 +63,14 @@ TargetPodParams Drogon() {
 TEST(PodTemplatesTest, TargetPodWithCommandMatchesGolden) {
   const PodTemplate t = TargetPod(Drogon());
   ExpectGolden(t.pod, "target_pod_command.json");
-  ASSERT_EQ(t.notes.size(), 2u);
+  ASSERT_EQ(t.notes.size(), 3u);
   EXPECT_EQ(t.notes[0],
             "target drogon: nofile 65536 set by the fairbench-nofile wrapper (soft limit raised, up to the runtime's "
             "hard limit)");
   EXPECT_EQ(t.notes[1], "target drogon: Guaranteed QoS (requests == limits: cpu 4, memory 1Gi)");
+  EXPECT_EQ(t.notes[2],
+            "target drogon: runs as the restricted Pod Security Standard asks (non-root, no privilege escalation, "
+            "every capability dropped, RuntimeDefault seccomp)");
 }
 
 // Catches: a wrapper around an unknown entrypoint (the pod would run the
@@ -82,7 +86,7 @@ TEST(PodTemplatesTest, TargetPodWithoutCommandMatchesGolden) {
   ExpectGolden(t.pod, "target_pod_no_command.json");
   EXPECT_FALSE(t.pod["spec"].contains("initContainers"));
   EXPECT_FALSE(t.pod["spec"]["containers"][0].contains("command"));
-  ASSERT_EQ(t.notes.size(), 2u);
+  ASSERT_EQ(t.notes.size(), 3u);
   EXPECT_NE(t.notes[0].find("nofile was left to the container runtime"), std::string::npos) << t.notes[0];
   EXPECT_NE(t.notes[1].find("not Guaranteed QoS"), std::string::npos) << t.notes[1];
 }
@@ -240,6 +244,74 @@ TEST(PodTemplatesTest, ProbeFailureThresholdFollowsTimeout) {
   EXPECT_EQ(TargetPod(p).pod["spec"]["containers"][0]["readinessProbe"]["failureThreshold"], 3);
   p.target.readiness = api::Readiness{"/", std::chrono::milliseconds(0)};
   EXPECT_EQ(TargetPod(p).pod["spec"]["containers"][0]["readinessProbe"]["failureThreshold"], 1);
+}
+
+// Each pod the operator makes, as the PodSecurity admission plugin of a
+// namespace labelled enforce=restricted sees it (the test API server's
+// checks, written apart from these templates). Catches: a restricted field
+// dropped from the pod, the init container or the agent (the pod would be
+// refused in such a namespace).
+TEST(PodTemplatesTest, EveryPodPassesTheRestrictedStandard) {
+  using apiserver::CheckPodSecurity;
+  using apiserver::ForbiddenDetail;
+  using apiserver::PodSecurityLevel;
+  const PodTemplate with_command = TargetPod(Drogon());
+  ASSERT_TRUE(with_command.pod["spec"].contains("initContainers"));
+  EXPECT_EQ(ForbiddenDetail(CheckPodSecurity(PodSecurityLevel::kRestricted, with_command.pod["spec"])), "");
+  TargetPodParams bare = Drogon();
+  bare.command.clear();
+  EXPECT_EQ(ForbiddenDetail(CheckPodSecurity(PodSecurityLevel::kRestricted, TargetPod(bare).pod["spec"])), "");
+  AgentPodParams a;
+  a.run = TestRun();
+  a.node = "node-load-1";
+  a.image = "example.org/fairbench/agent:0.4.0";
+  a.controller_address = "fairbench-controller.fairbench.svc:9090";
+  a.token_secret = "fairbench-agent-token";
+  a.tls_secret = "fairbench-agent-tls";
+  const nlohmann::json agent = AgentPod(a);
+  EXPECT_EQ(ForbiddenDetail(CheckPodSecurity(PodSecurityLevel::kRestricted, agent["spec"])), "");
+  EXPECT_EQ(agent["spec"]["containers"][0]["securityContext"]["readOnlyRootFilesystem"], true);
+}
+
+// A framework image that must run as root: spec.targets[].securityContext
+// reaches the target's container alone, the restricted namespace then
+// refuses it naming the two checks, and the nofile helper without
+// --at-most once SYS_RESOURCE is granted. Catches: the run's field ignored,
+// applied to the init container too, or merged into the restricted
+// defaults where it should replace them (capabilities).
+TEST(PodTemplatesTest, TheRunsSecurityContextReplacesTheRestrictedDefaults) {
+  TargetPodParams p = Drogon();
+  api::TargetSecurityContext sc;
+  sc.run_as_non_root = false;
+  sc.run_as_user = 0;
+  sc.capabilities = api::Capabilities{{"SYS_RESOURCE"}, {"NET_RAW"}};
+  p.target.security_context = sc;
+  const PodTemplate t = TargetPod(p);
+  const nlohmann::json& target = t.pod["spec"]["containers"][0];
+  EXPECT_EQ(target["securityContext"],
+            nlohmann::json::parse(R"({"allowPrivilegeEscalation": false, "runAsNonRoot": false, "runAsUser": 0,
+                                      "capabilities": {"add": ["SYS_RESOURCE"], "drop": ["NET_RAW"]}})"));
+  EXPECT_EQ(t.pod["spec"]["initContainers"][0]["securityContext"]["capabilities"]["drop"], nlohmann::json({"ALL"}));
+  EXPECT_EQ(target["args"][0], "--nofile=65536");
+  EXPECT_EQ(target["args"][1], "--");
+  EXPECT_EQ(apiserver::ForbiddenDetail(apiserver::CheckPodSecurity(apiserver::PodSecurityLevel::kRestricted, t.pod["spec"])),
+            "unrestricted capabilities (container \"target\" must set securityContext.capabilities.drop=[\"ALL\"]; "
+            "container \"target\" must not include \"SYS_RESOURCE\" in securityContext.capabilities.add), "
+            "runAsNonRoot != true (container \"target\" must not set securityContext.runAsNonRoot=false), runAsUser=0 "
+            "(container \"target\" must not set runAsUser=0)");
+  EXPECT_NE(t.notes.back().find("securityContext from the run"), std::string::npos) << t.notes.back();
+  // Restricted (the default): the helper goes on with less, and says so.
+  EXPECT_EQ(TargetPod(Drogon()).pod["spec"]["containers"][0]["args"][1], "--at-most");
+}
+
+// Catches: the helper's shortfall line not found, or a reached limit taken
+// for a shortfall.
+TEST(PodTemplatesTest, NofileShortfallComesFromTheHelpersWarning) {
+  EXPECT_EQ(NofileShortfall("fairbench-nofile: asked for nofile 65536, the hard limit is 20000 and cannot be raised "
+                            "(no CAP_SYS_RESOURCE); continuing with less (--at-most)\nfairbench-nofile: nofile 20000\n"),
+            "asked for nofile 65536, the hard limit is 20000 and cannot be raised (no CAP_SYS_RESOURCE); continuing "
+            "with less (--at-most)");
+  EXPECT_EQ(NofileShortfall("fairbench-nofile: nofile 65536\n"), std::nullopt);
 }
 
 }  // namespace

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""The operator from the chart with pods as containers: what it costs in time.
+
+Follows the README's "On this machine, without a cluster" steps: the Docker
+engine (scripts/docker-engine), the images around build/bin
+(scripts/images --prebuilt), the test API server (TLS, RBAC, Pod Security,
+--workload-controllers), three test kubelets in container mode, a namespace
+enforcing "restricted", `helm template charts/fairbench | kubectl apply`.
+Then, `--repeats` times, a run of two reference targets (httplib, beast)
+with three cells each (connections 8, 16, 32):
+  - apply → first target container running (the engine's view, polled
+    every 50 ms; target ≤ 5 s);
+  - between cells, from status.results[]: the next cell's startTime minus
+    this cell's endTime, minus the configured cooldown and warmup — within
+    one target (the pod stays) and across targets (one container stopped
+    and removed, the next created, started and ready; the target is
+    ≤ 0.5 s, as with processes: bench/operator_bench.py).
+
+    bench/chart_containers.py [--build build] [--repeats 3] [--keep]
+
+As root (the engine). Loopback only; every process it starts is stopped at
+the end, also on failure, and the kubelets remove their containers.
+"""
+import argparse
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROCS = []
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def tool(name):
+    for d in os.environ.get("PATH", "").split(":") + [os.path.join(ROOT, ".tools/bin")]:
+        p = os.path.join(d, name)
+        if os.access(p, os.X_OK):
+            return p
+    sys.exit(f"chart_containers: {name} not found (scripts/setup --with-tools)")
+
+
+def start(argv, log):
+    p = subprocess.Popen(argv, stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+    PROCS.append(p)
+    return p
+
+
+def stop_all():
+    for p in reversed(PROCS):
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+
+
+def parse_time(text):
+    # RFC 3339 with up to nanoseconds.
+    base, _, frac = text.rstrip("Z").partition(".")
+    t = datetime.fromisoformat(base + "+00:00").timestamp()
+    return t + (float("0." + frac) if frac else 0.0)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--keep", action="store_true", help="keep the work folder")
+    args = ap.parse_args()
+    bin_dir = os.path.join(args.build, "bin")
+    kubectl, helm = tool("kubectl"), tool("helm")
+    work = tempfile.mkdtemp(prefix="fairbench-chart-bench.")
+    env = dict(os.environ)
+    out = subprocess.run([os.path.join(ROOT, "scripts/docker-engine"), "start"], capture_output=True, text=True, check=True)
+    env["DOCKER_HOST"] = out.stdout.strip().split("=", 1)[1]
+    subprocess.run([os.path.join(ROOT, "scripts/images"), "--prebuilt", bin_dir, "--only", "fairbench", "--registry",
+                    "fairbench.test", "--version", "test", "--revision", "test"], env=env, check=True,
+                   stdout=subprocess.DEVNULL)
+    kc = os.path.join(work, "kubeconfig")
+    env["KUBECONFIG"] = kc
+
+    def k(*a, check=True):
+        r = subprocess.run([kubectl, *a], env=env, capture_output=True, text=True)
+        if check and r.returncode != 0:
+            raise RuntimeError(f"kubectl {' '.join(a)}: {r.stderr}")
+        return r.stdout
+
+    def docker(*a):
+        return subprocess.run(["docker", *a], env=env, capture_output=True, text=True).stdout
+
+    try:
+        start([os.path.join(bin_dir, "fairbench-test-apiserver"), "--listen", f"127.0.0.1:{free_port()}", "--tls-dir",
+               os.path.join(work, "tls"), "--write-kubeconfig", kc, "--authorization-mode", "RBAC",
+               "--workload-controllers"], os.path.join(work, "apiserver.log"))
+        while not (os.path.exists(kc) and os.path.getsize(kc) > 0):
+            time.sleep(0.1)
+        for name, cpus, role, base in [("bench-a", "0", "target", "127.0.60"), ("bench-b", "0-1", "load", "127.0.61"),
+                                       ("bench-c", "0-1", "load", "127.0.62")]:
+            start([os.path.join(bin_dir, "fairbench-test-kubelet"), "--kubeconfig", kc, "--node", name, "--cpus", cpus,
+                   "--memory", "4Gi", "--labels", f"fairbench.dev/role={role}", "--pod-ip-base", base,
+                   "--container-runtime", "docker", "--docker-host", env["DOCKER_HOST"], "--log-dir",
+                   os.path.join(work, name)], os.path.join(work, name + ".log"))
+        while k("get", "nodes", check=False).count(" Ready ") < 3:
+            time.sleep(0.2)
+        subprocess.run([kubectl, "apply", "-f", "-"], env=env, check=True, capture_output=True, text=True,
+                       input="apiVersion: v1\nkind: Namespace\nmetadata:\n  name: fairbench\n  labels:\n"
+                             "    pod-security.kubernetes.io/enforce: restricted\n")
+        chart = subprocess.run([helm, "template", "fairbench", os.path.join(ROOT, "charts/fairbench"), "--namespace",
+                                "fairbench", "--include-crds", "--set", "image.registry=fairbench.test", "--set",
+                                "image.tag=test", "--set", "controller.listenAddress=$(POD_IP)"],
+                               env=env, check=True, capture_output=True, text=True).stdout
+        subprocess.run([kubectl, "apply", "-f", "-"], env=env, check=True, capture_output=True, text=True, input=chart)
+        while '"readyReplicas":1' not in k("get", "deploy", "-n", "fairbench", "-o", "json").replace(" ", ""):
+            time.sleep(0.2)
+        warmup, cooldown = 0.5, 0.2
+        first, within, across = [], [], []
+        for i in range(args.repeats):
+            name = f"bench-{i}"
+            run = f"""apiVersion: fairbench.dev/v1alpha1
+kind: BenchmarkRun
+metadata: {{name: {name}, namespace: fairbench}}
+spec:
+  targets:
+  - {{name: httplib, image: fairbench.test/fairbench-target-httplib:test, port: 18080, nofile: 8192,
+     command: [/usr/local/bin/fairbench-target-httplib, --host, 0.0.0.0, --port, "{{port}}", --threads, "1"],
+     resources: {{cpu: "1", memory: 256Mi}}}}
+  - {{name: beast, image: fairbench.test/fairbench-target-beast:test, port: 18081, nofile: 8192,
+     command: [/usr/local/bin/fairbench-target-beast, --host, 0.0.0.0, --port, "{{port}}", --threads, "1"],
+     resources: {{cpu: "1", memory: 256Mi}}}}
+  scenarios:
+  - {{name: hello, request: {{path: /}}, expect: {{status: 200}}}}
+  load: {{threads: 1, connections: [8, 16, 32], warmup: 500ms, duration: 1s, timeout: 1s, agents: 2}}
+  cooldown: 200ms
+  placement:
+    target: {{nodeSelector: {{fairbench.dev/role: target}}}}
+    agents: {{nodeSelector: {{fairbench.dev/role: load}}}}
+"""
+            t0 = time.monotonic()
+            subprocess.run([kubectl, "apply", "-f", "-"], env=env, check=True, capture_output=True, text=True, input=run)
+            while not docker("ps", "-q", "--filter", "label=io.kubernetes.container.name=target").strip():
+                time.sleep(0.05)
+            first.append(time.monotonic() - t0)
+            while True:
+                st = json.loads(k("get", "br", name, "-n", "fairbench", "-o", "json")).get("status", {})
+                if st.get("phase") in ("Succeeded", "Failed"):
+                    break
+                time.sleep(0.5)
+            if st["phase"] != "Succeeded":
+                sys.exit(f"chart_containers: run {name} ended {st['phase']}: {json.dumps(st)[:2000]}")
+            results = st["results"]
+            for a, b in zip(results, results[1:]):
+                gap = parse_time(b["startTime"]) - parse_time(a["endTime"]) - cooldown - warmup
+                (within if a["target"] == b["target"] else across).append(gap)
+            k("delete", "br", name, "-n", "fairbench")
+        fmt = lambda xs: f"median {statistics.median(xs):.2f} s [{min(xs):.2f}–{max(xs):.2f}] over {len(xs)}"
+        print(f"apply -> first target container running: {fmt(first)}")
+        print(f"between cells of one target, beyond warmup and cooldown: {fmt(within)}")
+        print(f"between targets (container stopped, removed, next created, started, ready): {fmt(across)}")
+        subprocess.run([kubectl, "delete", "-f", "-"], env=env, capture_output=True, text=True, input=chart)
+    finally:
+        stop_all()
+        if not args.keep:
+            subprocess.run(["rm", "-rf", work])
+        else:
+            print(f"work folder: {work}")
+
+
+if __name__ == "__main__":
+    main()
