@@ -182,7 +182,7 @@ int ControllerMain(const std::string& token, int agents, int seconds, int port_f
   const auto deadline = Clock::now() + std::chrono::seconds(seconds + 60);
   int failures = 0;
   for (auto& agg : aggregators) {
-    if (agg->Wait(deadline) != CellAggregator::Outcome::kDone && failures++ == 0) {
+    if (agg->Wait(fairbench::SystemClock::Instance(), deadline) != CellAggregator::Outcome::kDone && failures++ == 0) {
       std::fprintf(stderr, "controller: a job did not end well: %s\n", agg->failure().c_str());
     }
   }

@@ -107,7 +107,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (cell.pending_intervals() > CellAggregator::kMaxPendingIntervals) Die("too many open intervals");
   }
 
-  const auto outcome = cell.Wait(std::chrono::steady_clock::now());
+  const auto outcome = cell.Wait(SystemClock::Instance(), SystemClock::Instance().Now());
   const RunTotals totals = cell.Totals();
   if (totals.timeline().size() > accepted) Die("more intervals than accepted snapshots");
   const EndReport end = cell.End();

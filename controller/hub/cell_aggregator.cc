@@ -24,7 +24,7 @@ void MergeInto(Snapshot& into, const Snapshot& s, bool first) {
 
 void CellAggregator::Refuse(const std::string& agent_id, const std::string& why) {
   if (failure_.empty()) failure_ = "agent " + agent_id + ": " + why;
-  cv_.notify_all();
+  decided_.request_stop();
 }
 
 void CellAggregator::OnSnapshot(const std::string& agent_id, Snapshot snapshot) {
@@ -90,6 +90,7 @@ void CellAggregator::SetIntervalCallback(std::function<void(const Snapshot&)> ca
 }
 
 void CellAggregator::OnDone(const std::string& agent_id, const JobSummary& summary) {
+  bool done_complete = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto last = last_sequence_.find(agent_id);
@@ -100,6 +101,7 @@ void CellAggregator::OnDone(const std::string& agent_id, const JobSummary& summa
     }
     last_sequence_[agent_id] = UINT64_MAX;  // it sends nothing more
     ++done_;
+    done_complete = done_ == agents_;
     end_.Add(summary.end);
     consistent_ = consistent_ && summary.consistent;
     missing_ += summary.missing_snapshots;
@@ -115,7 +117,7 @@ void CellAggregator::OnDone(const std::string& agent_id, const JobSummary& summa
       FlushReady();  // intervals that waited only for this agent
     }
   }
-  cv_.notify_all();
+  if (done_complete) decided_.request_stop();
 }
 
 void CellAggregator::OnFailed(const std::string& agent_id, const std::string& reason) {
@@ -123,12 +125,17 @@ void CellAggregator::OnFailed(const std::string& agent_id, const std::string& re
     std::lock_guard<std::mutex> lock(mu_);
     if (failure_.empty()) failure_ = "agent " + agent_id + ": " + reason;
   }
-  cv_.notify_all();
+  decided_.request_stop();
 }
 
-CellAggregator::Outcome CellAggregator::Wait(std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_until(lock, deadline, [&] { return !failure_.empty() || done_ == agents_; });
+CellAggregator::Outcome CellAggregator::Wait(Clock& clock, Clock::Steady deadline, std::stop_token stop) {
+  {
+    std::stop_source wake;
+    std::stop_callback on_stop(stop, [&wake] { wake.request_stop(); });
+    std::stop_callback on_decided(decided_.get_token(), [&wake] { wake.request_stop(); });
+    clock.SleepUntil(deadline, wake.get_token());
+  }
+  std::lock_guard<std::mutex> lock(mu_);
   if (!failure_.empty()) return Outcome::kFailed;
   if (done_ == agents_) return Outcome::kDone;
   return Outcome::kTimeout;

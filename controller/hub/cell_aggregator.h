@@ -25,12 +25,13 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <stop_token>
 #include <string>
 
+#include "common/clock.h"
 #include "common/wrk_summary.h"
 #include "controller/hub/agent_pool.h"
 
@@ -58,8 +59,9 @@ class CellAggregator final : public JobObserver {
   void OnFailed(const std::string& agent_id, const std::string& reason) override;
 
   enum class Outcome { kDone, kFailed, kTimeout };
-  // Until every agent is done, one failed, or the deadline.
-  Outcome Wait(std::chrono::steady_clock::time_point deadline);
+  // Until every agent is done, one failed, `deadline` passes on `clock`, or
+  // `stop` is requested (kTimeout for the last two).
+  Outcome Wait(Clock& clock, Clock::Steady deadline, std::stop_token stop = {});
 
   // After kDone: the merged totals and timeline, the agents' end reports
   // added up, and whether every agent's stream was complete.
@@ -79,7 +81,9 @@ class CellAggregator final : public JobObserver {
 
   const size_t agents_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;
+  // Requested once the outcome is known (every agent done, or one failed):
+  // it ends a Wait's sleep on the clock.
+  std::stop_source decided_;
   struct Partial {
     Snapshot merged;
     size_t parts = 0;

@@ -59,7 +59,7 @@ Snapshot Interval(uint64_t sequence, uint64_t requests) {
   return s;
 }
 
-CellAggregator::Outcome WaitNow(CellAggregator& cell) { return cell.Wait(std::chrono::steady_clock::now()); }
+CellAggregator::Outcome WaitNow(CellAggregator& cell) { return cell.Wait(SystemClock::Instance(), SystemClock::Instance().Now()); }
 
 // Hub hardening (issue 12): an agent that jumps ahead used to open one
 // interval per sequence number, each waiting for the other agents, without

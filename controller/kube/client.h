@@ -30,7 +30,7 @@
 
 #include "controller/kube/api_error.h"
 #include "controller/kube/backoff.h"
-#include "controller/kube/clock.h"
+#include "common/clock.h"
 #include "controller/kube/http_transport.h"
 #include "controller/kube/objects.h"
 #include "controller/kube/request_options.h"

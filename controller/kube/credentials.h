@@ -11,7 +11,7 @@
 #include <string>
 
 #include "common/status.h"
-#include "controller/kube/clock.h"
+#include "common/clock.h"
 
 namespace fairbench::kube {
 

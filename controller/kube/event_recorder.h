@@ -17,7 +17,7 @@
 #include <string>
 
 #include "controller/kube/client.h"
-#include "controller/kube/clock.h"
+#include "common/clock.h"
 
 namespace fairbench::kube {
 

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "controller/kube/clock.h"
+#include "common/clock.h"
 #include "controller/kube/credentials.h"
 
 namespace fairbench::kube {

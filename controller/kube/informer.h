@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "controller/kube/client.h"
-#include "controller/kube/clock.h"
+#include "common/clock.h"
 #include "controller/kube/reflector.h"
 
 namespace fairbench::kube {

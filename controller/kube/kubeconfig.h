@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "controller/kube/clock.h"
+#include "common/clock.h"
 #include "controller/kube/rest_config.h"
 
 namespace fairbench::kube {

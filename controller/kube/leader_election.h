@@ -19,7 +19,7 @@
 #include <string>
 
 #include "common/status.h"
-#include "controller/kube/clock.h"
+#include "common/clock.h"
 #include "controller/kube/lease_candidate.h"
 #include "controller/kube/lease_lock.h"
 

@@ -19,7 +19,7 @@
 #include <mutex>
 #include <string>
 
-#include "controller/kube/clock.h"
+#include "common/clock.h"
 #include "controller/kube/lease_lock.h"
 
 namespace fairbench::kube {

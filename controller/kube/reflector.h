@@ -21,7 +21,7 @@
 
 #include "controller/kube/backoff.h"
 #include "controller/kube/client.h"
-#include "controller/kube/clock.h"
+#include "common/clock.h"
 
 namespace fairbench::kube {
 

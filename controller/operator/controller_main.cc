@@ -39,7 +39,7 @@
 #include "controller/hub/grpc_server.h"
 #include "controller/hub/hub_flags.h"
 #include "controller/kube/backoff.h"
-#include "controller/kube/clock.h"
+#include "common/clock.h"
 #include "controller/kube/event_recorder.h"
 #include "controller/kube/in_cluster_config.h"
 #include "controller/kube/kubeconfig.h"
@@ -266,7 +266,7 @@ int Main(const Flags& f) {
     const auto wait = api_backoff.Next();
     spdlog::error("cannot reach the API server {}: {} (retrying in {} ms)", config->server, token.status().message(),
                   wait.count());
-    if (!kube::SystemClock::Instance().SleepFor(wait, stop.get_token())) break;
+    if (!SystemClock::Instance().SleepFor(wait, stop.get_token())) break;
   }
   if (stop.stop_requested()) {
     std::fflush(nullptr);
@@ -315,7 +315,7 @@ int Main(const Flags& f) {
     metrics_server = std::move(*started);
   }
 
-  kube::SystemClock& clock = kube::SystemClock::Instance();
+  SystemClock& clock = SystemClock::Instance();
   kube::EventRecorderOptions eo;
   eo.reporting_instance = identity;
   kube::EventRecorder events(client, clock, eo);
@@ -483,7 +483,7 @@ int Main(const Flags& f) {
         // One line per cause, not one per attempt.
         if (why != said) spdlog::error("{} (retrying)", why);
         said = why;
-        if (!kube::SystemClock::Instance().SleepFor(wait, st)) return;
+        if (!SystemClock::Instance().SleepFor(wait, st)) return;
       }
     });
   };

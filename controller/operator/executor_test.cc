@@ -1,10 +1,14 @@
 // The operator's executor with the orchestrator's fakes: it runs one run at
 // a time on its own thread, always resumes from the run's store, hands the
 // end to the run's finish hook, and lets go (idle) so that the next run
-// can start.
+// can start. In the fakes' virtual time: the test holds the clock, and so
+// does each run's thread from its first report (the run's observer binds
+// it), so time goes on only while both sleep.
 #include "controller/operator/executor.h"
 
 #include <gtest/gtest.h>
+
+#include <optional>
 #include <spdlog/spdlog.h>
 
 #include "controller/orchestrator/fakes_for_test.h"
@@ -24,6 +28,9 @@ class ExecutorTest : public ::testing::Test {
     options_.sample_period = 20ms;
     options_.idle_settle = 0ms;
     options_.verify = [](const TargetPlacement&, const api::ScenarioSettings&) { return Status::Ok(); };
+    options_.clock = &clock_;
+    hold_.emplace(clock_);
+    hold_->Bind();
   }
   std::unique_ptr<OrchestratorExecutor> Make() {
     return std::make_unique<OrchestratorExecutor>(
@@ -35,6 +42,7 @@ class ExecutorTest : public ::testing::Test {
           if (stored_) store->stored = stored_;
           MemoryStore* s = store.get();
           parts.store = std::move(store);
+          parts.observer = std::make_unique<HoldingObserver>(clock_);
           parts.finish = [this, s](const Result<report::RunRecord>& r) {
             std::lock_guard<std::mutex> lock(mu_);
             ended_.push_back(r.ok() ? std::string(api::ToString(*r->run.status.phase)) : r.status().message());
@@ -44,13 +52,40 @@ class ExecutorTest : public ::testing::Test {
         },
         [this] { ++idle_calls_; });
   }
+  // Until the executor is idle, for at most `timeout` of real time. The
+  // test lets go of the clock meanwhile: time goes on as the run needs, not
+  // as the test polls.
   bool WaitIdle(OrchestratorExecutor& e, std::chrono::milliseconds timeout) {
-    const auto until = Clock::now() + timeout;
-    while (!e.Active().empty() && Clock::now() < until) std::this_thread::sleep_for(5ms);
+    hold_.reset();
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    while (!e.Active().empty() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+    hold_.emplace(clock_);
+    hold_->Bind();
     return e.Active().empty();
   }
 
+  // The observer of each run: its thread holds the clock from the run's
+  // first report until the executor lets the observer go.
+  class HoldingObserver final : public RunObserver {
+   public:
+    explicit HoldingObserver(FakeClock& clock) : hold_(clock) {}
+    void OnPersist(const report::RunRecord&) override {
+      if (!bound_) hold_.Bind();
+      bound_ = true;
+    }
+    void OnStage(const api::BenchmarkRun&, const api::CurrentCell&) override {}
+    void OnLive(const api::CurrentCell&, double, double) override {}
+    void OnCellDone(const report::RunRecord&, const report::CellRecord&) override {}
+    void OnMessage(const std::string&) override {}
+
+   private:
+    FakeClock::Hold hold_;
+    bool bound_ = false;
+  };
+
   SharedState state_;
+  FakeClock& clock_ = state_.clock;
+  std::optional<FakeClock::Hold> hold_;  // the test's
   std::shared_ptr<FakePlatform> platform_;
   FakeAgents agents_;
   OrchestratorOptions options_;
@@ -66,9 +101,9 @@ class ExecutorTest : public ::testing::Test {
 // or the idle notice skipped (the next run would never start).
 TEST_F(ExecutorTest, RunsOneRunAtATimeAndSaysWhenItIsIdle) {
   auto e = Make();
-  const auto start = Clock::now();
+  const auto start = clock_.Now();
   ASSERT_TRUE(e->Start("default/demo", MakeRun({"alpha"}, {10})).ok());
-  EXPECT_LT(Clock::now() - start, 100ms) << "Start must return at once";
+  EXPECT_LT(clock_.Now() - start, 100ms) << "Start must return at once";
   EXPECT_EQ(e->Active(), "default/demo");
   const Status busy = e->Start("default/other", MakeRun({"beta"}, {10}));
   EXPECT_EQ(busy.code(), Status::Code::kFailedPrecondition);
@@ -104,29 +139,35 @@ TEST_F(ExecutorTest, CancelStopsTheActiveRunWithinASecond) {
   platform_->block_slot = true;
   auto e = Make();
   ASSERT_TRUE(e->Start("default/demo", MakeRun({"alpha"}, {10})).ok());
-  while (state_.log.Count("slot ") == 0) std::this_thread::sleep_for(5ms);
+  while (state_.log.Count("slot ") == 0) clock_.SleepFor(5ms);
   e->Cancel("default/other");
-  std::this_thread::sleep_for(100ms);
+  clock_.SleepFor(100ms);
   EXPECT_EQ(e->Active(), "default/demo");
-  const auto cancel_at = Clock::now();
+  const auto cancel_at = clock_.Now();
   e->Cancel("default/demo");
   ASSERT_TRUE(WaitIdle(*e, 5s));
-  EXPECT_LT(Clock::now() - cancel_at, 1s);
+  EXPECT_LT(clock_.Now() - cancel_at, 1s);
   std::lock_guard<std::mutex> lock(mu_);
   EXPECT_EQ(ended_, std::vector<std::string>{"Cancelled"});
 }
 
 // Catches: destroying the executor with a run under way leaving its thread
-// running (a crash at exit) or hanging.
+// running (a crash at exit), hanging, or waiting for the run to end on its
+// own (its agents would be stopped for another reason: the run's time is
+// up only after 10 minutes).
 TEST_F(ExecutorTest, ShutdownEndsTheActiveRun) {
   agents_.mode = AgentMode::kHang;
+  api::BenchmarkRun run = MakeRun({"alpha"}, {10});
+  run.spec.load.duration = std::chrono::minutes(10);
   auto e = Make();
-  ASSERT_TRUE(e->Start("default/demo", MakeRun({"alpha"}, {10})).ok());
-  while (agents_.last_interval_ns.load() == 0) std::this_thread::sleep_for(5ms);
-  const auto at = Clock::now();
+  ASSERT_TRUE(e->Start("default/demo", run).ok());
+  while (agents_.last_interval_ns.load() == 0) clock_.SleepFor(5ms);
+  hold_.reset();  // the test is going to wait for the run's thread
+  const auto at = std::chrono::steady_clock::now();
   e.reset();
-  EXPECT_LT(Clock::now() - at, 2s);
+  EXPECT_LT(std::chrono::steady_clock::now() - at, 2s);
   EXPECT_EQ(agents_.CancelTimes().size(), 1u);
+  EXPECT_EQ(state_.log.Count("cancel agent-0 the run was cancelled"), 1u);
 }
 
 // ReleaseForExit, as the controller calls it before _exit. Catches: it
@@ -138,10 +179,12 @@ TEST_F(ExecutorTest, ReleaseForExitLeavesARunningRunAndStartsNoOther) {
   platform_->block_slot = true;
   auto e = Make();
   ASSERT_TRUE(e->Start("default/demo", MakeRun({"alpha"}, {10})).ok());
-  while (state_.log.Count("slot ") == 0) std::this_thread::sleep_for(5ms);
-  const auto at = Clock::now();
+  while (state_.log.Count("slot ") == 0) clock_.SleepFor(5ms);
+  // Still holding the clock: a ReleaseForExit that waited for the run
+  // would wait for good (the run's 60 s wait for the slot never ends).
+  const auto at = std::chrono::steady_clock::now();
   e->ReleaseForExit();
-  EXPECT_LT(Clock::now() - at, 100ms) << "ReleaseForExit waited for a run under way";
+  EXPECT_LT(std::chrono::steady_clock::now() - at, 100ms) << "ReleaseForExit waited for a run under way";
   EXPECT_EQ(e->Active(), "default/demo") << "ReleaseForExit ended the run";
   EXPECT_EQ(e->Start("default/next", MakeRun({"beta"}, {10})).code(), Status::Code::kCancelled);
   e->Cancel("default/demo");

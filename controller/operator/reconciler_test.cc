@@ -13,7 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/api/cells.h"
-#include "controller/kube/clock.h"
+#include "common/clock.h"
 #include "controller/kube/exec_credential.h"
 #include "controller/kube/kubeconfig.h"
 #include "testing/apiserver/yaml_json.h"
@@ -164,7 +164,7 @@ class ReconcilerTest : public kube::testenv::KubeTest {
   }
 
   std::string kubectl_, dir_, kubeconfig_;
-  kube::SystemClock clock_;
+  SystemClock clock_;
   std::unique_ptr<FakeExecutor> executor_;
   std::unique_ptr<kube::EventRecorder> events_;
   std::unique_ptr<RunController> controller_;

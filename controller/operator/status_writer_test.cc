@@ -124,7 +124,7 @@ class StatusWriterTest : public kube::testenv::KubeTest {
         std::make_unique<kube::CurlTransport>(cfg.server, cfg.tls, cfg.user_agent)));
     transport_ = transport.get();
     writer_client_ = std::make_unique<kube::Client>(cfg, std::move(transport), kube::testenv::FastRetries());
-    recorder_ = std::make_unique<kube::EventRecorder>(*writer_client_, kube::SystemClock::Instance());
+    recorder_ = std::make_unique<kube::EventRecorder>(*writer_client_, SystemClock::Instance());
   }
   void TearDown() override {
     writer_.reset();

@@ -3,19 +3,19 @@
 namespace fairbench::controller {
 
 CellProfiling::CellProfiling(TargetInstance& instance, bool wanted, int32_t frequency_hz,
-                             Clock::time_point measure_start, Clock::time_point measure_end)
+                             Clock::Steady measure_start, Clock::Steady measure_end)
     : instance_(instance), phase_(wanted ? Phase::kWaiting : Phase::kOff), frequency_hz_(frequency_hz),
       start_(measure_start), end_(measure_end) {}
 
-CellProfiling::Clock::time_point CellProfiling::NextEdge() const {
+Clock::Steady CellProfiling::NextEdge() const {
   switch (phase_) {
     case Phase::kWaiting: return start_;
     case Phase::kSampling: return end_;
-    default: return Clock::time_point::max();
+    default: return Clock::Steady::max();
   }
 }
 
-void CellProfiling::Tick(Clock::time_point now, std::stop_token stop) {
+void CellProfiling::Tick(Clock::Steady now, std::stop_token stop) {
   if (phase_ == Phase::kWaiting && now >= start_) {
     ProfileRequest request;
     request.frequency_hz = frequency_hz_;

@@ -15,6 +15,7 @@
 #include <optional>
 #include <stop_token>
 
+#include "common/clock.h"
 #include "common/report/profile.h"
 #include "controller/platform/platform.h"
 
@@ -22,16 +23,14 @@ namespace fairbench::controller {
 
 class CellProfiling {
  public:
-  using Clock = std::chrono::steady_clock;
-
   // Does nothing unless `wanted`.
-  CellProfiling(TargetInstance& instance, bool wanted, int32_t frequency_hz, Clock::time_point measure_start,
-                Clock::time_point measure_end);
+  CellProfiling(TargetInstance& instance, bool wanted, int32_t frequency_hz, Clock::Steady measure_start,
+                Clock::Steady measure_end);
 
   // When Tick must next run (the window's start or end); max() when never.
-  Clock::time_point NextEdge() const;
+  Clock::Steady NextEdge() const;
   // Starts sampling once the window has opened, stops it once it closed.
-  void Tick(Clock::time_point now, std::stop_token stop);
+  void Tick(Clock::Steady now, std::stop_token stop);
   // The cell's profile: stops sampling if it still runs. nullopt unless wanted.
   std::optional<report::CellProfile> Finish(std::stop_token stop);
 
@@ -40,7 +39,7 @@ class CellProfiling {
   TargetInstance& instance_;
   Phase phase_;
   int32_t frequency_hz_;
-  Clock::time_point start_, end_;
+  Clock::Steady start_, end_;
   std::unique_ptr<ProfileSession> session_;
   std::optional<report::CellProfile> profile_;
 };

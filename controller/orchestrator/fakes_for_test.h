@@ -1,9 +1,16 @@
 // Fakes of the orchestrator's seams, for tests: a platform, an agent pool,
 // a store in memory and an observer. No process, no socket. They behave
 // like the real parts where the orchestrator can tell (agents stream
-// snapshots in real time after the job's start and answer a cancel; a
-// target's usage carries the platform's own timestamps; a slot can be
-// lost) and record what they were asked to do.
+// snapshots after the job's start and answer a cancel; a target's usage
+// carries the platform's own timestamps; a slot can be lost) and record
+// what they were asked to do.
+//
+// Time is virtual: everything waits on SharedState::clock, a FakeClock that
+// jumps ahead whenever every thread holding it sleeps (FakeClock::kWhenIdle).
+// Each fake agent holds it while it runs, so that a cell's time never runs
+// ahead of what the agents report; give the orchestrator's options the
+// clock, and hold it (RunOnThread) from any thread that acts on a run in
+// progress.
 #pragma once
 
 #include <atomic>
@@ -14,12 +21,12 @@
 #include <set>
 #include <thread>
 
+#include "common/clock.h"
 #include "controller/orchestrator/orchestrator.h"
 
 namespace fairbench::controller::fakes {
 
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
 
 class Log {
  public:
@@ -42,15 +49,9 @@ class Log {
   std::vector<std::string> events_;
 };
 
-// Blocks until the token is stopped or `d` passed; true when stopped.
-inline bool WaitForStop(std::stop_token stop, std::chrono::nanoseconds d) {
-  std::mutex mu;
-  std::condition_variable_any cv;
-  std::unique_lock<std::mutex> lock(mu);
-  return cv.wait_for(lock, stop, d, [] { return false; }) || stop.stop_requested();
-}
-
 struct SharedState {
+  // The time of the run (see above).
+  FakeClock clock{FakeClock::Mode::kWhenIdle};
   Log log;
   std::atomic<int> deployed{0};      // targets up right now
   std::atomic<int> max_deployed{0};
@@ -58,7 +59,7 @@ struct SharedState {
   std::mutex slot_mu;
   std::atomic<int> violations{0};    // jobs started without the slot or with two targets up
   // Profiles: whether targets can be sampled, and when sampling ran
-  // (wall clock), with the frequency asked for.
+  // (the clock's wall time), with the frequency asked for.
   std::atomic<bool> profiling{true};
   struct ProfileWindow {
     std::chrono::system_clock::time_point start, stop;
@@ -73,11 +74,11 @@ struct SharedState {
 // Sampling that records when it ran and folds to two stacks.
 class FakeProfile final : public ProfileSession {
  public:
-  FakeProfile(SharedState& s, int32_t hz) : s_(s), hz_(hz), start_(std::chrono::system_clock::now()) {}
+  FakeProfile(SharedState& s, int32_t hz) : s_(s), hz_(hz), start_(s.clock.WallNow()) {}
   report::CellProfile Finish(std::stop_token) override {
     {
       std::lock_guard<std::mutex> lock(s_.profile_mu);
-      s_.profile_windows.push_back({start_, std::chrono::system_clock::now(), hz_});
+      s_.profile_windows.push_back({start_, s_.clock.WallNow(), hz_});
     }
     report::CellProfile p;
     p.command = "fake-perf";
@@ -113,12 +114,16 @@ class FakeSlot final : public LoadSlot {
 class FakeTarget final : public TargetInstance {
  public:
   FakeTarget(SharedState& s, std::string name, bool block_ready, bool stale_usage = false)
-      : s_(s), name_(std::move(name)), block_ready_(block_ready), stale_usage_(stale_usage) {}
+      : s_(s),
+        name_(std::move(name)),
+        block_ready_(block_ready),
+        stale_usage_(stale_usage),
+        deployed_at_(std::chrono::time_point_cast<std::chrono::nanoseconds>(s.clock.WallNow())) {}
   TargetPlacement placement() const override { return TargetPlacement{"node-a", "10.1.2.3", 8080}; }
-  Status WaitReady(Clock::time_point deadline, std::stop_token stop) override {
+  Status WaitReady(Clock::Steady deadline, std::stop_token stop) override {
     if (!block_ready_) return Status::Ok();
     s_.log.Add("waiting ready " + name_);
-    if (WaitForStop(stop, deadline - Clock::now())) return Status::Cancelled("stopped");
+    if (!s_.clock.SleepUntil(deadline, stop)) return Status::Cancelled("stopped");
     return Status::DeadlineExceeded(name_ + " not ready");
   }
   std::optional<std::string> Gone() override {
@@ -162,7 +167,7 @@ class FakeTarget final : public TargetInstance {
   std::string name_;
   bool block_ready_;
   bool stale_usage_;
-  const api::Time deployed_at_ = std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now());
+  const api::Time deployed_at_;
   std::mutex mu_;
   std::optional<std::string> gone_;
   std::atomic<int> samples_{0};
@@ -199,7 +204,7 @@ class FakePlatform final : public Platform {
   Result<std::unique_ptr<LoadSlot>> AcquireSlot(const std::string& holder, std::chrono::milliseconds,
                                                 std::stop_token stop) override {
     s_.log.Add("slot " + holder);
-    if (block_slot && WaitForStop(stop, 60s)) return Status::Cancelled("stopped while waiting for the slot");
+    if (block_slot && !s_.clock.SleepFor(60s, stop)) return Status::Cancelled("stopped while waiting for the slot");
     auto held = std::make_shared<std::atomic<bool>>(true);
     {
       std::lock_guard<std::mutex> lock(s_.slot_mu);
@@ -225,11 +230,12 @@ class FakePlatform final : public Platform {
   std::vector<FakeTarget*> targets;
 };
 
-// Agents. kNormal: after the job's start + warmup + duration (wall clock,
-// as a real agent), two measure intervals of 1,000 responses each (900 at
-// 1 ms, 100 at 5 ms) and 0.25 CPU-seconds, then JobDone with 2 s measured.
-// kHang: an interval every 50 ms until cancelled, then JobDone stopped
-// early. kFail: the stream breaks after 100 ms.
+// Agents. kNormal: after the job's start + warmup + duration (the clock's
+// wall time, as a real agent), two measure intervals of 1,000 responses each
+// (900 at 1 ms, 100 at 5 ms) and 0.25 CPU-seconds, then JobDone with 2 s
+// measured. kHang: from the start, an interval every 50 ms until cancelled, then JobDone
+// stopped early. kFail: the stream breaks after 100 ms. Each job runs on a
+// thread of its own that holds the clock while it is awake.
 enum class AgentMode { kNormal, kHang, kFail };
 
 class FakeAgents final : public AgentPool {
@@ -240,7 +246,7 @@ class FakeAgents final : public AgentPool {
     {
       std::lock_guard<std::mutex> lock(mu_);
       threads.swap(threads_);
-      for (auto& [id, flag] : cancel_) *flag = true;
+      for (auto& [id, cancel] : cancel_) cancel.request_stop();
     }
     for (std::thread& t : threads) t.join();
   }
@@ -256,7 +262,7 @@ class FakeAgents final : public AgentPool {
                                                  std::stop_token stop) override {
     if (block_wait) {
       s_.log.Add("waiting for agents");
-      if (WaitForStop(stop, 60s)) return Status::Cancelled("stopped while waiting for agents");
+      if (!s_.clock.SleepFor(60s, stop)) return Status::Cancelled("stopped while waiting for agents");
     }
     std::vector<std::string> out(ids.begin(), ids.end());
     out.resize(std::min(count, out.size()));
@@ -269,28 +275,34 @@ class FakeAgents final : public AgentPool {
       if (!s_.slot || !s_.slot->load() || s_.deployed != 1) ++s_.violations;
     }
     s_.log.Add("job " + agent + " " + job.job_id);
-    auto cancelled = std::make_shared<std::atomic<bool>>(false);
     std::lock_guard<std::mutex> lock(mu_);
     jobs.push_back(job);
-    cancel_[agent + "|" + job.job_id] = cancelled;
+    std::stop_source& cancel = cancel_[agent + "|" + job.job_id];
     const AgentMode m = mode.load();
-    threads_.emplace_back([this, agent, job, observer, cancelled, m] { Serve(agent, job, observer, *cancelled, m); });
+    // Held from now: the clock cannot run past the job's start before its
+    // thread is there.
+    auto hold = std::make_unique<FakeClock::Hold>(s_.clock);
+    threads_.emplace_back([this, agent, job, observer, stop = cancel.get_token(), m, hold = std::move(hold)]() mutable {
+      hold->Bind();
+      Serve(agent, job, observer, stop, m);
+      hold.reset();
+    });
     return Status::Ok();
   }
 
   void CancelJob(const std::string& agent, const std::string& job_id, const std::string& reason) override {
     s_.log.Add("cancel " + agent + " " + reason);
     std::lock_guard<std::mutex> lock(mu_);
-    cancel_times.push_back(Clock::now());
+    cancel_times.push_back(s_.clock.Now());
     auto it = cancel_.find(agent + "|" + job_id);
-    if (it != cancel_.end()) *it->second = true;
+    if (it != cancel_.end()) it->second.request_stop();
   }
 
   std::vector<wire::JobSpec> Jobs() {
     std::lock_guard<std::mutex> lock(mu_);
     return jobs;
   }
-  std::vector<Clock::time_point> CancelTimes() {
+  std::vector<Clock::Steady> CancelTimes() {
     std::lock_guard<std::mutex> lock(mu_);
     return cancel_times;
   }
@@ -314,29 +326,28 @@ class FakeAgents final : public AgentPool {
 
  private:
   void Serve(const std::string& agent, const wire::JobSpec& job, const std::shared_ptr<JobObserver>& observer,
-             std::atomic<bool>& cancelled, AgentMode m) {
+             std::stop_token cancelled, AgentMode m) {
     JobSummary summary;
     summary.end.connections_peak = job.connections;
     if (m == AgentMode::kFail) {
-      std::this_thread::sleep_for(100ms);
+      s_.clock.SleepFor(100ms);
       observer->OnFailed(agent, "stream broken: the agent went away");
       return;
     }
     if (m == AgentMode::kHang) {
       uint64_t seq = 0;
-      while (!cancelled) {
-        std::this_thread::sleep_for(50ms);
+      s_.clock.SleepFor(*job.start - s_.clock.WallNow(), cancelled);
+      while (s_.clock.SleepFor(50ms, cancelled)) {
         ++seq;
         observer->OnSnapshot(agent, Interval(seq, static_cast<int64_t>(seq) * 1'000'000'000));
-        last_interval_ns = Clock::now().time_since_epoch().count();
+        last_interval_ns = s_.clock.Now().time_since_epoch().count();
       }
       summary.end.stopped_early = true;
       summary.end.measure_seconds = 0.1;
       observer->OnDone(agent, summary);
       return;
     }
-    const auto until = *job.start + job.warmup + job.duration;
-    while (std::chrono::system_clock::now() < until && !cancelled) std::this_thread::sleep_for(5ms);
+    s_.clock.SleepFor(*job.start + job.warmup + job.duration - s_.clock.WallNow(), cancelled);
     if (job.rate > 0 && latency_at_rate) {
       for (uint64_t seq : {1u, 2u}) {
         Snapshot s = Interval(seq, static_cast<int64_t>(seq) * 1'000'000'000);
@@ -361,9 +372,9 @@ class FakeAgents final : public AgentPool {
   SharedState& s_;
   std::mutex mu_;
   std::vector<std::thread> threads_;
-  std::map<std::string, std::shared_ptr<std::atomic<bool>>> cancel_;
+  std::map<std::string, std::stop_source> cancel_;  // by agent|job
   std::vector<wire::JobSpec> jobs;
-  std::vector<Clock::time_point> cancel_times;
+  std::vector<Clock::Steady> cancel_times;
 };
 
 class MemoryStore final : public RunStore {

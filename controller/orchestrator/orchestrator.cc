@@ -1,13 +1,11 @@
 #include "controller/orchestrator/orchestrator.h"
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdio>
 #include <map>
 #include <mutex>
 #include <random>
 #include <set>
-#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -16,19 +14,17 @@
 #include "common/units.h"
 #include "controller/hub/cell_aggregator.h"
 #include "controller/orchestrator/cell_jobs.h"
+#include "controller/orchestrator/cell_phase.h"
 #include "controller/orchestrator/cell_profiling.h"
 #include "controller/orchestrator/verify.h"
 
 namespace fairbench::controller {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using api::CellState;
 using api::Stage;
 
-api::Time WallNow() {
-  return std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now());
-}
+api::Time WallNow(const Clock& clock) { return std::chrono::time_point_cast<std::chrono::nanoseconds>(clock.WallNow()); }
 
 // Notes of an earlier attempt that name what it ran ("target …") stay in a
 // resumed record's environment unless the platform reports them anew.
@@ -37,6 +33,25 @@ std::vector<std::string> MergeNotes(std::vector<std::string> now, const std::vec
     if (n.rfind("target ", 0) == 0 && std::find(now.begin(), now.end(), n) == now.end()) now.push_back(n);
   }
   return now;
+}
+
+// A usage sample of the target taken in the measured window.
+void SampleUsage(RunObserver* observer, const std::string& run, const api::CurrentCell& cell, const TargetUsage& u,
+                 CellMeasurement& m) {
+  if (!m.usage_first) m.usage_first = u;
+  m.usage_last = u;
+  // Fresh: taken in the measure phase. A second's slack, as a kubelet
+  // stamps its samples to the second.
+  if (u.sampled_at + std::chrono::seconds(1) >= m.measure_start &&
+      (m.usage_times.empty() || u.sampled_at != m.usage_times.back())) {
+    m.usage_times.push_back(u.sampled_at);
+  }
+  m.memory_max = std::max(m.memory_max, u.memory_bytes);
+  if (observer != nullptr) {
+    api::CurrentCell c = cell;
+    c.stage = Stage::kMeasuring;
+    observer->OnTargetUsage(run, c, u);
+  }
 }
 
 }  // namespace
@@ -79,7 +94,11 @@ struct Orchestrator::RunState {
 };
 
 Orchestrator::Orchestrator(Platform& platform, AgentPool& agents, OrchestratorOptions options, RunObserver* observer)
-    : platform_(platform), agents_(agents), options_(std::move(options)), observer_(observer) {
+    : platform_(platform),
+      agents_(agents),
+      options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Instance()),
+      observer_(observer) {
   if (!options_.verify) {
     options_.verify = [](const TargetPlacement& t, const api::ScenarioSettings& s) { return VerifyScenario(t.host, t.port, t.https, s, t.protocol); };
   }
@@ -109,13 +128,7 @@ std::string Orchestrator::WhereStopped() const {
   return " during cell " + position_cell_ + ", " + stage + (position_detail_.empty() ? "" : ": " + position_detail_);
 }
 
-bool Orchestrator::SleepUnlessStopped(std::chrono::nanoseconds d) {
-  std::mutex mu;
-  std::condition_variable_any cv;
-  std::unique_lock<std::mutex> lock(mu);
-  cv.wait_for(lock, stop_.get_token(), d, [] { return false; });
-  return !stop_.stop_requested();
-}
+bool Orchestrator::SleepUnlessStopped(std::chrono::nanoseconds d) { return clock_.SleepFor(d, stop_.get_token()); }
 
 void Orchestrator::SetStage(const api::BenchmarkRun& run, const api::Cell& cell, Stage stage) {
   if (stop_.stop_requested() && stage == Stage::kTearingDown && position_stage_) {
@@ -191,7 +204,7 @@ Result<report::RunRecord> Orchestrator::Run(const api::BenchmarkRun& run, RunSto
     return Status::Ok();
   };
   record.run.status.phase = api::RunPhase::kRunning;
-  if (!record.run.status.start_time) record.run.status.start_time = WallNow();
+  if (!record.run.status.start_time) record.run.status.start_time = WallNow(clock_);
   record.run.status.observed_generation = run.metadata.generation;
   api::Condition progressing;
   progressing.type = "Progressing";
@@ -200,7 +213,7 @@ Result<report::RunRecord> Orchestrator::Run(const api::BenchmarkRun& run, RunSto
   progressing.message =
       std::to_string(state.finished.size()) + " of " + std::to_string(state.cells.size()) + " cells finished";
   progressing.observed_generation = run.metadata.generation;
-  api::SetCondition(record.run.status.conditions, progressing, WallNow());
+  api::SetCondition(record.run.status.conditions, progressing, WallNow(clock_));
   state.UpdateProgress();
   if (Status s = persist(); !s.ok()) return s;
   if (!state.finished.empty()) {
@@ -279,7 +292,7 @@ Result<report::RunRecord> Orchestrator::Run(const api::BenchmarkRun& run, RunSto
   } else {
     const bool all_ok = failed + skipped == 0;
     record.run.status.phase = all_ok ? api::RunPhase::kSucceeded : api::RunPhase::kFailed;
-    record.run.status.completion_time = WallNow();
+    record.run.status.completion_time = WallNow(clock_);
     progressing.reason = "Finished";
     progressing.message = "all " + std::to_string(total) + " cells finished";
     done.type = all_ok ? "Complete" : "Failed";
@@ -288,9 +301,9 @@ Result<report::RunRecord> Orchestrator::Run(const api::BenchmarkRun& run, RunSto
     done.message = all_ok ? "every cell succeeded"
                           : std::to_string(failed) + " failed and " + std::to_string(skipped) + " skipped of " +
                                 std::to_string(total) + " cells";
-    api::SetCondition(record.run.status.conditions, done, WallNow());
+    api::SetCondition(record.run.status.conditions, done, WallNow(clock_));
   }
-  api::SetCondition(record.run.status.conditions, progressing, WallNow());
+  api::SetCondition(record.run.status.conditions, progressing, WallNow(clock_));
   record.run.status.current.reset();
   if (Status s = persist(); !s.ok()) return s;
   return record;
@@ -354,7 +367,7 @@ Orchestrator::TargetOutcome Orchestrator::RunTarget(RunState& state, size_t targ
   }
   TargetInstance& instance = **deployed;
   const api::Readiness readiness = api::EffectiveReadiness(target);
-  if (Status s = instance.WaitReady(Clock::now() + readiness.timeout, stop); !s.ok()) {
+  if (Status s = instance.WaitReady(clock_.Now() + readiness.timeout, stop); !s.ok()) {
     teardown(instance);
     if (stop.stop_requested()) return TargetOutcome::kStopped;
     fail_rest(0, CellState::kFailed, "NotReady", s.message());
@@ -586,9 +599,12 @@ report::CellRecord Orchestrator::RunCell(RunState& state, const api::Cell& cell,
                                     std::set<std::string>(ids->begin(), ids->end()), stop);
   if (!idle.ok()) return not_run(CellState::kFailed, "AgentsUnavailable", idle.status().message());
 
+  // The jobs go out a lead before the load starts (the agents open their
+  // connections meanwhile); the agents read the start on their own clocks.
   const auto lead = StartLead(cell.connections, agents, settings.threads);
-  const auto start_wall = std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::system_clock::duration>(lead);
-  const auto start_steady = Clock::now() + lead;
+  const auto start_wall = clock_.WallNow() + std::chrono::duration_cast<std::chrono::system_clock::duration>(lead);
+  const CellTimeline timeline =
+      MakeCellTimeline(clock_.Now() + lead, settings.warmup, settings.duration, settings.timeout + options_.job_grace);
   const std::string job_id = run.metadata.name + "/" + cell.Key() + "/" + std::to_string(++job_counter_);
   const std::vector<wire::JobSpec> jobs = BuildCellJobs(settings, cell, where, agents, start_wall, job_id);
 
@@ -621,43 +637,34 @@ report::CellRecord Orchestrator::RunCell(RunState& state, const api::Cell& cell,
     started.push_back(agent);
   }
 
-  const auto measure_start = start_steady + settings.warmup;
-  const auto measure_end = measure_start + settings.duration;
-  const auto deadline = measure_end + settings.timeout + options_.job_grace;
   CellMeasurement m;
   m.agents = agents;
   m.memory_idle = memory_idle;
   m.measure_start = start_time + settings.warmup;
-  bool measuring_announced = false;
   // spec.profile: the target is sampled during the measured window only.
   CellProfiling profiling(instance, api::IsProfiled(run.spec, cell),
-                          run.spec.profile ? run.spec.profile->frequency : 0, measure_start, measure_end);
-  CellAggregator::Outcome outcome = CellAggregator::Outcome::kTimeout;
+                          run.spec.profile ? run.spec.profile->frequency : 0, timeline.measure_start, timeline.measure_end);
   // Stops the load and waits briefly for the agents to say they stopped.
   auto abort_cell = [&](const std::string& why) {
     cancel_all(why);
-    aggregator->Wait(Clock::now() + std::chrono::seconds(1));
+    aggregator->Wait(clock_, clock_.Now() + std::chrono::seconds(1));
   };
+  CellPhase phase = CellPhase::kScheduled;
+  CellAggregator::Outcome outcome = CellAggregator::Outcome::kTimeout;
   for (;;) {
-    outcome = aggregator->Wait(std::min({deadline, Clock::now() + options_.sample_period, profiling.NextEdge()}));
-    const auto now = Clock::now();
+    outcome = aggregator->Wait(
+        clock_, std::min({timeline.deadline, clock_.Now() + options_.sample_period, profiling.NextEdge()}), stop);
+    const Clock::Steady now = clock_.Now();
     profiling.Tick(now, stop);
     if (outcome != CellAggregator::Outcome::kTimeout) break;
+    for (CellPhase next = NextPhase(phase, timeline, now); next != phase; next = NextPhase(phase, timeline, now)) {
+      phase = next;
+      if (phase == CellPhase::kMeasuring) SetStage(run, cell, Stage::kMeasuring);
+    }
     if (stop.stop_requested()) {
       // How far the cell got, for the record of the interrupted run.
-      auto secs = [](Clock::duration d) {
-        char text[32];
-        std::snprintf(text, sizeof text, "%.1f s", std::max(0.0, std::chrono::duration<double>(d).count()));
-        return std::string(text);
-      };
-      position_stage_ = now < measure_start ? Stage::kWarmingUp : Stage::kMeasuring;
-      if (now < start_steady) {
-        position_detail_ = "the load had not started";
-      } else if (now < measure_start) {
-        position_detail_ = secs(now - start_steady) + " of the " + secs(settings.warmup) + " warmup";
-      } else {
-        position_detail_ = secs(std::min(now, measure_end) - measure_start) + " of " + secs(settings.duration) + " measured";
-      }
+      position_stage_ = StageOf(phase);
+      position_detail_ = Progress(phase, timeline, now);
       abort_cell("the run was cancelled");
       return not_run(CellState::kFailed, "Cancelled", "the run was cancelled during this cell");
     }
@@ -672,40 +679,28 @@ report::CellRecord Orchestrator::RunCell(RunState& state, const api::Cell& cell,
       return not_run(CellState::kFailed, "TargetExited",
                      "target " + cell.target + " " + *gone + " during this cell (see " + instance.LogLocation() + ")");
     }
-    if (now >= measure_start && now <= measure_end) {
-      if (!measuring_announced) {
-        SetStage(run, cell, Stage::kMeasuring);
-        measuring_announced = true;
-      }
-      if (auto u = instance.Usage(); u.ok()) {
-        if (!m.usage_first) m.usage_first = *u;
-        m.usage_last = *u;
-        // Fresh: taken in the measure phase. A second's slack, as a kubelet
-        // stamps its samples to the second.
-        if (u->sampled_at + std::chrono::seconds(1) >= m.measure_start &&
-            (m.usage_times.empty() || u->sampled_at != m.usage_times.back())) {
-          m.usage_times.push_back(u->sampled_at);
-        }
-        m.memory_max = std::max(m.memory_max, u->memory_bytes);
+    switch (phase) {
+      case CellPhase::kScheduled: break;
+      case CellPhase::kMeasuring:
+        if (auto u = instance.Usage(); u.ok()) SampleUsage(observer_, run.metadata.name, this_cell, *u, m);
+        [[fallthrough]];
+      case CellPhase::kWarmingUp:
+      case CellPhase::kDraining:
         if (observer_ != nullptr) {
           api::CurrentCell c = this_cell;
-          c.stage = Stage::kMeasuring;
-          observer_->OnTargetUsage(run.metadata.name, c, *u);
+          c.stage = StageOf(phase);
+          observer_->OnLive(c, aggregator->LiveRequestsPerSecond(),
+                            std::chrono::duration<double>(now - timeline.start).count());
         }
-      }
+        break;
     }
-    if (observer_ != nullptr && now >= start_steady) {
-      api::CurrentCell c = this_cell;
-      c.stage = now < measure_start ? Stage::kWarmingUp : Stage::kMeasuring;
-      observer_->OnLive(c, aggregator->LiveRequestsPerSecond(), std::chrono::duration<double>(now - start_steady).count());
-    }
-    if (now >= deadline) break;
+    if (now >= timeline.deadline) break;
   }
   if (outcome == CellAggregator::Outcome::kTimeout) {
     cancel_all("the controller gave up waiting");
     return not_run(CellState::kFailed, "AgentTimeout",
                    "the agents did not finish within " +
-                       std::to_string(std::chrono::duration_cast<std::chrono::seconds>(deadline - start_steady).count()) +
+                       std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeline.deadline - timeline.start).count()) +
                        " s");
   }
   if (outcome == CellAggregator::Outcome::kFailed) {

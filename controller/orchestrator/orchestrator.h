@@ -46,6 +46,7 @@
 
 #include "common/api/benchmark_run.h"
 #include "common/api/cells.h"
+#include "common/clock.h"
 #include "common/report/run_record.h"
 #include "controller/hub/agent_pool.h"
 #include "controller/orchestrator/run_observer.h"
@@ -65,6 +66,10 @@ struct OrchestratorOptions {
   std::string fairbench_version;
   // Checks a scenario against the ready target; VerifyScenario by default.
   std::function<Status(const TargetPlacement&, const api::ScenarioSettings&)> verify;
+  // Every wait and every time the orchestrator reads (a cell's phases, the
+  // agents' start, the record's timestamps); null: the system clock. A
+  // platform's deadlines (WaitReady) are on it too.
+  Clock* clock = nullptr;
 };
 
 class Orchestrator {
@@ -103,6 +108,7 @@ class Orchestrator {
   Platform& platform_;
   AgentPool& agents_;
   OrchestratorOptions options_;
+  Clock& clock_;
   RunObserver* observer_;
   // Where the run is, for the record of an interrupted run: the cell and
   // stage last entered (SetStage), and how far into it (RunCell, when it is

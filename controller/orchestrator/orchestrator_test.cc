@@ -1,16 +1,19 @@
 // The orchestrator against a fake platform, a fake agent pool and a store
 // in memory: no process, no socket. The fakes behave like the real parts
-// where the orchestrator can tell (agents stream snapshots in real time
-// after the job's start and answer a cancel; a target's usage carries the
-// platform's own timestamps; a slot can be lost), and record what they were
-// asked to do, so that every test asserts on the record and on the calls.
+// where the orchestrator can tell (agents stream snapshots after the job's
+// start and answer a cancel; a target's usage carries the platform's own
+// timestamps; a slot can be lost), and record what they were asked to do,
+// so that every test asserts on the record and on the calls. Time is the
+// fakes' virtual clock: no test waits for a cell's lead, warmup or
+// duration, and every time a test asserts on is that clock's.
 #include "controller/orchestrator/orchestrator.h"
 #include "controller/orchestrator/fakes_for_test.h"
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -22,7 +25,6 @@ namespace {
 using namespace fakes;
 
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
 
 class OrchestratorTest : public ::testing::Test {
  protected:
@@ -33,13 +35,16 @@ class OrchestratorTest : public ::testing::Test {
     options_.sample_period = 20ms;
     options_.idle_settle = 0ms;
     options_.fairbench_version = "9.9.9";
+    options_.clock = &clock_;
     options_.verify = [this](const TargetPlacement& where, const api::ScenarioSettings& s) {
       verified_.push_back(where.host + ":" + std::to_string(where.port) + s.requests.front().request.path);
       return verify_result_;
     };
+    HoldTheClock();
   }
   ~OrchestratorTest() override {
     if (thread_.joinable()) {  // a test that failed before Finish()
+      hold_.reset();
       orchestrator_->Cancel();
       thread_.join();
     }
@@ -50,38 +55,57 @@ class OrchestratorTest : public ::testing::Test {
   Result<report::RunRecord> RunAndCancel(const api::BenchmarkRun& run, const std::function<bool()>& when,
                                          std::chrono::milliseconds* after_cancel) {
     Start(run);
-    const auto give_up = Clock::now() + 5s;
-    while (!when() && Clock::now() < give_up) std::this_thread::sleep_for(5ms);
-    std::this_thread::sleep_for(50ms);
-    const auto cancel_at = Clock::now();
+    const auto give_up = clock_.Now() + 5s;
+    while (!when() && clock_.Now() < give_up) Sleep(5ms);
+    Sleep(50ms);
+    const auto cancel_at = clock_.Now();
     orchestrator_->Cancel();
     auto result = Finish();
-    *after_cancel = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - cancel_at);
+    *after_cancel = std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now() - cancel_at);
     return result;
   }
 
   // Starts `run` on a thread of its own; Finish() waits for its record.
+  // The run's thread holds the clock, as the test does: time goes on only
+  // while both sleep, so what the test does happens at the time it says.
   void Start(const api::BenchmarkRun& run) {
     orchestrator_ = std::make_unique<Orchestrator>(Make());
-    thread_ = std::thread([this, run] { result_.emplace(orchestrator_->Run(run, store_, false)); });
+    thread_ = std::thread([this, run, hold = std::make_unique<FakeClock::Hold>(clock_)]() mutable {
+      hold->Bind();
+      result_.emplace(orchestrator_->Run(run, store_, false));
+      hold.reset();
+    });
   }
   Result<report::RunRecord> Finish() {
+    hold_.reset();
     thread_.join();
+    HoldTheClock();
     return std::move(*result_);
   }
+  // The test's thread holds the clock (as it runs the orchestrator itself,
+  // or acts on a run in progress) except while it waits for the run's
+  // thread to end.
+  void HoldTheClock() {
+    hold_.emplace(clock_);
+    hold_->Bind();
+  }
+  // Lets `d` of the run's time pass (between Start and Finish).
+  void Sleep(std::chrono::nanoseconds d) { clock_.SleepFor(d); }
   // Until an agent has sent its first interval of load.
   void WaitUntilLoaded() {
-    while (agents_.last_interval_ns.load() == 0) std::this_thread::sleep_for(5ms);
+    while (agents_.last_interval_ns.load() == 0) Sleep(5ms);
   }
   // Takes the slot away from its holder (a lease lost); returns when.
-  Clock::time_point LoseSlot() {
+  Clock::Steady LoseSlot() {
     std::lock_guard<std::mutex> lock(state_.slot_mu);
     EXPECT_TRUE(state_.slot);
     if (state_.slot) *state_.slot = false;
-    return Clock::now();
+    return clock_.Now();
   }
 
   SharedState state_;
+  FakeClock& clock_ = state_.clock;
+  std::optional<FakeClock::Hold> hold_;  // the test's
   FakePlatform platform_;
   FakeAgents agents_;
   MemoryStore store_;
@@ -392,11 +416,11 @@ TEST_F(OrchestratorTest, LostSlotStopsTheLoadWithinASecondAndFailsTheCell) {
   const auto lost_at = LoseSlot();
   auto result = Finish();
 
-  const std::vector<Clock::time_point> cancels = agents_.CancelTimes();
+  const std::vector<Clock::Steady> cancels = agents_.CancelTimes();
   ASSERT_FALSE(cancels.empty());
   EXPECT_LT(cancels.front() - lost_at, 1s) << "the load went on after the slot was lost";
   // The fake agent stops sending intervals once cancelled.
-  EXPECT_LT(Clock::time_point(Clock::duration(agents_.last_interval_ns.load())) - lost_at, 1s);
+  EXPECT_LT(Clock::Steady(Clock::Steady::duration(agents_.last_interval_ns.load())) - lost_at, 1s);
 
   ASSERT_TRUE(result.ok()) << result.status().message();
   const report::RunRecord& record = *result;
@@ -495,12 +519,12 @@ TEST_F(OrchestratorTest, ACancelledRunSaysWhyAndWhereItStopped) {
   run.spec.load.duration = 10s;
   Start(run);
   WaitUntilLoaded();
-  const auto loaded = Clock::now();
-  std::this_thread::sleep_for(300ms);
+  const auto loaded = clock_.Now();
+  Sleep(300ms);
   orchestrator_->Cancel("interrupted by SIGTERM");
   orchestrator_->Cancel("a second reason is not taken");
   auto record = Finish();
-  const double most = std::chrono::duration<double>(Clock::now() - loaded).count() + 0.2;
+  const double most = std::chrono::duration<double>(clock_.Now() - loaded).count() + 0.2;
   ASSERT_TRUE(record.ok());
   EXPECT_EQ(record->run.status.phase, api::RunPhase::kCancelled);
   const api::Condition* progressing = nullptr;
@@ -604,7 +628,7 @@ TEST_F(OrchestratorTest, ResumeRefusesARecordOfAnotherSpec) {
 TEST_F(OrchestratorTest, LostAgentFailsItsCellAndTheNextCellRuns) {
   agents_.mode = AgentMode::kFail;
   Start(MakeRun({"alpha"}, {10, 20}));
-  while (agents_.Jobs().empty()) std::this_thread::sleep_for(2ms);
+  while (agents_.Jobs().empty()) Sleep(2ms);
   agents_.mode = AgentMode::kNormal;
   auto result = Finish();
   ASSERT_TRUE(result.ok());
@@ -647,10 +671,10 @@ TEST_F(OrchestratorTest, ReadinessTimeoutComesFromTheTarget) {
   platform_.block_ready = true;
   api::BenchmarkRun run = MakeRun({"alpha"}, {10});
   run.spec.targets[0].readiness = api::Readiness{"/healthz", 150ms};
-  const auto start = Clock::now();
+  const auto start = clock_.Now();
   auto record = Make().Run(run, store_, false);
   ASSERT_TRUE(record.ok());
-  EXPECT_LT(Clock::now() - start, 2s);
+  EXPECT_LT(clock_.Now() - start, 2s);
   ASSERT_EQ(record->cells.size(), 1u);
   EXPECT_EQ(record->cells[0].result.reason, "NotReady");
 }

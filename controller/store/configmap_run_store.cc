@@ -12,7 +12,7 @@
 
 #include "common/base64.h"
 #include "controller/kube/backoff.h"
-#include "controller/kube/clock.h"
+#include "common/clock.h"
 #include "common/report/html.h"
 #include "common/report/markdown.h"
 
@@ -194,7 +194,7 @@ Status ConfigMapRunStore::Put(kube::ConfigMap cm, const std::string& resource_ve
     const auto wait = backoff.Next();
     spdlog::warn("{} {}: {}; retrying in {} ms", verb, r.Path(ns_, rv.empty() ? "" : cm.metadata.name),
                  kube::RetryCause(e), std::chrono::duration_cast<std::chrono::milliseconds>(wait).count());
-    kube::SystemClock::Instance().SleepFor(wait);
+    SystemClock::Instance().SleepFor(wait);
     return true;
   };
   // Besides the transient failures: create, find it taken, replace at the

@@ -163,7 +163,7 @@ Kubelet::Kubelet(KubeletConfig config, NodeOptions node, kube::Client& client)
       node_(std::move(node)),
       client_(client),
       started_at_(apiserver::FormatTime(SysClock::now())),
-      events_(client, kube::SystemClock::Instance(),
+      events_(client, SystemClock::Instance(),
               {"kubelet", config_.node_name, config_.node_name, 256, std::chrono::minutes(10)}) {}
 
 Kubelet::~Kubelet() { Stop(); }

@@ -64,7 +64,7 @@ TEST_F(Auth, WrongCaFailsClearlyAndIsNotRetried) {
   RestConfig c = Config();
   c.tls.ca_pem = other->ca.cert_pem;
   c.credentials = std::make_shared<StaticToken>("token-1");
-  FakeClock clock(true);
+  FakeClock clock(FakeClock::Mode::kOnSleep);
   auto list = ListWith(c, testenv::FastRetries(&clock));
   ASSERT_EQ(list.reason(), Reason::kTls);
   EXPECT_NE(list.error().message.find("TLS with " + server_->url() + " failed"), std::string::npos)

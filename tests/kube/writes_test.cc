@@ -199,7 +199,7 @@ TEST_F(Writes, ForbiddenAndUnauthorized) {
 }
 
 TEST_F(Writes, RetriesHonourRetryAfterAndStayBounded) {
-  FakeClock clock(true);  // sleeps are recorded, not waited
+  FakeClock clock(FakeClock::Mode::kOnSleep);  // sleeps are recorded, not waited
   auto c = testenv::ClientFor(server_->url(), testenv::FastRetries(&clock));
   apiserver::FaultConfig throttle;
   throttle.throttle_rate = 1.0;

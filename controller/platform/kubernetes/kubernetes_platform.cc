@@ -12,7 +12,7 @@
 #include "common/api/cells.h"
 #include "common/api/quantity.h"
 #include "controller/kube/backoff.h"
-#include "controller/kube/clock.h"
+#include "common/clock.h"
 #include "controller/kube/resource.h"
 #include "controller/platform/kubernetes/pod_templates.h"
 #include "controller/platform/kubernetes/stats_summary.h"
@@ -130,7 +130,7 @@ bool RetryAfter(const kube::ApiError& e, const char* verb, const std::string& pa
   if (told) wait = std::min<std::chrono::nanoseconds>(*e.retry_after, std::chrono::seconds(10));
   spdlog::warn("{} {}: {} (attempt {} of {}); retrying in {} ms{}", verb, path, kube::RetryCause(e), attempt, attempts,
                std::chrono::duration_cast<std::chrono::milliseconds>(wait).count(), told ? " (Retry-After)" : "");
-  return kube::SystemClock::Instance().SleepFor(wait, stop);
+  return SystemClock::Instance().SleepFor(wait, stop);
 }
 
 constexpr int kWriteAttempts = 6;
@@ -214,7 +214,7 @@ Status DeletePodAndWait(kube::Client& client, const std::string& ns, const std::
       return Status::DeadlineExceeded("pod " + ns + "/" + name + " was still there " +
                                       std::to_string(timeout.count() / 1000) + " s after it was deleted");
     }
-    if (!kube::SystemClock::Instance().SleepFor(poll, stop)) {
+    if (!SystemClock::Instance().SleepFor(poll, stop)) {
       return Status::Cancelled("stopped while waiting for pod " + ns + "/" + name + " to go");
     }
   }
@@ -294,7 +294,7 @@ class KubeTarget final : public TargetInstance {
                                         "; see " + LogLocation() + ")");
       }
       const auto wait = std::min<SteadyClock::duration>(options_.poll_interval, deadline - SteadyClock::now());
-      if (!kube::SystemClock::Instance().SleepFor(std::max<SteadyClock::duration>(wait, SteadyClock::duration::zero()),
+      if (!SystemClock::Instance().SleepFor(std::max<SteadyClock::duration>(wait, SteadyClock::duration::zero()),
                                                   stop)) {
         return Status::Cancelled(target_ + ": stopped while waiting for it to be ready");
       }
@@ -598,7 +598,7 @@ Result<std::unique_ptr<LoadSlot>> KubernetesPlatform::AcquireSlot(const std::str
   kube::LoadSlotConfig config = options_.slot;
   if (config.ns.empty()) config.ns = ns_;
   if (config.identity.empty()) config.identity = options_.identity + (options_.identity.empty() ? "" : "/") + holder;
-  kube::Clock& clock = options_.clock != nullptr ? *options_.clock : kube::SystemClock::Instance();
+  Clock& clock = options_.clock != nullptr ? *options_.clock : SystemClock::Instance();
   auto slot = std::make_unique<kube::LoadSlot>(client_, clock, config);
   // Acquire honours one stop token: it fires on the caller's stop or when
   // the timeout passes, whichever comes first.

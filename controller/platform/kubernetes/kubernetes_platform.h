@@ -66,7 +66,7 @@ struct KubernetesPlatformOptions {
   std::chrono::milliseconds poll_interval{150};
   std::chrono::milliseconds api_call_timeout{1000};
   std::chrono::milliseconds teardown_timeout{30000};
-  kube::Clock* clock = nullptr;    // for the slot; null = system clock
+  Clock* clock = nullptr;    // for the slot; null = system clock
 };
 
 class KubernetesPlatform final : public Platform {
