@@ -121,7 +121,7 @@ def main():
                        input="apiVersion: v1\nkind: Namespace\nmetadata:\n  name: fairbench\n  labels:\n"
                              "    pod-security.kubernetes.io/enforce: restricted\n")
         chart = subprocess.run([helm, "template", "fairbench", os.path.join(ROOT, "charts/fairbench"), "--namespace",
-                                "fairbench", "--include-crds", "--set", "image.registry=fairbench.test", "--set",
+                                "fairbench", "--set", "image.registry=fairbench.test", "--set",
                                 "image.tag=test", "--set", "controller.listenAddress=$(POD_IP)"],
                                env=env, check=True, capture_output=True, text=True).stdout
         subprocess.run([kubectl, "apply", "-f", "-"], env=env, check=True, capture_output=True, text=True, input=chart)

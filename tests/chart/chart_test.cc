@@ -49,13 +49,31 @@ TEST_F(ChartTest, HelmLintPassesWithEveryCiValuesFile) {
   EXPECT_NE((bad.out + bad.err).find("logLevel"), std::string::npos) << bad.out << bad.err;
 }
 
-// Catches: the chart's CRD drifting from manifests/crd/, which is the one
-// the API model generates (manifests_test): run scripts/render-manifests.
-TEST_F(ChartTest, TheCrdIsTheOneInManifests) {
-  const std::string chart = ReadFile(kChart + "/crds/benchmarkruns.fairbench.dev.yaml");
-  ASSERT_FALSE(chart.empty());
-  EXPECT_EQ(chart, ReadFile(kRoot + "/manifests/crd/benchmarkruns.fairbench.dev.yaml"))
-      << "charts/fairbench/crds drifted from manifests/crd: run scripts/render-manifests";
+// The CRD is a template of the chart (Helm upgrades templates, never a
+// chart's crds/), rendered as manifests/crd/ holds it — the file the API
+// model generates (manifests_test) — plus the resource policy that keeps it
+// at uninstall. Catches: the chart's CRD drifting from manifests/crd/ (run
+// scripts/render-manifests), crds.keep or crds.enabled ignored, a CRD left
+// in crds/ as well (Helm would install it there once and never upgrade it).
+TEST_F(ChartTest, TheCrdIsTheOneInManifestsAndKeptAtUninstall) {
+  auto manifests = apiserver::YamlToJson(ReadFile(kRoot + "/manifests/crd/benchmarkruns.fairbench.dev.yaml"));
+  ASSERT_TRUE(manifests.ok()) << manifests.status().ToString();
+  const std::vector<json> kept = Render({"--show-only", "templates/crds.yaml"});
+  ASSERT_EQ(kept.size(), 1u);
+  json crd = kept[0];
+  EXPECT_EQ(crd["metadata"]["annotations"], json({{"helm.sh/resource-policy", "keep"}}));
+  crd["metadata"].erase("annotations");
+  EXPECT_TRUE(crd == *manifests) << "charts/fairbench/templates/crds.yaml drifted from manifests/crd: run "
+                                    "scripts/render-manifests\n"
+                                 << json::diff(*manifests, crd).dump(1).substr(0, 2000);
+
+  const std::vector<json> unkept = Render({"--show-only", "templates/crds.yaml", "--set", "crds.keep=false"});
+  ASSERT_EQ(unkept.size(), 1u);
+  EXPECT_TRUE(unkept[0] == *manifests) << json::diff(*manifests, unkept[0]).dump(1).substr(0, 2000);
+
+  EXPECT_EQ(Find(Render({"--set", "crds.enabled=false"}), "CustomResourceDefinition"), nullptr);
+  EXPECT_NE(Find(Render(), "CustomResourceDefinition"), nullptr) << "the default install has no CRD";
+  EXPECT_FALSE(fs::exists(kChart + "/crds")) << "a CRD in crds/ is installed once and never upgraded";
 }
 
 // Catches: a release of the project whose chart still installs the images

@@ -114,7 +114,7 @@ class ChartCluster : public operator_test::ClusterTest {
     metrics_port_ = FreePort();
     auto r = kube::RunCommand(
         helm_,
-        {"template", "fairbench", (kRoot / "charts/fairbench").string(), "--namespace", kNamespace, "--include-crds",
+        {"template", "fairbench", (kRoot / "charts/fairbench").string(), "--namespace", kNamespace,
          "--set", "image.registry=fairbench.test", "--set", "image.tag=test", "--set",
          "controller.listenAddress=$(POD_IP)", "--set", "controller.agentPort=" + std::to_string(agent_port_),
          "--set", "controller.metricsPort=" + std::to_string(metrics_port_), "--set",
