@@ -24,6 +24,7 @@
 #include "common/wire.h"
 #include "controller/hub/agent_hub.h"
 #include "controller/hub/grpc_server.h"
+#include "controller/hub/raw_agent.h"
 #include "controller/hub/recording_observer.h"
 #include "testing/apiserver/tls_material.h"
 #include "testing/support/bin_dir.h"
@@ -116,46 +117,6 @@ struct Certificates {
     WriteText(c.other_cert, other_client->cert_pem);
     WriteText(c.other_key, other_client->key_pem);
     return c;
-  }
-};
-
-// An agent played by the test: one stream, messages written by hand.
-struct RawAgent {
-  std::unique_ptr<v1::AgentHub::Stub> stub;
-  grpc::ClientContext context;
-  std::unique_ptr<grpc::ClientReaderWriter<v1::AgentMessage, v1::ControllerMessage>> stream;
-
-  static std::unique_ptr<RawAgent> Dial(const std::string& address,
-                                        std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr,
-                                        const std::string& server_name = "") {
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection of its own
-    if (!server_name.empty()) args.SetSslTargetNameOverride(server_name);
-    auto channel = grpc::CreateCustomChannel(
-        address, credentials ? credentials : grpc::InsecureChannelCredentials(), args);
-    auto a = std::make_unique<RawAgent>();
-    a->stub = v1::AgentHub::NewStub(channel);
-    a->context.set_deadline(std::chrono::system_clock::now() + 30s);
-    a->stream = a->stub->Connect(&a->context);
-    return a;
-  }
-  bool Hello(const std::string& id, const std::string& token = "secret") {
-    v1::AgentMessage m;
-    m.mutable_hello()->set_agent_id(id);
-    m.mutable_hello()->set_token(token);
-    return stream->Write(m);
-  }
-  // True when the controller's first message is its Welcome.
-  bool Welcomed() {
-    v1::ControllerMessage m;
-    return stream->Read(&m) && m.has_welcome();
-  }
-  // Reads until the stream ends; its status.
-  grpc::Status End() {
-    v1::ControllerMessage m;
-    while (stream->Read(&m)) {
-    }
-    return stream->Finish();
   }
 };
 
