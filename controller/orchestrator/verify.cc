@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "controller/http_probe.h"
+#include "controller/platform/http_probe.h"
 
 namespace fairbench::controller {
 namespace {

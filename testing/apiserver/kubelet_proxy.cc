@@ -8,7 +8,7 @@
 // it, so a slow kubelet holds up no other request.
 #include <sstream>
 
-#include "controller/http_probe.h"
+#include "controller/platform/http_probe.h"
 #include "testing/apiserver/api_server.h"
 #include "testing/apiserver/request_util.h"
 

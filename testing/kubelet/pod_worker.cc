@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "common/base64.h"
-#include "controller/http_probe.h"
+#include "controller/platform/http_probe.h"
 #include "controller/platform/docker/container_cgroup.h"
 #include "testing/apiserver/time_text.h"
 #include "testing/kubelet/pod_worker_container.h"

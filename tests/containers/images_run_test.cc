@@ -11,7 +11,7 @@
 #include <regex>
 #include <thread>
 
-#include "controller/http_probe.h"
+#include "controller/platform/http_probe.h"
 #include "testing/support/bin_dir.h"
 #include "testing/support/nginx_fixture.h"
 #include "testing/support/subprocess.h"

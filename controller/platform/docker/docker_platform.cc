@@ -20,7 +20,7 @@
 #include "common/api/cpu_list.h"
 #include "common/api/time_text.h"
 #include "common/units.h"
-#include "controller/http_probe.h"
+#include "controller/platform/http_probe.h"
 #include "controller/kube/json_read.h"
 #include "controller/platform/docker/container_cgroup.h"
 #include "controller/platform/local/environment.h"

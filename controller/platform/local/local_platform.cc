@@ -20,7 +20,7 @@
 
 #include "common/api/cells.h"
 #include "common/api/cpu_list.h"
-#include "controller/http_probe.h"
+#include "controller/platform/http_probe.h"
 #include "controller/platform/local/cgroup.h"
 #include "controller/platform/local/environment.h"
 #include "controller/platform/local/perf_profile.h"

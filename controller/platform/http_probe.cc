@@ -1,4 +1,4 @@
-#include "controller/http_probe.h"
+#include "controller/platform/http_probe.h"
 
 #include <curl/curl.h>
 
