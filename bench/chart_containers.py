@@ -6,7 +6,7 @@ engine (scripts/docker-engine), the images around build/bin
 (scripts/images --prebuilt), the test API server (TLS, RBAC, Pod Security,
 --workload-controllers), three test kubelets in container mode, a namespace
 enforcing "restricted", `helm template charts/fairbench | kubectl apply`.
-Then, `--repeats` times, a run of two reference targets (httplib, beast)
+Then, `--repeats` times, a run of two reference targets (cpp-httplib-debian, beast)
 with three cells each (connections 8, 16, 32):
   - apply → first target container running (the engine's view, polled
     every 50 ms; target ≤ 5 s);
@@ -136,8 +136,8 @@ kind: BenchmarkRun
 metadata: {{name: {name}, namespace: fairbench}}
 spec:
   targets:
-  - {{name: httplib, image: fairbench.test/fairbench-target-httplib:test, port: 18080, nofile: 8192,
-     command: [/usr/local/bin/fairbench-target-httplib, --host, 0.0.0.0, --port, "{{port}}", --threads, "1"],
+  - {{name: cpp-httplib-debian, image: fairbench.test/fairbench-target-cpp-httplib-debian:test, port: 18080, nofile: 8192,
+     command: [/usr/local/bin/fairbench-target-cpp-httplib-debian, --host, 0.0.0.0, --port, "{{port}}", --threads, "1"],
      resources: {{cpu: "1", memory: 256Mi}}}}
   - {{name: beast, image: fairbench.test/fairbench-target-beast:test, port: 18081, nofile: 8192,
      command: [/usr/local/bin/fairbench-target-beast, --host, 0.0.0.0, --port, "{{port}}", --threads, "1"],

@@ -127,7 +127,7 @@ def part_cells(args, results):
     out = {}
     for platform in ("local", "docker"):
         targets = ""
-        for server in ("beast", "httplib"):
+        for server in ("beast", "cpp-httplib-debian"):
             if platform == "local":
                 binary = os.path.join(ROOT, "build", "bin", f"fairbench-target-{server}")
                 targets += (f"  - name: {server}\n    local:\n      command: [{binary}, --port, \"{{port}}\", --threads, \"1\"]\n"

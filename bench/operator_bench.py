@@ -15,7 +15,7 @@ CRD, one fairbench-controller, 1,000 BenchmarkRuns created in bulk
     with 1,001 runs queued (target ≤ 1 % of one core).
 Part 2, the test cluster of tests/operator/operator_e2e_test.cc (target
 node on CPU 0, two load nodes on CPU 1), a fresh API server and controller:
-one run with one httplib target and several cells;
+one run with one cpp-httplib-debian target and several cells;
   - apply → first target pod created (target ≤ 5 s);
   - per-cell overhead: from status.results[], the next cell's startTime
     minus this cell's endTime, minus the configured cooldown and warmup
@@ -313,7 +313,7 @@ def cluster_part(build, tmp):
     images = os.path.join(c.tmp, "images.yaml")
     with open(images, "w") as f:
         f.write(f"example.org/fairbench/agent:dev: [{c.bin}/fairbench-agent]\n"
-                f"example.org/fairbench/target:dev: [{c.bin}/fairbench-target-httplib]\n")
+                f"example.org/fairbench/target:dev: [{c.bin}/fairbench-target-cpp-httplib-debian]\n")
     for node, cpus, labels, ip in [("node-target", "0", "fairbench.dev/role=target", "127.0.10"),
                                    ("node-load-1", "1", "fairbench.dev/role=load", "127.0.11"),
                                    ("node-load-2", "1", "fairbench.dev/role=load", "127.0.12")]:
@@ -330,7 +330,7 @@ def cluster_part(build, tmp):
     levels = [4, 8, 12, 16, 20, 24]
     path = os.path.join(c.tmp, "cells.yaml")
     with open(path, "w") as f:
-        f.write(run_yaml("cells", free_port(), os.path.join(c.bin, "fairbench-target-httplib"), levels,
+        f.write(run_yaml("cells", free_port(), os.path.join(c.bin, "fairbench-target-cpp-httplib-debian"), levels,
                          f"{int(warmup * 1000)}ms", f"{duration}s", f"{int(cooldown * 1000)}ms"))
     t0 = time.monotonic()
     c.ok("apply", "-f", path)

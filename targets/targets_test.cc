@@ -306,7 +306,7 @@ TEST_P(TargetTest, PortIsRequired) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, TargetTest,
-                         ::testing::Values(TargetCase{"httplib", "fairbench-target-httplib", "cpp-httplib", true},
+                         ::testing::Values(TargetCase{"cpp_httplib_debian", "fairbench-target-cpp-httplib-debian", "cpp-httplib", true},
                                            TargetCase{"beast", "fairbench-target-beast", "beast", true},
                                            TargetCase{"nginx", "fairbench-target-nginx", "nginx", false}),
                          [](const ::testing::TestParamInfo<TargetCase>& param) { return param.param.name; });

@@ -138,7 +138,7 @@ class ReportBrowserTest : public ::testing::Test {
     // JSON body and its expected JSON.
     const std::string run =
         "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: browser}\nspec:\n  targets:\n" +
-        target("beast", "beast") + target("httplib", "httplib") +
+        target("beast", "beast") + target("httplib", "cpp-httplib-debian") +
         "  scenarios:\n"
         "  - name: hello\n    request: {path: /}\n    expect: {status: 200, body: \"Hello, World!\"}\n"
         "  - name: echo\n    request:\n      method: POST\n      path: /api/echo\n"

@@ -68,7 +68,7 @@ TEST_F(ChartE2eTest, TheChartInstalledAsAUserWouldRunsTheOperatorEndToEnd) {
   EngineWatch watch;
   WatchEngine(watch);
   const auto applied = std::chrono::steady_clock::now();
-  Apply("duo", RunText("duo", Target("httplib", "httplib") + Target("beast", "beast")));
+  Apply("duo", RunText("duo", Target("httplib", "cpp-httplib-debian") + Target("beast", "beast")));
   // apply → first target container started (the engine's view).
   ASSERT_TRUE(Eventually([&] { return !ContainersLabelled("io.kubernetes.container.name=target", true).empty(); }, 120s))
       << Logs();
@@ -116,7 +116,7 @@ TEST_F(ChartE2eTest, TheChartInstalledAsAUserWouldRunsTheOperatorEndToEnd) {
   // A framework image that must run as root (spec.targets[].securityContext)
   // in a namespace that enforces restricted: admission refuses its pod, the
   // cell ends with the reason, and an Event names the checks.
-  Apply("root", RunText("root", Target("rooted", "httplib") +
+  Apply("root", RunText("root", Target("rooted", "cpp-httplib-debian") +
                                     "    securityContext: {runAsNonRoot: false, runAsUser: 0}\n"));
   ASSERT_TRUE(Finishes("root", 60s)) << Logs();
   const json rooted = Get("br/root");
@@ -139,7 +139,7 @@ TEST_F(ChartE2eTest, TheChartInstalledAsAUserWouldRunsTheOperatorEndToEnd) {
                                   "--port " + greedy_port +
                                   " --threads 1 & sleep 1.5; x=0123456789; while :; do x=$x$x; done\"]\n"
                                   "    resources: {cpu: \"1\", memory: 32Mi}\n    nofile: 4096\n" +
-                                  Target("after", "httplib")));
+                                  Target("after", "cpp-httplib-debian")));
   ASSERT_TRUE(Finishes("oom")) << Logs();
   const json oom = Get("br/oom");
   ASSERT_EQ(oom["status"]["results"].size(), 2u) << oom["status"].dump(1);
@@ -149,7 +149,7 @@ TEST_F(ChartE2eTest, TheChartInstalledAsAUserWouldRunsTheOperatorEndToEnd) {
 
   // Deleted mid-cell, then the rendered chart deleted: no container of the
   // run or of the controllers is left on any node.
-  Apply("gone", RunText("gone", Target("long", "httplib"), "60s"));
+  Apply("gone", RunText("gone", Target("long", "cpp-httplib-debian"), "60s"));
   ASSERT_TRUE(Eventually(
       [&] { return Run({"get", "br", "gone", "-n", kNamespace, "-o", "jsonpath={.status.current}"}).out.find("long") !=
                    std::string::npos; },
@@ -178,7 +178,7 @@ TEST_F(ChartE2eTest, TheChartInstalledAsAUserWouldRunsTheOperatorEndToEnd) {
 // finished cell's figures change) or losing a cell, a cell counted twice.
 TEST_F(ChartE2eTest, KillingTheLeadersContainerTheStandbyResumes) {
   const std::string old_leader = Leader();
-  Apply("resume", RunText("resume", Target("one", "httplib") + Target("two", "beast") + Target("three", "httplib"),
+  Apply("resume", RunText("resume", Target("one", "cpp-httplib-debian") + Target("two", "beast") + Target("three", "cpp-httplib-debian"),
                           "2s"));
   ASSERT_TRUE(Eventually(
       [&] {
@@ -224,7 +224,7 @@ TEST_F(ChartE2eTest, AStatusRuleRemovedIsNamedAndRestoringItRecovers) {
   std::ofstream(root_ / "chart-without.yaml") << without;
   Ok({"apply", "-f", (root_ / "chart-without.yaml").string()});
   const std::string leader = Leader();
-  Apply("denied", RunText("denied", Target("solo", "httplib")));
+  Apply("denied", RunText("denied", Target("solo", "cpp-httplib-debian")));
   ASSERT_TRUE(Eventually(
       [&] {
         return Ok({"get", "events", "-n", kNamespace, "--field-selector", "reason=StatusForbidden"}).find("403") !=

@@ -165,7 +165,7 @@ class DockerPlatformTest : public ::testing::Test {
 TEST_F(DockerPlatformTest, TwoTargetsRunOneAtATimeWithTheirLimitsEnforced) {
   FAIRBENCH_NEED_ENGINE();
   const std::string run = WriteRun(Target("beast", Image("fairbench-target-beast"), "500m", "256Mi", 4096) +
-                                   Target("httplib", Image("fairbench-target-httplib"), "1", "128Mi", 8192));
+                                   Target("httplib", Image("fairbench-target-cpp-httplib-debian"), "1", "128Mi", 8192));
   EngineWatch watch(run_);
   const int code = Run(Argv(run));
   watch.Stop();

@@ -41,7 +41,7 @@ std::vector<std::string> RunArgs(std::vector<std::string> extra, const std::stri
 TEST(ImagesRun, EveryImageHasANumericNonRootUser) {
   FAIRBENCH_NEED_ENGINE();
   for (const std::string name : {"fairbench-controller", "fairbench-agent", "fairbench-target-beast",
-                                 "fairbench-target-httplib", "fairbench-target-nginx"}) {
+                                 "fairbench-target-cpp-httplib-debian", "fairbench-target-nginx"}) {
     const nlohmann::json image = Inspect(Image(name));
     ASSERT_TRUE(image.is_object()) << Image(name) << " was not built (containers.images)";
     EXPECT_EQ(image["Config"]["User"], "65532:65532") << name;
@@ -96,7 +96,7 @@ struct TargetImage {
 // needs a writable root (nginx outside /tmp), a server running as root.
 TEST(ImagesRun, EachTargetImageServesTheFourEndpointsAsItsUser) {
   FAIRBENCH_NEED_ENGINE();
-  for (const TargetImage& t : {TargetImage{"fairbench-target-beast", {}}, TargetImage{"fairbench-target-httplib", {}},
+  for (const TargetImage& t : {TargetImage{"fairbench-target-beast", {}}, TargetImage{"fairbench-target-cpp-httplib-debian", {}},
                                TargetImage{"fairbench-target-nginx", {"--tmpfs", "/tmp"}}}) {
     SCOPED_TRACE(t.name);
     auto port = testing::FreeLoopbackPort();

@@ -296,7 +296,7 @@ void ExpectUsageMatchesProc(const json& res, const std::vector<ProcSampler::Samp
 }
 
 TEST_F(RunE2eTest, TwoTargetsTwoAgentsOneAtATimeNothingLost) {
-  const std::string run = WriteRun(Target("alpha") + Target("beta", "httplib"), "", /*agents=*/2);
+  const std::string run = WriteRun(Target("alpha") + Target("beta", "cpp-httplib-debian"), "", /*agents=*/2);
   ProcSampler proc(dir_->path().string() + "/");
   ASSERT_EQ(Run(run), 0) << Stderr();
   proc.Stop();

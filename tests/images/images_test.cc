@@ -1,5 +1,5 @@
 // The images built from this repository's source — images/controller,
-// images/agent and the reference targets targets/{beast,httplib,nginx} —
+// images/agent and the reference targets targets/{beast,cpp-httplib-debian,nginx} —
 // and scripts/images, which builds them and the study's six frameworks.
 //
 // Dockerfiles (read as text): multi-stage; the build stage FROM
@@ -231,7 +231,7 @@ const std::vector<Image>& FairbenchImages() {
       {"fairbench-controller", "images/controller/Dockerfile", {"fairbench-controller"}},
       {"fairbench-agent", "images/agent/Dockerfile", {"fairbench-agent", "fairbench-nofile"}},
       {"fairbench-target-beast", "targets/beast/Dockerfile", {"fairbench-target-beast"}},
-      {"fairbench-target-httplib", "targets/httplib/Dockerfile", {"fairbench-target-httplib"}},
+      {"fairbench-target-cpp-httplib-debian", "targets/cpp-httplib-debian/Dockerfile", {"fairbench-target-cpp-httplib-debian"}},
       {"fairbench-target-nginx", "targets/nginx/Dockerfile", {"fairbench-target-nginx"}},
   };
   return images;
@@ -832,7 +832,7 @@ TEST_F(ReadOnlyRootTest, ControllerWritesNothingWhileStarting) {
 
 TEST_F(ReadOnlyRootTest, BeastAndHttplibTargetsWriteNothing) {
   ServeOnce("fairbench-target-beast");
-  ServeOnce("fairbench-target-httplib");
+  ServeOnce("fairbench-target-cpp-httplib-debian");
   ExpectWritesOnlyUnder({});
 }
 

@@ -69,7 +69,7 @@ class KubeletTest : public ::testing::Test {
     // One /24 per test process: tests of this suite run in parallel.
     ip_base_ = "127.0." + std::to_string(100 + getpid() % 150);
     std::ofstream images(dir_->File("images.yaml"));
-    images << "example.org/fairbench/httplib:dev: [" << fairbench::testing::BinaryPath("fairbench-target-httplib")
+    images << "example.org/fairbench/httplib:dev: [" << fairbench::testing::BinaryPath("fairbench-target-cpp-httplib-debian")
            << "]\n"
            << "example.org/sh:1: [/bin/sh, -c]\n";
   }

@@ -143,7 +143,7 @@ TEST_F(KubeletTest, TargetPodBecomesReadyServesHttpLogsAndStats) {
   EXPECT_FALSE(unready["status"]["containerStatuses"][0]["ready"].get<bool>());
 
   // Stats through the node proxy, against /proc.
-  const pid_t pid = FindProcess({"fairbench-target-httplib", "--host " + ip + " "});
+  const pid_t pid = FindProcess({"fairbench-target-cpp-httplib-debian", "--host " + ip + " "});
   ASSERT_GT(pid, 0);
   auto summary = [&] {
     return Json::parse(KubectlOk({"get", "--raw", "/api/v1/nodes/" + node_ + "/proxy/stats/summary"}));

@@ -235,7 +235,7 @@ TEST_F(PrometheusE2eTest, ScrapedDuringARunRequestsRiseToTheResult) {
     ASSERT_LT(std::chrono::steady_clock::now(), ready_by) << "Prometheus never scraped";
     std::this_thread::sleep_for(100ms);
   }
-  WriteRun(Target("alpha", "beast") + Target("beta", "httplib"));
+  WriteRun(Target("alpha", "beast") + Target("beta", "cpp-httplib-debian"));
   auto run = StartFairbench({"--metrics-address", metrics_address, "--metrics-linger", "3s"});
   ASSERT_TRUE(run.ok()) << run.status().ToString();
 

@@ -120,7 +120,7 @@ class ClusterTest : public ::testing::Test {
     const std::string bin = testing::BinDir();
     std::ofstream(root_ / "images.yaml") << "example.org/fairbench/agent:dev: [" << bin << "/fairbench-agent]\n"
                                           << "example.org/fairbench/target:dev: [" << bin
-                                          << "/fairbench-target-httplib]\n";
+                                          << "/fairbench-target-cpp-httplib-debian]\n";
   }
   // The test API server on `listen`, its kubeconfig written; with `crd`, the
   // product CRD applied and established; `extra` arguments (--faults …).

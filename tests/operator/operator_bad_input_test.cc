@@ -66,7 +66,7 @@ class OperatorBadInputTest : public ClusterTest {
     const std::string text =
         "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: " + name +
         "}\nspec:\n  targets:\n  - name: alpha\n    image: " + image + "\n    port: " + std::to_string(FreePort()) +
-        "\n    command: [" + testing::BinaryPath("fairbench-target-httplib") +
+        "\n    command: [" + testing::BinaryPath("fairbench-target-cpp-httplib-debian") +
         ", --host, 0.0.0.0, --port, \"{port}\", --threads, \"1\"]\n    resources: {cpu: \"1\", memory: 256Mi}\n"
         "    nofile: 8192\n" +
         target_extra +

@@ -125,8 +125,8 @@ class OperatorE2eTest : public ClusterTest {
 // force not read back into the record; cells whose target CPU rests on too
 // few kubelet samples not flagged.
 TEST_F(OperatorE2eTest, TwoRunsAppliedAtOnceSucceedOneTargetAtATime) {
-  Apply("both", RunText("duo", Target("alpha", "httplib") + Target("beta", "beast")) + "---\n" +
-                    RunText("solo", Target("gamma", "httplib")));
+  Apply("both", RunText("duo", Target("alpha", "cpp-httplib-debian") + Target("beta", "beast")) + "---\n" +
+                    RunText("solo", Target("gamma", "cpp-httplib-debian")));
   for (const std::string name : {"duo", "solo"}) {
     ASSERT_TRUE(Finishes(name)) << name << ": phase " << Phase(name) << "\n" << Logs();
   }
@@ -231,7 +231,7 @@ TEST_F(OperatorE2eTest, AnOomKilledTargetIsRecordedAndTheRunGoesOn) {
                              testing::BinaryPath("fairbench-target-beast") +
                              " --host 0.0.0.0 --port \"$0\" --threads 1 & sleep 5; exec tail /dev/zero', \"{port}\"]\n"
                              "    resources: {cpu: \"1\", memory: 32Mi}\n    nofile: 8192\n";
-  ApplyRun("hungry", hungry + Target("alpha", "httplib"), "6s");
+  ApplyRun("hungry", hungry + Target("alpha", "cpp-httplib-debian"), "6s");
   ASSERT_TRUE(Finishes("hungry")) << Logs();
   const json run = Get("br/hungry");
   const json& results = run["status"]["results"];
@@ -260,7 +260,7 @@ double Now() { return std::chrono::duration<double>(std::chrono::system_clock::n
 // Catches: a deleted run left loading (the load must stop within a second),
 // its pods or ConfigMaps left behind, the deletion hanging on the finalizer.
 TEST_F(OperatorE2eTest, DeletingARunMidCellStopsItsLoadAndLeavesNothing) {
-  ApplyRun("doomed", Target("alpha", "httplib"), "30s");
+  ApplyRun("doomed", Target("alpha", "cpp-httplib-debian"), "30s");
   ASSERT_TRUE(Eventually([&] { return LastServed(root_ / "alpha.requests") > Now() - 0.5; }, 60s))
       << "the load never started\n" << Logs();
   const double deleted_at = Now();
@@ -276,7 +276,7 @@ TEST_F(OperatorE2eTest, DeletingARunMidCellStopsItsLoadAndLeavesNothing) {
 // Catches: a standby that does not take over, or that loses or repeats a
 // cell the dead leader finished (the record in the ConfigMaps is the truth).
 TEST_F(OperatorE2eTest, WhenTheLeaderDiesTheStandbyResumesKeepingFinishedCells) {
-  ApplyRun("resumed", Target("alpha", "httplib") + Target("beta", "beast"), "1s", "default", "[8, 16]");
+  ApplyRun("resumed", Target("alpha", "cpp-httplib-debian") + Target("beta", "beast"), "1s", "default", "[8, 16]");
   json before;
   ASSERT_TRUE(Eventually(
       [&] {
@@ -322,7 +322,7 @@ TEST_F(OperatorE2eTest, TwoInstallationsShareTheLoadSlot) {
   // target node (one CPU: one target pod at a time fits) is shared.
   Kubelet("node-load-3", "1", "fairbench.dev/role=load-other", "127.0.13");
   Controller("other-1", "other", FreePort());
-  ApplyRun("mine", Target("alpha", "httplib"), "2s");
+  ApplyRun("mine", Target("alpha", "cpp-httplib-debian"), "2s");
   ApplyRun("theirs", Target("beta", "beast"), "2s", "other", "[8]", 1, "load-other");
   ASSERT_TRUE(Finishes("mine")) << Logs();
   ASSERT_TRUE(Finishes("theirs", "other")) << Logs();
@@ -388,8 +388,8 @@ TEST_F(OperatorUnderFaultsTest, EveryRunCompletesWithEachCellOnceAndTheRetriesLo
   };
   const std::vector<Spec> specs = {{"first", {"alpha", "beta"}, {8, 16}}, {"second", {"gamma"}, {8}},
                                    {"third", {"delta"}, {8, 16}}};
-  Apply("runs", RunText("first", Target("alpha", "httplib") + Target("beta", "beast"), "1s", "default", "[8, 16]") +
-                    "---\n" + RunText("second", Target("gamma", "httplib")) + "---\n" +
+  Apply("runs", RunText("first", Target("alpha", "cpp-httplib-debian") + Target("beta", "beast"), "1s", "default", "[8, 16]") +
+                    "---\n" + RunText("second", Target("gamma", "cpp-httplib-debian")) + "---\n" +
                     RunText("third", Target("delta", "beast"), "1s", "default", "[8, 16]"));
   for (const Spec& spec : specs) {
     ASSERT_TRUE(Finishes(spec.run, "default", 150s)) << spec.run << ": phase " << Phase(spec.run) << "\n" << Logs();

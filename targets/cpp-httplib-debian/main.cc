@@ -1,6 +1,7 @@
-// fairbench-target-httplib: the study's endpoints on cpp-httplib (Debian's
-// libcpp-httplib, the compiled "split" build: httplib.h declares, the shared
-// library implements).
+// fairbench-target-cpp-httplib-debian: the study's endpoints on Debian's
+// cpp-httplib 0.11.4 (libcpp-httplib, the compiled "split" build: httplib.h
+// declares, the shared library implements). Not the study's pinned 0.18.3:
+// that one is targets/cpp-httplib/, built outside this build.
 //
 //   GET  /            200 text/plain "Hello, World!"
 //   GET  /api/status  200 {"status":"running","framework":"cpp-httplib"}
@@ -112,7 +113,7 @@ int main(int argc, char** argv) {
     serving_done = true;
     cv.notify_all();
   });
-  std::printf("fairbench-target-httplib listening on %s:%u with %d threads\n", flags.host.c_str(),
+  std::printf("fairbench-target-cpp-httplib-debian listening on %s:%u with %d threads\n", flags.host.c_str(),
               static_cast<unsigned>(flags.port), flags.threads);
   std::fflush(stdout);
 
