@@ -15,12 +15,9 @@
 // (or has served 100 requests, or stayed idle 5 s), so only --threads
 // keep-alive connections are served at a time and the others wait, first in
 // the pool's queue, then in the listen backlog of 5. --describe says so.
-#include <gnu/libc-version.h>
 #include <httplib.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
-#include <charconv>
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
@@ -29,55 +26,25 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <thread>
 
 #include "common/signals.h"
-#include "targets/common/request_counter.h"
-#include "targets/common/request_log.h"
-#include "targets/common/target_flags.h"
-
-#ifndef FAIRBENCH_FRAMEWORK_REVISION
-#define FAIRBENCH_FRAMEWORK_REVISION "unknown"
-#endif
-#ifndef FAIRBENCH_FRAMEWORK_BUILD
-#define FAIRBENCH_FRAMEWORK_BUILD "unknown"
-#endif
-#ifndef FAIRBENCH_CXX_FLAGS
-#define FAIRBENCH_CXX_FLAGS "unknown"
-#endif
+#include "targets/common/target_main.h"
 
 namespace {
 
-using fairbench::targets::RequestCounter;
-
-// Set before the server starts (when --request-log is given), read only after.
-RequestCounter* g_counter = nullptr;
-
-void Count() {
-  if (g_counter != nullptr) g_counter->Increment();
-}
-
-// Decimal digits that fit in 64 bits ("007" is 7); anything else is no id.
-std::optional<uint64_t> ParseUserId(std::string_view text) {
-  if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return std::nullopt;
-  }
-  uint64_t id = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
-  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return id;
-}
+using fairbench::targets::CountRequest;
+using fairbench::targets::ParseUserId;
 
 void AddRoutes(httplib::Server& server) {
   server.Get("/", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("Hello, World!", "text/plain");
-    Count();
+    CountRequest();
   });
   server.Get("/api/status", [](const httplib::Request&, httplib::Response& res) {
     const nlohmann::json body = {{"status", "running"}, {"framework", "cpp-httplib"}};
     res.set_content(body.dump(), "application/json");
-    Count();
+    CountRequest();
   });
   server.Post("/api/echo", [](const httplib::Request& req, httplib::Response& res) {
     const nlohmann::json body = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
@@ -87,7 +54,7 @@ void AddRoutes(httplib::Server& server) {
     } else {
       res.set_content(body.dump(), "application/json");
     }
-    Count();
+    CountRequest();
   });
   // Any segment: the handler decides (404 unless digits), as on every target.
   server.Get(R"(/users/([^/]+))", [](const httplib::Request& req, httplib::Response& res) {
@@ -99,32 +66,18 @@ void AddRoutes(httplib::Server& server) {
       const nlohmann::json body = {{"id", *id}, {"name", "User " + std::to_string(*id)}};
       res.set_content(body.dump(), "application/json");
     }
-    Count();
+    CountRequest();
   });
-}
-
-std::string Compiler() {
-#if defined(__clang__)
-  return "clang " __clang_version__;
-#else
-  return "gcc " __VERSION__;
-#endif
-}
-
-std::string Allocator() {
-  const char* preload = std::getenv("LD_PRELOAD");
-  std::string glibc = std::string("glibc malloc (glibc ") + gnu_get_libc_version() + ")";
-  if (preload == nullptr || *preload == '\0') return glibc;
-  return std::string("LD_PRELOAD=") + preload + " (replaces " + glibc + " where it defines malloc)";
 }
 
 // The fairness facts of this build, from the source and the build itself.
 std::string Facts(const fairbench::targets::TargetFlags& flags) {
+  const fairbench::targets::BuildFacts build = fairbench::targets::ThisBuild();
   const nlohmann::ordered_json facts = {
       {"framework", "cpp-httplib"},
       {"version", CPPHTTPLIB_VERSION},
       {"versionSource", "CPPHTTPLIB_VERSION macro"},
-      {"revision", FAIRBENCH_FRAMEWORK_REVISION},
+      {"revision", build.revision},
       {"workerModel",
        "blocking thread pool (httplib::ThreadPool): a pool thread serves one connection from accept until it "
        "closes; further connections wait in the pool's queue"},
@@ -139,10 +92,10 @@ std::string Facts(const fairbench::targets::TargetFlags& flags) {
                           std::to_string(NLOHMANN_JSON_VERSION_MINOR) + "." +
                           std::to_string(NLOHMANN_JSON_VERSION_PATCH) + " (the study's choice; cpp-httplib has none)"},
       {"echo", "generic: any JSON value parsed and dumped again"},
-      {"allocator", Allocator()},
-      {"compiler", Compiler()},
-      {"flags", FAIRBENCH_CXX_FLAGS},
-      {"frameworkBuild", FAIRBENCH_FRAMEWORK_BUILD},
+      {"allocator", build.allocator},
+      {"compiler", build.compiler},
+      {"flags", build.flags},
+      {"frameworkBuild", build.framework_build},
       {"study",
        "as the study: ThreadPool of 4, TCP_NODELAY on, listen backlog 5; the study's /users/{id} answered "
        "{\"userId\":\"<id>\",...} for any word, this one 404s unless the id is a number"},
@@ -153,32 +106,19 @@ std::string Facts(const fairbench::targets::TargetFlags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool describe =
-      std::any_of(argv + 1, argv + argc, [](const char* arg) { return std::string_view(arg) == "--describe"; });
   CLI::App app{"fairbench target on cpp-httplib " CPPHTTPLIB_VERSION};
   fairbench::targets::TargetFlags flags;
-  fairbench::targets::AddTargetFlags(app, &flags);
-  bool describe_flag = false;
-  app.add_flag("--describe", describe_flag, "print this build's fairness facts as one JSON object and exit");
-  if (describe) app.get_option("--port")->required(false);
-  CLI11_PARSE(app, argc, argv);
-  if (describe) {
-    std::printf("%s\n", Facts(flags).c_str());
-    return 0;
-  }
+  if (auto exit = fairbench::targets::ParseTargetCommandLine(app, argc, argv, &flags, Facts)) return *exit;
 
   // SIGTERM/SIGINT: taken by the wait at the end, blocked before any thread
-  // starts. A client that goes away costs an EPIPE, not the process.
-  std::signal(SIGPIPE, SIG_IGN);
+  // starts.
   const fairbench::BlockedSignals shutdown_signals({SIGTERM, SIGINT});
 
-  RequestCounter counter;
-  auto request_log = fairbench::targets::SampledRequestLog::Start(flags.request_log, &counter);
+  auto request_log = fairbench::targets::StartServing(flags.request_log);
   if (!request_log.ok()) {
     std::fprintf(stderr, "%s\n", request_log.status().ToString().c_str());
     return 1;
   }
-  if (*request_log) g_counter = &counter;
 
   httplib::Server server;
   const size_t threads = static_cast<size_t>(flags.threads);
@@ -206,8 +146,7 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   // The same facts in the log, where the orchestrator reads them back for
   // the report (a pod's log in a cluster, the log file locally).
-  std::printf("fairbench-target-facts: %s\n", Facts(flags).c_str());
-  std::fflush(stdout);
+  fairbench::targets::PrintFacts(Facts(flags));
 
   shutdown_signals.Wait();
   server.stop();

@@ -24,7 +24,6 @@
 // study did for cpp-httplib, for the same reason. --describe says so.
 #include <asio/version.hpp>
 #include <crow.h>
-#include <gnu/libc-version.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -39,48 +38,15 @@
 #include <filesystem>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <thread>
 
 #include "common/signals.h"
-#include "targets/common/request_counter.h"
-#include "targets/common/request_log.h"
-#include "targets/common/target_flags.h"
-
-#ifndef FAIRBENCH_FRAMEWORK_VERSION
-#define FAIRBENCH_FRAMEWORK_VERSION "unknown"
-#endif
-#ifndef FAIRBENCH_FRAMEWORK_REVISION
-#define FAIRBENCH_FRAMEWORK_REVISION "unknown"
-#endif
-#ifndef FAIRBENCH_FRAMEWORK_BUILD
-#define FAIRBENCH_FRAMEWORK_BUILD "unknown"
-#endif
-#ifndef FAIRBENCH_CXX_FLAGS
-#define FAIRBENCH_CXX_FLAGS "unknown"
-#endif
+#include "targets/common/target_main.h"
 
 namespace {
 
-using fairbench::targets::RequestCounter;
-
-// Set before the server starts (when --request-log is given), read only after.
-RequestCounter* g_counter = nullptr;
-
-void Count() {
-  if (g_counter != nullptr) g_counter->Increment();
-}
-
-// Decimal digits that fit in 64 bits ("007" is 7); anything else is no id.
-std::optional<uint64_t> ParseUserId(std::string_view text) {
-  if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return std::nullopt;
-  }
-  uint64_t id = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
-  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return id;
-}
+using fairbench::targets::CountRequest;
+using fairbench::targets::ParseUserId;
 
 crow::response JsonError(int code, const std::string& message) {
   crow::json::wvalue body;
@@ -90,18 +56,18 @@ crow::response JsonError(int code, const std::string& message) {
 
 void AddRoutes(crow::SimpleApp& app) {
   CROW_ROUTE(app, "/")([] {
-    Count();
+    CountRequest();
     return crow::response(200, "text/plain", "Hello, World!");
   });
   CROW_ROUTE(app, "/api/status")([] {
     crow::json::wvalue body;
     body["status"] = "running";
     body["framework"] = "crow";
-    Count();
+    CountRequest();
     return crow::response(200, body);
   });
   CROW_ROUTE(app, "/api/echo").methods(crow::HTTPMethod::Post)([](const crow::request& req) {
-    Count();
+    CountRequest();
     const crow::json::rvalue parsed = crow::json::load(req.body);
     if (!parsed) return JsonError(400, "invalid JSON");
     crow::json::wvalue body(parsed);
@@ -109,7 +75,7 @@ void AddRoutes(crow::SimpleApp& app) {
   });
   // Any segment: the handler decides (404 unless digits), as on every target.
   CROW_ROUTE(app, "/users/<string>")([](const std::string& text) {
-    Count();
+    CountRequest();
     const std::optional<uint64_t> id = ParseUserId(text);
     if (!id) return JsonError(404, "no such user");
     crow::json::wvalue body;
@@ -117,21 +83,6 @@ void AddRoutes(crow::SimpleApp& app) {
     body["name"] = "User " + std::to_string(*id);
     return crow::response(200, body);
   });
-}
-
-std::string Compiler() {
-#if defined(__clang__)
-  return "clang " __clang_version__;
-#else
-  return "gcc " __VERSION__;
-#endif
-}
-
-std::string Allocator() {
-  const char* preload = std::getenv("LD_PRELOAD");
-  std::string glibc = std::string("glibc malloc (glibc ") + gnu_get_libc_version() + ")";
-  if (preload == nullptr || *preload == '\0') return glibc;
-  return std::string("LD_PRELOAD=") + preload + " (replaces " + glibc + " where it defines malloc)";
 }
 
 // Sets TCP_NODELAY on this process's socket listening on `port` (Crow keeps
@@ -167,15 +118,16 @@ int CrowConcurrency(int threads) { return std::max(threads, 2); }
 
 // The fairness facts of this build, from the source and the build itself.
 std::string Facts(const fairbench::targets::TargetFlags& flags) {
+  const fairbench::targets::BuildFacts build = fairbench::targets::ThisBuild();
   const int concurrency = CrowConcurrency(flags.threads);
   const std::string asio = std::to_string(ASIO_VERSION / 100000) + "." + std::to_string(ASIO_VERSION / 100 % 1000) +
                            "." + std::to_string(ASIO_VERSION % 100);
   crow::json::wvalue facts;
   facts["framework"] = "crow";
-  facts["version"] = FAIRBENCH_FRAMEWORK_VERSION;
+  facts["version"] = build.version;
   facts["versionSource"] = std::string("pinned tag of the build (this source's crow::VERSION says \"") +
                            crow::VERSION + "\")";
-  facts["revision"] = FAIRBENCH_FRAMEWORK_REVISION;
+  facts["revision"] = build.revision;
   facts["workerModel"] = "asio event loops: one io_context per thread, connections handed round-robin (least "
                          "busy) by the acceptor's own io_context thread; standalone Asio " +
                          asio;
@@ -190,10 +142,10 @@ std::string Facts(const fairbench::targets::TargetFlags& flags) {
   facts["listenAddress"] = flags.host;
   facts["jsonLibrary"] = "crow::json (Crow's own)";
   facts["echo"] = "generic: crow::json::load, then a wvalue dumped (object keys come back in hash order)";
-  facts["allocator"] = Allocator();
-  facts["compiler"] = Compiler();
-  facts["flags"] = FAIRBENCH_CXX_FLAGS;
-  facts["frameworkBuild"] = FAIRBENCH_FRAMEWORK_BUILD;
+  facts["allocator"] = build.allocator;
+  facts["compiler"] = build.compiler;
+  facts["flags"] = build.flags;
+  facts["frameworkBuild"] = build.framework_build;
   facts["study"] =
       "as the study: concurrency(4), log level Warning; the study's image used crow_all.h with Boost.Asio "
       "(CROW_USE_BOOST) and set no header (no Content-Type, JSON included), which kept its responses in one "
@@ -205,21 +157,10 @@ std::string Facts(const fairbench::targets::TargetFlags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool describe =
-      std::any_of(argv + 1, argv + argc, [](const char* arg) { return std::string_view(arg) == "--describe"; });
   CLI::App cli{"fairbench target on Crow " FAIRBENCH_FRAMEWORK_VERSION};
   fairbench::targets::TargetFlags flags;
-  fairbench::targets::AddTargetFlags(cli, &flags);
-  bool describe_flag = false;
-  cli.add_flag("--describe", describe_flag, "print this build's fairness facts as one JSON object and exit");
-  if (describe) cli.get_option("--port")->required(false);
-  CLI11_PARSE(cli, argc, argv);
-  if (describe) {
-    std::printf("%s\n", Facts(flags).c_str());
-    return 0;
-  }
+  if (auto exit = fairbench::targets::ParseTargetCommandLine(cli, argc, argv, &flags, Facts)) return *exit;
 
-  std::signal(SIGPIPE, SIG_IGN);
   crow::SimpleApp app;
   // SIGTERM/SIGINT: taken by our watcher thread, not by Crow's signal_set.
   // It waits until Crow has started before stopping it, so an early signal
@@ -230,13 +171,11 @@ int main(int argc, char** argv) {
     app.stop();
   });
 
-  RequestCounter counter;
-  auto request_log = fairbench::targets::SampledRequestLog::Start(flags.request_log, &counter);
+  auto request_log = fairbench::targets::StartServing(flags.request_log);
   if (!request_log.ok()) {
     std::fprintf(stderr, "%s\n", request_log.status().ToString().c_str());
     return 1;
   }
-  if (*request_log) g_counter = &counter;
 
   app.loglevel(crow::LogLevel::Warning);
   AddRoutes(app);
@@ -246,8 +185,7 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   // The same facts in the log, where the orchestrator reads them back for
   // the report (a pod's log in a cluster, the log file locally).
-  std::printf("fairbench-target-facts: %s\n", Facts(flags).c_str());
-  std::fflush(stdout);
+  fairbench::targets::PrintFacts(Facts(flags));
   // Once Crow listens, TCP_NODELAY on its socket (see the top of this file).
   // Not joined: if Crow cannot listen, it waits for ever and the process
   // leaves without it.

@@ -16,62 +16,28 @@
 // object keys sorted, so JSON answers come back in key order.
 #include <drogon/drogon.h>
 #include <drogon/version.h>
-#include <gnu/libc-version.h>
 #include <json/json.h>
 #include <json/version.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <thread>
 
 #include "common/signals.h"
-#include "targets/common/request_counter.h"
-#include "targets/common/request_log.h"
-#include "targets/common/target_flags.h"
-
-#ifndef FAIRBENCH_FRAMEWORK_REVISION
-#define FAIRBENCH_FRAMEWORK_REVISION "unknown"
-#endif
-#ifndef FAIRBENCH_FRAMEWORK_BUILD
-#define FAIRBENCH_FRAMEWORK_BUILD "unknown"
-#endif
-#ifndef FAIRBENCH_CXX_FLAGS
-#define FAIRBENCH_CXX_FLAGS "unknown"
-#endif
+#include "targets/common/target_main.h"
 
 namespace {
 
 using drogon::HttpRequestPtr;
 using drogon::HttpResponse;
 using drogon::HttpResponsePtr;
-using fairbench::targets::RequestCounter;
+using fairbench::targets::CountRequest;
+using fairbench::targets::ParseUserId;
 using Callback = std::function<void(const HttpResponsePtr&)>;
-
-// Set before the server starts (when --request-log is given), read only after.
-RequestCounter* g_counter = nullptr;
-
-void Count() {
-  if (g_counter != nullptr) g_counter->Increment();
-}
-
-// Decimal digits that fit in 64 bits ("007" is 7); anything else is no id.
-std::optional<uint64_t> ParseUserId(std::string_view text) {
-  if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return std::nullopt;
-  }
-  uint64_t id = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
-  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return id;
-}
 
 HttpResponsePtr JsonError(drogon::HttpStatusCode code, const std::string& message) {
   Json::Value body;
@@ -88,7 +54,7 @@ void AddRoutes(drogon::HttpAppFramework& app) {
         auto res = HttpResponse::newHttpResponse();
         res->setContentTypeCode(drogon::CT_TEXT_PLAIN);
         res->setBody("Hello, World!");
-        Count();
+        CountRequest();
         callback(res);
       },
       {drogon::Get});
@@ -98,7 +64,7 @@ void AddRoutes(drogon::HttpAppFramework& app) {
         Json::Value body;
         body["status"] = "running";
         body["framework"] = "drogon";
-        Count();
+        CountRequest();
         callback(HttpResponse::newHttpJsonResponse(body));
       },
       {drogon::Get});
@@ -106,7 +72,7 @@ void AddRoutes(drogon::HttpAppFramework& app) {
       "/api/echo",
       [](const HttpRequestPtr& req, Callback&& callback) {
         const std::shared_ptr<Json::Value> body = req->getJsonObject();
-        Count();
+        CountRequest();
         callback(body ? HttpResponse::newHttpJsonResponse(*body)
                       : JsonError(drogon::k400BadRequest, "invalid JSON: " + req->getJsonError()));
       },
@@ -116,7 +82,7 @@ void AddRoutes(drogon::HttpAppFramework& app) {
       "/users/{id}",
       [](const HttpRequestPtr&, Callback&& callback, const std::string& text) {
         const std::optional<uint64_t> id = ParseUserId(text);
-        Count();
+        CountRequest();
         if (!id) {
           callback(JsonError(drogon::k404NotFound, "no such user"));
           return;
@@ -129,28 +95,14 @@ void AddRoutes(drogon::HttpAppFramework& app) {
       {drogon::Get});
 }
 
-std::string Compiler() {
-#if defined(__clang__)
-  return "clang " __clang_version__;
-#else
-  return "gcc " __VERSION__;
-#endif
-}
-
-std::string Allocator() {
-  const char* preload = std::getenv("LD_PRELOAD");
-  std::string glibc = std::string("glibc malloc (glibc ") + gnu_get_libc_version() + ")";
-  if (preload == nullptr || *preload == '\0') return glibc;
-  return std::string("LD_PRELOAD=") + preload + " (replaces " + glibc + " where it defines malloc)";
-}
-
 // The fairness facts of this build, from the source and the build itself.
 std::string Facts(const fairbench::targets::TargetFlags& flags) {
+  const fairbench::targets::BuildFacts build = fairbench::targets::ThisBuild();
   Json::Value facts;
   facts["framework"] = "drogon";
   facts["version"] = DROGON_VERSION;
   facts["versionSource"] = "DROGON_VERSION macro (drogon/version.h)";
-  facts["revision"] = FAIRBENCH_FRAMEWORK_REVISION;
+  facts["revision"] = build.revision;
   facts["workerModel"] =
       "event loop per thread (trantor, epoll): each of --threads loops has its own SO_REUSEPORT listener and "
       "serves the connections it accepts; the main thread runs one more loop (timers, no connections)";
@@ -160,10 +112,10 @@ std::string Facts(const fairbench::targets::TargetFlags& flags) {
   facts["listenAddress"] = flags.host;
   facts["jsonLibrary"] = "jsoncpp " JSONCPP_VERSION_STRING " (Drogon's Json::Value; object keys sorted)";
   facts["echo"] = "generic: req->getJsonObject() (needs Content-Type: application/json), newHttpJsonResponse";
-  facts["allocator"] = Allocator();
-  facts["compiler"] = Compiler();
-  facts["flags"] = FAIRBENCH_CXX_FLAGS;
-  facts["frameworkBuild"] = FAIRBENCH_FRAMEWORK_BUILD;
+  facts["allocator"] = build.allocator;
+  facts["compiler"] = build.compiler;
+  facts["flags"] = build.flags;
+  facts["frameworkBuild"] = build.framework_build;
   facts["study"] =
       "as the study: setThreadNum(4), log level Warn, Server and Date headers on; the study's hello answered "
       "text/html, this one text/plain";
@@ -175,21 +127,10 @@ std::string Facts(const fairbench::targets::TargetFlags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool describe =
-      std::any_of(argv + 1, argv + argc, [](const char* arg) { return std::string_view(arg) == "--describe"; });
   CLI::App cli{"fairbench target on Drogon " DROGON_VERSION};
   fairbench::targets::TargetFlags flags;
-  fairbench::targets::AddTargetFlags(cli, &flags);
-  bool describe_flag = false;
-  cli.add_flag("--describe", describe_flag, "print this build's fairness facts as one JSON object and exit");
-  if (describe) cli.get_option("--port")->required(false);
-  CLI11_PARSE(cli, argc, argv);
-  if (describe) {
-    std::printf("%s\n", Facts(flags).c_str());
-    return 0;
-  }
+  if (auto exit = fairbench::targets::ParseTargetCommandLine(cli, argc, argv, &flags, Facts)) return *exit;
 
-  std::signal(SIGPIPE, SIG_IGN);
   drogon::HttpAppFramework& app = drogon::app();
   // SIGTERM/SIGINT: taken by our watcher thread (Drogon's own handler is
   // off). quit() is ignored until the main loop runs, so wait for it: an
@@ -200,13 +141,11 @@ int main(int argc, char** argv) {
     app.quit();
   });
 
-  RequestCounter counter;
-  auto request_log = fairbench::targets::SampledRequestLog::Start(flags.request_log, &counter);
+  auto request_log = fairbench::targets::StartServing(flags.request_log);
   if (!request_log.ok()) {
     std::fprintf(stderr, "%s\n", request_log.status().ToString().c_str());
     return 1;
   }
-  if (*request_log) g_counter = &counter;
 
   app.setLogLevel(trantor::Logger::kWarn);
   app.setThreadNum(static_cast<size_t>(flags.threads));
@@ -217,8 +156,7 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   // The same facts in the log, where the orchestrator reads them back for
   // the report (a pod's log in a cluster, the log file locally).
-  std::printf("fairbench-target-facts: %s\n", Facts(flags).c_str());
-  std::fflush(stdout);
+  fairbench::targets::PrintFacts(Facts(flags));
   app.run();  // returns after quit(); a port in use ends the process inside
   if (*request_log) (*request_log)->Stop();
   return 0;

@@ -17,13 +17,10 @@
 // framework with another allocator) — --describe reports what the process
 // actually runs with. Hical always listens on every IPv4 address (it has no
 // address option): --host is reported, not used.
-#include <gnu/libc-version.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <boost/json.hpp>
 #include <boost/version.hpp>
-#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -33,50 +30,20 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <thread>
 
 #include "common/signals.h"
 #include "core/HttpServer.h"
 #include "core/Version.h"
-#include "targets/common/request_counter.h"
-#include "targets/common/request_log.h"
-#include "targets/common/target_flags.h"
-
-#ifndef FAIRBENCH_FRAMEWORK_REVISION
-#define FAIRBENCH_FRAMEWORK_REVISION "unknown"
-#endif
-#ifndef FAIRBENCH_FRAMEWORK_BUILD
-#define FAIRBENCH_FRAMEWORK_BUILD "unknown"
-#endif
-#ifndef FAIRBENCH_CXX_FLAGS
-#define FAIRBENCH_CXX_FLAGS "unknown"
-#endif
+#include "targets/common/target_main.h"
 
 namespace {
 
-using fairbench::targets::RequestCounter;
+using fairbench::targets::CountRequest;
+using fairbench::targets::ParseUserId;
 using hical::HttpRequest;
 using hical::HttpResponse;
 using hical::HttpStatusCode;
-
-// Set before the server starts (when --request-log is given), read only after.
-RequestCounter* g_counter = nullptr;
-
-void Count() {
-  if (g_counter != nullptr) g_counter->Increment();
-}
-
-// Decimal digits that fit in 64 bits ("007" is 7); anything else is no id.
-std::optional<uint64_t> ParseUserId(std::string_view text) {
-  if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return std::nullopt;
-  }
-  uint64_t id = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
-  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return id;
-}
 
 HttpResponse Json(HttpStatusCode status, const boost::json::value& body) {
   HttpResponse res;
@@ -95,18 +62,18 @@ void AddRoutes(hical::Router& router) {
   router.get("/", [](const HttpRequest&) -> HttpResponse {
     HttpResponse res;
     res.setBody(std::string("Hello, World!"), std::string("text/plain"));
-    Count();
+    CountRequest();
     return res;
   });
   router.get("/api/status", [](const HttpRequest&) -> HttpResponse {
     boost::json::object body;
     body["status"] = "running";
     body["framework"] = "hical";
-    Count();
+    CountRequest();
     return Json(HttpStatusCode::hOk, boost::json::value(std::move(body)));
   });
   router.post("/api/echo", [](const HttpRequest& req) -> HttpResponse {
-    Count();
+    CountRequest();
     boost::system::error_code ec;
     boost::json::value body = boost::json::parse(req.body(), ec);
     if (ec) return JsonError(HttpStatusCode::hBadRequest, "invalid JSON: " + ec.message());
@@ -114,7 +81,7 @@ void AddRoutes(hical::Router& router) {
   });
   // Any segment: the handler decides (404 unless digits), as on every target.
   router.get("/users/{id}", [](const HttpRequest& req) -> HttpResponse {
-    Count();
+    CountRequest();
     const std::optional<uint64_t> id = ParseUserId(req.param("id"));
     if (!id) return JsonError(HttpStatusCode::hNotFound, "no such user");
     boost::json::object body;
@@ -124,29 +91,15 @@ void AddRoutes(hical::Router& router) {
   });
 }
 
-std::string Compiler() {
-#if defined(__clang__)
-  return "clang " __clang_version__;
-#else
-  return "gcc " __VERSION__;
-#endif
-}
-
-std::string Allocator() {
-  const char* preload = std::getenv("LD_PRELOAD");
-  std::string glibc = std::string("glibc malloc (glibc ") + gnu_get_libc_version() + ")";
-  if (preload == nullptr || *preload == '\0') return glibc;
-  return std::string("LD_PRELOAD=") + preload + " (replaces " + glibc + " where it defines malloc)";
-}
-
 // The fairness facts of this build, from the source and the build itself.
 std::string Facts(const fairbench::targets::TargetFlags& flags) {
+  const fairbench::targets::BuildFacts build = fairbench::targets::ThisBuild();
   boost::json::object facts;
   facts["framework"] = "hical";
   facts["version"] = std::to_string(HICAL_VERSION_MAJOR) + "." + std::to_string(HICAL_VERSION_MINOR) + "." +
                      std::to_string(HICAL_VERSION_PATCH);
   facts["versionSource"] = "HICAL_VERSION_* macros (core/Version.h, generated from Hical's CMake project)";
-  facts["revision"] = FAIRBENCH_FRAMEWORK_REVISION;
+  facts["revision"] = build.revision;
   facts["workerModel"] =
       "C++20 coroutines on Boost.Asio, one io_context per thread: the main thread's loop plus --threads - 1 worker "
       "loops, each with its own SO_REUSEPORT acceptor";
@@ -158,10 +111,10 @@ std::string Facts(const fairbench::targets::TargetFlags& flags) {
                            " is not used)";
   facts["jsonLibrary"] = std::string("Boost.JSON ") + BOOST_LIB_VERSION + " (Hical's JSON)";
   facts["echo"] = "generic: boost::json::parse, then serialised again";
-  facts["allocator"] = Allocator();
-  facts["compiler"] = Compiler();
-  facts["flags"] = FAIRBENCH_CXX_FLAGS;
-  facts["frameworkBuild"] = FAIRBENCH_FRAMEWORK_BUILD;
+  facts["allocator"] = build.allocator;
+  facts["compiler"] = build.compiler;
+  facts["flags"] = build.flags;
+  facts["frameworkBuild"] = build.framework_build;
   facts["study"] =
       "as the study: HttpServer(port, 4), idle timeout 0, GCC 14, static libstdc++ and Boost, mimalloc preloaded by "
       "the image (the only framework with another allocator); the study's /users/{id} answered "
@@ -172,21 +125,10 @@ std::string Facts(const fairbench::targets::TargetFlags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool describe =
-      std::any_of(argv + 1, argv + argc, [](const char* arg) { return std::string_view(arg) == "--describe"; });
   CLI::App cli{"fairbench target on Hical (" HICAL_VERSION_STRING ")"};
   fairbench::targets::TargetFlags flags;
-  fairbench::targets::AddTargetFlags(cli, &flags);
-  bool describe_flag = false;
-  cli.add_flag("--describe", describe_flag, "print this build's fairness facts as one JSON object and exit");
-  if (describe) cli.get_option("--port")->required(false);
-  CLI11_PARSE(cli, argc, argv);
-  if (describe) {
-    std::printf("%s\n", Facts(flags).c_str());
-    return 0;
-  }
+  if (auto exit = fairbench::targets::ParseTargetCommandLine(cli, argc, argv, &flags, Facts)) return *exit;
 
-  std::signal(SIGPIPE, SIG_IGN);
   hical::HttpServer server(flags.port, static_cast<size_t>(flags.threads));
   std::mutex mu;
   std::condition_variable cv;
@@ -209,16 +151,12 @@ int main(int argc, char** argv) {
     }
   });
 
-  RequestCounter counter;
-  auto request_log = fairbench::targets::SampledRequestLog::Start(flags.request_log, &counter);
+  auto request_log = fairbench::targets::StartServing(flags.request_log);
   if (!request_log.ok()) {
     std::fprintf(stderr, "%s\n", request_log.status().ToString().c_str());
     return 1;
   }
-  if (*request_log) {
-    g_counter = &counter;
-    log_to_end = request_log->get();
-  }
+  log_to_end = request_log->get();
 
   if (flags.host != "0.0.0.0" && flags.host != "127.0.0.1") {
     std::fprintf(stderr, "note: Hical listens on every IPv4 address; --host %s is not used\n", flags.host.c_str());
@@ -230,8 +168,7 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   // The same facts in the log, where the orchestrator reads them back for
   // the report (a pod's log in a cluster, the log file locally).
-  std::printf("fairbench-target-facts: %s\n", Facts(flags).c_str());
-  std::fflush(stdout);
+  fairbench::targets::PrintFacts(Facts(flags));
   try {
     server.start();  // blocks until stop()
   } catch (const std::exception& e) {

@@ -12,18 +12,13 @@
 // connection (10,000 connections, 10,000 threads) and pins each of them to
 // CPUs 0..(all CPUs of the machine - 2), whatever CPUs the process was
 // started on. --threads does not apply to that model; --describe says so.
-#include <gnu/libc-version.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
-#include <charconv>
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <thread>
 
 #include "common/signals.h"
@@ -36,41 +31,12 @@
 #include "oatpp/web/server/HttpConnectionHandler.hpp"
 #include "oatpp/web/server/HttpRouter.hpp"
 #include "oatpp/web/server/api/ApiController.hpp"
-#include "targets/common/request_counter.h"
-#include "targets/common/request_log.h"
-#include "targets/common/target_flags.h"
-
-#ifndef FAIRBENCH_FRAMEWORK_REVISION
-#define FAIRBENCH_FRAMEWORK_REVISION "unknown"
-#endif
-#ifndef FAIRBENCH_FRAMEWORK_BUILD
-#define FAIRBENCH_FRAMEWORK_BUILD "unknown"
-#endif
-#ifndef FAIRBENCH_CXX_FLAGS
-#define FAIRBENCH_CXX_FLAGS "unknown"
-#endif
+#include "targets/common/target_main.h"
 
 namespace {
 
-using fairbench::targets::RequestCounter;
-
-// Set before the server starts (when --request-log is given), read only after.
-RequestCounter* g_counter = nullptr;
-
-void Count() {
-  if (g_counter != nullptr) g_counter->Increment();
-}
-
-// Decimal digits that fit in 64 bits ("007" is 7); anything else is no id.
-std::optional<uint64_t> ParseUserId(std::string_view text) {
-  if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return std::nullopt;
-  }
-  uint64_t id = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
-  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return id;
-}
+using fairbench::targets::CountRequest;
+using fairbench::targets::ParseUserId;
 
 #include OATPP_CODEGEN_BEGIN(DTO)
 
@@ -123,7 +89,7 @@ class StudyController : public oatpp::web::server::api::ApiController {
   ENDPOINT("GET", "/", hello) {
     auto res = createResponse(Status::CODE_200, "Hello, World!");
     res->putHeader(oatpp::web::protocol::http::Header::CONTENT_TYPE, "text/plain");
-    Count();
+    CountRequest();
     return res;
   }
 
@@ -131,12 +97,12 @@ class StudyController : public oatpp::web::server::api::ApiController {
     auto body = StatusDto::createShared();
     body->status = "running";
     body->framework = "oatpp";
-    Count();
+    CountRequest();
     return createDtoResponse(Status::CODE_200, body);
   }
 
   ENDPOINT("POST", "/api/echo", echo, BODY_STRING(String, text)) {
-    Count();
+    CountRequest();
     // The mapper's caret interface, not readFromString: that one cannot
     // report a top-level null, and leaves trailing bytes unchecked.
     oatpp::parser::Caret caret(text);
@@ -163,7 +129,7 @@ class StudyController : public oatpp::web::server::api::ApiController {
 
   // Any segment: the handler decides (404 unless digits), as on every target.
   ENDPOINT("GET", "/users/{id}", user, PATH(String, text, "id")) {
-    Count();
+    CountRequest();
     const std::optional<uint64_t> id = ParseUserId(*text);
     if (!id) return ErrorResponse(Status::CODE_404, "no such user");
     auto body = UserDto::createShared();
@@ -182,21 +148,6 @@ class StudyController : public oatpp::web::server::api::ApiController {
 
 #include OATPP_CODEGEN_END(ApiController)
 
-std::string Compiler() {
-#if defined(__clang__)
-  return "clang " __clang_version__;
-#else
-  return "gcc " __VERSION__;
-#endif
-}
-
-std::string Allocator() {
-  const char* preload = std::getenv("LD_PRELOAD");
-  std::string glibc = std::string("glibc malloc (glibc ") + gnu_get_libc_version() + ")";
-  if (preload == nullptr || *preload == '\0') return glibc;
-  return std::string("LD_PRELOAD=") + preload + " (replaces " + glibc + " where it defines malloc)";
-}
-
 // The CPUs HttpConnectionHandler pins each connection thread to (it counts
 // every CPU of the machine, not those the process may use).
 std::string AffinityRange() {
@@ -207,11 +158,12 @@ std::string AffinityRange() {
 
 // The fairness facts of this build, from the source and the build itself.
 std::string Facts(const fairbench::targets::TargetFlags& flags) {
+  const fairbench::targets::BuildFacts build = fairbench::targets::ThisBuild();
   auto facts = FactsDto::createShared();
   facts->framework = "oatpp";
   facts->version = OATPP_VERSION;
   facts->versionSource = "OATPP_VERSION macro (oatpp/core/base/Environment.hpp)";
-  facts->revision = FAIRBENCH_FRAMEWORK_REVISION;
+  facts->revision = build.revision;
   facts->workerModel =
       "thread per connection (oatpp::web::server::HttpConnectionHandler, blocking I/O); one thread accepts";
   facts->threads = flags.threads;
@@ -224,10 +176,10 @@ std::string Facts(const fairbench::targets::TargetFlags& flags) {
   facts->listenAddress = flags.host;
   facts->jsonLibrary = "Oat++ ObjectMapper (oatpp::parser::json::mapping, DTOs)";
   facts->echo = "generic: read as oatpp::Any, written again (numbers as float64, printed %.16g)";
-  facts->allocator = Allocator();
-  facts->compiler = Compiler();
-  facts->flags = FAIRBENCH_CXX_FLAGS;
-  facts->frameworkBuild = FAIRBENCH_FRAMEWORK_BUILD;
+  facts->allocator = build.allocator;
+  facts->compiler = build.compiler;
+  facts->flags = build.flags;
+  facts->frameworkBuild = build.framework_build;
   facts->study =
       "as the study: HttpConnectionHandler (thread per connection); the study's echo read a typed DTO "
       "(name, age, email), this one any JSON";
@@ -237,35 +189,24 @@ std::string Facts(const fairbench::targets::TargetFlags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool describe =
-      std::any_of(argv + 1, argv + argc, [](const char* arg) { return std::string_view(arg) == "--describe"; });
   CLI::App cli{"fairbench target on Oat++ " OATPP_VERSION};
   fairbench::targets::TargetFlags flags;
-  fairbench::targets::AddTargetFlags(cli, &flags);
-  bool describe_flag = false;
-  cli.add_flag("--describe", describe_flag, "print this build's fairness facts as one JSON object and exit");
-  if (describe) cli.get_option("--port")->required(false);
-  CLI11_PARSE(cli, argc, argv);
-
+  // Oat++'s environment first: --describe writes the facts with its ObjectMapper.
   oatpp::base::Environment::init();
-  if (describe) {
-    std::printf("%s\n", Facts(flags).c_str());
+  if (auto exit = fairbench::targets::ParseTargetCommandLine(cli, argc, argv, &flags, Facts)) {
     oatpp::base::Environment::destroy();
-    return 0;
+    return *exit;
   }
 
   // SIGTERM/SIGINT: taken by the wait at the end, blocked before any thread
-  // starts. A client that goes away costs an EPIPE, not the process.
-  std::signal(SIGPIPE, SIG_IGN);
+  // starts.
   const fairbench::BlockedSignals shutdown_signals({SIGTERM, SIGINT});
 
-  RequestCounter counter;
-  auto request_log = fairbench::targets::SampledRequestLog::Start(flags.request_log, &counter);
+  auto request_log = fairbench::targets::StartServing(flags.request_log);
   if (!request_log.ok()) {
     std::fprintf(stderr, "%s\n", request_log.status().ToString().c_str());
     return 1;
   }
-  if (*request_log) g_counter = &counter;
 
   {
     auto router = oatpp::web::server::HttpRouter::createShared();
