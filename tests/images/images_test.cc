@@ -855,6 +855,32 @@ TEST_F(ReadOnlyRootTest, NginxTargetWithTlsWritesOnlyUnderTmpdir) {
   ExpectWritesOnlyUnder({tmpdir_.string()});
 }
 
+// scripts/quickstart builds only what it runs (scripts/setup --targets).
+// Catches: a program added to examples/quickstart.yaml (or fairbench's own
+// two) that the quick start does not build — on a fresh machine its cells
+// would fail to deploy —, a name in the list that is no CMake target (the
+// build would stop).
+TEST(QuickstartTest, BuildsEveryProgramItRunsAndNothingElse) {
+  const std::string script = Read(kRoot / "scripts" / "quickstart");
+  const std::string flag = "scripts/setup --targets ";
+  const size_t at = script.find(flag);
+  ASSERT_NE(at, std::string::npos) << "scripts/quickstart does not name what it builds";
+  std::set<std::string> built;
+  std::stringstream list(script.substr(at + flag.size(), script.find('\n', at) - at - flag.size()));
+  for (std::string name; std::getline(list, name, ',');) built.insert(name);
+  std::set<std::string> run = {"fairbench", "fairbench-agent"};
+  api::LoadOptions options;
+  options.validation.platform = api::Platform::kLocal;
+  auto quickstart = api::LoadRunFile(kRoot / "examples" / "quickstart.yaml", options);
+  ASSERT_TRUE(quickstart.ok()) << quickstart.status().message();
+  for (const api::Target& t : quickstart->spec.targets) {
+    ASSERT_TRUE(t.local.has_value() && !t.local->command.empty()) << t.name;
+    run.insert(t.local->command[0]);
+  }
+  EXPECT_EQ(built, run);
+  for (const std::string& name : built) EXPECT_TRUE(fs::exists(testing::BinaryPath(name))) << name;
+}
+
 TEST(SetupTest, BuildPackagesAreAmongWhatSetupInstalls) {
   // build_packages must be part of the list scripts/setup installs.
   const std::string setup = Read(kRoot / "scripts" / "setup");
