@@ -327,6 +327,7 @@ struct ErrorCounts {
   uint64_t handshake = 0;        // https: TLS handshakes that failed
   // HTTP/2 streams: refused by GOAWAY, reset by the server, lost to a protocol error.
   uint64_t goaway = 0, rst_stream = 0, h2_protocol = 0;
+  uint64_t script = 0;  // errors a wrk script raised during the load (the load stopped)
   friend bool operator==(const ErrorCounts&, const ErrorCounts&) = default;
 };
 

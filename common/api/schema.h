@@ -320,6 +320,7 @@ void Describe(V& v, S& s) {
   v.Field("goaway", s.goaway, kOmitZero);
   v.Field("rstStream", s.rst_stream, kOmitZero);
   v.Field("h2Protocol", s.h2_protocol, kOmitZero);
+  v.Field("script", s.script, kOmitZero);
 }
 
 template <typename V, typename S>

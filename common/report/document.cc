@@ -673,13 +673,17 @@ Section Errors(const Context& ctx) {
   if (h2) {
     for (const char* h : {"goaway", "rst_stream", "h2 protocol"}) header.push_back(h);
   }
+  // The script column only when a cell's script failed.
+  bool script = false;
+  for (const CellRecord* c : CellsInReportOrder(ctx)) script = script || c->result.errors.script > 0;
+  if (script) header.push_back("script");
   header.push_back("requests");
   Table t{header, Aligns(left, header.size() - left), {}};
   t.align[2] = Align::kRight;
   for (const CellRecord* c : CellsInReportOrder(ctx)) {
     const api::ErrorCounts& e = c->result.errors;
     if (e.connect + e.read + e.write + e.timeout + e.status + e.port_exhaustion + e.handshake + e.goaway +
-            e.rst_stream + e.h2_protocol ==
+            e.rst_stream + e.h2_protocol + e.script ==
         0) {
       continue;
     }
@@ -689,6 +693,7 @@ Section Errors(const Context& ctx) {
     if (h2) {
       for (uint64_t v : {e.goaway, e.rst_stream, e.h2_protocol}) row.push_back(Count(v));
     }
+    if (script) row.push_back(Count(e.script));
     row.push_back(c->result.requests > 0 ? Count(c->result.requests) : kMissing);
     t.rows.push_back(std::move(row));
   }
@@ -898,6 +903,7 @@ std::string FlagDetail(const CellRecord& c, CellFlag flag) {
       std::string out;
       if (socket > 0) out = Count(socket) + (socket == 1 ? " socket error" : " socket errors");
       if (e.status > 0) out += (out.empty() ? "" : ", ") + Count(e.status) + " unexpected statuses";
+      if (e.script > 0) out += (out.empty() ? "" : ", ") + Count(e.script) + " script errors";
       return out + " (see Errors)";
     }
   }

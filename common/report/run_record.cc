@@ -41,7 +41,7 @@ OrderedJson ErrorsJson(const ErrorCounts& e) {
   return OrderedJson{{"connect", e.connect}, {"read", e.read},     {"write", e.write},
                      {"timeout", e.timeout}, {"status", e.status}, {"portExhaustion", e.port_exhaustion},
                      {"handshake", e.handshake}, {"goaway", e.goaway},   {"rstStream", e.rst_stream},
-                     {"h2Protocol", e.h2_protocol}};
+                     {"h2Protocol", e.h2_protocol}, {"script", e.script}};
 }
 
 OrderedJson TimelineJson(const TimelinePoint& p) {
@@ -262,6 +262,7 @@ void ReadErrors(const Json& j, const std::string& path, api::Diagnostics& d, Err
   r.Read("goaway", e.goaway);
   r.Read("rstStream", e.rst_stream);
   r.Read("h2Protocol", e.h2_protocol);
+  r.Read("script", e.script);
 }
 
 void ReadTimelinePoint(const Json& j, const std::string& path, api::Diagnostics& d, TimelinePoint& p) {

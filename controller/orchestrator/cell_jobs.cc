@@ -112,6 +112,7 @@ report::CellRecord CellRecordFrom(const api::ScenarioSettings& settings, const a
   r.errors.goaway = c.errors.goaway;
   r.errors.rst_stream = c.errors.rst_stream;
   r.errors.h2_protocol = c.errors.h2_protocol;
+  r.errors.script = c.errors.script;
   if (target.https) {
     api::TlsHandshakes tls;
     tls.count = c.tls_handshakes;
