@@ -434,19 +434,7 @@ int RunLoadCommand(const LoadFlags& f) {
   int code = 0;
   if (script != nullptr) {
     const std::string load_error = script->LoadError();
-    ScriptSummary summary;
-    const IntervalStats& m = totals.measure();
-    summary.duration_us = static_cast<uint64_t>(std::llround(end.measure_seconds * 1e6));
-    summary.requests = m.counters.requests;
-    summary.bytes = m.counters.bytes_read;
-    summary.connect = m.counters.errors.connect;
-    summary.read = m.counters.errors.read;
-    summary.write = m.counters.errors.write;
-    summary.status = m.counters.errors.status;
-    summary.timeout = m.counters.errors.timeout;
-    summary.latency = m.latency;
-    summary.rate_samples = m.rate_samples;
-    if (Status s = script->Done(summary, nullptr); !s.ok()) {
+    if (Status s = script->Done(SummaryForDone(totals.measure(), end), nullptr); !s.ok()) {
       std::fprintf(stderr, "fairbench-agent: %s\n", s.message().c_str());
       code = 1;
     }

@@ -636,6 +636,21 @@ void SplitResponse(std::string_view raw, std::vector<std::pair<std::string, std:
 
 }  // namespace
 
+ScriptSummary SummaryForDone(const IntervalStats& m, const EndReport& end) {
+  ScriptSummary s;
+  s.duration_us = static_cast<uint64_t>(std::llround(end.measure_seconds * 1e6));
+  s.requests = m.counters.requests;
+  s.bytes = m.counters.bytes_read;
+  s.connect = m.counters.errors.connect;
+  s.read = m.counters.errors.read;
+  s.write = m.counters.errors.write;
+  s.status = m.counters.errors.status;
+  s.timeout = m.counters.errors.timeout;
+  s.latency = m.latency;
+  s.rate_samples = m.rate_samples;
+  return s;
+}
+
 Result<ScriptSource> ReadScriptFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::InvalidArgument(path + ": cannot read the script: " + std::strerror(errno));
@@ -812,6 +827,17 @@ Result<std::unique_ptr<Script>> Script::Create(const ScriptOptions& o) {
       // before any load. It is sent as the thread's first request.
       if (!t->Request(&t->first_text_, &t->first_count_)) return Status::InvalidArgument(t->error_);
       t->first_pending_ = true;
+      if (!o.h2_scheme.empty()) {
+        // Each request of it must make an HTTP/2 stream too.
+        auto specs = SplitRequests(t->first_text_);
+        for (const RequestSpec& spec : specs.ok() ? *specs : std::vector<RequestSpec>{}) {
+          auto h2 = H2Request::Build(spec, o.h2_scheme, host);
+          if (!h2.ok()) {
+            return Status::InvalidArgument(DefinedAt(L, "request", t->chunk_name_) +
+                                           ": request() returned a request HTTP/2 cannot send: " + h2.status().message());
+          }
+        }
+      }
     } else {
       lua_getglobal(L, "wrk");
       lua_getfield(L, -1, "format");

@@ -36,6 +36,7 @@
 #include "agent/request.h"
 #include "agent/url.h"
 #include "common/histogram.h"
+#include "common/metrics.h"
 #include "common/status.h"
 
 struct lua_State;
@@ -88,6 +89,10 @@ struct ScriptSummary {
   Histogram latency;
   std::vector<double> rate_samples;
 };
+
+// done()'s input from what a run measured: the measure phase's merged
+// intervals and the end report.
+ScriptSummary SummaryForDone(const IntervalStats& measure, const EndReport& end);
 
 class Script;
 

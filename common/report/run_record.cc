@@ -103,6 +103,11 @@ OrderedJson CellJson(const CellRecord& c) {
                                 {"trials", trials}};
   }
   if (c.profile) j["profile"] = ToJson(*c.profile);
+  if (!c.script_output.empty()) {
+    OrderedJson outputs = OrderedJson::array();
+    for (const ScriptOutput& o : c.script_output) outputs.push_back(OrderedJson{{"agent", o.agent}, {"text", o.text}});
+    j["scriptOutput"] = std::move(outputs);
+  }
   return j;
 }
 
@@ -379,6 +384,20 @@ void ReadCellExtras(const Json& j, const std::string& path, api::Diagnostics& d,
     }
   }
   if (const Json* p = r.Find("profile")) ReadProfile(*p, r.PathOf("profile"), d, c.profile.emplace());
+  if (const Json* outputs = r.Find("scriptOutput")) {
+    if (!outputs->is_array()) {
+      r.Error(r.PathOf("scriptOutput"), "must be a list", *outputs);
+    } else {
+      for (size_t i = 0; i < outputs->size(); ++i) {
+        ObjectReader o((*outputs)[i], Index(r.PathOf("scriptOutput"), i), d);
+        if (!o.Valid()) continue;
+        ScriptOutput out;
+        o.Read("agent", out.agent);
+        o.Read("text", out.text);
+        c.script_output.push_back(std::move(out));
+      }
+    }
+  }
 }
 
 void ReadSchedule(const Json& j, const std::string& path, api::Diagnostics& d, Schedule& s) {
