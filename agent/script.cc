@@ -202,6 +202,10 @@ bool IsFunction(lua_State* L, const char* name) {
 // Pushes onto `dst` a copy of the value at `idx` of `src`; "" or why not.
 std::string CopyValue(lua_State* src, int idx, lua_State* dst, int depth) {
   if (idx < 0) idx = lua_gettop(src) + idx + 1;
+  if (src == dst) {  // wrk.thread:get/set in the thread's own state: the value itself
+    lua_pushvalue(dst, idx);
+    return "";
+  }
   switch (lua_type(src, idx)) {
     case LUA_TNIL: lua_pushnil(dst); return "";
     case LUA_TBOOLEAN: lua_pushboolean(dst, lua_toboolean(src, idx)); return "";

@@ -337,12 +337,15 @@ function init(args)
   tag = conf.tag .. "-" .. #conf.list
   responses = 0
   wrk.path = "/" .. tag
+  -- The thread's own userdata works in its own state too.
+  wrk.thread:set("copy", { tag = wrk.thread:get("tag"), n = 2 })
 end
 function response() responses = responses + 1 end
 function done(summary)
   local total = 0
   for _, t in ipairs(threads) do
-    io.write(string.format("thread %d tag %s responses %d\n", t:get("id"), t:get("tag"), t:get("responses")))
+    io.write(string.format("thread %d tag %s responses %d copy %s/%d\n", t:get("id"), t:get("tag"), t:get("responses"),
+                           t:get("copy").tag, t:get("copy").n))
     total = total + t:get("responses")
   end
   io.write(string.format("total %d summary %d\n", total, summary.requests))
@@ -351,8 +354,8 @@ end
   const Outcome o = Agent({"-t2", "-c2", "-d500ms", "-s", script, Url(*server)});
   ASSERT_EQ(o.code, 0) << o.err;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(o.out, m, std::regex(R"(thread 1 tag t1-3 responses (\d+))"))) << o.out;
-  ASSERT_TRUE(std::regex_search(o.out, m, std::regex(R"(thread 2 tag t2-3 responses (\d+))"))) << o.out;
+  ASSERT_TRUE(std::regex_search(o.out, m, std::regex(R"(thread 1 tag t1-3 responses (\d+) copy t1-3/2)"))) << o.out;
+  ASSERT_TRUE(std::regex_search(o.out, m, std::regex(R"(thread 2 tag t2-3 responses (\d+) copy t2-3/2)"))) << o.out;
   ASSERT_TRUE(std::regex_search(o.out, m, std::regex(R"(total (\d+) summary (\d+))"))) << o.out;
   EXPECT_EQ(m[1], m[2]);
   EXPECT_GT(std::stoi(m[1]), 20);

@@ -31,6 +31,14 @@ ScriptThread* ScriptOf(const EngineOptions& o, uint32_t index) {
   return o.script != nullptr ? &o.script->thread(index) : nullptr;
 }
 
+// The script thread whose functions run during the load (request(),
+// response() or delay()); none for a static script, which then costs
+// exactly what the same request given by flags costs.
+ScriptThread* HooksOf(const EngineOptions& o, uint32_t index) {
+  ScriptThread* t = ScriptOf(o, index);
+  return t != nullptr && (t->dynamic() || t->wants_response() || t->has_delay()) ? t : nullptr;
+}
+
 const std::vector<BuiltRequest>& RequestsOf(const EngineOptions& o, uint32_t index) {
   return o.script != nullptr ? o.script->thread(index).requests() : o.requests;
 }
@@ -53,10 +61,10 @@ Worker::Worker(LoadCoordinator& coordinator, const EngineOptions& options, uint3
       conns_(connections),
       schedule_(Weights(RequestsOf(options, index))),
       h2_(options.protocol != HttpProtocol::kHttp1),
-      script_(ScriptOf(options, index)),
+      script_(HooksOf(options, index)),
       requests_(&RequestsOf(options, index)),
-      h2_requests_(script_ != nullptr ? &script_->h2_requests() : &options.h2_requests),
-      address_(script_ != nullptr ? &script_->address() : &options.addresses.front()),
+      h2_requests_(options.script != nullptr ? &options.script->thread(index).h2_requests() : &options.h2_requests),
+      address_(options.script != nullptr ? &options.script->thread(index).address() : &options.addresses.front()),
       timeout_ns_(options.timeout.count()) {
   if (script_ != nullptr) {
     dynamic_ = script_->dynamic();

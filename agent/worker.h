@@ -261,7 +261,9 @@ class Worker {
   std::vector<Answered> answered_;
   std::vector<int32_t> expired_;  // HTTP/2: streams past their timeout, reused
   const bool h2_;                 // opt_.protocol is h2c or h2
-  // Where requests come from: opt_'s, or the script thread's.
+  // Where requests come from: opt_'s, or the script thread's. script_ is
+  // set only when the script runs during the load (request(), response()
+  // or delay()).
   ScriptThread* const script_;
   const std::vector<BuiltRequest>* requests_;
   const std::vector<std::shared_ptr<const H2Request>>* h2_requests_;

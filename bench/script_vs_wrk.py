@@ -124,6 +124,7 @@ def main():
     ap.add_argument("--server-cpu", default="0")
     ap.add_argument("--client-cpu", default="1")
     ap.add_argument("--agent", default=os.path.join(ROOT, "build", "bin", "fairbench-agent"))
+    ap.add_argument("--only", choices=["dynamic", "static"], help="run one of the two scripts only")
     ap.add_argument("--json", help="write the raw figures here")
     args = ap.parse_args()
     for tool in ("nginx", "wrk", "taskset", "time"):
@@ -147,6 +148,8 @@ def main():
                              stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/"
     groups = {"dynamic": ["wrk-dynamic", "ours-dynamic"], "static": ["wrk-static", "ours-static", "ours-flags"]}
+    if args.only:
+        groups = {args.only: groups[args.only]}
     results = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "pairs": args.pairs, "duration": args.duration,
                "connections": args.connections, "runs": {k: [] for g in groups.values() for k in g}}
     try:
@@ -184,11 +187,13 @@ def main():
             return out
 
         print(f"== {args.connections} connections, medians (ratio: median of the rounds' ratios [their range])")
-        results["dynamic"] = compare("dynamic script: fairbench ÷ wrk", "ours-dynamic", "wrk-dynamic")
-        results["static"] = compare("static script: fairbench ÷ wrk", "ours-static", "wrk-static")
-        results["static_vs_flags"] = compare("fairbench: static script ÷ flags", "ours-static", "ours-flags")
+        if "dynamic" in groups:
+            results["dynamic"] = compare("dynamic script: fairbench ÷ wrk", "ours-dynamic", "wrk-dynamic")
+        if "static" in groups:
+            results["static"] = compare("static script: fairbench ÷ wrk", "ours-static", "wrk-static")
+            results["static_vs_flags"] = compare("fairbench: static script ÷ flags", "ours-static", "ours-flags")
         print("   targets: dynamic rps ≥ 1.0, CPU/req ≤ 1.0; static rps ≥ 1.0, CPU/req ≤ 0.9; static ÷ flags within 2 %")
-        for kind in ("ours-dynamic", "ours-static"):
+        for kind in [k for k in ("ours-dynamic", "ours-static") if k.split("-")[1] in groups]:
             share = lua_share(args, tmp, url, kind, tmp)
             results[f"lua_share_{kind}"] = share
             if share is None:
