@@ -582,8 +582,9 @@ std::string HostHeader(const ScriptOptions& o) {
   return host;
 }
 
-// Skips an interim response or finds the final one in `raw`; fills the
-// headers and the (de-chunked) body.
+// Skips the interim responses in `raw` and fills the final one's headers
+// and (de-chunked) body. `raw` is a response ResponseParser accepted whole;
+// whatever it holds, nothing is read outside it.
 void SplitResponse(std::string_view raw, std::vector<std::pair<std::string, std::string>>* headers,
                    std::string* body) {
   headers->clear();
@@ -628,7 +629,7 @@ void SplitResponse(std::string_view raw, std::vector<std::pair<std::string, std:
       if (nl == std::string_view::npos) return;
       const uint64_t size = std::strtoull(std::string(raw.substr(pos, nl - pos)).c_str(), nullptr, 16);
       pos = nl + 1;
-      if (size == 0 || pos + size > raw.size()) return;
+      if (size == 0 || size > raw.size() - pos) return;
       body->append(raw.substr(pos, size));
       pos += size;
       const size_t end = raw.find('\n', pos);
