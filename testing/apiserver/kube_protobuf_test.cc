@@ -346,6 +346,54 @@ ApiRequest Request(const std::string& method, const std::string& path, const std
   return r;
 }
 
+// kube-apiserver's whole answer to a protobuf body it cannot read, as
+// metav1.Status from errors.NewBadRequest writes it (no details; the
+// handler's words in message) — on create (transformDecodeError), on update
+// and on a DELETE's DeleteOptions (400 since kubernetes#133358). Nothing is
+// stored. Catches: a malformed body answered 500, 415 or 422, a reason or
+// status field dropped or renamed, details added, the object stored
+// half-read, a bad DeleteOptions ignored (the object deleted anyway).
+TEST(KubeProtobuf, AMalformedBodyIsTheRealServersBadRequest) {
+  ApiServer api;
+  const std::string secrets = "/api/v1/namespaces/default/secrets";
+  auto bad_request = [](const std::string& message) {
+    return json{{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", json::object()}, {"status", "Failure"},
+                {"message", message}, {"reason", "BadRequest"}, {"code", 400}};
+  };
+  // A Secret whose metadata is cut short: its length says 2 bytes, 1 follows.
+  const std::string cut = Envelope("v1", "Secret", std::string("\x0a\x02\x0a", 3));
+  ApiResponse created = api.Handle(Request("POST", secrets, cut));
+  EXPECT_EQ(created.code, 400);
+  EXPECT_EQ(created.content_type, "application/json");
+  EXPECT_EQ(json::parse(created.body, nullptr, false),
+            bad_request("Secret in version \"v1\" cannot be handled as a Secret: unexpected EOF"))
+      << created.body;
+  // Not a protobuf message at all: the envelope's error, with the body's bytes.
+  ApiResponse raw = api.Handle(Request("POST", secrets, "{}"));
+  EXPECT_EQ(json::parse(raw.body, nullptr, false),
+            bad_request("the object provided is unrecognized (must be of type Secret): provided data does not "
+                        "appear to be a protobuf message, expected prefix [107 56 115 0] ({})"))
+      << raw.body;
+  EXPECT_EQ(json::parse(api.Handle(Request("GET", secrets, "", "")).body)["items"], json::array());
+
+  kubewire::Secret s;
+  s.mutable_metadata()->set_name("kept");
+  (*s.mutable_data())["k"] = "v";
+  ASSERT_EQ(api.Handle(Request("POST", secrets, Envelope("v1", "Secret", s.SerializeAsString()))).code, 201);
+  ApiResponse updated = api.Handle(Request("PUT", secrets + "/kept", cut));
+  EXPECT_EQ(json::parse(updated.body, nullptr, false),
+            bad_request("Secret in version \"v1\" cannot be handled as a Secret: unexpected EOF"))
+      << updated.body;
+  ApiResponse deleted = api.Handle(Request("DELETE", secrets + "/kept", std::string("k8s\0\x0a\x05", 6)));
+  EXPECT_EQ(deleted.code, 400) << deleted.body;
+  EXPECT_EQ(json::parse(deleted.body, nullptr, false)["reason"], "BadRequest") << deleted.body;
+  // Neither the update nor the delete happened.
+  ApiResponse kept = api.Handle(Request("GET", secrets + "/kept", "", ""));
+  ASSERT_EQ(kept.code, 200) << kept.body;
+  EXPECT_EQ(json::parse(kept.body)["data"], json::parse(R"({"k": "dg=="})"));
+  api.Shutdown();
+}
+
 // The route helm's release storage takes: create, update and delete of a
 // Secret with protobuf bodies. Catches: the decoder not wired into create
 // or update (415), DeleteOptions' protobuf body refused or its
