@@ -17,18 +17,35 @@
 #include <cstring>
 #include <ctime>
 
+#include "agent/script.h"
+
 namespace fairbench::agent {
 namespace {
 
 constexpr int64_t kSampleNs = 100'000'000;  // wrk's Req/Sec sampling period
 constexpr int64_t kMaxBackoffNs = 1'000'000'000;
 constexpr int64_t kFirstBackoffNs = 1'000'000;
-constexpr int kMaxEvents = 512;
 constexpr uint32_t kMaxIov = 64;
 
-std::vector<uint32_t> Weights(const EngineOptions& o) {
+ScriptThread* ScriptOf(const EngineOptions& o, uint32_t index) {
+  return o.script != nullptr ? &o.script->thread(index) : nullptr;
+}
+
+// The script thread whose functions run during the load (request(),
+// response() or delay()); none for a static script, which then costs
+// exactly what the same request given by flags costs.
+ScriptThread* HooksOf(const EngineOptions& o, uint32_t index) {
+  ScriptThread* t = ScriptOf(o, index);
+  return t != nullptr && (t->dynamic() || t->wants_response() || t->has_delay()) ? t : nullptr;
+}
+
+const std::vector<BuiltRequest>& RequestsOf(const EngineOptions& o, uint32_t index) {
+  return o.script != nullptr ? o.script->thread(index).requests() : o.requests;
+}
+
+std::vector<uint32_t> Weights(const std::vector<BuiltRequest>& requests) {
   std::vector<uint32_t> w;
-  for (const BuiltRequest& r : o.requests) w.push_back(r.weight);
+  for (const BuiltRequest& r : requests) w.push_back(r.weight);
   return w;
 }
 
@@ -42,9 +59,18 @@ Worker::Worker(LoadCoordinator& coordinator, const EngineOptions& options, uint3
       index_(index),
       first_conn_(first_connection),
       conns_(connections),
-      schedule_(Weights(options)),
+      schedule_(Weights(RequestsOf(options, index))),
       h2_(options.protocol != HttpProtocol::kHttp1),
-      timeout_ns_(options.timeout.count()) {}
+      script_(HooksOf(options, index)),
+      requests_(&RequestsOf(options, index)),
+      h2_requests_(options.script != nullptr ? &options.script->thread(index).h2_requests() : &options.h2_requests),
+      address_(options.script != nullptr ? &options.script->thread(index).address() : &options.addresses.front()),
+      timeout_ns_(options.timeout.count()) {
+  if (script_ != nullptr) {
+    dynamic_ = script_->dynamic();
+    capture_ = script_->wants_response();
+  }
+}
 
 Worker::~Worker() {
   for (Conn& c : conns_) {
@@ -105,7 +131,7 @@ void Worker::SetState(Conn& c, State s) {
 }
 
 void Worker::StartConnect(Conn& c, int64_t now) {
-  const SocketAddress& addr = opt_.addresses.front();
+  const SocketAddress& addr = *address_;
   const int fd = NewTcpSocket(addr.storage.ss_family);
   if (fd < 0) {
     Fail(c, Why::kConnect, now);
@@ -193,6 +219,8 @@ void Worker::Close(Conn& c) {
   SetState(c, State::kClosed);
   c.pending = 0;
   c.write_off = c.write_len = 0;
+  c.delayed = false;
+  c.capture.clear();
   if (c.h2 != nullptr) {
     c.h2.reset();
     c.streams = 0;
@@ -220,7 +248,7 @@ void Worker::Fail(Conn& c, Why why, int64_t now) {
 }
 
 void Worker::ScheduleReconnect(Conn& c, int64_t now, bool after_failure) {
-  if (draining_) return;
+  if (draining_ || halted_) return;
   if (after_failure) ++c.failures;
   // The first reconnect after a failure is immediate (as wrk); repeated
   // failures back off exponentially up to 1 s, with jitter so that
@@ -250,6 +278,22 @@ void Worker::MaybeSend(Conn& c, int64_t now) {
     return;
   }
   if (!started_) return;  // sent when the load starts
+  if (script_ != nullptr && script_->has_delay()) {
+    // delay() before each request (a rate is refused with it).
+    if (!c.delayed) {
+      int64_t wait = 0;
+      if (!script_->Delay(&wait)) {
+        Close(c);  // the loop halts the worker
+        return;
+      }
+      if (wait > 0) {
+        c.delayed = true;
+        ArmTimer(c, now + wait);
+        return;
+      }
+    }
+    c.delayed = false;
+  }
   int64_t intended = now;
   if (opt_.rate > 0) {
     if (c.next_intended_ns > now) {
@@ -263,19 +307,28 @@ void Worker::MaybeSend(Conn& c, int64_t now) {
 }
 
 bool Worker::BatchHead(const Conn& c, uint16_t i) const {
-  return opt_.requests[opt_.pipeline == 1 ? c.req : c.batch[i]].head;
+  if (dynamic_) return c.text_head;
+  return (*requests_)[opt_.pipeline == 1 ? c.req : c.batch[i]].head;
 }
 
 void Worker::Send(Conn& c, int64_t now, int64_t intended) {
-  const uint32_t depth = opt_.pipeline;
+  uint32_t depth = opt_.pipeline;
   uint32_t len = 0;
-  if (depth == 1) {
+  if (dynamic_) {
+    // request()'s text: one request, or several pipelined.
+    if (!script_->Request(&c.text, &depth)) {
+      Close(c);  // the loop halts the worker
+      return;
+    }
+    len = static_cast<uint32_t>(c.text.size());
+    c.text_head = c.text.compare(0, 5, "HEAD ") == 0;
+  } else if (depth == 1) {
     c.req = schedule_.Next();
-    len = static_cast<uint32_t>(opt_.requests[c.req].bytes.size());
+    len = static_cast<uint32_t>((*requests_)[c.req].bytes.size());
   } else {
     for (uint32_t i = 0; i < depth; ++i) {
       c.batch[i] = schedule_.Next();
-      len += static_cast<uint32_t>(opt_.requests[c.batch[i]].bytes.size());
+      len += static_cast<uint32_t>((*requests_)[c.batch[i]].bytes.size());
     }
   }
   c.parser.Reset(BatchHead(c, 0));
@@ -294,15 +347,15 @@ void Worker::ContinueWrite(Conn& c, int64_t now) {
   for (;;) {
     iovec iov[kMaxIov];
     size_t count = 0;
-    if (opt_.pipeline == 1) {
-      const std::string& bytes = opt_.requests[c.req].bytes;
+    if (dynamic_ || opt_.pipeline == 1) {
+      const std::string& bytes = dynamic_ ? c.text : (*requests_)[c.req].bytes;
       iov[0].iov_base = const_cast<char*>(bytes.data() + c.write_off);
       iov[0].iov_len = c.write_len - c.write_off;
       count = 1;
     } else {
       uint32_t skip = c.write_off;
       for (uint32_t i = 0; i < opt_.pipeline && count < kMaxIov; ++i) {
-        const std::string& bytes = opt_.requests[c.batch[i]].bytes;
+        const std::string& bytes = (*requests_)[c.batch[i]].bytes;
         if (skip >= bytes.size()) {
           skip -= static_cast<uint32_t>(bytes.size());
           continue;
@@ -389,6 +442,7 @@ bool Worker::OnBytes(Conn& c, const char* data, size_t len) {
     }
     size_t used = 0;
     const ResponseParser::Outcome o = c.parser.Feed(data, len, &used);
+    if (capture_) c.capture.append(data, o == ResponseParser::Outcome::kError ? 0 : used);
     if (o == ResponseParser::Outcome::kNeedMore) return true;
     if (o == ResponseParser::Outcome::kError) {
       Fail(c, Why::kRead, NowNs());
@@ -418,6 +472,12 @@ bool Worker::OnResponse(Conn& c, int64_t now) {
   const bool keep = c.parser.keep_alive();
   --c.pending;
   ++c.answered;
+  if (capture_) {
+    // response(): an error in it halts the worker in the loop; the response
+    // still counts.
+    if (!draining_ && !halted_) script_->ResponseRaw(status, c.capture);
+    c.capture.clear();
+  }
   if (draining_) {
     ++drained_;
   } else {
@@ -540,21 +600,6 @@ void Worker::SampleRate(int64_t now) {
   next_sample_ns_ = now + kSampleNs;
 }
 
-void Worker::SizeNap() {
-  // A response that arrives during a nap is read when the nap ends: the nap
-  // is what it can add to that response's latency, so it stays a small
-  // share of the latency measured. With too few responses to tell, block.
-  int64_t nap = 0;
-  if (nap_lat_n_ >= 16) {
-    const auto mean_ns = static_cast<int64_t>(nap_lat_us_ / nap_lat_n_) * 1000;
-    nap = std::min(kMaxNapNs, mean_ns / kNapShare);
-    if (nap < kMinNapNs) nap = 0;
-  }
-  nap_ns_ = nap;
-  nap_lat_us_ = 0;
-  nap_lat_n_ = 0;
-}
-
 void Worker::CrossBoundaries(int64_t now) {
   const std::vector<Boundary>& bounds = load_.boundaries;
   while (boundary_ < bounds.size() && now >= start_ns_ + bounds[boundary_].at_ns) {
@@ -566,6 +611,22 @@ void Worker::CrossBoundaries(int64_t now) {
       BeginDrain(now);
       return;
     }
+  }
+}
+
+void Worker::Halt(int64_t now) {
+  (void)now;
+  halted_ = true;
+  if (script_->failed()) {
+    ++cur_.counters.errors.script;
+    coordinator_.StopLoad();
+  }
+  heap_.clear();
+  opened_ = conns_.size();
+  for (Conn& c : conns_) {
+    if (c.h2 != nullptr) abandoned_ += c.streams;
+    else if (c.state == State::kBusy && c.write_off == c.write_len) abandoned_ += c.pending;
+    Close(c);
   }
 }
 
@@ -642,89 +703,6 @@ int64_t Worker::NextDeadline(int64_t now) const {
   return d;
 }
 
-int Worker::Nap(epoll_event* events) {
-  int n = epoll_wait(epfd_, events, kMaxEvents, 0);
-  if (n != 0) return n;
-  const int64_t before = NowNs();
-  const timespec nap{0, static_cast<long>(nap_ns_)};
-  clock_nanosleep(CLOCK_MONOTONIC, 0, &nap, nullptr);
-  const int64_t slept = NowNs() - before;
-  ++idle_.naps;
-  idle_.nap_seconds += static_cast<double>(slept) / 1e9;
-  idle_.max_nap_ns = std::max<uint64_t>(idle_.max_nap_ns, static_cast<uint64_t>(nap_ns_));
-  n = epoll_wait(epfd_, events, kMaxEvents, 0);
-  if (n > 0) ++idle_.nap_hits;
-  return n;
-}
-
-int Worker::Block(epoll_event* events, int64_t deadline, int64_t now) {
-  if (have_pwait2_) {
-    timespec ts{};
-    timespec* tsp = nullptr;
-    if (deadline != INT64_MAX) {
-      const int64_t delta = std::max<int64_t>(0, deadline - now);
-      ts.tv_sec = delta / 1'000'000'000;
-      ts.tv_nsec = delta % 1'000'000'000;
-      tsp = &ts;
-    }
-    const int n = epoll_pwait2(epfd_, events, kMaxEvents, tsp, nullptr);
-    if (n < 0 && errno == ENOSYS) {
-      have_pwait2_ = false;  // old kernel or a seccomp profile without it
-      return 0;
-    }
-    return n;
-  }
-  int ms = -1;
-  if (deadline != INT64_MAX) {
-    const int64_t delta = std::max<int64_t>(0, deadline - now);
-    ms = static_cast<int>(std::min<int64_t>(INT_MAX, (delta + 999'999) / 1'000'000));
-  }
-  return epoll_wait(epfd_, events, kMaxEvents, ms);
-}
-
-void Worker::Wait(int64_t deadline, int64_t now) {
-  epoll_event events[kMaxEvents];
-  int n = 0;
-  const bool loading = started_ && !draining_;
-  if (opt_.idle_wait == IdleWait::kPoll && loading) {
-    // Spins through the loop: the caller checks its deadlines on each turn.
-    n = epoll_wait(epfd_, events, kMaxEvents, 0);
-    ++idle_.polls;
-    if (n == 0) {
-      ++idle_.empty_polls;
-      idle_.spin_seconds += static_cast<double>(NowNs() - now) / 1e9;
-      return;
-    }
-  } else {
-    if (nap_ns_ > 0 && loading && in_flight_ > 0 && deadline - now > nap_ns_) {
-      n = Nap(events);
-      if (n == 0) now = NowNs();
-    }
-    if (n == 0) n = Block(events, deadline, now);
-  }
-  if (n < 0) return;  // EINTR
-  for (int i = 0; i < n; ++i) {
-    if (events[i].data.ptr == nullptr) {
-      uint64_t drain;
-      [[maybe_unused]] const ssize_t r = ::read(wakefd_, &drain, sizeof drain);
-      continue;
-    }
-    OnEvent(*static_cast<Conn*>(events[i].data.ptr), events[i].events);
-  }
-  if (h2_) {
-    const int64_t now2 = answered_.empty() ? 0 : NowNs();
-    for (const Answered& a : answered_) {
-      if (a.conn->timer_gen == a.gen && a.conn->h2 != nullptr) H2Pump(*a.conn, now2);
-    }
-    answered_.clear();
-    return;
-  }
-  for (const Answered& a : answered_) {
-    if (a.conn->timer_gen == a.gen && a.conn->state == State::kIdle) MaybeSend(*a.conn, NowNs());
-  }
-  answered_.clear();
-}
-
 // ---------------------------------------------------------------------------
 
 void Worker::Run() {
@@ -753,6 +731,8 @@ void Worker::Run() {
         MaybeStart(now);
       }
       if (started_ && !draining_) {
+        // A script's thread:stop() or error.
+        if (script_ != nullptr && !halted_ && (script_->failed() || script_->stop_requested())) Halt(now);
         SampleRate(now);
         CrossBoundaries(now);
       }

@@ -82,6 +82,12 @@ struct CapacitySearch {
   friend bool operator==(const CapacitySearch&, const CapacitySearch&) = default;
 };
 
+struct ScriptOutput {
+  std::string agent;
+  std::string text;
+  friend bool operator==(const ScriptOutput&, const ScriptOutput&) = default;
+};
+
 struct CellRecord {
   api::CellResult result;
   std::vector<TimelinePoint> timeline;   // every interval, warmup included
@@ -101,6 +107,9 @@ struct CellRecord {
   std::vector<CellFlag> flags;           // in enum order, each at most once
   std::optional<CapacitySearch> capacity;  // scenarios with an objective (slo)
   std::optional<CellProfile> profile;    // spec.profile selected this cell (profile.h)
+  // A scripted scenario: what each agent's done() printed (with the error
+  // that stopped its load, if one did), in agent order.
+  std::vector<ScriptOutput> script_output;
 };
 
 // Where the run ran: printed in the report so that numbers are never read
