@@ -196,7 +196,9 @@ class Helm : public Kubectl {
         {"RoleBinding", {"rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"}},
         {"ClusterRole", {"rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", Scope::kCluster}},
         {"ClusterRoleBinding",
-         {"rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", Scope::kCluster}}};
+         {"rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", Scope::kCluster}},
+        {"CustomResourceDefinition",
+         {"apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", Scope::kCluster}}};
     auto it = kTypes.find(kind);
     if (it == kTypes.end()) return Status::NotFound("no resource for kind " + kind);
     auto got = client_->Get(it->second, ns.empty() ? "fairbench" : ns, name);
@@ -262,8 +264,9 @@ TEST_F(Helm, InstallListUpgradeUninstallTheChart) {
   ASSERT_EQ(uninstalled.exit_code, 0) << uninstalled.out << uninstalled.err;
   EXPECT_NE(uninstalled.out.find("release \"fairbench\" uninstalled"), std::string::npos) << uninstalled.out;
   for (const auto& [kind, ns, name] : objects) {
-    // The chart keeps the agents' token Secret (helm.sh/resource-policy: keep).
-    const bool kept = kind == "Secret" && name == "fairbench-agent-token";
+    // The chart keeps the agents' token Secret and, by default (crds.keep),
+    // the BenchmarkRun CRD (helm.sh/resource-policy: keep).
+    const bool kept = (kind == "Secret" && name == "fairbench-agent-token") || kind == "CustomResourceDefinition";
     EXPECT_EQ(GetRendered(kind, ns, name).ok(), kept) << kind << " " << ns << "/" << name;
   }
   ListOptions helm_owned;
