@@ -82,6 +82,18 @@ struct CapacitySearch {
   friend bool operator==(const CapacitySearch&, const CapacitySearch&) = default;
 };
 
+// How a target ended, as its platform saw it (TargetInstance::Gone in
+// controller/platform/platform.h).
+struct TargetExit {
+  std::optional<int> exit_code;  // it exited with this code (a container's, which may be 128 + a signal)
+  std::optional<int> signal;     // it was killed by this signal
+  bool oom_killed = false;       // by the kernel's OOM killer (its memory limit)
+  // For messages: "exited with code 1", "was OOMKilled (exit code 137)",
+  // "was deleted (pod ns/name)".
+  std::string text;
+  friend bool operator==(const TargetExit&, const TargetExit&) = default;
+};
+
 struct CellRecord {
   api::CellResult result;
   std::vector<TimelinePoint> timeline;   // every interval, warmup included
@@ -101,6 +113,9 @@ struct CellRecord {
   std::vector<CellFlag> flags;           // in enum order, each at most once
   std::optional<CapacitySearch> capacity;  // scenarios with an objective (slo)
   std::optional<CellProfile> profile;    // spec.profile selected this cell (profile.h)
+  // Reason TargetExited: how the target ended. Not in results.json (the
+  // message says it): for whoever watches the run as it goes.
+  std::optional<TargetExit> target_exit;
 };
 
 // Where the run ran: printed in the report so that numbers are never read

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "controller/kube/backoff.h"
+#include "common/backoff.h"
 #include "controller/kube/client.h"
 #include "controller/kube/clock.h"
 

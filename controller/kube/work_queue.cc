@@ -1,7 +1,8 @@
 #include "controller/kube/work_queue.h"
 
 #include <algorithm>
-#include <cmath>
+
+#include "common/backoff.h"
 
 namespace fairbench::kube {
 
@@ -44,10 +45,8 @@ void WorkQueue::AddRateLimited(const std::string& key) {
   std::chrono::nanoseconds delay;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    int n = failures_[key]++;
-    double d = static_cast<double>(options_.base_delay.count()) * std::pow(2.0, std::min(n, 62));
-    d = std::min(d, static_cast<double>(options_.max_delay.count()));
-    delay = std::chrono::milliseconds(static_cast<int64_t>(d));
+    const int n = failures_[key]++;
+    delay = BackoffDelay(BackoffPolicy{options_.base_delay, options_.max_delay, 2.0, 0.0}, static_cast<uint32_t>(n), 0);
   }
   AddAfter(key, delay);
 }

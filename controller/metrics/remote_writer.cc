@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <mutex>
 
+#include "common/backoff.h"
+
 namespace fairbench::metrics {
 namespace {
 
@@ -148,7 +150,7 @@ void RemoteWriter::Loop() {
       }
     }
     const std::string body = SnappyCompress(EncodeWriteRequest(samples));
-    auto backoff = options_.min_backoff;
+    const BackoffPolicy retry{options_.min_backoff, options_.max_backoff, 2.0, 0.0};
     bool delivered = false;
     std::string error;
     for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
@@ -171,8 +173,11 @@ void RemoteWriter::Loop() {
         ++stats_.failed_requests;
         stats_.last_error = error;
       }
-      if (outcome == PostOutcome::kFinal || attempt == options_.max_attempts || !Backoff(backoff)) break;
-      backoff = std::min(backoff * 2, options_.max_backoff);
+      if (outcome == PostOutcome::kFinal || attempt == options_.max_attempts ||
+          !Backoff(std::chrono::duration_cast<std::chrono::milliseconds>(
+              BackoffDelay(retry, static_cast<uint32_t>(attempt - 1), 0)))) {
+        break;
+      }
     }
     std::lock_guard<std::mutex> lock(mu_);
     stats_.samples_queued -= samples.size();

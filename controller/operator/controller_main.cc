@@ -38,7 +38,7 @@
 #include "controller/hub/agent_hub.h"
 #include "controller/hub/grpc_server.h"
 #include "controller/hub/hub_flags.h"
-#include "controller/kube/backoff.h"
+#include "common/backoff.h"
 #include "controller/kube/clock.h"
 #include "controller/kube/event_recorder.h"
 #include "controller/kube/in_cluster_config.h"
@@ -50,6 +50,7 @@
 #include "controller/metrics/self_metrics.h"
 #include "controller/operator/executor.h"
 #include "controller/operator/run_controller.h"
+#include "controller/operator/run_status_client.h"
 #include "controller/operator/status_writer.h"
 #include "controller/orchestrator/observer_fanout.h"
 #include "controller/platform/kubernetes/kubernetes_platform.h"
@@ -85,6 +86,10 @@ struct Flags {
   std::string agent_tls_server_name;  // the name the agents expect in the hub's certificate
 };
 
+// Waiting for the API server (its first answer, the BenchmarkRun CRD): 1 s
+// doubling to 30 s, each stretched by up to a tenth.
+constexpr BackoffPolicy kApiServerWait{std::chrono::seconds(1), std::chrono::seconds(30), 2.0, 0.1};
+
 int BadInput(const std::string& message) {
   std::fprintf(stderr, "fairbench-controller: %s\n", message.c_str());
   return 2;
@@ -110,7 +115,7 @@ Result<std::string> AgentToken(kube::Client& client, const std::string& ns, cons
   const std::string token = NewAgentToken();
   const kube::Json object = {{"apiVersion", "v1"},
                              {"kind", "Secret"},
-                             {"metadata", {{"name", name}, {"labels", {{"app.kubernetes.io/managed-by", "fairbench"}}}}},
+                             {"metadata", {{"name", name}, {"labels", {{api::label::kManagedBy, api::label::kFairbench}}}}},
                              {"type", "Opaque"},
                              {"stringData", {{"token", token}}}};
   auto created = client.Create(Secrets(), ns, object);
@@ -120,40 +125,6 @@ Result<std::string> AgentToken(kube::Client& client, const std::string& ns, cons
   if (!created.ok()) return AgentToken(client, ns, name);  // another controller created it first
   spdlog::info("created Secret {}/{} with a new agent token", ns, name);
   return token;
-}
-
-// Marks `run` Failed with a condition {Failed, reason, message} and, with
-// `events`, a Warning Event of that reason.
-void FailRun(kube::Client& client, kube::EventRecorder* events, const api::BenchmarkRun& run, const std::string& reason,
-             const std::string& message) {
-  const api::Time now = std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now());
-  api::BenchmarkRunStatus failed = run.status;
-  failed.phase = api::RunPhase::kFailed;
-  failed.completion_time = now;
-  failed.current.reset();
-  api::Condition c;
-  c.type = "Failed";
-  c.status = api::ConditionStatus::kTrue;
-  c.reason = reason;
-  c.message = message;
-  c.observed_generation = run.metadata.generation;
-  api::SetCondition(failed.conditions, c, now);
-  const kube::Json patch = {{"status", api::ToJson(failed)}};
-  auto patched = client.Patch(kube::resources::BenchmarkRuns(), run.metadata.namespace_, run.metadata.name,
-                              kube::PatchType::kMerge, patch.dump(), {}, "status");
-  if (!patched.ok()) {
-    spdlog::warn("BenchmarkRun {}/{}: status not written: {}", run.metadata.namespace_, run.metadata.name,
-                 patched.error().ToString());
-  }
-  if (events == nullptr) return;
-  kube::Json md = {{"name", run.metadata.name}, {"namespace", run.metadata.namespace_}};
-  if (!run.metadata.uid.empty()) md["uid"] = run.metadata.uid;
-  const kube::Json object = {
-      {"apiVersion", std::string(api::kApiVersion)}, {"kind", std::string(api::kKind)}, {"metadata", md}};
-  if (kube::ApiStatus s = events->Warning(object, reason, message); !s.ok()) {
-    spdlog::warn("BenchmarkRun {}/{}: Event {} not recorded: {}", run.metadata.namespace_, run.metadata.name, reason,
-                 s.error().ToString());
-  }
 }
 
 // The status writer and the metrics of one run, as one observer. The
@@ -259,7 +230,7 @@ int Main(const Flags& f) {
   // server that cannot be reached is waited for (capped backoff, one line
   // per attempt) until it answers or a signal comes.
   Result<std::string> token = Status::Unavailable("not read yet");
-  kube::Backoff api_backoff(kube::BackoffPolicy{std::chrono::milliseconds(1000), std::chrono::milliseconds(30000), 2.0, 0.1});
+  Backoff api_backoff(kApiServerWait);
   while (!stop.stop_requested()) {
     token = AgentToken(client, pod_ns, f.agent_token_secret);
     if (token.ok() || token.status().code() == Status::Code::kFailedPrecondition) break;
@@ -319,6 +290,7 @@ int Main(const Flags& f) {
   kube::EventRecorderOptions eo;
   eo.reporting_instance = identity;
   kube::EventRecorder events(client, clock, eo);
+  RunStatusClient run_status(client, &events);
 
   KubernetesPlatformOptions po;
   po.ns = pod_ns;
@@ -376,7 +348,7 @@ int Main(const Flags& f) {
             token_problem = again.status().message() +
                             ": agents cannot authenticate; put a token in it (or delete it: the controller then "
                             "creates one); it is read again before the next run starts";
-            FailRun(client, &events, run, "AgentTokenMissing", token_problem);
+            run_status.Fail(run, api::reason::kAgentTokenMissing, token_problem, true);
             return Status::FailedPrecondition(token_problem);
           }
         }
@@ -398,7 +370,7 @@ int Main(const Flags& f) {
         RunObservers* observers_ptr = observers.get();
         parts.observer = std::move(observers);
         run_metrics.RunQueued(run.metadata.name);
-        parts.finish = [store_ptr, observers_ptr, &client, run, platform](const Result<report::RunRecord>& record) {
+        parts.finish = [store_ptr, observers_ptr, &run_status, run, platform](const Result<report::RunRecord>& record) {
           // Its agents go: their CPUs are for the next run.
           if (Status s = platform->ReleaseRun(run.metadata.name); !s.ok()) {
             spdlog::warn("agents of {}: {}", run.metadata.name, s.message());
@@ -408,7 +380,7 @@ int Main(const Flags& f) {
           } else {
             // The run could not be carried out at all (its stored record is
             // unreadable, or of another spec): Failed, naming why.
-            FailRun(client, nullptr, run, "RunError", record.status().message());
+            run_status.Fail(run, api::reason::kRunError, record.status().message(), false);
           }
           if (Status s = observers_ptr->status().Flush(std::chrono::seconds(10)); !s.ok()) {
             spdlog::warn("status of {}: {}", run.metadata.name, s.message());
@@ -454,7 +426,7 @@ int Main(const Flags& f) {
         std::atomic<bool>& flag;
         ~Done() { flag.store(true); }
       } done{starter_done};
-      kube::Backoff backoff(kube::BackoffPolicy{std::chrono::milliseconds(1000), std::chrono::milliseconds(30000), 2.0, 0.1});
+      Backoff backoff(kApiServerWait);
       std::string said;
       while (!st.stop_requested()) {
         ReconcilerOptions ro;

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "testing/apiserver/time_text.h"
+#include "controller/kube/json_read.h"
 
 namespace fairbench::kubelet {
 
@@ -21,9 +22,7 @@ using SysClock = std::chrono::system_clock;
 
 namespace {
 
-std::string Str(const Json& o, const char* key) {
-  return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : "";
-}
+namespace jr = ::fairbench::kube::json_read;
 
 std::string FirstLine(const std::string& path) {
   std::ifstream in(path);
@@ -272,7 +271,7 @@ void Kubelet::Heartbeat() {
       l["metadata"]["ownerReferences"] = {{{"apiVersion", "v1"},
                                            {"kind", "Node"},
                                            {"name", config_.node_name},
-                                           {"uid", Str((*node)["metadata"], "uid")}}};
+                                           {"uid", jr::String((*node)["metadata"], "uid")}}};
     }
     (void)client_.Create(kube::resources::Leases(), "kube-node-lease", l);
   }
@@ -365,14 +364,14 @@ void Kubelet::Sync() {
     std::lock_guard<std::mutex> lock(mu_);
     std::set<std::string> seen;
     for (Json& pod : pods) {
-      const std::string uid = Str(pod["metadata"], "uid");
+      const std::string uid = jr::String(pod["metadata"], "uid");
       seen.insert(uid);
       if (auto it = workers_.find(uid); it != workers_.end()) {
         it->second->Update(pod);
         continue;
       }
       PodWorker::Admission adm;
-      const std::string phase = Str(pod.value("status", Json::object()), "phase");
+      const std::string phase = jr::String(pod.value("status", Json::object()), "phase");
       if (phase == "Succeeded" || phase == "Failed" || pod["metadata"].contains("deletionTimestamp")) {
         adm.adopt_terminal = true;
       } else {
@@ -518,7 +517,7 @@ std::variant<std::string, LogError> Kubelet::LogFile(const std::string& ns, cons
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [uid, w] : workers_) {
     Json p = w->PodJson();
-    if (Str(p["metadata"], "namespace") == ns && Str(p["metadata"], "name") == pod) {
+    if (jr::String(p["metadata"], "namespace") == ns && jr::String(p["metadata"], "name") == pod) {
       return w->LogFile(container, previous);
     }
   }

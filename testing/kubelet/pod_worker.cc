@@ -20,6 +20,7 @@
 #include "controller/platform/docker/container_cgroup.h"
 #include "testing/apiserver/time_text.h"
 #include "testing/kubelet/pod_worker_container.h"
+#include "controller/kube/json_read.h"
 
 namespace fairbench::kubelet {
 
@@ -27,9 +28,7 @@ using kube::Json;
 
 namespace {
 
-std::string Str(const Json& o, const char* key) {
-  return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : "";
-}
+namespace jr = ::fairbench::kube::json_read;
 
 std::string RandomHex(size_t n) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -72,9 +71,9 @@ PodWorker::PodWorker(const KubeletConfig& config, kube::Client& client, kube::Ev
     : config_(config),
       client_(client),
       events_(events),
-      uid_(Str(pod["metadata"], "uid")),
-      name_(Str(pod["metadata"], "name")),
-      ns_(Str(pod["metadata"], "namespace")),
+      uid_(jr::String(pod["metadata"], "uid")),
+      name_(jr::String(pod["metadata"], "name")),
+      ns_(jr::String(pod["metadata"], "namespace")),
       admission_(std::move(admission)),
       pod_(std::move(pod)),
       start_time_(SysClock::now()) {
@@ -85,8 +84,8 @@ PodWorker::PodWorker(const KubeletConfig& config, kube::Client& client, kube::Ev
       auto c = std::make_unique<Container>();
       c->spec = cs;
       c->init = std::string(list) == "initContainers";
-      c->name = Str(cs, "name");
-      c->image = Str(cs, "image");
+      c->name = jr::String(cs, "name");
+      c->image = jr::String(cs, "image");
       if (!c->init && !init_.empty()) c->waiting_reason = "PodInitializing";
       (c->init ? init_ : main_).push_back(std::move(c));
     }
@@ -140,7 +139,7 @@ Status PodWorker::PrepareVolumes() {
   const Json spec = pod_.value("spec", Json::object());
   if (spec.contains("volumes") && spec["volumes"].is_array()) {
     for (const Json& v : spec["volumes"]) {
-      const std::string vname = Str(v, "name");
+      const std::string vname = jr::String(v, "name");
       if (!v.contains("emptyDir")) continue;
       std::string dir = config_.root_dir + "/pods/" + uid_ + "/volumes/kubernetes.io~empty-dir/" + vname;
       std::error_code ec;
@@ -160,8 +159,8 @@ Result<std::vector<std::pair<std::string, std::string>>> PodWorker::BuildEnv(con
     if (path == "metadata.name") return name_;
     if (path == "metadata.namespace") return ns_;
     if (path == "metadata.uid") return uid_;
-    if (path == "spec.nodeName") return Str(spec, "nodeName");
-    if (path == "spec.serviceAccountName") return Str(spec, "serviceAccountName");
+    if (path == "spec.nodeName") return jr::String(spec, "nodeName");
+    if (path == "spec.serviceAccountName") return jr::String(spec, "serviceAccountName");
     if (path == "status.podIP" || path == "status.podIPs") return admission_.pod_ip;
     if (path == "status.hostIP" || path == "status.hostIPs") return config_.node_ip;
     for (const char* map : {"labels", "annotations"}) {
@@ -169,7 +168,7 @@ Result<std::vector<std::pair<std::string, std::string>>> PodWorker::BuildEnv(con
       if (path.rfind(prefix, 0) == 0 && path.size() > prefix.size() + 2 && path.substr(path.size() - 2) == "']") {
         const std::string key = path.substr(prefix.size(), path.size() - prefix.size() - 2);
         const Json m = md.value(map, Json::object());
-        return Str(m, key.c_str());
+        return jr::String(m, key.c_str());
       }
     }
     return std::nullopt;
@@ -207,10 +206,10 @@ Result<std::vector<std::pair<std::string, std::string>>> PodWorker::BuildEnv(con
   };
   if (container.contains("envFrom") && container["envFrom"].is_array()) {
     for (const Json& from : container["envFrom"]) {
-      const std::string prefix = Str(from, "prefix");
+      const std::string prefix = jr::String(from, "prefix");
       const bool secret = from.contains("secretRef");
       const Json ref = secret ? from["secretRef"] : from.value("configMapRef", Json::object());
-      const std::string oname = Str(ref, "name");
+      const std::string oname = jr::String(ref, "name");
       auto obj = object(secret, oname);
       if (!obj) {
         if (ref.value("optional", false)) continue;
@@ -227,9 +226,9 @@ Result<std::vector<std::pair<std::string, std::string>>> PodWorker::BuildEnv(con
   }
   if (container.contains("env") && container["env"].is_array()) {
     for (const Json& e : container["env"]) {
-      const std::string ename = Str(e, "name");
+      const std::string ename = jr::String(e, "name");
       if (e.contains("value")) {
-        env.emplace_back(ename, ExpandWith(Str(e, "value"), env));
+        env.emplace_back(ename, ExpandWith(jr::String(e, "value"), env));
         continue;
       }
       if (!e.contains("valueFrom")) {
@@ -238,15 +237,15 @@ Result<std::vector<std::pair<std::string, std::string>>> PodWorker::BuildEnv(con
       }
       const Json& from = e["valueFrom"];
       if (from.contains("fieldRef")) {
-        const std::string path = Str(from["fieldRef"], "fieldPath");
+        const std::string path = jr::String(from["fieldRef"], "fieldPath");
         auto v = field(path);
         if (!v) return Status::InvalidArgument("unsupported fieldRef \"" + path + "\"");
         env.emplace_back(ename, *v);
       } else if (from.contains("secretKeyRef") || from.contains("configMapKeyRef")) {
         const bool secret = from.contains("secretKeyRef");
         const Json ref = secret ? from["secretKeyRef"] : from["configMapKeyRef"];
-        const std::string oname = Str(ref, "name");
-        const std::string key = Str(ref, "key");
+        const std::string oname = jr::String(ref, "name");
+        const std::string key = jr::String(ref, "key");
         const bool optional = ref.value("optional", false);
         auto obj = object(secret, oname);
         if (!obj) {
@@ -262,7 +261,7 @@ Result<std::vector<std::pair<std::string, std::string>>> PodWorker::BuildEnv(con
         env.emplace_back(ename, *v);
       } else if (from.contains("resourceFieldRef")) {
         const Json ref = from["resourceFieldRef"];
-        const std::string res = Str(ref, "resource");
+        const std::string res = jr::String(ref, "resource");
         const Json resources = container.value("resources", Json::object());
         const std::string kind = res.substr(0, res.find('.'));
         const std::string what = res.substr(res.find('.') + 1);
@@ -348,15 +347,15 @@ void PodWorker::StartContainer(Container& c) {
   std::vector<std::pair<std::string, std::string>> mounts;
   if (c.spec.contains("volumeMounts") && c.spec["volumeMounts"].is_array()) {
     for (const Json& vm : c.spec["volumeMounts"]) {
-      const std::string vname = Str(vm, "name");
+      const std::string vname = jr::String(vm, "name");
       const std::string dir = config_.root_dir + "/pods/" + uid_ + "/volumes/kubernetes.io~empty-dir/" + vname;
       std::string host = dir;
-      if (!Str(vm, "subPath").empty()) {
-        host = dir + "/" + Str(vm, "subPath");
+      if (!jr::String(vm, "subPath").empty()) {
+        host = dir + "/" + jr::String(vm, "subPath");
         std::error_code ec;
         std::filesystem::create_directories(host, ec);
       }
-      if (std::filesystem::exists(dir)) mounts.emplace_back(Str(vm, "mountPath"), host);
+      if (std::filesystem::exists(dir)) mounts.emplace_back(jr::String(vm, "mountPath"), host);
     }
   }
   std::vector<std::pair<std::string, std::string>> full_env = {{"HOSTNAME", name_}};
@@ -366,7 +365,7 @@ void PodWorker::StartContainer(Container& c) {
     po.argv.push_back(SubstituteMounts(ExpandWith(a, *env), mounts));
   }
   for (const auto& [k, v] : full_env) po.env[k] = v;
-  po.working_dir = SubstituteMounts(Str(c.spec, "workingDir"), mounts);
+  po.working_dir = SubstituteMounts(jr::String(c.spec, "workingDir"), mounts);
   po.cpus = config_.cpus;
   po.nofile = kNofile;
   const std::string dir =
@@ -447,7 +446,7 @@ void PodWorker::OnExit(Container& c, const controller::ExitInfo& exit) {
 }
 
 bool PodWorker::ShouldRestart(const Container& c) const {
-  const std::string policy = Str(pod_.value("spec", Json::object()), "restartPolicy");
+  const std::string policy = jr::String(pod_.value("spec", Json::object()), "restartPolicy");
   if (policy == "Never") return false;
   if (policy == "OnFailure" || c.init) return c.exit_code != 0 && policy != "Never";
   return true;  // Always (the default)
@@ -627,10 +626,10 @@ void PodWorker::RunProbes(std::unique_lock<std::mutex>& lock) {
     } else if (get.contains("port") && get["port"].is_string()) {
       const std::string pname = get["port"].get<std::string>();
       for (const Json& p : c.spec.value("ports", Json::array())) {
-        if (Str(p, "name") == pname) port = p.value("containerPort", 0);
+        if (jr::String(p, "name") == pname) port = p.value("containerPort", 0);
       }
     }
-    std::string host = Str(get, "host");
+    std::string host = jr::String(get, "host");
     if (host.empty()) host = admission_.pod_ip;
     due.push_back({&c, probe, host, port, c.docker_id});
   }
@@ -680,11 +679,11 @@ void PodWorker::RunProbes(std::unique_lock<std::mutex>& lock) {
     controller::ProbeRequest request;
     request.host = due[i].host;
     request.port = static_cast<uint16_t>(due[i].port);
-    request.https = Str(get, "scheme") == "HTTPS";
-    request.path = Str(get, "path").empty() ? "/" : Str(get, "path");
+    request.https = jr::String(get, "scheme") == "HTTPS";
+    request.path = jr::String(get, "path").empty() ? "/" : jr::String(get, "path");
     request.headers = {{"User-Agent", "kube-probe/1.30"}};
     for (const Json& h : get.value("httpHeaders", Json::array())) {
-      request.headers.emplace_back(Str(h, "name"), Str(h, "value"));
+      request.headers.emplace_back(jr::String(h, "name"), jr::String(h, "value"));
     }
     request.timeout = std::chrono::seconds(timeout);
     auto res = controller::HttpProbe(request);
@@ -707,7 +706,7 @@ void PodWorker::RunProbes(std::unique_lock<std::mutex>& lock) {
 
 Json PodWorker::BuildStatus() {
   const Json spec = pod_.value("spec", Json::object());
-  const std::string policy = Str(spec, "restartPolicy").empty() ? "Always" : Str(spec, "restartPolicy");
+  const std::string policy = jr::String(spec, "restartPolicy").empty() ? "Always" : jr::String(spec, "restartPolicy");
   auto container_status = [&](const Container& c) {
     Json s = {{"name", c.name},
               {"image", c.image},

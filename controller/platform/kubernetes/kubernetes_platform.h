@@ -96,7 +96,7 @@ class KubernetesPlatform final : public Platform {
   const std::string& ns() const { return ns_; }
 
  private:
-  Result<nlohmann::json> ListNodes();
+  Result<std::vector<kube::Node>> ListNodes();
   // Deletes pod `name` (grace `grace`) and waits until it is gone.
   Status DeleteAndWait(const std::string& name, int64_t grace, std::stop_token stop);
 
@@ -105,7 +105,7 @@ class KubernetesPlatform final : public Platform {
   const std::string ns_;
   mutable std::mutex mu_;
   std::map<std::string, k8s::NodeChoice> choices_;  // run name → nodes; guarded by mu_
-  nlohmann::json nodes_;                            // last node list; guarded by mu_
+  std::vector<kube::Node> nodes_;                   // last node list; guarded by mu_
   std::string last_target_node_;                    // guarded by mu_
   std::vector<std::string> notes_;                  // guarded by mu_
 };

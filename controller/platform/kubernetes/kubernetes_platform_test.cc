@@ -221,7 +221,8 @@ TEST_F(KubernetesPlatformTest, APodForARunInAnotherNamespaceHasNoOwnerButALabel)
 }
 
 // Catches: an OOM kill during start-up reported as a timeout (or not at
-// all), and Gone() not naming it.
+// all), and Gone() not naming it (in its text, and as oom_killed with the
+// container's exit code).
 TEST_F(KubernetesPlatformTest, OomKilledBeforeReady) {
   KubernetesPlatform platform(*client_, Options());
   auto deployed = platform.Deploy(Request(), {});
@@ -230,7 +231,7 @@ TEST_F(KubernetesPlatformTest, OomKilledBeforeReady) {
   const Status s = (*deployed)->WaitReady(SteadyClock::now() + std::chrono::seconds(5), {});
   EXPECT_EQ(s.code(), Status::Code::kUnavailable) << s.ToString();
   EXPECT_NE(s.message().find("was OOMKilled (exit code 137)"), std::string::npos) << s.message();
-  EXPECT_EQ((*deployed)->Gone(), std::optional<std::string>("was OOMKilled (exit code 137)"));
+  EXPECT_EQ((*deployed)->Gone(), (report::TargetExit{137, std::nullopt, true, "was OOMKilled (exit code 137)"}));
 }
 
 // Catches: a target that dies under load going unnoticed (cells measured
@@ -244,7 +245,7 @@ TEST_F(KubernetesPlatformTest, GoneAfterExit) {
   EXPECT_FALSE((*deployed)->Gone().has_value());
   MarkTerminated("study-drogon", 1, "Error");
   EXPECT_TRUE(Eventually([&] { return (*deployed)->Gone().has_value(); }, std::chrono::milliseconds(2000)));
-  EXPECT_EQ((*deployed)->Gone(), std::optional<std::string>("exited with code 1"));
+  EXPECT_EQ((*deployed)->Gone(), (report::TargetExit{1, std::nullopt, false, "exited with code 1"}));
 }
 
 // Catches: WaitReady overrunning its deadline, or a timeout message that
