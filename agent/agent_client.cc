@@ -7,10 +7,13 @@
 
 #include "agent/idle_wait.h"
 #include "agent/request.h"
+#include "agent/request_text.h"
+#include "agent/script.h"
 #include "agent/url.h"
 #include "common/backoff.h"
 #include "common/tls_files.h"
 #include "common/wire.h"
+#include "common/wrk_summary.h"
 #include "common/wire_job.h"
 
 namespace fairbench::agent {
@@ -30,9 +33,29 @@ grpc::ChannelArguments ChannelArgs() {
   return args;
 }
 
+// A job's wrk script, set up for the job's threads against its target:
+// setup() and init() run here, before any load.
+Result<std::unique_ptr<Script>> ScriptFromJob(const wire::JobSpec& job, const EngineOptions& o) {
+  ScriptOptions so;
+  so.source = ScriptSource{job.script->name, job.script->text};
+  so.scheme = ToString(job.https ? Scheme::kHttps : Scheme::kHttp);
+  so.host = job.host;
+  so.port = std::to_string(job.port);
+  so.path = "/";
+  so.headers = {{"Host", job.EffectiveHostHeader()}};
+  so.url = so.scheme + "://" + job.EffectiveHostHeader() + "/";
+  so.args = job.script->args;
+  so.threads = o.threads;
+  so.addresses = o.addresses;
+  if (IsHttp2(job.protocol)) so.h2_scheme = ToString(job.protocol == Protocol::kH2 ? Scheme::kHttps : Scheme::kHttp);
+  return Script::Create(so);
+}
+
 // The engine's options for a decoded job (wire::FromProto applied the
-// defaults and refused what cannot run); resolves the target.
-Result<EngineOptions> OptionsFromJob(const wire::JobSpec& job, const std::vector<int>& cpus) {
+// defaults and refused what cannot run); resolves the target. With a
+// script, *script holds it (set up) and the options point to it.
+Result<EngineOptions> OptionsFromJob(const wire::JobSpec& job, const std::vector<int>& cpus,
+                                     std::unique_ptr<Script>* script) {
   EngineOptions o;
   auto addrs = Resolve(job.host, job.port);
   if (!addrs.ok()) return addrs.status();
@@ -73,6 +96,12 @@ Result<EngineOptions> OptionsFromJob(const wire::JobSpec& job, const std::vector
     o.tls.alpn_h2 = o.protocol == HttpProtocol::kH2;
     o.h2.max_streams = job.streams;
     if (Status s = BuildH2Requests(o, specs, host_header); !s.ok()) return s;
+  }
+  if (job.script) {
+    auto created = ScriptFromJob(job, o);
+    if (!created.ok()) return created.status();
+    *script = std::move(*created);
+    o.script = script->get();
   }
   if (Status s = ValidateOptions(o); !s.ok()) return s;
   return o;
@@ -269,8 +298,35 @@ void AgentClient::RunJob(v1::LoadJob job) {
   };
   auto spec = wire::FromProto(job);
   if (!spec.ok()) return fail(spec.status().message());
-  auto options = OptionsFromJob(*spec, options_.cpus);
+  std::unique_ptr<Script> script;  // outlives the engine
+  auto options = OptionsFromJob(*spec, options_.cpus, &script);
   if (!options.ok()) return fail(options.status().message());
+  if (spec->probe) {
+    // The script's first request, for the controller's check of the
+    // endpoint; no load.
+    v1::AgentMessage done;
+    v1::JobDone* d = done.mutable_job_done();
+    d->set_job_id(job.job_id());
+    wire::ToProto(Counters{}, d->mutable_totals());
+    auto parts = SplitRequests(script->FirstRequestText());
+    if (!parts.ok()) return fail(parts.status().message());
+    const RequestSpec& first = parts->front();
+    v1::Request* r = d->mutable_first_request();
+    r->set_method(first.method);
+    r->set_target(first.target);
+    for (const auto& [name, value] : first.headers) {
+      v1::Header* h = r->add_headers();
+      h->set_name(name);
+      h->set_value(value);
+    }
+    r->set_body(first.body);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      job_id_.clear();
+    }
+    Write(done);
+    return;
+  }
   Engine engine(std::move(*options));
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -287,9 +343,12 @@ void AgentClient::RunJob(v1::LoadJob job) {
   spdlog::info("job {}: {} connections, {} threads against {}:{}", spec->job_id, spec->connections, spec->threads,
                spec->host, spec->port);
   Counters totals;
+  RunTotals measured;
+  measured.set_keep_timeline(false);
   uint64_t last_sequence = 0;
   while (auto snap = engine.NextSnapshot()) {
     totals.Add(snap->stats.counters);
+    if (script != nullptr) measured.Add(*snap);  // for done()
     last_sequence = snap->sequence;
     v1::AgentMessage m;
     wire::ToProto(*snap, job.job_id(), m.mutable_snapshot());
@@ -315,6 +374,17 @@ void AgentClient::RunJob(v1::LoadJob job) {
   d->set_measure_seconds(end.measure_seconds);
   d->set_stopped_early(end.stopped_early);
   wire::ToProto(end.idle, d->mutable_idle());
+  if (script != nullptr) {
+    // The script's done(), with this agent's numbers; what it prints goes
+    // to the controller, with the error that stopped the load if one did.
+    std::string output;
+    const std::string load_error = script->LoadError();
+    if (Status s = script->Done(SummaryForDone(measured.measure(), end), &output); !s.ok()) {
+      output += "error in done(): " + s.message() + "\n";
+    }
+    if (!load_error.empty()) output += "the load stopped: " + load_error + "\n";
+    d->set_script_output(output);
+  }
   Write(done);
   spdlog::info("job {} done: {} requests{}", job.job_id(), totals.requests, end.stopped_early ? " (stopped early)" : "");
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <ctime>
 
+#include "agent/script.h"
 #include "agent/worker.h"
 
 namespace fairbench::agent {
@@ -48,7 +49,16 @@ Status BuildH2Requests(EngineOptions& o, const std::vector<RequestSpec>& specs, 
 
 Status ValidateOptions(const EngineOptions& o) {
   if (o.addresses.empty()) return Status::InvalidArgument("no target address");
-  if (o.requests.empty()) return Status::InvalidArgument("no request to send");
+  if (o.requests.empty() && o.script == nullptr) return Status::InvalidArgument("no request to send");
+  if (o.script != nullptr) {
+    if (o.script->threads() != o.threads) return Status::InvalidArgument("the script has a state per thread: set up for " + std::to_string(o.script->threads()) + " threads, not " + std::to_string(o.threads));
+    if (o.script->has_delay() && o.rate > 0) {
+      return Status::InvalidArgument("a script's delay() cannot be combined with a constant rate: each would set the pace");
+    }
+    if (o.script->dynamic() && o.pipeline > 1) {
+      return Status::InvalidArgument("pipelining cannot be combined with a script's request(): it returns the requests to pipeline");
+    }
+  }
   if (o.threads == 0) return Status::InvalidArgument("threads must be ≥ 1");
   if (o.threads > 1024) return Status::InvalidArgument("threads must be ≤ 1024");
   if (o.connections < o.threads) {
@@ -70,7 +80,7 @@ Status ValidateOptions(const EngineOptions& o) {
     if (o.rate > 0) return Status::InvalidArgument("a constant rate cannot be combined with HTTP/2 (" + p + ")");
     if (o.pipeline > 1) return Status::InvalidArgument("pipelining cannot be combined with HTTP/2 (" + p + "): use streams");
     if (!o.keep_alive) return Status::InvalidArgument("short connections cannot be combined with HTTP/2 (" + p + ")");
-    if (o.h2_requests.size() != o.requests.size()) return Status::InvalidArgument("HTTP/2 requests not built");
+    if (o.script == nullptr && o.h2_requests.size() != o.requests.size()) return Status::InvalidArgument("HTTP/2 requests not built");
     if (Status s = ValidateH2Options(o.h2); !s.ok()) return s;
   }
   for (const BuiltRequest& r : o.requests) {

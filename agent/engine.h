@@ -78,6 +78,7 @@ class Engine final : private LoadCoordinator {
                int64_t end_ns, bool final) override;
   void ReportConnected(int64_t now_ns) override;
   void SetLoadStart(int64_t now_ns) override;
+  void StopLoad() override { Stop(); }
 
   EngineOptions options_;
   LoadState state_;

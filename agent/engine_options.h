@@ -17,6 +17,8 @@
 
 namespace fairbench::agent {
 
+class Script;
+
 // What a connection speaks: HTTP/1.1 (over TCP, or TLS when `tls` is
 // enabled), HTTP/2 with prior knowledge over TCP (h2c), or HTTP/2 over TLS
 // chosen by ALPN (h2; `tls` must be enabled).
@@ -63,6 +65,11 @@ struct EngineOptions {
   HttpProtocol protocol = HttpProtocol::kHttp1;
   H2Options h2;
   std::vector<std::shared_ptr<const H2Request>> h2_requests;
+  // A wrk script (agent/script.h), set up before the engine starts, with
+  // one state per thread: worker i sends what script->thread(i) gives (its
+  // static request, or request()'s texts) to its thread.addr. Not owned;
+  // must outlive the engine. `requests` may then be empty.
+  Script* script = nullptr;
 };
 
 // Builds h2_requests from the specs `requests` were built from, with the

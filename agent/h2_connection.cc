@@ -117,6 +117,10 @@ int32_t H2Connection::Submit(const H2Request& request, uint32_t index, uint64_t 
   s->cause = H2Error::kNone;
   s->reported = false;
   s->in_use = true;
+  if (opt_.capture) {
+    s->headers.clear();
+    s->body.clear();
+  }
   nghttp2_data_provider body;
   body.source.ptr = s;
   body.read_callback = &ReadBody;
@@ -132,6 +136,14 @@ int32_t H2Connection::Submit(const H2Request& request, uint32_t index, uint64_t 
   }
   s->stream_id = id;
   ++open_;
+  return id;
+}
+
+int32_t H2Connection::Submit(std::shared_ptr<const H2Request> request, uint32_t index, uint64_t cookie) {
+  if (!CanSubmit() || free_.empty()) return 0;
+  Slot* s = free_.back();
+  const int32_t id = Submit(*request, index, cookie);
+  if (id != 0) s->owned = std::move(request);
   return id;
 }
 
@@ -265,13 +277,20 @@ void H2Connection::Report(Slot* s, H2Error error, uint32_t error_code) {
   o.request = s->index;
   o.body_bytes = s->body_bytes;
   o.cookie = s->cookie;
-  outcomes_.push_back(o);
+  if (opt_.capture) {
+    o.headers = std::move(s->headers);
+    o.body = std::move(s->body);
+    s->headers.clear();
+    s->body.clear();
+  }
+  outcomes_.push_back(std::move(o));
 }
 
 void H2Connection::Finish(Slot* s, H2Error error, uint32_t error_code) {
   Report(s, error, error_code);
   s->in_use = false;
   s->request = nullptr;
+  s->owned.reset();
   free_.push_back(s);
   --open_;
 }
@@ -293,10 +312,20 @@ H2Connection::Slot* H2Connection::SlotOf(int32_t stream_id) {
 
 int H2Connection::OnHeader(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name, size_t namelen,
                            const uint8_t* value, size_t valuelen, uint8_t, void* user_data) {
-  if (frame->hd.type != NGHTTP2_HEADERS || namelen != 7 || std::memcmp(name, ":status", 7) != 0) return 0;
+  if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+  const bool is_status = namelen == 7 && std::memcmp(name, ":status", 7) == 0;
   auto* self = static_cast<H2Connection*>(user_data);
+  if (!is_status && !self->opt_.capture) return 0;
   Slot* s = self->SlotOf(frame->hd.stream_id);
   if (s == nullptr) return 0;
+  if (!is_status) {
+    if (namelen > 0 && name[0] != ':') {
+      s->headers.emplace_back(std::string(reinterpret_cast<const char*>(name), namelen),
+                              std::string(reinterpret_cast<const char*>(value), valuelen));
+    }
+    return 0;
+  }
+  s->headers.clear();  // an interim response's fields are not the final one's
   // nghttp2's HTTP messaging checks make it three digits.
   uint16_t status = 0;
   for (size_t i = 0; i < valuelen; ++i) status = static_cast<uint16_t>(status * 10 + (value[i] - '0'));
@@ -341,10 +370,13 @@ int H2Connection::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void
   return 0;
 }
 
-int H2Connection::OnDataChunk(nghttp2_session*, uint8_t, int32_t stream_id, const uint8_t*, size_t len,
+int H2Connection::OnDataChunk(nghttp2_session*, uint8_t, int32_t stream_id, const uint8_t* data, size_t len,
                               void* user_data) {
   auto* self = static_cast<H2Connection*>(user_data);
-  if (Slot* s = self->SlotOf(stream_id)) s->body_bytes += len;
+  if (Slot* s = self->SlotOf(stream_id)) {
+    s->body_bytes += len;
+    if (self->opt_.capture) s->body.append(reinterpret_cast<const char*>(data), len);
+  }
   return 0;
 }
 

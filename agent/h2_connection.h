@@ -59,6 +59,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent/h2_request.h"
@@ -86,6 +87,10 @@ struct H2Outcome {
   uint32_t request = 0;      // the caller's request index given to Submit
   uint64_t body_bytes = 0;   // DATA payload received (padding excluded)
   uint64_t cookie = 0;       // the caller's, from Submit
+  // Only with H2Options::capture: the final response's header fields
+  // (pseudo-headers left out) and its body.
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
 };
 
 struct H2Options {
@@ -93,6 +98,9 @@ struct H2Options {
   uint32_t stream_window = 65535;       // SETTINGS_INITIAL_WINDOW_SIZE we announce
   uint32_t connection_window = 65535;   // the connection's receive window
   uint32_t header_table_size = 4096;    // SETTINGS_HEADER_TABLE_SIZE we announce
+  // Keep each response's headers and body for the caller (a script's
+  // response()); otherwise bodies are counted, never copied.
+  bool capture = false;
 };
 
 // Checks the options; InvalidArgument names the flag.
@@ -116,6 +124,9 @@ class H2Connection {
   // the stream id. `request` must outlive the stream. `index` and `cookie`
   // come back in its outcome.
   int32_t Submit(const H2Request& request, uint32_t index, uint64_t cookie);
+  // The same for a request made for this stream alone (a script's): the
+  // connection keeps it until the stream is closed.
+  int32_t Submit(std::shared_ptr<const H2Request> request, uint32_t index, uint64_t cookie);
 
   // Bytes read from the transport. Appends the streams that ended to
   // outcomes(). False when the connection failed (the server broke the
@@ -181,6 +192,9 @@ class H2Connection {
  private:
   struct Slot {
     const H2Request* request = nullptr;
+    std::shared_ptr<const H2Request> owned;  // Submit(shared_ptr): kept until the stream closes
+    std::vector<std::pair<std::string, std::string>> headers;  // capture
+    std::string body;                                          // capture
     int32_t stream_id = 0;
     uint32_t index = 0;
     uint64_t cookie = 0;

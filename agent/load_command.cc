@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -21,6 +22,7 @@
 #include "agent/idle_wait.h"
 #include "agent/request.h"
 #include "agent/request_mix.h"
+#include "agent/script.h"
 #include "agent/url.h"
 #include "common/api/cpu_list.h"
 #include "common/tls_files.h"
@@ -77,6 +79,11 @@ CLI::App* AddLoadCommand(CLI::App& app, LoadFlags& f) {
   body->excludes(body_file);
   auto* mix = cmd->add_option("--requests", f.requests_file, "A YAML file with a weighted mix of requests");
   mix->excludes(body)->excludes(body_file);
+  auto* script = cmd->add_option("-s,--script", f.script,
+                                 "A wrk Lua script (setup, init, delay, request, response, done); its arguments "
+                                 "follow '--'");
+  script->excludes(mix);
+  cmd->add_option("args", f.script_args, "After '--': arguments for the script's init(args)");
   cmd->add_option("--rate", f.rate, "Constant total rate in requests/s (open model); latency is then corrected");
   auto* idle_wait = cmd->add_option("--idle-wait", f.idle_wait,
                   "When nothing is ready while requests are in flight: block (sleep on the sockets), nap (sleep up to "
@@ -239,6 +246,9 @@ int RunLoadCommand(const LoadFlags& f) {
     }
   }
 
+  if (f.script.empty() && !f.script_args.empty()) {
+    return BadInput("'" + f.script_args.front() + "': arguments after the URL are for a script's init(); give one with -s");
+  }
   std::vector<RequestSpec> specs;
   if (!f.requests_file.empty()) {
     auto mix = LoadRequestMix(f.requests_file);
@@ -298,6 +308,39 @@ int RunLoadCommand(const LoadFlags& f) {
     opt.tls.alpn_h2 = f.h2;
     opt.h2 = h2_options;
     if (Status s = BuildH2Requests(opt, specs, url->HostHeader()); !s.ok()) return BadInput(s.message());
+  }
+  // A wrk script: loaded, set up and initialised now, so that any error in
+  // it is bad input before the load.
+  std::unique_ptr<Script> script;
+  if (!f.script.empty()) {
+    auto source = ReadScriptFile(f.script);
+    if (!source.ok()) return BadInput("-s: " + source.status().message());
+    ScriptOptions so;
+    so.source = std::move(*source);
+    so.scheme = url->https ? "https" : "http";
+    so.host = url->host;
+    so.port = url->explicit_port ? std::to_string(url->port) : "";
+    so.path = url->target;
+    so.headers = specs.front().headers;
+    so.method = specs.front().method;
+    so.body = specs.front().body;
+    so.url = f.url;
+    so.args = f.script_args;
+    so.threads = opt.threads;
+    so.addresses = opt.addresses;
+    if (h2) so.h2_scheme = f.h2 ? "https" : "http";
+    auto created = Script::Create(so);
+    if (!created.ok()) return BadInput(created.status().message());
+    script = std::move(*created);
+    if (script->has_delay() && f.rate > 0) {
+      return BadInput("--rate cannot be combined with the script's delay(): each would set the pace of requests");
+    }
+    if (script->dynamic() && f.pipeline > 1) {
+      return BadInput("--pipeline cannot be combined with a script's request(): return several requests from it instead");
+    }
+    opt.script = script.get();
+    opt.requests.clear();
+    opt.h2_requests.clear();
   }
   if (!f.cpus.empty()) {
     auto cpus = ParseCpusFlag(f.cpus);
@@ -379,7 +422,24 @@ int RunLoadCommand(const LoadFlags& f) {
   std::string text = RenderText(ctx, totals, end);
   // The first two lines were printed at the start, as wrk does.
   for (int skip = 0; skip < 2; ++skip) text.erase(0, text.find('\n') + 1);
-  std::fputs(text.c_str(), stdout);
+  // wrk's lines, then what the script's done() prints (as wrk), then ours.
+  const size_t ours = text.find("--- fairbench\n");
+  std::fputs(text.substr(0, ours).c_str(), stdout);
+  std::fflush(stdout);
+  int code = 0;
+  if (script != nullptr) {
+    const std::string load_error = script->LoadError();
+    if (Status s = script->Done(SummaryForDone(totals.measure(), end), nullptr); !s.ok()) {
+      std::fprintf(stderr, "fairbench-agent: %s\n", s.message().c_str());
+      code = 1;
+    }
+    if (!load_error.empty()) {
+      // The load stopped on it; what was measured until then is above.
+      std::fprintf(stderr, "fairbench-agent: %s\n", load_error.c_str());
+      code = 1;
+    }
+  }
+  if (ours != std::string::npos) std::fputs(text.substr(ours).c_str(), stdout);
   std::fflush(stdout);
   if (!f.json_file.empty()) {
     nlohmann::json doc = RenderJson(ctx, totals, end);
@@ -395,7 +455,7 @@ int RunLoadCommand(const LoadFlags& f) {
       }
     }
   }
-  return 0;
+  return code;
 }
 
 }  // namespace fairbench::agent

@@ -22,6 +22,9 @@ struct LoadFlags {
   std::string body;
   std::string body_file;
   std::string requests_file;
+  // -s: a wrk script, and what followed "--" (its init() arguments).
+  std::string script;
+  std::vector<std::string> script_args;
   double rate = 0;
   uint32_t pipeline = 1;
   bool no_keep_alive = false;

@@ -6,7 +6,7 @@
 //    atomics that the coordinator owns, read without a call. The worker
 //    takes the reference once, at construction.
 //  - the virtual calls, made at most once per interval (Deliver) or once per
-//    run (ReportConnected, SetLoadStart): never per request.
+//    run (ReportConnected, SetLoadStart, StopLoad): never per request.
 #pragma once
 
 #include <atomic>
@@ -57,6 +57,9 @@ class LoadCoordinator {
   // Sets the load's start to `now_ns` if it is not set yet, and wakes the
   // workers.
   virtual void SetLoadStart(int64_t now_ns) = 0;
+  // Ends the whole load early (a worker's script failed): as Stop() from
+  // outside. At most once per worker.
+  virtual void StopLoad() = 0;
 };
 
 }  // namespace fairbench::agent

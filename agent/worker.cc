@@ -17,6 +17,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "agent/script.h"
 #include "common/backoff.h"
 
 namespace fairbench::agent {
@@ -26,9 +27,25 @@ constexpr int64_t kSampleNs = 100'000'000;  // wrk's Req/Sec sampling period
 constexpr int kMaxEvents = 512;
 constexpr uint32_t kMaxIov = 64;
 
-std::vector<uint32_t> Weights(const EngineOptions& o) {
+ScriptThread* ScriptOf(const EngineOptions& o, uint32_t index) {
+  return o.script != nullptr ? &o.script->thread(index) : nullptr;
+}
+
+// The script thread whose functions run during the load (request(),
+// response() or delay()); none for a static script, which then costs
+// exactly what the same request given by flags costs.
+ScriptThread* HooksOf(const EngineOptions& o, uint32_t index) {
+  ScriptThread* t = ScriptOf(o, index);
+  return t != nullptr && (t->dynamic() || t->wants_response() || t->has_delay()) ? t : nullptr;
+}
+
+const std::vector<BuiltRequest>& RequestsOf(const EngineOptions& o, uint32_t index) {
+  return o.script != nullptr ? o.script->thread(index).requests() : o.requests;
+}
+
+std::vector<uint32_t> Weights(const std::vector<BuiltRequest>& requests) {
   std::vector<uint32_t> w;
-  for (const BuiltRequest& r : o.requests) w.push_back(r.weight);
+  for (const BuiltRequest& r : requests) w.push_back(r.weight);
   return w;
 }
 
@@ -42,9 +59,18 @@ Worker::Worker(LoadCoordinator& coordinator, const EngineOptions& options, uint3
       index_(index),
       first_conn_(first_connection),
       conns_(connections),
-      schedule_(Weights(options)),
+      schedule_(Weights(RequestsOf(options, index))),
       h2_(options.protocol != HttpProtocol::kHttp1),
-      timeout_ns_(options.timeout.count()) {}
+      script_(HooksOf(options, index)),
+      requests_(&RequestsOf(options, index)),
+      h2_requests_(options.script != nullptr ? &options.script->thread(index).h2_requests() : &options.h2_requests),
+      address_(options.script != nullptr ? &options.script->thread(index).address() : &options.addresses.front()),
+      timeout_ns_(options.timeout.count()) {
+  if (script_ != nullptr) {
+    dynamic_ = script_->dynamic();
+    capture_ = script_->wants_response();
+  }
+}
 
 Worker::~Worker() {
   for (Conn& c : conns_) {
@@ -105,7 +131,7 @@ void Worker::SetState(Conn& c, State s) {
 }
 
 void Worker::StartConnect(Conn& c, int64_t now) {
-  const SocketAddress& addr = opt_.addresses.front();
+  const SocketAddress& addr = *address_;
   const int fd = NewTcpSocket(addr.storage.ss_family);
   if (fd < 0) {
     Fail(c, Why::kConnect, now);
@@ -193,6 +219,8 @@ void Worker::Close(Conn& c) {
   SetState(c, State::kClosed);
   c.pending = 0;
   c.write_off = c.write_len = 0;
+  c.delayed = false;
+  c.capture.clear();
   if (c.h2 != nullptr) {
     c.h2.reset();
     c.streams = 0;
@@ -220,7 +248,7 @@ void Worker::Fail(Conn& c, Why why, int64_t now) {
 }
 
 void Worker::ScheduleReconnect(Conn& c, int64_t now, bool after_failure) {
-  if (draining_) return;
+  if (draining_ || halted_) return;
   if (after_failure) ++c.failures;
   // The first reconnect after a failure is immediate (as wrk); repeated
   // failures back off exponentially from 0.5–1 ms up to 0.5–1 s, the
@@ -250,6 +278,22 @@ void Worker::MaybeSend(Conn& c, int64_t now) {
     return;
   }
   if (!started_) return;  // sent when the load starts
+  if (script_ != nullptr && script_->has_delay()) {
+    // delay() before each request (a rate is refused with it).
+    if (!c.delayed) {
+      int64_t wait = 0;
+      if (!script_->Delay(&wait)) {
+        Close(c);  // the loop halts the worker
+        return;
+      }
+      if (wait > 0) {
+        c.delayed = true;
+        ArmTimer(c, now + wait);
+        return;
+      }
+    }
+    c.delayed = false;
+  }
   int64_t intended = now;
   if (opt_.rate > 0) {
     if (c.next_intended_ns > now) {
@@ -263,19 +307,28 @@ void Worker::MaybeSend(Conn& c, int64_t now) {
 }
 
 bool Worker::BatchHead(const Conn& c, uint16_t i) const {
-  return opt_.requests[opt_.pipeline == 1 ? c.req : c.batch[i]].head;
+  if (dynamic_) return c.text_head;
+  return (*requests_)[opt_.pipeline == 1 ? c.req : c.batch[i]].head;
 }
 
 void Worker::Send(Conn& c, int64_t now, int64_t intended) {
-  const uint32_t depth = opt_.pipeline;
+  uint32_t depth = opt_.pipeline;
   uint32_t len = 0;
-  if (depth == 1) {
+  if (dynamic_) {
+    // request()'s text: one request, or several pipelined.
+    if (!script_->Request(&c.text, &depth)) {
+      Close(c);  // the loop halts the worker
+      return;
+    }
+    len = static_cast<uint32_t>(c.text.size());
+    c.text_head = c.text.compare(0, 5, "HEAD ") == 0;
+  } else if (depth == 1) {
     c.req = schedule_.Next();
-    len = static_cast<uint32_t>(opt_.requests[c.req].bytes.size());
+    len = static_cast<uint32_t>((*requests_)[c.req].bytes.size());
   } else {
     for (uint32_t i = 0; i < depth; ++i) {
       c.batch[i] = schedule_.Next();
-      len += static_cast<uint32_t>(opt_.requests[c.batch[i]].bytes.size());
+      len += static_cast<uint32_t>((*requests_)[c.batch[i]].bytes.size());
     }
   }
   c.parser.Reset(BatchHead(c, 0));
@@ -294,15 +347,15 @@ void Worker::ContinueWrite(Conn& c, int64_t now) {
   for (;;) {
     iovec iov[kMaxIov];
     size_t count = 0;
-    if (opt_.pipeline == 1) {
-      const std::string& bytes = opt_.requests[c.req].bytes;
+    if (dynamic_ || opt_.pipeline == 1) {
+      const std::string& bytes = dynamic_ ? c.text : (*requests_)[c.req].bytes;
       iov[0].iov_base = const_cast<char*>(bytes.data() + c.write_off);
       iov[0].iov_len = c.write_len - c.write_off;
       count = 1;
     } else {
       uint32_t skip = c.write_off;
       for (uint32_t i = 0; i < opt_.pipeline && count < kMaxIov; ++i) {
-        const std::string& bytes = opt_.requests[c.batch[i]].bytes;
+        const std::string& bytes = (*requests_)[c.batch[i]].bytes;
         if (skip >= bytes.size()) {
           skip -= static_cast<uint32_t>(bytes.size());
           continue;
@@ -389,6 +442,7 @@ bool Worker::OnBytes(Conn& c, const char* data, size_t len) {
     }
     size_t used = 0;
     const ResponseParser::Outcome o = c.parser.Feed(data, len, &used);
+    if (capture_) c.capture.append(data, o == ResponseParser::Outcome::kError ? 0 : used);
     if (o == ResponseParser::Outcome::kNeedMore) return true;
     if (o == ResponseParser::Outcome::kError) {
       Fail(c, Why::kRead, NowNs());
@@ -418,6 +472,12 @@ bool Worker::OnResponse(Conn& c, int64_t now) {
   const bool keep = c.parser.keep_alive();
   --c.pending;
   ++c.answered;
+  if (capture_) {
+    // response(): an error in it halts the worker in the loop; the response
+    // still counts.
+    if (!draining_ && !halted_) script_->ResponseRaw(status, c.capture);
+    c.capture.clear();
+  }
   if (draining_) {
     ++drained_;
   } else {
@@ -566,6 +626,22 @@ void Worker::CrossBoundaries(int64_t now) {
       BeginDrain(now);
       return;
     }
+  }
+}
+
+void Worker::Halt(int64_t now) {
+  (void)now;
+  halted_ = true;
+  if (script_->failed()) {
+    ++cur_.counters.errors.script;
+    coordinator_.StopLoad();
+  }
+  heap_.clear();
+  opened_ = conns_.size();
+  for (Conn& c : conns_) {
+    if (c.h2 != nullptr) abandoned_ += c.streams;
+    else if (c.state == State::kBusy && c.write_off == c.write_len) abandoned_ += c.pending;
+    Close(c);
   }
 }
 
@@ -753,6 +829,8 @@ void Worker::Run() {
         MaybeStart(now);
       }
       if (started_ && !draining_) {
+        // A script's thread:stop() or error.
+        if (script_ != nullptr && !halted_ && (script_->failed() || script_->stop_requested())) Halt(now);
         SampleRate(now);
         CrossBoundaries(now);
       }

@@ -41,6 +41,17 @@
 //
 // The HTTP/2 half of the worker lives in worker_h2.cc.
 //
+// A wrk script (opt.script): the worker takes its requests, and its
+// address, from its thread's ScriptThread (agent/script.h). A static script
+// gives one request like the flags do, and nothing else changes. With
+// request(), each request (or pipelined batch) is the text request()
+// returned, kept in its connection until written (HTTP/2: parsed into
+// streams). With response(), a response's bytes are kept while it arrives
+// and handed to response() once complete; with delay(), a connection waits
+// that long before each request. After thread:stop() the worker closes its
+// connections and opens none until the end; after a script error it also
+// counts a `script` error and stops the whole load (StopLoad).
+//
 // The worker knows its coordinator (the engine) only as a LoadCoordinator:
 // in its loop it reads the coordinator's LoadState (the stop flag, the
 // start, the boundaries) without a call; it calls it once per interval
@@ -66,6 +77,8 @@
 #include "common/status.h"
 
 namespace fairbench::agent {
+
+class ScriptThread;
 
 class Worker {
  public:
@@ -120,6 +133,13 @@ class Worker {
     Conn* prev = nullptr;
     Conn* next = nullptr;
     std::unique_ptr<uint32_t[]> batch;  // pipelining: request index of each response
+    // A script: the text request() returned (being written), whether it is
+    // HEAD, the response arriving (when response() wants it), and whether
+    // delay() was waited for before the next request.
+    std::string text;
+    std::string capture;
+    bool text_head = false;
+    bool delayed = false;
     // HTTP/2: the codec (while open), the streams awaiting their outcome,
     // and when the armed timeout timer fires (0: none).
     std::unique_ptr<H2Connection> h2;
@@ -161,6 +181,12 @@ class Worker {
   bool OnResponse(Conn& c, int64_t now);
   void OnEof(Conn& c);
   bool BatchHead(const Conn& c, uint16_t i) const;
+  // Script: thread:stop() or an error: close every connection and open
+  // none until the end (after an error, stop the whole load).
+  void Halt(int64_t now);
+  // HTTP/2 with request(): submits the next stream from request()'s texts;
+  // false when nothing was submitted.
+  bool H2SubmitScripted(Conn& c, int64_t now);
 
   // HTTP/2.
   void H2Open(Conn& c, int64_t now);
@@ -246,6 +272,19 @@ class Worker {
   std::vector<Answered> answered_;
   std::vector<int32_t> expired_;  // HTTP/2: streams past their timeout, reused
   const bool h2_;                 // opt_.protocol is h2c or h2
+  // Where requests come from: opt_'s, or the script thread's. script_ is
+  // set only when the script runs during the load (request(), response()
+  // or delay()).
+  ScriptThread* const script_;
+  const std::vector<BuiltRequest>* requests_;
+  const std::vector<std::shared_ptr<const H2Request>>* h2_requests_;
+  const SocketAddress* address_;
+  bool dynamic_ = false;  // the script has request()
+  bool capture_ = false;  // the script has response()
+  bool halted_ = false;
+  // HTTP/2: the streams of request()'s last text still to submit.
+  std::vector<std::shared_ptr<const H2Request>> h2_queue_;
+  size_t h2_next_ = 0;
 
   // Timing, all in CLOCK_MONOTONIC nanoseconds.
   int64_t start_ns_ = 0;       // load began (once started_)

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <climits>
 
+#include "agent/script.h"
+
 namespace fairbench::agent {
 
 void Worker::H2Open(Conn& c, int64_t now) {
@@ -14,7 +16,9 @@ void Worker::H2Open(Conn& c, int64_t now) {
     Fail(c, Why::kHandshake, now);  // the server speaks HTTP/1.1 only: never fall back silently
     return;
   }
-  auto h2 = H2Connection::Create(opt_.h2);
+  H2Options options = opt_.h2;
+  options.capture = capture_;  // a script's response() gets headers and body
+  auto h2 = H2Connection::Create(options);
   if (!h2.ok()) {
     Fail(c, Why::kConnect, now);
     return;
@@ -106,6 +110,7 @@ void Worker::H2Outcomes(Conn& c, int64_t now) {
     for (const H2Outcome& o : out) {
       switch (o.error) {
         case H2Error::kNone: {
+          if (capture_ && !halted_) script_->Response(o.status, o.headers, o.body);
           ++k.requests;
           ++sample_requests_;
           const int cls = o.status / 100;
@@ -137,8 +142,13 @@ bool Worker::H2Pump(Conn& c, int64_t now) {
     // Every free slot, once per connection per turn of the loop (the
     // streams answered in one batch of events go out in one write).
     while (h2.CanSubmit()) {
+      if (dynamic_) {
+        if (!H2SubmitScripted(c, now)) break;
+        ++c.streams;
+        continue;
+      }
       const uint32_t r = schedule_.Next();
-      if (h2.Submit(*opt_.h2_requests[r], r, static_cast<uint64_t>(now)) == 0) break;
+      if (h2.Submit(*(*h2_requests_)[r], r, static_cast<uint64_t>(now)) == 0) break;
       ++c.streams;
     }
     if (c.streams > before) {
@@ -147,6 +157,19 @@ bool Worker::H2Pump(Conn& c, int64_t now) {
     }
   }
   return H2Flush(c, now);
+}
+
+bool Worker::H2SubmitScripted(Conn& c, int64_t now) {
+  if (halted_) return false;
+  if (h2_next_ == h2_queue_.size()) {
+    // request()'s next text: each request in it becomes a stream.
+    h2_queue_.clear();
+    h2_next_ = 0;
+    if (!script_->RequestStreams(&h2_queue_)) return false;  // the loop halts the worker
+  }
+  if (c.h2->Submit(h2_queue_[h2_next_], 0, static_cast<uint64_t>(now)) == 0) return false;
+  ++h2_next_;
+  return true;
 }
 
 bool Worker::H2Flush(Conn& c, int64_t now) {

@@ -64,6 +64,8 @@ class FakeCoordinator : public LoadCoordinator {
     state_.load_start_ns.compare_exchange_strong(expected, now_ns);
   }
 
+  void StopLoad() override { RequestStop(); }
+
   void RequestStop() { state_.stop.store(true); }
   bool WaitForConnectedReport() {
     std::unique_lock<std::mutex> lock(mu_);

@@ -31,6 +31,9 @@ struct ErrorCounts {
   uint64_t goaway = 0;
   uint64_t rst_stream = 0;
   uint64_t h2_protocol = 0;
+  // A wrk script raised an error while the load ran (request(), response(),
+  // delay(), or request() returned no HTTP request): the load stops.
+  uint64_t script = 0;
 
   uint64_t H2Errors() const { return goaway + rst_stream + h2_protocol; }
   uint64_t SocketErrors() const { return connect + read + write + timeout + port_exhaustion + handshake + H2Errors(); }
@@ -45,6 +48,7 @@ struct ErrorCounts {
     goaway += o.goaway;
     rst_stream += o.rst_stream;
     h2_protocol += o.h2_protocol;
+    script += o.script;
   }
   bool operator==(const ErrorCounts&) const = default;
 };

@@ -67,6 +67,7 @@ void ToProto(const Counters& in, v1::Counters* out) {
   e->set_goaway(in.errors.goaway);
   e->set_rst_stream(in.errors.rst_stream);
   e->set_h2_protocol(in.errors.h2_protocol);
+  e->set_script(in.errors.script);
   out->clear_status_classes();
   for (uint64_t c : in.status_classes) out->add_status_classes(c);
   out->set_connects(in.connects);
@@ -116,6 +117,7 @@ Counters FromProto(const v1::Counters& in) {
   c.errors.goaway = in.errors().goaway();
   c.errors.rst_stream = in.errors().rst_stream();
   c.errors.h2_protocol = in.errors().h2_protocol();
+  c.errors.script = in.errors().script();
   for (int i = 0; i < in.status_classes_size() && i < static_cast<int>(c.status_classes.size()); ++i) {
     c.status_classes[static_cast<size_t>(i)] = in.status_classes(i);
   }

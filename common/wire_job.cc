@@ -126,6 +126,13 @@ void ToProto(const JobSpec& in, v1::LoadJob* out) {
   out->set_connection_offset(in.connection_offset);
   out->set_total_connections(in.total_connections);
   out->set_send_offset_ns(in.send_offset.count());
+  if (in.script) {
+    v1::Script* s = out->mutable_script();
+    s->set_name(in.script->name);
+    s->set_text(in.script->text);
+    for (const std::string& a : in.script->args) s->add_args(a);
+  }
+  out->set_probe(in.probe);
 }
 
 Result<JobSpec> FromProto(const v1::LoadJob& in) {
@@ -143,7 +150,20 @@ Result<JobSpec> FromProto(const v1::LoadJob& in) {
   j.host_header = in.host_header();
   if (HasCrLf(j.host_header)) return Invalid("host_header", "contains a line break");
 
-  if (in.requests().empty()) return Invalid("requests", "at least one request");
+  if (in.has_script()) {
+    JobScript s;
+    s.name = in.script().name();
+    s.text = in.script().text();
+    for (const std::string& a : in.script().args()) s.args.push_back(a);
+    if (s.name.empty()) return Invalid("script.name", "empty");
+    if (s.text.empty()) return Invalid("script.text", "empty");
+    if (in.requests_size() > 0) return Invalid("requests", "must be empty with a script (the script makes the requests)");
+    j.script = std::move(s);
+  } else if (in.requests().empty()) {
+    return Invalid("requests", "at least one request (or a script)");
+  }
+  j.probe = in.probe();
+  if (j.probe && !j.script) return Invalid("probe", "only with a script");
   for (int i = 0; i < in.requests_size(); ++i) {
     auto r = DecodeRequest(in.requests(i), static_cast<size_t>(i));
     if (!r.ok()) return r.status();

@@ -39,6 +39,14 @@ struct JobRequest {
   bool operator==(const JobRequest&) const = default;
 };
 
+// A wrk Lua script (agent/script.h) making a job's requests.
+struct JobScript {
+  std::string name;  // what its errors name
+  std::string text;
+  std::vector<std::string> args;  // init()'s arguments
+  bool operator==(const JobScript&) const = default;
+};
+
 struct JobSpec {
   std::string job_id;
   std::string host;  // name or IP, resolved by the agent
@@ -48,7 +56,9 @@ struct JobSpec {
   uint32_t streams = 1;            // HTTP/2: concurrent streams per connection
   std::string idle_wait = "auto";  // "auto", "block", "nap" or "poll" (IdleWait, common/metrics.h)
   std::string host_header;  // empty: "host:port"
-  std::vector<JobRequest> requests;
+  std::vector<JobRequest> requests;  // empty with a script
+  std::optional<JobScript> script;
+  bool probe = false;  // a script's first request only, no load (proto LoadJob.probe)
   uint32_t connections = 0;  // this agent's share
   uint32_t threads = 1;
   std::chrono::nanoseconds warmup{0};

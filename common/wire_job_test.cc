@@ -171,6 +171,9 @@ TEST(WireJobTest, FullyPopulatedPipelinedSpecRoundTripsExactly) {
 TEST(WireJobTest, ToProtoWritesEveryProtoField) {
   JobSpec spec = FullSpec();
   spec.keep_alive = true;  // proto3 does not mark a false bool as present
+  // (A script excludes requests when decoded; ToProto writes both.)
+  spec.script = JobScript{"post.lua", "wrk.method = 'POST'", {"a"}};
+  spec.probe = true;
   v1::LoadJob msg;
   ToProto(spec, &msg);
   auto check = [](const google::protobuf::Message& m) {
@@ -183,6 +186,7 @@ TEST(WireJobTest, ToProtoWritesEveryProtoField) {
     }
   };
   check(msg);
+  check(msg.script());
   for (const v1::Request& r : msg.requests()) {
     check(r);
     for (const v1::Header& h : r.headers()) check(h);
@@ -281,6 +285,30 @@ TEST(WireJobTest, EffectiveHostHeader) {
 // Catches: a job that cannot run being accepted (so the agent starts an
 // engine that fails later with a message that names no job field), or a
 // refusal whose message names the wrong field / the wrong request index.
+// A job whose requests come from a wrk script: the script's name, text and
+// arguments arrive as sent, and a probe stays a probe. Catches: the script
+// or its args dropped on the way (the agents would send nothing or call
+// init() without its arguments), the probe flag lost (a full load instead).
+TEST(WireJobTest, ScriptedJobRoundTrips) {
+  JobSpec spec = FullSpec();
+  spec.requests.clear();
+  spec.script = JobScript{"post_echo.lua", "wrk.method = \"POST\"\n", {"alpha", "b c"}};
+  EXPECT_EQ(RoundTrip(spec), spec);
+  spec.probe = true;
+  EXPECT_EQ(RoundTrip(spec), spec);
+  v1::LoadJob both;
+  spec.requests.push_back(JobRequest{});
+  ToProto(spec, &both);
+  auto refused = FromProto(both);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message().rfind("job.requests: must be empty with a script", 0), 0u) << refused.status().message();
+  JobSpec plain = FullSpec();
+  plain.probe = true;
+  v1::LoadJob probe;
+  ToProto(plain, &probe);
+  EXPECT_EQ(FromProto(probe).status().message().rfind("job.probe: only with a script", 0), 0u);
+}
+
 TEST(WireJobTest, RefusesJobsThatCannotRunNamingTheField) {
   struct Case {
     const char* field;  // the message must start with "job.<field>:"

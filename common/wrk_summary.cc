@@ -135,6 +135,7 @@ std::string RenderText(const SummaryContext& ctx, const RunTotals& totals, const
                   static_cast<unsigned long long>(e.goaway), static_cast<unsigned long long>(e.rst_stream),
                   static_cast<unsigned long long>(e.h2_protocol));
   }
+  if (e.script > 0) out += Printf("  Script errors: %llu\n", static_cast<unsigned long long>(e.script));
   const double secs = Seconds(end);
   out += Printf("Requests/sec: %9.2f\n", static_cast<double>(k.requests) / secs);
   out += Printf("Transfer/sec: %10sB\n", FormatBinary(static_cast<double>(k.bytes_read) / secs).c_str());
@@ -255,7 +256,7 @@ nlohmann::json RenderJson(const SummaryContext& ctx, const RunTotals& totals, co
     return json{{"connect", e.connect}, {"read", e.read},       {"write", e.write},
                 {"timeout", e.timeout}, {"status", e.status}, {"portExhaustion", e.port_exhaustion},
                 {"handshake", e.handshake}, {"goaway", e.goaway},   {"rstStream", e.rst_stream},
-                {"h2Protocol", e.h2_protocol}};
+                {"h2Protocol", e.h2_protocol}, {"script", e.script}};
   };
   auto classes_json = [](const Counters& c) {
     return json{{"other", c.status_classes[0]}, {"1xx", c.status_classes[1]}, {"2xx", c.status_classes[2]},

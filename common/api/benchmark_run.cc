@@ -23,4 +23,10 @@ RepetitionOrder EffectiveRepetitionOrder(const BenchmarkRunSpec& spec) {
   return spec.repetitions > 1 ? RepetitionOrder::kInterleaved : RepetitionOrder::kSequential;
 }
 
+std::string Script::Name(const std::string& scenario) const {
+  if (file) return *file;
+  if (config_map_ref) return "configmap/" + config_map_ref->name + "/" + config_map_ref->key;
+  return scenario + ".inline.lua";
+}
+
 }  // namespace fairbench::api

@@ -203,11 +203,47 @@ struct Slo {
   friend bool operator==(const Slo&, const Slo&) = default;
 };
 
+// A key of a ConfigMap in the run's namespace (Kubernetes).
+struct ConfigMapKeyRef {
+  std::string name;
+  std::string key;
+  friend bool operator==(const ConfigMapKeyRef&, const ConfigMapKeyRef&) = default;
+};
+
+// A wrk Lua script that makes the scenario's requests, as `wrk -s` does
+// (setup, init, delay, request, response, done): from a file (relative to
+// the run file; local runs), given inline, or a ConfigMap's key
+// (Kubernetes). Exactly one of the three. `args` are init()'s arguments
+// (what follows "--" on wrk's command line).
+struct Script {
+  std::optional<std::string> file;
+  std::optional<std::string> inline_text;  // "inline"
+  std::optional<ConfigMapKeyRef> config_map_ref;
+  std::vector<std::string> args;
+  // Not part of the API: the script's text — the file read by the loader,
+  // the ConfigMap's value read by the controller, or the inline text — so
+  // that nothing downstream reads a file or the API. Never encoded;
+  // ignored by ==.
+  std::string content;
+
+  // The script's text as agents get it.
+  const std::string& Text() const { return inline_text ? *inline_text : content; }
+  // The name its errors carry ("post_echo.lua:3: ..."): the file as
+  // written, "configmap/NAME/KEY", or "SCENARIO.inline.lua".
+  std::string Name(const std::string& scenario) const;
+
+  friend bool operator==(const Script& a, const Script& b) {
+    return a.file == b.file && a.inline_text == b.inline_text && a.config_map_ref == b.config_map_ref &&
+           a.args == b.args;
+  }
+};
+
 struct Scenario {
   std::string name;  // DNS-1123 label, unique in the run
-  // Exactly one of the two.
+  // Exactly one of the three: one request, a weighted mix, or a script.
   std::optional<Request> request;
   std::vector<WeightedRequest> requests;
+  std::optional<Script> script;
   Expect expect;
   std::vector<int64_t> connections;  // empty: spec.load.connections
   std::optional<Duration> duration;  // unset: spec.load.duration
@@ -359,6 +395,7 @@ struct ErrorCounts {
   uint64_t handshake = 0;        // https: TLS handshakes that failed
   // HTTP/2 streams: refused by GOAWAY, reset by the server, lost to a protocol error.
   uint64_t goaway = 0, rst_stream = 0, h2_protocol = 0;
+  uint64_t script = 0;  // errors a wrk script raised during the load (the load stopped)
   friend bool operator==(const ErrorCounts&, const ErrorCounts&) = default;
 };
 

@@ -82,6 +82,9 @@ ScenarioSettings EffectiveSettings(const BenchmarkRunSpec& spec, const Scenario&
   } else {
     s.requests = scenario.requests;
   }
+  if (scenario.script) {
+    s.script = ScenarioScript{scenario.script->Name(scenario.name), scenario.script->Text(), scenario.script->args};
+  }
   s.expect = scenario.expect;
   s.connections = Levels(spec, scenario);
   s.duration = scenario.duration.value_or(spec.load.duration);

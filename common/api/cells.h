@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,9 +51,19 @@ std::vector<std::vector<size_t>> TargetRounds(const BenchmarkRunSpec& spec, Repe
 // ExpandCells(spec).size(), without building the list.
 size_t CountCells(const BenchmarkRunSpec& spec);
 
+// A scenario's wrk script as the agents get it: the name its errors carry,
+// its text, init()'s arguments.
+struct ScenarioScript {
+  std::string name;
+  std::string text;
+  std::vector<std::string> args;
+  friend bool operator==(const ScenarioScript&, const ScenarioScript&) = default;
+};
+
 // Everything one scenario runs with, overrides resolved.
 struct ScenarioSettings {
-  std::vector<WeightedRequest> requests;  // `request` becomes one entry of weight 1
+  std::vector<WeightedRequest> requests;  // `request` becomes one entry of weight 1; empty with a script
+  std::optional<ScenarioScript> script;   // the requests come from this wrk script
   Expect expect;
   std::vector<int64_t> connections;  // levels
   Duration duration{};

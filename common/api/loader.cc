@@ -42,8 +42,8 @@ Result<std::string> ReadFile(const fs::path& path, uint64_t limit) {
   return out;
 }
 
-// Reads every bodyFile into its request; problems become diagnostics on the
-// bodyFile field.
+// Reads every bodyFile into its request and every script file into its
+// script; problems become diagnostics on the bodyFile or file field.
 void ReadBodyFiles(BenchmarkRun& run, const std::optional<fs::path>& base_dir, Diagnostics* out) {
   const FieldPaths paths(run);
   const auto fail = [&](const std::string& member, std::string message) {
@@ -69,6 +69,21 @@ void ReadBodyFiles(BenchmarkRun& run, const std::optional<fs::path>& base_dir, D
   for (Scenario& s : run.spec.scenarios) {
     if (s.request.has_value()) read(*s.request);
     for (WeightedRequest& w : s.requests) read(w.request);
+    // A script file is read now, so that a wrong name is an error on its field.
+    if (!s.script.has_value() || !s.script->file.has_value() || s.script->file->empty()) continue;
+    const std::string& name = *s.script->file;
+    if (!base_dir.has_value()) {
+      fail(name, "cannot be read: this run did not come from a file; use inline");
+      continue;
+    }
+    const bool absolute = fs::path(name).is_absolute();
+    Result<std::string> content = ReadFile(absolute ? fs::path(name) : *base_dir / name, kMaxBodyFileBytes);
+    if (!content.ok()) {
+      fail(name, "cannot read " + Quote(name) + (absolute ? "" : " (relative to the run file)") + ": " +
+                     content.status().message());
+      continue;
+    }
+    s.script->content = std::move(content).value();
   }
 }
 

@@ -11,8 +11,9 @@
 // A syntax error stops parsing, so it comes alone. Validation problems
 // inside a field that already failed to decode are not repeated.
 //
-// bodyFile paths are relative to the run file's directory; their content is
-// read once here (Request::body_file_content). Relative local.workingDir
+// bodyFile and script.file paths are relative to the run file's directory;
+// their content is read once here (Request::body_file_content,
+// Script::content). A script.configMapRef is read by the controller. Relative local.workingDir
 // paths are left as written: the platform resolves them against
 // BaseDirectory(path).
 //

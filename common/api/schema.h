@@ -158,10 +158,27 @@ void Describe(V& v, S& s) {
   v.Field("name", s.name);
   v.Field("request", s.request);
   v.Field("requests", s.requests);
+  v.Field("script", s.script);
   v.Field("expect", s.expect);
   v.Field("connections", s.connections, kCount);
   v.Field("duration", s.duration);
   v.Field("slo", s.slo);
+}
+
+template <typename V, typename S>
+  requires Is<S, ConfigMapKeyRef>
+void Describe(V& v, S& s) {
+  v.Field("name", s.name);
+  v.Field("key", s.key);
+}
+
+template <typename V, typename S>
+  requires Is<S, Script>
+void Describe(V& v, S& s) {
+  v.Field("file", s.file);
+  v.Field("inline", s.inline_text);
+  v.Field("configMapRef", s.config_map_ref);
+  v.Field("args", s.args);
 }
 
 template <typename V, typename S>
@@ -339,6 +356,7 @@ void Describe(V& v, S& s) {
   v.Field("goaway", s.goaway, kOmitZero);
   v.Field("rstStream", s.rst_stream, kOmitZero);
   v.Field("h2Protocol", s.h2_protocol, kOmitZero);
+  v.Field("script", s.script, kOmitZero);
 }
 
 template <typename V, typename S>

@@ -230,10 +230,18 @@ class Checker {
     std::map<std::string, size_t> seen;
     for (const Scenario& s : spec.scenarios) {
       CheckName(s.name, &seen);
-      if (!s.request.has_value() && s.requests.empty()) {
-        Fail(s, "needs request (one request) or requests (a weighted mix)");
+      if (!s.request.has_value() && s.requests.empty() && !s.script.has_value()) {
+        Fail(s, "needs request (one request), requests (a weighted mix) or script (a wrk Lua script)");
       } else if (s.request.has_value() && !s.requests.empty()) {
         Fail(s.requests, "cannot be used together with request");
+      }
+      if (s.script.has_value()) {
+        if (s.request.has_value()) {
+          Fail(*s.script, "cannot be used together with request: the script makes the requests");
+        } else if (!s.requests.empty()) {
+          Fail(*s.script, "cannot be used together with requests: the script makes the requests");
+        }
+        CheckScript(*s.script);
       }
       if (s.request.has_value()) CheckRequest(*s.request);
       for (const WeightedRequest& w : s.requests) {
@@ -244,6 +252,36 @@ class Checker {
       CheckLevels(s.connections, spec.load);
       if (s.duration.has_value()) Positive(*s.duration);
       if (s.slo) CheckSlo(*s.slo, spec);
+    }
+  }
+
+  void CheckScript(const Script& sc) {
+    const int given = (sc.file ? 1 : 0) + (sc.inline_text ? 1 : 0) + (sc.config_map_ref ? 1 : 0);
+    if (given != 1) {
+      Fail(sc, given == 0 ? "needs one of file, inline or configMapRef"
+                          : "give only one of file, inline and configMapRef");
+      return;
+    }
+    if (sc.file) {
+      if (sc.file->empty()) Fail(*sc.file, "must not be empty");
+      else if (options_.platform == Platform::kKubernetes) {
+        Fail(*sc.file, "only available in a local run file; use inline or configMapRef");
+      }
+    }
+    if (sc.inline_text && sc.inline_text->find_first_not_of(" \t\r\n") == std::string::npos) {
+      Fail(*sc.inline_text, "must not be empty");
+    }
+    if (sc.config_map_ref) {
+      const ConfigMapKeyRef& r = *sc.config_map_ref;
+      if (options_.platform != Platform::kKubernetes && options_.platform != Platform::kAny) {
+        Fail(r, "only available on Kubernetes; use file or inline");
+      }
+      if (r.name.empty()) Fail(r.name, "required");
+      else if (std::string why = CheckDnsSubdomain(r.name); !why.empty()) Fail(r.name, why);
+      if (r.key.empty()) Fail(r.key, "required");
+    }
+    for (const std::string& a : sc.args) {
+      if (a.find('\0') != std::string::npos) Fail(a, "must not contain NUL");
     }
   }
 

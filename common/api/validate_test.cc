@@ -202,12 +202,51 @@ TEST(ValidateTest, NamesAreDnsLabels) {
 TEST(ValidateTest, RequestOrRequests) {
   BenchmarkRun run = Valid();
   run.spec.scenarios[0].request.reset();
-  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0]: needs request (one request) or requests (a weighted mix)"}));
+  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0]: needs request (one request), requests (a weighted mix) or script (a "
+                               "wrk Lua script)"}));
   run.spec.scenarios[0].request = Request{};
   run.spec.scenarios[0].request->path = "/";
   run.spec.scenarios[0].requests.push_back(WeightedRequest{*run.spec.scenarios[0].request, 0});
   EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].requests: cannot be used together with request",
                                "spec.scenarios[0].requests[0].weight: must be ≥ 1"}));
+}
+
+// A scenario's script: one source of three, not with request or requests,
+// each source on the platform that can read it. Catches: a script and a
+// request both accepted (which would the agents send?), a file accepted on
+// Kubernetes (where no file is read), a ConfigMap accepted locally.
+TEST(ValidateTest, Scripts) {
+  BenchmarkRun run = Valid();
+  run.spec.targets[0].local = LocalProcess{};
+  run.spec.targets[0].local->command = {"server"};
+  Scenario& s = run.spec.scenarios[0];
+  s.script = Script{};
+  s.script->inline_text = "wrk.method = 'POST'";
+  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].script: cannot be used together with request: the script makes the "
+                               "requests"}));
+  s.request.reset();
+  s.requests.push_back(WeightedRequest{Request{}, 1});
+  s.requests[0].request.path = "/";
+  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].script: cannot be used together with requests: the script makes "
+                               "the requests"}));
+  s.requests.clear();
+  EXPECT_EQ(Check(run), Lines{});
+  s.script->file = "post.lua";
+  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].script: give only one of file, inline and configMapRef"}));
+  s.script->inline_text.reset();
+  EXPECT_EQ(Check(run, Platform::kLocal), Lines{});
+  EXPECT_EQ(Check(run, Platform::kKubernetes),
+            (Lines{"spec.scenarios[0].script.file: only available in a local run file; use inline or configMapRef"}));
+  s.script->file.reset();
+  s.script->config_map_ref = ConfigMapKeyRef{"Bad_Name", ""};
+  EXPECT_EQ(Check(run, Platform::kKubernetes).size(), 2u);
+  EXPECT_EQ(Check(run, Platform::kKubernetes)[1], "spec.scenarios[0].script.configMapRef.key: required");
+  s.script->config_map_ref = ConfigMapKeyRef{"scripts", "post.lua"};
+  EXPECT_EQ(Check(run, Platform::kKubernetes), Lines{});
+  EXPECT_EQ(Check(run, Platform::kLocal),
+            (Lines{"spec.scenarios[0].script.configMapRef: only available on Kubernetes; use file or inline"}));
+  s.script = Script{};
+  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].script: needs one of file, inline or configMapRef"}));
 }
 
 TEST(ValidateTest, Requests) {

@@ -39,7 +39,7 @@ void CheckCell(const api::ScenarioSettings& settings, CellRecord& cell, const Ch
 
   const api::ErrorCounts& e = r.errors;
   if (e.connect + e.read + e.write + e.timeout + e.port_exhaustion + e.handshake + e.goaway + e.rst_stream +
-          e.h2_protocol + e.status >
+          e.h2_protocol + e.script + e.status >
       0) {
     cell.flags.push_back(CellFlag::kErrors);
   }

@@ -53,9 +53,14 @@ std::string Lowercase(std::string_view s) {
 // "hello @ 1,000", for column headers that name a cell group.
 std::string GroupLabel(const std::string& scenario, int64_t connections) { return scenario + " @ " + Conns(connections); }
 
-// "GET /", "POST /api/echo", "mix of 3 requests".
+// "GET /", "POST /api/echo", "mix of 3 requests", "script post_echo.lua".
 std::string RequestText(const api::Scenario* s) {
   if (s == nullptr) return kMissing;
+  if (s->script) {
+    std::string text = "wrk script " + s->script->Name(s->name);
+    for (const std::string& a : s->script->args) text += " " + a;
+    return text;
+  }
   if (s->request) return s->request->method + " " + s->request->path;
   if (s->requests.size() == 1) return s->requests[0].request.method + " " + s->requests[0].request.path;
   return "mix of " + std::to_string(s->requests.size()) + " requests";
@@ -695,13 +700,17 @@ Section Errors(const Context& ctx) {
   if (h2) {
     for (const char* h : {"goaway", "rst_stream", "h2 protocol"}) header.push_back(h);
   }
+  // The script column only when a cell's script failed.
+  bool script = false;
+  for (const CellRecord* c : CellsInReportOrder(ctx)) script = script || c->result.errors.script > 0;
+  if (script) header.push_back("script");
   header.push_back("requests");
   Table t{header, Aligns(left, header.size() - left), {}};
   t.align[2] = Align::kRight;
   for (const CellRecord* c : CellsInReportOrder(ctx)) {
     const api::ErrorCounts& e = c->result.errors;
     if (e.connect + e.read + e.write + e.timeout + e.status + e.port_exhaustion + e.handshake + e.goaway +
-            e.rst_stream + e.h2_protocol ==
+            e.rst_stream + e.h2_protocol + e.script ==
         0) {
       continue;
     }
@@ -711,6 +720,7 @@ Section Errors(const Context& ctx) {
     if (h2) {
       for (uint64_t v : {e.goaway, e.rst_stream, e.h2_protocol}) row.push_back(Count(v));
     }
+    if (script) row.push_back(Count(e.script));
     row.push_back(c->result.requests > 0 ? Count(c->result.requests) : kMissing);
     t.rows.push_back(std::move(row));
   }
@@ -920,6 +930,7 @@ std::string FlagDetail(const CellRecord& c, CellFlag flag) {
       std::string out;
       if (socket > 0) out = Count(socket) + (socket == 1 ? " socket error" : " socket errors");
       if (e.status > 0) out += (out.empty() ? "" : ", ") + Count(e.status) + " unexpected statuses";
+      if (e.script > 0) out += (out.empty() ? "" : ", ") + Count(e.script) + " script errors";
       return out + " (see Errors)";
     }
   }
@@ -1210,6 +1221,24 @@ std::optional<Section> Timelines(const Context& ctx) {
   return s;
 }
 
+// What each agent's script printed in done(), per cell: a script's own
+// report (percentiles it chose, counters it kept), as wrk prints it.
+std::optional<Section> ScriptOutputs(const Context& ctx) {
+  Section s{"script-output", "Script output: done()", 2, {}};
+  for (const CellRecord* c : CellsInReportOrder(ctx)) {
+    const api::CellResult& r = c->result;
+    for (const ScriptOutput& o : c->script_output) {
+      s.blocks.push_back(RawText{r.target + " · " + r.scenario + " · " + ConnsText(r.connections) + " · repetition " +
+                                     std::to_string(r.repetition) + " · agent " + o.agent,
+                                 o.text});
+    }
+  }
+  if (s.blocks.empty()) return std::nullopt;
+  s.blocks.insert(s.blocks.begin(), P("What the scenario's wrk script printed in done(), each agent with its own "
+                                      "threads' numbers (as wrk would have printed it on that machine)."));
+  return s;
+}
+
 std::optional<Section> RawOutput(const Context& ctx) {
   Section s{"raw", "Raw output per cell", 2, {}, /*html_only=*/true};
   for (const CellRecord& c : ctx.record.cells) {
@@ -1249,6 +1278,7 @@ Document BuildDocument(const RunRecord& record) {
   doc.sections.push_back(Repetitions(ctx));
   doc.sections.push_back(Failures(ctx));
   if (auto s = Profiles(ctx)) doc.sections.push_back(std::move(*s));
+  if (auto s = ScriptOutputs(ctx)) doc.sections.push_back(std::move(*s));
   if (auto s = Timelines(ctx)) doc.sections.push_back(std::move(*s));
   if (auto s = RawOutput(ctx)) doc.sections.push_back(std::move(*s));
   return doc;

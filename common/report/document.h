@@ -51,8 +51,9 @@ struct Table {
   std::vector<std::vector<std::string>> rows;
 };
 
-// Raw text kept as it was produced (a cell's wrk-style output), under a
-// one-line summary. Only the HTML report shows these.
+// Raw text kept as it was produced (a cell's wrk-style output, what a
+// script's done() printed), under a one-line summary; Markdown shows it as
+// a code block.
 struct RawText {
   std::string summary;
   std::string text;

@@ -82,8 +82,16 @@ std::string BlockText(const Block& block) {
           return out;
         } else if constexpr (std::is_same_v<T, Table>) {
           return TableText(b);
+        } else if constexpr (std::is_same_v<T, RawText>) {
+          // As a code block under its summary; the fence outgrows any run
+          // of backticks in the text.
+          std::string fence = "```";
+          while (b.text.find(fence) != std::string::npos) fence += '`';
+          std::string text = b.text;
+          if (!text.empty() && text.back() != '\n') text += '\n';
+          return LineStart(EscapeMarkdown(b.summary)) + "\n\n" + fence + "\n" + text + fence + "\n";
         } else {
-          return "";  // charts and raw output: HTML only
+          return "";  // charts and flame graphs: HTML only
         }
       },
       block);

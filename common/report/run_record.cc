@@ -41,7 +41,7 @@ OrderedJson ErrorsJson(const ErrorCounts& e) {
   return OrderedJson{{"connect", e.connect}, {"read", e.read},     {"write", e.write},
                      {"timeout", e.timeout}, {"status", e.status}, {"portExhaustion", e.port_exhaustion},
                      {"handshake", e.handshake}, {"goaway", e.goaway},   {"rstStream", e.rst_stream},
-                     {"h2Protocol", e.h2_protocol}};
+                     {"h2Protocol", e.h2_protocol}, {"script", e.script}};
 }
 
 OrderedJson TimelineJson(const TimelinePoint& p) {
@@ -109,6 +109,11 @@ OrderedJson CellJson(const CellRecord& c) {
                                 {"trials", trials}};
   }
   if (c.profile) j["profile"] = ToJson(*c.profile);
+  if (!c.script_output.empty()) {
+    OrderedJson outputs = OrderedJson::array();
+    for (const ScriptOutput& o : c.script_output) outputs.push_back(OrderedJson{{"agent", o.agent}, {"text", o.text}});
+    j["scriptOutput"] = std::move(outputs);
+  }
   return j;
 }
 
@@ -268,6 +273,7 @@ void ReadErrors(const Json& j, const std::string& path, api::Diagnostics& d, Err
   r.Read("goaway", e.goaway);
   r.Read("rstStream", e.rst_stream);
   r.Read("h2Protocol", e.h2_protocol);
+  r.Read("script", e.script);
 }
 
 void ReadTimelinePoint(const Json& j, const std::string& path, api::Diagnostics& d, TimelinePoint& p) {
@@ -406,6 +412,20 @@ void ReadCellExtras(const Json& j, const std::string& path, api::Diagnostics& d,
     }
   }
   if (const Json* p = r.Find("profile")) ReadProfile(*p, r.PathOf("profile"), d, c.profile.emplace());
+  if (const Json* outputs = r.Find("scriptOutput")) {
+    if (!outputs->is_array()) {
+      r.Error(r.PathOf("scriptOutput"), "must be a list", *outputs);
+    } else {
+      for (size_t i = 0; i < outputs->size(); ++i) {
+        ObjectReader o((*outputs)[i], Index(r.PathOf("scriptOutput"), i), d);
+        if (!o.Valid()) continue;
+        ScriptOutput out;
+        o.Read("agent", out.agent);
+        o.Read("text", out.text);
+        c.script_output.push_back(std::move(out));
+      }
+    }
+  }
 }
 
 void ReadSchedule(const Json& j, const std::string& path, api::Diagnostics& d, Schedule& s) {

@@ -94,6 +94,12 @@ struct TargetExit {
   friend bool operator==(const TargetExit&, const TargetExit&) = default;
 };
 
+struct ScriptOutput {
+  std::string agent;
+  std::string text;
+  friend bool operator==(const ScriptOutput&, const ScriptOutput&) = default;
+};
+
 struct CellRecord {
   api::CellResult result;
   std::vector<TimelinePoint> timeline;   // every interval, warmup included
@@ -116,6 +122,9 @@ struct CellRecord {
   // Reason TargetExited: how the target ended. Not in results.json (the
   // message says it): for whoever watches the run as it goes.
   std::optional<TargetExit> target_exit;
+  // A scripted scenario: what each agent's done() printed (with the error
+  // that stopped its load, if one did), in agent order.
+  std::vector<ScriptOutput> script_output;
 };
 
 // Where the run ran: printed in the report so that numbers are never read

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <set>
 #include <stop_token>
 #include <string>
@@ -29,6 +30,10 @@ struct JobSummary {
   bool consistent = true;  // totals equal the sum of the accepted snapshots, no gap
   uint64_t missing_snapshots = 0;
   uint64_t duplicate_snapshots = 0;
+  // A wrk script: what its done() printed (and the error that stopped the
+  // load, if any); for a probe job, its first request.
+  std::string script_output;
+  std::optional<wire::JobRequest> first_request;
 };
 
 class JobObserver {

@@ -100,6 +100,8 @@ void CellAggregator::OnDone(const std::string& agent_id, const JobSummary& summa
     }
     last_sequence_[agent_id] = UINT64_MAX;  // it sends nothing more
     ++done_;
+    if (!summary.script_output.empty()) script_outputs_[agent_id] = summary.script_output;
+    if (summary.first_request && !first_request_) first_request_ = summary.first_request;
     end_.Add(summary.end);
     consistent_ = consistent_ && summary.consistent;
     missing_ += summary.missing_snapshots;
@@ -116,6 +118,16 @@ void CellAggregator::OnDone(const std::string& agent_id, const JobSummary& summa
     }
   }
   cv_.notify_all();
+}
+
+std::map<std::string, std::string> CellAggregator::ScriptOutputs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return script_outputs_;
+}
+
+std::optional<wire::JobRequest> CellAggregator::FirstRequest() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return first_request_;
 }
 
 void CellAggregator::OnFailed(const std::string& agent_id, const std::string& reason) {

@@ -67,6 +67,10 @@ class CellAggregator final : public JobObserver {
   EndReport End() const;
   bool consistent() const;
   std::string failure() const;
+  // What each agent's script printed in done(), by agent id (agents whose
+  // output was empty are left out); and a probe job's first request.
+  std::map<std::string, std::string> ScriptOutputs() const;
+  std::optional<wire::JobRequest> FirstRequest() const;
   // Requests/s of the newest complete interval (for live progress).
   double LiveRequestsPerSecond() const;
   uint64_t missing_snapshots() const;
@@ -96,6 +100,8 @@ class CellAggregator final : public JobObserver {
   bool consistent_ = true;               // guarded by mu_
   uint64_t missing_ = 0;                 // guarded by mu_
   std::string failure_;                  // guarded by mu_
+  std::map<std::string, std::string> script_outputs_;  // guarded by mu_
+  std::optional<wire::JobRequest> first_request_;      // guarded by mu_
   double live_rps_ = 0;                  // guarded by mu_
   std::function<void(const Snapshot&)> on_interval_;  // guarded by mu_
 };

@@ -27,7 +27,7 @@ std::vector<std::pair<const char*, uint64_t>> ErrorKinds(const ErrorCounts& e) {
   return {{"connect", e.connect}, {"read", e.read},     {"write", e.write},
           {"timeout", e.timeout}, {"status", e.status}, {"port_exhaustion", e.port_exhaustion},
           {"handshake", e.handshake}, {"goaway", e.goaway}, {"rst_stream", e.rst_stream},
-          {"h2_protocol", e.h2_protocol}};
+          {"h2_protocol", e.h2_protocol}, {"script", e.script}};
 }
 
 std::vector<std::string> With(std::vector<std::string> labels, std::string extra) {

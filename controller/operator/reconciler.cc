@@ -203,24 +203,17 @@ Reconciler::Outcome Reconciler::Reconcile(const std::string& key) {
   // 5. What the CRD schema lets through but the model refuses.
   auto run = api::FromKubernetesObject(object);
   if (!run.ok()) {
-    api::BenchmarkRunStatus failed;
-    failed.phase = api::RunPhase::kFailed;
-    failed.observed_generation = meta.generation;
-    failed.completion_time = WallNow();
-    api::Condition c;
-    c.type = api::condition::kFailed;
-    c.status = api::ConditionStatus::kTrue;
-    c.reason = api::reason::kInvalidSpec;
-    c.message = run.status().message();
-    c.observed_generation = meta.generation;
-    api::SetCondition(failed.conditions, c, WallNow());
-    out.status = PatchStatus(meta, failed);
-    if (out.status.ok()) Event(meta, true, api::reason::kInvalidSpec, run.status().message());
+    out.status = FailInvalid(meta, run.status().message());
     return out;
   }
 
-  // 6. First seen: queued.
+  // 6. First seen: queued (a script's ConfigMap is looked for now, so that
+  // a wrong name is a field error at once).
   if (!phase) {
+    if (Status s = ReadScriptConfigMaps(ns, *run); !s.ok()) {
+      out.status = s.code() == Status::Code::kInvalidArgument ? FailInvalid(meta, s.message()) : s;
+      return out;
+    }
     api::BenchmarkRunStatus queued;
     queued.phase = api::RunPhase::kQueued;
     queued.observed_generation = meta.generation;
@@ -291,9 +284,58 @@ Reconciler::Outcome Reconciler::Reconcile(const std::string& key) {
     out.requeue_after = std::chrono::milliseconds(500);
     return out;
   }
+  // The scripts as they are now: a ConfigMap edited while the run waited is
+  // what it runs with.
+  if (Status s = ReadScriptConfigMaps(ns, *run); !s.ok()) {
+    out.status = s.code() == Status::Code::kInvalidArgument ? FailInvalid(meta, s.message()) : s;
+    return out;
+  }
   out.status = executor_.Start(key, *run);
   if (out.status.ok()) spdlog::info("started {}", key);
   return out;
+}
+
+Status Reconciler::FailInvalid(const kube::ObjectMeta& meta, const std::string& message) {
+  api::BenchmarkRunStatus failed;
+  failed.phase = api::RunPhase::kFailed;
+  failed.observed_generation = meta.generation;
+  failed.completion_time = WallNow();
+  api::Condition c;
+  c.type = api::condition::kFailed;
+  c.status = api::ConditionStatus::kTrue;
+  c.reason = api::reason::kInvalidSpec;
+  c.message = message;
+  c.observed_generation = meta.generation;
+  api::SetCondition(failed.conditions, c, WallNow());
+  Status s = PatchStatus(meta, failed);
+  if (s.ok()) Event(meta, true, api::reason::kInvalidSpec, message);
+  return s;
+}
+
+Status Reconciler::ReadScriptConfigMaps(const std::string& ns, api::BenchmarkRun& run) {
+  for (size_t i = 0; i < run.spec.scenarios.size(); ++i) {
+    api::Scenario& sc = run.spec.scenarios[i];
+    if (!sc.script || !sc.script->config_map_ref) continue;
+    const api::ConfigMapKeyRef& ref = *sc.script->config_map_ref;
+    const std::string field = "spec.scenarios[" + std::to_string(i) + "].script.configMapRef";
+    auto cm = client_.Get(kube::resources::ConfigMaps(), ns, ref.name);
+    if (!cm.ok()) {
+      if (cm.error().reason == kube::Reason::kNotFound) {
+        return Status::InvalidArgument(field + ".name: no ConfigMap \"" + ref.name + "\" in namespace \"" + ns + "\"");
+      }
+      return Status::Unavailable("reading ConfigMap " + ns + "/" + ref.name + " (" + field + "): " + cm.error().ToString());
+    }
+    const Json& data = jr::Object(*cm, f::kData);
+    const auto value = data.find(ref.key);
+    if (value == data.end() || !value->is_string()) {
+      return Status::InvalidArgument(field + ".key: ConfigMap \"" + ref.name + "\" has no key \"" + ref.key + "\"");
+    }
+    sc.script->content = value->get<std::string>();
+    if (sc.script->content.find_first_not_of(" \t\r\n") == std::string::npos) {
+      return Status::InvalidArgument(field + ".key: the script in ConfigMap \"" + ref.name + "\" key \"" + ref.key + "\" is empty");
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace fairbench::controller

@@ -79,6 +79,12 @@ class Reconciler {
 
  private:
   Status PatchStatus(const kube::ObjectMeta& meta, const api::BenchmarkRunStatus& status);
+  // Reads each scenario's script.configMapRef from the run's namespace into
+  // the script's content. InvalidArgument (naming the field) when a
+  // ConfigMap or its key is missing; Unavailable when the API failed.
+  Status ReadScriptConfigMaps(const std::string& ns, api::BenchmarkRun& run);
+  // Marks the run Failed with reason InvalidSpec.
+  Status FailInvalid(const kube::ObjectMeta& meta, const std::string& message);
   Status Cleanup(const kube::ObjectMeta& meta);
   void Event(const kube::ObjectMeta& meta, bool warning, const std::string& reason, const std::string& message);
 

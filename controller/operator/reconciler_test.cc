@@ -43,6 +43,9 @@ class FakeExecutor final : public RunExecutor {
     active_ = key;
     started_.push_back(key);
     cells_[key] = api::CountCells(run.spec);
+    for (const api::Scenario& s : run.spec.scenarios) {
+      if (s.script) scripts_[key] = s.script->Text();
+    }
     return Status::Ok();
   }
   void Cancel(const std::string& key) override {
@@ -76,6 +79,11 @@ class FakeExecutor final : public RunExecutor {
     std::lock_guard<std::mutex> lock(mu_);
     return overlaps_;
   }
+  std::string script(const std::string& key) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = scripts_.find(key);
+    return it == scripts_.end() ? "" : it->second;
+  }
   size_t cells(const std::string& key) const {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = cells_.find(key);
@@ -88,6 +96,7 @@ class FakeExecutor final : public RunExecutor {
   std::string active_;
   std::vector<std::string> started_, cancelled_;
   std::map<std::string, size_t> cells_;
+  std::map<std::string, std::string> scripts_;  // the text of a run's script
   int overlaps_ = 0;
 };
 
@@ -268,6 +277,34 @@ TEST_F(ReconcilerTest, AnInvalidRunFailsWithTheFieldNamed) {
   EXPECT_NE(c["message"].get<std::string>().find("spec.load.connections[0]"), std::string::npos) << c.dump();
   EXPECT_TRUE(executor_->started().empty());
   EXPECT_TRUE(Eventually([&] { return Ok({"describe", "br", "bad"}).find("InvalidSpec") != std::string::npos; }, 10s));
+}
+
+// A scenario's script from a ConfigMap: a run naming a ConfigMap that is
+// not there fails at once with the field named; with the ConfigMap, the run
+// starts with its key's text as the script. Catches: configMapRef not read
+// (agents sent an empty script), a missing ConfigMap left queued or started.
+TEST_F(ReconcilerTest, AScriptIsReadFromItsConfigMap) {
+  const std::string run = "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: NAME}\nspec:\n"
+                          "  targets:\n  - {name: nginx, image: example.org/fairbench/nginx:1}\n"
+                          "  scenarios:\n  - name: echo\n"
+                          "    script: {configMapRef: {name: scripts, key: post.lua}, args: [x]}\n";
+  auto named = [&](const std::string& name) {
+    std::string y = run;
+    y.replace(y.find("NAME"), 4, name);
+    return y;
+  };
+  Apply(named("nocm"));
+  ASSERT_TRUE(PhaseBecomes("nocm", "Failed")) << Phase("nocm");
+  const Json failed = Get("nocm");
+  EXPECT_EQ(failed["status"]["conditions"][0]["reason"], "InvalidSpec");
+  EXPECT_NE(failed["status"]["conditions"][0]["message"].get<std::string>().find(
+                "spec.scenarios[0].script.configMapRef.name: no ConfigMap \"scripts\" in namespace \"default\""),
+            std::string::npos)
+      << failed["status"].dump();
+  Apply("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: scripts}\ndata:\n  post.lua: 'wrk.method = \"POST\"'\n");
+  Apply(named("withcm"));
+  ASSERT_TRUE(Eventually([&] { return executor_->script("default/withcm") == "wrk.method = \"POST\""; }, 10s))
+      << "started: " << executor_->started().size();
 }
 
 // Catches: a deleted run left loading, the objects it created left behind

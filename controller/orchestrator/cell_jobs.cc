@@ -63,6 +63,9 @@ std::vector<wire::JobSpec> BuildCellJobs(const api::ScenarioSettings& settings, 
       r.weight = static_cast<uint32_t>(w.weight);
       job.requests.push_back(std::move(r));
     }
+    // A script goes to every agent whole: each runs setup() for its own
+    // threads and its own done().
+    if (settings.script) job.script = wire::JobScript{settings.script->name, settings.script->text, settings.script->args};
     const int64_t conns = shares[static_cast<size_t>(i)];
     job.connections = static_cast<uint32_t>(conns);
     job.threads = static_cast<uint32_t>(std::max<int64_t>(1, std::min<int64_t>(settings.threads, conns)));
@@ -105,6 +108,7 @@ report::CellRecord CellRecordFrom(const api::ScenarioSettings& settings, const a
   const IntervalStats& measured = m.totals.measure();
   const double secs = end.measure_seconds > 0 ? end.measure_seconds : 1e-9;
   report::CellRecord rec = NotRunRecord(cell, api::CellState::kSucceeded, std::nullopt, "");
+  for (const auto& [agent, text] : m.script_outputs) rec.script_output.push_back(report::ScriptOutput{agent, text});
   api::CellResult& r = rec.result;
   const Counters& c = measured.counters;
   r.requests = c.requests;
@@ -123,6 +127,7 @@ report::CellRecord CellRecordFrom(const api::ScenarioSettings& settings, const a
   r.errors.goaway = c.errors.goaway;
   r.errors.rst_stream = c.errors.rst_stream;
   r.errors.h2_protocol = c.errors.h2_protocol;
+  r.errors.script = c.errors.script;
   if (target.https) {
     api::TlsHandshakes tls;
     tls.count = c.tls_handshakes;

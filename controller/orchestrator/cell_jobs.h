@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +52,8 @@ struct CellMeasurement {
   // The distinct times of the fresh usage samples (taken in the measure
   // phase, not carried over from before it), in order.
   std::vector<api::Time> usage_times;
+  // A scripted scenario: what each agent's done() printed, by agent id.
+  std::map<std::string, std::string> script_outputs;
 };
 
 // A cell's CPU and memory rest on too few fresh usage samples when fewer

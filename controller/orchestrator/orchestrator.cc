@@ -388,7 +388,18 @@ Orchestrator::TargetOutcome Orchestrator::RunTarget(RunState& state, size_t targ
   for (const api::Cell* c : todo) {
     if (broken.count(c->scenario_index) || stop.stop_requested()) continue;
     const api::Scenario& sc = run.spec.scenarios[c->scenario_index];
-    if (Status s = options_.verify(where, api::EffectiveSettings(run.spec, sc)); !s.ok()) {
+    api::ScenarioSettings settings = api::EffectiveSettings(run.spec, sc);
+    if (settings.script) {
+      // Checked with the first request the script's request() makes.
+      auto first = ScriptFirstRequest(run, settings, where);
+      if (!first.ok()) {
+        broken[c->scenario_index] = "script: " + first.status().message();
+        Message("target " + target.name + ": scenario " + sc.name + "'s script: " + first.status().message());
+        continue;
+      }
+      settings.requests = {api::WeightedRequest{*first, 1}};
+    }
+    if (Status s = options_.verify(where, settings); !s.ok()) {
       broken[c->scenario_index] = s.message();
       Message("target " + target.name + " fails scenario " + sc.name + ": " + s.message());
     } else {
@@ -455,6 +466,50 @@ Orchestrator::TargetOutcome Orchestrator::RunTarget(RunState& state, size_t targ
   return outcome;
 }
 
+Result<api::Request> Orchestrator::ScriptFirstRequest(const api::BenchmarkRun& run,
+                                                      const api::ScenarioSettings& settings,
+                                                      const TargetPlacement& where) {
+  const std::stop_token stop = stop_.get_token();
+  AgentRequest request;
+  request.run = RunIdentity{run.metadata.name, run.metadata.namespace_, run.metadata.uid};
+  request.count = std::max(1, settings.agents);
+  request.threads = settings.threads;
+  request.target = where;
+  request.placement = run.spec.placement.agents;
+  auto ids = platform_.EnsureAgents(request, stop);
+  if (!ids.ok()) return ids.status();
+  auto idle = agents_.WaitForAgents(1, options_.agent_timeout, std::set<std::string>(ids->begin(), ids->end()), stop);
+  if (!idle.ok()) return idle.status();
+  wire::JobSpec job;
+  job.job_id = run.metadata.name + "/probe/" + std::to_string(++job_counter_);
+  job.host = where.host;
+  job.port = where.port;
+  job.https = where.https;
+  job.protocol = where.protocol;
+  job.streams = static_cast<uint32_t>(std::max(1, settings.streams));
+  job.script = wire::JobScript{settings.script->name, settings.script->text, settings.script->args};
+  job.probe = true;
+  job.connections = 1;
+  job.threads = 1;
+  auto probe = std::make_shared<CellAggregator>(1);
+  const std::string agent = idle->front();
+  if (Status s = agents_.StartJob(agent, job, probe); !s.ok()) return s;
+  const CellAggregator::Outcome outcome = probe->Wait(Clock::now() + std::chrono::seconds(30));
+  if (outcome == CellAggregator::Outcome::kFailed) return Status::InvalidArgument(probe->failure());
+  if (outcome == CellAggregator::Outcome::kTimeout) {
+    agents_.CancelJob(agent, job.job_id, "no first request within 30 s");
+    return Status::DeadlineExceeded("agent " + agent + " made no first request within 30 s");
+  }
+  const std::optional<wire::JobRequest> first = probe->FirstRequest();
+  if (!first) return Status::Internal("agent " + agent + " answered the probe without a request");
+  api::Request r;
+  r.method = first->method;
+  r.path = first->target;
+  for (const auto& [name, value] : first->headers) r.headers[name] = value;
+  if (!first->body.empty()) r.body = first->body;
+  return r;
+}
+
 report::CellRecord Orchestrator::RunCapacity(RunState& state, const api::Cell& cell, TargetInstance& instance,
                                              const LoadSlot& slot, std::optional<uint64_t> memory_idle) {
   const api::BenchmarkRun& run = state.record.run;
@@ -496,7 +551,7 @@ report::CellRecord Orchestrator::RunCapacity(RunState& state, const api::Cell& c
     const api::CellResult& r = rec.result;
     const api::ErrorCounts& e = r.errors;
     const uint64_t errors = e.connect + e.read + e.write + e.timeout + e.status + e.port_exhaustion + e.handshake +
-                            e.goaway + e.rst_stream + e.h2_protocol;
+                            e.goaway + e.rst_stream + e.h2_protocol + e.script;
     report::CapacityTrial t;
     t.offered = static_cast<double>(rate);
     t.achieved = r.requests_per_second;
@@ -734,6 +789,7 @@ report::CellRecord Orchestrator::RunCell(RunState& state, const api::Cell& cell,
   m.end = aggregator->End();
   m.consistent = aggregator->consistent();
   m.missing_snapshots = aggregator->missing_snapshots();
+  m.script_outputs = aggregator->ScriptOutputs();
   report::CellRecord rec = CellRecordFrom(settings, cell, where, m);
   rec.profile = profiling.Finish(stop);
   if (rec.profile && rec.profile->state != report::ProfileState::kRecorded &&

@@ -93,6 +93,11 @@ class Orchestrator {
   // a capacity search).
   report::CellRecord RunCell(RunState& state, const api::Cell& cell, TargetInstance& instance, const LoadSlot& slot,
                              std::optional<uint64_t> memory_idle, std::optional<int64_t> rate = std::nullopt);
+  // A scripted scenario's first request, made by one of the run's agents
+  // (a probe job: setup(), init() and request() there, no load), so that
+  // the endpoint can be checked with it before the load.
+  Result<api::Request> ScriptFirstRequest(const api::BenchmarkRun& run, const api::ScenarioSettings& settings,
+                                          const TargetPlacement& where);
   // A cell of a scenario with an objective: the capacity search.
   report::CellRecord RunCapacity(RunState& state, const api::Cell& cell, TargetInstance& instance, const LoadSlot& slot,
                                  std::optional<uint64_t> memory_idle);

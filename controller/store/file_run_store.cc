@@ -109,7 +109,14 @@ Status FileRunStore::SaveCell(const api::Cell& cell, const report::CellRecord& r
   if (ec) return Status::IoError("cannot create '" + cells.string() + "': " + ec.message());
   std::string name = cell.Key();
   std::replace(name.begin(), name.end(), '/', '_');
-  return WriteFileAtomically(cells / (name + ".txt"), record.wrk_text);
+  // After wrk's lines, what the script's done() printed, as wrk prints it
+  // (one block per agent: each ran its own done()).
+  std::string text = record.wrk_text;
+  for (const report::ScriptOutput& o : record.script_output) {
+    text += "--- done() of agent " + o.agent + "\n" + o.text;
+    if (!o.text.empty() && o.text.back() != '\n') text += "\n";
+  }
+  return WriteFileAtomically(cells / (name + ".txt"), text);
 }
 
 }  // namespace fairbench::controller

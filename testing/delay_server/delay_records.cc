@@ -1,5 +1,6 @@
 #include "testing/delay_server/delay_records.h"
 
+#include <cstdio>
 #include <sstream>
 
 namespace fairbench::testing {
@@ -7,6 +8,36 @@ namespace {
 
 constexpr const char* kMagic = "fairbench-delay-records";
 constexpr const char* kColumns = "conn seq index stalled arrived_ns sent_ns";
+
+std::string Encode(const std::string& s) {
+  std::string out;
+  out.reserve(s.size() + 16);
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c > ' ' && c <= '~' && c != '%') {
+      out += ch;
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+bool Decode(const std::string& s, std::string* out) {
+  out->clear();
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      *out += s[i];
+      continue;
+    }
+    if (i + 2 >= s.size()) return false;
+    *out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
+    i += 2;
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -31,6 +62,10 @@ std::string DelayRecords::ToText() const {
     out += std::to_string(r.arrived_ns);
     out += ' ';
     out += std::to_string(r.sent_ns);
+    if (!r.request.empty()) {
+      out += ' ';
+      out += Encode(r.request);
+    }
     out += '\n';
   }
   return out;
@@ -56,13 +91,22 @@ Result<DelayRecords> DelayRecords::FromText(const std::string& text) {
   std::string header;
   std::getline(in >> std::ws, header);
   if (header != kColumns) return Status::InvalidArgument("records file: expected the column line");
-  DelayRecord rec;
-  int stalled = 0;
-  while (in >> rec.conn >> rec.seq >> rec.index >> stalled >> rec.arrived_ns >> rec.sent_ns) {
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    std::istringstream cols(line);
+    DelayRecord rec;
+    int stalled = 0;
+    std::string request;
+    if (!(cols >> rec.conn >> rec.seq >> rec.index >> stalled >> rec.arrived_ns >> rec.sent_ns)) {
+      return Status::InvalidArgument("records file: bad line after " + std::to_string(r.records.size()) + " records");
+    }
     rec.stalled = stalled != 0;
-    r.records.push_back(rec);
+    if (cols >> request && !Decode(request, &rec.request)) {
+      return Status::InvalidArgument("records file: bad request field after " + std::to_string(r.records.size()) + " records");
+    }
+    r.records.push_back(std::move(rec));
   }
-  if (!in.eof()) return Status::InvalidArgument("records file: bad line after " + std::to_string(r.records.size()) + " records");
   return r;
 }
 

@@ -20,7 +20,10 @@
 //   0 0 1 0 5123456789 5124456800
 //   …
 // `sent_ns` is 0 for a request whose response never left (the client went
-// away first). Plain values; thread-safe.
+// away first). When the server records requests (--record-requests), each
+// line ends in a seventh field: the request's bytes (head and body) with
+// every byte outside '!'..'~' and '%' itself written as %XX. Plain values;
+// thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +41,7 @@ struct DelayRecord {
   bool stalled = false;   // this response waited delay + stall
   int64_t arrived_ns = 0;  // the request's last byte arrived (kernel receive time when known)
   int64_t sent_ns = 0;     // its response's first byte was handed to the kernel; 0: never
+  std::string request;     // with --record-requests: the request as read (head and body)
 
   int64_t server_ns() const { return sent_ns - arrived_ns; }
   bool operator==(const DelayRecord&) const = default;

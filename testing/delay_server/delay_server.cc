@@ -320,13 +320,14 @@ bool DelayServer::ParseRequests(Conn& c, int64_t arrived_ns) {
     size_t record = kNoRecord;
     if (records_.size() < options_.max_records) {
       record = records_.size();
-      records_.push_back(DelayRecord{c.id, c.requests, requests_, stall, arrived_ns, 0});
+      records_.push_back(DelayRecord{c.id, c.requests, requests_, stall, arrived_ns, 0, {}});
+      if (options_.record_requests) records_.back().request.assign(rest.substr(0, total));
     } else {
       ++dropped_;
     }
     ++c.requests;
     const int64_t due = arrived_ns + options_.delay.count() + (stall ? options_.stall.count() : 0);
-    c.pending.push_back(Pending{due, record, h.head_method, !h.keep_alive});
+    c.pending.push_back(Pending{due, record, h.head_method, !h.keep_alive, requests_});
     if (!h.keep_alive) c.closing = true;
   }
   c.in.erase(0, used);
@@ -367,6 +368,7 @@ void DelayServer::Respond(Conn& c, int64_t now_ns) {
     const size_t before = c.out.size();
     c.out.append(kHead);
     if (p.close) c.out.append("Connection: close\r\n");
+    if (options_.index_header) c.out.append("X-Request-Index: " + std::to_string(p.index) + "\r\n");
     c.out.append("\r\n");
     if (!p.head) c.out.append(kBody);
     const uint64_t first = c.appended;

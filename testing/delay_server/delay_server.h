@@ -46,6 +46,12 @@ struct DelayServerOptions {
   uint64_t stall_every = 0;  // 0: never
   std::chrono::nanoseconds stall{0};
   size_t max_records = 4'000'000;  // beyond: counted as dropped, not recorded
+  // Keep each request's bytes in its record (tests of what a client sent).
+  bool record_requests = false;
+  // Each response carries "X-Request-Index: N", N the request's place in
+  // the server's arrival order (DelayRecord::index): a value that changes
+  // with every response, for clients that read responses.
+  bool index_header = false;
   int backlog = 4096;
 };
 
@@ -86,6 +92,7 @@ class DelayServer {
     size_t record;
     bool head;   // HEAD: no body
     bool close;  // answer with Connection: close, then close
+    uint64_t index;  // in the server's arrival order
   };
   struct Conn {
     int fd = -1;

@@ -39,6 +39,8 @@ Result<std::unique_ptr<DelayServerFixture>> DelayServerFixture::Start(DelayFixtu
                                std::string("--records"), dir->File("records.txt")}) {
     sp.argv.push_back(a);
   }
+  if (options.record_requests) sp.argv.push_back("--record-requests");
+  if (options.index_header) sp.argv.push_back("--index-header");
   sp.stdout_to = Redirect::File(dir->File("stdout.log"));
   sp.stderr_to = Redirect::File(dir->File("stderr.log"));
   auto process = Subprocess::Start(std::move(sp));

@@ -29,6 +29,8 @@ struct DelayFixtureOptions {
   std::vector<int> cpus;  // pin the server to these CPUs; empty: anywhere
   std::string binary;     // empty: BinaryPath("fairbench-test-delay-server")
   std::chrono::milliseconds start_timeout{5000};
+  bool record_requests = false;  // --record-requests: each record keeps its request's bytes
+  bool index_header = false;     // --index-header: responses carry X-Request-Index
 };
 
 class DelayServerFixture {

@@ -55,6 +55,8 @@ int main(int argc, char** argv) {
   uint64_t stall_every = 0;
   size_t max_records = 4'000'000;
   std::string records_file;
+  bool record_requests = false;
+  bool index_header = false;
   app.add_option("--port", port, "TCP port (0: any free port)")->required()->check(CLI::Range(0, 65535));
   app.add_option("--host", host, "numeric address to listen on");
   app.add_option("--delay", delay_text, "time from a request's arrival to its response (e.g. 1ms, 250us)");
@@ -62,6 +64,8 @@ int main(int argc, char** argv) {
   app.add_option("--stall", stall_text, "extra delay of a stalled request (e.g. 50ms)");
   app.add_option("--max-records", max_records, "requests recorded at most (the rest are only counted)");
   app.add_option("--records", records_file, "where SIGUSR1 and SIGTERM write the records");
+  app.add_flag("--record-requests", record_requests, "keep each request's bytes in its record");
+  app.add_flag("--index-header", index_header, "answer with X-Request-Index: the request's place in arrival order");
   CLI11_PARSE(app, argc, argv);
 
   auto delay = fairbench::ParseDuration(delay_text);
@@ -90,6 +94,8 @@ int main(int argc, char** argv) {
   options.stall_every = stall_every;
   options.stall = *stall;
   options.max_records = max_records;
+  options.record_requests = record_requests;
+  options.index_header = index_header;
   fairbench::testing::DelayServer server(options);
   if (Status s = server.Listen(); !s.ok()) {
     std::fprintf(stderr, "%s\n", s.ToString().c_str());

@@ -38,7 +38,11 @@ TEST(DelayRecordsTest, TextRoundTrip) {
   r.served = 2;
   r.abandoned = 1;
   r.dropped = 0;
-  r.records = {{0, 0, 1, false, 100, 200}, {1, 0, 2, true, 150, 5000}, {0, 1, 3, false, 300, 0}};
+  // A recorded request keeps every byte, spaces, CR LF and '%' included.
+  // Catches: a request field cut at its first space or not decoded.
+  r.records = {{0, 0, 1, false, 100, 200, {}},
+               {1, 0, 2, true, 150, 5000, "POST /a%20b HTTP/1.1\r\nX: 1 2\r\nContent-Length: 3\r\n\r\n\x01%\xff"},
+               {0, 1, 3, false, 300, 0, {}}};
   auto back = DelayRecords::FromText(r.ToText());
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->snapshot, 3u);

@@ -483,6 +483,72 @@ TEST_F(RunE2eTest, AFailingEndpointIsReportedAndNotLoaded) {
   EXPECT_LE(served, sent + abandoned + 3 + 20);
 }
 
+// Scenarios made by wrk scripts, on two agents: the study's JSON echo POST
+// from a file beside the run file (with init() arguments), a counter in the
+// path given inline, and a script whose first request the target does not
+// answer. Each agent runs the script's setup() for its own thread and its
+// own done(), whose output the cell keeps per agent and the report shows;
+// the endpoint check before the load uses the script's first request.
+// Catches: the script not sent to every agent (one output), done() given
+// the merged cell instead of the agent's own numbers (their sum would not
+// be the cell's), the check skipped or made with another request (the
+// missing endpoint loaded, the counter's /users/1 not matched), a script
+// file not read relative to the run file.
+TEST_F(RunE2eTest, ScriptedScenariosRunOnEveryAgentAndKeepEachDone) {
+  std::ofstream(dir_->path() / "post_echo.lua")
+      << "wrk.method = \"POST\"\n"
+         "wrk.path   = \"/api/echo\"\n"
+         "wrk.body   = '{\"name\":\"Alice\",\"age\":30}'\n"
+         "wrk.headers[\"Content-Type\"] = \"application/json\"\n"
+         "local threads = 0\n"
+         "function setup(thread) threads = threads + 1 end\n"
+         "function init(args) if args[1] ~= \"alpha\" then error(\"no args\") end end\n"
+         "function done(summary, latency)\n"
+         "  io.write(string.format(\"echo done: %d requests, %d threads, p50 %d\\n\", summary.requests, threads,\n"
+         "                         latency:percentile(50)))\n"
+         "end\n";
+  const std::string scripted =
+      "  - name: echo\n    script: {file: post_echo.lua, args: [alpha]}\n"
+      "    expect: {status: 200, json: {name: Alice, age: 30}}\n"
+      "  - name: users\n    script:\n      inline: |\n"
+      "        local n = 0\n"
+      "        function request() n = n + 1; return wrk.format(nil, \"/users/\" .. n) end\n"
+      "        function done(summary) io.write(\"users done: \" .. summary.requests .. \"\\n\") end\n"
+      "    expect: {status: 200, json: {id: 1, name: User 1}}\n"
+      "  - name: missing\n    script: {inline: 'function request() return wrk.format(nil, \"/nope\") end'}\n";
+  const std::string run = WriteRun(Target("alpha"), scripted, /*agents=*/2);
+  EXPECT_EQ(Run(run), 3) << Stderr();  // a scenario failed its check
+  const json r = Results();
+  ASSERT_EQ(r["cells"].size(), 5u);
+  std::map<std::string, json> cells;
+  for (const json& c : r["cells"]) cells[c["result"]["scenario"]] = c;
+  for (const std::string name : {"echo", "users"}) {
+    const json& c = cells[name];
+    ASSERT_EQ(c["result"]["state"], "Succeeded") << c["result"].dump();
+    ASSERT_EQ(c["scriptOutput"].size(), 2u) << name << ": " << c.dump().substr(0, 500);
+    uint64_t sum = 0;
+    for (const json& o : c["scriptOutput"]) {
+      const std::string text = o["text"];
+      const std::string prefix = name + " done: ";
+      ASSERT_EQ(text.rfind(prefix, 0), 0u) << text;
+      sum += std::stoull(text.substr(prefix.size()));
+      if (name == "echo") {
+        EXPECT_NE(text.find(" requests, 1 threads, p50 "), std::string::npos) << text;
+      }
+    }
+    EXPECT_EQ(sum, c["result"]["requests"].get<uint64_t>()) << name << ": each agent's done() sees its own requests";
+    EXPECT_GT(sum, 50u);
+  }
+  EXPECT_EQ(cells["missing"]["result"]["state"], "Skipped");
+  EXPECT_EQ(cells["missing"]["result"]["reason"], "VerificationFailed");
+  EXPECT_NE(cells["missing"]["result"]["message"].get<std::string>().find("/nope"), std::string::npos)
+      << cells["missing"]["result"].dump();
+  const std::string report = ReadFile(out_ + "/report.md");
+  EXPECT_NE(report.find("Script output: done()"), std::string::npos);
+  EXPECT_NE(report.find("echo done: "), std::string::npos);
+  EXPECT_NE(report.find("wrk script post_echo.lua alpha"), std::string::npos);
+}
+
 TEST_F(RunE2eTest, BrokenRunFilesAreRefusedWithTheirMessage) {
   const std::string path = dir_->path().string() + "/bad.yaml";
   std::ofstream(path) << "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: bad}\nspec:\n"
@@ -494,6 +560,15 @@ TEST_F(RunE2eTest, BrokenRunFilesAreRefusedWithTheirMessage) {
   std::ofstream(path) << "spec: [unclosed\n";
   EXPECT_EQ(Run(path), 2);
   EXPECT_NE(Stderr().find("bad.yaml:"), std::string::npos);
+  // A script file that is not there is an error on its field, before any
+  // target starts. Catches: the file read only when the scenario runs.
+  std::ofstream(path) << "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: bad}\nspec:\n"
+                         "  targets:\n" << Target("alpha") << "  scenarios:\n  - name: echo\n"
+                         "    script: {file: post_echo.lua}\n";
+  EXPECT_EQ(Run(path), 2);
+  EXPECT_NE(Stderr().find("spec.scenarios[0].script.file: cannot read \"post_echo.lua\" (relative to the run file)"),
+            std::string::npos)
+      << Stderr();
 }
 
 // A profile asked for a cell the run does not have is bad input: one line

@@ -205,6 +205,43 @@ TEST_F(OperatorE2eTest, TwoRunsAppliedAtOnceSucceedOneTargetAtATime) {
   EXPECT_TRUE(Eventually([&] { return Run({"get", "pod", "duo-alpha"}).exit_code != 0; }, 10s));
 }
 
+// A scenario whose requests come from a wrk script in a ConfigMap, on two
+// agents on the load nodes: the controller reads the ConfigMap, checks the
+// endpoint with the script's first request (made by an agent), every agent
+// runs the script and its done(), whose output the record keeps per agent.
+// Catches: configMapRef not read (agents sent nothing to run), the script
+// sent to one agent only, done()'s output lost on the way to the record.
+TEST_F(OperatorE2eTest, AScriptFromAConfigMapRunsOnEveryAgent) {
+  Apply("scripts", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: scripts}\ndata:\n  users.lua: |\n"
+                   "    local n = 0\n"
+                   "    function request() n = n + 1; return wrk.format(nil, \"/users/\" .. n) end\n"
+                   "    function done(summary) io.write(\"users done: \" .. summary.requests .. \"\\n\") end\n");
+  std::string text = RunText("scripted", Target("alpha", "beast"));
+  const std::string plain = "    request: {path: /}\n    expect: {status: 200, body: \"Hello, World!\"}\n";
+  ASSERT_NE(text.find(plain), std::string::npos);
+  text.replace(text.find(plain), plain.size(),
+               "    script: {configMapRef: {name: scripts, key: users.lua}}\n"
+               "    expect: {status: 200, json: {id: 1, name: User 1}}\n");
+  Apply("scripted", text);
+  ASSERT_TRUE(Finishes("scripted")) << Phase("scripted") << Logs();
+  const json run = Get("br/scripted");
+  ASSERT_EQ(run["status"]["phase"], "Succeeded") << run["status"].dump(1) << Logs();
+  const fs::path fetched = root_ / "fetched-scripted";
+  auto fetch = kube::RunCommand(testing::BinaryPath("fairbench"),
+                                {"fetch", "scripted", "--kubeconfig", kubeconfig_, "--output", fetched.string()}, {}, 60s);
+  ASSERT_TRUE(fetch.ok());
+  ASSERT_EQ(fetch->exit_code, 0) << fetch->err;
+  const json record = json::parse(ReadFile(fetched / "results.json"), nullptr, false);
+  ASSERT_FALSE(record.is_discarded());
+  ASSERT_EQ(record["cells"].size(), 1u);
+  const json& cell = record["cells"][0];
+  ASSERT_EQ(cell["scriptOutput"].size(), 2u) << cell.dump().substr(0, 600);
+  uint64_t sum = 0;
+  for (const json& o : cell["scriptOutput"]) sum += std::stoull(o["text"].get<std::string>().substr(12));
+  EXPECT_EQ(sum, cell["result"]["requests"].get<uint64_t>());
+  EXPECT_GT(sum, 50u);
+}
+
 // Whether this machine lets a kubelet enforce a memory limit (a memory
 // cgroup it can create).
 bool MemoryLimitsEnforced() {
