@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "common/api/time_text.h"
+#include "common/mutex.h"
 #include "controller/kube/api_fields.h"
 
 namespace fairbench::kube {
@@ -20,7 +21,7 @@ ApiStatus EventRecorder::Record(const Json& object, EventType type, const std::s
   const auto wall = clock_.WallNow();
   const auto now = clock_.Now();
 
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = seen_.find(key);
   if (it != seen_.end() && now - it->second.last_seen < options_.aggregate_window) {
     Seen& s = it->second;

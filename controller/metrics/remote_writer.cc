@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "common/backoff.h"
+#include "common/mutex.h"
 
 namespace fairbench::metrics {
 namespace {
@@ -67,7 +68,7 @@ RemoteWriter::~RemoteWriter() {
 bool RemoteWriter::Enqueue(std::vector<RemoteSample> batch) {
   if (batch.empty()) return true;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_ || stats_.samples_queued + batch.size() > options_.max_queued_samples) {
       stats_.samples_dropped += batch.size();
       return false;
@@ -81,7 +82,7 @@ bool RemoteWriter::Enqueue(std::vector<RemoteSample> batch) {
 
 void RemoteWriter::Stop(std::chrono::milliseconds flush) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!stopping_) {
       stopping_ = true;
       deadline_ = Clock::now() + flush;
@@ -92,12 +93,12 @@ void RemoteWriter::Stop(std::chrono::milliseconds flush) {
 }
 
 RemoteWriterStats RemoteWriter::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 
 bool RemoteWriter::Backoff(std::chrono::milliseconds d) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const auto until = Clock::now() + d;
   // A stop does not cut the wait short unless the flush deadline comes first.
   while (Clock::now() < until) {
@@ -132,8 +133,8 @@ void RemoteWriter::Loop() {
   for (;;) {
     std::vector<RemoteSample> samples;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      MutexLock lock(mu_);
+      cv_.wait(lock, [&]() REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, nothing left
       if (stopping_ && Clock::now() >= deadline_) {
         for (const auto& b : queue_) stats_.samples_dropped += b.size();
@@ -156,7 +157,7 @@ void RemoteWriter::Loop() {
     for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
       auto timeout = options_.request_timeout;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         if (stopping_) {
           const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
           if (left.count() <= 0) break;
@@ -169,7 +170,7 @@ void RemoteWriter::Loop() {
         break;
       }
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         ++stats_.failed_requests;
         stats_.last_error = error;
       }
@@ -179,7 +180,7 @@ void RemoteWriter::Loop() {
         break;
       }
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stats_.samples_queued -= samples.size();
     if (delivered) {
       stats_.samples_sent += samples.size();

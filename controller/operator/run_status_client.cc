@@ -5,6 +5,7 @@
 #include "common/api/codec.h"
 #include "common/api/conditions.h"
 #include "common/api/well_known.h"
+#include "common/mutex.h"
 
 namespace fairbench::controller {
 namespace {
@@ -49,7 +50,7 @@ kube::ApiResult<Json> RunStatusClient::Patch(const RunIdentity& run, const Json&
   if (!result.ok() && result.error().reason == kube::Reason::kForbidden) {
     bool first = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       first = forbidden_.insert(key).second;
     }
     if (first) {
@@ -60,7 +61,7 @@ kube::ApiResult<Json> RunStatusClient::Patch(const RunIdentity& run, const Json&
   } else if (result.ok()) {
     bool again = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       again = forbidden_.erase(key) != 0;
     }
     if (again) Warn(where, false, api::reason::kStatusWritten, "status written again after it was forbidden");

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/api/benchmark_run.h"
+#include "common/mutex.h"
 #include "controller/kube/client.h"
 #include "controller/kube/event_recorder.h"
 #include "controller/platform/platform.h"
@@ -60,8 +61,8 @@ class RunStatusClient {
   kube::Client& client_;
   kube::EventRecorder* const events_;
   const std::string field_manager_;
-  std::mutex mu_;
-  std::set<std::string> forbidden_;  // "ns/name" of runs whose 403 was told; guarded by mu_
+  Mutex mu_;
+  std::set<std::string> forbidden_ GUARDED_BY(mu_);  // "ns/name" of runs whose 403 was told
 };
 
 }  // namespace fairbench::controller

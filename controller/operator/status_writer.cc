@@ -7,6 +7,7 @@
 #include "common/api/cells.h"
 #include "common/api/codec.h"
 #include "common/api/conditions.h"
+#include "common/mutex.h"
 
 namespace fairbench::controller {
 namespace {
@@ -91,7 +92,7 @@ StatusWriter::~StatusWriter() { Stop(); }
 
 void StatusWriter::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -192,7 +193,7 @@ void StatusWriter::RunEventLocked(const api::BenchmarkRunStatus& status) {
 }
 
 void StatusWriter::SetNodes(const api::RunNodes& nodes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (nodes_ == nodes) return;
   nodes_ = nodes;
   if (!have_wanted_) return;
@@ -228,7 +229,7 @@ void StatusWriter::StageEventsLocked(const api::CurrentCell& current) {
 }
 
 void StatusWriter::OnStage(const api::BenchmarkRun& run, const api::CurrentCell& current) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   StageEventsLocked(current);
   api::BenchmarkRunStatus next = run.status;
   next.current = current;
@@ -240,7 +241,7 @@ void StatusWriter::OnStage(const api::BenchmarkRun& run, const api::CurrentCell&
 
 void StatusWriter::OnLive(const api::CurrentCell& current, double /*requests_per_second*/,
                           double /*elapsed_seconds*/) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (wanted_.current == current) return;
   wanted_.current = current;
   // Before any whole status (OnPersist, OnStage, OnCellDone) a write would
@@ -249,7 +250,7 @@ void StatusWriter::OnLive(const api::CurrentCell& current, double /*requests_per
 }
 
 void StatusWriter::OnCellDone(const report::RunRecord& record, const report::CellRecord& cell) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::optional<api::CurrentCell> current = wanted_.current;
   wanted_ = record.run.status;
   wanted_.current = std::move(current);
@@ -261,7 +262,7 @@ void StatusWriter::OnCellDone(const report::RunRecord& record, const report::Cel
 void StatusWriter::OnMessage(const std::string&) {}
 
 void StatusWriter::OnTargetReady(const std::string&, const std::string& target, const TargetPlacement& where) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const std::string attempt = std::to_string(attempt_[target]);
   if (!where.node.empty() && announced_.insert("scheduled/" + target + "/" + attempt).second) {
     EnqueueLocked(false, api::reason::kTargetScheduled, "target " + target + " scheduled on node " + where.node);
@@ -273,7 +274,7 @@ void StatusWriter::OnTargetReady(const std::string&, const std::string& target, 
 }
 
 void StatusWriter::OnPersist(const report::RunRecord& record) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::optional<api::CurrentCell> current = wanted_.current;
   wanted_ = record.run.status;
   if (wanted_.phase == api::RunPhase::kRunning) wanted_.current = std::move(current);
@@ -284,10 +285,10 @@ void StatusWriter::OnPersist(const report::RunRecord& record) {
 }
 
 Status StatusWriter::Flush(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++flush_waiters_;
   cv_.notify_all();
-  const bool done = cv_.wait_for(lock, timeout, [&] {
+  const bool done = cv_.wait_for(lock, timeout, [&]() REQUIRES(mu_) {
     return stop_ || ((!have_wanted_ || written_version_ == version_) && queue_.empty() && !event_in_flight_);
   });
   --flush_waiters_;
@@ -304,7 +305,7 @@ Status StatusWriter::Flush(std::chrono::milliseconds timeout) {
 }
 
 StatusWriterStats StatusWriter::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 
@@ -313,7 +314,7 @@ void StatusWriter::Run() {
   Steady::time_point last_attempt{};  // long ago
   Steady::time_point retry_at{};
   const std::string key = ns_ + "/" + options_.name;
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (!stop_) {
     const bool may_write = MayWrite();
     const Steady::time_point now = Steady::now();
@@ -323,7 +324,7 @@ void StatusWriter::Run() {
       stats_.events_dropped += queue_.size();
       queue_.clear();
       cv_.notify_all();
-      cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stop_; });
+      cv_.wait_for(lock, std::chrono::milliseconds(100), [&]() REQUIRES(mu_) { return stop_; });
       continue;
     }
     Steady::time_point due = now;
@@ -416,7 +417,7 @@ void StatusWriter::Run() {
     if (pending) {
       cv_.wait_until(lock, due);
     } else {
-      cv_.wait(lock, [&] { return stop_ || (have_wanted_ && written_version_ != version_) || !queue_.empty(); });
+      cv_.wait(lock, [&]() REQUIRES(mu_) { return stop_ || (have_wanted_ && written_version_ != version_) || !queue_.empty(); });
     }
   }
   cv_.notify_all();

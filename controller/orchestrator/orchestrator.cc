@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/api/conditions.h"
+#include "common/mutex.h"
 #include "common/report/format.h"
 #include "common/units.h"
 #include "controller/hub/cell_aggregator.h"
@@ -88,7 +89,7 @@ Orchestrator::Orchestrator(Platform& platform, AgentPool& agents, OrchestratorOp
 
 void Orchestrator::Cancel(const std::string& reason) {
   {
-    std::lock_guard<std::mutex> lock(cancel_reason_->mu);
+    MutexLock lock(cancel_reason_->mu);
     if (!stop_.stop_requested() && cancel_reason_->text.empty()) cancel_reason_->text = reason;
   }
   stop_.request_stop();
@@ -111,9 +112,9 @@ std::string Orchestrator::WhereStopped() const {
 }
 
 bool Orchestrator::SleepUnlessStopped(std::chrono::nanoseconds d) {
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable_any cv;
-  std::unique_lock<std::mutex> lock(mu);
+  MutexLock lock(mu);
   cv.wait_for(lock, stop_.get_token(), d, [] { return false; });
   return !stop_.stop_requested();
 }
@@ -270,7 +271,7 @@ Result<report::RunRecord> Orchestrator::Run(const api::BenchmarkRun& run, RunSto
     progressing.reason = api::reason::kCancelled;
     std::string why;
     {
-      std::lock_guard<std::mutex> lock(cancel_reason_->mu);
+      MutexLock lock(cancel_reason_->mu);
       why = cancel_reason_->text.empty() ? "cancelled" : cancel_reason_->text;
     }
     progressing.message = why + WhereStopped() + "; " + std::to_string(record.cells.size()) + " of " +

@@ -163,7 +163,7 @@ std::string NodeMisfit(const json& pod_spec, const json& node) {
 
 std::optional<std::pair<std::string, std::vector<std::string>>> ApiServer::AuthenticateIssuedToken(
     const std::string& token) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = issued_tokens_.find(token);
   if (it == issued_tokens_.end()) return std::nullopt;
   const IssuedToken& t = it->second;

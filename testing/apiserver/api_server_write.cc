@@ -860,7 +860,7 @@ Outcome<ApiServer::Committed> ApiServer::DeleteObject(const ResourceInfo& r, con
 }
 
 Status ApiServer::FinishPodTermination(const std::string& ns, const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const ResourceInfo* pods = registry_.Find("", "v1", "pods");
   const json* cur = store_.Get(pods->StorageKey(), ns, name);
   if (!cur) return Status::NotFound("pods \"" + name + "\" not found");
@@ -916,13 +916,13 @@ void ApiServer::GarbageCollectLocked() {
     json obj;
   };
   auto uid_of = [](const json& o) { return jr::String(o["metadata"], "uid"); };
-  auto delete_item = [this](const Item& it, const char* policy) {
+  auto delete_item = [this](const Item& it, const char* policy) REQUIRES(mu_) {
     const ResourceInfo* r = ByStorageKey(it.key);
     if (!r) return;
     json options = {{"propagationPolicy", policy}};
     (void)DeleteObject(*r, jr::String(it.obj["metadata"], "namespace"), jr::String(it.obj["metadata"], "name"), options);
   };
-  auto update_item = [this](const Item& it, json next) {
+  auto update_item = [this](const Item& it, json next) REQUIRES(mu_) {
     const ResourceInfo* r = ByStorageKey(it.key);
     if (!r || SameObject(next, it.obj)) return;
     CommitUpdate(*r, std::move(next));

@@ -33,7 +33,6 @@ constexpr char kServiceAccountDir[] = "/var/run/secrets/kubernetes.io/serviceacc
 constexpr char kServiceAccountVolume[] = "kube-api-access";
 
 kube::ResourceType ServiceAccounts() { return {"", "v1", "ServiceAccount", "serviceaccounts", kube::Scope::kNamespaced}; }
-kube::ResourceType Secrets() { return {"", "v1", "Secret", "secrets", kube::Scope::kNamespaced}; }
 
 // The engine's RFC 3339 time with nanoseconds ("2026-12-04T19:12:53.123456789Z").
 SysClock::time_point EngineTime(const std::string& text, SysClock::time_point fallback) {
@@ -124,7 +123,7 @@ Status PodWorker::PrepareDockerVolumes() {
     const bool secret = v.contains("secret");
     const Json source = secret ? v["secret"] : v["configMap"];
     const std::string oname = secret ? jr::String(source, "secretName") : jr::String(source, "name");
-    auto obj = client_.Get(secret ? Secrets() : kube::resources::ConfigMaps(), ns_, oname);
+    auto obj = client_.Get(secret ? kube::resources::Secrets() : kube::resources::ConfigMaps(), ns_, oname);
     if (!obj.ok()) {
       if (source.value("optional", false)) continue;
       return Status::Unavailable("MountVolume.SetUp failed for volume \"" + vname + "\" : " +
@@ -223,13 +222,13 @@ Status PodWorker::WriteServiceAccountVolume(const std::string& dir) {
   return Status::Ok();
 }
 
-void PodWorker::RefreshHosts(std::unique_lock<std::mutex>& lock) {
+void PodWorker::RefreshHosts() {
   const auto now = Clock::now();
   if (now < next_hosts_refresh_) return;
   next_hosts_refresh_ = now + std::chrono::seconds(1);
   // Services of the pod's namespace, each to the IP of a ready pod its
   // selector picks (the first by name): what kube-proxy would reach.
-  lock.unlock();
+  mu_.unlock();
   std::string services;
   auto list = client_.List(kube::resources::Services(), ns_);
   if (list.ok()) {
@@ -261,7 +260,7 @@ void PodWorker::RefreshHosts(std::unique_lock<std::mutex>& lock) {
                   ".svc.cluster.local\n";
     }
   }
-  lock.lock();
+  mu_.lock();
   std::string text = "# Kubernetes-managed hosts file (fairbench-test-kubelet).\n127.0.0.1\tlocalhost\n";
   text += "::1\tlocalhost ip6-localhost ip6-loopback\n";
   if (!admission_.pod_ip.empty()) text += admission_.pod_ip + "\t" + name_ + "\n";
@@ -461,7 +460,7 @@ void PodWorker::OnDockerExit(Container& c, const Json& state) {
   c.term_message = jr::String(state, "Error");
 }
 
-void PodWorker::RemoveDockerContainers(std::unique_lock<std::mutex>& lock) {
+void PodWorker::RemoveDockerContainers() {
   std::vector<std::string> ids;
   for (auto* list : {&init_, &main_}) {
     for (auto& cp : *list) {
@@ -476,9 +475,9 @@ void PodWorker::RemoveDockerContainers(std::unique_lock<std::mutex>& lock) {
       cp->host_pid = 0;
     }
   }
-  lock.unlock();
+  mu_.unlock();
   for (const std::string& id : ids) (void)config_.docker->RemoveContainer(id);
-  lock.lock();
+  mu_.lock();
 }
 
 }  // namespace fairbench::kubelet

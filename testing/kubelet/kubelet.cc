@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/mutex.h"
 #include "testing/apiserver/time_text.h"
 #include "controller/kube/json_read.h"
 
@@ -292,7 +293,7 @@ Status Kubelet::Start() {
   ro.backoff = {std::chrono::milliseconds(100), std::chrono::milliseconds(2000), 2.0, 0.2};
   informer_ = std::make_unique<kube::Informer>(client_, kube::resources::Pods(), "", ro);
   auto poke = [this] {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     dirty_ = true;
     wake_.notify_all();
   };
@@ -309,7 +310,7 @@ void Kubelet::Stop() {
   sync_.request_stop();
   heartbeat_.request_stop();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     wake_.notify_all();
   }
   if (sync_.joinable()) sync_.join();
@@ -317,7 +318,7 @@ void Kubelet::Stop() {
   if (informer_) informer_->Stop();
   std::map<std::string, std::unique_ptr<PodWorker>> workers;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     workers.swap(workers_);
   }
   for (auto& [uid, w] : workers) w->Remove();
@@ -338,8 +339,8 @@ void Kubelet::HeartbeatLoop(std::stop_token stop) {
 void Kubelet::SyncLoop(std::stop_token stop) {
   while (!stop.stop_requested()) {
     Sync();
-    std::unique_lock<std::mutex> lock(mu_);
-    wake_.wait_for(lock, std::chrono::milliseconds(200), [&] { return dirty_ || stop.stop_requested(); });
+    MutexLock lock(mu_);
+    wake_.wait_for(lock, std::chrono::milliseconds(200), [&]() REQUIRES(mu_) { return dirty_ || stop.stop_requested(); });
     dirty_ = false;
   }
 }
@@ -361,7 +362,7 @@ void Kubelet::Sync() {
   std::vector<Json> pods = informer_->List();
   std::vector<std::unique_ptr<PodWorker>> dead;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::set<std::string> seen;
     for (Json& pod : pods) {
       const std::string uid = jr::String(pod["metadata"], "uid");
@@ -439,7 +440,7 @@ void Kubelet::Sync() {
 
 Json Kubelet::Summary() {
   std::vector<PodWorker*> workers;
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [uid, w] : workers_) workers.push_back(w.get());
   // Workers stay alive while mu_ is held: Sync erases them under it.
   const auto now = SysClock::now();
@@ -514,7 +515,7 @@ Json Kubelet::Summary() {
 
 std::variant<std::string, LogError> Kubelet::LogFile(const std::string& ns, const std::string& pod,
                                                      const std::string& container, bool previous) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [uid, w] : workers_) {
     Json p = w->PodJson();
     if (jr::String(p["metadata"], "namespace") == ns && jr::String(p["metadata"], "name") == pod) {
@@ -525,7 +526,7 @@ std::variant<std::string, LogError> Kubelet::LogFile(const std::string& ns, cons
 }
 
 Json Kubelet::Pods() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Json items = Json::array();
   for (auto& [uid, w] : workers_) items.push_back(w->PodJson());
   return {{"kind", "PodList"}, {"apiVersion", "v1"}, {"metadata", Json::object()}, {"items", items}};

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "common/base64.h"
+#include "common/mutex.h"
 #include "controller/http_probe.h"
 #include "controller/platform/docker/container_cgroup.h"
 #include "testing/apiserver/time_text.h"
@@ -113,24 +114,24 @@ PodWorker::~PodWorker() {
 }
 
 void PodWorker::Update(Json pod) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   pod_ = std::move(pod);
   wake_.notify_all();
 }
 
 void PodWorker::Remove() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   removed_ = true;
   wake_.notify_all();
 }
 
 bool PodWorker::finished() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return finished_;
 }
 
 PodRequests PodWorker::requests() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (stage_ == Stage::kDone || stage_ == Stage::kFinished || admission_.pod_ip.empty()) return {};
   return ComputeRequests(pod_.value("spec", Json::object()));
 }
@@ -178,8 +179,7 @@ Result<std::vector<std::pair<std::string, std::string>>> PodWorker::BuildEnv(con
   auto object = [&](bool secret, const std::string& oname) -> std::optional<Json> {
     const std::string key = (secret ? "s/" : "c/") + oname;
     if (auto it = fetched.find(key); it != fetched.end()) return it->second;
-    kube::ResourceType r = secret ? kube::ResourceType{"", "v1", "Secret", "secrets", kube::Scope::kNamespaced}
-                                  : kube::resources::ConfigMaps();
+    const kube::ResourceType r = secret ? kube::resources::Secrets() : kube::resources::ConfigMaps();
     auto got = client_.Get(r, ns_, oname);
     if (!got.ok()) return std::nullopt;
     fetched[key] = *got;
@@ -468,8 +468,7 @@ Json TerminatedJson(const std::string& reason, const std::string& message, int e
 
 }  // namespace
 
-void PodWorker::Tick(std::unique_lock<std::mutex>& lock) {
-  (void)lock;
+void PodWorker::Tick() {
   const auto now = Clock::now();
   auto poll = [&](Container& c) {
     if (c.state != Container::State::kRunning) return;
@@ -496,7 +495,7 @@ void PodWorker::Tick(std::unique_lock<std::mutex>& lock) {
                         c.name + " pod=" + name_ + "_" + ns_ + "(" + uid_ + ")";
   };
   auto due = [&](const Container& c) { return c.state == Container::State::kWaiting && now >= c.restart_at; };
-  auto restart_if_due = [&](Container& c) {
+  auto restart_if_due = [&](Container& c) REQUIRES(mu_) {
     if (!due(c)) return;
     if (c.ever_started && !c.waiting_reason.empty() && c.waiting_reason == "CrashLoopBackOff") c.restart_count++;
     StartContainer(c);
@@ -541,7 +540,7 @@ void PodWorker::Tick(std::unique_lock<std::mutex>& lock) {
           if (cp->state == Container::State::kRunning) alive = true;
         }
       }
-      if (!alive || now >= kill_deadline_) FinishTermination(lock);
+      if (!alive || now >= kill_deadline_) FinishTermination();
       break;
     }
     case Stage::kDone:
@@ -571,7 +570,7 @@ void PodWorker::BeginTermination() {
   stage_ = Stage::kTerminating;
 }
 
-void PodWorker::FinishTermination(std::unique_lock<std::mutex>& lock) {
+void PodWorker::FinishTermination() {
   for (auto* list : {&init_, &main_}) {
     for (auto& cp : *list) {
       Container& c = *cp;
@@ -590,17 +589,17 @@ void PodWorker::FinishTermination(std::unique_lock<std::mutex>& lock) {
     }
   }
   stage_ = Stage::kFinished;
-  WriteStatus(lock);
+  WriteStatus();
   kube::DeleteOptions opts;
   opts.grace_period_seconds = 0;
   opts.precondition_uid = uid_;
-  lock.unlock();
+  mu_.unlock();
   auto deleted = client_.Delete(kube::resources::Pods(), ns_, name_, opts);
-  lock.lock();
+  mu_.lock();
   (void)deleted;  // NotFound/Conflict: the pod is already gone or replaced
 }
 
-void PodWorker::RunProbes(std::unique_lock<std::mutex>& lock) {
+void PodWorker::RunProbes() {
   struct Due {
     Container* c;
     Json probe;
@@ -635,7 +634,7 @@ void PodWorker::RunProbes(std::unique_lock<std::mutex>& lock) {
   }
   if (due.empty()) return;
   std::vector<bool> ok(due.size());
-  lock.unlock();
+  mu_.unlock();
   for (size_t i = 0; i < due.size(); ++i) {
     const int timeout = std::max(1, due[i].probe.value("timeoutSeconds", 1));
     if (due[i].probe.contains("exec") && !due[i].docker_id.empty()) {
@@ -689,7 +688,7 @@ void PodWorker::RunProbes(std::unique_lock<std::mutex>& lock) {
     auto res = controller::HttpProbe(request);
     ok[i] = res.ok() && res->status >= 200 && res->status < 400;
   }
-  lock.lock();
+  mu_.lock();
   for (size_t i = 0; i < due.size(); ++i) {
     Container& c = *due[i].c;
     if (c.state != Container::State::kRunning) continue;
@@ -805,7 +804,7 @@ Json PodWorker::BuildStatus() {
     return s + "]";
   };
   const std::string now_text = apiserver::FormatTime(SysClock::now());
-  auto condition = [&](const std::string& type, bool value, const std::string& why, const std::string& text) {
+  auto condition = [&](const std::string& type, bool value, const std::string& why, const std::string& text) REQUIRES(mu_) {
     const std::string v = value ? "True" : "False";
     auto& tr = transitions_[type];
     if (tr.first != v) tr = {v, now_text};
@@ -849,16 +848,16 @@ Json PodWorker::BuildStatus() {
   return status;
 }
 
-void PodWorker::WriteStatus(std::unique_lock<std::mutex>& lock) {
+void PodWorker::WriteStatus() {
   if (admission_.adopt_terminal) return;
   Json status = BuildStatus();
   last_status_ = status;
   if (status == written_status_) return;
   if (Clock::now() < next_write_attempt_) return;
   Json patch = {{"status", status}};
-  lock.unlock();
+  mu_.unlock();
   auto r = client_.Patch(kube::resources::Pods(), ns_, name_, kube::PatchType::kMerge, patch.dump(), {}, "status");
-  lock.lock();
+  mu_.lock();
   if (r.ok()) {
     written_status_ = status;
   } else {
@@ -867,31 +866,31 @@ void PodWorker::WriteStatus(std::unique_lock<std::mutex>& lock) {
 }
 
 void PodWorker::Run(std::stop_token stop) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (!stop.stop_requested()) {
     if (removed_) break;
     const bool deleting = pod_["metadata"].contains("deletionTimestamp");
     if (deleting && stage_ != Stage::kTerminating && stage_ != Stage::kFinished) {
       if (stage_ == Stage::kDone) {
-        FinishTermination(lock);
+        FinishTermination();
       } else {
         BeginTermination();
       }
     }
     if (stage_ != Stage::kFinished) {
       if (config_.runtime == ContainerRuntime::kDocker && (stage_ == Stage::kInit || stage_ == Stage::kMain)) {
-        RefreshHosts(lock);
+        RefreshHosts();
       }
-      Tick(lock);
-      if (stage_ != Stage::kFinished) RunProbes(lock);
-      if (stage_ != Stage::kFinished) WriteStatus(lock);
+      Tick();
+      if (stage_ != Stage::kFinished) RunProbes();
+      if (stage_ != Stage::kFinished) WriteStatus();
     }
-    FlushEvents(lock);
+    FlushEvents();
     if (removed_) break;
-    wake_.wait_for(lock, config_.tick, [&] { return removed_ || stop.stop_requested(); });
+    wake_.wait_for(lock, config_.tick, [&]() REQUIRES(mu_) { return removed_ || stop.stop_requested(); });
   }
   // Gone from the API (or the kubelet stops): nothing may outlive the pod.
-  if (config_.runtime == ContainerRuntime::kDocker) RemoveDockerContainers(lock);
+  if (config_.runtime == ContainerRuntime::kDocker) RemoveDockerContainers();
   for (auto* list : {&init_, &main_}) {
     for (auto& cp : *list) {
       if (cp->process && cp->state == Container::State::kRunning) {
@@ -914,21 +913,21 @@ void PodWorker::Event(bool warning, const std::string& reason, const std::string
   if (events_ && pending_events_.size() < 100) pending_events_.push_back({warning, reason, message});
 }
 
-void PodWorker::FlushEvents(std::unique_lock<std::mutex>& lock) {
+void PodWorker::FlushEvents() {
   if (pending_events_.empty()) return;
   std::vector<PendingEvent> events;
   events.swap(pending_events_);
   Json object = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", pod_["metadata"]}};
-  lock.unlock();
+  mu_.unlock();
   for (const PendingEvent& e : events) {
     (void)events_->Record(object, e.warning ? kube::EventType::kWarning : kube::EventType::kNormal, e.reason,
                           e.message);
   }
-  lock.lock();
+  mu_.lock();
 }
 
 PodStats PodWorker::Sample() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   PodStats ps;
   ps.name = name_;
   ps.ns = ns_;
@@ -982,7 +981,7 @@ PodStats PodWorker::Sample() {
 }
 
 std::variant<std::string, LogError> PodWorker::LogFile(const std::string& container, bool previous) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto* list : {&init_, &main_}) {
     for (auto& cp : *list) {
       if (cp->name != container) continue;
@@ -1029,7 +1028,7 @@ std::variant<std::string, LogError> PodWorker::LogFile(const std::string& contai
 }
 
 Json PodWorker::PodJson() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Json p = pod_;
   if (!last_status_.is_null()) p["status"] = last_status_;
   return p;

@@ -12,6 +12,7 @@
 #include "common/api/cells.h"
 #include "common/api/quantity.h"
 #include "common/backoff.h"
+#include "common/mutex.h"
 #include "controller/kube/clock.h"
 #include "controller/kube/api_fields.h"
 #include "controller/kube/resource.h"
@@ -202,7 +203,7 @@ class KubeTarget final : public TargetInstance {
         description_(std::move(description)) {}
 
   TargetPlacement placement() const override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return TargetPlacement{node_, ip_, port_};
   }
   std::string LogLocation() const override { return "kubectl logs -n " + ns_ + " " + pod_ + " -c " + k8s::kTargetContainer; }
@@ -266,7 +267,7 @@ class KubeTarget final : public TargetInstance {
   }
 
   std::optional<report::TargetExit> Gone() override {
-    std::lock_guard<std::mutex> lock(gone_mu_);
+    MutexLock lock(gone_mu_);
     if (gone_) return gone_;
     const auto now = SteadyClock::now();
     if (checked_ && now - last_check_ < options_.poll_interval) return std::nullopt;
@@ -299,7 +300,7 @@ class KubeTarget final : public TargetInstance {
 
  private:
   void Remember(const kube::Pod& pod) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!pod.status.pod_ip.empty()) ip_ = pod.status.pod_ip;
   }
 
@@ -311,10 +312,10 @@ class KubeTarget final : public TargetInstance {
   const std::string ns_, pod_, target_, node_;
   const uint16_t port_;
   const std::string description_;
-  mutable std::mutex mu_;
-  std::string ip_;  // guarded by mu_
-  std::mutex gone_mu_;
-  std::optional<report::TargetExit> gone_;  // sticky once set; guarded by gone_mu_
+  mutable Mutex mu_;
+  std::string ip_ GUARDED_BY(mu_);
+  Mutex gone_mu_;
+  std::optional<report::TargetExit> gone_ GUARDED_BY(gone_mu_);  // sticky once set
   bool checked_ = false;
   SteadyClock::time_point last_check_{};
 };
@@ -347,7 +348,7 @@ Result<std::vector<kube::Node>> KubernetesPlatform::ListNodes() {
   o.timeout = options_.api_call_timeout * 5;
   auto list = kube::NodeClient(client_).List("", o);
   if (!list.ok()) return Status::Unavailable("cannot list nodes: " + list.error().ToString());
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   nodes_ = *list;
   return std::move(*list);
 }
@@ -363,12 +364,12 @@ Result<k8s::NodeChoice> KubernetesPlatform::ChooseNodes(const RunIdentity& run, 
 }
 
 void KubernetesPlatform::SetNodeChoice(const std::string& run, k8s::NodeChoice choice) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   choices_[run] = std::move(choice);
 }
 
 std::optional<k8s::NodeChoice> KubernetesPlatform::node_choice(const std::string& run) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = choices_.find(run);
   if (it == choices_.end()) return std::nullopt;
   return it->second;
@@ -395,7 +396,7 @@ Status KubernetesPlatform::DeleteAndWait(const std::string& name, int64_t grace,
 
 Status KubernetesPlatform::ReleaseRun(const std::string& run) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     choices_.erase(run);
   }
   kube::ListOptions selector;
@@ -466,7 +467,7 @@ Result<std::unique_ptr<TargetInstance>> KubernetesPlatform::Deploy(const DeployR
                                created.error().ToString());
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     last_target_node_ = node;
     for (const std::string& n : tmpl.notes) {
       if (std::find(notes_.begin(), notes_.end(), n) == notes_.end()) notes_.push_back(n);
@@ -589,7 +590,7 @@ report::Environment KubernetesPlatform::Describe() const {
   report::Environment e;
   e.platform = "kubernetes";
   e.fairbench_version = options_.fairbench_version;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const kube::Node* node = nullptr;
   for (const kube::Node& n : nodes_) {
     if (n.metadata.name == last_target_node_) node = &n;
