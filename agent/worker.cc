@@ -18,13 +18,12 @@
 #include <ctime>
 
 #include "agent/script.h"
+#include "common/backoff.h"
 
 namespace fairbench::agent {
 namespace {
 
 constexpr int64_t kSampleNs = 100'000'000;  // wrk's Req/Sec sampling period
-constexpr int64_t kMaxBackoffNs = 1'000'000'000;
-constexpr int64_t kFirstBackoffNs = 1'000'000;
 constexpr uint32_t kMaxIov = 64;
 
 ScriptThread* ScriptOf(const EngineOptions& o, uint32_t index) {
@@ -251,17 +250,17 @@ void Worker::ScheduleReconnect(Conn& c, int64_t now, bool after_failure) {
   if (draining_ || halted_) return;
   if (after_failure) ++c.failures;
   // The first reconnect after a failure is immediate (as wrk); repeated
-  // failures back off exponentially up to 1 s, with jitter so that
-  // thousands of connections do not retry in lockstep.
+  // failures back off exponentially from 0.5–1 ms up to 0.5–1 s, the
+  // jitter from a hash of the connection and its failures (no allocation,
+  // no shared state) so that thousands of connections do not retry in
+  // lockstep.
+  static constexpr BackoffPolicy kReconnect{std::chrono::microseconds(500), std::chrono::milliseconds(500), 2.0, 1.0};
   if (c.failures < 2) {
     StartConnect(c, now);
     return;
   }
-  const uint32_t doublings = std::min<uint32_t>(c.failures - 2, 10);
-  const int64_t backoff = std::min(kMaxBackoffNs, kFirstBackoffNs << doublings);
   const uint64_t h = (uint64_t{c.id} * 0x9E3779B97F4A7C15ull) ^ (uint64_t{c.failures} * 0xC2B2AE3D27D4EB4Full);
-  const int64_t delay = backoff / 2 + static_cast<int64_t>(h % static_cast<uint64_t>(backoff / 2 + 1));
-  ArmTimer(c, now + delay);
+  ArmTimer(c, now + BackoffDelay(kReconnect, c.failures - 2, h).count());
 }
 
 void Worker::ArmTimer(Conn& c, int64_t at_ns) {

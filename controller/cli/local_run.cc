@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/api/cells.h"
+#include "common/api/well_known.h"
 #include "common/report/html.h"
 #include "common/report/markdown.h"
 #include "controller/platform/docker/docker_platform.h"
@@ -145,7 +146,7 @@ void Report(const report::RunRecord& record, const std::string& output, const Lo
   }
   if (record.run.status.phase == api::RunPhase::kCancelled) {
     for (const api::Condition& cond : record.run.status.conditions) {
-      if (cond.type == "Progressing") std::fprintf(stderr, "fairbench: %s\n", cond.message.c_str());
+      if (cond.type == api::condition::kProgressing) std::fprintf(stderr, "fairbench: %s\n", cond.message.c_str());
     }
     *exit_code = 128 + (c.signals.first() != 0 ? c.signals.first() : SIGINT);
   } else if (record.run.status.phase != api::RunPhase::kSucceeded && *exit_code == 0) {

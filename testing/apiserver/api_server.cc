@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "common/base64.h"
+#include "common/mutex.h"
 #include "testing/apiserver/discovery.h"
 #include "testing/apiserver/rbac_bootstrap.h"
 #include "testing/apiserver/request_info.h"
@@ -71,7 +72,7 @@ std::string TooOld(uint64_t asked, uint64_t oldest) {
 
 ApiServer::ApiServer(ApiServerOptions options)
     : options_(std::move(options)), store_(options_.history_limit) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& ns : options_.namespaces) {
     json obj = {{"apiVersion", "v1"},
                 {"kind", "Namespace"},
@@ -97,7 +98,7 @@ ApiServer::~ApiServer() { Shutdown(); }
 
 void ApiServer::Shutdown() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return;
     stopping_ = true;
     store_.EndWatches("", WatchChannel::End::kClean);
@@ -107,37 +108,37 @@ void ApiServer::Shutdown() {
 }
 
 void ApiServer::SetDenyRules(std::vector<DenyRule> rules) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   deny_ = std::move(rules);
 }
 
 void ApiServer::DropWatches(bool abrupt) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   store_.EndWatches("", abrupt ? WatchChannel::End::kAbrupt : WatchChannel::End::kClean);
 }
 
 void ApiServer::CompactHistory() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   store_.Compact();
 }
 
 void ApiServer::set_history_limit(size_t limit) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   store_.set_history_limit(limit);
 }
 
 uint64_t ApiServer::current_resource_version() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return store_.current_rv();
 }
 
 size_t ApiServer::open_watches() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return store_.open_watches();
 }
 
 void ApiServer::CollectGarbage() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   GarbageCollectLocked();
 }
 
@@ -149,7 +150,7 @@ ApiResponse ApiServer::Handle(const ApiRequest& request) {
       return Reply(InternalError(std::string("unexpected error in the test API server: ") + e.what()));
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (stopping_) return Reply(ServiceUnavailable("the server is shutting down"));
   // A handler bug must come back as a Status, not escape into the HTTP library.
   try {
@@ -410,7 +411,7 @@ ApiResponse ApiServer::List(const Target& t, const ApiRequest& req) {
   uint64_t list_rv = current;
   std::string start_after;
   std::vector<json> items;
-  auto current_items = [&] {
+  auto current_items = [&]() REQUIRES(mu_) {
     for (const json* o : store_.List(r.StorageKey(), t.ns)) items.push_back(*o);
   };
   if (!cont.empty()) {
@@ -526,7 +527,7 @@ ApiResponse ApiServer::Watch(const Target& t, const ApiRequest& req) {
 }
 
 void ApiServer::Maintain() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto next_bookmark = SteadyClock::now() + options_.bookmark_interval;
   auto next_controllers = SteadyClock::now();
   while (!stopping_) {

@@ -1,4 +1,5 @@
 #include "testing/apiserver/authorization.h"
+#include "controller/kube/json_read.h"
 
 #include <string_view>
 #include <utility>
@@ -10,9 +11,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string Str(const json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
-}
+namespace jr = ::fairbench::kube::json_read;
 
 std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
 
@@ -85,17 +84,17 @@ Outcome<json> ReviewSelfSubjectAccess(AuthorizationMode mode, const ObjectStore&
   if (has_resource) {
     const json& a = spec["resourceAttributes"];
     info.resource_request = true;
-    info.verb = Str(a, "verb");
-    info.api_group = Str(a, "group");
-    info.api_version = Str(a, "version");
-    info.resource = Str(a, "resource");
-    info.subresource = Str(a, "subresource");
-    info.name = Str(a, "name");
-    info.ns = Str(a, "namespace");
+    info.verb = jr::String(a, "verb");
+    info.api_group = jr::String(a, "group");
+    info.api_version = jr::String(a, "version");
+    info.resource = jr::String(a, "resource");
+    info.subresource = jr::String(a, "subresource");
+    info.name = jr::String(a, "name");
+    info.ns = jr::String(a, "namespace");
   } else {
     const json& a = spec["nonResourceAttributes"];
-    info.path = Str(a, "path");
-    info.verb = Str(a, "verb");
+    info.path = jr::String(a, "path");
+    info.verb = jr::String(a, "verb");
   }
   const Decision d = Authorize(mode, store, user, info);
   review["apiVersion"] = "authorization.k8s.io/v1";
