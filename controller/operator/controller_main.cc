@@ -131,11 +131,6 @@ Result<Settings> Resolve(const Flags& f) {
   if (!f.hub.tls.enabled() && (!f.agent_tls_secret.empty() || !f.agent_tls_server_name.empty())) {
     return Status::InvalidArgument("--agent-tls-secret and --agent-tls-server-name need --hub-tls-cert (the hub speaks plain text)");
   }
-  const size_t colon = f.agent_listen.rfind(':');
-  const std::string port = colon == std::string::npos ? "" : f.agent_listen.substr(colon + 1);
-  if (port.empty() || port == "0") {
-    return Status::InvalidArgument("--agent-listen: needs a fixed port (agents dial it), got '" + f.agent_listen + "'");
-  }
   return s;
 }
 
@@ -147,10 +142,16 @@ std::string Identity(const Flags& f) {
   return std::string(host) + "-" + std::to_string(getpid());
 }
 
-// HOST:PORT the agent pods dial: --agent-address, else the Service.
-std::string AgentAddress(const Flags& f, const std::string& pod_ns) {
+// HOST:PORT the agent pods dial: --agent-address, else the Service on the
+// port of --agent-listen (which must be fixed).
+Result<std::string> AgentAddress(const Flags& f, const std::string& pod_ns) {
+  const size_t colon = f.agent_listen.rfind(':');
+  const std::string port = colon == std::string::npos ? "" : f.agent_listen.substr(colon + 1);
+  if (port.empty() || port == "0") {
+    return Status::InvalidArgument("--agent-listen: needs a fixed port (agents dial it), got '" + f.agent_listen + "'");
+  }
   if (!f.agent_address.empty()) return f.agent_address;
-  return "fairbench-controller." + pod_ns + ".svc:" + f.agent_listen.substr(f.agent_listen.rfind(':') + 1);
+  return "fairbench-controller." + pod_ns + ".svc:" + port;
 }
 
 KubernetesPlatformOptions PlatformOptions(const Flags& f, const Settings& s, const std::string& pod_ns,
@@ -243,7 +244,6 @@ int Main(const Flags& f) {
   kube::Client& client = **client_or;
   const std::string pod_ns = f.pod_namespace.empty() ? client.default_namespace() : f.pod_namespace;
   const std::string identity = Identity(f);
-  const std::string agent_address = AgentAddress(f, pod_ns);
 
   // The agents' side: the token (an API server that cannot be reached is
   // waited for), the hub, listening only while this controller leads, so
@@ -253,6 +253,8 @@ int Main(const Flags& f) {
   if (stop.stop_requested()) Exit(0);
   AgentHub hub(token.ok() ? *token : NewAgentToken(), identity, settings->hub.hub);
   AgentTokenGate token_gate(client, pod_ns, f.agent_token_secret, token, [&hub](const std::string& t) { hub.SetToken(t); });
+  const auto agent_address = AgentAddress(f, pod_ns);
+  if (!agent_address.ok()) return BadInput(agent_address.status().message());
   std::optional<GrpcServer> grpc;
 
   // Prometheus, and /readyz true only while leading.
@@ -270,7 +272,7 @@ int Main(const Flags& f) {
   eo.reporting_instance = identity;
   kube::EventRecorder events(client, clock, eo);
   RunStatusClient run_status(client, &events);
-  auto platform = std::make_shared<KubernetesPlatform>(client, PlatformOptions(f, *settings, pod_ns, agent_address, identity));
+  auto platform = std::make_shared<KubernetesPlatform>(client, PlatformOptions(f, *settings, pod_ns, *agent_address, identity));
   OrchestratorOptions oo;
   oo.agent_timeout = settings->agent_timeout;
   oo.slot_timeout = settings->slot_timeout;
@@ -310,7 +312,7 @@ int Main(const Flags& f) {
   if (!created.ok()) return BadInput(created.status().message());
   elector = std::move(*created);
   spdlog::info("fairbench-controller {} as {}: agents dial {} ({}); waiting to lead", FAIRBENCH_VERSION, identity,
-               agent_address,
+               *agent_address,
                !f.hub.tls.enabled() ? "plain text" : f.hub.tls.client_ca_file.empty() ? "TLS" : "mutual TLS");
   elector->Run(stop.get_token());  // until a signal, or leadership lost (which exits above)
 

@@ -62,7 +62,7 @@ class OperatorRunsTest : public kube::testenv::KubeTest {
     std::vector<std::string> out;
     auto listed = client_->List(kube::resources::Events(), "default");
     if (!listed.ok()) return out;
-    for (const Json& e : (*listed)["items"]) out.push_back(e.value("reason", ""));
+    for (const Json& e : listed->items) out.push_back(e.value("reason", ""));
     return out;
   }
 

@@ -479,7 +479,7 @@ void PodWorker::Tick() {
     if (!c.process) return;
     if (auto exit = c.process->Poll()) OnExit(c, *exit);
   };
-  auto schedule_restart = [&](Container& c) {
+  auto schedule_restart = [&](Container& c) REQUIRES(mu_) {
     c.last_state = {{"terminated", TerminatedJson(c.term_reason, c.term_message, c.exit_code, c.signal, c.started_at,
                                                   c.finished_at, c.container_id)}};
     const auto delay = std::min<std::chrono::milliseconds>(
