@@ -49,6 +49,11 @@ H2TestServer::H2TestServer(H2TestServerOptions options) : opt_(options) {
   status_text_ = std::to_string(opt_.status);
   length_text_ = std::to_string(opt_.response_body);
   response_nv_ = {Nv(":status", status_text_), Nv("content-length", length_text_)};
+  if (opt_.raw) {
+    response_nv_.pop_back();
+    for (const auto& [name, value] : opt_.headers) response_nv_.push_back(Nv(name.c_str(), value));
+    for (const auto& [name, value] : opt_.trailers) trailer_nv_.push_back(Nv(name.c_str(), value));
+  }
 }
 
 H2TestServer::~H2TestServer() { nghttp2_session_del(session_); }
@@ -98,9 +103,11 @@ void H2TestServer::Respond(int32_t stream_id) {
     nghttp2_data_provider body;
     body.source.ptr = nullptr;
     body.read_callback = &ReadBody;
-    body_left_[stream_id] = opt_.response_body;
+    const uint64_t body_size = opt_.raw ? opt_.raw_body.size() : opt_.response_body;
+    body_left_[stream_id] = body_size;
+    const bool has_data = body_size > 0 || !trailer_nv_.empty();
     const int rv = nghttp2_submit_response(session_, stream_id, response_nv_.data(), response_nv_.size(),
-                                           opt_.response_body > 0 ? &body : nullptr);
+                                           has_data ? &body : nullptr);
     if (rv != 0) Die("submit_response", rv);
   }
   if (opt_.lower_after != 0 && requests_ == opt_.lower_after) {
@@ -187,14 +194,27 @@ int H2TestServer::OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t, v
   return 0;
 }
 
-ssize_t H2TestServer::ReadBody(nghttp2_session*, int32_t stream_id, uint8_t* buf, size_t length,
+ssize_t H2TestServer::ReadBody(nghttp2_session* session, int32_t stream_id, uint8_t* buf, size_t length,
                                uint32_t* data_flags, nghttp2_data_source*, void* user_data) {
   auto* self = static_cast<H2TestServer*>(user_data);
   uint64_t& left = self->body_left_[stream_id];
   const size_t n = static_cast<size_t>(std::min<uint64_t>({left, length, sizeof(kFill)}));
-  std::memcpy(buf, kFill, n);
+  if (self->opt_.raw) {
+    std::memcpy(buf, self->opt_.raw_body.data() + (self->opt_.raw_body.size() - left), n);
+  } else {
+    std::memcpy(buf, kFill, n);
+  }
   left -= n;
-  if (left == 0) *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+  if (left == 0) {
+    *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+    if (!self->trailer_nv_.empty()) {
+      *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+      if (int rv = nghttp2_submit_trailer(session, stream_id, self->trailer_nv_.data(), self->trailer_nv_.size());
+          rv != 0) {
+        Die("submit_trailer", rv);
+      }
+    }
+  }
   return static_cast<ssize_t>(n);
 }
 

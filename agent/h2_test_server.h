@@ -47,6 +47,15 @@ struct H2TestServerOptions {
   // SETTINGS_MAX_CONCURRENT_STREAMS to `lowered_streams`.
   uint64_t lower_after = 0;
   uint32_t lowered_streams = 1;
+  // gRPC-shaped (or misshapen) responses: with `raw`, each response is
+  // :status, then `headers`, no content-length; its DATA is exactly
+  // `raw_body` (none if empty); `trailers`, if any, follow in a HEADERS
+  // frame that ends the stream. Without trailers the last DATA (or, with no
+  // body, the response HEADERS: a headers-only response) ends it.
+  bool raw = false;
+  std::string raw_body{};
+  std::vector<std::pair<std::string, std::string>> headers{};
+  std::vector<std::pair<std::string, std::string>> trailers{};
 };
 
 class H2TestServer {
@@ -101,6 +110,7 @@ class H2TestServer {
   size_t woff_ = 0;
   std::string status_text_, length_text_;
   std::vector<nghttp2_nv> response_nv_;
+  std::vector<nghttp2_nv> trailer_nv_;
   std::unordered_map<int32_t, uint64_t> body_left_;
   std::unordered_map<int32_t, std::string> stream_path_;
   std::vector<std::string> paths_;
