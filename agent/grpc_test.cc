@@ -7,16 +7,19 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "agent/grpc_frame.h"
 #include "agent/h2_socket_server.h"
+#include "echo.pb.h"
 #include "common/metrics.h"
 #include "targets/grpc/echo_server.h"
 #include "testing/support/bin_dir.h"
 #include "testing/support/subprocess.h"
+#include "testing/support/test_certs.h"
 #include "testing/support/temp_dir.h"
 
 namespace fairbench::agent {
@@ -127,6 +130,29 @@ TEST_F(GrpcLoadTest, UnaryCountsMatchTheTargetsOwnForBothApis) {
     EXPECT_NE(r.out.find("RPCs/sec:"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("OK"), std::string::npos) << r.out;
   }
+}
+
+// https:// is h2 chosen by ALPN, against gRPC's own TLS server (catches
+// the TLS path sending h2c, or not offering h2: gRPC refuses both).
+TEST_F(GrpcLoadTest, HttpsIsH2ByAlpnAgainstGrpcsTlsServer) {
+  auto certs = testing::SharedTestCertificates();
+  ASSERT_TRUE(certs.ok()) << certs.status().ToString();
+  targets::EchoServerOptions o = Echo(targets::GrpcApi::kCallback);
+  o.tls_cert = (*certs)->self_cert;
+  o.tls_key = (*certs)->self_key;
+  targets::RequestCounter counter;
+  targets::EchoServer server(o, &counter);
+  ASSERT_TRUE(server.Start().ok());
+  const Outcome r = Agent({"--grpc", kUnary, "https://127.0.0.1:" + std::to_string(server.port()), "-t", "1", "-c",
+                           "2", "--streams", "4", "-d", "500ms"});
+  server.Stop();
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto rpcs = r.doc["requests"].get<uint64_t>();
+  EXPECT_GT(rpcs, 50u);
+  EXPECT_EQ(StatusCount(r.doc, "OK"), rpcs);
+  EXPECT_EQ(r.doc["protocol"], "h2");
+  EXPECT_EQ(r.doc["tlsHandshakes"].get<uint64_t>(), 2u);
+  ExpectServerCount(r.doc, rpcs, server.counts().unary.load());
 }
 
 // Latency bracketed by a known server delay: each call waits --delay-ms 40
@@ -292,6 +318,44 @@ TEST_F(GrpcLoadTest, MisbehavingServerIsCountedByKind) {
     ExpectServerCount(r.doc, counted, server.totals().responses);
     EXPECT_NE(r.out.find("gRPC protocol errors: " + std::to_string(counted)), std::string::npos) << r.out;
   }
+}
+
+// What goes on the wire, as nghttp2's server session read it: POST to
+// /SERVICE/METHOD with gRPC's headers, --deadline as grpc-timeout, the
+// --metadata fields (names lowercased), and a body that is the message
+// protoc's generated code encodes from the same fields, in one 5-byte
+// frame (catches a header dropped or misspelt, a deadline in the wrong
+// unit, JSON encoded differently, a prefix missing).
+TEST_F(GrpcLoadTest, SendsGrpcsRequestAsTheSpecSays) {
+  H2SocketServerOptions so;
+  so.server.raw = true;
+  so.server.raw_body = Frame("");
+  so.server.headers = {{"content-type", "application/grpc"}};
+  so.server.trailers = {{"grpc-status", "0"}};
+  H2SocketServer server(so);
+  ASSERT_TRUE(server.Start().ok());
+  const Outcome r = Agent({"--grpc", kUnary, Url(server.port()), "-t", "1", "-c", "1", "-d", "200ms",
+                           "--descriptor-set", FAIRBENCH_ECHO_DESCRIPTOR_SET, "--message-json",
+                           R"({"payload":"aGk=","messages":3,"errorMessage":"é"})", "--metadata", "X-Tenant: blue",
+                           "--metadata", "authorization: Bearer t", "--deadline", "250ms"});
+  server.Stop();
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_GT(StatusCount(r.doc, "OK"), 0u);
+  const H2SocketTotals t = server.totals();
+  std::map<std::string, std::string> fields(t.first_request_fields.begin(), t.first_request_fields.end());
+  EXPECT_EQ(fields[":method"], "POST");
+  EXPECT_EQ(fields[":scheme"], "http");
+  EXPECT_EQ(fields[":path"], "/fairbench.echo.v1.Echo/Unary");
+  EXPECT_EQ(fields["content-type"], "application/grpc");
+  EXPECT_EQ(fields["te"], "trailers");
+  EXPECT_EQ(fields["grpc-timeout"], "250000u");
+  EXPECT_EQ(fields["x-tenant"], "blue");
+  EXPECT_EQ(fields["authorization"], "Bearer t");
+  fairbench::echo::v1::EchoRequest expected;
+  expected.set_payload("hi");
+  expected.set_messages(3);
+  expected.set_error_message("é");
+  EXPECT_EQ(t.first_request_body, EncodeGrpcFrame(expected.SerializeAsString()));
 }
 
 // A valid Trailers-Only response (grpc-status in the only HEADERS frame)

@@ -135,6 +135,10 @@ int H2TestServer::OnBeginHeaders(nghttp2_session*, const nghttp2_frame* frame, v
 int H2TestServer::OnHeader(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name, size_t namelen,
                            const uint8_t* value, size_t valuelen, uint8_t, void* user_data) {
   auto* self = static_cast<H2TestServer*>(user_data);
+  if (frame->hd.type == NGHTTP2_HEADERS && frame->hd.stream_id == 1) {
+    self->first_fields_.emplace_back(std::string(reinterpret_cast<const char*>(name), namelen),
+                                     std::string(reinterpret_cast<const char*>(value), valuelen));
+  }
   if (frame->hd.type == NGHTTP2_HEADERS && namelen == 5 && std::memcmp(name, ":path", 5) == 0) {
     self->stream_path_[frame->hd.stream_id].assign(reinterpret_cast<const char*>(value), valuelen);
   }
@@ -180,8 +184,11 @@ int H2TestServer::OnFrameSend(nghttp2_session*, const nghttp2_frame* frame, void
   return 0;
 }
 
-int H2TestServer::OnDataChunk(nghttp2_session*, uint8_t, int32_t, const uint8_t*, size_t len, void* user_data) {
-  static_cast<H2TestServer*>(user_data)->body_bytes_ += len;
+int H2TestServer::OnDataChunk(nghttp2_session*, uint8_t, int32_t stream_id, const uint8_t* data, size_t len,
+                              void* user_data) {
+  auto* self = static_cast<H2TestServer*>(user_data);
+  self->body_bytes_ += len;
+  if (stream_id == 1) self->first_body_.append(reinterpret_cast<const char*>(data), len);
   return 0;
 }
 

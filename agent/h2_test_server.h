@@ -90,6 +90,10 @@ class H2TestServer {
   uint32_t client_enable_push() const;
   // The :path of each complete request, in order.
   const std::vector<std::string>& paths() const { return paths_; }
+  // The first stream's (id 1) header fields, pseudo-headers included, in
+  // the order they came, and its DATA: what a client sends, as read here.
+  const std::vector<std::pair<std::string, std::string>>& first_request_fields() const { return first_fields_; }
+  const std::string& first_request_body() const { return first_body_; }
 
  private:
   void Respond(int32_t stream_id);
@@ -114,6 +118,8 @@ class H2TestServer {
   std::unordered_map<int32_t, uint64_t> body_left_;
   std::unordered_map<int32_t, std::string> stream_path_;
   std::vector<std::string> paths_;
+  std::vector<std::pair<std::string, std::string>> first_fields_;
+  std::string first_body_;
   uint64_t requests_ = 0, responses_ = 0, resets_sent_ = 0, refused_ = 0, body_bytes_ = 0, resets_received_ = 0;
   uint32_t open_ = 0, peak_open_ = 0, peak_after_lowering_ = 0;
   uint32_t settings_acks_ = 0;

@@ -5,6 +5,8 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include <chrono>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "echo.grpc.pb.h"
@@ -52,6 +54,15 @@ struct Shared {
     for (const auto& n : counts->by_status) reply->add_by_status(n.load());
   }
 };
+
+Result<std::string> ReadPem(const std::string& path, const std::string& flag) {
+  if (path.empty()) return Status::InvalidArgument(flag + ": needed for TLS (--tls-cert and --tls-key go together)");
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (!in || ss.str().empty()) return Status::InvalidArgument(flag + ": cannot read '" + path + "'");
+  return ss.str();
+}
 
 std::chrono::system_clock::time_point After(uint32_t ms) {
   return std::chrono::system_clock::now() + std::chrono::milliseconds(ms);
@@ -227,8 +238,18 @@ Status EchoServer::Start() {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   const std::string host = opt_.host.find(':') != std::string::npos ? "[" + opt_.host + "]" : opt_.host;
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!opt_.tls_cert.empty() || !opt_.tls_key.empty()) {
+    auto cert = ReadPem(opt_.tls_cert, "--tls-cert");
+    if (!cert.ok()) return cert.status();
+    auto key = ReadPem(opt_.tls_key, "--tls-key");
+    if (!key.ok()) return key.status();
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({*key, *cert});
+    credentials = grpc::SslServerCredentials(ssl);
+  }
   int selected = 0;
-  builder.AddListeningPort(host + ":" + std::to_string(opt_.port), grpc::InsecureServerCredentials(), &selected);
+  builder.AddListeningPort(host + ":" + std::to_string(opt_.port), credentials, &selected);
   builder.RegisterService(service_.get());
   if (opt_.api == GrpcApi::kSync) {
     // The synchronous API: --threads completion queues, each polled by up

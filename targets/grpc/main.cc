@@ -1,5 +1,6 @@
 // fairbench-target-grpc --port P [--host H] [--threads N] [--request-log FILE]
 //                       [--api callback|sync] [--delay-ms MS] [--stream-messages N]
+//                       [--tls-cert FILE --tls-key FILE]
 // The reference gRPC target: fairbench.echo.v1.Echo on Debian's gRPC C++;
 // see echo_server.h.
 #include <CLI/CLI.hpp>
@@ -28,6 +29,8 @@ int main(int argc, char** argv) {
   app.add_option("--stream-messages", options.stream_messages,
                  "replies per ServerStream call (a request's messages overrides it)")
       ->capture_default_str();
+  app.add_option("--tls-cert", options.tls_cert, "TLS: the server's certificate chain, PEM (with --tls-key: h2 by ALPN)");
+  app.add_option("--tls-key", options.tls_key, "TLS: the certificate's private key, PEM");
   CLI11_PARSE(app, argc, argv);
   options.host = flags.host;
   options.port = flags.port;
@@ -44,11 +47,11 @@ int main(int argc, char** argv) {
   }
   fairbench::targets::EchoServer server(options, &counter);
   if (auto s = server.Start(); !s.ok()) {
-    std::fprintf(stderr, "%s\n", s.ToString().c_str());
-    return 1;
+    std::fprintf(stderr, "fairbench-target-grpc: %s\n", s.message().c_str());
+    return s.code() == fairbench::Status::Code::kInvalidArgument ? 2 : 1;
   }
-  std::printf("fairbench-target-grpc listening on %s:%u with the %s API\n", flags.host.c_str(),
-              static_cast<unsigned>(server.port()),
+  std::printf("fairbench-target-grpc listening on %s:%u (%s) with the %s API\n", flags.host.c_str(),
+              static_cast<unsigned>(server.port()), options.tls_cert.empty() ? "h2c" : "TLS, h2",
               options.api == fairbench::targets::GrpcApi::kCallback ? "callback" : "sync");
   std::fflush(stdout);
 
