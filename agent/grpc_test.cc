@@ -155,6 +155,34 @@ TEST_F(GrpcLoadTest, HttpsIsH2ByAlpnAgainstGrpcsTlsServer) {
   ExpectServerCount(r.doc, rpcs, server.counts().unary.load());
 }
 
+// The target's standard health service answers Check with one message
+// for "" and for its echo service, and NOT_FOUND for another service
+// (catches the health service left out: UNIMPLEMENTED).
+TEST_F(GrpcLoadTest, TargetAnswersTheStandardHealthCheck) {
+  targets::RequestCounter counter;
+  targets::EchoServer server(Echo(targets::GrpcApi::kSync), &counter);
+  ASSERT_TRUE(server.Start().ok());
+  // HealthCheckRequest{service}: field 1, length-delimited.
+  const auto request = [](const std::string& service) {
+    return std::string{'\x0a', static_cast<char>(service.size())} + service;
+  };
+  for (const auto& [service, status] : std::vector<std::pair<std::string, std::string>>{
+           {"", "OK"}, {"fairbench.echo.v1.Echo", "OK"}, {"no.such.Service", "NOT_FOUND"}}) {
+    std::ofstream(Path("health.bin"), std::ios::binary) << request(service);
+    const Outcome r = Agent({"--grpc", "grpc.health.v1.Health/Check", Url(server.port()), "-t", "1", "-c", "1",
+                             "-d", "100ms", "--message-file", Path("health.bin")});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto rpcs = r.doc["requests"].get<uint64_t>();
+    EXPECT_GT(rpcs, 0u) << service;
+    EXPECT_EQ(StatusCount(r.doc, status), rpcs) << service;
+    if (status == "OK") {
+      EXPECT_EQ(r.doc["grpc"]["messages"].get<uint64_t>(), rpcs) << service;
+    }
+  }
+  server.Stop();
+  EXPECT_EQ(server.counts().unary.load() + server.counts().stream.load(), 0u) << "health checks are not echo calls";
+}
+
 // Latency bracketed by a known server delay: each call waits --delay-ms 40
 // on the server, so no call is faster and, on loopback, few are much
 // slower (catches latency taken from the wrong start or a clock scaled).
