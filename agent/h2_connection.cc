@@ -342,13 +342,13 @@ int H2Connection::OnHeader(nghttp2_session*, const nghttp2_frame* frame, const u
     s->grpc_pending = code < 0 ? H2Outcome::kBadGrpcStatus : code;
   }
   if (!is_status) {
-    if (namelen > 0 && name[0] != ':') {
+    if (self->opt_.capture && namelen > 0 && name[0] != ':') {
       s->headers.emplace_back(std::string(reinterpret_cast<const char*>(name), namelen),
                               std::string(reinterpret_cast<const char*>(value), valuelen));
     }
     return 0;
   }
-  s->headers.clear();  // an interim response's fields are not the final one's
+  if (self->opt_.capture) s->headers.clear();  // an interim response's fields are not the final one's
   // nghttp2's HTTP messaging checks make it three digits.
   uint16_t status = 0;
   for (size_t i = 0; i < valuelen; ++i) status = static_cast<uint16_t>(status * 10 + (value[i] - '0'));

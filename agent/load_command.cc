@@ -135,7 +135,9 @@ Result<uint32_t> ParseWindow(const std::string& text, const std::string& flag) {
 // Whether the server at `addresses` chooses h2 by ALPN: one blocking
 // handshake before the load, so that a server without HTTP/2 is named at
 // once instead of showing up as a count of handshake errors.
-Status CheckAlpnH2(const std::vector<SocketAddress>& addresses, const TlsContext& ctx, std::chrono::nanoseconds timeout) {
+// `grpc`: the load is gRPC, which has no HTTP/1.1 to fall back to.
+Status CheckAlpnH2(const std::vector<SocketAddress>& addresses, const TlsContext& ctx, std::chrono::nanoseconds timeout,
+                   bool grpc) {
   const SocketAddress& addr = addresses.front();
   const int fd = ::socket(addr.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
   if (fd < 0) return Status::IoError(std::string("socket: ") + std::strerror(errno));
@@ -158,14 +160,18 @@ Status CheckAlpnH2(const std::vector<SocketAddress>& addresses, const TlsContext
   if (SSL_connect(ssl) != 1) {
     const std::string errors = TlsContext::TakeErrors();
     if (errors.find("no application protocol") != std::string::npos) {
-      result = Status::InvalidArgument("--h2: the server does not offer h2 in ALPN (TLS alert no_application_protocol); "
-                                       "it does not speak HTTP/2 over TLS: drop --h2 to load it with HTTP/1.1");
+      result = Status::InvalidArgument(
+          grpc ? "--grpc: the server does not offer h2 in ALPN (TLS alert no_application_protocol): it is no gRPC server"
+               : "--h2: the server does not offer h2 in ALPN (TLS alert no_application_protocol); "
+                 "it does not speak HTTP/2 over TLS: drop --h2 to load it with HTTP/1.1");
     } else {
-      result = Status::IoError("--h2: TLS handshake failed: " + errors);
+      result = Status::IoError(std::string(grpc ? "--grpc" : "--h2") + ": TLS handshake failed: " + errors);
     }
   } else if (!TlsContext::NegotiatedH2(ssl)) {
-    result = Status::InvalidArgument("--h2: the server did not choose h2 by ALPN (it speaks HTTP/1.1 only over TLS); "
-                                     "drop --h2 to load it with HTTP/1.1");
+    result = Status::InvalidArgument(
+        grpc ? "--grpc: the server did not choose h2 by ALPN (it speaks HTTP/1.1 only over TLS): it is no gRPC server"
+             : "--h2: the server did not choose h2 by ALPN (it speaks HTTP/1.1 only over TLS); "
+               "drop --h2 to load it with HTTP/1.1");
   }
   TlsContext::Release(ssl);
   ::close(fd);
@@ -388,7 +394,7 @@ int RunLoadCommand(const LoadFlags& f) {
     if (!ctx.ok()) return BadInput((f.target_ca_file.empty() ? "--verify: " : "--target-ca-file: ") + ctx.status().message());
     opt.tls_context = std::move(*ctx);
     if (opt.protocol == HttpProtocol::kH2) {
-      if (Status s = CheckAlpnH2(opt.addresses, *opt.tls_context, opt.timeout); !s.ok()) {
+      if (Status s = CheckAlpnH2(opt.addresses, *opt.tls_context, opt.timeout, grpc.has_value()); !s.ok()) {
         std::fprintf(stderr, "fairbench-agent: %s\n", s.message().c_str());
         return 1;
       }

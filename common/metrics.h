@@ -116,7 +116,7 @@ struct Counters {
   uint64_t tls_handshakes = 0;
   uint64_t tls_handshake_time_us = 0;
   uint64_t tls_resumed = 0;
-  GrpcCounts grpc;  // gRPC load only
+  GrpcCounts grpc{};  // gRPC load only
 
   void Add(const Counters& o) {
     requests += o.requests;
@@ -148,8 +148,8 @@ struct IntervalStats {
   Histogram uncorrected;
   // gRPC calls with response messages: latency to the first and to the
   // last message (from the same start as `latency`).
-  Histogram first_message;
-  Histogram last_message;
+  Histogram first_message{};
+  Histogram last_message{};
   // Each thread's requests/s sampled every 100 ms (wrk's "Req/Sec" row).
   std::vector<double> rate_samples;
 

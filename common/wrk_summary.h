@@ -71,8 +71,8 @@ struct SummaryContext {
   // gRPC load: the method's path (/pkg.Service/Method; empty: not gRPC)
   // and its kind (unary, server-streaming, unknown). The summary then
   // speaks of RPCs and adds the grpc-status table.
-  std::string grpc_method;
-  std::string grpc_kind;
+  std::string grpc_method{};
+  std::string grpc_kind{};
 };
 
 // Mean, sample stdev, max and share within one stdev of a list of samples (wrk's Req/Sec row).

@@ -46,8 +46,8 @@ struct EchoServerOptions {
   uint32_t delay_ms = 0;    // before each reply, unless the request says otherwise
   uint32_t stream_messages = 10;
   // TLS (h2 by ALPN, as gRPC speaks it): PEM files; both empty: plaintext (h2c).
-  std::string tls_cert;
-  std::string tls_key;
+  std::string tls_cert{};
+  std::string tls_key{};
 };
 
 struct EchoCounts {
