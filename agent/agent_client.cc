@@ -10,6 +10,7 @@
 #include "agent/request_text.h"
 #include "agent/script.h"
 #include "agent/url.h"
+#include "common/backoff.h"
 #include "common/tls_files.h"
 #include "common/wire.h"
 #include "common/wrk_summary.h"
@@ -37,7 +38,7 @@ grpc::ChannelArguments ChannelArgs() {
 Result<std::unique_ptr<Script>> ScriptFromJob(const wire::JobSpec& job, const EngineOptions& o) {
   ScriptOptions so;
   so.source = ScriptSource{job.script->name, job.script->text};
-  so.scheme = job.https ? "https" : "http";
+  so.scheme = ToString(job.https ? Scheme::kHttps : Scheme::kHttp);
   so.host = job.host;
   so.port = std::to_string(job.port);
   so.path = "/";
@@ -46,7 +47,7 @@ Result<std::unique_ptr<Script>> ScriptFromJob(const wire::JobSpec& job, const En
   so.args = job.script->args;
   so.threads = o.threads;
   so.addresses = o.addresses;
-  if (job.protocol != "http1") so.h2_scheme = job.protocol == "h2" ? "https" : "http";
+  if (IsHttp2(job.protocol)) so.h2_scheme = ToString(job.protocol == Protocol::kH2 ? Scheme::kHttps : Scheme::kHttp);
   return Script::Create(so);
 }
 
@@ -90,8 +91,8 @@ Result<EngineOptions> OptionsFromJob(const wire::JobSpec& job, const std::vector
   // FromProto let only the four settings through.
   o.idle_wait = ResolveIdleWait(ParseIdleWait(job.idle_wait).value_or(IdleWaitSetting::kAuto), o.addresses.front());
   if (job.https) o.tls = MakeTlsOptions(job.host, "", false, "");
-  if (job.protocol != "http1") {
-    o.protocol = job.protocol == "h2" ? HttpProtocol::kH2 : HttpProtocol::kH2c;
+  if (IsHttp2(job.protocol)) {
+    o.protocol = job.protocol == Protocol::kH2 ? HttpProtocol::kH2 : HttpProtocol::kH2c;
     o.tls.alpn_h2 = o.protocol == HttpProtocol::kH2;
     o.h2.max_streams = job.streams;
     if (Status s = BuildH2Requests(o, specs, host_header); !s.ok()) return s;
@@ -170,9 +171,10 @@ bool AgentClient::Write(const v1::AgentMessage& msg) {
 }
 
 Status AgentClient::Run() {
-  std::mt19937 rng(static_cast<uint32_t>(getpid()));
+  // Redials: 100 ms doubling to 5 s, each stretched by up to half.
+  Backoff backoff(BackoffPolicy{std::chrono::milliseconds(100), std::chrono::seconds(5), 2.0, 0.5},
+                  static_cast<uint64_t>(getpid()));
   auto last_alive = std::chrono::steady_clock::now();
-  std::chrono::milliseconds backoff(100);
   while (!shutdown_) {
     const auto began = std::chrono::steady_clock::now();
     const Status s = Session();
@@ -180,16 +182,14 @@ Status AgentClient::Run() {
     if (shutdown_) break;
     const auto now = std::chrono::steady_clock::now();
     if (now - began > std::chrono::seconds(5)) {
-      backoff = std::chrono::milliseconds(100);  // the session was healthy for a while
+      backoff.Reset();  // the session was healthy for a while
       last_alive = now;
     }
     if (options_.give_up_after.count() > 0 && now - last_alive > options_.give_up_after) {
       return Status::Unavailable("no controller at " + options_.controller + " for " +
                                  std::to_string(options_.give_up_after.count()) + " ms");
     }
-    std::uniform_int_distribution<int64_t> jitter(0, backoff.count() / 2);
-    std::this_thread::sleep_for(backoff + std::chrono::milliseconds(jitter(rng)));
-    backoff = std::min<std::chrono::milliseconds>(backoff * 2, std::chrono::seconds(5));
+    std::this_thread::sleep_for(backoff.Next());
   }
   return Status::Ok();
 }

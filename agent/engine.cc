@@ -8,6 +8,7 @@
 
 #include "agent/script.h"
 #include "agent/worker.h"
+#include "common/mutex.h"
 
 namespace fairbench::agent {
 namespace {
@@ -138,7 +139,10 @@ Status Engine::Start() {
     workers_.push_back(std::move(w));
     first += n;
   }
-  final_index_.assign(workers_.size(), kRunning);
+  {
+    MutexLock lock(mu_);  // no worker runs yet: for the analysis
+    final_index_.assign(workers_.size(), kRunning);
+  }
   last_cpu_ = ProcessCpuSeconds();
   started_ = true;
   for (auto& w : workers_) threads_.emplace_back([worker = w.get()] { worker->Run(); });
@@ -148,7 +152,7 @@ Status Engine::Start() {
 void Engine::Deliver(size_t boundary_index, uint32_t worker, IntervalStats&& stats, uint32_t open_connections,
                      int64_t end_ns, bool final) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     Pending& p = pending_[boundary_index];
     p.parts.push_back(std::move(stats));
     p.open += open_connections;
@@ -163,7 +167,7 @@ std::optional<Snapshot> Engine::NextSnapshot() {
   const size_t k = next_boundary_;
   Pending part;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (;;) {
       bool all_final = true;
       size_t last = 0;
@@ -219,14 +223,14 @@ bool Engine::Ending() const {
 }
 
 void Engine::HoldUnlessStopped(std::chrono::nanoseconds d) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, d, [&] { return state_.stop.load(std::memory_order_relaxed); });
+  MutexLock lock(mu_);
+  cv_.wait_for(lock, d, [&]() REQUIRES(mu_) { return state_.stop.load(std::memory_order_relaxed); });
 }
 
 void Engine::Stop() {
   state_.stop.store(true, std::memory_order_relaxed);
   {
-    std::lock_guard<std::mutex> lock(mu_);  // a holder between its check and its wait sees the flag
+    MutexLock lock(mu_);  // a holder between its check and its wait sees the flag
   }
   cv_.notify_all();
   for (auto& w : workers_) w->Wake();

@@ -35,6 +35,7 @@
 #include "agent/engine_options.h"
 #include "agent/load_coordinator.h"
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace fairbench::agent {
@@ -86,16 +87,16 @@ class Engine final : private LoadCoordinator {
   std::vector<std::thread> threads_;
   std::atomic<uint32_t> connected_workers_{0};
 
-  std::mutex mu_;
-  std::condition_variable cv_;
+  Mutex mu_;
+  CondVar cv_;
   struct Pending {
     std::vector<IntervalStats> parts;
     uint32_t open = 0;
     int64_t end_ns = 0;
   };
   static constexpr size_t kRunning = SIZE_MAX;
-  std::map<size_t, Pending> pending_;  // guarded by mu_
-  std::vector<size_t> final_index_;    // guarded by mu_: per worker, the boundary of its last interval
+  std::map<size_t, Pending> pending_ GUARDED_BY(mu_);
+  std::vector<size_t> final_index_ GUARDED_BY(mu_);  // per worker, the boundary of its last interval
   size_t next_boundary_ = 0;           // owner thread only: next snapshot to hand out
   int64_t last_end_ns_ = 0;            // owner thread only
   double last_cpu_ = 0;                // owner thread only

@@ -1,4 +1,5 @@
 #include "agent/h2_socket_server.h"
+#include "common/mutex.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -71,7 +72,7 @@ void H2SocketServer::Stop() {
 }
 
 H2SocketTotals H2SocketServer::totals() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return totals_;
 }
 
@@ -79,7 +80,7 @@ void H2SocketServer::Run() {
   std::vector<std::unique_ptr<Peer>> peers;
   std::vector<uint8_t> buf(64 * 1024);
   auto finish = [this](Peer& p) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     H2TestServer& s = *p.server;
     ++totals_.connections;
     totals_.requests += s.requests();

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "agent/h2_test_server.h"
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace fairbench::agent {
@@ -65,8 +66,8 @@ class H2SocketServer {
   int stop_fd_ = -1;
   uint16_t port_ = 0;
   std::thread thread_;
-  mutable std::mutex mu_;
-  H2SocketTotals totals_;  // guarded by mu_
+  mutable Mutex mu_;
+  H2SocketTotals totals_ GUARDED_BY(mu_);
 };
 
 }  // namespace fairbench::agent

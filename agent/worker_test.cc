@@ -3,6 +3,7 @@
 // stops — without an Engine around it. Loopback sockets only; each case
 // takes a fraction of a second.
 #include "agent/worker.h"
+#include "common/mutex.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -47,13 +48,13 @@ class FakeCoordinator : public LoadCoordinator {
   const LoadState& state() const override { return state_; }
   void Deliver(size_t boundary_index, uint32_t worker, IntervalStats&& stats, uint32_t open_connections,
                int64_t end_ns, bool final) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     deliveries_.push_back({boundary_index, worker, std::move(stats), open_connections, end_ns, final});
     cv_.notify_all();
   }
   void ReportConnected(int64_t now_ns) override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       ++connected_reports_;
       cv_.notify_all();
     }
@@ -68,25 +69,25 @@ class FakeCoordinator : public LoadCoordinator {
 
   void RequestStop() { state_.stop.store(true); }
   bool WaitForConnectedReport() {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, 5s, [this] { return connected_reports_ > 0; });
+    MutexLock lock(mu_);
+    return cv_.wait_for(lock, 5s, [this]() REQUIRES(mu_) { return connected_reports_ > 0; });
   }
   int connected_reports() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return connected_reports_;
   }
   std::vector<Delivery> deliveries() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return deliveries_;
   }
   int64_t load_start_ns() const { return state_.load_start_ns.load(); }
 
  private:
   LoadState state_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int connected_reports_ = 0;        // guarded by mu_
-  std::vector<Delivery> deliveries_;  // guarded by mu_
+  Mutex mu_;
+  CondVar cv_;
+  int connected_reports_ GUARDED_BY(mu_) = 0;
+  std::vector<Delivery> deliveries_ GUARDED_BY(mu_);
 };
 
 // A loopback socket bound to a free port: listening (the kernel completes

@@ -8,6 +8,11 @@ function(fairbench_defaults target)
     # GCC 12 reports false positives inside std::string (GCC bug 105329).
     target_compile_options(${target} PRIVATE -Wno-restrict)
   endif()
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    # Members GUARDED_BY a Mutex (common/mutex.h) read or written without it,
+    # a REQUIRES function called without it: errors in every build.
+    target_compile_options(${target} PRIVATE -Wthread-safety -Werror=thread-safety)
+  endif()
   if(FAIRBENCH_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
   endif()

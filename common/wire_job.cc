@@ -114,7 +114,7 @@ void ToProto(const JobSpec& in, v1::LoadJob* out) {
   out->set_interval_ns(in.interval.count());
   out->set_keep_alive(in.keep_alive);
   out->set_https(in.https);
-  if (in.protocol != "http1") out->set_protocol(in.protocol);
+  if (in.protocol != Protocol::kHttp1) out->set_protocol(std::string(ToString(in.protocol)));
   if (in.streams != 1) out->set_streams(in.streams);
   if (in.idle_wait != "auto") out->set_idle_wait(in.idle_wait);
   out->set_pipeline(in.pipeline);
@@ -194,12 +194,13 @@ Result<JobSpec> FromProto(const v1::LoadJob& in) {
 
   j.keep_alive = in.keep_alive();  // a proto3 bool: false and unset are the same
   j.https = in.https();
-  if (!in.protocol().empty()) j.protocol = in.protocol();
-  if (j.protocol != "http1" && j.protocol != "h2" && j.protocol != "h2c") {
-    return Invalid("protocol", "must be http1, h2 or h2c (got " + Quoted(j.protocol) + ")");
+  if (!in.protocol().empty()) {
+    const std::optional<Protocol> p = ParseProtocol(in.protocol());
+    if (!p) return Invalid("protocol", "must be http1, h2 or h2c (got " + Quoted(in.protocol()) + ")");
+    j.protocol = *p;
   }
-  if (j.protocol == "h2" && !j.https) return Invalid("protocol", "h2 needs https");
-  if (j.protocol == "h2c" && j.https) return Invalid("protocol", "h2c is HTTP/2 without TLS: not with https");
+  if (j.protocol == Protocol::kH2 && !j.https) return Invalid("protocol", "h2 needs https");
+  if (j.protocol == Protocol::kH2c && j.https) return Invalid("protocol", "h2c is HTTP/2 without TLS: not with https");
   if (in.streams() != 0) j.streams = in.streams();
   if (j.streams > 65536) return Invalid("streams", "must be ≤ 65536 (got " + std::to_string(j.streams) + ")");
   if (!in.idle_wait().empty()) j.idle_wait = in.idle_wait();

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/protocol.h"
 #include "common/status.h"
 #include "fairbench/v1/agent.pb.h"
 
@@ -51,7 +52,7 @@ struct JobSpec {
   std::string host;  // name or IP, resolved by the agent
   uint16_t port = 0;
   bool https = false;       // TLS (the certificate not verified)
-  std::string protocol = "http1";  // "http1", "h2" (needs https) or "h2c" (not https)
+  Protocol protocol = Protocol::kHttp1;  // h2 needs https, h2c not
   uint32_t streams = 1;            // HTTP/2: concurrent streams per connection
   std::string idle_wait = "auto";  // "auto", "block", "nap" or "poll" (IdleWait, common/metrics.h)
   std::string host_header;  // empty: "host:port"

@@ -43,7 +43,7 @@ JobSpec FullSpec() {
   j.interval = nanoseconds(250'000'009);
   j.keep_alive = false;
   j.https = true;
-  j.protocol = "h2";
+  j.protocol = Protocol::kH2;
   j.streams = 10;
   j.idle_wait = "nap";
   j.pipeline = 1;  // a rate excludes pipelining: FullPipelinedSpec covers pipeline
@@ -131,7 +131,7 @@ TEST(WireJobTest, FullyPopulatedSpecRoundTripsExactly) {
 // scheme, accepted (the engine would refuse it only after the job started).
 TEST(WireJobTest, ProtocolIsChecked) {
   v1::LoadJob m = MinimalJob();
-  EXPECT_EQ(FromProto(m)->protocol, "http1");
+  EXPECT_EQ(FromProto(m)->protocol, Protocol::kHttp1);
   EXPECT_EQ(FromProto(m)->streams, 1u);
   m.set_protocol("h3");
   EXPECT_NE(FromProto(m).status().message().find("protocol"), std::string::npos);

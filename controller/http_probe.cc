@@ -40,12 +40,12 @@ Result<ProbeResponse> HttpProbe(const ProbeRequest& r) {
     curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
     curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
   }
-  if (r.protocol == "h2c") {
-    curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
-  } else if (r.protocol == "h2") {
-    curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
-  } else {
-    curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
+  switch (r.protocol) {
+    case Protocol::kH2c:
+      curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
+      break;
+    case Protocol::kH2: curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS)); break;
+    case Protocol::kHttp1: curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1)); break;
   }
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(r.timeout.count()));
   const auto connect_timeout = r.connect_timeout.count() > 0 ? r.connect_timeout : r.timeout;
@@ -68,7 +68,7 @@ Result<ProbeResponse> HttpProbe(const ProbeRequest& r) {
     if (ct != nullptr) out.content_type = ct;
     long version = 0;
     curl_easy_getinfo(curl, CURLINFO_HTTP_VERSION, &version);
-    if (r.protocol == "h2" && version != CURL_HTTP_VERSION_2_0) {
+    if (r.protocol == Protocol::kH2 && version != CURL_HTTP_VERSION_2_0) {
       // libcurl falls back to HTTP/1.1 when ALPN does not choose h2; the
       // agents would not.
       status = Status::FailedPrecondition(r.method + " " + url + ": protocol h2, but the server did not choose h2 by ALPN");

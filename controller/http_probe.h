@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/protocol.h"
 #include "common/status.h"
 
 namespace fairbench::controller {
@@ -19,9 +20,9 @@ struct ProbeRequest {
   std::string host;
   uint16_t port = 0;
   bool https = false;  // TLS, the certificate not verified (as the agents do by default)
-  // "http1"; "h2": HTTP/2 over TLS, and an error when ALPN does not choose
-  // it; "h2c": HTTP/2 with prior knowledge.
-  std::string protocol = "http1";
+  // h2: HTTP/2 over TLS, and an error when ALPN does not choose it; h2c:
+  // HTTP/2 with prior knowledge.
+  Protocol protocol = Protocol::kHttp1;
   std::string path = "/";
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;

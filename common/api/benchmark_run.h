@@ -22,6 +22,9 @@
 #include <string_view>
 #include <vector>
 
+#include "common/api/well_known.h"
+#include "common/protocol.h"
+
 namespace fairbench::api {
 
 inline constexpr std::string_view kGroup = "fairbench.dev";
@@ -124,13 +127,13 @@ struct Target {
   std::string name;  // DNS-1123 label, unique in the run
   std::string image;  // container image (Kubernetes)
   int32_t port = 8080;
-  // How agents, the scenario checks and readiness reach the port: "http" or
-  // "https" (TLS; the certificate is not verified, as wrk does not).
-  std::string scheme = "http";
-  // What agents speak to it: "http1" (unset), "h2" (HTTP/2 over TLS chosen
-  // by ALPN; scheme https) or "h2c" (HTTP/2 with prior knowledge; scheme
-  // http). The scenario checks before the load use the same.
-  std::optional<std::string> protocol;
+  // How agents, the scenario checks and readiness reach the port: http or
+  // https (TLS; the certificate is not verified, as wrk does not).
+  Scheme scheme = Scheme::kHttp;
+  // What agents speak to it: http1 (unset), h2 (HTTP/2 over TLS chosen by
+  // ALPN; scheme https) or h2c (HTTP/2 with prior knowledge; scheme http).
+  // The scenario checks before the load use the same.
+  std::optional<Protocol> protocol;
   // Kubernetes: the container's command (it replaces the image's
   // entrypoint) and its arguments; "{port}" becomes `port`. A target with a
   // command runs under the nofile helper (Kubernetes has no pod field for
@@ -418,7 +421,7 @@ struct CellResult {
   int64_t connections = 0;
   int32_t repetition = 1;  // 1-based
   CellState state = CellState::kSucceeded;
-  std::string reason;   // CamelCase, for Failed and Skipped: "TargetExited"
+  std::optional<CellReason> reason;  // for Failed and Skipped (well_known.h)
   std::string message;  // one line for people
   double requests_per_second = 0;
   Latency latency;

@@ -101,7 +101,7 @@ ScenarioSettings EffectiveSettings(const BenchmarkRunSpec& spec, const Scenario&
   return s;
 }
 
-std::string EffectiveProtocol(const Target& target) { return target.protocol.value_or("http1"); }
+Protocol EffectiveProtocol(const Target& target) { return target.protocol.value_or(Protocol::kHttp1); }
 
 std::vector<int64_t> SplitEvenly(int64_t total, int32_t parts) {
   if (parts <= 0) return {};

@@ -82,8 +82,8 @@ struct ScenarioSettings {
 
 ScenarioSettings EffectiveSettings(const BenchmarkRunSpec& spec, const Scenario& scenario);
 
-// The target's protocol: "http1", "h2" or "h2c".
-std::string EffectiveProtocol(const Target& target);
+// The target's protocol (http1 when unset).
+Protocol EffectiveProtocol(const Target& target);
 
 // The target's readiness: spec.targets[].readiness, else the local one
 // (local.readyPath, local.readyTimeout), else the defaults.

@@ -302,6 +302,7 @@ class Decoder {
 
   template <typename E>
   void EnumValue(const Node& n, E& out) {
+    if constexpr (schema::kOpenInCrd<E>) return OpenEnumValue(n, out);
     std::string names;
     std::vector<std::string_view> candidates;
     for (const auto& [value, name] : schema::EnumNames<E>::kNames) {
@@ -320,6 +321,24 @@ class Decoder {
       if (!near.empty()) msg += " (did you mean " + Quote(near) + "?)";
     }
     Error(n, msg);
+  }
+
+  // An enum the CRD leaves a plain string: a string, and one of the names.
+  template <typename E>
+  void OpenEnumValue(const Node& n, E& out) {
+    std::string text;
+    if (n.kind() != Node::Kind::kString) return StringValue(n, text);
+    const auto& names = schema::EnumNames<E>::kNames;
+    std::string choices;
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (n.text() == names[i].second) {
+        out = names[i].first;
+        return;
+      }
+      choices += i == 0 ? "" : i + 1 == names.size() ? " or " : ", ";
+      choices += names[i].second;
+    }
+    Error(n, "must be " + choices + ", got " + n.Describe());
   }
 
   // Values written as text. A number is accepted where Kubernetes accepts

@@ -13,7 +13,7 @@ nlohmann::ordered_json BenchmarkRunCrd() {
   crd["apiVersion"] = "apiextensions.k8s.io/v1";
   crd["kind"] = "CustomResourceDefinition";
   crd["metadata"] = {{"name", "benchmarkruns." + std::string(kGroup)},
-                     {"labels", {{"app.kubernetes.io/name", "fairbench"}, {"app.kubernetes.io/component", "crd"}}}};
+                     {"labels", {{label::kName, label::kFairbench}, {label::kComponent, label::kCrdComponent}}}};
   ordered_json column = ordered_json::array();
   auto add = [&](const char* name, const char* type, const char* path, const char* description, int priority = 0) {
     ordered_json c = {{"name", name}, {"type", type}, {"jsonPath", path}, {"description", description}};

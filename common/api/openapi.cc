@@ -64,6 +64,8 @@ class SchemaBuilder {
       return Json{{"type", "integer"}, {"format", sizeof(T) <= 4 ? "int32" : "int64"}};
     } else if constexpr (std::is_floating_point_v<T>) {
       return Json{{"type", "number"}};
+    } else if constexpr (schema::NamedEnum<T> && schema::kOpenInCrd<T>) {
+      return Json{{"type", "string"}};
     } else if constexpr (schema::NamedEnum<T>) {
       Json names = Json::array();
       for (const auto& [value, name] : schema::EnumNames<T>::kNames) names.push_back(std::string(name));

@@ -469,8 +469,36 @@ struct EnumNames<IdleWaitMode> {
   }};
 };
 
+template <>
+struct EnumNames<Scheme> {
+  static constexpr const auto& kNames = kSchemeNames;
+};
+
+template <>
+struct EnumNames<Protocol> {
+  static constexpr const auto& kNames = kProtocolNames;
+};
+
+template <>
+struct EnumNames<CellReason> {
+  static constexpr const auto& kNames = kCellReasonNames;
+};
+
 template <typename E>
 concept NamedEnum = requires { EnumNames<E>::kNames; };
+
+// Enums whose names the CRD leaves open (a plain string, as these fields
+// have always been there): a value outside them is refused by decoding —
+// the CLI's, and the controller's with a condition and an Event naming the
+// field — in the words "must be http or https, got \"ftp\"".
+template <typename E>
+inline constexpr bool kOpenInCrd = false;
+template <>
+inline constexpr bool kOpenInCrd<Scheme> = true;
+template <>
+inline constexpr bool kOpenInCrd<Protocol> = true;
+template <>
+inline constexpr bool kOpenInCrd<CellReason> = true;
 
 template <NamedEnum E>
 std::string_view NameOf(E e) {

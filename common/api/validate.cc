@@ -156,7 +156,6 @@ class Checker {
       }
       if (HasControlOrSpace(t.image)) Fail(t.image, "must not contain spaces");
       Range(t.port, 1, 65535);
-      if (t.scheme != "http" && t.scheme != "https") Fail(t.scheme, "must be http or https, got " + Quote(t.scheme));
       if (t.protocol) CheckProtocol(spec, t);
       if (t.resources.cpu && t.resources.cpu->millicores <= 0) Fail(*t.resources.cpu, "must be greater than 0");
       if (t.resources.memory && t.resources.memory->bytes <= 0) Fail(*t.resources.memory, "must be greater than 0");
@@ -378,18 +377,15 @@ class Checker {
   }
 
   void CheckProtocol(const BenchmarkRunSpec& spec, const Target& t) {
-    const std::string& p = *t.protocol;
-    if (p != "http1" && p != "h2" && p != "h2c") {
-      Fail(*t.protocol, "must be http1, h2 or h2c, got " + Quote(p));
-      return;
-    }
-    if (p == "h2" && t.scheme != "https") {
+    const Protocol protocol = *t.protocol;
+    if (protocol == Protocol::kH2 && t.scheme != Scheme::kHttps) {
       Fail(*t.protocol, "h2 is HTTP/2 over TLS and needs scheme https (HTTP/2 without TLS is h2c)");
     }
-    if (p == "h2c" && t.scheme != "http") {
+    if (protocol == Protocol::kH2c && t.scheme != Scheme::kHttp) {
       Fail(*t.protocol, "h2c is HTTP/2 without TLS and needs scheme http (HTTP/2 over TLS is h2)");
     }
-    if (p == "http1") return;
+    if (!IsHttp2(protocol)) return;
+    const std::string p(ToString(protocol));
     if (spec.load.pipeline > 1) Fail(*t.protocol, p + " cannot be used with load.pipeline > 1 (HTTP/2 uses load.streams)");
     if (spec.load.rate > 0) Fail(*t.protocol, p + " cannot be used with load.rate (a constant rate is HTTP/1.1 only)");
     if (!spec.load.keep_alive) Fail(*t.protocol, p + " cannot be used with load.keepAlive false");
@@ -411,7 +407,7 @@ class Checker {
     if (l.streams) {
       Range(*l.streams, int32_t{1}, int32_t{65536});
       bool h2 = false;
-      for (const Target& t : run_.spec.targets) h2 = h2 || (t.protocol && (*t.protocol == "h2" || *t.protocol == "h2c"));
+      for (const Target& t : run_.spec.targets) h2 = h2 || IsHttp2(EffectiveProtocol(t));
       if (!h2) Fail(*l.streams, "only for targets with protocol h2 or h2c");
     }
     if (l.rate < 0) Fail(l.rate, "must not be negative");

@@ -69,7 +69,6 @@ TEST(ValidateTest, Targets) {
   run.spec.targets.push_back(run.spec.targets[0]);
   Target& t = run.spec.targets[1];
   t.port = 70000;
-  t.scheme = "ftp";
   t.nofile = 0;
   t.resources.cpu = CpuQuantity{0};
   t.env["A=B"] = "x";
@@ -77,30 +76,29 @@ TEST(ValidateTest, Targets) {
   EXPECT_EQ(Check(run), (Lines{"spec.targets[1].name: duplicate name \"a\"",
                                "spec.targets[1].image: must not contain spaces",
                                "spec.targets[1].port: must be between 1 and 65535, got 70000",
-                               "spec.targets[1].scheme: must be http or https, got \"ftp\"",
                                "spec.targets[1].resources.cpu: must be greater than 0",
                                "spec.targets[1].nofile: must be between 1 and 1048576, got 0",
                                "spec.targets[1].env[\"A=B\"]: a variable name cannot contain '='"}));
 }
 
-// Catches: a protocol value not checked, h2 allowed over plain HTTP (the
-// agents would fail every handshake) or h2c over TLS, streams accepted
-// where nothing uses them, HTTP/2 combined with what only HTTP/1.1 does.
+// Catches: h2 allowed over plain HTTP (the agents would fail every
+// handshake) or h2c over TLS, streams accepted where nothing uses them,
+// HTTP/2 combined with what only HTTP/1.1 does. (A scheme or protocol that
+// does not exist is refused by decoding: testdata/invalid/bad-scheme.yaml,
+// bad-protocol.yaml.)
 TEST(ValidateTest, TargetProtocolAndStreams) {
   BenchmarkRun run = Valid();
-  run.spec.targets[0].protocol = "http3";
   run.spec.load.streams = 10;
-  EXPECT_EQ(Check(run), (Lines{"spec.targets[0].protocol: must be http1, h2 or h2c, got \"http3\"",
-                               "spec.load.streams: only for targets with protocol h2 or h2c"}));
-  run.spec.targets[0].protocol = "h2";
+  EXPECT_EQ(Check(run), (Lines{"spec.load.streams: only for targets with protocol h2 or h2c"}));
+  run.spec.targets[0].protocol = Protocol::kH2;
   EXPECT_EQ(Check(run), (Lines{"spec.targets[0].protocol: h2 is HTTP/2 over TLS and needs scheme https (HTTP/2 "
                                "without TLS is h2c)"}));
-  run.spec.targets[0].scheme = "https";
+  run.spec.targets[0].scheme = Scheme::kHttps;
   EXPECT_EQ(Check(run), Lines{});
-  run.spec.targets[0].protocol = "h2c";
+  run.spec.targets[0].protocol = Protocol::kH2c;
   EXPECT_EQ(Check(run), (Lines{"spec.targets[0].protocol: h2c is HTTP/2 without TLS and needs scheme http (HTTP/2 "
                                "over TLS is h2)"}));
-  run.spec.targets[0].scheme = "http";
+  run.spec.targets[0].scheme = Scheme::kHttp;
   run.spec.load.streams = 0;
   run.spec.load.pipeline = 2;
   run.spec.load.rate = 100;
@@ -112,9 +110,9 @@ TEST(ValidateTest, TargetProtocolAndStreams) {
   run.spec.load.streams = 100;
   EXPECT_EQ(Check(run), Lines{});
   EXPECT_EQ(EffectiveSettings(run.spec, run.spec.scenarios[0]).streams, 100);
-  EXPECT_EQ(EffectiveProtocol(run.spec.targets[0]), "h2c");
+  EXPECT_EQ(EffectiveProtocol(run.spec.targets[0]), Protocol::kH2c);
   run.spec.targets[0].protocol.reset();
-  EXPECT_EQ(EffectiveProtocol(run.spec.targets[0]), "http1");
+  EXPECT_EQ(EffectiveProtocol(run.spec.targets[0]), Protocol::kHttp1);
 }
 
 // Catches: a fractional CPU not warned about (the target then shares cores

@@ -24,8 +24,6 @@
 namespace fairbench::report {
 namespace {
 
-// Where a run may describe itself for the report's first lines.
-constexpr const char* kDescriptionAnnotation = "fairbench.dev/description";
 // Marks a flagged cell in the ranking tables.
 constexpr const char* kFlagMark = " ⚑";
 
@@ -70,7 +68,7 @@ std::string RequestText(const api::Scenario* s) {
 
 std::string StateText(const api::CellResult& r) {
   std::string s = Lowercase(api::ToString(r.state));
-  if (!r.reason.empty()) s += " (" + r.reason + ")";
+  if (r.reason) s += " (" + std::string(api::ToString(r.reason)) + ")";
   return s;
 }
 
@@ -180,7 +178,7 @@ std::string TailSpread(const Context& ctx, const std::string& scenario, int64_t 
 std::vector<Paragraph> Preamble(const Context& ctx) {
   std::vector<Paragraph> out;
   const api::BenchmarkRun& run = ctx.record.run;
-  if (const auto it = run.metadata.annotations.find(kDescriptionAnnotation); it != run.metadata.annotations.end()) {
+  if (const auto it = run.metadata.annotations.find(api::annotation::kDescription); it != run.metadata.annotations.end()) {
     out.push_back(P(it->second));
   }
   size_t succeeded = 0, failed = 0, skipped = 0;
@@ -207,11 +205,11 @@ std::vector<Paragraph> Preamble(const Context& ctx) {
   }
   out.push_back(P(std::move(spans)));
   for (const api::Condition& c : run.status.conditions) {
-    if (c.type == "Failed" && c.status == api::ConditionStatus::kTrue) {
+    if (c.type == api::condition::kFailed && c.status == api::ConditionStatus::kTrue) {
       out.push_back(P({Strong("The run failed"), Plain(": " + c.reason + (c.message.empty() ? "" : " — " + c.message))}));
     }
     // Where an interrupted run stopped ("interrupted by SIGTERM during cell …").
-    if (c.type == "Progressing" && c.reason == "Cancelled" && run.status.phase == api::RunPhase::kCancelled &&
+    if (c.type == api::condition::kProgressing && c.reason == api::reason::kCancelled && run.status.phase == api::RunPhase::kCancelled &&
         !c.message.empty()) {
       out.push_back(P({Strong("The run was stopped"), Plain(": " + c.message + ".")}));
     }
@@ -1084,7 +1082,7 @@ Section Failures(const Context& ctx) {
     if (c->result.state == api::CellState::kSucceeded) continue;
     std::vector<std::string> row = CellCells(ctx, c->result);
     row.push_back(Lowercase(api::ToString(c->result.state)));
-    row.push_back(c->result.reason.empty() ? kMissing : c->result.reason);
+    row.push_back(c->result.reason ? std::string(api::ToString(c->result.reason)) : kMissing);
     row.push_back(c->result.message.empty() ? kMissing : c->result.message);
     t.rows.push_back(std::move(row));
   }

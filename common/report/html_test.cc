@@ -64,7 +64,7 @@ TEST(HtmlTest, EscapesEverythingFromTheRun) {
     if (c.result.target == "crow") c.result.target = "crow<i>";
   }
   record.cells[0].result.state = api::CellState::kFailed;
-  record.cells[0].result.reason = evil;
+  record.cells[0].result.reason = api::CellReason::kTargetExited;
   record.cells[0].result.message = evil;
   record.cells[1].wrk_text = "</pre><script>alert(1)</script>";
   const std::string html = RenderHtml(record);

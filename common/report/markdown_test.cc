@@ -207,12 +207,12 @@ TEST(MarkdownTest, FailedAndSkippedCellsShowTheirReason) {
   for (CellRecord& c : record.cells) {
     if (c.result.target == "cpp-httplib" && c.result.connections == 10000) {
       c.result.state = api::CellState::kFailed;
-      c.result.reason = "TargetExited";
+      c.result.reason = api::CellReason::kTargetExited;
       c.result.message = "exit status 137 | OOM-killed?";
     }
     if (c.result.target == "oatpp" && c.result.scenario == "echo") {
       c.result.state = api::CellState::kSkipped;
-      c.result.reason = "VerificationFailed";
+      c.result.reason = api::CellReason::kVerificationFailed;
       c.result.message = "POST /api/echo: status 500, expected 200";
     }
   }
@@ -242,7 +242,7 @@ TEST(MarkdownTest, EscapesTextFromTheRun) {
   RunRecord record = StudyFigures();
   record.run.metadata.annotations["fairbench.dev/description"] = "# not a heading <script>x</script>";
   record.cells[0].result.state = api::CellState::kFailed;
-  record.cells[0].result.reason = "TargetExited";
+  record.cells[0].result.reason = api::CellReason::kTargetExited;
   record.cells[0].result.message = "line one\nline | two";
   const std::string md = RenderMarkdown(record);
   EXPECT_NE(md.find("\n\\# not a heading \\<script>x\\</script>\n"), std::string::npos) << md;
@@ -318,7 +318,7 @@ RunRecord SmallRecord() {
   record.cells[4].result.agent_cpu = 1.9;  // of 2 threads
   api::CellResult& failed = record.cells[5].result;
   failed.state = api::CellState::kFailed;
-  failed.reason = "VerificationFailed";
+  failed.reason = api::CellReason::kVerificationFailed;
   failed.message = "GET /json: status 500";
   failed.memory_loaded.reset();
   failed.target_cpu.reset();
@@ -426,7 +426,7 @@ TEST(MarkdownTest, SmallRecordExactTables) {
 // no TLS at all: SmallRecordExactTables has no such column).
 TEST(MarkdownTest, HttpsCellsShowHandshakes) {
   RunRecord record = SmallRecord();
-  record.run.spec.targets[1].scheme = "https";
+  record.run.spec.targets[1].scheme = Scheme::kHttps;
   for (CellRecord& c : record.cells) {
     if (c.result.target != "beta" || c.result.scenario != "hello") continue;
     c.result.tls = api::TlsHandshakes{c.result.connections == 10 ? 2000u : 100u, c.result.connections == 10 ? 1990u : 0u,

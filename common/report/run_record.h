@@ -82,6 +82,18 @@ struct CapacitySearch {
   friend bool operator==(const CapacitySearch&, const CapacitySearch&) = default;
 };
 
+// How a target ended, as its platform saw it (TargetInstance::Gone in
+// controller/platform/platform.h).
+struct TargetExit {
+  std::optional<int> exit_code;  // it exited with this code (a container's, which may be 128 + a signal)
+  std::optional<int> signal;     // it was killed by this signal
+  bool oom_killed = false;       // by the kernel's OOM killer (its memory limit)
+  // For messages: "exited with code 1", "was OOMKilled (exit code 137)",
+  // "was deleted (pod ns/name)".
+  std::string text;
+  friend bool operator==(const TargetExit&, const TargetExit&) = default;
+};
+
 struct ScriptOutput {
   std::string agent;
   std::string text;
@@ -107,6 +119,9 @@ struct CellRecord {
   std::vector<CellFlag> flags;           // in enum order, each at most once
   std::optional<CapacitySearch> capacity;  // scenarios with an objective (slo)
   std::optional<CellProfile> profile;    // spec.profile selected this cell (profile.h)
+  // Reason TargetExited: how the target ended. Not in results.json (the
+  // message says it): for whoever watches the run as it goes.
+  std::optional<TargetExit> target_exit;
   // A scripted scenario: what each agent's done() printed (with the error
   // that stopped its load, if one did), in agent order.
   std::vector<ScriptOutput> script_output;

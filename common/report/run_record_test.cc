@@ -122,7 +122,7 @@ RunRecord RichRecord() {
   failed.result.connections = 1000;
   failed.result.repetition = 1;
   failed.result.state = api::CellState::kFailed;
-  failed.result.reason = "TargetExited";
+  failed.result.reason = api::CellReason::kTargetExited;
   failed.result.message = "exit status 137 | killed";
 
   r.cells = {ok, failed};

@@ -122,7 +122,7 @@ RunRecord StudyFigures() {
   RunRecord record;
   api::BenchmarkRun& run = record.run;
   run.metadata.name = "cpp-frameworks";
-  run.metadata.annotations["fairbench.dev/description"] =
+  run.metadata.annotations[api::annotation::kDescription] =
       "Published figures of the study (six C++ frameworks, data collected 2026-09-28), entered by hand as sample "
       "data: measured with wrk by the study's author, not by fairbench. Percentiles, CPU and request counts were "
       "not published.";

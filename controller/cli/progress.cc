@@ -48,7 +48,7 @@ void Progress::OnCellDone(const report::RunRecord& record, const report::CellRec
     if (errors > 0) text += ", " + std::to_string(errors) + " errors";
     for (report::CellFlag f : cell.flags) text += " ⚑" + std::string(report::FlagName(f));
   } else {
-    text += ": " + std::string(api::ToString(r.state)) + " (" + r.reason + ": " + r.message + ")";
+    text += ": " + std::string(api::ToString(r.state)) + " (" + std::string(api::ToString(r.reason)) + ": " + r.message + ")";
   }
   Line(text);
 }

@@ -384,7 +384,7 @@ int RunRunCommand(const RunFlags& f) {
     }
     if (record->run.status.phase == api::RunPhase::kCancelled) {
       for (const api::Condition& c : record->run.status.conditions) {
-        if (c.type == "Progressing") std::fprintf(stderr, "fairbench: %s\n", c.message.c_str());
+        if (c.type == api::condition::kProgressing) std::fprintf(stderr, "fairbench: %s\n", c.message.c_str());
       }
       exit_code = 128 + (interrupted != 0 ? interrupted.load() : SIGINT);
     } else if (record->run.status.phase != api::RunPhase::kSucceeded && exit_code == 0) exit_code = 3;

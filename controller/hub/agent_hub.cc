@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/mutex.h"
 #include "common/tsan_hand_off.h"
 #include "common/wire.h"
 #include "controller/hub/job_messages.h"
@@ -34,7 +35,7 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
   bool Send(v1::ControllerMessage msg) {
     const v1::ControllerMessage* first = nullptr;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (finishing_ || outbox_.size() >= kOutboxLimit) return false;
       outbox_.push_back(std::move(msg));
       if (!writing_) {
@@ -48,7 +49,7 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
 
   void End(const grpc::Status& status) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (finishing_) return;
       finishing_ = true;
     }
@@ -57,7 +58,7 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
 
   // Called by the hub with its lock held (lock order: hub, then session).
   AgentInfo Info() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     AgentInfo info = info_;
     info.job_id = job_id_;
     return info;
@@ -75,7 +76,7 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
 
   Status BeginJob(const v1::LoadJob& job, std::shared_ptr<JobObserver> observer) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (finishing_) return Status::Unavailable("agent " + info_.id + " is disconnecting");
       if (!job_id_.empty()) return Status::FailedPrecondition("agent " + info_.id + " is busy with job " + job_id_);
       job_id_ = job.job_id();
@@ -85,7 +86,7 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
     v1::ControllerMessage m;
     *m.mutable_load_job() = job;
     if (!Send(std::move(m))) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       job_id_.clear();
       observer_.reset();
       return Status::Unavailable("agent " + info_.id + " cannot take a message now");
@@ -95,7 +96,7 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
 
   void CancelJob(const std::string& job_id, const std::string& reason) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (job_id_ != job_id) return;
     }
     v1::ControllerMessage m;
@@ -125,7 +126,7 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
     }
     bool finishing;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       finishing = finishing_;
     }
     TsanRelease(&in_);  // to the next OnReadDone, or to OnDone
@@ -164,7 +165,7 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
     SnapshotTake take = SnapshotTake::kAccepted;
     auto decoded = DecodeJobSnapshot(msg);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (msg.job_id() != job_id_ || !observer_) return;  // a late snapshot of a job already over
       const uint64_t missing_before = stream_.missing();
       take = TakeSnapshot(decoded, stream_);
@@ -197,7 +198,7 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
     std::shared_ptr<JobObserver> observer;
     JobSummary summary;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (done.job_id() != job_id_ || !observer_) return;
       summary = SummarizeJobDone(done, stream_);
       observer = std::move(observer_);
@@ -209,7 +210,7 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
   void Fail(const std::string& job_id, const std::string& reason) {
     std::shared_ptr<JobObserver> observer;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (job_id != job_id_ || !observer_) return;
       observer = std::move(observer_);
       job_id_.clear();
@@ -227,7 +228,7 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
   void FlushCounts() {
     HubStats c;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       c = hub_counts_;
       hub_counts_ = HubStats();
     }
@@ -238,7 +239,7 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
     TsanAcquire(this);
     const v1::ControllerMessage* next = nullptr;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       outbox_.pop_front();
       if (!ok) {
         outbox_.clear();
@@ -261,7 +262,7 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
     TsanAcquire(&done_);
     std::shared_ptr<JobObserver> observer;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       observer = std::move(observer_);
       job_id_.clear();
     }
@@ -282,14 +283,14 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
   char done_ = 0;  // the address reactions release to OnDone (TSan builds)
   AgentInfo info_;       // written once, at Hello, before Register
 
-  mutable std::mutex mu_;
-  std::deque<v1::ControllerMessage> outbox_;  // guarded by mu_
-  bool writing_ = false;                     // guarded by mu_
-  bool finishing_ = false;                   // guarded by mu_
-  std::string job_id_;                       // guarded by mu_
-  std::shared_ptr<JobObserver> observer_;    // guarded by mu_
-  JobStream stream_;                         // guarded by mu_
-  HubStats hub_counts_;                      // guarded by mu_
+  mutable Mutex mu_;
+  std::deque<v1::ControllerMessage> outbox_ GUARDED_BY(mu_);
+  bool writing_ GUARDED_BY(mu_) = false;
+  bool finishing_ GUARDED_BY(mu_) = false;
+  std::string job_id_ GUARDED_BY(mu_);
+  std::shared_ptr<JobObserver> observer_ GUARDED_BY(mu_);
+  JobStream stream_ GUARDED_BY(mu_);
+  HubStats hub_counts_ GUARDED_BY(mu_);
 };
 
 AgentHub::AgentHub(std::string token, std::string controller_id, AgentHubOptions options)
@@ -300,7 +301,7 @@ AgentHub::~AgentHub() = default;
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* AgentHub::Connect(grpc::CallbackServerContext* context) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.streams;
     if (pending_.size() >= options_.max_pending) {
       ++stats_.refused_pending;
@@ -314,7 +315,7 @@ grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* AgentHub::Conn
   }
   auto* session = new AgentSession(this);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     all_.insert(session);  // after a shutdown, its Hello is refused by Register
     pending_[session] = std::chrono::steady_clock::now() + options_.hello_timeout;
   }
@@ -323,7 +324,7 @@ grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* AgentHub::Conn
 }
 
 void AgentHub::ReapPending(std::stop_token stop) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (!stop.stop_requested()) {
     const auto now = std::chrono::steady_clock::now();
     auto next = now + std::chrono::hours(1);
@@ -342,7 +343,7 @@ void AgentHub::ReapPending(std::stop_token stop) {
                                   "no Hello within " + std::to_string(options_.hello_timeout.count()) + " ms"));
       it = pending_.erase(it);
     }
-    cv_.wait_until(lock, stop, next, [&] {
+    cv_.wait_until(lock, stop, next, [&]() REQUIRES(mu_) {
       return !pending_.empty() && std::min_element(pending_.begin(), pending_.end(), [](const auto& a, const auto& b) {
                                     return a.second < b.second;
                                   })->second < next;
@@ -351,7 +352,7 @@ void AgentHub::ReapPending(std::stop_token stop) {
 }
 
 void AgentHub::Refuse(const std::string& reason, const std::string& line) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++stats_.refused;
   LogRefusal(reason, line);
 }
@@ -373,19 +374,19 @@ void AgentHub::LogRefusal(const std::string& reason, const std::string& line) {
 }
 
 void AgentHub::SetToken(std::string token) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   token_ = std::move(token);
 }
 
 bool AgentHub::TokenMatches(const std::string& token) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return token == token_;
 }
 
 grpc::Status AgentHub::Register(AgentSession* session) {
   AgentSession* replaced = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (shutdown_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "controller shutting down");
     // Ended by the reaper while its Hello was on the way.
     if (pending_.erase(session) == 0) return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "Hello came too late");
@@ -412,7 +413,7 @@ grpc::Status AgentHub::Register(AgentSession* session) {
 
 void AgentHub::Unregister(AgentSession* session) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     all_.erase(session);
     pending_.erase(session);
     auto it = sessions_.find(session->id());
@@ -425,7 +426,7 @@ void AgentHub::Unregister(AgentSession* session) {
 }
 
 void AgentHub::Count(uint64_t snapshots, uint64_t duplicates, uint64_t missing, uint64_t refused) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   stats_.snapshots += snapshots;
   stats_.duplicates += duplicates;
   stats_.missing += missing;
@@ -433,7 +434,7 @@ void AgentHub::Count(uint64_t snapshots, uint64_t duplicates, uint64_t missing, 
 }
 
 std::vector<AgentInfo> AgentHub::Agents() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<AgentInfo> out;
   for (const auto& [id, session] : sessions_) out.push_back(session->Info());
   return out;
@@ -441,9 +442,9 @@ std::vector<AgentInfo> AgentHub::Agents() const {
 
 Result<std::vector<std::string>> AgentHub::WaitForAgents(size_t count, std::chrono::milliseconds timeout,
                                                          const std::set<std::string>& ids, std::stop_token stop) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::string> idle;
-  const bool ready = cv_.wait_for(lock, stop, timeout, [&] {
+  const bool ready = cv_.wait_for(lock, stop, timeout, [&]() REQUIRES(mu_) {
     idle.clear();
     for (const auto& [id, session] : sessions_) {
       if (!ids.empty() && ids.count(id) == 0) continue;
@@ -468,20 +469,20 @@ Status AgentHub::StartJob(const std::string& agent_id, const wire::JobSpec& job,
 }
 
 Status AgentHub::StartJob(const std::string& agent_id, const v1::LoadJob& job, std::shared_ptr<JobObserver> observer) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = sessions_.find(agent_id);
   if (it == sessions_.end()) return Status::NotFound("agent " + agent_id + " is not connected");
   return it->second->BeginJob(job, std::move(observer));
 }
 
 void AgentHub::CancelJob(const std::string& agent_id, const std::string& job_id, const std::string& reason) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = sessions_.find(agent_id);
   if (it != sessions_.end()) it->second->CancelJob(job_id, reason);
 }
 
 void AgentHub::Shutdown() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   shutdown_ = true;
   for (AgentSession* s : all_) s->End(grpc::Status(grpc::StatusCode::UNAVAILABLE, "controller shutting down"));
   cv_.notify_all();
@@ -501,7 +502,7 @@ std::string NewAgentToken() {
 }
 
 HubStats AgentHub::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 

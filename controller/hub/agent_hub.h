@@ -38,6 +38,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "controller/hub/agent_pool.h"
 #include "fairbench/v1/agent.grpc.pb.h"
@@ -113,26 +114,26 @@ class AgentHub final : public v1::AgentHub::CallbackService, public AgentPool {
   void Refuse(const std::string& reason, const std::string& line);
   // One log line per reason a second at most: a flood of refused streams
   // must not flood the log. Called with mu_ held.
-  void LogRefusal(const std::string& reason, const std::string& line);
+  void LogRefusal(const std::string& reason, const std::string& line) REQUIRES(mu_);
 
   bool TokenMatches(const std::string& token) const;
 
-  std::string token_;  // guarded by mu_
+  std::string token_ GUARDED_BY(mu_);
   const std::string controller_id_;
   const AgentHubOptions options_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable_any cv_;
-  std::map<std::string, AgentSession*> sessions_;  // guarded by mu_; by agent id
-  std::set<AgentSession*> all_;                    // guarded by mu_; registered or not
+  std::map<std::string, AgentSession*> sessions_ GUARDED_BY(mu_);  // by agent id
+  std::set<AgentSession*> all_ GUARDED_BY(mu_);  // registered or not
   // Streams that have not said Hello yet, and when they must have.
-  std::map<AgentSession*, std::chrono::steady_clock::time_point> pending_;  // guarded by mu_
+  std::map<AgentSession*, std::chrono::steady_clock::time_point> pending_ GUARDED_BY(mu_);
   struct Said {
     std::chrono::steady_clock::time_point at;
     uint64_t unsaid = 0;
   };
-  std::map<std::string, Said> said_;  // guarded by mu_; LogRefusal's memory
-  HubStats stats_;                    // guarded by mu_
-  bool shutdown_ = false;             // guarded by mu_
+  std::map<std::string, Said> said_ GUARDED_BY(mu_);  // LogRefusal's memory
+  HubStats stats_ GUARDED_BY(mu_);
+  bool shutdown_ GUARDED_BY(mu_) = false;
   std::jthread reaper_;               // last: stopped and joined first
 };
 

@@ -1,4 +1,5 @@
 #include "controller/hub/cell_aggregator.h"
+#include "common/mutex.h"
 
 #include <algorithm>
 
@@ -28,7 +29,7 @@ void CellAggregator::Refuse(const std::string& agent_id, const std::string& why)
 }
 
 void CellAggregator::OnSnapshot(const std::string& agent_id, Snapshot snapshot) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!failure_.empty()) return;  // the cell has failed: nothing more is kept
   const uint64_t seq = snapshot.sequence;
   auto last = last_sequence_.find(agent_id);
@@ -85,13 +86,13 @@ void CellAggregator::FlushReady() {
 }
 
 void CellAggregator::SetIntervalCallback(std::function<void(const Snapshot&)> callback) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   on_interval_ = std::move(callback);
 }
 
 void CellAggregator::OnDone(const std::string& agent_id, const JobSummary& summary) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto last = last_sequence_.find(agent_id);
     if (last != last_sequence_.end() && last->second == UINT64_MAX) return;  // done already
     if (last == last_sequence_.end() && last_sequence_.size() >= agents_) {
@@ -121,57 +122,57 @@ void CellAggregator::OnDone(const std::string& agent_id, const JobSummary& summa
 }
 
 std::map<std::string, std::string> CellAggregator::ScriptOutputs() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return script_outputs_;
 }
 
 std::optional<wire::JobRequest> CellAggregator::FirstRequest() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return first_request_;
 }
 
 void CellAggregator::OnFailed(const std::string& agent_id, const std::string& reason) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (failure_.empty()) failure_ = "agent " + agent_id + ": " + reason;
   }
   cv_.notify_all();
 }
 
 CellAggregator::Outcome CellAggregator::Wait(std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_until(lock, deadline, [&] { return !failure_.empty() || done_ == agents_; });
+  MutexLock lock(mu_);
+  cv_.wait_until(lock, deadline, [&]() REQUIRES(mu_) { return !failure_.empty() || done_ == agents_; });
   if (!failure_.empty()) return Outcome::kFailed;
   if (done_ == agents_) return Outcome::kDone;
   return Outcome::kTimeout;
 }
 
 RunTotals CellAggregator::Totals() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return totals_;
 }
 EndReport CellAggregator::End() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return end_;
 }
 bool CellAggregator::consistent() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return consistent_;
 }
 std::string CellAggregator::failure() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return failure_;
 }
 double CellAggregator::LiveRequestsPerSecond() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return live_rps_;
 }
 uint64_t CellAggregator::missing_snapshots() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return missing_;
 }
 size_t CellAggregator::pending_intervals() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return partial_.size();
 }
 

@@ -31,6 +31,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/mutex.h"
 #include "common/wrk_summary.h"
 #include "controller/hub/agent_pool.h"
 
@@ -78,32 +79,32 @@ class CellAggregator final : public JobObserver {
   size_t pending_intervals() const;
 
  private:
-  void FlushReady();  // adds closed intervals to totals_, in order; mu_ held
-  void Refuse(const std::string& agent_id, const std::string& why);  // mu_ held
+  void FlushReady() REQUIRES(mu_);  // adds closed intervals to totals_, in order
+  void Refuse(const std::string& agent_id, const std::string& why) REQUIRES(mu_);
 
   const size_t agents_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
+  mutable Mutex mu_;
+  CondVar cv_;
   struct Partial {
     Snapshot merged;
     size_t parts = 0;
   };
-  std::map<uint64_t, Partial> partial_;  // guarded by mu_; by sequence
+  std::map<uint64_t, Partial> partial_ GUARDED_BY(mu_);  // by sequence
   // By agent (at most agents_): the newest sequence it sent, UINT64_MAX once
   // it is done — nothing at or below it can come from that agent any more.
-  std::map<std::string, uint64_t> last_sequence_;  // guarded by mu_
-  size_t rate_samples_ = 0;              // guarded by mu_; kept so far, open intervals included
-  uint64_t next_sequence_ = 1;           // guarded by mu_
-  RunTotals totals_;                     // guarded by mu_
-  EndReport end_;                        // guarded by mu_
-  size_t done_ = 0;                      // guarded by mu_
-  bool consistent_ = true;               // guarded by mu_
-  uint64_t missing_ = 0;                 // guarded by mu_
-  std::string failure_;                  // guarded by mu_
-  std::map<std::string, std::string> script_outputs_;  // guarded by mu_
-  std::optional<wire::JobRequest> first_request_;      // guarded by mu_
-  double live_rps_ = 0;                  // guarded by mu_
-  std::function<void(const Snapshot&)> on_interval_;  // guarded by mu_
+  std::map<std::string, uint64_t> last_sequence_ GUARDED_BY(mu_);
+  size_t rate_samples_ GUARDED_BY(mu_) = 0;  // kept so far, open intervals included
+  uint64_t next_sequence_ GUARDED_BY(mu_) = 1;
+  RunTotals totals_ GUARDED_BY(mu_);
+  EndReport end_ GUARDED_BY(mu_);
+  size_t done_ GUARDED_BY(mu_) = 0;
+  bool consistent_ GUARDED_BY(mu_) = true;
+  uint64_t missing_ GUARDED_BY(mu_) = 0;
+  std::string failure_ GUARDED_BY(mu_);
+  std::map<std::string, std::string> script_outputs_ GUARDED_BY(mu_);
+  std::optional<wire::JobRequest> first_request_ GUARDED_BY(mu_);
+  double live_rps_ GUARDED_BY(mu_) = 0;
+  std::function<void(const Snapshot&)> on_interval_ GUARDED_BY(mu_);
 };
 
 }  // namespace fairbench::controller

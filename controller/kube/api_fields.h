@@ -75,6 +75,7 @@ inline constexpr char kPodIP[] = "podIP";
 inline constexpr char kHostIP[] = "hostIP";
 inline constexpr char kQosClass[] = "qosClass";
 inline constexpr char kContainerStatuses[] = "containerStatuses";
+inline constexpr char kInitContainerStatuses[] = "initContainerStatuses";
 inline constexpr char kReady[] = "ready";
 inline constexpr char kStarted[] = "started";
 inline constexpr char kRestartCount[] = "restartCount";
@@ -84,14 +85,34 @@ inline constexpr char kWaiting[] = "waiting";
 inline constexpr char kRunning[] = "running";
 inline constexpr char kTerminated[] = "terminated";
 inline constexpr char kExitCode[] = "exitCode";
+inline constexpr char kSignal[] = "signal";
 inline constexpr char kCapacity[] = "capacity";
 inline constexpr char kAllocatable[] = "allocatable";
 inline constexpr char kAddresses[] = "addresses";
 inline constexpr char kAddress[] = "address";
 inline constexpr char kUnschedulable[] = "unschedulable";
 inline constexpr char kTaints[] = "taints";
+inline constexpr char kKey[] = "key";
+inline constexpr char kValue[] = "value";
+inline constexpr char kEffect[] = "effect";
+inline constexpr char kNodeInfo[] = "nodeInfo";
+inline constexpr char kOsImage[] = "osImage";
+inline constexpr char kKernelVersion[] = "kernelVersion";
+inline constexpr char kContainerRuntimeVersion[] = "containerRuntimeVersion";
+inline constexpr char kKubeletVersion[] = "kubeletVersion";
 inline constexpr char kClusterIP[] = "clusterIP";
 inline constexpr char kPorts[] = "ports";
+
+// Kubernetes' own words in those fields.
+inline constexpr char kConditionReady[] = "Ready";  // a pod's and a node's condition type
+inline constexpr char kConditionTrue[] = "True";
+inline constexpr char kPodSucceeded[] = "Succeeded";  // pod phases
+inline constexpr char kPodFailed[] = "Failed";
+inline constexpr char kReasonOomKilled[] = "OOMKilled";  // a terminated container's reason
+inline constexpr char kNoSchedule[] = "NoSchedule";  // taint effects
+inline constexpr char kNoExecute[] = "NoExecute";
+inline constexpr char kTolerationExists[] = "Exists";  // toleration operators
+inline constexpr char kTolerationEqual[] = "Equal";
 
 // Query parameters.
 inline constexpr char kQueryLabelSelector[] = "labelSelector";

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "controller/kube/api_error.h"
-#include "controller/kube/backoff.h"
+#include "common/backoff.h"
 #include "controller/kube/clock.h"
 #include "controller/kube/http_transport.h"
 #include "controller/kube/objects.h"

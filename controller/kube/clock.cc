@@ -1,4 +1,5 @@
 #include "controller/kube/clock.h"
+#include "common/mutex.h"
 
 #include <thread>
 
@@ -24,17 +25,17 @@ FakeClock::FakeClock(bool auto_advance)
       wall_base_(std::chrono::system_clock::from_time_t(1782900000)) {}
 
 Clock::Steady FakeClock::Now() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return steady_base_ + offset_;
 }
 
 Clock::Wall FakeClock::WallNow() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return wall_base_ + std::chrono::duration_cast<std::chrono::system_clock::duration>(offset_);
 }
 
 bool FakeClock::SleepFor(std::chrono::nanoseconds d, std::stop_token stop) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   slept_ += d;
   if (auto_advance_) {
     offset_ += d;
@@ -44,27 +45,27 @@ bool FakeClock::SleepFor(std::chrono::nanoseconds d, std::stop_token stop) {
   auto until = offset_ + d;
   ++sleepers_;
   std::stop_callback wake(stop, [this] {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     cv_.notify_all();
   });
-  cv_.wait(lock, [&] { return offset_ >= until || stop.stop_requested(); });
+  cv_.wait(lock, [&]() REQUIRES(mu_) { return offset_ >= until || stop.stop_requested(); });
   --sleepers_;
   return !stop.stop_requested();
 }
 
 void FakeClock::Advance(std::chrono::nanoseconds d) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   offset_ += d;
   cv_.notify_all();
 }
 
 int FakeClock::sleepers() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return sleepers_;
 }
 
 std::chrono::nanoseconds FakeClock::slept() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return slept_;
 }
 

@@ -12,6 +12,8 @@
 #include <mutex>
 #include <stop_token>
 
+#include "common/mutex.h"
+
 namespace fairbench::kube {
 
 class Clock {
@@ -52,11 +54,11 @@ class FakeClock final : public Clock {
 
  private:
   const bool auto_advance_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::chrono::nanoseconds offset_{0};  // guarded by mu_
-  std::chrono::nanoseconds slept_{0};   // guarded by mu_
-  int sleepers_ = 0;                    // guarded by mu_
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::chrono::nanoseconds offset_ GUARDED_BY(mu_){0};
+  std::chrono::nanoseconds slept_ GUARDED_BY(mu_){0};
+  int sleepers_ GUARDED_BY(mu_) = 0;
   const Steady steady_base_;
   const Wall wall_base_;
 };

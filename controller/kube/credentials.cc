@@ -1,4 +1,5 @@
 #include "controller/kube/credentials.h"
+#include "common/mutex.h"
 
 #include <cerrno>
 #include <cstring>
@@ -24,7 +25,7 @@ TokenFile::TokenFile(std::string path, Clock& clock, std::chrono::seconds refres
     : path_(std::move(path)), clock_(clock), refresh_(refresh) {}
 
 Result<Credentials> TokenFile::Get() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto now = clock_.Now();
   if (!valid_ || now - read_at_ >= refresh_) {
     auto data = ReadSmallFile(path_);
@@ -45,12 +46,12 @@ Result<Credentials> TokenFile::Get() {
 }
 
 void TokenFile::Invalidate() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   valid_ = false;
 }
 
 int TokenFile::reads() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return reads_;
 }
 

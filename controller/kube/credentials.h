@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "controller/kube/clock.h"
 
@@ -53,11 +54,11 @@ class TokenFile final : public CredentialSource {
   const std::string path_;
   Clock& clock_;
   const std::chrono::seconds refresh_;
-  mutable std::mutex mu_;
-  std::string token_;                  // guarded by mu_
-  Clock::Steady read_at_{};            // guarded by mu_
-  bool valid_ = false;                 // guarded by mu_
-  int reads_ = 0;                      // guarded by mu_
+  mutable Mutex mu_;
+  std::string token_ GUARDED_BY(mu_);
+  Clock::Steady read_at_ GUARDED_BY(mu_){};
+  bool valid_ GUARDED_BY(mu_) = false;
+  int reads_ GUARDED_BY(mu_) = 0;
 };
 
 // Reads a whole (small) file; a clear error names the path and the reason.

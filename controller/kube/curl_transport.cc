@@ -1,4 +1,5 @@
 #include "controller/kube/curl_transport.h"
+#include "common/mutex.h"
 
 #include <algorithm>
 #include <cctype>
@@ -124,13 +125,13 @@ CurlTransport::CurlTransport(std::string server, TlsOptions tls, std::string use
 }
 
 CurlTransport::~CurlTransport() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (CURL* h : idle_) curl_easy_cleanup(h);
 }
 
 CURL* CurlTransport::Acquire() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!idle_.empty()) {
       CURL* h = idle_.back();
       idle_.pop_back();
@@ -143,7 +144,7 @@ CURL* CurlTransport::Acquire() {
 void CurlTransport::Release(CURL* handle) {
   // reset keeps the handle's live connections for the next request.
   curl_easy_reset(handle);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (idle_.size() < kMaxPool) {
     idle_.push_back(handle);
   } else {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "controller/kube/http_transport.h"
 #include "controller/kube/rest_config.h"
 
@@ -44,8 +45,8 @@ class CurlTransport final : public HttpTransport {
   const TlsOptions tls_;
   const std::string user_agent_;
   std::string no_proxy_;
-  std::mutex mu_;
-  std::vector<CURL*> idle_;  // guarded by mu_
+  Mutex mu_;
+  std::vector<CURL*> idle_ GUARDED_BY(mu_);
 };
 
 }  // namespace fairbench::kube

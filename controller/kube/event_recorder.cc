@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "common/api/time_text.h"
+#include "common/mutex.h"
 #include "controller/kube/api_fields.h"
 
 namespace fairbench::kube {
@@ -20,7 +21,7 @@ ApiStatus EventRecorder::Record(const Json& object, EventType type, const std::s
   const auto wall = clock_.WallNow();
   const auto now = clock_.Now();
 
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = seen_.find(key);
   if (it != seen_.end() && now - it->second.last_seen < options_.aggregate_window) {
     Seen& s = it->second;
@@ -45,7 +46,7 @@ ApiStatus EventRecorder::Record(const Json& object, EventType type, const std::s
   lock.unlock();
 
   Event ev;
-  ev.metadata.ns = ref.ns.empty() ? "default" : ref.ns;
+  ev.metadata.namespace_ = ref.namespace_.empty() ? "default" : ref.namespace_;
   ev.involved_object = ref;
   ev.reason = reason;
   ev.message = text;
@@ -65,7 +66,7 @@ ApiStatus EventRecorder::Record(const Json& object, EventType type, const std::s
     char suffix[32];
     std::snprintf(suffix, sizeof suffix, ".%llx", nanos + static_cast<unsigned long long>(attempt));
     ev.metadata.name = ref.name + suffix;
-    created = client_.Create(resources::Events(), ev.metadata.ns, ev.ToJson());
+    created = client_.Create(resources::Events(), ev.metadata.namespace_, ev.ToJson());
     if (created.reason() != Reason::kAlreadyExists) break;
   }
   if (!created.ok()) return created.error();
@@ -76,7 +77,7 @@ ApiStatus EventRecorder::Record(const Json& object, EventType type, const std::s
     seen_.erase(dup);
   }
   lru_.push_front(key);
-  seen_[key] = Seen{ev.metadata.ns, ev.metadata.name, 1, wall, now, lru_.begin()};
+  seen_[key] = Seen{ev.metadata.namespace_, ev.metadata.name, 1, wall, now, lru_.begin()};
   while (seen_.size() > options_.cache_size) {
     seen_.erase(lru_.back());
     lru_.pop_back();

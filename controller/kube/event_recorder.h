@@ -16,6 +16,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/mutex.h"
 #include "controller/kube/client.h"
 #include "controller/kube/clock.h"
 
@@ -57,9 +58,9 @@ class EventRecorder {
   Client& client_;
   Clock& clock_;
   const EventRecorderOptions options_;
-  std::mutex mu_;
-  std::map<std::string, Seen> seen_;  // guarded by mu_; key: uid/type/reason/message
-  std::list<std::string> lru_;        // guarded by mu_; most recent first
+  Mutex mu_;
+  std::map<std::string, Seen> seen_ GUARDED_BY(mu_);  // key: uid/type/reason/message
+  std::list<std::string> lru_ GUARDED_BY(mu_);  // most recent first
 };
 
 }  // namespace fairbench::kube

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/api/time_text.h"
+#include "common/mutex.h"
 #include "controller/kube/api_fields.h"
 
 extern char** environ;
@@ -144,7 +145,7 @@ Result<std::pair<Credentials, std::optional<Clock::Wall>>> ParseExecCredential(c
 ExecCredentialSource::ExecCredentialSource(ExecConfig config, Clock& clock) : config_(std::move(config)), clock_(clock) {}
 
 Result<Credentials> ExecCredentialSource::Get() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (cached_ && (!expires_ || clock_.WallNow() < *expires_)) return *cached_;
   auto fresh = Run();
   if (!fresh.ok()) return fresh.status();
@@ -152,13 +153,13 @@ Result<Credentials> ExecCredentialSource::Get() {
 }
 
 void ExecCredentialSource::Invalidate() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   cached_.reset();
   expires_.reset();
 }
 
 int ExecCredentialSource::runs() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return runs_;
 }
 

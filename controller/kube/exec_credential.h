@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
 #include "controller/kube/clock.h"
 #include "controller/kube/credentials.h"
 
@@ -40,14 +41,14 @@ class ExecCredentialSource final : public CredentialSource {
   int runs() const;
 
  private:
-  Result<Credentials> Run();
+  Result<Credentials> Run() REQUIRES(mu_);
 
   const ExecConfig config_;
   Clock& clock_;
-  mutable std::mutex mu_;
-  std::optional<Credentials> cached_;           // guarded by mu_
-  std::optional<Clock::Wall> expires_;          // guarded by mu_
-  int runs_ = 0;                                // guarded by mu_
+  mutable Mutex mu_;
+  std::optional<Credentials> cached_ GUARDED_BY(mu_);
+  std::optional<Clock::Wall> expires_ GUARDED_BY(mu_);
+  int runs_ GUARDED_BY(mu_) = 0;
 };
 
 // Parses an ExecCredential; `api_version` is what the kubeconfig asked for.

@@ -1,5 +1,6 @@
 #include "controller/kube/informer.h"
 
+#include "common/mutex.h"
 #include "controller/kube/api_fields.h"
 #include "controller/kube/json_read.h"
 
@@ -31,24 +32,24 @@ void Informer::Stop() {
 }
 
 bool Informer::HasSynced() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return synced_;
 }
 
 bool Informer::WaitForSync(std::chrono::milliseconds timeout) const {
-  std::unique_lock<std::mutex> lock(mu_);
-  return synced_cv_.wait_for(lock, timeout, [this] { return synced_; });
+  MutexLock lock(mu_);
+  return synced_cv_.wait_for(lock, timeout, [this]() REQUIRES(mu_) { return synced_; });
 }
 
 std::optional<Json> Informer::Get(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = cache_.find(key);
   if (it == cache_.end()) return std::nullopt;
   return it->second;
 }
 
 std::vector<Json> Informer::List() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<Json> out;
   out.reserve(cache_.size());
   for (const auto& [k, v] : cache_) out.push_back(v);
@@ -56,12 +57,12 @@ std::vector<Json> Informer::List() const {
 }
 
 void Informer::ForEach(const std::function<void(const Json& object)>& visit) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [k, v] : cache_) visit(v);
 }
 
 size_t Informer::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return cache_.size();
 }
 
@@ -73,7 +74,7 @@ void Informer::Replace(std::vector<Json> objects, const std::string&) {
   };
   std::vector<Change> changes;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::map<std::string, Json> next;
     for (auto& o : objects) {
       // The key first: json's by-value assignment would move `o` before it.
@@ -108,7 +109,7 @@ void Informer::Apply(const WatchEvent& event) {
   const std::string key = ObjectKey(event.object);
   std::optional<Json> old;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = cache_.find(key);
     if (it != cache_.end()) old = it->second;
     if (event.type == WatchEvent::Type::kDeleted) {

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "controller/kube/client.h"
 #include "controller/kube/clock.h"
 #include "controller/kube/reflector.h"
@@ -62,10 +63,10 @@ class Informer final : private ReflectorSink {
 
   Reflector reflector_;
   std::vector<InformerHandlers> handlers_;  // fixed after Start
-  mutable std::mutex mu_;
-  mutable std::condition_variable synced_cv_;
-  std::map<std::string, Json> cache_;  // guarded by mu_
-  bool synced_ = false;                // guarded by mu_
+  mutable Mutex mu_;
+  mutable CondVar synced_cv_;
+  std::map<std::string, Json> cache_ GUARDED_BY(mu_);
+  bool synced_ GUARDED_BY(mu_) = false;
   std::jthread thread_;
 };
 

@@ -58,4 +58,12 @@ inline const nlohmann::json& Object(const nlohmann::json& o, const char* key) {
   return it != o.end() && it->is_object() ? *it : empty;
 }
 
+// o[key] when it is a list, else an empty list.
+inline const nlohmann::json& Array(const nlohmann::json& o, const char* key) {
+  static const nlohmann::json empty = nlohmann::json::array();
+  if (!o.is_object()) return empty;
+  const auto it = o.find(key);
+  return it != o.end() && it->is_array() ? *it : empty;
+}
+
 }  // namespace fairbench::kube::json_read

@@ -1,4 +1,5 @@
 #include "controller/kube/leader_election.h"
+#include "common/mutex.h"
 
 #include <spdlog/spdlog.h>
 
@@ -42,31 +43,31 @@ LeaderElector::LeaderElector(Client& client, Clock& clock, LeaderElectionConfig 
       candidate_(lock_, clock, config_.identity, config_.lease_duration) {}
 
 LeaderElector::State LeaderElector::state() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return state_;
 }
 
 void LeaderElector::SetState(State s) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   state_ = s;
 }
 
 std::string LeaderElector::leader() const { return candidate_.ObservedHolder(); }
 
 bool LeaderElector::IsLeader() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   // Judged on the clock too: a renewal stuck in a slow call must not keep us
   // leading past the renew deadline, after which others may take over.
   return state_ == State::kLeading && clock_.Now() - last_renew_ < config_.renew_deadline;
 }
 
 void LeaderElector::SetLastRenew(Clock::Steady t) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   last_renew_ = t;
 }
 
 Clock::Steady LeaderElector::LastRenew() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return last_renew_;
 }
 

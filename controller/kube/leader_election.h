@@ -18,6 +18,7 @@
 #include <stop_token>
 #include <string>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "controller/kube/clock.h"
 #include "controller/kube/lease_candidate.h"
@@ -67,9 +68,9 @@ class LeaderElector {
   LeaseLock lock_;
   LeaseCandidate candidate_;
   std::mt19937_64 rng_{std::random_device{}()};
-  mutable std::mutex mu_;
-  State state_ = State::kFollowing;   // guarded by mu_
-  Clock::Steady last_renew_{};        // guarded by mu_
+  mutable Mutex mu_;
+  State state_ GUARDED_BY(mu_) = State::kFollowing;
+  Clock::Steady last_renew_ GUARDED_BY(mu_){};
   std::string reported_leader_;       // loop thread only
 };
 

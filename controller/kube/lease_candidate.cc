@@ -1,4 +1,5 @@
 #include "controller/kube/lease_candidate.h"
+#include "common/mutex.h"
 
 namespace fairbench::kube {
 
@@ -17,17 +18,17 @@ void LeaseCandidate::ObserveLocked(const LeaseRecord& record, const std::string&
 }
 
 bool LeaseCandidate::IsHolder() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return observed_.holder_identity == identity_;
 }
 
 std::string LeaseCandidate::ObservedHolder() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return observed_.holder_identity;
 }
 
 bool LeaseCandidate::TryAcquireOrRenew() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const auto wall_now = clock_.WallNow();
   LeaseRecord desired;
   desired.holder_identity = identity_;
@@ -76,7 +77,7 @@ bool LeaseCandidate::TryAcquireOrRenew() {
 }
 
 bool LeaseCandidate::Release() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (observed_.holder_identity != identity_) return true;
   LeaseRecord released;
   released.lease_duration_seconds = 1;

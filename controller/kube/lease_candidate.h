@@ -19,6 +19,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/mutex.h"
 #include "controller/kube/clock.h"
 #include "controller/kube/lease_lock.h"
 
@@ -38,17 +39,17 @@ class LeaseCandidate {
   const std::string& identity() const { return identity_; }
 
  private:
-  bool LeaseValidLocked(Clock::Steady now) const;
-  void ObserveLocked(const LeaseRecord& record, const std::string& raw);
+  bool LeaseValidLocked(Clock::Steady now) const REQUIRES(mu_);
+  void ObserveLocked(const LeaseRecord& record, const std::string& raw) REQUIRES(mu_);
 
   LeaseLock& lock_;
   Clock& clock_;
   const std::string identity_;
   const std::chrono::seconds lease_duration_;
-  mutable std::mutex mu_;
-  LeaseRecord observed_;          // guarded by mu_
-  std::string observed_raw_;      // guarded by mu_
-  Clock::Steady observed_time_{}; // guarded by mu_
+  mutable Mutex mu_;
+  LeaseRecord observed_ GUARDED_BY(mu_);
+  std::string observed_raw_ GUARDED_BY(mu_);
+  Clock::Steady observed_time_ GUARDED_BY(mu_){};
 };
 
 }  // namespace fairbench::kube

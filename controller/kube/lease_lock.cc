@@ -28,7 +28,7 @@ Lease LeaseLock::ToLease(const LeaseRecord& record) const {
   Lease l;
   if (current_) l.metadata = current_->metadata;
   l.metadata.name = name_;
-  l.metadata.ns = ns_;
+  l.metadata.namespace_ = ns_;
   l.spec.holder_identity = record.holder_identity;
   l.spec.lease_duration_seconds = record.lease_duration_seconds;
   l.spec.acquire_time = record.acquire_time;

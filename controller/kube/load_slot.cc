@@ -1,4 +1,5 @@
 #include "controller/kube/load_slot.h"
+#include "common/mutex.h"
 
 namespace fairbench::kube {
 
@@ -27,17 +28,17 @@ LoadSlot::~LoadSlot() {
 }
 
 void LoadSlot::set_on_lost(std::function<void()> on_lost) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   on_lost_ = std::move(on_lost);
 }
 
 LoadSlot::State LoadSlot::state() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return state_;
 }
 
 bool LoadSlot::Held() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   // Judged on the clock, not only by the renewer: between two renewer wake-ups
   // the deadline may already have passed.
   return state_ == State::kHeld && clock_.Now() - last_renew_ < config_.renew_deadline;
@@ -45,13 +46,13 @@ bool LoadSlot::Held() const {
 
 bool LoadSlot::TryAcquire() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (state_ == State::kHeld) return true;
     state_ = State::kWaiting;
   }
   auto attempt_time = clock_.Now();
   if (!candidate_.TryAcquireOrRenew()) return false;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   state_ = State::kHeld;
   last_renew_ = attempt_time;
   return true;
@@ -60,7 +61,7 @@ bool LoadSlot::TryAcquire() {
 Status LoadSlot::Acquire(std::stop_token stop) {
   while (!TryAcquire()) {
     if (!clock_.SleepFor(config_.retry_period, stop)) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       state_ = State::kIdle;
       return Status::Cancelled("stopped while waiting for the load slot " + lock_.Describe() + " (held by " +
                                candidate_.ObservedHolder() + ")");
@@ -77,7 +78,7 @@ Status LoadSlot::Acquire(std::stop_token stop) {
 
 bool LoadSlot::RenewStep() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (state_ != State::kHeld) return false;
   }
   // The renewal counts from when it was attempted: a slow answer must not
@@ -86,7 +87,7 @@ bool LoadSlot::RenewStep() {
   bool ok = candidate_.TryAcquireOrRenew();
   std::function<void()> lost;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (state_ != State::kHeld) return false;
     if (ok) {
       last_renew_ = attempt_time;
@@ -111,7 +112,7 @@ void LoadSlot::Release() {
   StopRenewer();
   bool was_held;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     was_held = state_ == State::kHeld;
     state_ = State::kIdle;
   }
@@ -120,7 +121,7 @@ void LoadSlot::Release() {
 
 void LoadSlot::Abandon() {
   StopRenewer();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   state_ = State::kIdle;
 }
 

@@ -22,6 +22,7 @@
 #include <string>
 #include <thread>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "controller/kube/clock.h"
 #include "controller/kube/lease_candidate.h"
@@ -72,10 +73,10 @@ class LoadSlot {
   Clock& clock_;
   LeaseLock lock_;
   LeaseCandidate candidate_;
-  mutable std::mutex mu_;
-  State state_ = State::kIdle;            // guarded by mu_
-  Clock::Steady last_renew_{};            // guarded by mu_
-  std::function<void()> on_lost_;         // guarded by mu_
+  mutable Mutex mu_;
+  State state_ GUARDED_BY(mu_) = State::kIdle;
+  Clock::Steady last_renew_ GUARDED_BY(mu_){};
+  std::function<void()> on_lost_ GUARDED_BY(mu_);
   std::jthread renewer_;
 };
 

@@ -116,15 +116,67 @@ std::vector<Condition> Conditions(Reader& r) {
   return out;
 }
 
-void StateOf(const Json& state, std::string* name, std::string* reason, int32_t* exit_code) {
+struct State {
+  std::string name;
+  std::string reason;
+  std::string message;
+  int32_t exit_code = 0;
+  int32_t signal = 0;
+};
+
+State StateOf(const Json& state) {
+  State out;
   for (const char* s : {f::kWaiting, f::kRunning, f::kTerminated}) {
     if (state.is_object() && state.contains(s) && state[s].is_object()) {
-      *name = s;
-      *reason = json_read::String(state[s], f::kReason);
-      *exit_code = json_read::Int32(state[s], f::kExitCode);
-      return;
+      out.name = s;
+      out.reason = json_read::String(state[s], f::kReason);
+      out.message = json_read::String(state[s], f::kMessage);
+      out.exit_code = json_read::Int32(state[s], f::kExitCode);
+      out.signal = json_read::Int32(state[s], f::kSignal);
+      return out;
     }
   }
+  return out;
+}
+
+std::vector<ContainerStatus> ContainerStatuses(Reader& s, const char* list) {
+  std::vector<ContainerStatus> out;
+  for (const auto& cs : s.Arr(list)) {
+    Reader c{cs, std::string("status.") + list + "[]", {}};
+    ContainerStatus st;
+    st.name = c.Str(f::kName);
+    st.ready = c.Bool(f::kReady);
+    st.started = c.Bool(f::kStarted);
+    st.restart_count = static_cast<int32_t>(c.Int(f::kRestartCount));
+    const State now = StateOf(c.Obj(f::kState));
+    st.state = now.name;
+    st.state_reason = now.reason;
+    st.state_message = now.message;
+    st.exit_code = now.exit_code;
+    st.signal = now.signal;
+    const State last = StateOf(c.Obj(f::kLastState));
+    st.last_state = last.name;
+    st.last_state_reason = last.reason;
+    st.last_exit_code = last.exit_code;
+    s.Take(c.status);
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
+// A map of quantities: strings, or numbers kept as their text.
+std::map<std::string, std::string> Quantities(Reader& r, const char* key) {
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : r.Obj(key).items()) {
+    if (v.is_string()) {
+      out[k] = v.get<std::string>();
+    } else if (v.is_number()) {
+      out[k] = v.dump();
+    } else {
+      r.Fail(key, "a map of quantities");
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -135,7 +187,7 @@ Result<ObjectMeta> ObjectMeta::FromJson(const Json& j) {
   if (!j.is_object()) return Status::InvalidArgument("metadata: must be an object");
   m.name = r.Str(f::kName);
   m.generate_name = r.Str(f::kGenerateName);
-  m.ns = r.Str(f::kNamespace);
+  m.namespace_ = r.Str(f::kNamespace);
   m.uid = r.Str(f::kUid);
   m.resource_version = r.Str(f::kResourceVersion);
   m.generation = r.Int(f::kGeneration);
@@ -161,7 +213,7 @@ Json ObjectMeta::ToJson() const {
   Json j = Json::object();
   PutStr(j, f::kName, name);
   PutStr(j, f::kGenerateName, generate_name);
-  PutStr(j, f::kNamespace, ns);
+  PutStr(j, f::kNamespace, namespace_);
   PutStr(j, f::kUid, uid);
   PutStr(j, f::kResourceVersion, resource_version);
   if (generation) j[f::kGeneration] = generation;
@@ -258,7 +310,7 @@ Json ObjectReference::ToJson() const {
   PutStr(j, f::kApiVersion, api_version);
   PutStr(j, f::kKind, kind);
   PutStr(j, f::kName, name);
-  PutStr(j, f::kNamespace, ns);
+  PutStr(j, f::kNamespace, namespace_);
   PutStr(j, f::kUid, uid);
   PutStr(j, f::kResourceVersion, resource_version);
   return j;
@@ -334,6 +386,18 @@ const Condition* PodStatus::FindCondition(const std::string& type) const {
   return nullptr;
 }
 
+const ContainerStatus* PodStatus::FindContainer(const std::string& name) const {
+  for (const auto& c : container_statuses) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+bool PodStatus::Ready() const {
+  const Condition* c = FindCondition(f::kConditionReady);
+  return c != nullptr && c->status == f::kConditionTrue;
+}
+
 std::string Pod::NodeName() const { return json_read::String(spec, f::kNodeName); }
 
 Result<Pod> Pod::FromJson(const Json& j) {
@@ -351,18 +415,8 @@ Result<Pod> Pod::FromJson(const Json& j) {
   p.status.host_ip = s.Str(f::kHostIP);
   p.status.qos_class = s.Str(f::kQosClass);
   p.status.conditions = Conditions(s);
-  for (const auto& cs : s.Arr(f::kContainerStatuses)) {
-    Reader c{cs, "status.containerStatuses[]", {}};
-    ContainerStatus out;
-    out.name = c.Str(f::kName);
-    out.ready = c.Bool(f::kReady);
-    out.started = c.Bool(f::kStarted);
-    out.restart_count = static_cast<int32_t>(c.Int(f::kRestartCount));
-    StateOf(c.Obj(f::kState), &out.state, &out.state_reason, &out.exit_code);
-    StateOf(c.Obj(f::kLastState), &out.last_state, &out.last_state_reason, &out.last_exit_code);
-    s.Take(c.status);
-    p.status.container_statuses.push_back(std::move(out));
-  }
+  p.status.init_container_statuses = ContainerStatuses(s, f::kInitContainerStatuses);
+  p.status.container_statuses = ContainerStatuses(s, f::kContainerStatuses);
   r.Take(s.status);
   if (!r.status.ok()) return r.status;
   return p;
@@ -374,7 +428,7 @@ Json Pod::ToJson() const {
 
 bool Node::Ready() const {
   for (const auto& c : conditions) {
-    if (c.type == "Ready") return c.status == "True";
+    if (c.type == f::kConditionReady) return c.status == f::kConditionTrue;
   }
   return false;
 }
@@ -388,10 +442,21 @@ Result<Node> Node::FromJson(const Json& j) {
   if (!md.ok()) return md.status();
   n.metadata = *md;
   n.spec = r.Obj(f::kSpec);
+  Reader spec{n.spec, "spec", {}};
+  for (const auto& t : spec.Arr(f::kTaints)) {
+    Reader tr{t, "spec.taints[]", {}};
+    n.taints.push_back({tr.Str(f::kKey), tr.Str(f::kValue), tr.Str(f::kEffect)});
+    spec.Take(tr.status);
+  }
+  r.Take(spec.status);
   Reader s{r.Obj(f::kStatus), "status", {}};
-  n.capacity = s.StrMap(f::kCapacity);
-  n.allocatable = s.StrMap(f::kAllocatable);
+  n.capacity = Quantities(s, f::kCapacity);
+  n.allocatable = Quantities(s, f::kAllocatable);
   n.conditions = Conditions(s);
+  Reader info{s.Obj(f::kNodeInfo), "status.nodeInfo", {}};
+  n.node_info = {info.Str(f::kOsImage), info.Str(f::kKernelVersion), info.Str(f::kContainerRuntimeVersion),
+                 info.Str(f::kKubeletVersion)};
+  s.Take(info.status);
   for (const auto& a : s.Arr(f::kAddresses)) {
     Reader ar{a, "status.addresses[]", {}};
     n.addresses.push_back({ar.Str(f::kType), ar.Str(f::kAddress)});

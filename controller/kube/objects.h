@@ -35,7 +35,7 @@ struct OwnerReference {
 struct ObjectMeta {
   std::string name;
   std::string generate_name;
-  std::string ns;  // metadata.namespace
+  std::string namespace_;
   std::string uid;
   std::string resource_version;
   int64_t generation = 0;
@@ -49,7 +49,7 @@ struct ObjectMeta {
   static Result<ObjectMeta> FromJson(const Json& j);
   Json ToJson() const;
   // "ns/name", or "name" for cluster-scoped objects: the informer's key.
-  std::string Key() const { return ns.empty() ? name : ns + "/" + name; }
+  std::string Key() const { return namespace_.empty() ? name : namespace_ + "/" + name; }
 };
 
 // metav1.Condition.
@@ -90,7 +90,7 @@ struct ObjectReference {
   std::string api_version;
   std::string kind;
   std::string name;
-  std::string ns;
+  std::string namespace_;
   std::string uid;
   std::string resource_version;
   // From any object JSON (apiVersion, kind, metadata).
@@ -128,9 +128,11 @@ struct ContainerStatus {
   bool ready = false;
   bool started = false;
   int32_t restart_count = 0;
-  std::string state;         // waiting | running | terminated | ""
-  std::string state_reason;  // e.g. ContainerCreating, OOMKilled
-  int32_t exit_code = 0;     // terminated only
+  std::string state;          // waiting | running | terminated | ""
+  std::string state_reason;   // e.g. ContainerCreating, OOMKilled
+  std::string state_message;  // the kubelet's words (the image, the missing Secret key)
+  int32_t exit_code = 0;      // terminated only
+  int32_t signal = 0;         // terminated by this signal; 0: not said
   std::string last_state;
   std::string last_state_reason;
   int32_t last_exit_code = 0;
@@ -144,9 +146,14 @@ struct PodStatus {
   std::string host_ip;
   std::string qos_class;
   std::vector<Condition> conditions;
+  std::vector<ContainerStatus> init_container_statuses;
   std::vector<ContainerStatus> container_statuses;
   // The condition of this type, if present.
   const Condition* FindCondition(const std::string& type) const;
+  // The status of container `name`, if present.
+  const ContainerStatus* FindContainer(const std::string& name) const;
+  // The Ready condition is True.
+  bool Ready() const;
 };
 
 struct Pod {
@@ -154,6 +161,8 @@ struct Pod {
   Json spec = Json::object();
   PodStatus status;
   std::string NodeName() const;
+  // metadata.deletionTimestamp is set: the pod is going.
+  bool Terminating() const { return metadata.deletion_timestamp.has_value(); }
   static Result<Pod> FromJson(const Json& j);
   Json ToJson() const;  // status is not written: it belongs to the kubelet
 };
@@ -163,13 +172,30 @@ struct NodeAddress {
   std::string address;
 };
 
+struct Taint {
+  std::string key;
+  std::string value;
+  std::string effect;  // NoSchedule | PreferNoSchedule | NoExecute
+};
+
+// status.nodeInfo, as far as a report describes a node.
+struct NodeSystemInfo {
+  std::string os_image;
+  std::string kernel_version;
+  std::string container_runtime_version;
+  std::string kubelet_version;
+};
+
 struct Node {
   ObjectMeta metadata;
   Json spec = Json::object();
+  std::vector<Taint> taints;  // spec.taints
+  // Quantities as text ("8", "15Gi"); a number the server sent is kept as its text.
   std::map<std::string, std::string> capacity;
   std::map<std::string, std::string> allocatable;
   std::vector<Condition> conditions;
   std::vector<NodeAddress> addresses;
+  NodeSystemInfo node_info;
   bool Ready() const;
   bool Unschedulable() const;
   static Result<Node> FromJson(const Json& j);

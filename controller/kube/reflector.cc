@@ -1,4 +1,5 @@
 #include "controller/kube/reflector.h"
+#include "common/mutex.h"
 
 #include <random>
 
@@ -16,18 +17,18 @@ Reflector::Reflector(Client& client, ResourceType resource, std::string ns, Refl
       clock_(clock) {}
 
 std::string Reflector::last_resource_version() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return last_rv_;
 }
 
 Reflector::Stats Reflector::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 
 void Reflector::SetRv(const std::string& rv) {
   if (rv.empty()) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   last_rv_ = rv;
 }
 
@@ -35,7 +36,7 @@ bool Reflector::Wait(const ApiError* error, Backoff& backoff, std::stop_token st
                      const char* next) {
   std::chrono::nanoseconds wait = backoff.Next();
   if (error && error->reason == Reason::kTooManyRequests) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.throttled;
   }
   const bool told = error && error->retry_after && error->retry_after->count() > 0;
@@ -55,7 +56,7 @@ void Reflector::Run(std::stop_token stop) {
     switch (state) {
       case State::kList: {
         {
-          std::lock_guard<std::mutex> lock(mu_);
+          MutexLock lock(mu_);
           ++stats_.lists;
         }
         ListOptions lo;
@@ -65,7 +66,7 @@ void Reflector::Run(std::stop_token stop) {
         auto list = client_.ListAll(resource_, ns_, lo);
         if (!list.ok()) {
           {
-            std::lock_guard<std::mutex> lock(mu_);
+            MutexLock lock(mu_);
             ++stats_.failures;
           }
           if (!Wait(&list.error(), backoff, stop, "list", "listing again")) return;
@@ -86,7 +87,7 @@ void Reflector::Run(std::stop_token stop) {
         wo.allow_bookmarks = true;
         wo.timeout_seconds = std::chrono::seconds(pick(rng));
         {
-          std::lock_guard<std::mutex> lock(mu_);
+          MutexLock lock(mu_);
           ++stats_.watches;
         }
         bool gone = false;
@@ -119,7 +120,7 @@ void Reflector::Run(std::stop_token stop) {
             },
             stop);
         {
-          std::lock_guard<std::mutex> lock(mu_);
+          MutexLock lock(mu_);
           stats_.events += events;
         }
         if (stop.stop_requested()) return;
@@ -131,7 +132,7 @@ void Reflector::Run(std::stop_token stop) {
         if (gone || (!end.ok() && end.reason() == Reason::kGone)) {
           spdlog::warn("watch {} from resourceVersion {}: 410 Expired; listing again", resource_.plural,
                        wo.resource_version);
-          std::lock_guard<std::mutex> lock(mu_);
+          MutexLock lock(mu_);
           ++stats_.relists_after_gone;
           state = State::kList;
           break;
@@ -139,7 +140,7 @@ void Reflector::Run(std::stop_token stop) {
         if (!end.ok() || error_event) {
           const ApiError& err = end.ok() ? *error_event : end.error();
           {
-            std::lock_guard<std::mutex> lock(mu_);
+            MutexLock lock(mu_);
             ++stats_.failures;
           }
           // Transport failures and overload keep the RV and re-watch; other

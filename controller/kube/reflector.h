@@ -19,7 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "controller/kube/backoff.h"
+#include "common/backoff.h"
+#include "common/mutex.h"
 #include "controller/kube/client.h"
 #include "controller/kube/clock.h"
 
@@ -76,9 +77,9 @@ class Reflector {
   const ReflectorOptions options_;
   ReflectorSink& sink_;
   Clock& clock_;
-  mutable std::mutex mu_;
-  std::string last_rv_;  // guarded by mu_
-  Stats stats_;          // guarded by mu_
+  mutable Mutex mu_;
+  std::string last_rv_ GUARDED_BY(mu_);
+  Stats stats_ GUARDED_BY(mu_);
 };
 
 }  // namespace fairbench::kube

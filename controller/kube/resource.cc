@@ -31,6 +31,7 @@ namespace resources {
 ResourceType Pods() { return {"", "v1", "Pod", "pods", Scope::kNamespaced}; }
 ResourceType Services() { return {"", "v1", "Service", "services", Scope::kNamespaced}; }
 ResourceType ConfigMaps() { return {"", "v1", "ConfigMap", "configmaps", Scope::kNamespaced}; }
+ResourceType Secrets() { return {"", "v1", "Secret", "secrets", Scope::kNamespaced}; }
 ResourceType Events() { return {"", "v1", "Event", "events", Scope::kNamespaced}; }
 ResourceType Nodes() { return {"", "v1", "Node", "nodes", Scope::kCluster}; }
 ResourceType Namespaces() { return {"", "v1", "Namespace", "namespaces", Scope::kCluster}; }

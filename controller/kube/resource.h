@@ -34,6 +34,7 @@ namespace resources {
 ResourceType Pods();
 ResourceType Services();
 ResourceType ConfigMaps();
+ResourceType Secrets();
 ResourceType Events();
 ResourceType Nodes();
 ResourceType Namespaces();

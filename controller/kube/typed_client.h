@@ -38,7 +38,7 @@ class TypedClient {
     return out;
   }
   ApiResult<T> Create(const T& object, const WriteOptions& options = {}) {
-    return Decode(client_.Create(resource_, object.metadata.ns, object.ToJson(), options));
+    return Decode(client_.Create(resource_, object.metadata.namespace_, object.ToJson(), options));
   }
   ApiResult<T> Update(const T& object, const WriteOptions& options = {}) {
     return Decode(client_.Update(resource_, object.ToJson(), options));

@@ -1,7 +1,9 @@
 #include "controller/kube/work_queue.h"
 
 #include <algorithm>
-#include <cmath>
+
+#include "common/backoff.h"
+#include "common/mutex.h"
 
 namespace fairbench::kube {
 
@@ -22,12 +24,12 @@ bool WorkQueue::AddLocked(const std::string& key) {
 }
 
 bool WorkQueue::Add(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return AddLocked(key);
 }
 
 void WorkQueue::AddAfter(const std::string& key, std::chrono::nanoseconds delay) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (shutdown_) return;
   if (delay <= std::chrono::nanoseconds::zero()) {
     AddLocked(key);
@@ -43,22 +45,20 @@ void WorkQueue::AddAfter(const std::string& key, std::chrono::nanoseconds delay)
 void WorkQueue::AddRateLimited(const std::string& key) {
   std::chrono::nanoseconds delay;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    int n = failures_[key]++;
-    double d = static_cast<double>(options_.base_delay.count()) * std::pow(2.0, std::min(n, 62));
-    d = std::min(d, static_cast<double>(options_.max_delay.count()));
-    delay = std::chrono::milliseconds(static_cast<int64_t>(d));
+    MutexLock lock(mu_);
+    const int n = failures_[key]++;
+    delay = BackoffDelay(BackoffPolicy{options_.base_delay, options_.max_delay, 2.0, 0.0}, static_cast<uint32_t>(n), 0);
   }
   AddAfter(key, delay);
 }
 
 void WorkQueue::Forget(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   failures_.erase(key);
 }
 
 int WorkQueue::NumRequeues(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = failures_.find(key);
   return it == failures_.end() ? 0 : it->second;
 }
@@ -76,7 +76,7 @@ void WorkQueue::PromoteDueLocked(std::chrono::steady_clock::time_point now) {
 }
 
 std::optional<std::string> WorkQueue::Get(std::stop_token stop) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
     if (shutdown_ || stop.stop_requested()) return std::nullopt;
     PromoteDueLocked(std::chrono::steady_clock::now());
@@ -88,19 +88,19 @@ std::optional<std::string> WorkQueue::Get(std::stop_token stop) {
       return key;
     }
     if (waiting_.empty()) {
-      cv_.wait(lock, stop, [&] { return shutdown_ || !queue_.empty() || !waiting_.empty(); });
+      cv_.wait(lock, stop, [&]() REQUIRES(mu_) { return shutdown_ || !queue_.empty() || !waiting_.empty(); });
     } else {
       auto next = std::min_element(waiting_.begin(), waiting_.end(),
                                    [](const auto& a, const auto& b) { return a.second < b.second; })
                       ->second;
       uint64_t epoch = waiting_epoch_;
-      cv_.wait_until(lock, stop, next, [&] { return shutdown_ || !queue_.empty() || waiting_epoch_ != epoch; });
+      cv_.wait_until(lock, stop, next, [&]() REQUIRES(mu_) { return shutdown_ || !queue_.empty() || waiting_epoch_ != epoch; });
     }
   }
 }
 
 void WorkQueue::Done(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   processing_.erase(key);
   if (dirty_.count(key)) {
     queue_.push_back(key);
@@ -109,23 +109,23 @@ void WorkQueue::Done(const std::string& key) {
 }
 
 void WorkQueue::ShutDown() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   shutdown_ = true;
   cv_.notify_all();
 }
 
 bool WorkQueue::shutting_down() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return shutdown_;
 }
 
 size_t WorkQueue::Len() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return queue_.size();
 }
 
 uint64_t WorkQueue::dropped() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return dropped_;
 }
 

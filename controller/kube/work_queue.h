@@ -21,6 +21,8 @@
 #include <stop_token>
 #include <string>
 
+#include "common/mutex.h"
+
 namespace fairbench::kube {
 
 struct WorkQueueOptions {
@@ -50,20 +52,20 @@ class WorkQueue {
   uint64_t dropped() const;
 
  private:
-  bool AddLocked(const std::string& key);
-  void PromoteDueLocked(std::chrono::steady_clock::time_point now);
+  bool AddLocked(const std::string& key) REQUIRES(mu_);
+  void PromoteDueLocked(std::chrono::steady_clock::time_point now) REQUIRES(mu_);
 
   const WorkQueueOptions options_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable_any cv_;
-  std::deque<std::string> queue_;                                      // guarded by mu_
-  std::set<std::string> dirty_;                                        // guarded by mu_
-  std::set<std::string> processing_;                                   // guarded by mu_
-  std::map<std::string, std::chrono::steady_clock::time_point> waiting_;  // guarded by mu_
-  std::map<std::string, int> failures_;                                // guarded by mu_
-  uint64_t waiting_epoch_ = 0;  // guarded by mu_; wakes Get when a sooner delay arrives
-  bool shutdown_ = false;                                              // guarded by mu_
-  uint64_t dropped_ = 0;                                               // guarded by mu_
+  std::deque<std::string> queue_ GUARDED_BY(mu_);
+  std::set<std::string> dirty_ GUARDED_BY(mu_);
+  std::set<std::string> processing_ GUARDED_BY(mu_);
+  std::map<std::string, std::chrono::steady_clock::time_point> waiting_ GUARDED_BY(mu_);
+  std::map<std::string, int> failures_ GUARDED_BY(mu_);
+  uint64_t waiting_epoch_ GUARDED_BY(mu_) = 0;  // wakes Get when a sooner delay arrives
+  bool shutdown_ GUARDED_BY(mu_) = false;
+  uint64_t dropped_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace fairbench::kube

@@ -1,4 +1,5 @@
 #include "controller/metrics/registry.h"
+#include "common/mutex.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -25,7 +26,7 @@ MetricRegistry::FamilyId MetricRegistry::Declare(std::string name, std::string h
   for (size_t i = 0; i < bounds.size(); ++i) {
     if (!(bounds[i] < 1e308) || (i > 0 && !(bounds[i] > bounds[i - 1]))) Die(name + ": bounds must ascend and be finite");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const Family& f : families_) {
     if (f.meta.name == name) Die("metric '" + name + "' declared twice");
   }
@@ -68,18 +69,18 @@ Series& MetricRegistry::At(FamilyId family, const LabelValues& labels, MetricTyp
 }
 
 void MetricRegistry::Set(FamilyId family, const LabelValues& labels, double value) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   At(family, labels, MetricType::kGauge).value = value;
 }
 
 void MetricRegistry::Add(FamilyId family, const LabelValues& labels, double delta) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   At(family, labels, MetricType::kGauge).value += delta;
 }
 
 void MetricRegistry::SetHistogram(FamilyId family, const LabelValues& labels, std::vector<uint64_t> cumulative,
                                   uint64_t count, double sum) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Series& s = At(family, labels, MetricType::kHistogram);
   if (cumulative.size() != families_[family].meta.bounds.size()) Die(families_[family].meta.name + ": wrong bucket count");
   s.buckets = std::move(cumulative);
@@ -88,12 +89,12 @@ void MetricRegistry::SetHistogram(FamilyId family, const LabelValues& labels, st
 }
 
 void MetricRegistry::Remove(FamilyId family, const LabelValues& labels) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (family < families_.size()) families_[family].series.erase(labels);
 }
 
 size_t MetricRegistry::RemoveWhere(const std::string& label_name, const std::string& value) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   size_t removed = 0;
   for (Family& f : families_) {
     const auto& names = f.meta.label_names;
@@ -113,20 +114,20 @@ size_t MetricRegistry::RemoveWhere(const std::string& label_name, const std::str
 }
 
 void MetricRegistry::AddCollector(std::function<void()> collector) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   collectors_.push_back(std::move(collector));
 }
 
 std::vector<MetricFamily> MetricRegistry::Collect() const {
   std::vector<std::function<void()>> collectors;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     collectors = collectors_;
   }
   for (const auto& c : collectors) c();
   std::vector<MetricFamily> out;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     out.reserve(families_.size());
     for (const Family& f : families_) {
       MetricFamily m = f.meta;
@@ -140,7 +141,7 @@ std::vector<MetricFamily> MetricRegistry::Collect() const {
 }
 
 bool MetricRegistry::Get(FamilyId family, const LabelValues& labels, double* value) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (family >= families_.size()) return false;
   const auto it = families_[family].series.find(labels);
   if (it == families_[family].series.end()) return false;
@@ -149,7 +150,7 @@ bool MetricRegistry::Get(FamilyId family, const LabelValues& labels, double* val
 }
 
 size_t MetricRegistry::series_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   size_t n = 0;
   for (const Family& f : families_) n += f.series.size();
   return n;

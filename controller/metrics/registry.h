@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "controller/metrics/metric_family.h"
 
 namespace fairbench::metrics {
@@ -68,11 +69,11 @@ class MetricRegistry {
   };
   FamilyId Declare(std::string name, std::string help, MetricType type, std::vector<std::string> label_names,
                    std::vector<double> bounds);
-  Series& At(FamilyId family, const LabelValues& labels, MetricType expected);  // mu_ held
+  Series& At(FamilyId family, const LabelValues& labels, MetricType expected) REQUIRES(mu_);
 
-  mutable std::mutex mu_;
-  std::vector<Family> families_;                     // guarded by mu_
-  std::vector<std::function<void()>> collectors_;    // guarded by mu_
+  mutable Mutex mu_;
+  std::vector<Family> families_ GUARDED_BY(mu_);
+  std::vector<std::function<void()>> collectors_ GUARDED_BY(mu_);
 };
 
 }  // namespace fairbench::metrics

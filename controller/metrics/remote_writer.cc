@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <mutex>
 
+#include "common/backoff.h"
+#include "common/mutex.h"
+
 namespace fairbench::metrics {
 namespace {
 
@@ -65,7 +68,7 @@ RemoteWriter::~RemoteWriter() {
 bool RemoteWriter::Enqueue(std::vector<RemoteSample> batch) {
   if (batch.empty()) return true;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_ || stats_.samples_queued + batch.size() > options_.max_queued_samples) {
       stats_.samples_dropped += batch.size();
       return false;
@@ -79,7 +82,7 @@ bool RemoteWriter::Enqueue(std::vector<RemoteSample> batch) {
 
 void RemoteWriter::Stop(std::chrono::milliseconds flush) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!stopping_) {
       stopping_ = true;
       deadline_ = Clock::now() + flush;
@@ -90,12 +93,12 @@ void RemoteWriter::Stop(std::chrono::milliseconds flush) {
 }
 
 RemoteWriterStats RemoteWriter::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 
 bool RemoteWriter::Backoff(std::chrono::milliseconds d) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const auto until = Clock::now() + d;
   // A stop does not cut the wait short unless the flush deadline comes first.
   while (Clock::now() < until) {
@@ -130,8 +133,8 @@ void RemoteWriter::Loop() {
   for (;;) {
     std::vector<RemoteSample> samples;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      MutexLock lock(mu_);
+      cv_.wait(lock, [&]() REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, nothing left
       if (stopping_ && Clock::now() >= deadline_) {
         for (const auto& b : queue_) stats_.samples_dropped += b.size();
@@ -148,13 +151,13 @@ void RemoteWriter::Loop() {
       }
     }
     const std::string body = SnappyCompress(EncodeWriteRequest(samples));
-    auto backoff = options_.min_backoff;
+    const BackoffPolicy retry{options_.min_backoff, options_.max_backoff, 2.0, 0.0};
     bool delivered = false;
     std::string error;
     for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
       auto timeout = options_.request_timeout;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         if (stopping_) {
           const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
           if (left.count() <= 0) break;
@@ -167,14 +170,17 @@ void RemoteWriter::Loop() {
         break;
       }
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         ++stats_.failed_requests;
         stats_.last_error = error;
       }
-      if (outcome == PostOutcome::kFinal || attempt == options_.max_attempts || !Backoff(backoff)) break;
-      backoff = std::min(backoff * 2, options_.max_backoff);
+      if (outcome == PostOutcome::kFinal || attempt == options_.max_attempts ||
+          !Backoff(std::chrono::duration_cast<std::chrono::milliseconds>(
+              BackoffDelay(retry, static_cast<uint32_t>(attempt - 1), 0)))) {
+        break;
+      }
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stats_.samples_queued -= samples.size();
     if (delivered) {
       stats_.samples_sent += samples.size();

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "controller/metrics/sample_sink.h"
 #include "controller/metrics/write_request.h"
@@ -78,12 +79,12 @@ class RemoteWriter final : public SampleSink {
   const RemoteWriterOptions options_;
   void* curl_ = nullptr;  // CURL*, used by the sender thread only
   void* headers_ = nullptr;  // curl_slist*
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::vector<RemoteSample>> queue_;  // guarded by mu_
-  RemoteWriterStats stats_;                      // guarded by mu_
-  bool stopping_ = false;                        // guarded by mu_
-  std::chrono::steady_clock::time_point deadline_;  // guarded by mu_; valid when stopping_
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::deque<std::vector<RemoteSample>> queue_ GUARDED_BY(mu_);
+  RemoteWriterStats stats_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::chrono::steady_clock::time_point deadline_ GUARDED_BY(mu_);  // valid when stopping_
   std::thread thread_;
 };
 

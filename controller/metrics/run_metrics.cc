@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "common/mutex.h"
 #include "controller/metrics/exposition.h"
 #include "controller/metrics/latency_buckets.h"
 
@@ -124,7 +125,7 @@ std::vector<std::string> RunMetrics::Labels(const CellKey& key) const {
 }
 
 void RunMetrics::RunQueued(const std::string& run) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   RunState& rs = runs_[run];
   rs.phase = api::RunPhase::kQueued;
   rs.expires.reset();
@@ -132,7 +133,7 @@ void RunMetrics::RunQueued(const std::string& run) {
 }
 
 void RunMetrics::OnPersist(const report::RunRecord& record) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const std::string& name = record.run.metadata.name;
   RunState& rs = runs_[name];
   rs.phase = record.run.status.phase.value_or(api::RunPhase::kRunning);
@@ -169,7 +170,7 @@ void RunMetrics::SetAgentRefusals(uint64_t token, uint64_t full, uint64_t pendin
 }
 
 void RunMetrics::Expire() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ExpireLocked();
 }
 
@@ -202,7 +203,7 @@ void RunMetrics::PublishRuns() {
 }
 
 void RunMetrics::OnStage(const api::BenchmarkRun& run, const api::CurrentCell& current) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const std::string& name = run.metadata.name;
   RunState& rs = runs_[name];
   if (!Terminal(rs.phase)) rs.phase = api::RunPhase::kRunning;
@@ -227,7 +228,7 @@ void RunMetrics::OnStage(const api::BenchmarkRun& run, const api::CurrentCell& c
 void RunMetrics::OnCellDone(const report::RunRecord& record, const report::CellRecord& cell) {
   const api::CellResult& r = cell.result;
   if (r.state != api::CellState::kSucceeded || !r.memory_loaded) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const CellKey key{record.run.metadata.name, r.target, r.scenario, r.connections};
   registry_.Set(target_memory_peak_, Labels(key), static_cast<double>(*r.memory_loaded));
 }
@@ -271,7 +272,7 @@ void RunMetrics::AppendCellCounters(const CellKey& key, const CellState& st, int
 
 void RunMetrics::OnInterval(const std::string& run, const api::CurrentCell& cell, const Snapshot& merged,
                             api::Time end) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const CellKey key{run, cell.target, cell.scenario, cell.connections};
   CellState& st = cells_[key];
   if (st.buckets.empty()) st.buckets.assign(LatencyBoundsSeconds().size() + 1, 0);
@@ -313,7 +314,7 @@ void RunMetrics::OnInterval(const std::string& run, const api::CurrentCell& cell
 
 void RunMetrics::OnTargetUsage(const std::string& run, const api::CurrentCell& cell,
                                const controller::TargetUsage& usage) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const std::vector<std::string> t = {run, cell.target};
   registry_.Set(target_memory_, t, static_cast<double>(usage.memory_bytes));
   registry_.Set(target_cpu_, t, usage.cpu_seconds);

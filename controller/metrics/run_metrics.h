@@ -43,6 +43,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/mutex.h"
 #include "controller/metrics/registry.h"
 #include "controller/metrics/sample_sink.h"
 #include "controller/orchestrator/run_observer.h"
@@ -99,20 +100,20 @@ class RunMetrics final : public controller::RunObserver {
     std::optional<api::Time> last_sent;
   };
 
-  void PublishCell(const CellKey& key, const CellState& st);  // mu_ held
+  void PublishCell(const CellKey& key, const CellState& st) REQUIRES(mu_);
   void AppendCellCounters(const CellKey& key, const CellState& st, int64_t ts_ms,
                           std::vector<RemoteSample>& out) const;
-  void PublishRuns();  // mu_ held
-  void ExpireLocked();  // mu_ held
+  void PublishRuns() REQUIRES(mu_);
+  void ExpireLocked() REQUIRES(mu_);
   std::vector<std::string> Labels(const CellKey& key) const;
 
   MetricRegistry& registry_;
   const RunMetricsOptions options_;
-  std::mutex mu_;
-  std::map<CellKey, CellState> cells_;               // guarded by mu_
-  std::map<std::string, RunState> runs_;             // guarded by mu_
-  std::map<std::pair<std::string, std::string>, UsageState> usage_;  // guarded by mu_
-  std::optional<std::pair<std::string, std::string>> slot_holder_;   // guarded by mu_
+  Mutex mu_;
+  std::map<CellKey, CellState> cells_ GUARDED_BY(mu_);
+  std::map<std::string, RunState> runs_ GUARDED_BY(mu_);
+  std::map<std::pair<std::string, std::string>, UsageState> usage_ GUARDED_BY(mu_);
+  std::optional<std::pair<std::string, std::string>> slot_holder_ GUARDED_BY(mu_);
 
   MetricRegistry::FamilyId requests_, read_bytes_, errors_, responses_, duration_, agent_cpu_;
   MetricRegistry::FamilyId rps_, percentile_, connections_open_;

@@ -1,4 +1,5 @@
 #include "controller/operator/executor.h"
+#include "common/mutex.h"
 
 #include <spdlog/spdlog.h>
 
@@ -12,7 +13,7 @@ OrchestratorExecutor::~OrchestratorExecutor() { Shutdown(); }
 
 void OrchestratorExecutor::Shutdown() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     shut_down_ = true;
     cancel_requested_ = true;
     if (orchestrator_ != nullptr) orchestrator_->Cancel();
@@ -25,7 +26,7 @@ void OrchestratorExecutor::ReleaseForExit() {
   std::lock_guard<std::mutex> threads(thread_mu_);
   bool finished = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     shut_down_ = true;
     finished = finished_;
   }
@@ -38,14 +39,14 @@ void OrchestratorExecutor::ReleaseForExit() {
 }
 
 std::string OrchestratorExecutor::Active() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return active_;
 }
 
 Status OrchestratorExecutor::Start(const std::string& key, const api::BenchmarkRun& run) {
   std::lock_guard<std::mutex> threads(thread_mu_);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (shut_down_) return Status::Cancelled("the executor is shutting down");
     if (!active_.empty()) return Status::FailedPrecondition("run " + active_ + " is being executed");
   }
@@ -53,7 +54,7 @@ Status OrchestratorExecutor::Start(const std::string& key, const api::BenchmarkR
   if (thread_.joinable()) thread_.join();
   auto parts = factory_(run);
   if (!parts.ok()) return parts.status();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (shut_down_) return Status::Cancelled("the executor is shutting down");
   active_ = key;
   cancel_requested_ = false;
@@ -63,7 +64,7 @@ Status OrchestratorExecutor::Start(const std::string& key, const api::BenchmarkR
 }
 
 void OrchestratorExecutor::Cancel(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (active_ != key) return;
   cancel_requested_ = true;
   if (orchestrator_ != nullptr) orchestrator_->Cancel();
@@ -72,7 +73,7 @@ void OrchestratorExecutor::Cancel(const std::string& key) {
 void OrchestratorExecutor::Execute(std::string key, api::BenchmarkRun run, RunParts parts) {
   Orchestrator orchestrator(*parts.platform, agents_, options_, parts.observer.get());
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     orchestrator_ = &orchestrator;
     if (cancel_requested_) orchestrator.Cancel();
   }
@@ -80,18 +81,18 @@ void OrchestratorExecutor::Execute(std::string key, api::BenchmarkRun run, RunPa
   Result<report::RunRecord> record = orchestrator.Run(run, *parts.store, /*resume=*/true);
   if (!record.ok()) spdlog::error("run {} ended early: {}", key, record.status().message());
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     orchestrator_ = nullptr;
   }
   if (parts.finish) parts.finish(record);
   parts.observer.reset();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     active_.clear();
   }
   spdlog::info("run {} is over", key);
   if (on_idle_) on_idle_();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   finished_ = true;
 }
 

@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "common/mutex.h"
 #include "controller/hub/agent_pool.h"
 #include "controller/operator/reconciler.h"
 #include "controller/orchestrator/orchestrator.h"
@@ -58,12 +59,12 @@ class OrchestratorExecutor final : public RunExecutor {
   const OrchestratorOptions options_;
   const Factory factory_;
   const std::function<void()> on_idle_;
-  mutable std::mutex mu_;
-  std::string active_;                         // guarded by mu_
-  Orchestrator* orchestrator_ = nullptr;       // guarded by mu_; of the active run
-  bool cancel_requested_ = false;              // guarded by mu_
-  bool shut_down_ = false;                     // guarded by mu_
-  bool finished_ = true;                       // guarded by mu_; thread_ has nothing left to do
+  mutable Mutex mu_;
+  std::string active_ GUARDED_BY(mu_);
+  Orchestrator* orchestrator_ GUARDED_BY(mu_) = nullptr;  // of the active run
+  bool cancel_requested_ GUARDED_BY(mu_) = false;
+  bool shut_down_ GUARDED_BY(mu_) = false;
+  bool finished_ GUARDED_BY(mu_) = true;  // thread_ has nothing left to do
   std::mutex thread_mu_;                       // held to start, join or replace thread_
   std::thread thread_;                         // joined before the next Start
 };

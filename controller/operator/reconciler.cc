@@ -9,64 +9,55 @@
 #include "common/api/conditions.h"
 #include "common/api/loader.h"
 #include "common/api/validate.h"
+#include "common/api/well_known.h"
+#include "controller/kube/api_fields.h"
+#include "controller/kube/json_read.h"
 
 namespace fairbench::controller {
 namespace {
 
 using kube::Json;
+namespace jr = kube::json_read;
+namespace f = kube::fields;
 
 api::Time WallNow() {
   return std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now());
-}
-
-const Json* Find(const Json& j, std::initializer_list<const char*> path) {
-  const Json* at = &j;
-  for (const char* p : path) {
-    if (!at->is_object()) return nullptr;
-    auto it = at->find(p);
-    if (it == at->end()) return nullptr;
-    at = &*it;
-  }
-  return at;
-}
-
-std::string StringAt(const Json& j, std::initializer_list<const char*> path) {
-  const Json* v = Find(j, path);
-  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
 }
 
 bool Terminal(std::optional<api::RunPhase> p) {
   return p == api::RunPhase::kSucceeded || p == api::RunPhase::kFailed || p == api::RunPhase::kCancelled;
 }
 
+// Read straight from the object, not through a typed copy: NextRunnable
+// asks them of every cached run on each resync.
+const Json& Metadata(const Json& object) { return jr::Object(object, f::kMetadata); }
+
 bool HasFinalizer(const Json& object) {
-  const Json* f = Find(object, {"metadata", "finalizers"});
-  if (f == nullptr || !f->is_array()) return false;
-  return std::any_of(f->begin(), f->end(), [](const Json& v) { return v.is_string() && v.get<std::string>() == kFinalizer; });
+  const Json& finalizers = jr::Array(Metadata(object), f::kFinalizers);
+  return std::any_of(finalizers.begin(), finalizers.end(),
+                     [](const Json& v) { return v.is_string() && v.get<std::string>() == api::kFinalizer; });
+}
+
+bool CancelRequested(const kube::ObjectMeta& meta) {
+  const auto it = meta.annotations.find(api::annotation::kCancel);
+  return it != meta.annotations.end() && !it->second.empty() && it->second != "false";
 }
 
 bool CancelRequested(const Json& object) {
-  const std::string v = StringAt(object, {"metadata", "annotations", kCancelAnnotation});
+  const std::string v = jr::String(jr::Object(Metadata(object), f::kAnnotations), api::annotation::kCancel);
   return !v.empty() && v != "false";
 }
 
-bool BeingDeleted(const Json& object) { return Find(object, {"metadata", "deletionTimestamp"}) != nullptr; }
+bool BeingDeleted(const Json& object) { return !jr::String(Metadata(object), f::kDeletionTimestamp).empty(); }
 
-int64_t Generation(const Json& object) {
-  const Json* g = Find(object, {"metadata", "generation"});
-  return g != nullptr && g->is_number_integer() ? g->get<int64_t>() : 0;
-}
+RunIdentity IdentityOf(const kube::ObjectMeta& meta) { return RunIdentity{meta.name, meta.namespace_, meta.uid}; }
 
 }  // namespace
 
-std::string KeyOf(const Json& object) {
-  const std::string ns = StringAt(object, {"metadata", "namespace"});
-  const std::string name = StringAt(object, {"metadata", "name"});
-  return ns.empty() ? name : ns + "/" + name;
-}
+std::string KeyOf(const Json& object) { return kube::ObjectKey(object); }
 
 std::optional<api::RunPhase> PhaseOf(const Json& object) {
-  const std::string phase = StringAt(object, {"status", "phase"});
+  const std::string phase = jr::String(jr::Object(object, f::kStatus), f::kPhase);
   for (api::RunPhase p : {api::RunPhase::kQueued, api::RunPhase::kRunning, api::RunPhase::kSucceeded,
                           api::RunPhase::kFailed, api::RunPhase::kCancelled}) {
     if (phase == api::ToString(p)) return p;
@@ -76,53 +67,49 @@ std::optional<api::RunPhase> PhaseOf(const Json& object) {
 
 Reconciler::Reconciler(kube::Client& client, kube::Informer& runs, RunExecutor& executor, kube::EventRecorder* events,
                        ReconcilerOptions options)
-    : client_(client), runs_(runs), executor_(executor), events_(events), options_(std::move(options)) {}
+    : client_(client),
+      runs_(runs),
+      executor_(executor),
+      events_(events),
+      options_(std::move(options)),
+      status_(client, events, options_.field_manager) {}
 
-void Reconciler::Event(const Json& object, bool warning, const std::string& reason, const std::string& message) {
+void Reconciler::Event(const kube::ObjectMeta& meta, bool warning, const std::string& reason, const std::string& message) {
   if (events_ == nullptr) return;
+  const Json object = RunStatusClient::ObjectOf(IdentityOf(meta));
   const kube::ApiStatus s = warning ? events_->Warning(object, reason, message) : events_->Normal(object, reason, message);
-  if (!s.ok()) spdlog::warn("event {} for {}: {}", reason, KeyOf(object), s.error().message);
+  if (!s.ok()) spdlog::warn("event {} for {}: {}", reason, meta.Key(), s.error().message);
 }
 
-Status Reconciler::PatchStatus(const Json& object, const api::BenchmarkRunStatus& status) {
-  const Json patch = {{"status", api::ToJson(status)}};
-  auto r = client_.Patch(kube::resources::BenchmarkRuns(), StringAt(object, {"metadata", "namespace"}),
-                         StringAt(object, {"metadata", "name"}), kube::PatchType::kMerge, patch.dump(), {}, "status");
-  const std::string key = KeyOf(object);
-  if (!r.ok()) {
-    // Refused by authorization: said once, as a Warning Event (Events are
-    // a rule of their own), while the reconcile retries.
-    if (r.error().reason == kube::Reason::kForbidden && status_forbidden_.insert(key).second) {
-      Event(object, true, "StatusForbidden",
-            "status not written: " + r.error().ToString() +
-                " (the controller's Role must allow patch on benchmarkruns/status); retrying until it is allowed");
-    }
-    return Status::Unavailable("status of " + key + ": " + r.error().message);
-  }
-  if (status_forbidden_.erase(key) != 0) Event(object, false, "StatusWritten", "status written again after it was forbidden");
+Status Reconciler::PatchStatus(const kube::ObjectMeta& meta, const api::BenchmarkRunStatus& status) {
+  // A refusal by authorization is told once as an Event by the status
+  // client (Events are a rule of their own), while the reconcile retries.
+  auto r = status_.Write(IdentityOf(meta), status);
+  if (!r.ok()) return Status::Unavailable("status of " + meta.Key() + ": " + r.error().message);
   return Status::Ok();
 }
 
-Status Reconciler::Cleanup(const Json& object) {
-  const std::string ns = StringAt(object, {"metadata", "namespace"});
+Status Reconciler::Cleanup(const kube::ObjectMeta& meta) {
+  const std::string& ns = meta.namespace_;
+  const std::string key = meta.Key();
   kube::ListOptions selector;
-  selector.label_selector = std::string(kRunLabel) + "=" + StringAt(object, {"metadata", "name"});
+  selector.label_selector = std::string(api::label::kRun) + "=" + meta.name;
   kube::DeleteOptions now;
   now.grace_period_seconds = 0;
   now.propagation = kube::PropagationPolicy::kBackground;
   for (const kube::ResourceType& r : {kube::resources::Pods(), kube::resources::ConfigMaps()}) {
     auto d = client_.DeleteCollection(r, ns, selector, now);
     if (!d.ok() && d.error().reason != kube::Reason::kNotFound) {
-      return Status::Unavailable("cleaning up " + KeyOf(object) + ": " + d.error().message);
+      return Status::Unavailable("cleaning up " + key + ": " + d.error().message);
     }
   }
   // Pods of a run in another namespace than the controller's pods.
   if (!options_.pod_namespace.empty() && options_.pod_namespace != ns) {
     kube::ListOptions elsewhere;
-    elsewhere.label_selector = selector.label_selector + ",fairbench.dev/run-namespace=" + ns;
+    elsewhere.label_selector = selector.label_selector + "," + api::label::kRunNamespace + "=" + ns;
     auto d = client_.DeleteCollection(kube::resources::Pods(), options_.pod_namespace, elsewhere, now);
     if (!d.ok() && d.error().reason != kube::Reason::kNotFound) {
-      return Status::Unavailable("cleaning up the pods of " + KeyOf(object) + ": " + d.error().message);
+      return Status::Unavailable("cleaning up the pods of " + key + ": " + d.error().message);
     }
   }
   return Status::Ok();
@@ -138,7 +125,7 @@ std::string Reconciler::NextRunnable() const {
     if (phase != api::RunPhase::kQueued && phase != api::RunPhase::kRunning) return;
     if (BeingDeleted(o) || CancelRequested(o) || !HasFinalizer(o)) return;
     // RFC 3339 in UTC to the second: text order is time order.
-    const std::string created = StringAt(o, {"metadata", "creationTimestamp"});
+    const std::string created = jr::String(Metadata(o), f::kCreationTimestamp);
     const std::string key = KeyOf(o);
     if (best_key.empty() || created < best_time || (created == best_time && key < best_key)) {
       best_key = key;
@@ -158,24 +145,33 @@ Reconciler::Outcome Reconciler::Reconcile(const std::string& key) {
     return out;
   }
   const Json& object = *cached;
-  const std::string ns = StringAt(object, {"metadata", "namespace"});
-  const std::string name = StringAt(object, {"metadata", "name"});
+  auto parsed = kube::ObjectMeta::FromJson(Metadata(object));
+  if (!parsed.ok()) {
+    // The API server would not store such an object: nothing to do but say so.
+    spdlog::warn("{}: {}", key, parsed.status().message());
+    return out;
+  }
+  const kube::ObjectMeta& meta = *parsed;
+  const std::string& ns = meta.namespace_;
+  const std::string& name = meta.name;
+  const bool has_finalizer =
+      std::find(meta.finalizers.begin(), meta.finalizers.end(), api::kFinalizer) != meta.finalizers.end();
 
   // 2. Being deleted: stop it, remove what it created, let it go.
-  if (BeingDeleted(object)) {
+  if (meta.deletion_timestamp) {
     if (active) {
       executor_.Cancel(key);
       out.requeue_after = std::chrono::milliseconds(200);
       return out;
     }
-    if (!HasFinalizer(object)) return out;
-    if (Status s = Cleanup(object); !s.ok()) {
+    if (!has_finalizer) return out;
+    if (Status s = Cleanup(meta); !s.ok()) {
       out.status = s;
       return out;
     }
     Json updated = object;
     Json& finalizers = updated["metadata"]["finalizers"];
-    finalizers.erase(std::remove(finalizers.begin(), finalizers.end(), Json(kFinalizer)), finalizers.end());
+    finalizers.erase(std::remove(finalizers.begin(), finalizers.end(), Json(api::kFinalizer)), finalizers.end());
     auto r = client_.Update(kube::resources::BenchmarkRuns(), updated);
     if (!r.ok() && r.error().reason != kube::Reason::kNotFound) {
       out.status = Status::Unavailable("removing the finalizer of " + key + ": " + r.error().message);
@@ -184,9 +180,9 @@ Reconciler::Outcome Reconciler::Reconcile(const std::string& key) {
   }
 
   // 3. The finalizer, so that a deletion waits for the cleanup.
-  if (!HasFinalizer(object)) {
+  if (!has_finalizer) {
     Json updated = object;
-    updated["metadata"]["finalizers"].push_back(kFinalizer);
+    updated["metadata"]["finalizers"].push_back(api::kFinalizer);
     auto r = client_.Update(kube::resources::BenchmarkRuns(), updated);
     // The informer brings the updated object back; it is reconciled then.
     if (!r.ok()) out.status = Status::Unavailable("adding the finalizer to " + key + ": " + r.error().message);
@@ -207,7 +203,7 @@ Reconciler::Outcome Reconciler::Reconcile(const std::string& key) {
   // 5. What the CRD schema lets through but the model refuses.
   auto run = api::FromKubernetesObject(object);
   if (!run.ok()) {
-    out.status = FailInvalid(object, run.status().message());
+    out.status = FailInvalid(meta, run.status().message());
     return out;
   }
 
@@ -215,31 +211,31 @@ Reconciler::Outcome Reconciler::Reconcile(const std::string& key) {
   // a wrong name is a field error at once).
   if (!phase) {
     if (Status s = ReadScriptConfigMaps(ns, *run); !s.ok()) {
-      out.status = s.code() == Status::Code::kInvalidArgument ? FailInvalid(object, s.message()) : s;
+      out.status = s.code() == Status::Code::kInvalidArgument ? FailInvalid(meta, s.message()) : s;
       return out;
     }
     api::BenchmarkRunStatus queued;
     queued.phase = api::RunPhase::kQueued;
-    queued.observed_generation = Generation(object);
+    queued.observed_generation = meta.generation;
     queued.progress.total = static_cast<int64_t>(api::CountCells(run->spec));
     api::Condition c;
-    c.type = "Queued";
+    c.type = api::condition::kQueued;
     c.status = api::ConditionStatus::kTrue;
-    c.reason = "Queued";
+    c.reason = api::reason::kQueued;
     c.message = "waiting for its turn: runs are executed one at a time, in order of creation";
-    c.observed_generation = Generation(object);
+    c.observed_generation = meta.generation;
     api::SetCondition(queued.conditions, c, WallNow());
-    out.status = PatchStatus(object, queued);
+    out.status = PatchStatus(meta, queued);
     if (out.status.ok()) {
-      Event(object, false, "Queued", std::to_string(queued.progress.total) + " cells queued");
-      for (const std::string& w : api::Warnings(run->spec)) Event(object, true, "SpecWarning", w);
+      Event(meta, false, api::reason::kQueued, std::to_string(queued.progress.total) + " cells queued");
+      for (const std::string& w : api::Warnings(run->spec)) Event(meta, true, api::reason::kSpecWarning, w);
     }
     return out;
   }
 
   // 7. Cancel requested: the active run stops and keeps its record; a
   // queued one never starts.
-  if (CancelRequested(object)) {
+  if (CancelRequested(meta)) {
     if (active) {
       executor_.Cancel(key);
       return out;
@@ -249,14 +245,14 @@ Reconciler::Outcome Reconciler::Reconcile(const std::string& key) {
     status.completion_time = WallNow();
     status.current.reset();
     api::Condition c;
-    c.type = "Progressing";
+    c.type = api::condition::kProgressing;
     c.status = api::ConditionStatus::kFalse;
-    c.reason = "Cancelled";
-    c.message = std::string("cancelled by the ") + kCancelAnnotation + " annotation before it ran";
-    c.observed_generation = Generation(object);
+    c.reason = api::reason::kCancelled;
+    c.message = std::string("cancelled by the ") + api::annotation::kCancel + " annotation before it ran";
+    c.observed_generation = meta.generation;
     api::SetCondition(status.conditions, c, WallNow());
-    out.status = PatchStatus(object, status);
-    if (out.status.ok()) Event(object, false, "Cancelled", c.message);
+    out.status = PatchStatus(meta, status);
+    if (out.status.ok()) Event(meta, false, api::reason::kCancelled, c.message);
     return out;
   }
 
@@ -278,12 +274,11 @@ Reconciler::Outcome Reconciler::Reconcile(const std::string& key) {
     out.status = Status::Unavailable("reading " + key + " before starting it: " + live.error().ToString());
     return out;
   }
-  const std::string live_uid = StringAt(*live, {"metadata", "uid"});
+  const std::string live_uid = jr::String(Metadata(*live), f::kUid);
   const std::optional<api::RunPhase> live_phase = PhaseOf(*live);
-  if (live_uid != StringAt(object, {"metadata", "uid"}) || BeingDeleted(*live) || CancelRequested(*live) ||
-      !live_phase || Terminal(live_phase)) {
+  if (live_uid != meta.uid || BeingDeleted(*live) || CancelRequested(*live) || !live_phase || Terminal(live_phase)) {
     spdlog::info("{}: the cache is behind the server (phase {} there); not starting it now", key,
-                 StringAt(*live, {"status", "phase"}));
+                 jr::String(jr::Object(*live, f::kStatus), f::kPhase));
     // Looked at again soon: by then the cache has caught up and the next
     // runnable run is chosen from it.
     out.requeue_after = std::chrono::milliseconds(500);
@@ -292,7 +287,7 @@ Reconciler::Outcome Reconciler::Reconcile(const std::string& key) {
   // The scripts as they are now: a ConfigMap edited while the run waited is
   // what it runs with.
   if (Status s = ReadScriptConfigMaps(ns, *run); !s.ok()) {
-    out.status = s.code() == Status::Code::kInvalidArgument ? FailInvalid(object, s.message()) : s;
+    out.status = s.code() == Status::Code::kInvalidArgument ? FailInvalid(meta, s.message()) : s;
     return out;
   }
   out.status = executor_.Start(key, *run);
@@ -300,20 +295,20 @@ Reconciler::Outcome Reconciler::Reconcile(const std::string& key) {
   return out;
 }
 
-Status Reconciler::FailInvalid(const Json& object, const std::string& message) {
+Status Reconciler::FailInvalid(const kube::ObjectMeta& meta, const std::string& message) {
   api::BenchmarkRunStatus failed;
   failed.phase = api::RunPhase::kFailed;
-  failed.observed_generation = Generation(object);
+  failed.observed_generation = meta.generation;
   failed.completion_time = WallNow();
   api::Condition c;
-  c.type = "Failed";
+  c.type = api::condition::kFailed;
   c.status = api::ConditionStatus::kTrue;
-  c.reason = "InvalidSpec";
+  c.reason = api::reason::kInvalidSpec;
   c.message = message;
-  c.observed_generation = Generation(object);
+  c.observed_generation = meta.generation;
   api::SetCondition(failed.conditions, c, WallNow());
-  Status s = PatchStatus(object, failed);
-  if (s.ok()) Event(object, true, "InvalidSpec", message);
+  Status s = PatchStatus(meta, failed);
+  if (s.ok()) Event(meta, true, api::reason::kInvalidSpec, message);
   return s;
 }
 
@@ -330,8 +325,9 @@ Status Reconciler::ReadScriptConfigMaps(const std::string& ns, api::BenchmarkRun
       }
       return Status::Unavailable("reading ConfigMap " + ns + "/" + ref.name + " (" + field + "): " + cm.error().ToString());
     }
-    const Json* value = Find(*cm, {"data", ref.key.c_str()});
-    if (value == nullptr || !value->is_string()) {
+    const Json& data = jr::Object(*cm, f::kData);
+    const auto value = data.find(ref.key);
+    if (value == data.end() || !value->is_string()) {
       return Status::InvalidArgument(field + ".key: ConfigMap \"" + ref.name + "\" has no key \"" + ref.key + "\"");
     }
     sc.script->content = value->get<std::string>();

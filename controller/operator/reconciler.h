@@ -23,12 +23,11 @@
 // Runs are executed one at a time, in order of creation. The executor
 // writes the status of the run it executes; the reconciler writes the
 // status of the others. Status goes through the status subresource as a
-// merge patch. Idempotent: reconciling the same state twice changes
+// merge patch (RunStatusClient). Idempotent: reconciling the same state twice changes
 // nothing. Called from one worker thread.
 #pragma once
 
 #include <functional>
-#include <set>
 #include <string>
 
 #include "common/api/benchmark_run.h"
@@ -36,14 +35,9 @@
 #include "controller/kube/client.h"
 #include "controller/kube/event_recorder.h"
 #include "controller/kube/informer.h"
+#include "controller/operator/run_status_client.h"
 
 namespace fairbench::controller {
-
-inline constexpr char kFinalizer[] = "fairbench.dev/cleanup";
-// `kubectl annotate br NAME fairbench.dev/cancel=true`: stop the run and
-// keep its record (deleting the run removes the record too).
-inline constexpr char kCancelAnnotation[] = "fairbench.dev/cancel";
-inline constexpr char kRunLabel[] = "fairbench.dev/run";
 
 // The one run being executed (the orchestrator on its own thread).
 class RunExecutor {
@@ -84,24 +78,22 @@ class Reconciler {
   std::string NextRunnable() const;
 
  private:
-  Status PatchStatus(const kube::Json& object, const api::BenchmarkRunStatus& status);
+  Status PatchStatus(const kube::ObjectMeta& meta, const api::BenchmarkRunStatus& status);
   // Reads each scenario's script.configMapRef from the run's namespace into
   // the script's content. InvalidArgument (naming the field) when a
   // ConfigMap or its key is missing; Unavailable when the API failed.
   Status ReadScriptConfigMaps(const std::string& ns, api::BenchmarkRun& run);
   // Marks the run Failed with reason InvalidSpec.
-  Status FailInvalid(const kube::Json& object, const std::string& message);
-  Status Cleanup(const kube::Json& object);
-  void Event(const kube::Json& object, bool warning, const std::string& reason, const std::string& message);
+  Status FailInvalid(const kube::ObjectMeta& meta, const std::string& message);
+  Status Cleanup(const kube::ObjectMeta& meta);
+  void Event(const kube::ObjectMeta& meta, bool warning, const std::string& reason, const std::string& message);
 
   kube::Client& client_;
   kube::Informer& runs_;
   RunExecutor& executor_;
   kube::EventRecorder* events_;
   const ReconcilerOptions options_;
-  // Runs whose status write was refused (403), told once as an Event until
-  // a write succeeds again. Reconcile runs on one worker: unguarded.
-  std::set<std::string> status_forbidden_;
+  RunStatusClient status_;
 };
 
 // "ns/name" of an object.

@@ -207,7 +207,7 @@ TEST_F(ReconcilerTest, RunsAreQueuedAndExecutedOneAtATimeInOrderOfCreation) {
   EXPECT_EQ(executor_->started(), std::vector<std::string>{"default/first"});
   EXPECT_EQ(executor_->cells("default/first"), 2u);
   const Json second = Get("second");
-  EXPECT_EQ(second["metadata"]["finalizers"], Json::array({kFinalizer}));
+  EXPECT_EQ(second["metadata"]["finalizers"], Json::array({api::kFinalizer}));
   EXPECT_EQ(second["status"]["progress"], "0/2");
   EXPECT_EQ(second["status"]["totalCells"], 2);
   EXPECT_EQ(second["status"]["conditions"][0]["reason"], "Queued");
@@ -238,7 +238,7 @@ TEST_F(ReconcilerTest, ARunFinishedOnTheServerIsNotStartedFromAStaleCache) {
     ASSERT_TRUE(r.ok()) << r.error().ToString();
   };
   Json finalizer = Get("stale");
-  finalizer["metadata"]["finalizers"] = Json::array({kFinalizer});
+  finalizer["metadata"]["finalizers"] = Json::array({api::kFinalizer});
   ASSERT_TRUE(client_->Update(kube::resources::BenchmarkRuns(), finalizer).ok());
   set_phase("Running");
   kube::Informer runs(*client_, kube::resources::BenchmarkRuns(), "default");
@@ -312,7 +312,7 @@ TEST_F(ReconcilerTest, AScriptIsReadFromItsConfigMap) {
 TEST_F(ReconcilerTest, DeletingTheActiveRunCancelsItAndRemovesWhatItCreated) {
   Apply(RunYaml("doomed"));
   ASSERT_TRUE(Eventually([&] { return executor_->Active() == "default/doomed"; }, 10s));
-  const Json labels = {{kRunLabel, "doomed"}};
+  const Json labels = {{api::label::kRun, "doomed"}};
   ASSERT_TRUE(client_->Create(kube::resources::ConfigMaps(), "default", kube::testenv::ConfigMapJson("doomed-results-0", {{"a", "b"}}, labels)).ok());
   ASSERT_TRUE(client_->Create(kube::resources::ConfigMaps(), "default", kube::testenv::ConfigMapJson("unrelated", {{"a", "b"}})).ok());
   Ok({"delete", "br", "doomed", "--wait=true", "--timeout=20s"});
@@ -330,9 +330,9 @@ TEST_F(ReconcilerTest, TheCancelAnnotationStopsARunAndKeepsItsRecord) {
   std::this_thread::sleep_for(1100ms);
   Apply(RunYaml("waiting"));
   ASSERT_TRUE(PhaseBecomes("waiting", "Queued"));
-  Ok({"annotate", "br", "waiting", std::string(kCancelAnnotation) + "=true"});
+  Ok({"annotate", "br", "waiting", std::string(api::annotation::kCancel) + "=true"});
   ASSERT_TRUE(PhaseBecomes("waiting", "Cancelled")) << Phase("waiting");
-  Ok({"annotate", "br", "running", std::string(kCancelAnnotation) + "=true"});
+  Ok({"annotate", "br", "running", std::string(api::annotation::kCancel) + "=true"});
   ASSERT_TRUE(PhaseBecomes("running", "Cancelled")) << Phase("running");
   EXPECT_EQ(executor_->cancelled(), std::vector<std::string>{"default/running"});
   EXPECT_EQ(executor_->started(), std::vector<std::string>{"default/running"}) << "a cancelled queued run must not start";

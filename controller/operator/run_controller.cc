@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/mutex.h"
+#include "controller/kube/clock.h"
+
 namespace fairbench::controller {
 
 RunController::RunController(kube::Client& client, const std::string& ns, RunExecutor& executor,
@@ -57,6 +60,70 @@ void RunController::Work(std::stop_token stop) {
     }
     if (!out.also.empty()) queue_.Add(out.also);
     queue_.Done(*key);
+  }
+}
+
+RunControllerStarter::RunControllerStarter(kube::Client& client, std::string ns, RunExecutor& executor,
+                                           kube::EventRecorder* events, ReconcilerOptions options, BackoffPolicy retry)
+    : client_(client), ns_(std::move(ns)), executor_(executor), events_(events), options_(std::move(options)), retry_(retry) {}
+
+RunControllerStarter::~RunControllerStarter() {
+  if (thread_.joinable()) {
+    thread_.request_stop();
+    thread_.join();
+  }
+}
+
+void RunControllerStarter::Start() {
+  if (thread_.joinable() || done_.load()) return;
+  thread_ = std::jthread([this](std::stop_token stop) {
+    Try(stop);
+    done_.store(true);
+  });
+}
+
+void RunControllerStarter::RequeueAll() {
+  MutexLock lock(mu_);
+  if (controller_) controller_->RequeueAll();
+}
+
+void RunControllerStarter::ReleaseForExit() {
+  if (!thread_.joinable()) return;
+  if (done_.load()) {
+    thread_.join();
+  } else {
+    thread_.detach();
+  }
+}
+
+void RunControllerStarter::Try(std::stop_token stop) {
+  Backoff backoff(retry_);
+  std::string said;
+  while (!stop.stop_requested()) {
+    auto candidate = std::make_unique<RunController>(client_, ns_, executor_, events_, options_);
+    if (candidate->Start(std::chrono::seconds(5))) {
+      MutexLock lock(mu_);
+      controller_ = std::move(candidate);
+      if (!said.empty()) spdlog::info("BenchmarkRuns can be listed now: reconciling");
+      return;
+    }
+    candidate.reset();
+    kube::ListOptions lo;
+    lo.limit = 1;
+    lo.timeout = std::chrono::seconds(5);
+    auto listed = client_.List(kube::resources::BenchmarkRuns(), ns_, lo);
+    std::string why;
+    if (!listed.ok() && listed.error().reason == kube::Reason::kNotFound) {
+      why = "the BenchmarkRun CRD is not installed (kubectl apply -k manifests/)";
+    } else if (!listed.ok()) {
+      why = "cannot list BenchmarkRuns: " + listed.error().ToString();
+    } else {
+      why = "the BenchmarkRun informer did not sync";
+    }
+    // One line per cause, not one per attempt.
+    if (why != said) spdlog::error("{} (retrying)", why);
+    said = why;
+    if (!kube::SystemClock::Instance().SleepFor(backoff.Next(), stop)) return;
   }
 }
 

@@ -7,6 +7,7 @@
 #include "common/api/cells.h"
 #include "common/api/codec.h"
 #include "common/api/conditions.h"
+#include "common/mutex.h"
 
 namespace fairbench::controller {
 namespace {
@@ -80,10 +81,10 @@ Json StatusWriter::StatusPatch(const Json& status_json, const Json& previous) {
 }
 
 StatusWriter::StatusWriter(kube::Client& client, kube::EventRecorder* events, StatusWriterOptions options)
-    : client_(client),
-      events_(events),
+    : events_(events),
       options_(std::move(options)),
-      ns_(options_.ns.empty() ? client.default_namespace() : options_.ns) {
+      ns_(options_.ns.empty() ? client.default_namespace() : options_.ns),
+      status_client_(client, events, options_.field_manager) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -91,7 +92,7 @@ StatusWriter::~StatusWriter() { Stop(); }
 
 void StatusWriter::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -100,11 +101,7 @@ void StatusWriter::Stop() {
 
 bool StatusWriter::MayWrite() const { return !options_.may_write || options_.may_write(); }
 
-Json StatusWriter::InvolvedObject() const {
-  Json md = {{"name", options_.name}, {"namespace", ns_}};
-  if (!options_.uid.empty()) md["uid"] = options_.uid;
-  return {{"apiVersion", std::string(api::kApiVersion)}, {"kind", std::string(api::kKind)}, {"metadata", md}};
-}
+RunIdentity StatusWriter::Identity() const { return RunIdentity{options_.name, ns_, options_.uid}; }
 
 void StatusWriter::ChangedLocked(bool urgent) {
   have_wanted_ = true;
@@ -126,31 +123,37 @@ void StatusWriter::EnqueueLocked(bool warning, std::string reason, std::string m
 void StatusWriter::CellEventsLocked(const report::CellRecord& cell) {
   const api::CellResult& r = cell.result;
   if (r.state == api::CellState::kSucceeded) {
-    EnqueueLocked(false, "CellFinished", CellKey(r) + ": " + Rate(r.requests_per_second) + " requests/s");
+    EnqueueLocked(false, api::reason::kCellFinished, CellKey(r) + ": " + Rate(r.requests_per_second) + " requests/s");
     return;
   }
-  if ((r.reason == "DeployFailed" || r.reason == "AgentsUnavailable") && IsPlacementMessage(r.message)) {
+  if ((r.reason == api::CellReason::kDeployFailed || r.reason == api::CellReason::kAgentsUnavailable) &&
+      IsPlacementMessage(r.message)) {
     if (!announced_.insert("placement/" + r.message).second) return;
     api::Condition c;
-    c.type = "Placed";
+    c.type = api::condition::kPlaced;
     c.status = api::ConditionStatus::kFalse;
-    c.reason = "PlacementFailed";
+    c.reason = api::reason::kPlacementFailed;
     c.message = r.message;
     c.observed_generation = wanted_.observed_generation;
     api::SetCondition(own_conditions_, c, WallNow());
     ApplyOwnLocked(wanted_);
-    EnqueueLocked(true, "PlacementFailed", "target " + r.target + ": " + r.message);
+    EnqueueLocked(true, api::reason::kPlacementFailed, "target " + r.target + ": " + r.message);
     return;
   }
   std::string reason;
-  if (r.reason == "NotReady") reason = "TargetNotReady";
-  else if (r.reason == "VerificationFailed") reason = "VerificationFailed";
-  else if (r.reason == "TargetExited") reason = r.message.find("OOMKilled") != std::string::npos ? "TargetOOMKilled" : "TargetExited";
+  if (r.reason == api::CellReason::kNotReady) {
+    reason = api::reason::kTargetNotReady;
+  } else if (r.reason == api::CellReason::kVerificationFailed) {
+    reason = api::reason::kVerificationFailed;
+  } else if (r.reason == api::CellReason::kTargetExited) {
+    reason = cell.target_exit && cell.target_exit->oom_killed ? api::reason::kTargetOomKilled : api::reason::kTargetExited;
+  }
   if (reason.empty()) {
     // A reason the orchestrator gives every remaining cell of a target
     // (DeployFailed, SlotUnavailable) comes with one message: one Event.
-    if (r.state == api::CellState::kFailed && announced_.insert(r.target + "/" + r.reason + "/" + r.message).second) {
-      EnqueueLocked(true, "CellFailed", CellKey(r) + ": " + r.reason + ": " + r.message);
+    const std::string cell_reason(api::ToString(r.reason));
+    if (r.state == api::CellState::kFailed && announced_.insert(r.target + "/" + cell_reason + "/" + r.message).second) {
+      EnqueueLocked(true, api::reason::kCellFailed, CellKey(r) + ": " + cell_reason + ": " + r.message);
     }
     return;
   }
@@ -169,25 +172,28 @@ void StatusWriter::RunEventLocked(const api::BenchmarkRunStatus& status) {
   if (!announced_.insert("run/" + std::string(api::ToString(phase))).second) return;
   std::string message;
   for (const api::Condition& c : status.conditions) {
-    if ((c.type == "Complete" || c.type == "Failed") && c.status == api::ConditionStatus::kTrue) message = c.message;
+    if ((c.type == api::condition::kComplete || c.type == api::condition::kFailed) &&
+        c.status == api::ConditionStatus::kTrue) {
+      message = c.message;
+    }
   }
   if (message.empty()) {
     for (const api::Condition& c : status.conditions) {
-      if (c.type == "Progressing") message = c.message;
+      if (c.type == api::condition::kProgressing) message = c.message;
     }
   }
   const std::string cells =
       std::to_string(status.progress.completed) + " of " + std::to_string(status.progress.total) + " cells";
   message = message.empty() ? cells : message + " (" + cells + ")";
   switch (phase) {
-    case api::RunPhase::kSucceeded: EnqueueLocked(false, "RunSucceeded", message); break;
-    case api::RunPhase::kFailed: EnqueueLocked(true, "RunFailed", message); break;
-    default: EnqueueLocked(false, "RunCancelled", message); break;
+    case api::RunPhase::kSucceeded: EnqueueLocked(false, api::reason::kRunSucceeded, message); break;
+    case api::RunPhase::kFailed: EnqueueLocked(true, api::reason::kRunFailed, message); break;
+    default: EnqueueLocked(false, api::reason::kRunCancelled, message); break;
   }
 }
 
 void StatusWriter::SetNodes(const api::RunNodes& nodes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (nodes_ == nodes) return;
   nodes_ = nodes;
   if (!have_wanted_) return;
@@ -217,13 +223,13 @@ void StatusWriter::StageEventsLocked(const api::CurrentCell& current) {
   if (stage == api::Stage::kWaitingForSlot && !was_waiting) ++attempt_[current.target];
   if (stage == api::Stage::kDeploying && was_waiting &&
       announced_.insert("slot/" + current.target + "/" + std::to_string(attempt_[current.target])).second) {
-    EnqueueLocked(false, "SlotTaken", "load slot taken for target " + current.target);
+    EnqueueLocked(false, api::reason::kSlotTaken, "load slot taken for target " + current.target);
   }
   last_stage_[current.target] = stage;
 }
 
 void StatusWriter::OnStage(const api::BenchmarkRun& run, const api::CurrentCell& current) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   StageEventsLocked(current);
   api::BenchmarkRunStatus next = run.status;
   next.current = current;
@@ -235,7 +241,7 @@ void StatusWriter::OnStage(const api::BenchmarkRun& run, const api::CurrentCell&
 
 void StatusWriter::OnLive(const api::CurrentCell& current, double /*requests_per_second*/,
                           double /*elapsed_seconds*/) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (wanted_.current == current) return;
   wanted_.current = current;
   // Before any whole status (OnPersist, OnStage, OnCellDone) a write would
@@ -244,7 +250,7 @@ void StatusWriter::OnLive(const api::CurrentCell& current, double /*requests_per
 }
 
 void StatusWriter::OnCellDone(const report::RunRecord& record, const report::CellRecord& cell) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::optional<api::CurrentCell> current = wanted_.current;
   wanted_ = record.run.status;
   wanted_.current = std::move(current);
@@ -256,19 +262,19 @@ void StatusWriter::OnCellDone(const report::RunRecord& record, const report::Cel
 void StatusWriter::OnMessage(const std::string&) {}
 
 void StatusWriter::OnTargetReady(const std::string&, const std::string& target, const TargetPlacement& where) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const std::string attempt = std::to_string(attempt_[target]);
   if (!where.node.empty() && announced_.insert("scheduled/" + target + "/" + attempt).second) {
-    EnqueueLocked(false, "TargetScheduled", "target " + target + " scheduled on node " + where.node);
+    EnqueueLocked(false, api::reason::kTargetScheduled, "target " + target + " scheduled on node " + where.node);
   }
   if (announced_.insert("ready/" + target + "/" + attempt).second) {
-    EnqueueLocked(false, "TargetReady",
+    EnqueueLocked(false, api::reason::kTargetReady,
                   "target " + target + " is ready on " + where.host + ":" + std::to_string(where.port));
   }
 }
 
 void StatusWriter::OnPersist(const report::RunRecord& record) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::optional<api::CurrentCell> current = wanted_.current;
   wanted_ = record.run.status;
   if (wanted_.phase == api::RunPhase::kRunning) wanted_.current = std::move(current);
@@ -279,10 +285,10 @@ void StatusWriter::OnPersist(const report::RunRecord& record) {
 }
 
 Status StatusWriter::Flush(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++flush_waiters_;
   cv_.notify_all();
-  const bool done = cv_.wait_for(lock, timeout, [&] {
+  const bool done = cv_.wait_for(lock, timeout, [&]() REQUIRES(mu_) {
     return stop_ || ((!have_wanted_ || written_version_ == version_) && queue_.empty() && !event_in_flight_);
   });
   --flush_waiters_;
@@ -299,16 +305,16 @@ Status StatusWriter::Flush(std::chrono::milliseconds timeout) {
 }
 
 StatusWriterStats StatusWriter::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 
 void StatusWriter::Run() {
-  kube::Backoff backoff(options_.retry_backoff);
+  Backoff backoff(options_.retry_backoff);
   Steady::time_point last_attempt{};  // long ago
   Steady::time_point retry_at{};
   const std::string key = ns_ + "/" + options_.name;
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (!stop_) {
     const bool may_write = MayWrite();
     const Steady::time_point now = Steady::now();
@@ -318,7 +324,7 @@ void StatusWriter::Run() {
       stats_.events_dropped += queue_.size();
       queue_.clear();
       cv_.notify_all();
-      cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stop_; });
+      cv_.wait_for(lock, std::chrono::milliseconds(100), [&]() REQUIRES(mu_) { return stop_; });
       continue;
     }
     Steady::time_point due = now;
@@ -337,10 +343,7 @@ void StatusWriter::Run() {
       kube::ApiResult<Json> result = Json();
       bool sent = false;
       if (!patch.empty()) {
-        kube::PatchOptions po;
-        po.field_manager = options_.field_manager;
-        result = client_.Patch(kube::resources::BenchmarkRuns(), ns_, options_.name, kube::PatchType::kMerge,
-                               Json{{"status", patch}}.dump(), po, "status");
+        result = status_client_.Patch(Identity(), patch);
         sent = true;
       }
       lock.lock();
@@ -352,10 +355,6 @@ void StatusWriter::Run() {
         if (sent) ++stats_.writes;
         backoff.Reset();
         retry_at = {};
-        if (forbidden_reported_) {
-          forbidden_reported_ = false;
-          queue_.push_back({false, "StatusWritten", "status written again after it was forbidden"});
-        }
       } else {
         const kube::ApiError& e = result.error();
         ++stats_.failed_writes;
@@ -385,14 +384,8 @@ void StatusWriter::Run() {
             written_json_ = Json();
           }
           // Refused by authorization (a Role without benchmarkruns/status
-          // patch): said once as a Warning Event, which needs only Events;
-          // the writes go on, and succeed once the rule is back.
-          if (e.reason == kube::Reason::kForbidden && !forbidden_reported_) {
-            forbidden_reported_ = true;
-            queue_.push_back({true, "StatusForbidden",
-                              "status not written: " + e.ToString() + " (the controller's Role must allow patch on "
-                              "benchmarkruns/status); retrying until it is allowed"});
-          }
+          // patch): the status client says so once as an Event; the writes
+          // go on, and succeed once the rule is back.
           spdlog::warn("PATCH {}: {}; retrying in {} ms{}", kube::resources::BenchmarkRuns().Path(ns_, options_.name, "status"),
                        kube::RetryCause(e), std::chrono::duration_cast<std::chrono::milliseconds>(wait).count(),
                        told ? " (Retry-After)" : "");
@@ -407,7 +400,7 @@ void StatusWriter::Run() {
       event_in_flight_ = true;
       lock.unlock();
       kube::ApiStatus recorded =
-          events_->Record(InvolvedObject(), ev.warning ? kube::EventType::kWarning : kube::EventType::kNormal,
+          events_->Record(RunStatusClient::ObjectOf(Identity()), ev.warning ? kube::EventType::kWarning : kube::EventType::kNormal,
                           ev.reason, ev.message);
       lock.lock();
       event_in_flight_ = false;
@@ -424,7 +417,7 @@ void StatusWriter::Run() {
     if (pending) {
       cv_.wait_until(lock, due);
     } else {
-      cv_.wait(lock, [&] { return stop_ || (have_wanted_ && written_version_ != version_) || !queue_.empty(); });
+      cv_.wait(lock, [&]() REQUIRES(mu_) { return stop_ || (have_wanted_ && written_version_ != version_) || !queue_.empty(); });
     }
   }
   cv_.notify_all();

@@ -3,8 +3,8 @@
 // Events a user cares about.
 //
 // Status goes through the status subresource as a JSON merge patch
-// (application/merge-patch+json on .../benchmarkruns/NAME/status), encoded
-// by the API model's codec (api::ToJson(BenchmarkRunStatus)): phase,
+// (RunStatusClient: application/merge-patch+json on
+// .../benchmarkruns/NAME/status), encoded by the API model's codec (api::ToJson(BenchmarkRunStatus)): phase,
 // observedGeneration, current {target, scenario, connections, repetition,
 // stage}, nodes {target, agents}, progress / completedCells / totalCells, startTime,
 // completionTime, results, conditions. A patch carries the top-level fields
@@ -57,7 +57,8 @@
 //   Normal  CellFinished       a cell succeeded: "drogon/hello/c100/r1: 123456.7 requests/s"
 //   Warning TargetNotReady     cells failed with NotReady          } once per
 //   Warning VerificationFailed cells skipped with VerificationFailed} target and
-//   Warning TargetOOMKilled    TargetExited with "OOMKilled"        } reason
+//   Warning TargetOOMKilled    TargetExited, the kernel's OOM kill  } reason
+//                              (the cell's target_exit)             }
 //   Warning TargetExited       other TargetExited                   }
 //   Warning CellFailed         any other failed cell (its reason and message;
 //                              once per target, reason and message)
@@ -88,9 +89,11 @@
 #include <vector>
 
 #include "common/api/benchmark_run.h"
-#include "controller/kube/backoff.h"
+#include "common/backoff.h"
+#include "common/mutex.h"
 #include "controller/kube/client.h"
 #include "controller/kube/event_recorder.h"
+#include "controller/operator/run_status_client.h"
 #include "controller/orchestrator/run_observer.h"
 
 namespace fairbench::controller {
@@ -103,7 +106,7 @@ struct StatusWriterOptions {
   std::function<bool()> may_write;
   std::chrono::milliseconds live_interval{1000};
   std::chrono::milliseconds min_interval{200};
-  kube::BackoffPolicy retry_backoff{std::chrono::milliseconds(200), std::chrono::milliseconds(10000), 2.0, 0.2};
+  BackoffPolicy retry_backoff{std::chrono::milliseconds(200), std::chrono::milliseconds(10000), 2.0, 0.2};
   size_t event_queue_limit = 64;
   std::string field_manager = "fairbench-controller";
 
@@ -161,39 +164,38 @@ class StatusWriter final : public RunObserver {
 
   void Run();
   // Under mu_: the wanted status changed.
-  void ChangedLocked(bool urgent);
-  void EnqueueLocked(bool warning, std::string reason, std::string message);
-  void CellEventsLocked(const report::CellRecord& cell);
-  void RunEventLocked(const api::BenchmarkRunStatus& status);
-  void StageEventsLocked(const api::CurrentCell& current);
+  void ChangedLocked(bool urgent) REQUIRES(mu_);
+  void EnqueueLocked(bool warning, std::string reason, std::string message) REQUIRES(mu_);
+  void CellEventsLocked(const report::CellRecord& cell) REQUIRES(mu_);
+  void RunEventLocked(const api::BenchmarkRunStatus& status) REQUIRES(mu_);
+  void StageEventsLocked(const api::CurrentCell& current) REQUIRES(mu_);
   // Adds the writer's own conditions and the nodes to `status`.
-  void ApplyOwnLocked(api::BenchmarkRunStatus& status) const;
+  void ApplyOwnLocked(api::BenchmarkRunStatus& status) const REQUIRES(mu_);
   bool MayWrite() const;
-  nlohmann::json InvolvedObject() const;
+  RunIdentity Identity() const;
 
-  kube::Client& client_;
   kube::EventRecorder* events_;
   const StatusWriterOptions options_;
   const std::string ns_;
+  RunStatusClient status_client_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  api::BenchmarkRunStatus wanted_;            // guarded by mu_
-  bool have_wanted_ = false;                  // guarded by mu_
-  uint64_t version_ = 0;                      // guarded by mu_; bumped by every change
-  uint64_t written_version_ = 0;              // guarded by mu_
-  bool urgent_ = false;                       // guarded by mu_: a change beyond current
-  std::deque<PendingEvent> queue_;            // guarded by mu_
-  bool event_in_flight_ = false;              // guarded by mu_
-  bool forbidden_reported_ = false;           // a 403 streak told as an Event; guarded by mu_
-  int flush_waiters_ = 0;                     // guarded by mu_
-  bool stop_ = false;                         // guarded by mu_
-  std::set<std::string> announced_;           // guarded by mu_: (target, reason) and run outcomes
-  std::map<std::string, api::Stage> last_stage_;  // guarded by mu_: by target
-  std::map<std::string, int> attempt_;        // guarded by mu_: slot attempts by target
-  std::vector<api::Condition> own_conditions_;  // guarded by mu_
-  std::optional<api::RunNodes> nodes_;        // guarded by mu_
-  StatusWriterStats stats_;                   // guarded by mu_
+  mutable Mutex mu_;
+  CondVar cv_;
+  api::BenchmarkRunStatus wanted_ GUARDED_BY(mu_);
+  bool have_wanted_ GUARDED_BY(mu_) = false;
+  uint64_t version_ GUARDED_BY(mu_) = 0;  // bumped by every change
+  uint64_t written_version_ GUARDED_BY(mu_) = 0;
+  bool urgent_ GUARDED_BY(mu_) = false;  // a change beyond current
+  std::deque<PendingEvent> queue_ GUARDED_BY(mu_);
+  bool event_in_flight_ GUARDED_BY(mu_) = false;
+  int flush_waiters_ GUARDED_BY(mu_) = 0;
+  bool stop_ GUARDED_BY(mu_) = false;
+  std::set<std::string> announced_ GUARDED_BY(mu_);  // (target, reason) and run outcomes
+  std::map<std::string, api::Stage> last_stage_ GUARDED_BY(mu_);  // by target
+  std::map<std::string, int> attempt_ GUARDED_BY(mu_);  // slot attempts by target
+  std::vector<api::Condition> own_conditions_ GUARDED_BY(mu_);
+  std::optional<api::RunNodes> nodes_ GUARDED_BY(mu_);
+  StatusWriterStats stats_ GUARDED_BY(mu_);
   nlohmann::json written_json_;               // writer thread only: the status last written
   std::thread thread_;
 };

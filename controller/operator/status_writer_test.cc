@@ -356,8 +356,9 @@ TEST_F(StatusWriterTest, NothingIsWrittenWhileMayWriteIsFalse) {
 }
 
 // Catches: missing or mis-typed Events for what a user watches for (a cell
-// finished, a target that died or never got ready, the run's end), and one
-// Warning per cell where one per target is meant.
+// finished, a target that died or never got ready, the run's end), one
+// Warning per cell where one per target is meant, and an OOM kill told
+// from the message's words instead of how the target ended.
 TEST_F(StatusWriterTest, EventsForCellsTargetsAndTheRun) {
   StatusWriter& w = Start(Options());
   report::RunRecord rec = Progress(6, 6);
@@ -365,17 +366,18 @@ TEST_F(StatusWriterTest, EventsForCellsTargetsAndTheRun) {
   for (size_t i : {1, 2}) {
     rec.cells[i].result.target = "nginx";
     rec.cells[i].result.state = api::CellState::kFailed;
-    rec.cells[i].result.reason = "TargetExited";
-    rec.cells[i].result.message = "the target exited: OOMKilled (exit code 137)";
+    rec.cells[i].result.reason = api::CellReason::kTargetExited;
+    rec.cells[i].result.message = "target nginx exited with code 137 during this cell";
+    rec.cells[i].target_exit = report::TargetExit{137, std::nullopt, true, "exited with code 137"};
   }
   rec.cells[3].result.state = api::CellState::kFailed;
-  rec.cells[3].result.reason = "NotReady";
+  rec.cells[3].result.reason = api::CellReason::kNotReady;
   rec.cells[3].result.message = "not ready within 30s";
   rec.cells[4].result.state = api::CellState::kSkipped;
-  rec.cells[4].result.reason = "VerificationFailed";
+  rec.cells[4].result.reason = api::CellReason::kVerificationFailed;
   rec.cells[4].result.message = "GET / answered 500, expected 200";
   rec.cells[5].result.state = api::CellState::kFailed;
-  rec.cells[5].result.reason = "AgentFailed";
+  rec.cells[5].result.reason = api::CellReason::kAgentFailed;
   rec.cells[5].result.message = "agent lost";
   for (size_t i = 0; i < rec.cells.size(); ++i) w.OnCellDone(rec, rec.cells[i]);
   w.OnPersist(Finished(6, false));
@@ -455,7 +457,7 @@ TEST_F(StatusWriterTest, PlacementFailureIsAConditionAndOneEvent) {
   const std::string why = "spec.placement.target.nodeName: node \"node-missing\" does not exist";
   for (auto& c : rec.cells) {
     c.result.state = api::CellState::kFailed;
-    c.result.reason = "DeployFailed";
+    c.result.reason = api::CellReason::kDeployFailed;
     c.result.message = why;
   }
   for (const auto& c : rec.cells) w.OnCellDone(rec, c);

@@ -88,7 +88,7 @@ std::vector<wire::JobSpec> BuildCellJobs(const api::ScenarioSettings& settings, 
   return jobs;
 }
 
-report::CellRecord NotRunRecord(const api::Cell& cell, api::CellState state, const std::string& reason,
+report::CellRecord NotRunRecord(const api::Cell& cell, api::CellState state, std::optional<api::CellReason> reason,
                                 const std::string& message) {
   report::CellRecord rec;
   rec.result.target = cell.target;
@@ -107,7 +107,7 @@ report::CellRecord CellRecordFrom(const api::ScenarioSettings& settings, const a
   end.connections_requested = static_cast<uint32_t>(cell.connections);
   const IntervalStats& measured = m.totals.measure();
   const double secs = end.measure_seconds > 0 ? end.measure_seconds : 1e-9;
-  report::CellRecord rec = NotRunRecord(cell, api::CellState::kSucceeded, "", "");
+  report::CellRecord rec = NotRunRecord(cell, api::CellState::kSucceeded, std::nullopt, "");
   for (const auto& [agent, text] : m.script_outputs) rec.script_output.push_back(report::ScriptOutput{agent, text});
   api::CellResult& r = rec.result;
   const Counters& c = measured.counters;
@@ -160,8 +160,8 @@ report::CellRecord CellRecordFrom(const api::ScenarioSettings& settings, const a
   sc.rate = static_cast<double>(settings.rate);
   sc.keep_alive = settings.keep_alive;
   sc.pipeline = static_cast<uint32_t>(settings.pipeline);
-  sc.protocol = target.protocol;
-  if (target.protocol != "http1") sc.streams = static_cast<uint32_t>(settings.streams);
+  sc.protocol = std::string(ToString(target.protocol));
+  if (IsHttp2(target.protocol)) sc.streams = static_cast<uint32_t>(settings.streams);
   sc.latency_distribution = true;
   rec.wrk_text = RenderText(sc, m.totals, end);
   rec.agents = static_cast<uint32_t>(m.agents);

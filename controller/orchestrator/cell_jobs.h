@@ -35,7 +35,7 @@ std::vector<wire::JobSpec> BuildCellJobs(const api::ScenarioSettings& settings, 
                                          std::chrono::system_clock::time_point start, const std::string& job_id);
 
 // A cell that produced no numbers: skipped, failed, or cancelled.
-report::CellRecord NotRunRecord(const api::Cell& cell, api::CellState state, const std::string& reason,
+report::CellRecord NotRunRecord(const api::Cell& cell, api::CellState state, std::optional<api::CellReason> reason,
                                 const std::string& message);
 
 // What a finished cell measured.

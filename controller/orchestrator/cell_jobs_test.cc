@@ -46,16 +46,17 @@ TEST(CellJobsTest, ProtocolAndStreamsReachEveryJob) {
   settings.streams = 10;
   TargetPlacement where{"node-a", "10.0.0.7", 8443};
   where.https = true;
-  where.protocol = "h2";
+  where.protocol = Protocol::kH2;
   const auto jobs = BuildCellJobs(settings, CellOf(4), where, 2, std::chrono::system_clock::now(), "j");
   ASSERT_EQ(jobs.size(), 2u);
   for (const wire::JobSpec& j : jobs) {
-    EXPECT_EQ(j.protocol, "h2");
+    EXPECT_EQ(j.protocol, Protocol::kH2);
     EXPECT_EQ(j.streams, 10u);
     EXPECT_TRUE(j.https);
   }
-  where.protocol = "http1";
-  EXPECT_EQ(BuildCellJobs(settings, CellOf(4), where, 1, std::chrono::system_clock::now(), "j")[0].protocol, "http1");
+  where.protocol = Protocol::kHttp1;
+  EXPECT_EQ(BuildCellJobs(settings, CellOf(4), where, 1, std::chrono::system_clock::now(), "j")[0].protocol,
+            Protocol::kHttp1);
 }
 
 // Catches: load.idleWait not passed on to the agents (each would choose

@@ -121,13 +121,13 @@ class FakeTarget final : public TargetInstance {
     if (WaitForStop(stop, deadline - Clock::now())) return Status::Cancelled("stopped");
     return Status::DeadlineExceeded(name_ + " not ready");
   }
-  std::optional<std::string> Gone() override {
+  std::optional<report::TargetExit> Gone() override {
     std::lock_guard<std::mutex> lock(mu_);
     return gone_;
   }
-  void Kill(const std::string& why) {
+  void Kill(report::TargetExit how) {
     std::lock_guard<std::mutex> lock(mu_);
-    gone_ = why;
+    gone_ = std::move(how);
   }
   // The platform's clock: each sample is one second after the previous one
   // (from the moment of deployment) and 1.5 CPU-seconds more, so the target
@@ -164,7 +164,7 @@ class FakeTarget final : public TargetInstance {
   bool stale_usage_;
   const api::Time deployed_at_ = std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now());
   std::mutex mu_;
-  std::optional<std::string> gone_;
+  std::optional<report::TargetExit> gone_;
   std::atomic<int> samples_{0};
 };
 

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/api/conditions.h"
+#include "common/mutex.h"
 #include "common/report/format.h"
 #include "common/units.h"
 #include "controller/hub/cell_aggregator.h"
@@ -23,6 +24,7 @@ namespace fairbench::controller {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using api::CellReason;
 using api::CellState;
 using api::Stage;
 
@@ -87,7 +89,7 @@ Orchestrator::Orchestrator(Platform& platform, AgentPool& agents, OrchestratorOp
 
 void Orchestrator::Cancel(const std::string& reason) {
   {
-    std::lock_guard<std::mutex> lock(cancel_reason_->mu);
+    MutexLock lock(cancel_reason_->mu);
     if (!stop_.stop_requested() && cancel_reason_->text.empty()) cancel_reason_->text = reason;
   }
   stop_.request_stop();
@@ -110,9 +112,9 @@ std::string Orchestrator::WhereStopped() const {
 }
 
 bool Orchestrator::SleepUnlessStopped(std::chrono::nanoseconds d) {
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable_any cv;
-  std::unique_lock<std::mutex> lock(mu);
+  MutexLock lock(mu);
   cv.wait_for(lock, stop_.get_token(), d, [] { return false; });
   return !stop_.stop_requested();
 }
@@ -194,9 +196,9 @@ Result<report::RunRecord> Orchestrator::Run(const api::BenchmarkRun& run, RunSto
   if (!record.run.status.start_time) record.run.status.start_time = WallNow();
   record.run.status.observed_generation = run.metadata.generation;
   api::Condition progressing;
-  progressing.type = "Progressing";
+  progressing.type = api::condition::kProgressing;
   progressing.status = api::ConditionStatus::kTrue;
-  progressing.reason = earlier ? "Resumed" : "Started";
+  progressing.reason = earlier ? api::reason::kResumed : api::reason::kStarted;
   progressing.message =
       std::to_string(state.finished.size()) + " of " + std::to_string(state.cells.size()) + " cells finished";
   progressing.observed_generation = run.metadata.generation;
@@ -237,7 +239,7 @@ Result<report::RunRecord> Orchestrator::Run(const api::BenchmarkRun& run, RunSto
       if (todo.empty() || cancelled()) break;
       if (attempt > options_.slot_attempts) {
         for (const api::Cell* c : todo) {
-          report::CellRecord rec = NotRunRecord(*c, CellState::kFailed, "SlotLost",
+          report::CellRecord rec = NotRunRecord(*c, CellState::kFailed, CellReason::kSlotLost,
                                                 "the load slot was lost " + std::to_string(options_.slot_attempts) +
                                                     " times while this target was under load");
           state.Put(c->index, std::move(rec));
@@ -266,10 +268,10 @@ Result<report::RunRecord> Orchestrator::Run(const api::BenchmarkRun& run, RunSto
   progressing.status = api::ConditionStatus::kFalse;
   if (cancelled()) {
     record.run.status.phase = api::RunPhase::kCancelled;
-    progressing.reason = "Cancelled";
+    progressing.reason = api::reason::kCancelled;
     std::string why;
     {
-      std::lock_guard<std::mutex> lock(cancel_reason_->mu);
+      MutexLock lock(cancel_reason_->mu);
       why = cancel_reason_->text.empty() ? "cancelled" : cancel_reason_->text;
     }
     progressing.message = why + WhereStopped() + "; " + std::to_string(record.cells.size()) + " of " +
@@ -280,11 +282,11 @@ Result<report::RunRecord> Orchestrator::Run(const api::BenchmarkRun& run, RunSto
     const bool all_ok = failed + skipped == 0;
     record.run.status.phase = all_ok ? api::RunPhase::kSucceeded : api::RunPhase::kFailed;
     record.run.status.completion_time = WallNow();
-    progressing.reason = "Finished";
+    progressing.reason = api::reason::kFinished;
     progressing.message = "all " + std::to_string(total) + " cells finished";
-    done.type = all_ok ? "Complete" : "Failed";
+    done.type = all_ok ? api::condition::kComplete : api::condition::kFailed;
     done.status = api::ConditionStatus::kTrue;
-    done.reason = all_ok ? "AllCellsSucceeded" : "CellsFailed";
+    done.reason = all_ok ? api::reason::kAllCellsSucceeded : api::reason::kCellsFailed;
     done.message = all_ok ? "every cell succeeded"
                           : std::to_string(failed) + " failed and " + std::to_string(skipped) + " skipped of " +
                                 std::to_string(total) + " cells";
@@ -315,9 +317,12 @@ Orchestrator::TargetOutcome Orchestrator::RunTarget(RunState& state, size_t targ
     if (observer_ != nullptr) observer_->OnPersist(state.record);
     return true;
   };
-  auto fail_rest = [&](size_t from, CellState cell_state, const std::string& reason, const std::string& message) {
+  auto fail_rest = [&](size_t from, CellState cell_state, CellReason reason, const std::string& message,
+                       const std::optional<report::TargetExit>& exit = std::nullopt) {
     for (size_t i = from; i < todo.size(); ++i) {
-      if (!record_cell(*todo[i], NotRunRecord(*todo[i], cell_state, reason, message))) return;
+      report::CellRecord rec = NotRunRecord(*todo[i], cell_state, reason, message);
+      rec.target_exit = exit;
+      if (!record_cell(*todo[i], std::move(rec))) return;
     }
   };
   // Stops and removes the target; a failure is reported, not hidden.
@@ -339,7 +344,7 @@ Orchestrator::TargetOutcome Orchestrator::RunTarget(RunState& state, size_t targ
   auto slot = platform_.AcquireSlot(run.metadata.name + "/" + target.name, options_.slot_timeout, stop);
   if (stop.stop_requested()) return TargetOutcome::kStopped;
   if (!slot.ok()) {
-    fail_rest(0, CellState::kFailed, "SlotUnavailable", slot.status().message());
+    fail_rest(0, CellState::kFailed, CellReason::kSlotUnavailable, slot.status().message());
     return TargetOutcome::kDone;
   }
   SetStage(state.record.run, *todo.front(), Stage::kDeploying);
@@ -349,7 +354,7 @@ Orchestrator::TargetOutcome Orchestrator::RunTarget(RunState& state, size_t targ
     return TargetOutcome::kStopped;
   }
   if (!deployed.ok()) {
-    fail_rest(0, CellState::kFailed, "DeployFailed", deployed.status().message());
+    fail_rest(0, CellState::kFailed, CellReason::kDeployFailed, deployed.status().message());
     return TargetOutcome::kDone;
   }
   TargetInstance& instance = **deployed;
@@ -357,11 +362,11 @@ Orchestrator::TargetOutcome Orchestrator::RunTarget(RunState& state, size_t targ
   if (Status s = instance.WaitReady(Clock::now() + readiness.timeout, stop); !s.ok()) {
     teardown(instance);
     if (stop.stop_requested()) return TargetOutcome::kStopped;
-    fail_rest(0, CellState::kFailed, "NotReady", s.message());
+    fail_rest(0, CellState::kFailed, CellReason::kNotReady, s.message());
     return TargetOutcome::kDone;
   }
   TargetPlacement where = instance.placement();
-  where.https = target.scheme == "https";
+  where.https = target.scheme == Scheme::kHttps;
   where.protocol = api::EffectiveProtocol(target);
   if (observer_ != nullptr) observer_->OnTargetReady(run.metadata.name, target.name, where);
   // What the target runs with, read back (the file limit in force): kept
@@ -425,12 +430,12 @@ Orchestrator::TargetOutcome Orchestrator::RunTarget(RunState& state, size_t targ
     }
     const api::Cell& cell = *todo[i];
     if (auto gone = instance.Gone()) {
-      fail_rest(i, CellState::kSkipped, "TargetExited",
-                "target " + target.name + " " + *gone + " earlier (see " + instance.LogLocation() + ")");
+      fail_rest(i, CellState::kSkipped, CellReason::kTargetExited,
+                "target " + target.name + " " + gone->text + " earlier (see " + instance.LogLocation() + ")", gone);
       break;
     }
     if (!broken[cell.scenario_index].empty()) {
-      if (!record_cell(cell, NotRunRecord(cell, CellState::kSkipped, "VerificationFailed", broken[cell.scenario_index]))) {
+      if (!record_cell(cell, NotRunRecord(cell, CellState::kSkipped, CellReason::kVerificationFailed, broken[cell.scenario_index]))) {
         break;
       }
       continue;
@@ -446,7 +451,7 @@ Orchestrator::TargetOutcome Orchestrator::RunTarget(RunState& state, size_t targ
       outcome = TargetOutcome::kStopped;
       break;
     }
-    const bool slot_lost = rec.result.reason == "SlotLost";
+    const bool slot_lost = rec.result.reason == CellReason::kSlotLost;
     if (!record_cell(cell, std::move(rec))) break;
     if (slot_lost) {
       outcome = TargetOutcome::kSlotLost;
@@ -590,7 +595,7 @@ report::CellRecord Orchestrator::RunCapacity(RunState& state, const api::Cell& c
   search.rate = static_cast<double>(pass_rate);
   search.bounded = fail_rate > 0;
   if (!best) {
-    report::CellRecord rec = NotRunRecord(cell, CellState::kFailed, "SloUnreachable",
+    report::CellRecord rec = NotRunRecord(cell, CellState::kFailed, CellReason::kSloUnreachable,
                                           search.objective + " is not met even at " + std::to_string(slo.start_rate) +
                                               " requests/s (the first trial): lower spec.scenarios[].slo.startRate, or "
                                               "the server cannot meet it");
@@ -622,10 +627,17 @@ report::CellRecord Orchestrator::RunCell(RunState& state, const api::Cell& cell,
   const int agents = std::max(1, settings.agents);
   const std::stop_token stop = stop_.get_token();
   TargetPlacement where = instance.placement();
-  where.https = run.spec.targets[cell.target_index].scheme == "https";
+  where.https = run.spec.targets[cell.target_index].scheme == Scheme::kHttps;
   where.protocol = api::EffectiveProtocol(run.spec.targets[cell.target_index]);
-  auto not_run = [&](CellState s, const std::string& reason, const std::string& message) {
+  auto not_run = [&](CellState s, CellReason reason, const std::string& message) {
     return NotRunRecord(cell, s, reason, message);
+  };
+  auto target_exited = [&](const report::TargetExit& exit) {
+    report::CellRecord rec = not_run(CellState::kFailed, CellReason::kTargetExited,
+                                     "target " + cell.target + " " + exit.text + " during this cell (see " +
+                                         instance.LogLocation() + ")");
+    rec.target_exit = exit;
+    return rec;
   };
 
   SetStage(run, cell, Stage::kWarmingUp);
@@ -636,10 +648,10 @@ report::CellRecord Orchestrator::RunCell(RunState& state, const api::Cell& cell,
   request.target = where;
   request.placement = run.spec.placement.agents;
   auto ids = platform_.EnsureAgents(request, stop);
-  if (!ids.ok()) return not_run(CellState::kFailed, "AgentsUnavailable", ids.status().message());
+  if (!ids.ok()) return not_run(CellState::kFailed, CellReason::kAgentsUnavailable, ids.status().message());
   auto idle = agents_.WaitForAgents(static_cast<size_t>(agents), options_.agent_timeout,
                                     std::set<std::string>(ids->begin(), ids->end()), stop);
-  if (!idle.ok()) return not_run(CellState::kFailed, "AgentsUnavailable", idle.status().message());
+  if (!idle.ok()) return not_run(CellState::kFailed, CellReason::kAgentsUnavailable, idle.status().message());
 
   const auto lead = StartLead(cell.connections, agents, settings.threads);
   const auto start_wall = std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::system_clock::duration>(lead);
@@ -671,7 +683,7 @@ report::CellRecord Orchestrator::RunCell(RunState& state, const api::Cell& cell,
     const std::string& agent = (*idle)[i];
     if (Status s = agents_.StartJob(agent, jobs[i], aggregator); !s.ok()) {
       cancel_all("another agent could not start");
-      return not_run(CellState::kFailed, "AgentsUnavailable", s.message());
+      return not_run(CellState::kFailed, CellReason::kAgentsUnavailable, s.message());
     }
     started.push_back(agent);
   }
@@ -714,18 +726,17 @@ report::CellRecord Orchestrator::RunCell(RunState& state, const api::Cell& cell,
         position_detail_ = secs(std::min(now, measure_end) - measure_start) + " of " + secs(settings.duration) + " measured";
       }
       abort_cell("the run was cancelled");
-      return not_run(CellState::kFailed, "Cancelled", "the run was cancelled during this cell");
+      return not_run(CellState::kFailed, CellReason::kCancelled, "the run was cancelled during this cell");
     }
     if (!slot.held()) {
       abort_cell("the load slot was lost");
-      return not_run(CellState::kFailed, "SlotLost",
+      return not_run(CellState::kFailed, CellReason::kSlotLost,
                      "the load slot was lost during this cell (another target may have been under load): its load "
                      "was stopped and its numbers discarded");
     }
     if (auto gone = instance.Gone()) {
       abort_cell("the target exited");
-      return not_run(CellState::kFailed, "TargetExited",
-                     "target " + cell.target + " " + *gone + " during this cell (see " + instance.LogLocation() + ")");
+      return target_exited(*gone);
     }
     if (now >= measure_start && now <= measure_end) {
       if (!measuring_announced) {
@@ -758,25 +769,22 @@ report::CellRecord Orchestrator::RunCell(RunState& state, const api::Cell& cell,
   }
   if (outcome == CellAggregator::Outcome::kTimeout) {
     cancel_all("the controller gave up waiting");
-    return not_run(CellState::kFailed, "AgentTimeout",
+    return not_run(CellState::kFailed, CellReason::kAgentTimeout,
                    "the agents did not finish within " +
                        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(deadline - start_steady).count()) +
                        " s");
   }
   if (outcome == CellAggregator::Outcome::kFailed) {
     cancel_all("another agent of this cell failed");
-    if (auto gone = instance.Gone()) {
-      return not_run(CellState::kFailed, "TargetExited",
-                     "target " + cell.target + " " + *gone + " during this cell (see " + instance.LogLocation() + ")");
-    }
+    if (auto gone = instance.Gone()) return target_exited(*gone);
     if (!slot.held()) {
-      return not_run(CellState::kFailed, "SlotLost", "the load slot was lost during this cell: its numbers were discarded");
+      return not_run(CellState::kFailed, CellReason::kSlotLost, "the load slot was lost during this cell: its numbers were discarded");
     }
-    return not_run(CellState::kFailed, "AgentFailed", aggregator->failure());
+    return not_run(CellState::kFailed, CellReason::kAgentFailed, aggregator->failure());
   }
   // The whole measurement happened while the slot was ours, or it is not a result.
   if (!slot.held()) {
-    return not_run(CellState::kFailed, "SlotLost", "the load slot was lost during this cell: its numbers were discarded");
+    return not_run(CellState::kFailed, CellReason::kSlotLost, "the load slot was lost during this cell: its numbers were discarded");
   }
   m.totals = aggregator->Totals();
   m.end = aggregator->End();

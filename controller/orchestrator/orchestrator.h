@@ -46,6 +46,7 @@
 
 #include "common/api/benchmark_run.h"
 #include "common/api/cells.h"
+#include "common/mutex.h"
 #include "common/report/run_record.h"
 #include "controller/hub/agent_pool.h"
 #include "controller/orchestrator/run_observer.h"
@@ -121,8 +122,8 @@ class Orchestrator {
   // The reason given to Cancel (behind a pointer, so that an Orchestrator
   // stays movable).
   struct CancelReason {
-    std::mutex mu;
-    std::string text;  // guarded by mu
+    Mutex mu;
+    std::string text GUARDED_BY(mu);
   };
   std::unique_ptr<CancelReason> cancel_reason_ = std::make_unique<CancelReason>();
   uint64_t job_counter_ = 0;

@@ -162,7 +162,7 @@ TEST_F(OrchestratorTest, TargetsRunOneAtATimeAndNumbersComeFromTheAgents) {
   ASSERT_EQ(record->cells.size(), 4u);
   for (const report::CellRecord& c : record->cells) {
     SCOPED_TRACE(c.result.target + "/" + std::to_string(c.result.connections));
-    EXPECT_EQ(c.result.state, api::CellState::kSucceeded) << c.result.reason << ": " << c.result.message;
+    EXPECT_EQ(c.result.state, api::CellState::kSucceeded) << api::ToString(c.result.reason) << ": " << c.result.message;
     EXPECT_EQ(c.result.requests, 4000u);                 // 2 agents × 2 intervals × 1,000
     EXPECT_DOUBLE_EQ(c.result.requests_per_second, 2000.0);  // ÷ 2 s measured
     EXPECT_DOUBLE_EQ(c.result.bytes_per_response, 150.0);
@@ -326,7 +326,7 @@ TEST_F(OrchestratorTest, CapacitySearchFindsTheHighestRateMeetingTheObjective) {
   ASSERT_TRUE(record.ok()) << record.status().message();
   ASSERT_EQ(record->cells.size(), 1u);
   const report::CellRecord& c = record->cells[0];
-  ASSERT_EQ(c.result.state, api::CellState::kSucceeded) << c.result.reason << ": " << c.result.message;
+  ASSERT_EQ(c.result.state, api::CellState::kSucceeded) << api::ToString(c.result.reason) << ": " << c.result.message;
   ASSERT_TRUE(c.capacity.has_value());
   EXPECT_EQ(c.capacity->rate, 3000);
   EXPECT_TRUE(c.capacity->bounded);
@@ -358,7 +358,7 @@ TEST_F(OrchestratorTest, AnUnreachableObjectiveFailsTheCellWithOneClearReason) {
   ASSERT_TRUE(record.ok());
   const report::CellRecord& c = record->cells[0];
   EXPECT_EQ(c.result.state, api::CellState::kFailed);
-  EXPECT_EQ(c.result.reason, "SloUnreachable");
+  EXPECT_EQ(api::ToString(c.result.reason), "SloUnreachable");
   EXPECT_NE(c.result.message.find("p99 ≤ 10ms is not met even at 100 requests/s"), std::string::npos) << c.result.message;
   ASSERT_TRUE(c.capacity.has_value());
   EXPECT_EQ(c.capacity->trials.size(), 1u);
@@ -402,7 +402,7 @@ TEST_F(OrchestratorTest, LostSlotStopsTheLoadWithinASecondAndFailsTheCell) {
   const report::RunRecord& record = *result;
   ASSERT_EQ(record.cells.size(), 2u);
   EXPECT_EQ(record.cells[0].result.state, api::CellState::kFailed);
-  EXPECT_EQ(record.cells[0].result.reason, "SlotLost");
+  EXPECT_EQ(api::ToString(record.cells[0].result.reason), "SlotLost");
   EXPECT_EQ(record.cells[0].result.requests, 0u) << "numbers of a cell without the slot must not be kept";
   EXPECT_EQ(record.cells[0].result.requests_per_second, 0.0);
   // The second cell waited for the slot again, on a fresh deployment.
@@ -423,8 +423,8 @@ TEST_F(OrchestratorTest, SlotLostTooOftenFailsTheRestOfTheTarget) {
   auto result = Finish();
   ASSERT_TRUE(result.ok());
   ASSERT_EQ(result->cells.size(), 2u);
-  EXPECT_EQ(result->cells[0].result.reason, "SlotLost");
-  EXPECT_EQ(result->cells[1].result.reason, "SlotLost");
+  EXPECT_EQ(api::ToString(result->cells[0].result.reason), "SlotLost");
+  EXPECT_EQ(api::ToString(result->cells[1].result.reason), "SlotLost");
   EXPECT_EQ(state_.log.Count("slot "), 1u);
 }
 
@@ -542,23 +542,28 @@ TEST_F(OrchestratorTest, ATeardownFailureIsNotedInTheRecord) {
 }
 
 // Catches: a target that dies under load recorded as an agent failure or a
-// result, its remaining cells run against nothing, the run not moving on.
+// result, its remaining cells run against nothing, the run not moving on,
+// how it ended (OOM-killed) not kept with the cells.
 TEST_F(OrchestratorTest, TargetThatDiesFailsItsCellAndSkipsTheRest) {
   agents_.mode = AgentMode::kHang;
   Start(MakeRun({"alpha", "beta"}, {10, 20}));
   WaitUntilLoaded();
   agents_.mode = AgentMode::kNormal;
-  platform_.target(0)->Kill("was OOMKilled (killed by signal 9)");
+  const report::TargetExit oom{std::nullopt, 9, true, "was OOMKilled (killed by signal 9)"};
+  platform_.target(0)->Kill(oom);
   auto result = Finish();
   ASSERT_TRUE(result.ok()) << result.status().message();
   const report::RunRecord& record = *result;
   ASSERT_EQ(record.cells.size(), 4u);
   EXPECT_EQ(record.cells[0].result.state, api::CellState::kFailed);
-  EXPECT_EQ(record.cells[0].result.reason, "TargetExited");
+  EXPECT_EQ(api::ToString(record.cells[0].result.reason), "TargetExited");
   EXPECT_NE(record.cells[0].result.message.find("OOMKilled"), std::string::npos);
   EXPECT_NE(record.cells[0].result.message.find("logs/alpha.log"), std::string::npos);
   EXPECT_EQ(record.cells[1].result.state, api::CellState::kSkipped);
-  EXPECT_EQ(record.cells[1].result.reason, "TargetExited");
+  EXPECT_EQ(api::ToString(record.cells[1].result.reason), "TargetExited");
+  // How it ended goes with both cells, for the status writer's Event.
+  EXPECT_EQ(record.cells[0].target_exit, oom);
+  EXPECT_EQ(record.cells[1].target_exit, oom);
   EXPECT_EQ(record.cells[2].result.state, api::CellState::kSucceeded);
   EXPECT_EQ(record.cells[3].result.state, api::CellState::kSucceeded);
   EXPECT_EQ(record.run.status.phase, api::RunPhase::kFailed);
@@ -609,7 +614,7 @@ TEST_F(OrchestratorTest, LostAgentFailsItsCellAndTheNextCellRuns) {
   auto result = Finish();
   ASSERT_TRUE(result.ok());
   ASSERT_EQ(result->cells.size(), 2u);
-  EXPECT_EQ(result->cells[0].result.reason, "AgentFailed");
+  EXPECT_EQ(api::ToString(result->cells[0].result.reason), "AgentFailed");
   EXPECT_NE(result->cells[0].result.message.find("the agent went away"), std::string::npos);
   EXPECT_EQ(result->cells[1].result.state, api::CellState::kSucceeded);
   EXPECT_EQ(state_.log.Count("agents "), 2u);
@@ -623,7 +628,7 @@ TEST_F(OrchestratorTest, FailedVerificationSkipsTheScenarioWithoutLoad) {
   ASSERT_EQ(record->cells.size(), 2u);
   for (const report::CellRecord& c : record->cells) {
     EXPECT_EQ(c.result.state, api::CellState::kSkipped);
-    EXPECT_EQ(c.result.reason, "VerificationFailed");
+    EXPECT_EQ(api::ToString(c.result.reason), "VerificationFailed");
     EXPECT_EQ(c.result.message, "GET /: expected status 200, got 404");
   }
   EXPECT_TRUE(agents_.Jobs().empty());
@@ -635,7 +640,7 @@ TEST_F(OrchestratorTest, FailedDeployFailsThatTargetOnly) {
   auto record = Make().Run(MakeRun({"alpha", "beta"}, {10}), store_, false);
   ASSERT_TRUE(record.ok());
   ASSERT_EQ(record->cells.size(), 2u);
-  EXPECT_EQ(record->cells[0].result.reason, "DeployFailed");
+  EXPECT_EQ(api::ToString(record->cells[0].result.reason), "DeployFailed");
   EXPECT_EQ(record->cells[0].result.message, "image pull failed");
   EXPECT_EQ(record->cells[1].result.state, api::CellState::kSucceeded);
   EXPECT_EQ(state_.log.Count("release demo/alpha"), 1u);
@@ -652,7 +657,7 @@ TEST_F(OrchestratorTest, ReadinessTimeoutComesFromTheTarget) {
   ASSERT_TRUE(record.ok());
   EXPECT_LT(Clock::now() - start, 2s);
   ASSERT_EQ(record->cells.size(), 1u);
-  EXPECT_EQ(record->cells[0].result.reason, "NotReady");
+  EXPECT_EQ(api::ToString(record->cells[0].result.reason), "NotReady");
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ std::string Clip(const std::string& s, size_t n = 80) {
 }  // namespace
 
 Status VerifyScenario(const std::string& host, uint16_t port, bool https, const api::ScenarioSettings& settings,
-                      const std::string& protocol) {
+                      Protocol protocol) {
   const std::vector<api::WeightedRequest>& requests = settings.requests;
   for (size_t i = 0; i < requests.size(); ++i) {
     const api::Request& r = requests[i].request;

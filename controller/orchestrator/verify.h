@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/api/cells.h"
+#include "common/protocol.h"
 #include "common/status.h"
 
 namespace fairbench::controller {
@@ -17,6 +18,6 @@ namespace fairbench::controller {
 // `protocol`: http1, h2 (ALPN must choose h2) or h2c (prior knowledge), as
 // the agents will speak.
 Status VerifyScenario(const std::string& host, uint16_t port, bool https, const api::ScenarioSettings& settings,
-                      const std::string& protocol = "http1");
+                      Protocol protocol = Protocol::kHttp1);
 
 }  // namespace fairbench::controller

@@ -63,9 +63,9 @@ TEST(VerifyHttpsTest, Http2TargetsAreCheckedInHttp2) {
   h2c.http2 = true;
   testing::NginxFixture plain(h2c);
   ASSERT_TRUE(plain.Start().ok());
-  const Status ok = VerifyScenario("127.0.0.1", plain.port(), false, settings, "h2c");
+  const Status ok = VerifyScenario("127.0.0.1", plain.port(), false, settings, Protocol::kH2c);
   EXPECT_TRUE(ok.ok()) << ok.ToString();
-  EXPECT_FALSE(VerifyScenario("127.0.0.1", plain.port(), false, settings, "http1").ok());
+  EXPECT_FALSE(VerifyScenario("127.0.0.1", plain.port(), false, settings, Protocol::kHttp1).ok());
 
   for (const bool http2 : {true, false}) {
     testing::NginxOptions o;
@@ -75,7 +75,7 @@ TEST(VerifyHttpsTest, Http2TargetsAreCheckedInHttp2) {
     o.tls->certificate_key = certs->self_key;
     testing::NginxFixture nginx(o);
     ASSERT_TRUE(nginx.Start().ok());
-    const Status s = VerifyScenario("127.0.0.1", nginx.port(), true, settings, "h2");
+    const Status s = VerifyScenario("127.0.0.1", nginx.port(), true, settings, Protocol::kH2);
     EXPECT_EQ(s.ok(), http2) << s.ToString();
   }
 }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/api/benchmark_run.h"
+#include "common/protocol.h"
 #include "common/report/run_record.h"
 #include "common/status.h"
 
@@ -64,7 +65,7 @@ struct TargetPlacement {
   std::string host;  // address agents connect to
   uint16_t port = 0;
   bool https = false;  // the target's scheme (set by the orchestrator from the run file)
-  std::string protocol = "http1";  // http1, h2 or h2c (likewise)
+  Protocol protocol = Protocol::kHttp1;  // likewise
 };
 
 struct AgentRequest {
@@ -104,9 +105,10 @@ class TargetInstance {
   // exits (Unavailable), the deadline passes (DeadlineExceeded) or a stop is
   // requested (Cancelled).
   virtual Status WaitReady(std::chrono::steady_clock::time_point deadline, std::stop_token stop) = 0;
-  // Why the target is gone ("exited with code 1", "was OOMKilled"), or
-  // nullopt while it runs.
-  virtual std::optional<std::string> Gone() = 0;
+  // How the target ended (its exit code or signal, an OOM kill, and the
+  // text messages quote: "exited with code 1", "was OOMKilled"), or nullopt
+  // while it runs.
+  virtual std::optional<report::TargetExit> Gone() = 0;
   virtual Result<TargetUsage> Usage() = 0;
   // Stops it and releases what it held.
   [[nodiscard]] virtual Status Teardown() = 0;

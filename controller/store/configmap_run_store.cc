@@ -11,7 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/base64.h"
-#include "controller/kube/backoff.h"
+#include "common/backoff.h"
 #include "controller/kube/clock.h"
 #include "common/report/html.h"
 #include "common/report/markdown.h"
@@ -19,8 +19,6 @@
 namespace fairbench::controller {
 namespace {
 
-constexpr char kResultsRecord[] = "results";
-constexpr char kReportRecord[] = "report";
 constexpr char kReportMarkdown[] = "report.md";
 constexpr char kReportHtml[] = "report.html";
 constexpr char kReportMarkdownGz[] = "report.md.gz";
@@ -153,10 +151,10 @@ std::string ConfigMapRunStore::Describe(const std::string& name) const { return 
 kube::ConfigMap ConfigMapRunStore::Skeleton(const std::string& name, const std::string& record_kind) const {
   kube::ConfigMap cm;
   cm.metadata.name = name;
-  cm.metadata.ns = ns_;
-  cm.metadata.labels[kManagedByLabel] = kManagedByValue;
-  cm.metadata.labels[kRunLabel] = options_.run;
-  cm.metadata.labels[kRecordLabel] = record_kind;
+  cm.metadata.namespace_ = ns_;
+  cm.metadata.labels[api::label::kManagedBy] = api::label::kFairbench;
+  cm.metadata.labels[api::label::kRun] = options_.run;
+  cm.metadata.labels[api::label::kRecord] = record_kind;
   if (!options_.run_uid.empty()) {
     cm.metadata.owner_references.push_back(kube::OwnerReference{std::string(api::kApiVersion),
                                                                 std::string(api::kKind), options_.run,
@@ -187,7 +185,7 @@ Status ConfigMapRunStore::Put(kube::ConfigMap cm, const std::string& resource_ve
   // same, so the retry meets AlreadyExists (a create) or Conflict (an
   // update at the version read before): both mean "read it and replace it".
   // This store is the record's only writer, so its text wins.
-  kube::Backoff backoff(options_.retry_backoff);
+  Backoff backoff(options_.retry_backoff);
   int transient = 0;
   auto retry = [&](const kube::ApiError& e, const char* verb) {
     if (!e.Retriable() || ++transient > options_.max_transient_retries) return false;
@@ -242,22 +240,22 @@ Result<std::optional<report::RunRecord>> ConfigMapRunStore::Load() {
   const std::string where = "the stored record of run " + ns_ + "/" + options_.run;
   auto damaged = [&](const std::string& why) { return Status::InvalidArgument(where + " is damaged: " + why); };
 
-  const std::string* format = Annotation(head, kFormatAnnotation);
-  const std::string* generation = Annotation(head, kGenerationAnnotation);
-  const std::string* parts_text = Annotation(head, kPartsAnnotation);
-  const std::string* bytes_text = Annotation(head, kBytesAnnotation);
-  const std::string* sha = Annotation(head, kSha256Annotation);
+  const std::string* format = Annotation(head, api::annotation::kResultsFormat);
+  const std::string* generation = Annotation(head, api::annotation::kResultsGeneration);
+  const std::string* parts_text = Annotation(head, api::annotation::kResultsParts);
+  const std::string* bytes_text = Annotation(head, api::annotation::kResultsBytes);
+  const std::string* sha = Annotation(head, api::annotation::kResultsSha256);
   if (!format || !generation || !parts_text || !bytes_text || !sha) {
-    return damaged(Describe(first_name) + " has no complete manifest (annotations " + kFormatAnnotation + ", " +
-                   kGenerationAnnotation + ", " + kPartsAnnotation + ", " + kBytesAnnotation + ", " +
-                   kSha256Annotation + ")");
+    return damaged(Describe(first_name) + " has no complete manifest (annotations " + api::annotation::kResultsFormat + ", " +
+                   api::annotation::kResultsGeneration + ", " + api::annotation::kResultsParts + ", " + api::annotation::kResultsBytes + ", " +
+                   api::annotation::kResultsSha256 + ")");
   }
   if (*format != std::to_string(kFormatVersion)) {
     return damaged(Describe(first_name) + " is in record format " + *format + "; this fairbench reads format " +
                    std::to_string(kFormatVersion));
   }
   const auto total_bytes = ParseNumber<size_t>(*bytes_text);
-  if (!total_bytes) return damaged(Describe(first_name) + ": " + kBytesAnnotation + " is not a number: " + *bytes_text);
+  if (!total_bytes) return damaged(Describe(first_name) + ": " + api::annotation::kResultsBytes + " is not a number: " + *bytes_text);
   const std::vector<std::string> names = SplitList(*parts_text);
   if (names.empty() || names[0] != first_name) {
     return damaged(Describe(first_name) + ": the manifest's part list does not start with " + first_name + ": " +
@@ -278,7 +276,7 @@ Result<std::optional<report::RunRecord>> ConfigMapRunStore::Load() {
       }
       fetched = std::move(**got);
       part = &*fetched;
-      const std::string* part_generation = Annotation(*part, kGenerationAnnotation);
+      const std::string* part_generation = Annotation(*part, api::annotation::kResultsGeneration);
       if (!part_generation || *part_generation != *generation) {
         return damaged(label + " belongs to save " + (part_generation ? *part_generation : std::string("(none)")) +
                        " but the manifest to save " + *generation + ": a torn write");
@@ -310,7 +308,7 @@ Status ConfigMapRunStore::Save(const report::RunRecord& record) {
 
   // What is there now: the current manifest and every results part.
   kube::ListOptions lo;
-  lo.label_selector = std::string(kRunLabel) + "=" + options_.run + "," + kRecordLabel + "=" + kResultsRecord;
+  lo.label_selector = std::string(api::label::kRun) + "=" + options_.run + "," + api::label::kRecord + "=" + api::label::kResultsRecord;
   auto listed = client_.ListAll(kube::resources::ConfigMaps(), ns_, lo);
   if (!listed.ok()) return Status(listed.error().ToStatus());
   std::map<std::string, std::string> existing;  // name → resourceVersion
@@ -321,8 +319,8 @@ Status ConfigMapRunStore::Save(const report::RunRecord& record) {
     if (!cm.ok()) continue;
     existing[cm->metadata.name] = cm->metadata.resource_version;
     if (cm->metadata.name != PartName(0)) continue;
-    if (const std::string* g = Annotation(*cm, kGenerationAnnotation)) generation = ParseNumber<uint64_t>(*g).value_or(0);
-    if (const std::string* p = Annotation(*cm, kPartsAnnotation)) {
+    if (const std::string* g = Annotation(*cm, api::annotation::kResultsGeneration)) generation = ParseNumber<uint64_t>(*g).value_or(0);
+    if (const std::string* p = Annotation(*cm, api::annotation::kResultsParts)) {
       for (auto& n : SplitList(*p)) in_use.insert(std::move(n));
     }
   }
@@ -337,9 +335,9 @@ Status ConfigMapRunStore::Save(const report::RunRecord& record) {
   }
 
   auto part = [&](size_t i) {
-    kube::ConfigMap cm = Skeleton(names[i], kResultsRecord);
-    cm.metadata.annotations[kGenerationAnnotation] = generation_text;
-    cm.metadata.annotations[kPartAnnotation] = PartLabel(i, count);
+    kube::ConfigMap cm = Skeleton(names[i], api::label::kResultsRecord);
+    cm.metadata.annotations[api::annotation::kResultsGeneration] = generation_text;
+    cm.metadata.annotations[api::annotation::kResultsPart] = PartLabel(i, count);
     const size_t from = i * per_part;
     cm.binary_data[kPartKey] = Base64Encode(std::string_view(*compressed).substr(from, per_part));
     return cm;
@@ -352,10 +350,10 @@ Status ConfigMapRunStore::Save(const report::RunRecord& record) {
     if (Status s = Put(part(i), version_of(names[i])); !s.ok()) return s;
   }
   kube::ConfigMap head = part(0);
-  head.metadata.annotations[kFormatAnnotation] = std::to_string(kFormatVersion);
-  head.metadata.annotations[kPartsAnnotation] = JoinList(names);
-  head.metadata.annotations[kBytesAnnotation] = std::to_string(text.size());
-  head.metadata.annotations[kSha256Annotation] = Sha256Hex(text);
+  head.metadata.annotations[api::annotation::kResultsFormat] = std::to_string(kFormatVersion);
+  head.metadata.annotations[api::annotation::kResultsParts] = JoinList(names);
+  head.metadata.annotations[api::annotation::kResultsBytes] = std::to_string(text.size());
+  head.metadata.annotations[api::annotation::kResultsSha256] = Sha256Hex(text);
   if (Status s = Put(std::move(head), version_of(names[0])); !s.ok()) return s;
 
   // Parts no manifest names any more (the previous save's, or a crashed
@@ -382,7 +380,7 @@ Status ConfigMapRunStore::SaveCell(const api::Cell& /*cell*/, const report::Cell
 Status ConfigMapRunStore::SaveReport(const report::RunRecord& record) {
   const std::string markdown = report::RenderMarkdown(record);
   const std::string html = report::RenderHtml(record);
-  kube::ConfigMap cm = Skeleton(ReportName(), kReportRecord);
+  kube::ConfigMap cm = Skeleton(ReportName(), api::label::kReportRecord);
   if (markdown.size() + html.size() <= options_.part_bytes) {
     cm.data[kReportMarkdown] = markdown;
     cm.data[kReportHtml] = html;

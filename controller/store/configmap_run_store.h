@@ -51,7 +51,7 @@
 #include <string>
 
 #include "common/api/benchmark_run.h"
-#include "controller/kube/backoff.h"
+#include "common/backoff.h"
 #include "controller/kube/client.h"
 #include "controller/orchestrator/run_store.h"
 
@@ -66,7 +66,7 @@ struct ConfigMapRunStoreOptions {
   // Writes that fail in a way that may pass (5xx, timeouts, cut
   // connections) are retried this many times per ConfigMap, with backoff.
   int max_transient_retries = 6;
-  kube::BackoffPolicy retry_backoff{std::chrono::milliseconds(200), std::chrono::milliseconds(5000), 2.0, 0.2};
+  BackoffPolicy retry_backoff{std::chrono::milliseconds(200), std::chrono::milliseconds(5000), 2.0, 0.2};
 
   // ns, run and run_uid from the run's metadata.
   static ConfigMapRunStoreOptions ForRun(const api::BenchmarkRun& run);
@@ -80,16 +80,6 @@ struct StoredReport {
 
 class ConfigMapRunStore final : public RunStore {
  public:
-  static constexpr char kManagedByLabel[] = "app.kubernetes.io/managed-by";
-  static constexpr char kManagedByValue[] = "fairbench";
-  static constexpr char kRunLabel[] = "fairbench.dev/run";
-  static constexpr char kRecordLabel[] = "fairbench.dev/record";  // "results" or "report"
-  static constexpr char kFormatAnnotation[] = "fairbench.dev/results-format";
-  static constexpr char kGenerationAnnotation[] = "fairbench.dev/results-generation";
-  static constexpr char kPartsAnnotation[] = "fairbench.dev/results-parts";
-  static constexpr char kPartAnnotation[] = "fairbench.dev/results-part";
-  static constexpr char kBytesAnnotation[] = "fairbench.dev/results-bytes";
-  static constexpr char kSha256Annotation[] = "fairbench.dev/results-sha256";
   static constexpr char kPartKey[] = "results.json.gz";
   static constexpr int kFormatVersion = 1;
 

@@ -134,7 +134,7 @@ inline report::RunRecord Record(const std::string& name, size_t cells, uint64_t 
     res.repetition = 1;
     res.state = i % 7 == 3 ? api::CellState::kFailed : api::CellState::kSucceeded;
     if (res.state == api::CellState::kFailed) {
-      res.reason = "TargetExited";
+      res.reason = api::CellReason::kTargetExited;
       res.message = "the target exited: OOMKilled";
     }
     res.requests_per_second = 100000.0 * unit(rng) + 0.125;

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "common/base64.h"
+#include "common/mutex.h"
 #include "testing/apiserver/discovery.h"
 #include "testing/apiserver/rbac_bootstrap.h"
 #include "testing/apiserver/request_info.h"
@@ -71,7 +72,7 @@ std::string TooOld(uint64_t asked, uint64_t oldest) {
 
 ApiServer::ApiServer(ApiServerOptions options)
     : options_(std::move(options)), store_(options_.history_limit) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& ns : options_.namespaces) {
     json obj = {{"apiVersion", "v1"},
                 {"kind", "Namespace"},
@@ -97,7 +98,7 @@ ApiServer::~ApiServer() { Shutdown(); }
 
 void ApiServer::Shutdown() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return;
     stopping_ = true;
     store_.EndWatches("", WatchChannel::End::kClean);
@@ -107,37 +108,37 @@ void ApiServer::Shutdown() {
 }
 
 void ApiServer::SetDenyRules(std::vector<DenyRule> rules) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   deny_ = std::move(rules);
 }
 
 void ApiServer::DropWatches(bool abrupt) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   store_.EndWatches("", abrupt ? WatchChannel::End::kAbrupt : WatchChannel::End::kClean);
 }
 
 void ApiServer::CompactHistory() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   store_.Compact();
 }
 
 void ApiServer::set_history_limit(size_t limit) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   store_.set_history_limit(limit);
 }
 
 uint64_t ApiServer::current_resource_version() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return store_.current_rv();
 }
 
 size_t ApiServer::open_watches() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return store_.open_watches();
 }
 
 void ApiServer::CollectGarbage() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   GarbageCollectLocked();
 }
 
@@ -149,7 +150,7 @@ ApiResponse ApiServer::Handle(const ApiRequest& request) {
       return Reply(InternalError(std::string("unexpected error in the test API server: ") + e.what()));
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (stopping_) return Reply(ServiceUnavailable("the server is shutting down"));
   // A handler bug must come back as a Status, not escape into the HTTP library.
   try {
@@ -228,26 +229,11 @@ ApiResponse ApiServer::SelfSubjectAccessReview(const ApiRequest& req) {
   if (req.method != "POST") {
     return Reply(MethodNotAllowed("the server does not allow this method on the requested resource"));
   }
-  const std::string cannot = "SelfSubjectAccessReview in version \"v1\" cannot be handled as a SelfSubjectAccessReview: ";
-  const std::string media = MediaType(req.content_type);
-  json body;
-  if (media == "application/vnd.kubernetes.protobuf") {
-    // kubectl auth can-i sends protobuf and does not fall back to JSON.
-    auto decoded = SelfSubjectAccessReviewFromProtobuf(req.body);
-    if (!decoded) return Reply(BadRequest(cannot + "the protobuf body cannot be decoded"));
-    body = std::move(*decoded);
-  } else if (media.empty() || media == "application/json" || media == "application/yaml" || media == "*/*") {
-    auto parsed = YamlToJson(req.body);
-    if (!parsed.ok()) return Reply(BadRequest(cannot + parsed.status().message()));
-    if (!parsed->is_object()) return Reply(BadRequest(cannot + "the body must be a JSON object"));
-    body = std::move(*parsed);
-  } else {
-    return Reply(MakeStatus(415, "UnsupportedMediaType",
-                            "the body of the request was in an unknown format - accepted media types include: "
-                            "application/json, application/yaml, application/vnd.kubernetes.protobuf"));
-  }
+  auto body = ParseObjectBody(req.content_type, req.body,
+                              {"authorization.k8s.io", "v1", "SelfSubjectAccessReview", false});
+  if (!body.ok()) return Reply(std::move(body.reply()));
   auto review = ReviewSelfSubjectAccess(options_.authorization, store_, AuthenticatedUser(req.user, req.groups),
-                                        std::move(body));
+                                        std::move(body.value()));
   if (!review.ok()) return Reply(std::move(review.reply()));
   return Reply(201, review.value());
 }
@@ -425,7 +411,7 @@ ApiResponse ApiServer::List(const Target& t, const ApiRequest& req) {
   uint64_t list_rv = current;
   std::string start_after;
   std::vector<json> items;
-  auto current_items = [&] {
+  auto current_items = [&]() REQUIRES(mu_) {
     for (const json* o : store_.List(r.StorageKey(), t.ns)) items.push_back(*o);
   };
   if (!cont.empty()) {
@@ -541,7 +527,7 @@ ApiResponse ApiServer::Watch(const Target& t, const ApiRequest& req) {
 }
 
 void ApiServer::Maintain() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto next_bookmark = SteadyClock::now() + options_.bookmark_interval;
   auto next_controllers = SteadyClock::now();
   while (!stopping_) {

@@ -4,10 +4,15 @@
 // namespace lifecycle parts of §9 for any resource the ResourceRegistry
 // serves, including those added by CustomResourceDefinitions.
 //
-// Simplifications, each a documented gap rather than a silent one: request
-// bodies are JSON or YAML (protobuf bodies, which kubectl's typed `create
-// <built-in>` commands send, get 415; `kubectl apply -f` sends JSON); a
-// strategic merge patch on a built-in type is applied as a JSON merge patch
+// Request bodies are JSON, YAML or Kubernetes protobuf (kube_protobuf.h:
+// client-go's typed clients — helm's release Secrets, kubectl's typed
+// `create` commands — send protobuf); responses are JSON, also to clients
+// that prefer protobuf but accept JSON.
+//
+// Simplifications, each a documented gap rather than a silent one: a
+// protobuf body of a kind the decoder's catalog does not describe (Pod,
+// Node, Deployment, CustomResourceDefinition) gets 415, and a client that
+// accepts only protobuf gets 406; a strategic merge patch on a built-in type is applied as a JSON merge patch
 // (lists are replaced, not merged by key); server-side apply treats lists as
 // atomic; CEL rules are not evaluated; deleting a CRD removes its objects
 // without waiting for their finalizers; without
@@ -47,6 +52,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "testing/apiserver/api_status.h"
 #include "testing/apiserver/authorization.h"
@@ -152,78 +158,78 @@ class ApiServer {
     std::string subresource;
   };
 
-  ApiResponse Dispatch(const ApiRequest& req);
+  ApiResponse Dispatch(const ApiRequest& req) REQUIRES(mu_);
   // The 403 for a request the authorizer refuses; nullopt when allowed.
-  std::optional<StatusReply> AuthorizeLocked(const ApiRequest& req) const;
-  ApiResponse SelfSubjectAccessReview(const ApiRequest& req);
+  std::optional<StatusReply> AuthorizeLocked(const ApiRequest& req) const REQUIRES(mu_);
+  ApiResponse SelfSubjectAccessReview(const ApiRequest& req) REQUIRES(mu_);
   // The node proxy and pods/log (kubelet_proxy.cc): the store is read under
   // mu_, the kubelet is called without it.
   static bool IsKubeletRoute(const std::string& path);
   ApiResponse KubeletRoute(const ApiRequest& req);
-  ApiResponse Discovery(const ApiRequest& req, bool* handled);
-  Outcome<Target> Route(const ApiRequest& req);
+  ApiResponse Discovery(const ApiRequest& req, bool* handled) REQUIRES(mu_);
+  Outcome<Target> Route(const ApiRequest& req) REQUIRES(mu_);
 
-  ApiResponse List(const Target& t, const ApiRequest& req);
-  ApiResponse Watch(const Target& t, const ApiRequest& req);
-  ApiResponse Get(const Target& t, const ApiRequest& req);
-  ApiResponse Create(const Target& t, const ApiRequest& req);
+  ApiResponse List(const Target& t, const ApiRequest& req) REQUIRES(mu_);
+  ApiResponse Watch(const Target& t, const ApiRequest& req) REQUIRES(mu_);
+  ApiResponse Get(const Target& t, const ApiRequest& req) REQUIRES(mu_);
+  ApiResponse Create(const Target& t, const ApiRequest& req) REQUIRES(mu_);
   static void KeepStatusRules(const Target& t, const ResourceInfo& r, const json& old, json& obj);
-  ApiResponse Update(const Target& t, const ApiRequest& req);
-  ApiResponse Patch(const Target& t, const ApiRequest& req);
-  ApiResponse Apply(const Target& t, const ApiRequest& req, const nlohmann::json* current);
-  ApiResponse Delete(const Target& t, const ApiRequest& req);
-  ApiResponse DeleteCollection(const Target& t, const ApiRequest& req);
+  ApiResponse Update(const Target& t, const ApiRequest& req) REQUIRES(mu_);
+  ApiResponse Patch(const Target& t, const ApiRequest& req) REQUIRES(mu_);
+  ApiResponse Apply(const Target& t, const ApiRequest& req, const nlohmann::json* current) REQUIRES(mu_);
+  ApiResponse Delete(const Target& t, const ApiRequest& req) REQUIRES(mu_);
+  ApiResponse DeleteCollection(const Target& t, const ApiRequest& req) REQUIRES(mu_);
 
   // The write pipeline shared by create, update and patch.
   Outcome<nlohmann::json> Admit(const Target& t, nlohmann::json obj, const nlohmann::json* old,
                                 const ApiRequest& req, std::vector<std::string>* warnings);
   ApiResponse StoreCreate(const Target& t, nlohmann::json obj, const ApiRequest& req, const std::string& manager,
-                          const std::string& operation);
+                          const std::string& operation) REQUIRES(mu_);
   ApiResponse StoreUpdate(const Target& t, nlohmann::json obj, const nlohmann::json& old, const ApiRequest& req,
-                          const std::string& manager, bool managed_fields_done);
+                          const std::string& manager, bool managed_fields_done) REQUIRES(mu_);
   Outcome<Committed> DeleteObject(const ResourceInfo& r, const std::string& ns, const std::string& name,
-                                  const nlohmann::json& options);
+                                  const nlohmann::json& options) REQUIRES(mu_);
   // Stores an update; removes the object instead when it is terminating and
   // nothing holds it any more (no finalizers, grace period over).
-  Committed CommitUpdate(const ResourceInfo& r, nlohmann::json obj);
-  void PrepareForCreate(const ResourceInfo& r, nlohmann::json& obj);
+  Committed CommitUpdate(const ResourceInfo& r, nlohmann::json obj) REQUIRES(mu_);
+  void PrepareForCreate(const ResourceInfo& r, nlohmann::json& obj) REQUIRES(mu_);
   std::vector<Cause> ValidateType(const ResourceInfo& r, nlohmann::json& obj, const nlohmann::json* old);
-  const ResourceInfo* ByStorageKey(const std::string& key) const;
-  void AfterStoredChange(const ResourceInfo& r, const nlohmann::json& obj, bool deleted);
+  const ResourceInfo* ByStorageKey(const std::string& key) const REQUIRES(mu_);
+  void AfterStoredChange(const ResourceInfo& r, const nlohmann::json& obj, bool deleted) REQUIRES(mu_);
 
   nlohmann::json Render(const ResourceInfo& r, nlohmann::json obj, bool for_list) const;
   ApiResponse Reply(int code, const nlohmann::json& body) const;
   ApiResponse Reply(StatusReply s) const;
-  bool Denied(const ApiRequest& req, const std::string& verb, const Target& t, StatusReply* reply) const;
+  bool Denied(const ApiRequest& req, const std::string& verb, const Target& t, StatusReply* reply) const REQUIRES(mu_);
   std::string Manager(const ApiRequest& req) const;
 
   // api_server_control.cc: TokenRequest, Pod Security admission, the
   // Deployment controller and the scheduler.
-  ApiResponse TokenRequest(const Target& t, const ApiRequest& req);
+  ApiResponse TokenRequest(const Target& t, const ApiRequest& req) REQUIRES(mu_);
   // A pod (or a workload's pod template) against its namespace's Pod
   // Security labels: the 403 when enforce refuses it; warnings for warn.
   std::optional<StatusReply> PodSecurityLocked(const Target& t, const nlohmann::json& obj,
-                                               std::vector<std::string>* warnings);
-  void ReconcileDeploymentsLocked();
-  void SchedulePodsLocked();
+                                               std::vector<std::string>* warnings) REQUIRES(mu_);
+  void ReconcileDeploymentsLocked() REQUIRES(mu_);
+  void SchedulePodsLocked() REQUIRES(mu_);
   void RecordEventLocked(const nlohmann::json& object, bool warning, const std::string& reason,
-                         const std::string& message, const std::string& component);
+                         const std::string& message, const std::string& component) REQUIRES(mu_);
   void Maintain();
-  void GarbageCollectLocked();
-  void EstablishDueCrdsLocked();
-  void FinishDuePodsLocked();
+  void GarbageCollectLocked() REQUIRES(mu_);
+  void EstablishDueCrdsLocked() REQUIRES(mu_);
+  void FinishDuePodsLocked() REQUIRES(mu_);
 
   const ApiServerOptions options_;
   FaultInjector faults_;
 
-  std::mutex mu_;
-  ObjectStore store_;                      // guarded by mu_
-  ResourceRegistry registry_;              // guarded by mu_
-  std::vector<DenyRule> deny_;             // guarded by mu_
-  std::map<std::string, std::chrono::steady_clock::time_point> pending_crds_;  // guarded by mu_
-  bool gc_due_ = false;                    // guarded by mu_
-  bool stopping_ = false;                  // guarded by mu_
-  uint64_t next_cluster_ip_ = 10;          // guarded by mu_
+  Mutex mu_;
+  ObjectStore store_ GUARDED_BY(mu_);
+  ResourceRegistry registry_ GUARDED_BY(mu_);
+  std::vector<DenyRule> deny_ GUARDED_BY(mu_);
+  std::map<std::string, std::chrono::steady_clock::time_point> pending_crds_ GUARDED_BY(mu_);
+  bool gc_due_ GUARDED_BY(mu_) = false;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  uint64_t next_cluster_ip_ GUARDED_BY(mu_) = 10;
   struct IssuedToken {
     std::string ns;
     std::string service_account;
@@ -232,12 +238,12 @@ class ApiServer {
     std::string pod_uid;
     std::chrono::system_clock::time_point expires;
   };
-  std::map<std::string, IssuedToken> issued_tokens_;  // guarded by mu_
+  std::map<std::string, IssuedToken> issued_tokens_ GUARDED_BY(mu_);
   // Deployment uid → when its controller may try again to create pods.
-  std::map<std::string, std::chrono::steady_clock::time_point> deployment_retry_;  // guarded by mu_
+  std::map<std::string, std::chrono::steady_clock::time_point> deployment_retry_ GUARDED_BY(mu_);
   // Pods whose FailedScheduling Event is out (one per pod).
-  std::set<std::string> unschedulable_reported_;  // guarded by mu_
-  std::condition_variable wake_;
+  std::set<std::string> unschedulable_reported_ GUARDED_BY(mu_);
+  CondVar wake_;
   std::thread maintenance_;
 };
 

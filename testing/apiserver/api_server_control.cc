@@ -31,6 +31,7 @@
 #include "testing/apiserver/request_util.h"
 #include "testing/apiserver/time_text.h"
 #include "testing/apiserver/yaml_json.h"
+#include "controller/kube/json_read.h"
 
 namespace fairbench::apiserver {
 
@@ -38,9 +39,7 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string Str(const json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
-}
+namespace jr = ::fairbench::kube::json_read;
 
 bool Terminating(const json& obj) { return obj["metadata"].contains("deletionTimestamp"); }
 
@@ -54,21 +53,21 @@ std::string RandomToken() {
 
 bool PodReady(const json& pod) {
   for (const json& c : pod.value("status", json::object()).value("conditions", json::array())) {
-    if (Str(c, "type") == "Ready") return Str(c, "status") == "True";
+    if (jr::String(c, "type") == "Ready") return jr::String(c, "status") == "True";
   }
   return false;
 }
 
 bool Owns(const json& obj, const std::string& uid) {
   for (const json& ref : obj["metadata"].value("ownerReferences", json::array())) {
-    if (Str(ref, "uid") == uid) return true;
+    if (jr::String(ref, "uid") == uid) return true;
   }
   return false;
 }
 
 std::string OwnerUid(const json& obj) {
   for (const json& ref : obj["metadata"].value("ownerReferences", json::array())) {
-    if (ref.value("controller", false)) return Str(ref, "uid");
+    if (ref.value("controller", false)) return jr::String(ref, "uid");
   }
   return "";
 }
@@ -89,8 +88,8 @@ std::string TemplateHash(const json& pod_template) {
 
 // A node selector term's expression against a node's labels.
 bool ExpressionMatches(const json& expr, const json& labels) {
-  const std::string key = Str(expr, "key");
-  const std::string op = Str(expr, "operator");
+  const std::string key = jr::String(expr, "key");
+  const std::string op = jr::String(expr, "operator");
   const bool has = labels.contains(key) && labels[key].is_string();
   const std::string value = has ? labels[key].get<std::string>() : "";
   std::vector<std::string> values;
@@ -120,7 +119,7 @@ std::string NodeMisfit(const json& pod_spec, const json& node) {
   if (nspec.value("unschedulable", false)) return "node(s) were unschedulable";
   bool ready = false;
   for (const json& c : node.value("status", json::object()).value("conditions", json::array())) {
-    if (Str(c, "type") == "Ready") ready = Str(c, "status") == "True";
+    if (jr::String(c, "type") == "Ready") ready = jr::String(c, "status") == "True";
   }
   if (!ready) return "node(s) were not ready";
   for (const auto& [k, v] : pod_spec.value("nodeSelector", json::object()).items()) {
@@ -135,26 +134,26 @@ std::string NodeMisfit(const json& pod_spec, const json& node) {
       bool all = true;
       for (const json& e : term.value("matchExpressions", json::array())) all &= ExpressionMatches(e, labels);
       for (const json& f : term.value("matchFields", json::array())) {
-        all &= ExpressionMatches(f, json{{"metadata.name", Str(node["metadata"], "name")}});
+        all &= ExpressionMatches(f, json{{"metadata.name", jr::String(node["metadata"], "name")}});
       }
       any |= all;
     }
     if (!any) return "node(s) didn't match Pod's node affinity/selector";
   }
   for (const json& taint : nspec.value("taints", json::array())) {
-    const std::string effect = Str(taint, "effect");
+    const std::string effect = jr::String(taint, "effect");
     if (effect != "NoSchedule" && effect != "NoExecute") continue;
     bool tolerated = false;
     for (const json& t : pod_spec.value("tolerations", json::array())) {
-      const std::string op = Str(t, "operator").empty() ? "Equal" : Str(t, "operator");
-      if (!Str(t, "effect").empty() && Str(t, "effect") != effect) continue;
-      if (Str(t, "key").empty() && op == "Exists") tolerated = true;
-      if (Str(t, "key") != Str(taint, "key")) continue;
-      if (op == "Exists" || Str(t, "value") == Str(taint, "value")) tolerated = true;
+      const std::string op = jr::String(t, "operator").empty() ? "Equal" : jr::String(t, "operator");
+      if (!jr::String(t, "effect").empty() && jr::String(t, "effect") != effect) continue;
+      if (jr::String(t, "key").empty() && op == "Exists") tolerated = true;
+      if (jr::String(t, "key") != jr::String(taint, "key")) continue;
+      if (op == "Exists" || jr::String(t, "value") == jr::String(taint, "value")) tolerated = true;
     }
     if (!tolerated) {
-      return "node(s) had untolerated taint {" + Str(taint, "key") +
-             (Str(taint, "value").empty() ? "" : ": " + Str(taint, "value")) + "}";
+      return "node(s) had untolerated taint {" + jr::String(taint, "key") +
+             (jr::String(taint, "value").empty() ? "" : ": " + jr::String(taint, "value")) + "}";
     }
   }
   return "";
@@ -164,16 +163,16 @@ std::string NodeMisfit(const json& pod_spec, const json& node) {
 
 std::optional<std::pair<std::string, std::vector<std::string>>> ApiServer::AuthenticateIssuedToken(
     const std::string& token) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = issued_tokens_.find(token);
   if (it == issued_tokens_.end()) return std::nullopt;
   const IssuedToken& t = it->second;
   if (std::chrono::system_clock::now() >= t.expires) return std::nullopt;
   const json* sa = store_.Get("/serviceaccounts", t.ns, t.service_account);
-  if (sa == nullptr || Str((*sa)["metadata"], "uid") != t.service_account_uid) return std::nullopt;
+  if (sa == nullptr || jr::String((*sa)["metadata"], "uid") != t.service_account_uid) return std::nullopt;
   if (!t.pod.empty()) {
     const json* pod = store_.Get("/pods", t.ns, t.pod);
-    if (pod == nullptr || Str((*pod)["metadata"], "uid") != t.pod_uid) return std::nullopt;
+    if (pod == nullptr || jr::String((*pod)["metadata"], "uid") != t.pod_uid) return std::nullopt;
   }
   return std::make_pair("system:serviceaccount:" + t.ns + ":" + t.service_account,
                         std::vector<std::string>{"system:serviceaccounts", "system:serviceaccounts:" + t.ns});
@@ -185,12 +184,13 @@ ApiResponse ApiServer::TokenRequest(const Target& t, const ApiRequest& req) {
   }
   const json* sa = store_.Get("/serviceaccounts", t.ns, t.name);
   if (sa == nullptr) return Reply(NotFound({"", "serviceaccounts", "ServiceAccount", t.name}));
-  auto body = YamlToJson(req.body);
-  if (!body.ok() || !body->is_object()) {
-    return Reply(BadRequest("TokenRequest in version \"v1\" cannot be handled as a TokenRequest: " +
-                            (body.ok() ? std::string("the body must be a JSON object") : body.status().message())));
-  }
-  json spec = body->value("spec", json::object());
+  auto body = ParseObjectBody(req.content_type, req.body, {"authentication.k8s.io", "v1", "TokenRequest", false});
+  if (!body.ok()) return Reply(std::move(body.reply()));
+  json spec = body.value().value("spec", json::object());
+  if (!spec.is_object()) spec = json::object();
+  // Typed clients write unset pointers (expirationSeconds, boundObjectRef)
+  // as null.
+  for (auto it = spec.begin(); it != spec.end();) it = it->is_null() ? spec.erase(it) : std::next(it);
   int64_t seconds = spec.value("expirationSeconds", int64_t{3600});
   if (seconds < 600) {
     return Reply(Invalid({"authentication.k8s.io", "token", "TokenRequest", t.name},
@@ -199,21 +199,21 @@ ApiResponse ApiServer::TokenRequest(const Target& t, const ApiRequest& req) {
   IssuedToken issued;
   issued.ns = t.ns;
   issued.service_account = t.name;
-  issued.service_account_uid = Str((*sa)["metadata"], "uid");
+  issued.service_account_uid = jr::String((*sa)["metadata"], "uid");
   const json bound = spec.value("boundObjectRef", json::object());
   if (!bound.empty()) {
-    if (Str(bound, "kind") != "Pod") {
-      return Reply(BadRequest("cannot bind token to object of kind \"" + Str(bound, "kind") + "\" (only Pod here)"));
+    if (jr::String(bound, "kind") != "Pod") {
+      return Reply(BadRequest("cannot bind token to object of kind \"" + jr::String(bound, "kind") + "\" (only Pod here)"));
     }
-    const json* pod = store_.Get("/pods", t.ns, Str(bound, "name"));
-    if (pod == nullptr) return Reply(NotFound({"", "pods", "Pod", Str(bound, "name")}));
-    const std::string uid = Str((*pod)["metadata"], "uid");
-    if (!Str(bound, "uid").empty() && Str(bound, "uid") != uid) {
-      return Reply(Conflict({"", "pods", "Pod", Str(bound, "name")},
-                            "the UID in the bound object reference (" + Str(bound, "uid") +
+    const json* pod = store_.Get("/pods", t.ns, jr::String(bound, "name"));
+    if (pod == nullptr) return Reply(NotFound({"", "pods", "Pod", jr::String(bound, "name")}));
+    const std::string uid = jr::String((*pod)["metadata"], "uid");
+    if (!jr::String(bound, "uid").empty() && jr::String(bound, "uid") != uid) {
+      return Reply(Conflict({"", "pods", "Pod", jr::String(bound, "name")},
+                            "the UID in the bound object reference (" + jr::String(bound, "uid") +
                                 ") does not match the UID in record. The object might have been deleted and then recreated"));
     }
-    issued.pod = Str(bound, "name");
+    issued.pod = jr::String(bound, "name");
     issued.pod_uid = uid;
   }
   issued.expires = std::chrono::system_clock::now() + std::chrono::seconds(seconds);
@@ -242,7 +242,7 @@ std::optional<StatusReply> ApiServer::PodSecurityLocked(const Target& t, const j
   if (pod) {
     auto violations = CheckPodSecurity(policy.enforce.level, spec);
     if (!violations.empty()) {
-      const std::string name = Str(obj["metadata"], "name");
+      const std::string name = jr::String(obj["metadata"], "name");
       return MakeStatus(403, "Forbidden",
                         "pods \"" + name + "\" is forbidden: violates PodSecurity \"" + policy.enforce.ToString() +
                             "\": " + ForbiddenDetail(violations),
@@ -261,21 +261,21 @@ void ApiServer::RecordEventLocked(const json& object, bool warning, const std::s
   const ResourceInfo* events = registry_.Find("", "v1", "events");
   if (events == nullptr) return;
   const json& md = object["metadata"];
-  const std::string ns = Str(md, "namespace").empty() ? "default" : Str(md, "namespace");
+  const std::string ns = jr::String(md, "namespace").empty() ? "default" : jr::String(md, "namespace");
   const std::string now = NowText();
   std::ostringstream name;
-  name << Str(md, "name") << "." << std::hex
+  name << jr::String(md, "name") << "." << std::hex
        << std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   json e = {{"apiVersion", "v1"},
             {"kind", "Event"},
             {"metadata", {{"name", name.str()}, {"namespace", ns}, {"uid", NewUid()}, {"creationTimestamp", now}}},
             {"involvedObject",
-             {{"apiVersion", Str(object, "apiVersion")},
-              {"kind", Str(object, "kind")},
-              {"name", Str(md, "name")},
+             {{"apiVersion", jr::String(object, "apiVersion")},
+              {"kind", jr::String(object, "kind")},
+              {"name", jr::String(md, "name")},
               {"namespace", ns},
-              {"uid", Str(md, "uid")},
-              {"resourceVersion", Str(md, "resourceVersion")}}},
+              {"uid", jr::String(md, "uid")},
+              {"resourceVersion", jr::String(md, "resourceVersion")}}},
             {"reason", reason},
             {"message", message},
             {"type", warning ? "Warning" : "Normal"},
@@ -303,15 +303,15 @@ void ApiServer::ReconcileDeploymentsLocked() {
   for (const json& d : all_deployments) {
     if (Terminating(d)) continue;
     const json& md = d["metadata"];
-    const std::string uid = Str(md, "uid");
-    const std::string ns = Str(md, "namespace");
+    const std::string uid = jr::String(md, "uid");
+    const std::string ns = jr::String(md, "namespace");
     const json spec = d.value("spec", json::object());
     const int64_t replicas = spec.value("replicas", int64_t{1});
     const json pod_template = spec.value("template", json::object());
     std::vector<json> active;
     for (const json& p : all_pods) {
-      if (Str(p["metadata"], "namespace") != ns || !Owns(p, uid) || Terminating(p)) continue;
-      const std::string phase = Str(p.value("status", json::object()), "phase");
+      if (jr::String(p["metadata"], "namespace") != ns || !Owns(p, uid) || Terminating(p)) continue;
+      const std::string phase = jr::String(p.value("status", json::object()), "phase");
       if (phase == "Succeeded" || phase == "Failed") continue;
       active.push_back(p);
     }
@@ -321,11 +321,11 @@ void ApiServer::ReconcileDeploymentsLocked() {
         json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}};
         json pmd = pod_template.value("metadata", json::object());
         pmd["labels"]["pod-template-hash"] = hash;
-        pmd["generateName"] = Str(md, "name") + "-" + hash + "-";
+        pmd["generateName"] = jr::String(md, "name") + "-" + hash + "-";
         pmd["namespace"] = ns;
         pmd["ownerReferences"] = json::array({{{"apiVersion", "apps/v1"},
                                                {"kind", "Deployment"},
-                                               {"name", Str(md, "name")},
+                                               {"name", jr::String(md, "name")},
                                                {"uid", uid},
                                                {"controller", true},
                                                {"blockOwnerDeletion", true}}});
@@ -339,23 +339,23 @@ void ApiServer::ReconcileDeploymentsLocked() {
         ApiResponse created = StoreCreate(pt, std::move(pod), internal, "kube-controller-manager", "Update");
         if (created.code != 201) {
           const json status = json::parse(created.body, nullptr, false);
-          const std::string why = status.is_discarded() ? created.body : Str(status, "message");
+          const std::string why = status.is_discarded() ? created.body : jr::String(status, "message");
           RecordEventLocked(d, true, "FailedCreate", "Error creating: " + why, "replicaset-controller");
           deployment_retry_[uid] = now + std::chrono::seconds(5);
           break;
         }
         const json made = json::parse(created.body, nullptr, false);
         RecordEventLocked(d, false, "SuccessfulCreate",
-                          "Created pod: " + (made.is_discarded() ? std::string() : Str(made["metadata"], "name")),
+                          "Created pod: " + (made.is_discarded() ? std::string() : jr::String(made["metadata"], "name")),
                           "replicaset-controller");
         active.push_back(made);
       }
     } else if (static_cast<int64_t>(active.size()) > replicas) {
       std::sort(active.begin(), active.end(), [](const json& a, const json& b) {
-        return Str(a["metadata"], "creationTimestamp") > Str(b["metadata"], "creationTimestamp");
+        return jr::String(a["metadata"], "creationTimestamp") > jr::String(b["metadata"], "creationTimestamp");
       });
       for (size_t i = 0; i < active.size() - static_cast<size_t>(std::max<int64_t>(replicas, 0)); ++i) {
-        (void)DeleteObject(*pods, ns, Str(active[i]["metadata"], "name"), json::object());
+        (void)DeleteObject(*pods, ns, jr::String(active[i]["metadata"], "name"), json::object());
       }
       active.resize(static_cast<size_t>(std::max<int64_t>(replicas, 0)));
     }
@@ -371,8 +371,8 @@ void ApiServer::ReconcileDeploymentsLocked() {
     json old_status = d.value("status", json::object());
     std::string since = NowText();
     for (const json& c : old_status.value("conditions", json::array())) {
-      if (Str(c, "type") == "Available" && Str(c, "status") == (available ? "True" : "False")) {
-        since = Str(c, "lastTransitionTime");
+      if (jr::String(c, "type") == "Available" && jr::String(c, "status") == (available ? "True" : "False")) {
+        since = jr::String(c, "lastTransitionTime");
       }
     }
     status["conditions"] = json::array(
@@ -391,7 +391,7 @@ void ApiServer::ReconcileDeploymentsLocked() {
   // Forget what no Deployment needs any more.
   for (auto it = deployment_retry_.begin(); it != deployment_retry_.end();) {
     bool live = false;
-    for (const json& d : all_deployments) live |= Str(d["metadata"], "uid") == it->first;
+    for (const json& d : all_deployments) live |= jr::String(d["metadata"], "uid") == it->first;
     it = live ? std::next(it) : deployment_retry_.erase(it);
   }
 }
@@ -407,17 +407,17 @@ void ApiServer::SchedulePodsLocked() {
     if (key == nodes->StorageKey()) all_nodes.push_back(o);
   });
   std::sort(all_nodes.begin(), all_nodes.end(),
-            [](const json& a, const json& b) { return Str(a["metadata"], "name") < Str(b["metadata"], "name"); });
+            [](const json& a, const json& b) { return jr::String(a["metadata"], "name") < jr::String(b["metadata"], "name"); });
   for (json& pod : all_pods) {
     json& spec = pod["spec"];
-    if (!Str(spec, "nodeName").empty() || Terminating(pod)) continue;
-    if (!Str(spec, "schedulerName").empty() && Str(spec, "schedulerName") != "default-scheduler") continue;
+    if (!jr::String(spec, "nodeName").empty() || Terminating(pod)) continue;
+    if (!jr::String(spec, "schedulerName").empty() && jr::String(spec, "schedulerName") != "default-scheduler") continue;
     const std::string owner = OwnerUid(pod);
     std::string best;
     std::tuple<int, int, std::string> best_score;
     std::map<std::string, int> reasons;
     for (const json& node : all_nodes) {
-      const std::string nname = Str(node["metadata"], "name");
+      const std::string nname = jr::String(node["metadata"], "name");
       const std::string misfit = NodeMisfit(spec, node);
       if (!misfit.empty()) {
         reasons[misfit]++;
@@ -425,8 +425,8 @@ void ApiServer::SchedulePodsLocked() {
       }
       int same_owner = 0, load = 0;
       for (const json& p : all_pods) {
-        if (Str(p["spec"], "nodeName") != nname) continue;
-        const std::string phase = Str(p.value("status", json::object()), "phase");
+        if (jr::String(p["spec"], "nodeName") != nname) continue;
+        const std::string phase = jr::String(p.value("status", json::object()), "phase");
         if (phase == "Succeeded" || phase == "Failed") continue;
         load++;
         if (!owner.empty() && OwnerUid(p) == owner) same_owner++;
@@ -437,12 +437,12 @@ void ApiServer::SchedulePodsLocked() {
         best_score = score;
       }
     }
-    const std::string key = Str(pod["metadata"], "namespace") + "/" + Str(pod["metadata"], "name");
+    const std::string key = jr::String(pod["metadata"], "namespace") + "/" + jr::String(pod["metadata"], "name");
     json next = pod;
     json& conditions = next["status"]["conditions"];
     if (!conditions.is_array()) conditions = json::array();
     conditions.erase(std::remove_if(conditions.begin(), conditions.end(),
-                                    [](const json& c) { return Str(c, "type") == "PodScheduled"; }),
+                                    [](const json& c) { return jr::String(c, "type") == "PodScheduled"; }),
                      conditions.end());
     if (!best.empty()) {
       next["spec"]["nodeName"] = best;
@@ -454,7 +454,7 @@ void ApiServer::SchedulePodsLocked() {
       unschedulable_reported_.erase(key);
       // Later pods of this pass see this one where it went.
       for (json& p : all_pods) {
-        if (Str(p["metadata"], "uid") == Str(pod["metadata"], "uid")) p["spec"]["nodeName"] = best;
+        if (jr::String(p["metadata"], "uid") == jr::String(pod["metadata"], "uid")) p["spec"]["nodeName"] = best;
       }
       continue;
     }

@@ -11,12 +11,15 @@
 #include "testing/apiserver/request_util.h"
 #include "testing/apiserver/time_text.h"
 #include "testing/apiserver/yaml_json.h"
+#include "controller/kube/json_read.h"
 
 namespace fairbench::apiserver {
 
 using nlohmann::json;
 
 namespace {
+
+namespace jr = ::fairbench::kube::json_read;
 
 const char kCrdGroup[] = "apiextensions.k8s.io";
 
@@ -57,10 +60,6 @@ int64_t GracePeriod(const json& obj) {
              : 0;
 }
 
-std::string Str(const json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
-}
-
 const std::regex& SubdomainRe() {
   static const std::regex re(R"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)");
   return re;
@@ -88,7 +87,7 @@ bool ValidQualifiedName(const std::string& key) {
 std::vector<Cause> ValidateMetadata(const ResourceInfo& r, const json& obj, const json* old) {
   std::vector<Cause> errs;
   const json& md = obj["metadata"];
-  std::string name = Str(md, "name");
+  std::string name = jr::String(md, "name");
   if (name.empty()) {
     errs.push_back(FieldRequired("metadata.name", "name or generateName is required"));
   } else if (IsCore(r, "namespaces")) {
@@ -131,12 +130,12 @@ std::vector<Cause> ValidateMetadata(const ResourceInfo& r, const json& obj, cons
   }
   int controllers = 0;
   for (const auto& ref : md.value("ownerReferences", json::array())) {
-    if (Str(ref, "apiVersion").empty()) {
+    if (jr::String(ref, "apiVersion").empty()) {
       errs.push_back(FieldInvalid("metadata.ownerReferences.apiVersion", "", "version must not be empty"));
     }
-    if (Str(ref, "kind").empty()) errs.push_back(FieldInvalid("metadata.ownerReferences.kind", "", "kind must not be empty"));
-    if (Str(ref, "name").empty()) errs.push_back(FieldInvalid("metadata.ownerReferences.name", "", "name must not be empty"));
-    if (Str(ref, "uid").empty()) errs.push_back(FieldInvalid("metadata.ownerReferences.uid", "", "uid must not be empty"));
+    if (jr::String(ref, "kind").empty()) errs.push_back(FieldInvalid("metadata.ownerReferences.kind", "", "kind must not be empty"));
+    if (jr::String(ref, "name").empty()) errs.push_back(FieldInvalid("metadata.ownerReferences.name", "", "name must not be empty"));
+    if (jr::String(ref, "uid").empty()) errs.push_back(FieldInvalid("metadata.ownerReferences.uid", "", "uid must not be empty"));
     if (ref.value("controller", false)) ++controllers;
   }
   if (controllers > 1) {
@@ -212,26 +211,7 @@ json MaskedPodSpec(json spec) {
   return spec;
 }
 
-Outcome<json> ParseObjectBody(const ApiRequest& req, const ResourceInfo& r) {
-  // JSON and YAML only. Protobuf bodies get 415, after which client-go
-  // (kubectl) falls back to JSON.
-  const std::string media = MediaType(req.content_type);
-  if (!media.empty() && media != "application/json" && media != "application/yaml" && media != "*/*") {
-    return MakeStatus(415, "UnsupportedMediaType",
-                      "the body of the request was in an unknown format - accepted media types include: "
-                      "application/json, application/yaml");
-  }
-  auto parsed = YamlToJson(req.body);
-  if (!parsed.ok()) {
-    return BadRequest(r.kind + " in version \"" + r.version + "\" cannot be handled as a " + r.kind + ": " +
-                      parsed.status().message());
-  }
-  if (!parsed->is_object()) {
-    return BadRequest(r.kind + " in version \"" + r.version + "\" cannot be handled as a " + r.kind +
-                      ": the body must be a JSON object");
-  }
-  return std::move(*parsed);
-}
+ExpectedKind Expected(const ResourceInfo& r) { return {r.group, r.version, r.kind, r.custom}; }
 
 StatusReply ApplyConflicts(const ResourceInfo& r, const std::string& name, const std::vector<ApplyConflict>& cs) {
   std::string msg = "Apply failed with " + std::to_string(cs.size()) + " conflict" + (cs.size() == 1 ? "" : "s") + ": ";
@@ -262,8 +242,8 @@ const ResourceInfo* ApiServer::ByStorageKey(const std::string& key) const {
 Outcome<json> ApiServer::Admit(const Target& t, json obj, const json* old, const ApiRequest& req,
                                std::vector<std::string>* warnings) {
   const ResourceInfo& r = *t.resource;
-  std::string kind = Str(obj, "kind");
-  std::string api_version = Str(obj, "apiVersion");
+  std::string kind = jr::String(obj, "kind");
+  std::string api_version = jr::String(obj, "apiVersion");
   if (r.custom && (kind.empty() || api_version.empty())) {
     return BadRequest(std::string("Object '") + (kind.empty() ? "Kind" : "apiVersion") + "' is missing in '" +
                       obj.dump() + "'");
@@ -289,7 +269,7 @@ Outcome<json> ApiServer::Admit(const Target& t, json obj, const json* old, const
   }
   json& md = Meta(obj);
   if (r.namespaced) {
-    std::string ns = Str(md, "namespace");
+    std::string ns = jr::String(md, "namespace");
     if (!ns.empty() && ns != t.ns) {
       return BadRequest("the namespace of the provided object does not match the namespace sent on the request");
     }
@@ -316,7 +296,7 @@ Outcome<json> ApiServer::Admit(const Target& t, json obj, const json* old, const
   }
   auto meta_errs = ValidateMetadata(r, obj, old);
   causes.insert(causes.begin(), meta_errs.begin(), meta_errs.end());
-  if (!causes.empty()) return Invalid(r.Name(Str(md, "name")), causes);
+  if (!causes.empty()) return Invalid(r.Name(jr::String(md, "name")), causes);
   return obj;
 }
 
@@ -331,11 +311,11 @@ void ApiServer::PrepareForCreate(const ResourceInfo& r, json& obj) {
   } else if (IsCore(r, "namespaces")) {
     obj["spec"] = {{"finalizers", {"kubernetes"}}};
     obj["status"] = {{"phase", "Active"}};
-    Meta(obj)["labels"]["kubernetes.io/metadata.name"] = Str(obj["metadata"], "name");
+    Meta(obj)["labels"]["kubernetes.io/metadata.name"] = jr::String(obj["metadata"], "name");
   } else if (IsCore(r, "services")) {
     json& spec = obj["spec"];
-    if (Str(spec, "type").empty()) spec["type"] = "ClusterIP";
-    if (Str(spec, "type") != "ExternalName" && Str(spec, "clusterIP").empty()) {
+    if (jr::String(spec, "type").empty()) spec["type"] = "ClusterIP";
+    if (jr::String(spec, "type") != "ExternalName" && jr::String(spec, "clusterIP").empty()) {
       uint64_t n = next_cluster_ip_++;
       std::string ip = "10.96." + std::to_string((n >> 8) & 255) + "." + std::to_string(n & 255);
       spec["clusterIP"] = ip;
@@ -343,7 +323,7 @@ void ApiServer::PrepareForCreate(const ResourceInfo& r, json& obj) {
     }
     if (spec.contains("ports") && spec["ports"].is_array()) {
       for (auto& p : spec["ports"]) {
-        if (Str(p, "protocol").empty()) p["protocol"] = "TCP";
+        if (jr::String(p, "protocol").empty()) p["protocol"] = "TCP";
         if (!p.contains("targetPort") && p.contains("port")) p["targetPort"] = p["port"];
       }
     }
@@ -352,7 +332,7 @@ void ApiServer::PrepareForCreate(const ResourceInfo& r, json& obj) {
     bool established = options_.crd_establish_delay.count() == 0;
     std::string storage;
     for (const auto& v : obj["spec"]["versions"]) {
-      if (v.value("storage", false)) storage = Str(v, "name");
+      if (v.value("storage", false)) storage = jr::String(v, "name");
     }
     obj["status"] = {
         {"conditions",
@@ -366,7 +346,7 @@ void ApiServer::PrepareForCreate(const ResourceInfo& r, json& obj) {
         {"acceptedNames", obj["spec"]["names"]},
         {"storedVersions", {storage}}};
     if (!established) {
-      pending_crds_[Str(obj["metadata"], "name")] = std::chrono::steady_clock::now() + options_.crd_establish_delay;
+      pending_crds_[jr::String(obj["metadata"], "name")] = std::chrono::steady_clock::now() + options_.crd_establish_delay;
     }
   }
 }
@@ -381,8 +361,8 @@ std::vector<Cause> ApiServer::ValidateType(const ResourceInfo& r, json& obj, con
     if (!containers.is_array() || containers.empty()) errs.push_back(FieldRequired("spec.containers"));
     for (size_t i = 0; i < containers.size(); ++i) {
       std::string p = "spec.containers[" + std::to_string(i) + "]";
-      if (Str(containers[i], "name").empty()) errs.push_back(FieldRequired(p + ".name"));
-      if (Str(containers[i], "image").empty()) errs.push_back(FieldRequired(p + ".image"));
+      if (jr::String(containers[i], "name").empty()) errs.push_back(FieldRequired(p + ".name"));
+      if (jr::String(containers[i], "image").empty()) errs.push_back(FieldRequired(p + ".image"));
     }
     if (old && MaskedPodSpec(spec) != MaskedPodSpec(old->value("spec", json::object()))) {
       errs.push_back(FieldForbidden(
@@ -392,18 +372,18 @@ std::vector<Cause> ApiServer::ValidateType(const ResourceInfo& r, json& obj, con
                   "previously negative)"));
     }
   } else if (IsCore(r, "events")) {
-    std::string ns = Str(obj.value("involvedObject", json::object()), "namespace");
-    if (!ns.empty() && ns != Str(obj["metadata"], "namespace")) {
+    std::string ns = jr::String(obj.value("involvedObject", json::object()), "namespace");
+    if (!ns.empty() && ns != jr::String(obj["metadata"], "namespace")) {
       errs.push_back(FieldInvalid("involvedObject.namespace", ns, "does not match event.namespace"));
     }
   } else if (r.group == "events.k8s.io" && r.plural == "events") {
     for (const char* k : {"eventTime", "reportingController", "reportingInstance", "action", "reason"}) {
-      if (Str(obj, k).empty()) errs.push_back(FieldRequired(k));
+      if (jr::String(obj, k).empty()) errs.push_back(FieldRequired(k));
     }
-    std::string type = Str(obj, "type");
+    std::string type = jr::String(obj, "type");
     if (type != "Normal" && type != "Warning") errs.push_back(FieldNotSupported("type", type, {"Normal", "Warning"}));
     if (!obj.contains("regarding") || !obj["regarding"].is_object()) errs.push_back(FieldRequired("regarding"));
-    if (Str(obj, "note").size() > 1024) errs.push_back(FieldTooLong("note", 1024));
+    if (jr::String(obj, "note").size() > 1024) errs.push_back(FieldTooLong("note", 1024));
   } else if (r.group == "coordination.k8s.io" && r.plural == "leases") {
     const json& spec = obj.value("spec", json::object());
     if (spec.contains("leaseDurationSeconds") &&
@@ -411,13 +391,13 @@ std::vector<Cause> ApiServer::ValidateType(const ResourceInfo& r, json& obj, con
       errs.push_back(FieldInvalid("spec.leaseDurationSeconds", spec["leaseDurationSeconds"], "must be greater than 0"));
     }
   } else if (IsCore(r, "services") && old) {
-    std::string before = Str(old->value("spec", json::object()), "clusterIP");
+    std::string before = jr::String(old->value("spec", json::object()), "clusterIP");
     json& spec = obj["spec"];
-    if (Str(spec, "clusterIP").empty() && !before.empty()) {
+    if (jr::String(spec, "clusterIP").empty() && !before.empty()) {
       spec["clusterIP"] = before;
       spec["clusterIPs"] = old->at("spec").value("clusterIPs", json::array({before}));
-    } else if (Str(spec, "clusterIP") != before) {
-      errs.push_back(FieldInvalid("spec.clusterIPs[0]", Str(spec, "clusterIP"), "may not change once set"));
+    } else if (jr::String(spec, "clusterIP") != before) {
+      errs.push_back(FieldInvalid("spec.clusterIPs[0]", jr::String(spec, "clusterIP"), "may not change once set"));
     }
   }
   return errs;
@@ -427,13 +407,13 @@ void ApiServer::AfterStoredChange(const ResourceInfo& r, const json& obj, bool d
   gc_due_ = true;
   wake_.notify_all();
   if (!IsCrd(r)) return;
-  const std::string name = Str(obj["metadata"], "name");
+  const std::string name = jr::String(obj["metadata"], "name");
   if (deleted) {
-    std::string key = Str(obj["spec"], "group") + "/" + Str(obj["spec"]["names"], "plural");
+    std::string key = jr::String(obj["spec"], "group") + "/" + jr::String(obj["spec"]["names"], "plural");
     std::vector<json> doomed;
     for (const json* o : store_.List(key, "")) doomed.push_back(*o);
     for (auto& o : doomed) {
-      std::string ns = Str(o["metadata"], "namespace"), n = Str(o["metadata"], "name");
+      std::string ns = jr::String(o["metadata"], "namespace"), n = jr::String(o["metadata"], "name");
       store_.Remove(key, ns, n, std::move(o));
     }
     store_.EndWatches(key, WatchChannel::End::kClean);
@@ -444,7 +424,7 @@ void ApiServer::AfterStoredChange(const ResourceInfo& r, const json& obj, bool d
   auto infos = ResourcesFromCrd(obj);
   bool established = false;
   for (const auto& c : obj.value("status", json::object()).value("conditions", json::array())) {
-    if (Str(c, "type") == "Established" && Str(c, "status") == "True") established = true;
+    if (jr::String(c, "type") == "Established" && jr::String(c, "status") == "True") established = true;
   }
   for (auto& i : infos) i.served = established;
   registry_.SetCustom(name, std::move(infos));
@@ -452,7 +432,7 @@ void ApiServer::AfterStoredChange(const ResourceInfo& r, const json& obj, bool d
 
 ApiServer::Committed ApiServer::CommitUpdate(const ResourceInfo& r, json obj) {
   const json& md = obj["metadata"];
-  std::string ns = Str(md, "namespace"), name = Str(md, "name");
+  std::string ns = jr::String(md, "namespace"), name = jr::String(md, "name");
   if (Terminating(obj) && Finalizers(obj).empty() && GracePeriod(obj) == 0 && !IsCore(r, "namespaces")) {
     json last = store_.Remove(r.StorageKey(), ns, name, std::move(obj));
     AfterStoredChange(r, last, true);
@@ -464,11 +444,11 @@ ApiServer::Committed ApiServer::CommitUpdate(const ResourceInfo& r, json obj) {
 }
 
 ApiResponse ApiServer::Create(const Target& t, const ApiRequest& req) {
-  auto body = ParseObjectBody(req, *t.resource);
+  auto body = ParseObjectBody(req.content_type, req.body, Expected(*t.resource));
   if (!body.ok()) return Reply(std::move(body.reply()));
   json obj = std::move(body.value());
   json& md = Meta(obj);
-  if (!Str(md, "resourceVersion").empty()) {
+  if (!jr::String(md, "resourceVersion").empty()) {
     return Reply(InternalError("resourceVersion should not be set on objects to be created"));
   }
   return StoreCreate(t, std::move(obj), req, Manager(req), "Update");
@@ -479,10 +459,10 @@ ApiResponse ApiServer::StoreCreate(const Target& target, json obj, const ApiRequ
   const ResourceInfo& r = *target.resource;
   json& md = Meta(obj);
   Target t = target;
-  t.name = Str(md, "name");
-  if (t.name.empty() && !Str(md, "generateName").empty()) {
+  t.name = jr::String(md, "name");
+  if (t.name.empty() && !jr::String(md, "generateName").empty()) {
     for (int i = 0; i < 16; ++i) {
-      t.name = Str(md, "generateName") + RandomSuffix();
+      t.name = jr::String(md, "generateName") + RandomSuffix();
       if (!store_.Get(r.StorageKey(), t.ns, t.name)) break;
     }
     md["name"] = t.name;
@@ -558,22 +538,22 @@ void ApiServer::KeepStatusRules(const Target& t, const ResourceInfo& r, const js
 
 ApiResponse ApiServer::Update(const Target& t, const ApiRequest& req) {
   const ResourceInfo& r = *t.resource;
-  auto body = ParseObjectBody(req, r);
+  auto body = ParseObjectBody(req.content_type, req.body, Expected(r));
   if (!body.ok()) return Reply(std::move(body.reply()));
   json obj = std::move(body.value());
   json& md = Meta(obj);
-  std::string name = Str(md, "name");
+  std::string name = jr::String(md, "name");
   if (!name.empty() && name != t.name) {
     return Reply(BadRequest("the name of the object (" + name + ") does not match the name on the URL (" + t.name + ")"));
   }
   const json* cur = store_.Get(r.StorageKey(), t.ns, t.name);
   if (!cur) return Reply(NotFound(r.Name(t.name)));
-  std::string rv = Str(md, "resourceVersion");
+  std::string rv = jr::String(md, "resourceVersion");
   if (rv.empty() && r.custom) {
     return Reply(Invalid(r.Name(t.name), {{"FieldValueInvalid", "Invalid value: 0x0: must be specified for an update",
                                            "metadata.resourceVersion"}}));
   }
-  if (!rv.empty() && rv != Str((*cur)["metadata"], "resourceVersion")) return Reply(ConflictModified(r.Name(t.name)));
+  if (!rv.empty() && rv != jr::String((*cur)["metadata"], "resourceVersion")) return Reply(ConflictModified(r.Name(t.name)));
   json old = *cur;
   KeepStatusRules(t, r, old, obj);
   return StoreUpdate(t, std::move(obj), old, req, Manager(req), false);
@@ -664,9 +644,9 @@ ApiResponse ApiServer::Patch(const Target& t, const ApiRequest& req) {
   if (!patched.is_object() || !patched.contains("metadata") || !patched["metadata"].is_object()) {
     return Reply(MakeStatus(422, "Invalid", "the patch removed the object's metadata"));
   }
-  std::string rv = Str(patched["metadata"], "resourceVersion");
-  if (!rv.empty() && rv != Str((*cur)["metadata"], "resourceVersion")) return Reply(ConflictModified(r.Name(t.name)));
-  std::string name = Str(patched["metadata"], "name");
+  std::string rv = jr::String(patched["metadata"], "resourceVersion");
+  if (!rv.empty() && rv != jr::String((*cur)["metadata"], "resourceVersion")) return Reply(ConflictModified(r.Name(t.name)));
+  std::string name = jr::String(patched["metadata"], "name");
   if (name != t.name) {
     return Reply(Invalid(r.Name(t.name), {FieldInvalid("metadata.name", name, "field is immutable")}));
   }
@@ -688,12 +668,12 @@ ApiResponse ApiServer::Apply(const Target& t, const ApiRequest& req, const json*
     return Reply(BadRequest("error decoding YAML: " + (parsed.ok() ? std::string("not an object") : parsed.status().message())));
   }
   json config = std::move(*parsed);
-  if (Str(config, "apiVersion") != r.ApiVersion() || Str(config, "kind") != r.kind) {
+  if (jr::String(config, "apiVersion") != r.ApiVersion() || jr::String(config, "kind") != r.kind) {
     return Reply(BadRequest("the apply configuration must have apiVersion " + r.ApiVersion() + " and kind " + r.kind));
   }
   json& cmd = Meta(config);
-  if (!Str(cmd, "name").empty() && Str(cmd, "name") != t.name) {
-    return Reply(BadRequest("the name of the object (" + Str(cmd, "name") + ") does not match the name on the URL (" +
+  if (!jr::String(cmd, "name").empty() && jr::String(cmd, "name") != t.name) {
+    return Reply(BadRequest("the name of the object (" + jr::String(cmd, "name") + ") does not match the name on the URL (" +
                             t.name + ")"));
   }
   if (t.subresource == "status") {
@@ -714,8 +694,8 @@ ApiResponse ApiServer::Apply(const Target& t, const ApiRequest& req, const json*
     WriteManagedFields(live, entries);
     return StoreCreate(t, std::move(live), req, manager, "Apply");
   }
-  std::string rv = Str(cmd, "resourceVersion");
-  if (!rv.empty() && rv != Str((*cur)["metadata"], "resourceVersion")) return Reply(ConflictModified(r.Name(t.name)));
+  std::string rv = jr::String(cmd, "resourceVersion");
+  if (!rv.empty() && rv != jr::String((*cur)["metadata"], "resourceVersion")) return Reply(ConflictModified(r.Name(t.name)));
   json old = *cur;
   json live = old;
   auto entries = ReadManagedFields(old);
@@ -727,19 +707,16 @@ ApiResponse ApiServer::Apply(const Target& t, const ApiRequest& req, const json*
 
 ApiResponse ApiServer::Delete(const Target& t, const ApiRequest& req) {
   const ResourceInfo& r = *t.resource;
-  json options = json::object();
-  if (!req.body.empty()) {
-    auto parsed = YamlToJson(req.body);
-    if (!parsed.ok() || !parsed->is_object()) return Reply(BadRequest("invalid DeleteOptions body"));
-    options = std::move(*parsed);
-  }
+  auto body = ParseDeleteOptions(req.content_type, req.body);
+  if (!body.ok()) return Reply(std::move(body.reply()));
+  json options = std::move(body.value());
   if (!QueryValue(req.query, "propagationPolicy").empty()) {
     options["propagationPolicy"] = QueryValue(req.query, "propagationPolicy");
   }
   uint64_t grace = 0;
   if (ParseUint(QueryValue(req.query, "gracePeriodSeconds"), &grace)) options["gracePeriodSeconds"] = grace;
   if (QueryValue(req.query, "dryRun") == "All") options["dryRun"] = {"All"};
-  std::string policy = Str(options, "propagationPolicy");
+  std::string policy = jr::String(options, "propagationPolicy");
   if (!policy.empty() && policy != "Background" && policy != "Foreground" && policy != "Orphan") {
     return Reply(Invalid({"meta.k8s.io", "deleteoptions", "DeleteOptions", ""},
                          {FieldNotSupported("propagationPolicy", policy, {"Background", "Foreground", "Orphan"})}));
@@ -748,7 +725,7 @@ ApiResponse ApiServer::Delete(const Target& t, const ApiRequest& req) {
   if (!result.ok()) return Reply(std::move(result.reply()));
   const Committed& c = result.value();
   if (c.removed && r.custom) {
-    json details = {{"name", t.name}, {"kind", r.plural}, {"uid", Str(c.object["metadata"], "uid")}};
+    json details = {{"name", t.name}, {"kind", r.plural}, {"uid", jr::String(c.object["metadata"], "uid")}};
     if (!r.group.empty()) details["group"] = r.group;
     return Reply(200, {{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", json::object()},
                        {"status", "Success"}, {"details", details}});
@@ -762,19 +739,16 @@ ApiResponse ApiServer::DeleteCollection(const Target& t, const ApiRequest& req) 
   if (!labels.ok()) return Reply(BadRequest(labels.status().message()));
   auto fields = FieldSelector::Parse(QueryValue(req.query, "fieldSelector"), r.AllowedFieldSelectors());
   if (!fields.ok()) return Reply(BadRequest(fields.status().message()));
-  json options = json::object();
-  if (!req.body.empty()) {
-    auto parsed = YamlToJson(req.body);
-    if (!parsed.ok() || !parsed->is_object()) return Reply(BadRequest("invalid DeleteOptions body"));
-    options = std::move(*parsed);
-  }
+  auto body = ParseDeleteOptions(req.content_type, req.body);
+  if (!body.ok()) return Reply(std::move(body.reply()));
+  json options = std::move(body.value());
   if (!QueryValue(req.query, "propagationPolicy").empty()) {
     options["propagationPolicy"] = QueryValue(req.query, "propagationPolicy");
   }
   std::vector<std::pair<std::string, std::string>> names;
   for (const json* o : store_.List(r.StorageKey(), t.ns)) {
     if (labels->Matches((*o)["metadata"].value("labels", json::object())) && fields->Matches(*o)) {
-      names.emplace_back(Str((*o)["metadata"], "namespace"), Str((*o)["metadata"], "name"));
+      names.emplace_back(jr::String((*o)["metadata"], "namespace"), jr::String((*o)["metadata"], "name"));
     }
   }
   json list = {{"kind", r.list_kind}, {"apiVersion", r.ApiVersion()},
@@ -794,14 +768,14 @@ Outcome<ApiServer::Committed> ApiServer::DeleteObject(const ResourceInfo& r, con
   json obj = *cur;
   json& md = obj["metadata"];
   const json& pre = options.value("preconditions", json::object());
-  if (!Str(pre, "uid").empty() && Str(pre, "uid") != Str(md, "uid")) {
-    return Conflict(r.Name(name), "Precondition failed: UID in precondition: " + Str(pre, "uid") +
-                                      ", UID in object meta: " + Str(md, "uid"));
+  if (!jr::String(pre, "uid").empty() && jr::String(pre, "uid") != jr::String(md, "uid")) {
+    return Conflict(r.Name(name), "Precondition failed: UID in precondition: " + jr::String(pre, "uid") +
+                                      ", UID in object meta: " + jr::String(md, "uid"));
   }
-  if (!Str(pre, "resourceVersion").empty() && Str(pre, "resourceVersion") != Str(md, "resourceVersion")) {
+  if (!jr::String(pre, "resourceVersion").empty() && jr::String(pre, "resourceVersion") != jr::String(md, "resourceVersion")) {
     return Conflict(r.Name(name), "Precondition failed: ResourceVersion in precondition: " +
-                                      Str(pre, "resourceVersion") + ", ResourceVersion in object meta: " +
-                                      Str(md, "resourceVersion"));
+                                      jr::String(pre, "resourceVersion") + ", ResourceVersion in object meta: " +
+                                      jr::String(md, "resourceVersion"));
   }
   const bool dry = options.contains("dryRun");
   std::optional<int64_t> grace;
@@ -818,7 +792,7 @@ Outcome<ApiServer::Committed> ApiServer::DeleteObject(const ResourceInfo& r, con
     }
     return Committed{obj, false};
   }
-  std::string policy = Str(options, "propagationPolicy");
+  std::string policy = jr::String(options, "propagationPolicy");
   if (policy.empty() && options.value("orphanDependents", false)) policy = "Orphan";
   auto fins = Finalizers(obj);
   auto add = [&](const char* f) {
@@ -827,7 +801,7 @@ Outcome<ApiServer::Committed> ApiServer::DeleteObject(const ResourceInfo& r, con
   if (policy == "Foreground") add("foregroundDeletion");
   if (policy == "Orphan") add("orphan");
   int64_t pod_grace = 0;
-  if (pod && !Str(obj.value("spec", json::object()), "nodeName").empty()) {
+  if (pod && !jr::String(obj.value("spec", json::object()), "nodeName").empty()) {
     pod_grace = grace ? *grace : obj["spec"].value("terminationGracePeriodSeconds", int64_t{30});
   }
   if (IsCore(r, "namespaces")) {
@@ -861,7 +835,7 @@ Outcome<ApiServer::Committed> ApiServer::DeleteObject(const ResourceInfo& r, con
 }
 
 Status ApiServer::FinishPodTermination(const std::string& ns, const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const ResourceInfo* pods = registry_.Find("", "v1", "pods");
   const json* cur = store_.Get(pods->StorageKey(), ns, name);
   if (!cur) return Status::NotFound("pods \"" + name + "\" not found");
@@ -878,7 +852,7 @@ void ApiServer::FinishDuePodsLocked() {
   std::vector<json> due;
   for (const json* p : store_.List(pods->StorageKey(), "")) {
     if (!Terminating(*p) || GracePeriod(*p) == 0) continue;
-    auto at = ParseTime(Str((*p)["metadata"], "deletionTimestamp"));
+    auto at = ParseTime(jr::String((*p)["metadata"], "deletionTimestamp"));
     if (at && *at <= now) due.push_back(*p);
   }
   for (auto& p : due) {
@@ -901,7 +875,7 @@ void ApiServer::EstablishDueCrdsLocked() {
     if (!cur) continue;
     json obj = *cur;
     for (auto& c : obj["status"]["conditions"]) {
-      if (Str(c, "type") == "Established") {
+      if (jr::String(c, "type") == "Established") {
         c["status"] = "True";
         c["reason"] = "InitialNamesAccepted";
         c["lastTransitionTime"] = NowText();
@@ -916,14 +890,14 @@ void ApiServer::GarbageCollectLocked() {
     std::string key;
     json obj;
   };
-  auto uid_of = [](const json& o) { return Str(o["metadata"], "uid"); };
-  auto delete_item = [this](const Item& it, const char* policy) {
+  auto uid_of = [](const json& o) { return jr::String(o["metadata"], "uid"); };
+  auto delete_item = [this](const Item& it, const char* policy) REQUIRES(mu_) {
     const ResourceInfo* r = ByStorageKey(it.key);
     if (!r) return;
     json options = {{"propagationPolicy", policy}};
-    (void)DeleteObject(*r, Str(it.obj["metadata"], "namespace"), Str(it.obj["metadata"], "name"), options);
+    (void)DeleteObject(*r, jr::String(it.obj["metadata"], "namespace"), jr::String(it.obj["metadata"], "name"), options);
   };
-  auto update_item = [this](const Item& it, json next) {
+  auto update_item = [this](const Item& it, json next) REQUIRES(mu_) {
     const ResourceInfo* r = ByStorageKey(it.key);
     if (!r || SameObject(next, it.obj)) return;
     CommitUpdate(*r, std::move(next));
@@ -941,7 +915,7 @@ void ApiServer::GarbageCollectLocked() {
       std::vector<const Item*> out;
       for (const auto& it : all) {
         for (const auto& ref : it.obj["metadata"].value("ownerReferences", json::array())) {
-          if (Str(ref, "uid") == uid) out.push_back(&it);
+          if (jr::String(ref, "uid") == uid) out.push_back(&it);
         }
       }
       return out;
@@ -949,10 +923,10 @@ void ApiServer::GarbageCollectLocked() {
     for (const auto& it : all) {
       const json& md = it.obj["metadata"];
       if (it.key == "/namespaces" && Terminating(it.obj)) {
-        std::string ns = Str(md, "name");
+        std::string ns = jr::String(md, "name");
         bool empty = true;
         for (const auto& other : all) {
-          if (other.key != "/namespaces" && Str(other.obj["metadata"], "namespace") == ns) {
+          if (other.key != "/namespaces" && jr::String(other.obj["metadata"], "namespace") == ns) {
             empty = false;
             if (!Terminating(other.obj)) delete_item(other, "Background");
           }
@@ -968,7 +942,7 @@ void ApiServer::GarbageCollectLocked() {
           json next = dep->obj;
           json refs = json::array();
           for (const auto& ref : next["metadata"]["ownerReferences"]) {
-            if (Str(ref, "uid") != uid) refs.push_back(ref);
+            if (jr::String(ref, "uid") != uid) refs.push_back(ref);
           }
           if (refs.empty()) {
             next["metadata"].erase("ownerReferences");
@@ -987,7 +961,7 @@ void ApiServer::GarbageCollectLocked() {
         bool blocked = false;
         for (const Item* dep : dependents_of(uid)) {
           for (const auto& ref : dep->obj["metadata"]["ownerReferences"]) {
-            if (Str(ref, "uid") == uid && ref.value("blockOwnerDeletion", false)) blocked = true;
+            if (jr::String(ref, "uid") == uid && ref.value("blockOwnerDeletion", false)) blocked = true;
           }
           if (!Terminating(dep->obj)) {
             delete_item(*dep, dependents_of(uid_of(dep->obj)).empty() ? "Background" : "Foreground");
@@ -1008,17 +982,17 @@ void ApiServer::GarbageCollectLocked() {
     for (const auto& it : all) {
       const json& refs = it.obj["metadata"].value("ownerReferences", json::array());
       if (refs.empty()) continue;
-      const json* now = store_.Get(it.key, Str(it.obj["metadata"], "namespace"), Str(it.obj["metadata"], "name"));
+      const json* now = store_.Get(it.key, jr::String(it.obj["metadata"], "namespace"), jr::String(it.obj["metadata"], "name"));
       if (!now) continue;
       json alive = json::array();
       for (const auto& ref : refs) {
-        auto o = by_uid.find(Str(ref, "uid"));
+        auto o = by_uid.find(jr::String(ref, "uid"));
         bool exists = false;
         if (o != by_uid.end()) {
           const Item& owner = all[o->second];
-          std::string owner_ns = Str(owner.obj["metadata"], "namespace");
-          exists = (owner_ns.empty() || owner_ns == Str(it.obj["metadata"], "namespace")) &&
-                   store_.Get(owner.key, owner_ns, Str(owner.obj["metadata"], "name")) != nullptr;
+          std::string owner_ns = jr::String(owner.obj["metadata"], "namespace");
+          exists = (owner_ns.empty() || owner_ns == jr::String(it.obj["metadata"], "namespace")) &&
+                   store_.Get(owner.key, owner_ns, jr::String(owner.obj["metadata"], "name")) != nullptr;
         }
         if (exists) alive.push_back(ref);
       }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/api/time_text.h"
+#include "common/mutex.h"
 #include "testing/apiserver/request_util.h"
 
 namespace fairbench::apiserver {
@@ -52,13 +53,13 @@ Result<std::unique_ptr<AuditLog>> AuditLog::Open(const std::string& path) {
 }
 
 AuditLog::~AuditLog() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::fclose(file_);
 }
 
 void AuditLog::Write(const AuditRecord& r) {
   const std::string line = AuditEvent(r).dump() + "\n";
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::fwrite(line.data(), 1, line.size(), file_);
   std::fflush(file_);
 }

@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "testing/apiserver/request_info.h"
 
@@ -53,8 +54,8 @@ class AuditLog {
 
  private:
   explicit AuditLog(std::FILE* f) : file_(f) {}
-  std::mutex mu_;
-  std::FILE* file_;  // guarded by mu_
+  Mutex mu_;
+  std::FILE* file_ GUARDED_BY(mu_);
 };
 
 }  // namespace fairbench::apiserver

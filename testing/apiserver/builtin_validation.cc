@@ -5,25 +5,17 @@
 
 #include "common/base64.h"
 #include "testing/apiserver/selectors.h"
+#include "controller/kube/json_read.h"
 
 namespace fairbench::apiserver {
 namespace {
+
+namespace jr = ::fairbench::kube::json_read;
 
 using nlohmann::json;
 
 const char kRbacGroup[] = "rbac.authorization.k8s.io";
 
-std::string Str(const json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
-}
-const json& Obj(const json& j, const char* key) {
-  static const json kEmpty = json::object();
-  return j.is_object() && j.contains(key) && j[key].is_object() ? j[key] : kEmpty;
-}
-const json& Arr(const json& j, const char* key) {
-  static const json kEmpty = json::array();
-  return j.is_object() && j.contains(key) && j[key].is_array() ? j[key] : kEmpty;
-}
 std::string Index(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
 // IANA service names: what a port's name (and a named target port) must be.
@@ -64,25 +56,25 @@ void ValidatePortRef(const json& port, const std::string& field, std::vector<Cau
 
 // The pod template's containers, as ValidatePodTemplateSpec checks them.
 void ValidateContainers(const json& spec, const std::string& path, std::vector<Cause>& errs) {
-  const json& containers = Arr(spec, "containers");
+  const json& containers = jr::Array(spec, "containers");
   if (containers.empty()) errs.push_back(FieldRequired(path + ".containers"));
   std::set<std::string> names;
   for (const char* list : {"initContainers", "containers"}) {
-    const json& cs = Arr(spec, list);
+    const json& cs = jr::Array(spec, list);
     for (size_t i = 0; i < cs.size(); ++i) {
       const std::string p = Index(path + "." + list, i);
-      const std::string name = Str(cs[i], "name");
+      const std::string name = jr::String(cs[i], "name");
       if (name.empty()) {
         errs.push_back(FieldRequired(p + ".name"));
       } else if (!names.insert(name).second) {
         errs.push_back(FieldDuplicate(p + ".name", name));
       }
-      if (Str(cs[i], "image").empty()) errs.push_back(FieldRequired(p + ".image"));
+      if (jr::String(cs[i], "image").empty()) errs.push_back(FieldRequired(p + ".image"));
       std::set<std::string> port_names;
-      const json& ports = Arr(cs[i], "ports");
+      const json& ports = jr::Array(cs[i], "ports");
       for (size_t j = 0; j < ports.size(); ++j) {
         const std::string pp = Index(p + ".ports", j);
-        const std::string port_name = Str(ports[j], "name");
+        const std::string port_name = jr::String(ports[j], "name");
         if (!port_name.empty()) {
           if (!IsIanaSvcName(port_name)) errs.push_back(FieldInvalid(pp + ".name", port_name, kIanaDetail));
           if (!port_names.insert(port_name).second) errs.push_back(FieldDuplicate(pp + ".name", port_name));
@@ -90,12 +82,12 @@ void ValidateContainers(const json& spec, const std::string& path, std::vector<C
         ValidatePortNumber(ports[j].value("containerPort", json()), pp + ".containerPort", errs);
       }
       for (const char* probe : {"livenessProbe", "readinessProbe", "startupProbe"}) {
-        const json& get = Obj(Obj(cs[i], probe), "httpGet");
+        const json& get = jr::Object(jr::Object(cs[i], probe), "httpGet");
         if (!get.empty()) ValidatePortRef(get.value("port", json()), p + "." + probe + ".httpGet.port", errs);
       }
     }
   }
-  const std::string restart = Str(spec, "restartPolicy");
+  const std::string restart = jr::String(spec, "restartPolicy");
   if (!restart.empty() && restart != "Always") {
     errs.push_back(FieldNotSupported(path + ".restartPolicy", restart, {"Always"}));
   }
@@ -105,11 +97,11 @@ void ValidateContainers(const json& spec, const std::string& path, std::vector<C
 std::string SelectorText(const json& selector) {
   std::string text;
   auto add = [&text](const std::string& term) { text += (text.empty() ? "" : ",") + term; };
-  for (const auto& [k, v] : Obj(selector, "matchLabels").items()) add(k + "=" + (v.is_string() ? v.get<std::string>() : ""));
-  for (const json& e : Arr(selector, "matchExpressions")) {
-    const std::string key = Str(e, "key"), op = Str(e, "operator");
+  for (const auto& [k, v] : jr::Object(selector, "matchLabels").items()) add(k + "=" + (v.is_string() ? v.get<std::string>() : ""));
+  for (const json& e : jr::Array(selector, "matchExpressions")) {
+    const std::string key = jr::String(e, "key"), op = jr::String(e, "operator");
     std::string values;
-    for (const json& v : Arr(e, "values")) values += (values.empty() ? "" : ",") + (v.is_string() ? v.get<std::string>() : "");
+    for (const json& v : jr::Array(e, "values")) values += (values.empty() ? "" : ",") + (v.is_string() ? v.get<std::string>() : "");
     if (op == "In") add(key + " in (" + values + ")");
     if (op == "NotIn") add(key + " notin (" + values + ")");
     if (op == "Exists") add(key);
@@ -138,15 +130,15 @@ int64_t IntOrPercent(const json& v, const std::string& field, std::vector<Cause>
 
 std::vector<Cause> ValidateDeployment(const json& obj, const json* old) {
   std::vector<Cause> errs;
-  const json& spec = Obj(obj, "spec");
+  const json& spec = jr::Object(obj, "spec");
   if (spec.contains("replicas") && (!spec["replicas"].is_number_integer() || spec["replicas"].get<int64_t>() < 0)) {
     errs.push_back(FieldInvalid("spec.replicas", spec["replicas"], "must be greater than or equal to 0"));
   }
-  const json& selector = Obj(spec, "selector");
-  const json& template_labels = Obj(Obj(Obj(spec, "template"), "metadata"), "labels");
+  const json& selector = jr::Object(spec, "selector");
+  const json& template_labels = jr::Object(jr::Object(jr::Object(spec, "template"), "metadata"), "labels");
   if (!spec.contains("selector")) {
     errs.push_back(FieldRequired("spec.selector"));
-  } else if (Obj(selector, "matchLabels").empty() && Arr(selector, "matchExpressions").empty()) {
+  } else if (jr::Object(selector, "matchLabels").empty() && jr::Array(selector, "matchExpressions").empty()) {
     errs.push_back(FieldInvalid("spec.selector", selector, "empty selector is invalid for deployment"));
   } else {
     auto parsed = LabelSelector::Parse(SelectorText(selector));
@@ -157,9 +149,9 @@ std::vector<Cause> ValidateDeployment(const json& obj, const json* old) {
                                   "`selector` does not match template `labels`"));
     }
   }
-  ValidateContainers(Obj(Obj(spec, "template"), "spec"), "spec.template.spec", errs);
-  const json& strategy = Obj(spec, "strategy");
-  const std::string type = Str(strategy, "type");
+  ValidateContainers(jr::Object(jr::Object(spec, "template"), "spec"), "spec.template.spec", errs);
+  const json& strategy = jr::Object(spec, "strategy");
+  const std::string type = jr::String(strategy, "type");
   if (!type.empty() && type != "Recreate" && type != "RollingUpdate") {
     errs.push_back(FieldNotSupported("spec.strategy.type", type, {"Recreate", "RollingUpdate"}));
   }
@@ -167,7 +159,7 @@ std::vector<Cause> ValidateDeployment(const json& obj, const json* old) {
     errs.push_back(FieldForbidden("spec.strategy.rollingUpdate", "may not be specified when strategy `type` is 'Recreate'"));
   }
   if (type != "Recreate" && strategy.contains("rollingUpdate")) {
-    const json& ru = Obj(strategy, "rollingUpdate");
+    const json& ru = jr::Object(strategy, "rollingUpdate");
     const int64_t surge = ru.contains("maxSurge") ? IntOrPercent(ru["maxSurge"], "spec.strategy.rollingUpdate.maxSurge", errs) : 25;
     const int64_t unavailable =
         ru.contains("maxUnavailable") ? IntOrPercent(ru["maxUnavailable"], "spec.strategy.rollingUpdate.maxUnavailable", errs) : 25;
@@ -176,7 +168,7 @@ std::vector<Cause> ValidateDeployment(const json& obj, const json* old) {
                                   "may not be 0 when `maxSurge` is 0"));
     }
   }
-  if (old != nullptr && Obj(Obj(*old, "spec"), "selector") != selector) {
+  if (old != nullptr && jr::Object(jr::Object(*old, "spec"), "selector") != selector) {
     errs.push_back(FieldInvalid("spec.selector", selector, "field is immutable"));
   }
   return errs;
@@ -184,26 +176,26 @@ std::vector<Cause> ValidateDeployment(const json& obj, const json* old) {
 
 std::vector<Cause> ValidateService(const json& obj) {
   std::vector<Cause> errs;
-  const std::string name = Str(Obj(obj, "metadata"), "name");
+  const std::string name = jr::String(jr::Object(obj, "metadata"), "name");
   if (!name.empty() && !IsDns1035Label(name)) {
     errs.push_back(FieldInvalid("metadata.name", name,
                                 "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
                                 "with an alphabetic character, and end with an alphanumeric character (e.g. "
                                 "'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"));
   }
-  const json& spec = Obj(obj, "spec");
-  const std::string type = Str(spec, "type");
+  const json& spec = jr::Object(obj, "spec");
+  const std::string type = jr::String(spec, "type");
   if (!type.empty() && type != "ClusterIP" && type != "NodePort" && type != "LoadBalancer" && type != "ExternalName") {
     errs.push_back(FieldNotSupported("spec.type", type, {"ClusterIP", "ExternalName", "LoadBalancer", "NodePort"}));
   }
-  const json& ports = Arr(spec, "ports");
-  if (ports.empty() && type != "ExternalName" && Str(spec, "clusterIP") != "None") {
+  const json& ports = jr::Array(spec, "ports");
+  if (ports.empty() && type != "ExternalName" && jr::String(spec, "clusterIP") != "None") {
     errs.push_back(FieldRequired("spec.ports"));
   }
   std::set<std::string> names;
   for (size_t i = 0; i < ports.size(); ++i) {
     const std::string p = Index("spec.ports", i);
-    const std::string port_name = Str(ports[i], "name");
+    const std::string port_name = jr::String(ports[i], "name");
     if (ports.size() > 1 && port_name.empty()) errs.push_back(FieldRequired(p + ".name"));
     if (!port_name.empty()) {
       if (!IsDns1123Label(port_name)) {
@@ -215,7 +207,7 @@ std::vector<Cause> ValidateService(const json& obj) {
       if (!names.insert(port_name).second) errs.push_back(FieldDuplicate(p + ".name", port_name));
     }
     ValidatePortNumber(ports[i].value("port", json()), p + ".port", errs);
-    const std::string protocol = Str(ports[i], "protocol");
+    const std::string protocol = jr::String(ports[i], "protocol");
     if (!protocol.empty() && protocol != "TCP" && protocol != "UDP" && protocol != "SCTP") {
       errs.push_back(FieldNotSupported(p + ".protocol", protocol, {"SCTP", "TCP", "UDP"}));
     }
@@ -231,7 +223,7 @@ std::vector<Cause> ValidateDataKeys(const json& obj, bool secret) {
   size_t total = 0;
   for (const char* field : {"data", "binaryData"}) {
     if (secret && std::string(field) == "binaryData") continue;
-    for (const auto& [k, v] : Obj(obj, field).items()) {
+    for (const auto& [k, v] : jr::Object(obj, field).items()) {
       const std::string f = std::string(field) + "[" + k + "]";
       if (k.size() > 253 || !std::regex_match(k, key_re)) {
         errs.push_back(FieldInvalid(f, k,
@@ -254,26 +246,26 @@ std::vector<Cause> ValidateDataKeys(const json& obj, bool secret) {
 
 std::vector<Cause> ValidateRules(const json& obj, bool namespaced) {
   std::vector<Cause> errs;
-  const json& rules = Arr(obj, "rules");
+  const json& rules = jr::Array(obj, "rules");
   for (size_t i = 0; i < rules.size(); ++i) {
     const std::string p = Index("rules", i);
     const json& rule = rules[i];
-    if (Arr(rule, "verbs").empty()) errs.push_back(FieldRequired(p + ".verbs", "verbs must contain at least one value"));
-    if (!Arr(rule, "nonResourceURLs").empty()) {
+    if (jr::Array(rule, "verbs").empty()) errs.push_back(FieldRequired(p + ".verbs", "verbs must contain at least one value"));
+    if (!jr::Array(rule, "nonResourceURLs").empty()) {
       if (namespaced) {
         errs.push_back(FieldInvalid(p + ".nonResourceURLs", rule["nonResourceURLs"],
                                     "namespaced rules cannot apply to non-resource URLs"));
       }
-      if (!Arr(rule, "apiGroups").empty() || !Arr(rule, "resources").empty() || !Arr(rule, "resourceNames").empty()) {
+      if (!jr::Array(rule, "apiGroups").empty() || !jr::Array(rule, "resources").empty() || !jr::Array(rule, "resourceNames").empty()) {
         errs.push_back(FieldInvalid(p + ".nonResourceURLs", rule["nonResourceURLs"],
                                     "rules cannot apply to both regular resources and non-resource URLs"));
       }
       continue;
     }
-    if (Arr(rule, "apiGroups").empty()) {
+    if (jr::Array(rule, "apiGroups").empty()) {
       errs.push_back(FieldRequired(p + ".apiGroups", "resource rules must supply at least one api group"));
     }
-    if (Arr(rule, "resources").empty()) {
+    if (jr::Array(rule, "resources").empty()) {
       errs.push_back(FieldRequired(p + ".resources", "resource rules must supply at least one resource"));
     }
   }
@@ -282,36 +274,36 @@ std::vector<Cause> ValidateRules(const json& obj, bool namespaced) {
 
 std::vector<Cause> ValidateBinding(const json& obj, const json* old, bool cluster) {
   std::vector<Cause> errs;
-  const json& ref = Obj(obj, "roleRef");
-  if (Str(ref, "apiGroup") != kRbacGroup) errs.push_back(FieldNotSupported("roleRef.apiGroup", Str(ref, "apiGroup"), {kRbacGroup}));
-  const std::string kind = Str(ref, "kind");
+  const json& ref = jr::Object(obj, "roleRef");
+  if (jr::String(ref, "apiGroup") != kRbacGroup) errs.push_back(FieldNotSupported("roleRef.apiGroup", jr::String(ref, "apiGroup"), {kRbacGroup}));
+  const std::string kind = jr::String(ref, "kind");
   if (cluster && kind != "ClusterRole") {
     errs.push_back(FieldNotSupported("roleRef.kind", kind, {"ClusterRole"}));
   } else if (!cluster && kind != "Role" && kind != "ClusterRole") {
     errs.push_back(FieldNotSupported("roleRef.kind", kind, {"Role", "ClusterRole"}));
   }
-  const std::string name = Str(ref, "name");
+  const std::string name = jr::String(ref, "name");
   if (name.empty()) {
     errs.push_back(FieldRequired("roleRef.name"));
   } else {
     for (const auto& problem : PathSegmentNameProblems(name)) errs.push_back(FieldInvalid("roleRef.name", name, problem));
   }
-  const json& subjects = Arr(obj, "subjects");
+  const json& subjects = jr::Array(obj, "subjects");
   for (size_t i = 0; i < subjects.size(); ++i) {
     const std::string p = Index("subjects", i);
     const json& s = subjects[i];
-    if (Str(s, "name").empty()) errs.push_back(FieldRequired(p + ".name"));
-    const std::string skind = Str(s, "kind");
+    if (jr::String(s, "name").empty()) errs.push_back(FieldRequired(p + ".name"));
+    const std::string skind = jr::String(s, "kind");
     if (skind == "ServiceAccount") {
-      if (!Str(s, "apiGroup").empty()) errs.push_back(FieldNotSupported(p + ".apiGroup", Str(s, "apiGroup"), {""}));
-      if (cluster && Str(s, "namespace").empty()) errs.push_back(FieldRequired(p + ".namespace"));
+      if (!jr::String(s, "apiGroup").empty()) errs.push_back(FieldNotSupported(p + ".apiGroup", jr::String(s, "apiGroup"), {""}));
+      if (cluster && jr::String(s, "namespace").empty()) errs.push_back(FieldRequired(p + ".namespace"));
     } else if (skind == "User" || skind == "Group") {
-      if (Str(s, "apiGroup") != kRbacGroup) errs.push_back(FieldNotSupported(p + ".apiGroup", Str(s, "apiGroup"), {kRbacGroup}));
+      if (jr::String(s, "apiGroup") != kRbacGroup) errs.push_back(FieldNotSupported(p + ".apiGroup", jr::String(s, "apiGroup"), {kRbacGroup}));
     } else {
       errs.push_back(FieldNotSupported(p + ".kind", skind, {"ServiceAccount", "User", "Group"}));
     }
   }
-  if (old != nullptr && Obj(*old, "roleRef") != ref) errs.push_back(FieldInvalid("roleRef", ref, "cannot change roleRef"));
+  if (old != nullptr && jr::Object(*old, "roleRef") != ref) errs.push_back(FieldInvalid("roleRef", ref, "cannot change roleRef"));
   return errs;
 }
 
@@ -334,8 +326,8 @@ std::vector<Cause> ValidateBuiltin(const std::string& group, const std::string& 
   if (group.empty() && plural == "configmaps") return ValidateDataKeys(obj, false);
   if (group.empty() && plural == "secrets") {
     std::vector<Cause> errs = ValidateDataKeys(obj, true);
-    if (old != nullptr && Str(obj, "type") != Str(*old, "type")) {
-      errs.push_back(FieldInvalid("type", Str(obj, "type"), "field is immutable"));
+    if (old != nullptr && jr::String(obj, "type") != jr::String(*old, "type")) {
+      errs.push_back(FieldInvalid("type", jr::String(obj, "type"), "field is immutable"));
     }
     return errs;
   }

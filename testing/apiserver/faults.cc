@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "common/mutex.h"
 #include "common/units.h"
 
 namespace fairbench::apiserver {
@@ -145,7 +146,7 @@ std::string FaultCounts::ToString() const {
 }
 
 void FaultInjector::Configure(const FaultConfig& config) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   config_ = config;
   if (config_.server_error_codes.empty()) config_.server_error_codes = {500};
   rng_.seed(config.seed);
@@ -153,7 +154,7 @@ void FaultInjector::Configure(const FaultConfig& config) {
 }
 
 FaultConfig FaultInjector::config() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return config_;
 }
 
@@ -182,7 +183,7 @@ StatusReply FaultInjector::TimeoutReply() {
 
 FaultPlan FaultInjector::Plan(const std::string& method, const std::string& path, const std::string& user,
                               bool is_watch, bool resumes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   FaultPlan plan;
   if (!Eligible(method, path, user)) return plan;
   if (config_.latency.count() > 0 && Roll(config_.latency_rate)) {
@@ -218,29 +219,29 @@ FaultPlan FaultInjector::Plan(const std::string& method, const std::string& path
 }
 
 bool FaultInjector::Applies(const std::string& method, const std::string& path, const std::string& user) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return Eligible(method, path, user);
 }
 
 void FaultInjector::CountExpired() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++counts_.expirations;
 }
 
 bool FaultInjector::DropWatchNow() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!Roll(config_.watch_drop_rate)) return false;
   ++counts_.watch_drops;
   return true;
 }
 
 uint64_t FaultInjector::injected() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return counts_.total();
 }
 
 FaultCounts FaultInjector::counts() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return counts_;
 }
 

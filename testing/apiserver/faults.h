@@ -39,6 +39,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "testing/apiserver/api_status.h"
 
@@ -110,13 +111,13 @@ class FaultInjector {
   static StatusReply TimeoutReply();
 
  private:
-  bool Eligible(const std::string& method, const std::string& path, const std::string& user) const;
-  bool Roll(double rate);  // under mu_
+  bool Eligible(const std::string& method, const std::string& path, const std::string& user) const REQUIRES(mu_);
+  bool Roll(double rate) REQUIRES(mu_);  // under mu_
 
-  mutable std::mutex mu_;
-  FaultConfig config_;      // guarded by mu_
-  std::mt19937_64 rng_{1};  // guarded by mu_
-  FaultCounts counts_;      // guarded by mu_
+  mutable Mutex mu_;
+  FaultConfig config_ GUARDED_BY(mu_);
+  std::mt19937_64 rng_ GUARDED_BY(mu_){1};
+  FaultCounts counts_ GUARDED_BY(mu_);
 };
 
 }  // namespace fairbench::apiserver

@@ -7,6 +7,7 @@
 
 #include <chrono>
 
+#include "common/mutex.h"
 #include "testing/apiserver/request_info.h"
 #include "testing/apiserver/request_util.h"
 
@@ -111,7 +112,7 @@ Result<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(ApiServer& api, const 
     bool auth_required;
     bool bad_token = false;  // a token no one has: 401 even where anonymous requests are served
     {
-      std::lock_guard<std::mutex> lock(self->mu_);
+      MutexLock lock(self->mu_);
       auth_required = (self->tls_ || !self->tokens_.empty()) && !self->anonymous_;
       ar.user = ClientCertUser(req, &ar.groups);
       std::string auth = req.get_header_value("Authorization");
@@ -266,7 +267,7 @@ Result<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(ApiServer& api, const 
 HttpFrontend::~HttpFrontend() { Stop(); }
 
 void HttpFrontend::SetTokens(std::map<std::string, std::string> tokens) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   tokens_ = std::move(tokens);
 }
 

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "testing/apiserver/api_server.h"
 #include "testing/apiserver/audit_log.h"
@@ -64,8 +65,8 @@ class HttpFrontend {
   std::thread thread_;
   std::string url_;
   int port_ = 0;
-  std::mutex mu_;
-  std::map<std::string, std::string> tokens_;  // guarded by mu_
+  Mutex mu_;
+  std::map<std::string, std::string> tokens_ GUARDED_BY(mu_);
   const std::map<std::string, std::vector<std::string>> groups_;
   AuditLog* const audit_;
   std::atomic<bool> stopped_{false};

@@ -112,7 +112,7 @@ ApiResponse ApiServer::KubeletRoute(const ApiRequest& req) {
   KubeletAddress address;
   std::string forward;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return Reply(ServiceUnavailable("the server is shutting down"));
     // Authorized as get on pods/log or nodes/proxy, before anything is looked up.
     if (auto refused = AuthorizeLocked(req)) return Reply(std::move(*refused));

@@ -1,4 +1,5 @@
 #include "testing/apiserver/pod_security.h"
+#include "controller/kube/json_read.h"
 
 #include <algorithm>
 #include <functional>
@@ -10,11 +11,9 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr char kLabelPrefix[] = "pod-security.kubernetes.io/";
+namespace jr = ::fairbench::kube::json_read;
 
-std::string Str(const json& o, const char* key) {
-  return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : "";
-}
+constexpr char kLabelPrefix[] = "pod-security.kubernetes.io/";
 
 // `"a", "b"` (the plugin's joinQuote).
 std::string JoinQuote(const std::vector<std::string>& items) {
@@ -77,7 +76,7 @@ std::optional<PodSecurityViolation> CapabilitiesBaseline(const json& spec) {
         caps.insert(a.get<std::string>());
       }
     }
-    if (!valid) bad.push_back(Str(c, "name"));
+    if (!valid) bad.push_back(jr::String(c, "name"));
   });
   if (bad.empty()) return std::nullopt;
   return PodSecurityViolation{"non-default capabilities",
@@ -97,7 +96,7 @@ std::optional<PodSecurityViolation> HostNamespaces(const json& spec) {
 std::optional<PodSecurityViolation> HostPathVolumes(const json& spec) {
   std::vector<std::string> bad;
   for (const json& v : spec.value("volumes", json::array())) {
-    if (Field(v, "hostPath") != nullptr) bad.push_back(Str(v, "name"));
+    if (Field(v, "hostPath") != nullptr) bad.push_back(jr::String(v, "name"));
   }
   if (bad.empty()) return std::nullopt;
   return PodSecurityViolation{"hostPath volumes",
@@ -116,7 +115,7 @@ std::optional<PodSecurityViolation> HostPorts(const json& spec) {
         ports.insert(std::to_string(hp));
       }
     }
-    if (!valid) bad.push_back(Str(c, "name"));
+    if (!valid) bad.push_back(jr::String(c, "name"));
   });
   if (bad.empty()) return std::nullopt;
   return PodSecurityViolation{
@@ -128,7 +127,7 @@ std::optional<PodSecurityViolation> HostPorts(const json& spec) {
 std::optional<PodSecurityViolation> Privileged(const json& spec) {
   std::vector<std::string> bad;
   VisitContainers(spec, [&](const json& c) {
-    if (SecurityContext(c).value("privileged", false)) bad.push_back(Str(c, "name"));
+    if (SecurityContext(c).value("privileged", false)) bad.push_back(jr::String(c, "name"));
   });
   if (bad.empty()) return std::nullopt;
   return PodSecurityViolation{"privileged", std::string(Plural("container", "containers", bad.size())) + " " +
@@ -139,9 +138,9 @@ std::optional<PodSecurityViolation> ProcMount(const json& spec) {
   std::vector<std::string> bad;
   std::set<std::string> types;
   VisitContainers(spec, [&](const json& c) {
-    const std::string pm = Str(SecurityContext(c), "procMount");
+    const std::string pm = jr::String(SecurityContext(c), "procMount");
     if (!pm.empty() && pm != "Default") {
-      bad.push_back(Str(c, "name"));
+      bad.push_back(jr::String(c, "name"));
       types.insert(pm);
     }
   });
@@ -160,7 +159,7 @@ std::optional<PodSecurityViolation> Seccomp(const json& spec, bool restricted) {
   bool pod_set = false;
   const json pod_sc = spec.value("securityContext", json::object());
   if (const json* p = Field(pod_sc, "seccompProfile")) {
-    const std::string type = Str(*p, "type");
+    const std::string type = jr::String(*p, "type");
     if (!ValidSeccomp(type)) {
       setters.push_back("pod");
       values.insert(type);
@@ -172,13 +171,13 @@ std::optional<PodSecurityViolation> Seccomp(const json& spec, bool restricted) {
   std::vector<std::string> implicit_bad;
   VisitContainers(spec, [&](const json& c) {
     if (const json* p = Field(SecurityContext(c), "seccompProfile")) {
-      const std::string type = Str(*p, "type");
+      const std::string type = jr::String(*p, "type");
       if (!ValidSeccomp(type)) {
-        explicit_bad.push_back(Str(c, "name"));
+        explicit_bad.push_back(jr::String(c, "name"));
         values.insert(type);
       }
     } else if (!pod_set) {
-      implicit_bad.push_back(Str(c, "name"));
+      implicit_bad.push_back(jr::String(c, "name"));
     }
   });
   if (!explicit_bad.empty()) {
@@ -209,7 +208,7 @@ std::optional<PodSecurityViolation> Sysctls(const json& spec) {
   std::vector<std::string> bad;
   const json pod_sc = spec.value("securityContext", json::object());
   for (const json& s : pod_sc.is_object() ? pod_sc.value("sysctls", json::array()) : json::array()) {
-    const std::string name = Str(s, "name");
+    const std::string name = jr::String(s, "name");
     if (safe.count(name) == 0) bad.push_back(name);
   }
   if (bad.empty()) return std::nullopt;
@@ -222,7 +221,7 @@ std::optional<PodSecurityViolation> AllowPrivilegeEscalation(const json& spec) {
   std::vector<std::string> bad;
   VisitContainers(spec, [&](const json& c) {
     const json* a = Field(SecurityContext(c), "allowPrivilegeEscalation");
-    if (a == nullptr || !a->is_boolean() || a->get<bool>()) bad.push_back(Str(c, "name"));
+    if (a == nullptr || !a->is_boolean() || a->get<bool>()) bad.push_back(jr::String(c, "name"));
   });
   if (bad.empty()) return std::nullopt;
   return PodSecurityViolation{"allowPrivilegeEscalation != false",
@@ -237,12 +236,12 @@ std::optional<PodSecurityViolation> CapabilitiesRestricted(const json& spec) {
   VisitContainers(spec, [&](const json& c) {
     const json* cap = Field(SecurityContext(c), "capabilities");
     if (cap == nullptr) {
-      missing_drop.push_back(Str(c, "name"));
+      missing_drop.push_back(jr::String(c, "name"));
       return;
     }
     bool dropped_all = false;
     for (const json& d : cap->value("drop", json::array())) dropped_all |= d.is_string() && d.get<std::string>() == "ALL";
-    if (!dropped_all) missing_drop.push_back(Str(c, "name"));
+    if (!dropped_all) missing_drop.push_back(jr::String(c, "name"));
     bool bad_add = false;
     for (const json& a : cap->value("add", json::array())) {
       if (a.is_string() && a.get<std::string>() != "NET_BIND_SERVICE") {
@@ -250,7 +249,7 @@ std::optional<PodSecurityViolation> CapabilitiesRestricted(const json& spec) {
         forbidden.insert(a.get<std::string>());
       }
     }
-    if (bad_add) adding.push_back(Str(c, "name"));
+    if (bad_add) adding.push_back(jr::String(c, "name"));
   });
   std::vector<std::string> details;
   if (!missing_drop.empty()) {
@@ -278,7 +277,7 @@ std::optional<PodSecurityViolation> RestrictedVolumes(const json& spec) {
     bool ok = false;
     for (const std::string& a : allowed) ok |= Field(v, a.c_str()) != nullptr;
     if (ok) continue;
-    bad.push_back(Str(v, "name"));
+    bad.push_back(jr::String(v, "name"));
     std::string type = "unknown";
     for (const std::string& k : known) {
       if (Field(v, k.c_str()) != nullptr) {
@@ -311,9 +310,9 @@ std::optional<PodSecurityViolation> RunAsNonRoot(const json& spec) {
   std::vector<std::string> implicit_bad;
   VisitContainers(spec, [&](const json& c) {
     if (const json* r = Field(SecurityContext(c), "runAsNonRoot")) {
-      if (r->is_boolean() && !r->get<bool>()) explicit_bad.push_back(Str(c, "name"));
+      if (r->is_boolean() && !r->get<bool>()) explicit_bad.push_back(jr::String(c, "name"));
     } else if (!pod_non_root) {
-      implicit_bad.push_back(Str(c, "name"));
+      implicit_bad.push_back(jr::String(c, "name"));
     }
   });
   if (!explicit_bad.empty()) {
@@ -341,7 +340,7 @@ std::optional<PodSecurityViolation> RunAsUser(const json& spec) {
   std::vector<std::string> bad;
   VisitContainers(spec, [&](const json& c) {
     const json* u = Field(SecurityContext(c), "runAsUser");
-    if (u != nullptr && u->is_number_integer() && u->get<int64_t>() == 0) bad.push_back(Str(c, "name"));
+    if (u != nullptr && u->is_number_integer() && u->get<int64_t>() == 0) bad.push_back(jr::String(c, "name"));
   });
   if (!bad.empty()) setters.push_back(std::string(Plural("container", "containers", bad.size())) + " " + JoinQuote(bad));
   if (setters.empty()) return std::nullopt;
@@ -360,10 +359,10 @@ std::string PodSecurityLevelVersion::ToString() const {
 PodSecurityPolicy PodSecurityPolicyFromLabels(const json& labels) {
   PodSecurityPolicy p;
   auto read = [&](const std::string& mode, PodSecurityLevelVersion* out) {
-    const std::string level = Str(labels, (kLabelPrefix + mode).c_str());
+    const std::string level = jr::String(labels, (kLabelPrefix + mode).c_str());
     if (level == "restricted") out->level = PodSecurityLevel::kRestricted;
     if (level == "baseline") out->level = PodSecurityLevel::kBaseline;
-    const std::string version = Str(labels, (kLabelPrefix + mode + "-version").c_str());
+    const std::string version = jr::String(labels, (kLabelPrefix + mode + "-version").c_str());
     if (!version.empty()) out->version = version;
   };
   read("enforce", &p.enforce);

@@ -6,19 +6,18 @@
 
 #include "testing/apiserver/jsonpath.h"
 #include "testing/apiserver/time_text.h"
+#include "controller/kube/json_read.h"
 
 namespace fairbench::apiserver {
 namespace {
 
+namespace jr = ::fairbench::kube::json_read;
+
 using nlohmann::json;
 using Clock = std::chrono::system_clock;
 
-std::string Str(const json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
-}
-
 json Age(const json& obj, Clock::time_point now) {
-  auto t = ParseTime(Str(obj.value("metadata", json::object()), "creationTimestamp"));
+  auto t = ParseTime(jr::String(obj.value("metadata", json::object()), "creationTimestamp"));
   if (!t) return "<unknown>";
   return HumanDuration(std::chrono::duration_cast<std::chrono::seconds>(now - *t));
 }
@@ -43,22 +42,22 @@ json PodStatusText(const json& pod) {
   const json& md = pod.value("metadata", json::object());
   if (md.contains("deletionTimestamp") && !md["deletionTimestamp"].is_null()) return "Terminating";
   const json& st = pod.value("status", json::object());
-  std::string reason = Str(st, "reason");
+  std::string reason = jr::String(st, "reason");
   if (!reason.empty()) return reason;
   if (st.contains("containerStatuses") && st["containerStatuses"].is_array()) {
     for (const auto& cs : st["containerStatuses"]) {
       const json& state = cs.value("state", json::object());
       if (state.contains("waiting")) {
-        std::string r = Str(state["waiting"], "reason");
+        std::string r = jr::String(state["waiting"], "reason");
         if (!r.empty()) return r;
       }
       if (state.contains("terminated")) {
-        std::string r = Str(state["terminated"], "reason");
+        std::string r = jr::String(state["terminated"], "reason");
         if (!r.empty()) return r;
       }
     }
   }
-  std::string phase = Str(st, "phase");
+  std::string phase = jr::String(st, "phase");
   return phase.empty() ? "Pending" : phase;
 }
 
@@ -86,13 +85,13 @@ std::vector<PrinterColumn> PodColumns() {
       AgeColumn(),
       Col("IP", "string", "IP address allocated to the pod.",
           [](const json& p, Clock::time_point) {
-            std::string ip = Str(p.value("status", json::object()), "podIP");
+            std::string ip = jr::String(p.value("status", json::object()), "podIP");
             return json(ip.empty() ? "<none>" : ip);
           },
           1),
       Col("Node", "string", "Name of the Node this pod is scheduled on.",
           [](const json& p, Clock::time_point) {
-            std::string n = Str(p.value("spec", json::object()), "nodeName");
+            std::string n = jr::String(p.value("spec", json::object()), "nodeName");
             return json(n.empty() ? "<none>" : n);
           },
           1),
@@ -104,7 +103,7 @@ std::vector<PrinterColumn> NodeColumns() {
       Col("Status", "string", "The status of the node",
           [](const json& n, Clock::time_point) {
             for (const auto& c : n.value("status", json::object()).value("conditions", json::array())) {
-              if (Str(c, "type") == "Ready") return json(Str(c, "status") == "True" ? "Ready" : "NotReady");
+              if (jr::String(c, "type") == "Ready") return json(jr::String(c, "status") == "True" ? "Ready" : "NotReady");
             }
             return json("Unknown");
           }),
@@ -113,7 +112,7 @@ std::vector<PrinterColumn> NodeColumns() {
       AgeColumn(),
       Col("Version", "string", "Kubelet Version reported by the node.",
           [](const json& n, Clock::time_point) {
-            return json(Str(n.value("status", json::object()).value("nodeInfo", json::object()), "kubeletVersion"));
+            return json(jr::String(n.value("status", json::object()).value("nodeInfo", json::object()), "kubeletVersion"));
           }),
   };
 }
@@ -122,23 +121,23 @@ std::vector<PrinterColumn> EventColumns() {
   return {
       Col("Last Seen", "string", "Time when last event occurred",
           [](const json& e, Clock::time_point now) {
-            std::string t = Str(e, "lastTimestamp");
-            if (t.empty()) t = Str(e, "eventTime");
+            std::string t = jr::String(e, "lastTimestamp");
+            if (t.empty()) t = jr::String(e, "eventTime");
             auto tp = ParseTime(t);
             return json(tp ? HumanDuration(std::chrono::duration_cast<std::chrono::seconds>(now - *tp)) : "<unknown>");
           }),
-      Col("Type", "string", "Type of the event", [](const json& e, Clock::time_point) { return json(Str(e, "type")); }),
+      Col("Type", "string", "Type of the event", [](const json& e, Clock::time_point) { return json(jr::String(e, "type")); }),
       Col("Reason", "string", "Reason of the event",
-          [](const json& e, Clock::time_point) { return json(Str(e, "reason")); }),
+          [](const json& e, Clock::time_point) { return json(jr::String(e, "reason")); }),
       Col("Object", "string", "Involved object",
           [](const json& e, Clock::time_point) {
             const json& io = e.value("involvedObject", json::object());
-            std::string kind = Str(io, "kind");
+            std::string kind = jr::String(io, "kind");
             std::transform(kind.begin(), kind.end(), kind.begin(), [](unsigned char c) { return std::tolower(c); });
-            return json(kind + "/" + Str(io, "name"));
+            return json(kind + "/" + jr::String(io, "name"));
           }),
       Col("Message", "string", "Message of the event",
-          [](const json& e, Clock::time_point) { return json(Str(e, "message")); }),
+          [](const json& e, Clock::time_point) { return json(jr::String(e, "message")); }),
   };
 }
 
@@ -146,12 +145,12 @@ std::vector<PrinterColumn> ServiceColumns() {
   return {
       Col("Type", "string", "The type of the service",
           [](const json& s, Clock::time_point) {
-            std::string t = Str(s.value("spec", json::object()), "type");
+            std::string t = jr::String(s.value("spec", json::object()), "type");
             return json(t.empty() ? "ClusterIP" : t);
           }),
       Col("Cluster-IP", "string", "The cluster IP of the service",
           [](const json& s, Clock::time_point) {
-            std::string ip = Str(s.value("spec", json::object()), "clusterIP");
+            std::string ip = jr::String(s.value("spec", json::object()), "clusterIP");
             return json(ip.empty() ? "<none>" : ip);
           }),
       Col("External-IP", "string", "The external IP of the service",
@@ -161,7 +160,7 @@ std::vector<PrinterColumn> ServiceColumns() {
             std::string out;
             for (const auto& p : s.value("spec", json::object()).value("ports", json::array())) {
               if (!out.empty()) out += ",";
-              out += std::to_string(p.value("port", 0)) + "/" + (Str(p, "protocol").empty() ? "TCP" : Str(p, "protocol"));
+              out += std::to_string(p.value("port", 0)) + "/" + (jr::String(p, "protocol").empty() ? "TCP" : jr::String(p, "protocol"));
             }
             return json(out.empty() ? "<none>" : out);
           }),
@@ -173,7 +172,7 @@ std::vector<PrinterColumn> DataColumns(bool with_type) {
   std::vector<PrinterColumn> cols;
   if (with_type) {
     cols.push_back(Col("Type", "string", "The type of the secret",
-                       [](const json& s, Clock::time_point) { return json(Str(s, "type")); }));
+                       [](const json& s, Clock::time_point) { return json(jr::String(s, "type")); }));
   }
   cols.push_back(Col("Data", "string", "Number of keys",
                      [](const json& o, Clock::time_point) {
@@ -228,7 +227,7 @@ ResourceRegistry::ResourceRegistry() {
   auto add = [this](ResourceInfo r) { infos_.push_back(std::make_unique<ResourceInfo>(std::move(r))); };
   add(Builtin("", "v1", "Namespace", "namespaces", false, true, {"ns"},
               {Col("Status", "string", "The status of the namespace",
-                   [](const json& n, Clock::time_point) { return json(Str(n.value("status", json::object()), "phase")); }),
+                   [](const json& n, Clock::time_point) { return json(jr::String(n.value("status", json::object()), "phase")); }),
                AgeColumn()},
               {"status.phase"}));
   add(Builtin("", "v1", "Pod", "pods", true, true, {"po"}, PodColumns(),
@@ -251,7 +250,7 @@ ResourceRegistry::ResourceRegistry() {
   add(Builtin("coordination.k8s.io", "v1", "Lease", "leases", true, false, {},
               {Col("Holder", "string", "Holder of the lease",
                    [](const json& l, Clock::time_point) {
-                     return json(Str(l.value("spec", json::object()), "holderIdentity"));
+                     return json(jr::String(l.value("spec", json::object()), "holderIdentity"));
                    }),
                AgeColumn()}));
   // What a Helm chart of an operator installs. Deployments get pods only
@@ -274,7 +273,7 @@ ResourceRegistry::ResourceRegistry() {
               {"crd", "crds"},
               {Col("Created At", "date", "The time the CRD was created",
                    [](const json& c, Clock::time_point) {
-                     return json(Str(c.value("metadata", json::object()), "creationTimestamp"));
+                     return json(jr::String(c.value("metadata", json::object()), "creationTimestamp"));
                    })},
               {}, {"api-extensions"}));
 }
@@ -321,7 +320,7 @@ std::vector<Cause> ValidateAndDefaultCrd(json& crd) {
     return errs;
   }
   json& spec = crd["spec"];
-  std::string group = Str(spec, "group");
+  std::string group = jr::String(spec, "group");
   if (group.empty()) {
     errs.push_back(FieldRequired("spec.group"));
   } else if (group.find('.') == std::string::npos) {
@@ -329,8 +328,8 @@ std::vector<Cause> ValidateAndDefaultCrd(json& crd) {
   }
   if (!spec.contains("names") || !spec["names"].is_object()) spec["names"] = json::object();
   json& names = spec["names"];
-  std::string plural = Str(names, "plural");
-  std::string kind = Str(names, "kind");
+  std::string plural = jr::String(names, "plural");
+  std::string kind = jr::String(names, "kind");
   if (plural.empty()) {
     errs.push_back(FieldRequired("spec.names.plural"));
   } else if (!IsDns1123Label(plural)) {
@@ -338,17 +337,17 @@ std::vector<Cause> ValidateAndDefaultCrd(json& crd) {
                                                              "alphanumeric characters or '-'"));
   }
   if (kind.empty()) errs.push_back(FieldRequired("spec.names.kind"));
-  if (Str(names, "listKind").empty() && !kind.empty()) names["listKind"] = kind + "List";
-  if (Str(names, "singular").empty() && !kind.empty()) {
+  if (jr::String(names, "listKind").empty() && !kind.empty()) names["listKind"] = kind + "List";
+  if (jr::String(names, "singular").empty() && !kind.empty()) {
     std::string s = kind;
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
     names["singular"] = s;
   }
-  std::string name = Str(crd.value("metadata", json::object()), "name");
+  std::string name = jr::String(crd.value("metadata", json::object()), "name");
   if (!plural.empty() && !group.empty() && name != plural + "." + group) {
     errs.push_back(FieldInvalid("metadata.name", name, "must be spec.names.plural+\".\"+spec.group"));
   }
-  std::string scope = Str(spec, "scope");
+  std::string scope = jr::String(spec, "scope");
   if (scope != "Namespaced" && scope != "Cluster") {
     errs.push_back(FieldNotSupported("spec.scope", scope, {"Cluster", "Namespaced"}));
   }
@@ -361,7 +360,7 @@ std::vector<Cause> ValidateAndDefaultCrd(json& crd) {
   for (size_t i = 0; i < spec["versions"].size(); ++i) {
     json& v = spec["versions"][i];
     std::string path = "spec.versions[" + std::to_string(i) + "]";
-    std::string vname = Str(v, "name");
+    std::string vname = jr::String(v, "name");
     if (vname.empty()) errs.push_back(FieldRequired(path + ".name"));
     if (!seen.insert(vname).second) errs.push_back(FieldDuplicate(path + ".name", vname));
     if (v.value("storage", false)) ++storage;
@@ -379,13 +378,13 @@ std::vector<Cause> ValidateAndDefaultCrd(json& crd) {
       for (size_t c = 0; c < v["additionalPrinterColumns"].size(); ++c) {
         const json& col = v["additionalPrinterColumns"][c];
         std::string cpath = path + ".additionalPrinterColumns[" + std::to_string(c) + "]";
-        if (Str(col, "name").empty()) errs.push_back(FieldRequired(cpath + ".name"));
-        std::string type = Str(col, "type");
+        if (jr::String(col, "name").empty()) errs.push_back(FieldRequired(cpath + ".name"));
+        std::string type = jr::String(col, "type");
         static const std::set<std::string> kTypes = {"integer", "number", "string", "boolean", "date"};
         if (!kTypes.count(type)) {
           errs.push_back(FieldNotSupported(cpath + ".type", type, {"boolean", "date", "integer", "number", "string"}));
         }
-        std::string jp = Str(col, "jsonPath");
+        std::string jp = jr::String(col, "jsonPath");
         if (jp.empty()) {
           errs.push_back(FieldRequired(cpath + ".jsonPath"));
         } else if (!EvalJsonPath(json::object(), jp).ok()) {
@@ -409,29 +408,29 @@ std::vector<ResourceInfo> ResourcesFromCrd(const json& crd) {
   for (const auto& v : spec["versions"]) {
     if (!v.value("served", false)) continue;
     ResourceInfo r;
-    r.group = Str(spec, "group");
-    r.version = Str(v, "name");
-    r.kind = Str(names, "kind");
-    r.list_kind = Str(names, "listKind");
-    r.plural = Str(names, "plural");
-    r.singular = Str(names, "singular");
+    r.group = jr::String(spec, "group");
+    r.version = jr::String(v, "name");
+    r.kind = jr::String(names, "kind");
+    r.list_kind = jr::String(names, "listKind");
+    r.plural = jr::String(names, "plural");
+    r.singular = jr::String(names, "singular");
     for (const auto& s : names.value("shortNames", json::array())) r.short_names.push_back(s.get<std::string>());
     for (const auto& s : names.value("categories", json::array())) r.categories.push_back(s.get<std::string>());
-    r.namespaced = Str(spec, "scope") == "Namespaced";
+    r.namespaced = jr::String(spec, "scope") == "Namespaced";
     r.custom = true;
-    r.crd_name = Str(crd["metadata"], "name");
+    r.crd_name = jr::String(crd["metadata"], "name");
     r.status_subresource = v.contains("subresources") && v["subresources"].is_object() &&
                            v["subresources"].contains("status");
     std::vector<Cause> ignored;
     r.schema = Schema::Parse(v["schema"]["openAPIV3Schema"], "", &ignored);
     for (const auto& c : v.value("additionalPrinterColumns", json::array())) {
       PrinterColumn col;
-      col.name = Str(c, "name");
-      col.type = Str(c, "type");
-      col.format = Str(c, "format");
-      col.description = Str(c, "description");
+      col.name = jr::String(c, "name");
+      col.type = jr::String(c, "type");
+      col.format = jr::String(c, "format");
+      col.description = jr::String(c, "description");
       col.priority = c.value("priority", 0);
-      col.json_path = Str(c, "jsonPath");
+      col.json_path = jr::String(c, "jsonPath");
       r.columns.push_back(std::move(col));
     }
     if (r.columns.empty()) {
@@ -443,7 +442,7 @@ std::vector<ResourceInfo> ResourcesFromCrd(const json& crd) {
       r.columns.push_back(std::move(age));
     }
     for (const auto& f : v.value("selectableFields", json::array())) {
-      std::string jp = Str(f, "jsonPath");
+      std::string jp = jr::String(f, "jsonPath");
       if (!jp.empty() && jp[0] == '.') r.field_selectors.push_back(jp.substr(1));
     }
     out.push_back(std::move(r));

@@ -1,9 +1,10 @@
 #include "testing/apiserver/watch_channel.h"
+#include "common/mutex.h"
 
 namespace fairbench::apiserver {
 
 bool WatchChannel::Push(std::string line) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (end_ != End::kOpen) return false;
   if (lines_.size() >= max_queued_) {
     end_ = End::kClean;
@@ -16,7 +17,7 @@ bool WatchChannel::Push(std::string line) {
 }
 
 void WatchChannel::Finish(End how) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (end_ == End::kOpen) end_ = how;
   // An abrupt end loses what was queued, like a cut connection does.
   if (end_ == End::kAbrupt) lines_.clear();
@@ -24,9 +25,9 @@ void WatchChannel::Finish(End how) {
 }
 
 WatchChannel::Item WatchChannel::Next(std::chrono::milliseconds wait) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto until = std::min(std::chrono::steady_clock::now() + wait, deadline_);
-  cv_.wait_until(lock, until, [&] { return !lines_.empty() || end_ != End::kOpen; });
+  cv_.wait_until(lock, until, [&]() REQUIRES(mu_) { return !lines_.empty() || end_ != End::kOpen; });
   if (!lines_.empty()) {
     Item item{Item::Kind::kLine, std::move(lines_.front())};
     lines_.pop_front();
@@ -44,7 +45,7 @@ WatchChannel::Item WatchChannel::Next(std::chrono::milliseconds wait) {
 void WatchChannel::Cancel() { Finish(End::kAbrupt); }
 
 bool WatchChannel::ended() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return end_ != End::kOpen;
 }
 

@@ -14,6 +14,8 @@
 #include <mutex>
 #include <string>
 
+#include "common/mutex.h"
+
 namespace fairbench::apiserver {
 
 class WatchChannel {
@@ -41,10 +43,10 @@ class WatchChannel {
  private:
   const size_t max_queued_;
   const std::chrono::steady_clock::time_point deadline_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::string> lines_;  // guarded by mu_
-  End end_ = End::kOpen;           // guarded by mu_
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::deque<std::string> lines_ GUARDED_BY(mu_);
+  End end_ GUARDED_BY(mu_) = End::kOpen;
 };
 
 }  // namespace fairbench::apiserver

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "testing/kubelet/pod_spec.h"
+#include "controller/kube/json_read.h"
 
 namespace fairbench::kubelet {
 
@@ -11,15 +12,13 @@ using Json = nlohmann::json;
 
 namespace {
 
-std::string Str(const Json& o, const char* key) {
-  return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : "";
-}
+namespace jr = ::fairbench::kube::json_read;
 
 std::string QuantityText(const Json& q) { return q.is_string() ? q.get<std::string>() : q.dump(); }
 
 std::string PodText(const Json& pod) {
   const Json md = pod.value("metadata", Json::object());
-  return Str(md, "name") + "_" + Str(md, "namespace") + "(" + Str(md, "uid") + ")";
+  return jr::String(md, "name") + "_" + jr::String(md, "namespace") + "(" + jr::String(md, "uid") + ")";
 }
 
 constexpr int64_t kCpuPeriodMicros = 100000;  // the kubelet's CFS period
@@ -72,11 +71,11 @@ Status VerifyRunAsNonRoot(const Json& effective, const std::string& image_user, 
 
 Result<Json> DockerCreateBody(const ContainerInputs& in) {
   const Json spec = in.pod.value("spec", Json::object());
-  const std::string name = Str(in.container, "name");
+  const std::string name = jr::String(in.container, "name");
   const Json sc = EffectiveSecurityContext(spec, in.container);
   if (Status s = VerifyRunAsNonRoot(sc, in.image_user, PodText(in.pod), name); !s.ok()) return s;
 
-  Json body = {{"Image", Str(in.container, "image")}, {"Labels", in.labels}};
+  Json body = {{"Image", jr::String(in.container, "image")}, {"Labels", in.labels}};
   if (in.has_command) {
     body["Entrypoint"] = in.command;
     body["Cmd"] = in.args;  // the image's CMD goes with its ENTRYPOINT
@@ -86,7 +85,7 @@ Result<Json> DockerCreateBody(const ContainerInputs& in) {
   Json env = Json::array();
   for (const auto& [k, v] : in.env) env.push_back(k + "=" + v);
   body["Env"] = env;
-  if (!Str(in.container, "workingDir").empty()) body["WorkingDir"] = Str(in.container, "workingDir");
+  if (!jr::String(in.container, "workingDir").empty()) body["WorkingDir"] = jr::String(in.container, "workingDir");
 
   // The user: runAsUser (else the image's) and runAsGroup.
   std::string user;
@@ -165,7 +164,7 @@ Result<Json> DockerCreateBody(const ContainerInputs& in) {
   }
   // Kubernetes' default is Unconfined (the SeccompDefault kubelet option
   // off); RuntimeDefault is the engine's own profile.
-  const std::string seccomp = Str(sc.value("seccompProfile", Json::object()), "type");
+  const std::string seccomp = jr::String(sc.value("seccompProfile", Json::object()), "type");
   if (seccomp == "Localhost") {
     return Status::InvalidArgument("seccompProfile type Localhost is not supported by the test kubelet");
   }

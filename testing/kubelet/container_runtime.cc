@@ -27,15 +27,12 @@ namespace jr = kube::json_read;
 
 namespace {
 
+namespace jr = ::fairbench::kube::json_read;
+
 constexpr char kServiceAccountDir[] = "/var/run/secrets/kubernetes.io/serviceaccount";
 constexpr char kServiceAccountVolume[] = "kube-api-access";
 
-std::string Str(const Json& o, const char* key) {
-  return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : "";
-}
-
 kube::ResourceType ServiceAccounts() { return {"", "v1", "ServiceAccount", "serviceaccounts", kube::Scope::kNamespaced}; }
-kube::ResourceType Secrets() { return {"", "v1", "Secret", "secrets", kube::Scope::kNamespaced}; }
 
 // The engine's RFC 3339 time with nanoseconds ("2026-12-04T19:12:53.123456789Z").
 SysClock::time_point EngineTime(const std::string& text, SysClock::time_point fallback) {
@@ -85,7 +82,7 @@ std::string SelectorText(const Json& selector) {
 bool PodReady(const Json& pod) {
   if (pod["metadata"].contains("deletionTimestamp")) return false;
   for (const Json& c : pod.value("status", Json::object()).value("conditions", Json::array())) {
-    if (Str(c, "type") == "Ready") return Str(c, "status") == "True";
+    if (jr::String(c, "type") == "Ready") return jr::String(c, "status") == "True";
   }
   return false;
 }
@@ -95,7 +92,7 @@ bool PodReady(const Json& pod) {
 std::string PodWorker::PodDir() const { return config_.root_dir + "/pods/" + uid_; }
 
 std::string PodWorker::VolumeDir(const Json& volume) const {
-  const std::string name = Str(volume, "name");
+  const std::string name = jr::String(volume, "name");
   const char* kind = volume.contains("emptyDir")    ? "kubernetes.io~empty-dir"
                      : volume.contains("secret")    ? "kubernetes.io~secret"
                      : volume.contains("configMap") ? "kubernetes.io~configmap"
@@ -114,7 +111,7 @@ Status PodWorker::PrepareDockerVolumes() {
   std::filesystem::create_directories(PodDir(), ec);
   if (ec) return Status::IoError("cannot create " + PodDir() + ": " + ec.message());
   for (const Json& v : spec.value("volumes", Json::array())) {
-    const std::string vname = Str(v, "name");
+    const std::string vname = jr::String(v, "name");
     const std::string dir = VolumeDir(v);
     if (dir.empty()) continue;  // kinds this kubelet does not set up: not mounted
     std::filesystem::create_directories(dir, ec);
@@ -125,8 +122,8 @@ Status PodWorker::PrepareDockerVolumes() {
     }
     const bool secret = v.contains("secret");
     const Json source = secret ? v["secret"] : v["configMap"];
-    const std::string oname = secret ? Str(source, "secretName") : Str(source, "name");
-    auto obj = client_.Get(secret ? Secrets() : kube::resources::ConfigMaps(), ns_, oname);
+    const std::string oname = secret ? jr::String(source, "secretName") : jr::String(source, "name");
+    auto obj = client_.Get(secret ? kube::resources::Secrets() : kube::resources::ConfigMaps(), ns_, oname);
     if (!obj.ok()) {
       if (source.value("optional", false)) continue;
       return Status::Unavailable("MountVolume.SetUp failed for volume \"" + vname + "\" : " +
@@ -154,7 +151,7 @@ Status PodWorker::PrepareDockerVolumes() {
     std::vector<std::tuple<std::string, std::string, int>> files;  // path, key, mode
     if (source.contains("items") && source["items"].is_array() && !source["items"].empty()) {
       for (const Json& item : source["items"]) {
-        files.emplace_back(Str(item, "path"), Str(item, "key"), item.value("mode", default_mode));
+        files.emplace_back(jr::String(item, "path"), jr::String(item, "key"), item.value("mode", default_mode));
       }
     } else {
       for (const auto& [k, unused] : data) files.emplace_back(k, k, default_mode);
@@ -171,8 +168,8 @@ Status PodWorker::PrepareDockerVolumes() {
   }
   // The service-account token, unless the pod (or else its ServiceAccount)
   // says automountServiceAccountToken: false.
-  const std::string sa = !Str(spec, "serviceAccountName").empty() ? Str(spec, "serviceAccountName")
-                         : !Str(spec, "serviceAccount").empty()   ? Str(spec, "serviceAccount")
+  const std::string sa = !jr::String(spec, "serviceAccountName").empty() ? jr::String(spec, "serviceAccountName")
+                         : !jr::String(spec, "serviceAccount").empty()   ? jr::String(spec, "serviceAccount")
                                                                   : "default";
   std::optional<bool> automount;
   if (spec.contains("automountServiceAccountToken") && spec["automountServiceAccountToken"].is_boolean()) {
@@ -199,7 +196,7 @@ Status PodWorker::PrepareDockerVolumes() {
 
 Status PodWorker::WriteServiceAccountVolume(const std::string& dir) {
   const Json spec = pod_.value("spec", Json::object());
-  const std::string sa = Str(spec, "serviceAccountName").empty() ? "default" : Str(spec, "serviceAccountName");
+  const std::string sa = jr::String(spec, "serviceAccountName").empty() ? "default" : jr::String(spec, "serviceAccountName");
   // A token bound to this pod, as the kubelet's projected volume asks for
   // it: valid while the pod and its ServiceAccount exist.
   const Json request = {{"apiVersion", "authentication.k8s.io/v1"},
@@ -225,22 +222,22 @@ Status PodWorker::WriteServiceAccountVolume(const std::string& dir) {
   return Status::Ok();
 }
 
-void PodWorker::RefreshHosts(std::unique_lock<std::mutex>& lock) {
+void PodWorker::RefreshHosts() {
   const auto now = Clock::now();
   if (now < next_hosts_refresh_) return;
   next_hosts_refresh_ = now + std::chrono::seconds(1);
   // Services of the pod's namespace, each to the IP of a ready pod its
   // selector picks (the first by name): what kube-proxy would reach.
-  lock.unlock();
+  mu_.unlock();
   std::string services;
   auto list = client_.List(kube::resources::Services(), ns_);
   if (list.ok()) {
     std::vector<Json> items = list->items;
     std::sort(items.begin(), items.end(), [](const Json& a, const Json& b) {
-      return Str(a["metadata"], "name") < Str(b["metadata"], "name");
+      return jr::String(a["metadata"], "name") < jr::String(b["metadata"], "name");
     });
     for (const Json& svc : items) {
-      const std::string sname = Str(svc["metadata"], "name");
+      const std::string sname = jr::String(svc["metadata"], "name");
       const Json sspec = svc.value("spec", Json::object());
       const Json selector = sspec.value("selector", Json::object());
       if (!selector.is_object() || selector.empty()) continue;
@@ -251,19 +248,19 @@ void PodWorker::RefreshHosts(std::unique_lock<std::mutex>& lock) {
       std::vector<Json> ready;
       const bool not_ready_too = sspec.value("publishNotReadyAddresses", false);
       for (const Json& p : pods->items) {
-        const std::string ip = Str(p.value("status", Json::object()), "podIP");
+        const std::string ip = jr::String(p.value("status", Json::object()), "podIP");
         if (!ip.empty() && (not_ready_too || PodReady(p))) ready.push_back(p);
       }
       if (ready.empty()) continue;
       std::sort(ready.begin(), ready.end(), [](const Json& a, const Json& b) {
-        return Str(a["metadata"], "name") < Str(b["metadata"], "name");
+        return jr::String(a["metadata"], "name") < jr::String(b["metadata"], "name");
       });
-      const std::string ip = Str(ready.front()["status"], "podIP");
+      const std::string ip = jr::String(ready.front()["status"], "podIP");
       services += ip + "\t" + sname + " " + sname + "." + ns_ + " " + sname + "." + ns_ + ".svc " + sname + "." + ns_ +
                   ".svc.cluster.local\n";
     }
   }
-  lock.lock();
+  mu_.lock();
   std::string text = "# Kubernetes-managed hosts file (fairbench-test-kubelet).\n127.0.0.1\tlocalhost\n";
   text += "::1\tlocalhost ip6-localhost ip6-loopback\n";
   if (!admission_.pod_ip.empty()) text += admission_.pod_ip + "\t" + name_ + "\n";
@@ -328,16 +325,16 @@ void PodWorker::StartDockerContainer(Container& c, const std::vector<std::pair<s
   // Volume mounts onto the pod's host directories.
   std::map<std::string, std::string> volume_dirs;
   for (const Json& v : pod_.value("spec", Json::object()).value("volumes", Json::array())) {
-    volume_dirs[Str(v, "name")] = VolumeDir(v);
+    volume_dirs[jr::String(v, "name")] = VolumeDir(v);
   }
   bool sa_mounted = false;
   for (const Json& vm : c.spec.value("volumeMounts", Json::array())) {
-    const std::string dir = volume_dirs[Str(vm, "name")];
+    const std::string dir = volume_dirs[jr::String(vm, "name")];
     if (dir.empty()) continue;
     std::string host = dir;
-    if (!Str(vm, "subPath").empty()) host += "/" + Str(vm, "subPath");
-    in.mounts.push_back({host, Str(vm, "mountPath"), vm.value("readOnly", false)});
-    sa_mounted |= Str(vm, "mountPath") == kServiceAccountDir;
+    if (!jr::String(vm, "subPath").empty()) host += "/" + jr::String(vm, "subPath");
+    in.mounts.push_back({host, jr::String(vm, "mountPath"), vm.value("readOnly", false)});
+    sa_mounted |= jr::String(vm, "mountPath") == kServiceAccountDir;
   }
   const std::string sa_dir = PodDir() + "/volumes/kubernetes.io~projected/" + kServiceAccountVolume;
   if (!sa_mounted && std::filesystem::exists(sa_dir)) in.mounts.push_back({sa_dir, kServiceAccountDir, true});
@@ -463,7 +460,7 @@ void PodWorker::OnDockerExit(Container& c, const Json& state) {
   c.term_message = jr::String(state, "Error");
 }
 
-void PodWorker::RemoveDockerContainers(std::unique_lock<std::mutex>& lock) {
+void PodWorker::RemoveDockerContainers() {
   std::vector<std::string> ids;
   for (auto* list : {&init_, &main_}) {
     for (auto& cp : *list) {
@@ -478,9 +475,9 @@ void PodWorker::RemoveDockerContainers(std::unique_lock<std::mutex>& lock) {
       cp->host_pid = 0;
     }
   }
-  lock.unlock();
+  mu_.unlock();
   for (const std::string& id : ids) (void)config_.docker->RemoveContainer(id);
-  lock.lock();
+  mu_.lock();
 }
 
 }  // namespace fairbench::kubelet

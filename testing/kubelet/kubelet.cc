@@ -12,7 +12,9 @@
 #include <set>
 #include <sstream>
 
+#include "common/mutex.h"
 #include "testing/apiserver/time_text.h"
+#include "controller/kube/json_read.h"
 
 namespace fairbench::kubelet {
 
@@ -21,9 +23,7 @@ using SysClock = std::chrono::system_clock;
 
 namespace {
 
-std::string Str(const Json& o, const char* key) {
-  return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : "";
-}
+namespace jr = ::fairbench::kube::json_read;
 
 std::string FirstLine(const std::string& path) {
   std::ifstream in(path);
@@ -272,7 +272,7 @@ void Kubelet::Heartbeat() {
       l["metadata"]["ownerReferences"] = {{{"apiVersion", "v1"},
                                            {"kind", "Node"},
                                            {"name", config_.node_name},
-                                           {"uid", Str((*node)["metadata"], "uid")}}};
+                                           {"uid", jr::String((*node)["metadata"], "uid")}}};
     }
     (void)client_.Create(kube::resources::Leases(), "kube-node-lease", l);
   }
@@ -293,7 +293,7 @@ Status Kubelet::Start() {
   ro.backoff = {std::chrono::milliseconds(100), std::chrono::milliseconds(2000), 2.0, 0.2};
   informer_ = std::make_unique<kube::Informer>(client_, kube::resources::Pods(), "", ro);
   auto poke = [this] {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     dirty_ = true;
     wake_.notify_all();
   };
@@ -310,7 +310,7 @@ void Kubelet::Stop() {
   sync_.request_stop();
   heartbeat_.request_stop();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     wake_.notify_all();
   }
   if (sync_.joinable()) sync_.join();
@@ -318,7 +318,7 @@ void Kubelet::Stop() {
   if (informer_) informer_->Stop();
   std::map<std::string, std::unique_ptr<PodWorker>> workers;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     workers.swap(workers_);
   }
   for (auto& [uid, w] : workers) w->Remove();
@@ -339,8 +339,8 @@ void Kubelet::HeartbeatLoop(std::stop_token stop) {
 void Kubelet::SyncLoop(std::stop_token stop) {
   while (!stop.stop_requested()) {
     Sync();
-    std::unique_lock<std::mutex> lock(mu_);
-    wake_.wait_for(lock, std::chrono::milliseconds(200), [&] { return dirty_ || stop.stop_requested(); });
+    MutexLock lock(mu_);
+    wake_.wait_for(lock, std::chrono::milliseconds(200), [&]() REQUIRES(mu_) { return dirty_ || stop.stop_requested(); });
     dirty_ = false;
   }
 }
@@ -362,17 +362,17 @@ void Kubelet::Sync() {
   std::vector<Json> pods = informer_->List();
   std::vector<std::unique_ptr<PodWorker>> dead;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::set<std::string> seen;
     for (Json& pod : pods) {
-      const std::string uid = Str(pod["metadata"], "uid");
+      const std::string uid = jr::String(pod["metadata"], "uid");
       seen.insert(uid);
       if (auto it = workers_.find(uid); it != workers_.end()) {
         it->second->Update(pod);
         continue;
       }
       PodWorker::Admission adm;
-      const std::string phase = Str(pod.value("status", Json::object()), "phase");
+      const std::string phase = jr::String(pod.value("status", Json::object()), "phase");
       if (phase == "Succeeded" || phase == "Failed" || pod["metadata"].contains("deletionTimestamp")) {
         adm.adopt_terminal = true;
       } else {
@@ -440,7 +440,7 @@ void Kubelet::Sync() {
 
 Json Kubelet::Summary() {
   std::vector<PodWorker*> workers;
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [uid, w] : workers_) workers.push_back(w.get());
   // Workers stay alive while mu_ is held: Sync erases them under it.
   const auto now = SysClock::now();
@@ -515,10 +515,10 @@ Json Kubelet::Summary() {
 
 std::variant<std::string, LogError> Kubelet::LogFile(const std::string& ns, const std::string& pod,
                                                      const std::string& container, bool previous) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [uid, w] : workers_) {
     Json p = w->PodJson();
-    if (Str(p["metadata"], "namespace") == ns && Str(p["metadata"], "name") == pod) {
+    if (jr::String(p["metadata"], "namespace") == ns && jr::String(p["metadata"], "name") == pod) {
       return w->LogFile(container, previous);
     }
   }
@@ -526,7 +526,7 @@ std::variant<std::string, LogError> Kubelet::LogFile(const std::string& ns, cons
 }
 
 Json Kubelet::Pods() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Json items = Json::array();
   for (auto& [uid, w] : workers_) items.push_back(w->PodJson());
   return {{"kind", "PodList"}, {"apiVersion", "v1"}, {"metadata", Json::object()}, {"items", items}};

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "controller/kube/client.h"
 #include "controller/kube/event_recorder.h"
 #include "controller/kube/informer.h"
@@ -72,20 +73,20 @@ class Kubelet {
   void HeartbeatLoop(std::stop_token stop);
   void SyncLoop(std::stop_token stop);
   void Sync();
-  std::string AllocateIp();
+  std::string AllocateIp() REQUIRES(mu_);
 
   const KubeletConfig config_;
   const NodeOptions node_;
   kube::Client& client_;
   const std::string started_at_;
 
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool dirty_ = false;                                           // guarded by mu_
-  std::map<std::string, std::unique_ptr<PodWorker>> workers_;   // by uid; guarded by mu_
-  std::map<std::string, int> ips_;                               // uid → host number; guarded by mu_
-  int next_ip_ = 1;                                              // guarded by mu_
-  std::optional<std::pair<std::chrono::system_clock::time_point, uint64_t>> node_cpu_last_;  // guarded by mu_
+  Mutex mu_;
+  CondVar wake_;
+  bool dirty_ GUARDED_BY(mu_) = false;
+  std::map<std::string, std::unique_ptr<PodWorker>> workers_ GUARDED_BY(mu_);  // by uid
+  std::map<std::string, int> ips_ GUARDED_BY(mu_);  // uid → host number
+  int next_ip_ GUARDED_BY(mu_) = 1;
+  std::optional<std::pair<std::chrono::system_clock::time_point, uint64_t>> node_cpu_last_ GUARDED_BY(mu_);
 
   kube::EventRecorder events_;
   std::unique_ptr<kube::Informer> informer_;

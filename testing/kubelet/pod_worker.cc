@@ -16,10 +16,12 @@
 #include <thread>
 
 #include "common/base64.h"
+#include "common/mutex.h"
 #include "controller/http_probe.h"
 #include "controller/platform/docker/container_cgroup.h"
 #include "testing/apiserver/time_text.h"
 #include "testing/kubelet/pod_worker_container.h"
+#include "controller/kube/json_read.h"
 
 namespace fairbench::kubelet {
 
@@ -27,9 +29,7 @@ using kube::Json;
 
 namespace {
 
-std::string Str(const Json& o, const char* key) {
-  return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : "";
-}
+namespace jr = ::fairbench::kube::json_read;
 
 std::string RandomHex(size_t n) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -72,9 +72,9 @@ PodWorker::PodWorker(const KubeletConfig& config, kube::Client& client, kube::Ev
     : config_(config),
       client_(client),
       events_(events),
-      uid_(Str(pod["metadata"], "uid")),
-      name_(Str(pod["metadata"], "name")),
-      ns_(Str(pod["metadata"], "namespace")),
+      uid_(jr::String(pod["metadata"], "uid")),
+      name_(jr::String(pod["metadata"], "name")),
+      ns_(jr::String(pod["metadata"], "namespace")),
       admission_(std::move(admission)),
       pod_(std::move(pod)),
       start_time_(SysClock::now()) {
@@ -85,8 +85,8 @@ PodWorker::PodWorker(const KubeletConfig& config, kube::Client& client, kube::Ev
       auto c = std::make_unique<Container>();
       c->spec = cs;
       c->init = std::string(list) == "initContainers";
-      c->name = Str(cs, "name");
-      c->image = Str(cs, "image");
+      c->name = jr::String(cs, "name");
+      c->image = jr::String(cs, "image");
       if (!c->init && !init_.empty()) c->waiting_reason = "PodInitializing";
       (c->init ? init_ : main_).push_back(std::move(c));
     }
@@ -114,24 +114,24 @@ PodWorker::~PodWorker() {
 }
 
 void PodWorker::Update(Json pod) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   pod_ = std::move(pod);
   wake_.notify_all();
 }
 
 void PodWorker::Remove() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   removed_ = true;
   wake_.notify_all();
 }
 
 bool PodWorker::finished() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return finished_;
 }
 
 PodRequests PodWorker::requests() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (stage_ == Stage::kDone || stage_ == Stage::kFinished || admission_.pod_ip.empty()) return {};
   return ComputeRequests(pod_.value("spec", Json::object()));
 }
@@ -140,7 +140,7 @@ Status PodWorker::PrepareVolumes() {
   const Json spec = pod_.value("spec", Json::object());
   if (spec.contains("volumes") && spec["volumes"].is_array()) {
     for (const Json& v : spec["volumes"]) {
-      const std::string vname = Str(v, "name");
+      const std::string vname = jr::String(v, "name");
       if (!v.contains("emptyDir")) continue;
       std::string dir = config_.root_dir + "/pods/" + uid_ + "/volumes/kubernetes.io~empty-dir/" + vname;
       std::error_code ec;
@@ -160,8 +160,8 @@ Result<std::vector<std::pair<std::string, std::string>>> PodWorker::BuildEnv(con
     if (path == "metadata.name") return name_;
     if (path == "metadata.namespace") return ns_;
     if (path == "metadata.uid") return uid_;
-    if (path == "spec.nodeName") return Str(spec, "nodeName");
-    if (path == "spec.serviceAccountName") return Str(spec, "serviceAccountName");
+    if (path == "spec.nodeName") return jr::String(spec, "nodeName");
+    if (path == "spec.serviceAccountName") return jr::String(spec, "serviceAccountName");
     if (path == "status.podIP" || path == "status.podIPs") return admission_.pod_ip;
     if (path == "status.hostIP" || path == "status.hostIPs") return config_.node_ip;
     for (const char* map : {"labels", "annotations"}) {
@@ -169,7 +169,7 @@ Result<std::vector<std::pair<std::string, std::string>>> PodWorker::BuildEnv(con
       if (path.rfind(prefix, 0) == 0 && path.size() > prefix.size() + 2 && path.substr(path.size() - 2) == "']") {
         const std::string key = path.substr(prefix.size(), path.size() - prefix.size() - 2);
         const Json m = md.value(map, Json::object());
-        return Str(m, key.c_str());
+        return jr::String(m, key.c_str());
       }
     }
     return std::nullopt;
@@ -179,8 +179,7 @@ Result<std::vector<std::pair<std::string, std::string>>> PodWorker::BuildEnv(con
   auto object = [&](bool secret, const std::string& oname) -> std::optional<Json> {
     const std::string key = (secret ? "s/" : "c/") + oname;
     if (auto it = fetched.find(key); it != fetched.end()) return it->second;
-    kube::ResourceType r = secret ? kube::ResourceType{"", "v1", "Secret", "secrets", kube::Scope::kNamespaced}
-                                  : kube::resources::ConfigMaps();
+    const kube::ResourceType r = secret ? kube::resources::Secrets() : kube::resources::ConfigMaps();
     auto got = client_.Get(r, ns_, oname);
     if (!got.ok()) return std::nullopt;
     fetched[key] = *got;
@@ -207,10 +206,10 @@ Result<std::vector<std::pair<std::string, std::string>>> PodWorker::BuildEnv(con
   };
   if (container.contains("envFrom") && container["envFrom"].is_array()) {
     for (const Json& from : container["envFrom"]) {
-      const std::string prefix = Str(from, "prefix");
+      const std::string prefix = jr::String(from, "prefix");
       const bool secret = from.contains("secretRef");
       const Json ref = secret ? from["secretRef"] : from.value("configMapRef", Json::object());
-      const std::string oname = Str(ref, "name");
+      const std::string oname = jr::String(ref, "name");
       auto obj = object(secret, oname);
       if (!obj) {
         if (ref.value("optional", false)) continue;
@@ -227,9 +226,9 @@ Result<std::vector<std::pair<std::string, std::string>>> PodWorker::BuildEnv(con
   }
   if (container.contains("env") && container["env"].is_array()) {
     for (const Json& e : container["env"]) {
-      const std::string ename = Str(e, "name");
+      const std::string ename = jr::String(e, "name");
       if (e.contains("value")) {
-        env.emplace_back(ename, ExpandWith(Str(e, "value"), env));
+        env.emplace_back(ename, ExpandWith(jr::String(e, "value"), env));
         continue;
       }
       if (!e.contains("valueFrom")) {
@@ -238,15 +237,15 @@ Result<std::vector<std::pair<std::string, std::string>>> PodWorker::BuildEnv(con
       }
       const Json& from = e["valueFrom"];
       if (from.contains("fieldRef")) {
-        const std::string path = Str(from["fieldRef"], "fieldPath");
+        const std::string path = jr::String(from["fieldRef"], "fieldPath");
         auto v = field(path);
         if (!v) return Status::InvalidArgument("unsupported fieldRef \"" + path + "\"");
         env.emplace_back(ename, *v);
       } else if (from.contains("secretKeyRef") || from.contains("configMapKeyRef")) {
         const bool secret = from.contains("secretKeyRef");
         const Json ref = secret ? from["secretKeyRef"] : from["configMapKeyRef"];
-        const std::string oname = Str(ref, "name");
-        const std::string key = Str(ref, "key");
+        const std::string oname = jr::String(ref, "name");
+        const std::string key = jr::String(ref, "key");
         const bool optional = ref.value("optional", false);
         auto obj = object(secret, oname);
         if (!obj) {
@@ -262,7 +261,7 @@ Result<std::vector<std::pair<std::string, std::string>>> PodWorker::BuildEnv(con
         env.emplace_back(ename, *v);
       } else if (from.contains("resourceFieldRef")) {
         const Json ref = from["resourceFieldRef"];
-        const std::string res = Str(ref, "resource");
+        const std::string res = jr::String(ref, "resource");
         const Json resources = container.value("resources", Json::object());
         const std::string kind = res.substr(0, res.find('.'));
         const std::string what = res.substr(res.find('.') + 1);
@@ -348,15 +347,15 @@ void PodWorker::StartContainer(Container& c) {
   std::vector<std::pair<std::string, std::string>> mounts;
   if (c.spec.contains("volumeMounts") && c.spec["volumeMounts"].is_array()) {
     for (const Json& vm : c.spec["volumeMounts"]) {
-      const std::string vname = Str(vm, "name");
+      const std::string vname = jr::String(vm, "name");
       const std::string dir = config_.root_dir + "/pods/" + uid_ + "/volumes/kubernetes.io~empty-dir/" + vname;
       std::string host = dir;
-      if (!Str(vm, "subPath").empty()) {
-        host = dir + "/" + Str(vm, "subPath");
+      if (!jr::String(vm, "subPath").empty()) {
+        host = dir + "/" + jr::String(vm, "subPath");
         std::error_code ec;
         std::filesystem::create_directories(host, ec);
       }
-      if (std::filesystem::exists(dir)) mounts.emplace_back(Str(vm, "mountPath"), host);
+      if (std::filesystem::exists(dir)) mounts.emplace_back(jr::String(vm, "mountPath"), host);
     }
   }
   std::vector<std::pair<std::string, std::string>> full_env = {{"HOSTNAME", name_}};
@@ -366,7 +365,7 @@ void PodWorker::StartContainer(Container& c) {
     po.argv.push_back(SubstituteMounts(ExpandWith(a, *env), mounts));
   }
   for (const auto& [k, v] : full_env) po.env[k] = v;
-  po.working_dir = SubstituteMounts(Str(c.spec, "workingDir"), mounts);
+  po.working_dir = SubstituteMounts(jr::String(c.spec, "workingDir"), mounts);
   po.cpus = config_.cpus;
   po.nofile = kNofile;
   const std::string dir =
@@ -447,7 +446,7 @@ void PodWorker::OnExit(Container& c, const controller::ExitInfo& exit) {
 }
 
 bool PodWorker::ShouldRestart(const Container& c) const {
-  const std::string policy = Str(pod_.value("spec", Json::object()), "restartPolicy");
+  const std::string policy = jr::String(pod_.value("spec", Json::object()), "restartPolicy");
   if (policy == "Never") return false;
   if (policy == "OnFailure" || c.init) return c.exit_code != 0 && policy != "Never";
   return true;  // Always (the default)
@@ -469,8 +468,7 @@ Json TerminatedJson(const std::string& reason, const std::string& message, int e
 
 }  // namespace
 
-void PodWorker::Tick(std::unique_lock<std::mutex>& lock) {
-  (void)lock;
+void PodWorker::Tick() {
   const auto now = Clock::now();
   auto poll = [&](Container& c) {
     if (c.state != Container::State::kRunning) return;
@@ -497,7 +495,7 @@ void PodWorker::Tick(std::unique_lock<std::mutex>& lock) {
                         c.name + " pod=" + name_ + "_" + ns_ + "(" + uid_ + ")";
   };
   auto due = [&](const Container& c) { return c.state == Container::State::kWaiting && now >= c.restart_at; };
-  auto restart_if_due = [&](Container& c) {
+  auto restart_if_due = [&](Container& c) REQUIRES(mu_) {
     if (!due(c)) return;
     if (c.ever_started && !c.waiting_reason.empty() && c.waiting_reason == "CrashLoopBackOff") c.restart_count++;
     StartContainer(c);
@@ -542,7 +540,7 @@ void PodWorker::Tick(std::unique_lock<std::mutex>& lock) {
           if (cp->state == Container::State::kRunning) alive = true;
         }
       }
-      if (!alive || now >= kill_deadline_) FinishTermination(lock);
+      if (!alive || now >= kill_deadline_) FinishTermination();
       break;
     }
     case Stage::kDone:
@@ -572,7 +570,7 @@ void PodWorker::BeginTermination() {
   stage_ = Stage::kTerminating;
 }
 
-void PodWorker::FinishTermination(std::unique_lock<std::mutex>& lock) {
+void PodWorker::FinishTermination() {
   for (auto* list : {&init_, &main_}) {
     for (auto& cp : *list) {
       Container& c = *cp;
@@ -591,17 +589,17 @@ void PodWorker::FinishTermination(std::unique_lock<std::mutex>& lock) {
     }
   }
   stage_ = Stage::kFinished;
-  WriteStatus(lock);
+  WriteStatus();
   kube::DeleteOptions opts;
   opts.grace_period_seconds = 0;
   opts.precondition_uid = uid_;
-  lock.unlock();
+  mu_.unlock();
   auto deleted = client_.Delete(kube::resources::Pods(), ns_, name_, opts);
-  lock.lock();
+  mu_.lock();
   (void)deleted;  // NotFound/Conflict: the pod is already gone or replaced
 }
 
-void PodWorker::RunProbes(std::unique_lock<std::mutex>& lock) {
+void PodWorker::RunProbes() {
   struct Due {
     Container* c;
     Json probe;
@@ -627,16 +625,16 @@ void PodWorker::RunProbes(std::unique_lock<std::mutex>& lock) {
     } else if (get.contains("port") && get["port"].is_string()) {
       const std::string pname = get["port"].get<std::string>();
       for (const Json& p : c.spec.value("ports", Json::array())) {
-        if (Str(p, "name") == pname) port = p.value("containerPort", 0);
+        if (jr::String(p, "name") == pname) port = p.value("containerPort", 0);
       }
     }
-    std::string host = Str(get, "host");
+    std::string host = jr::String(get, "host");
     if (host.empty()) host = admission_.pod_ip;
     due.push_back({&c, probe, host, port, c.docker_id});
   }
   if (due.empty()) return;
   std::vector<bool> ok(due.size());
-  lock.unlock();
+  mu_.unlock();
   for (size_t i = 0; i < due.size(); ++i) {
     const int timeout = std::max(1, due[i].probe.value("timeoutSeconds", 1));
     if (due[i].probe.contains("exec") && !due[i].docker_id.empty()) {
@@ -680,17 +678,17 @@ void PodWorker::RunProbes(std::unique_lock<std::mutex>& lock) {
     controller::ProbeRequest request;
     request.host = due[i].host;
     request.port = static_cast<uint16_t>(due[i].port);
-    request.https = Str(get, "scheme") == "HTTPS";
-    request.path = Str(get, "path").empty() ? "/" : Str(get, "path");
+    request.https = jr::String(get, "scheme") == "HTTPS";
+    request.path = jr::String(get, "path").empty() ? "/" : jr::String(get, "path");
     request.headers = {{"User-Agent", "kube-probe/1.30"}};
     for (const Json& h : get.value("httpHeaders", Json::array())) {
-      request.headers.emplace_back(Str(h, "name"), Str(h, "value"));
+      request.headers.emplace_back(jr::String(h, "name"), jr::String(h, "value"));
     }
     request.timeout = std::chrono::seconds(timeout);
     auto res = controller::HttpProbe(request);
     ok[i] = res.ok() && res->status >= 200 && res->status < 400;
   }
-  lock.lock();
+  mu_.lock();
   for (size_t i = 0; i < due.size(); ++i) {
     Container& c = *due[i].c;
     if (c.state != Container::State::kRunning) continue;
@@ -707,7 +705,7 @@ void PodWorker::RunProbes(std::unique_lock<std::mutex>& lock) {
 
 Json PodWorker::BuildStatus() {
   const Json spec = pod_.value("spec", Json::object());
-  const std::string policy = Str(spec, "restartPolicy").empty() ? "Always" : Str(spec, "restartPolicy");
+  const std::string policy = jr::String(spec, "restartPolicy").empty() ? "Always" : jr::String(spec, "restartPolicy");
   auto container_status = [&](const Container& c) {
     Json s = {{"name", c.name},
               {"image", c.image},
@@ -806,7 +804,7 @@ Json PodWorker::BuildStatus() {
     return s + "]";
   };
   const std::string now_text = apiserver::FormatTime(SysClock::now());
-  auto condition = [&](const std::string& type, bool value, const std::string& why, const std::string& text) {
+  auto condition = [&](const std::string& type, bool value, const std::string& why, const std::string& text) REQUIRES(mu_) {
     const std::string v = value ? "True" : "False";
     auto& tr = transitions_[type];
     if (tr.first != v) tr = {v, now_text};
@@ -850,16 +848,16 @@ Json PodWorker::BuildStatus() {
   return status;
 }
 
-void PodWorker::WriteStatus(std::unique_lock<std::mutex>& lock) {
+void PodWorker::WriteStatus() {
   if (admission_.adopt_terminal) return;
   Json status = BuildStatus();
   last_status_ = status;
   if (status == written_status_) return;
   if (Clock::now() < next_write_attempt_) return;
   Json patch = {{"status", status}};
-  lock.unlock();
+  mu_.unlock();
   auto r = client_.Patch(kube::resources::Pods(), ns_, name_, kube::PatchType::kMerge, patch.dump(), {}, "status");
-  lock.lock();
+  mu_.lock();
   if (r.ok()) {
     written_status_ = status;
   } else {
@@ -868,31 +866,31 @@ void PodWorker::WriteStatus(std::unique_lock<std::mutex>& lock) {
 }
 
 void PodWorker::Run(std::stop_token stop) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (!stop.stop_requested()) {
     if (removed_) break;
     const bool deleting = pod_["metadata"].contains("deletionTimestamp");
     if (deleting && stage_ != Stage::kTerminating && stage_ != Stage::kFinished) {
       if (stage_ == Stage::kDone) {
-        FinishTermination(lock);
+        FinishTermination();
       } else {
         BeginTermination();
       }
     }
     if (stage_ != Stage::kFinished) {
       if (config_.runtime == ContainerRuntime::kDocker && (stage_ == Stage::kInit || stage_ == Stage::kMain)) {
-        RefreshHosts(lock);
+        RefreshHosts();
       }
-      Tick(lock);
-      if (stage_ != Stage::kFinished) RunProbes(lock);
-      if (stage_ != Stage::kFinished) WriteStatus(lock);
+      Tick();
+      if (stage_ != Stage::kFinished) RunProbes();
+      if (stage_ != Stage::kFinished) WriteStatus();
     }
-    FlushEvents(lock);
+    FlushEvents();
     if (removed_) break;
-    wake_.wait_for(lock, config_.tick, [&] { return removed_ || stop.stop_requested(); });
+    wake_.wait_for(lock, config_.tick, [&]() REQUIRES(mu_) { return removed_ || stop.stop_requested(); });
   }
   // Gone from the API (or the kubelet stops): nothing may outlive the pod.
-  if (config_.runtime == ContainerRuntime::kDocker) RemoveDockerContainers(lock);
+  if (config_.runtime == ContainerRuntime::kDocker) RemoveDockerContainers();
   for (auto* list : {&init_, &main_}) {
     for (auto& cp : *list) {
       if (cp->process && cp->state == Container::State::kRunning) {
@@ -915,21 +913,21 @@ void PodWorker::Event(bool warning, const std::string& reason, const std::string
   if (events_ && pending_events_.size() < 100) pending_events_.push_back({warning, reason, message});
 }
 
-void PodWorker::FlushEvents(std::unique_lock<std::mutex>& lock) {
+void PodWorker::FlushEvents() {
   if (pending_events_.empty()) return;
   std::vector<PendingEvent> events;
   events.swap(pending_events_);
   Json object = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", pod_["metadata"]}};
-  lock.unlock();
+  mu_.unlock();
   for (const PendingEvent& e : events) {
     (void)events_->Record(object, e.warning ? kube::EventType::kWarning : kube::EventType::kNormal, e.reason,
                           e.message);
   }
-  lock.lock();
+  mu_.lock();
 }
 
 PodStats PodWorker::Sample() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   PodStats ps;
   ps.name = name_;
   ps.ns = ns_;
@@ -983,7 +981,7 @@ PodStats PodWorker::Sample() {
 }
 
 std::variant<std::string, LogError> PodWorker::LogFile(const std::string& container, bool previous) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto* list : {&init_, &main_}) {
     for (auto& cp : *list) {
       if (cp->name != container) continue;
@@ -1030,7 +1028,7 @@ std::variant<std::string, LogError> PodWorker::LogFile(const std::string& contai
 }
 
 Json PodWorker::PodJson() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Json p = pod_;
   if (!last_status_.is_null()) p["status"] = last_status_;
   return p;

@@ -25,6 +25,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/mutex.h"
 #include "controller/kube/client.h"
 #include "controller/kube/event_recorder.h"
 #include "controller/platform/local/cgroup.h"
@@ -131,34 +132,34 @@ class PodWorker {
 
   void Run(std::stop_token stop);
   // Queued under mu_, sent by Run without it: recording blocks on the API.
-  void Event(bool warning, const std::string& reason, const std::string& message);
-  void FlushEvents(std::unique_lock<std::mutex>& lock);
-  void Tick(std::unique_lock<std::mutex>& lock);
-  void StartContainer(Container& c);
+  void Event(bool warning, const std::string& reason, const std::string& message) REQUIRES(mu_);
+  void FlushEvents() REQUIRES(mu_);
+  void Tick() REQUIRES(mu_);
+  void StartContainer(Container& c) REQUIRES(mu_);
   void OnExit(Container& c, const controller::ExitInfo& exit);
-  bool ShouldRestart(const Container& c) const;
-  void BeginTermination();
-  void FinishTermination(std::unique_lock<std::mutex>& lock);
-  void RunProbes(std::unique_lock<std::mutex>& lock);
-  kube::Json BuildStatus();
-  void WriteStatus(std::unique_lock<std::mutex>& lock);
-  Result<std::vector<std::pair<std::string, std::string>>> BuildEnv(const kube::Json& container);
+  bool ShouldRestart(const Container& c) const REQUIRES(mu_);
+  void BeginTermination() REQUIRES(mu_);
+  void FinishTermination() REQUIRES(mu_);
+  void RunProbes() REQUIRES(mu_);
+  kube::Json BuildStatus() REQUIRES(mu_);
+  void WriteStatus() REQUIRES(mu_);
+  Result<std::vector<std::pair<std::string, std::string>>> BuildEnv(const kube::Json& container) REQUIRES(mu_);
   // BuildEnv, or nullopt with the container left waiting (CreateContainerConfigError).
-  std::optional<std::vector<std::pair<std::string, std::string>>> ContainerEnv(Container& c);
-  Status PrepareVolumes();
+  std::optional<std::vector<std::pair<std::string, std::string>>> ContainerEnv(Container& c) REQUIRES(mu_);
+  Status PrepareVolumes() REQUIRES(mu_);
   // The container runtime (container_runtime.cc): each container a container
   // of its image through the Docker engine.
-  void StartDockerContainer(Container& c, const std::vector<std::pair<std::string, std::string>>& env);
+  void StartDockerContainer(Container& c, const std::vector<std::pair<std::string, std::string>>& env) REQUIRES(mu_);
   // The volumes as host directories: emptyDir, secret, configMap and the
   // service-account token; Unavailable while a Secret or ConfigMap is missing.
-  Status PrepareDockerVolumes();
-  Status WriteServiceAccountVolume(const std::string& dir);
+  Status PrepareDockerVolumes() REQUIRES(mu_);
+  Status WriteServiceAccountVolume(const std::string& dir) REQUIRES(mu_);
   // The pod's /etc/hosts: itself and the Services of its namespace, each
   // to a ready pod behind it. Rewritten in place when that changes.
-  void RefreshHosts(std::unique_lock<std::mutex>& lock);
+  void RefreshHosts() REQUIRES(mu_);
   void PollDocker(Container& c);
   void OnDockerExit(Container& c, const kube::Json& state);
-  void RemoveDockerContainers(std::unique_lock<std::mutex>& lock);
+  void RemoveDockerContainers() REQUIRES(mu_);
   std::string VolumeDir(const kube::Json& volume) const;
   std::string PodDir() const;
 
@@ -170,34 +171,34 @@ class PodWorker {
   const std::string ns_;
   const Admission admission_;
 
-  mutable std::mutex mu_;
-  std::condition_variable wake_;
-  kube::Json pod_;                                   // guarded by mu_
-  bool removed_ = false;                             // guarded by mu_
-  Stage stage_ = Stage::kInit;                       // guarded by mu_
-  std::vector<std::unique_ptr<Container>> init_;     // guarded by mu_
-  std::vector<std::unique_ptr<Container>> main_;     // guarded by mu_
-  size_t init_index_ = 0;                            // guarded by mu_
-  bool init_failed_ = false;                         // guarded by mu_
+  mutable Mutex mu_;
+  CondVar wake_;
+  kube::Json pod_ GUARDED_BY(mu_);
+  bool removed_ GUARDED_BY(mu_) = false;
+  Stage stage_ GUARDED_BY(mu_) = Stage::kInit;
+  std::vector<std::unique_ptr<Container>> init_ GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<Container>> main_ GUARDED_BY(mu_);
+  size_t init_index_ GUARDED_BY(mu_) = 0;
+  bool init_failed_ GUARDED_BY(mu_) = false;
   std::chrono::system_clock::time_point start_time_;
-  std::chrono::steady_clock::time_point kill_deadline_;  // guarded by mu_
-  std::vector<std::string> volume_dirs_;             // guarded by mu_
-  std::string volume_error_;                         // guarded by mu_
-  kube::Json written_status_;                        // guarded by mu_
-  kube::Json last_status_;                           // guarded by mu_
-  std::map<std::string, std::pair<std::string, std::string>> transitions_;  // type → (status, time); guarded by mu_
-  std::chrono::steady_clock::time_point next_write_attempt_{};  // guarded by mu_
-  bool finished_ = false;                            // guarded by mu_
+  std::chrono::steady_clock::time_point kill_deadline_ GUARDED_BY(mu_);
+  std::vector<std::string> volume_dirs_ GUARDED_BY(mu_);
+  std::string volume_error_ GUARDED_BY(mu_);
+  kube::Json written_status_ GUARDED_BY(mu_);
+  kube::Json last_status_ GUARDED_BY(mu_);
+  std::map<std::string, std::pair<std::string, std::string>> transitions_ GUARDED_BY(mu_);  // type → (status, time)
+  std::chrono::steady_clock::time_point next_write_attempt_ GUARDED_BY(mu_){};
+  bool finished_ GUARDED_BY(mu_) = false;
   struct PendingEvent {
     bool warning;
     std::string reason;
     std::string message;
   };
-  std::vector<PendingEvent> pending_events_;         // guarded by mu_
+  std::vector<PendingEvent> pending_events_ GUARDED_BY(mu_);
   // kDocker: volumes set up once; the last /etc/hosts written and when it is next looked at.
-  bool volumes_ready_ = false;                       // guarded by mu_
-  std::string hosts_text_;                           // guarded by mu_
-  std::chrono::steady_clock::time_point next_hosts_refresh_{};  // guarded by mu_
+  bool volumes_ready_ GUARDED_BY(mu_) = false;
+  std::string hosts_text_ GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point next_hosts_refresh_ GUARDED_BY(mu_){};
   std::jthread thread_;
 };
 

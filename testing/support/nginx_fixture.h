@@ -40,6 +40,15 @@
 
 namespace fairbench::testing {
 
+// NginxOptions::tls (a class of its own: clang cannot default-construct a
+// nested class with member initializers inside std::optional).
+struct NginxTls {
+  std::string certificate;
+  std::string certificate_key;
+  std::string protocols = "TLSv1.2 TLSv1.3";  // ssl_protocols
+  bool session_tickets = true;                 // ssl_session_tickets
+};
+
 struct NginxOptions {
   std::string nginx_path = "/usr/sbin/nginx";
   std::string host = "127.0.0.1";
@@ -53,12 +62,7 @@ struct NginxOptions {
   int listen_backlog = 0;  // 0: nginx's default (511)
   std::chrono::milliseconds start_timeout{10000};
   // HTTPS listener: PEM paths of the certificate (chain) and its key.
-  struct Tls {
-    std::string certificate;
-    std::string certificate_key;
-    std::string protocols = "TLSv1.2 TLSv1.3";  // ssl_protocols
-    bool session_tickets = true;                 // ssl_session_tickets
-  };
+  using Tls = NginxTls;
   std::optional<Tls> tls;
   // HTTP/2 on the listener (`listen ... http2`, nginx 1.22): h2c with prior
   // knowledge, or h2 by ALPN with `tls`. nginx's stream limit per

@@ -633,10 +633,11 @@ TEST(QuickstartTest, RunsInAClusterOnTheReferenceTargetImages) {
       }();
       EXPECT_NE(args.find(" --host 0.0.0.0 "), std::string::npos) << args;
       EXPECT_NE(args.find(" --port {port} "), std::string::npos) << args;
-      const std::string protocol = t.protocol.value_or("http1");
+      const std::string protocol(ToString(t.protocol.value_or(Protocol::kHttp1)));
+      const std::string scheme(ToString(t.scheme));
       const bool tls = args.find(" --tls ") != std::string::npos;
       const bool http2 = args.find(" --http2 ") != std::string::npos;
-      EXPECT_EQ(tls, t.scheme == "https") << t.name << ": " << args;
+      EXPECT_EQ(tls, scheme == "https") << t.name << ": " << args;
       EXPECT_EQ(http2, protocol != "http1") << t.name << ": " << args;
       if (t.local) {
         std::string local;
@@ -644,7 +645,7 @@ TEST(QuickstartTest, RunsInAClusterOnTheReferenceTargetImages) {
         EXPECT_EQ(local.find(" --tls ") != std::string::npos, tls) << t.name << ": " << local;
         EXPECT_EQ(local.find(" --http2 ") != std::string::npos, http2) << t.name << ": " << local;
       }
-      protocols.insert({t.scheme, protocol});
+      protocols.insert({scheme, protocol});
     }
     for (const Image& i : FairbenchImages()) {
       // The gRPC target is loaded by `fairbench-agent load --grpc`; a

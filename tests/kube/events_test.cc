@@ -32,7 +32,7 @@ TEST_F(Events, RecordedInTheObjectsNamespaceAndNamedAfterIt) {
   EXPECT_EQ(e.involved_object.kind, "BenchmarkRun");
   EXPECT_EQ(e.involved_object.api_version, "fairbench.dev/v1alpha1");
   EXPECT_EQ(e.involved_object.uid, (*run)["metadata"]["uid"]);
-  EXPECT_EQ(e.involved_object.ns, "default");
+  EXPECT_EQ(e.involved_object.namespace_, "default");
   EXPECT_EQ(e.type, "Normal");
   EXPECT_EQ(e.reason, "TargetDeployed");
   EXPECT_EQ(e.source_component, "fairbench-controller");
@@ -84,7 +84,7 @@ TEST_F(Events, ClusterScopedObjectsReportToDefault) {
   EXPECT_EQ(EventClient(*client_).List("default")->size(), 1u);
   // The server checks that a namespaced involved object lives with its event.
   Event wrong;
-  wrong.metadata.ns = "default";
+  wrong.metadata.namespace_ = "default";
   wrong.metadata.name = "x.1";
   wrong.involved_object = {"v1", "Pod", "p", "kube-system", "u", ""};
   EXPECT_EQ(EventClient(*client_).Create(wrong).reason(), Reason::kInvalid);

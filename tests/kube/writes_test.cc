@@ -261,7 +261,7 @@ TEST_F(Writes, TypedClientsRoundTrip) {
   auto leases = LeaseClient(*client_);
   Lease l;
   l.metadata.name = "typed";
-  l.metadata.ns = "default";
+  l.metadata.namespace_ = "default";
   l.spec.holder_identity = "me";
   l.spec.lease_duration_seconds = 15;
   auto created = leases.Create(l);
@@ -273,7 +273,7 @@ TEST_F(Writes, TypedClientsRoundTrip) {
   auto cms = ConfigMapClient(*client_);
   ConfigMap cm;
   cm.metadata.name = "report";
-  cm.metadata.ns = "default";
+  cm.metadata.namespace_ = "default";
   cm.data["report.md"] = "# results";
   auto stored = cms.Create(cm);
   ASSERT_TRUE(stored.ok());

@@ -87,35 +87,39 @@ std::string LastLine(const std::string& log) {
   return "";
 }
 
-// "exited with code 1", "was OOMKilled (exit code 137)", or nullopt while
-// it runs.
-std::optional<std::string> GoneFromInspect(const nlohmann::json& inspect) {
+// How the container ended ("exited with code 1", "was OOMKilled (…; exit
+// code 137)"), or nullopt while it runs.
+std::optional<report::TargetExit> GoneFromInspect(const nlohmann::json& inspect) {
   const nlohmann::json& state = jr::Object(inspect, "State");
   const std::string status = jr::String(state, "Status");
   if (jr::Bool(state, "Running") || status == "created" || status == "restarting") return std::nullopt;
-  const int64_t code = jr::Int(state, "ExitCode");
-  std::string text;
-  if (jr::Bool(state, "OOMKilled")) {
-    text = "was OOMKilled (the kernel's OOM killer, through the container's memory limit; exit code " + std::to_string(code) + ")";
+  const int32_t code = jr::Int32(state, "ExitCode");
+  report::TargetExit exit;
+  exit.exit_code = code;
+  exit.oom_killed = jr::Bool(state, "OOMKilled");
+  if (exit.oom_killed) {
+    exit.text = "was OOMKilled (the kernel's OOM killer, through the container's memory limit; exit code " +
+                std::to_string(code) + ")";
   } else if (code > 128 && code < 128 + 65) {
-    text = "exited with code " + std::to_string(code) + " (killed by signal " + std::to_string(code - 128) + ")";
+    exit.signal = code - 128;
+    exit.text = "exited with code " + std::to_string(code) + " (killed by signal " + std::to_string(code - 128) + ")";
   } else {
-    text = "exited with code " + std::to_string(code);
+    exit.text = "exited with code " + std::to_string(code);
   }
   const std::string error = jr::String(state, "Error");
-  if (!error.empty()) text += ": " + error;
-  return text;
+  if (!error.empty()) exit.text += ": " + error;
+  return exit;
 }
 
 
 class DockerTarget final : public TargetInstance {
  public:
   DockerTarget(std::shared_ptr<docker::DockerClient> client, std::shared_ptr<std::set<std::string>> live, std::string name,
-               std::string id, uint16_t port, std::string ready_path, bool https, std::string protocol, std::string log,
+               std::string id, uint16_t port, std::string ready_path, bool https, Protocol protocol, std::string log,
                std::string description, int64_t nofile, bool port_chosen, std::chrono::milliseconds grace,
                std::string capped, std::shared_ptr<std::vector<std::string>> notes)
       : notes_(std::move(notes)), client_(std::move(client)), live_(std::move(live)), name_(std::move(name)), id_(std::move(id)), port_(port),
-        ready_path_(std::move(ready_path)), https_(https), protocol_(std::move(protocol)), log_(std::move(log)),
+        ready_path_(std::move(ready_path)), https_(https), protocol_(protocol), log_(std::move(log)),
         description_(std::move(description)), nofile_(nofile), port_chosen_(port_chosen), grace_(grace),
         capped_(std::move(capped)) {}
 
@@ -133,7 +137,7 @@ class DockerTarget final : public TargetInstance {
       if (stop.stop_requested()) return Status::Cancelled(name_ + ": stopped while waiting for it to be ready");
       if (auto gone = Gone()) {
         const std::string line = LastLine(SaveLog());
-        return Status::Unavailable(name_ + " " + *gone + " before it was ready" + (line.empty() ? "" : ": \"" + line + "\"") +
+        return Status::Unavailable(name_ + " " + gone->text + " before it was ready" + (line.empty() ? "" : ": \"" + line + "\"") +
                                    " (see " + log_ + ")");
       }
       ProbeRequest r;
@@ -153,12 +157,13 @@ class DockerTarget final : public TargetInstance {
                                     "; see " + log_ + ")");
   }
 
-  std::optional<std::string> Gone() override {
+  std::optional<report::TargetExit> Gone() override {
     if (gone_) return gone_;
     auto inspect = client_->InspectContainer(id_);
     if (!inspect.ok()) {
       if (inspect.status().code() == Status::Code::kNotFound) {
-        gone_ = "was removed from the Docker engine (container " + id_.substr(0, 12) + ")";
+        gone_ = report::TargetExit{std::nullopt, std::nullopt, false,
+                                   "was removed from the Docker engine (container " + id_.substr(0, 12) + ")"};
         return gone_;
       }
       return std::nullopt;  // the engine did not answer: nothing known yet
@@ -289,14 +294,14 @@ class DockerTarget final : public TargetInstance {
   uint16_t port_;
   std::string ready_path_;
   bool https_;
-  std::string protocol_;
+  Protocol protocol_;
   std::string log_;
   std::string description_;
   int64_t nofile_;
   bool port_chosen_;
   std::chrono::milliseconds grace_;
   std::string capped_;
-  std::optional<std::string> gone_;
+  std::optional<report::TargetExit> gone_;
   ContainerCgroup cgroup_;
   bool cgroup_looked_up_ = false;
   int64_t peak_ = 0;
@@ -333,16 +338,16 @@ Result<std::unique_ptr<DockerPlatform>> DockerPlatform::Create(DockerPlatformOpt
 }
 
 Status DockerPlatform::RemoveLeftovers() {
-  auto list = client_->ListContainers({{kDockerManagedByLabel, kDockerManagedByValue}});
+  auto list = client_->ListContainers({{api::label::kManagedBy, api::label::kFairbenchRun}});
   if (!list.ok()) return list.status();
   for (const nlohmann::json& c : *list) {
-    const std::string owner = jr::String(jr::Object(c, "Labels"), kDockerOwnerLabel);
+    const std::string owner = jr::String(jr::Object(c, "Labels"), api::label::kOwner);
     if (DockerOwnerAlive(owner)) continue;  // another fairbench run's, still going
     const std::string id = jr::String(c, "Id");
     if (Status s = client_->RemoveContainer(id); !s.ok()) return s;
     ++removed_leftovers_;
     spdlog::warn("removed container {} ({}), left by a fairbench run that is gone (owner {})", id.substr(0, 12),
-                 jr::String(jr::Object(c, "Labels"), kDockerTargetLabel), owner);
+                 jr::String(jr::Object(c, "Labels"), api::label::kTarget), owner);
   }
   return Status::Ok();
 }
@@ -399,10 +404,10 @@ Result<std::unique_ptr<TargetInstance>> DockerPlatform::Deploy(const DeployReque
   nlohmann::json env = nlohmann::json::array();
   for (const auto& [k, v] : target.env) env.push_back(k + "=" + api::SubstitutePort(v, port));
   config["Env"] = env;
-  config["Labels"] = {{kDockerManagedByLabel, kDockerManagedByValue},
-                      {kDockerRunLabel, request.run.name},
-                      {kDockerTargetLabel, target.name},
-                      {kDockerOwnerLabel, owner_}};
+  config["Labels"] = {{api::label::kManagedBy, api::label::kFairbenchRun},
+                      {api::label::kRun, request.run.name},
+                      {api::label::kTarget, target.name},
+                      {api::label::kOwner, owner_}};
   nlohmann::json host;
   host["NetworkMode"] = "host";
   host["CpusetCpus"] = CpuListText(local_->target_cpus());
@@ -457,7 +462,7 @@ Result<std::unique_ptr<TargetInstance>> DockerPlatform::Deploy(const DeployReque
   ran_[target.name] = description;
   spdlog::info("started target {} as container {} ({})", target.name, id->substr(0, 12), description);
   return std::unique_ptr<TargetInstance>(new DockerTarget(
-      client_, live_, target.name, *id, port, api::EffectiveReadiness(target).path, target.scheme == "https",
+      client_, live_, target.name, *id, port, api::EffectiveReadiness(target).path, target.scheme == Scheme::kHttps,
       api::EffectiveProtocol(target), log, description, nofile, wants_port, options_.local.target_stop_grace, capped,
       notes_));
 }

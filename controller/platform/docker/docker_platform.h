@@ -61,13 +61,6 @@ struct DockerPlatformOptions {
   std::optional<int64_t> max_nofile;
 };
 
-// The labels every target container carries.
-inline constexpr char kDockerManagedByLabel[] = "app.kubernetes.io/managed-by";
-inline constexpr char kDockerManagedByValue[] = "fairbench-run";
-inline constexpr char kDockerRunLabel[] = "fairbench.dev/run";
-inline constexpr char kDockerTargetLabel[] = "fairbench.dev/target";
-inline constexpr char kDockerOwnerLabel[] = "fairbench.dev/owner";  // "PID START-TIME" of the fairbench process
-
 // "PID START" of this process (START: field 22 of /proc/self/stat), the
 // owner label's value.
 std::string DockerOwnerOfThisProcess();

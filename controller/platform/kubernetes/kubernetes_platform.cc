@@ -11,9 +11,12 @@
 
 #include "common/api/cells.h"
 #include "common/api/quantity.h"
-#include "controller/kube/backoff.h"
+#include "common/backoff.h"
+#include "common/mutex.h"
 #include "controller/kube/clock.h"
+#include "controller/kube/api_fields.h"
 #include "controller/kube/resource.h"
+#include "controller/kube/typed_client.h"
 #include "controller/platform/kubernetes/pod_templates.h"
 #include "controller/platform/kubernetes/stats_summary.h"
 
@@ -22,6 +25,7 @@ namespace {
 
 using Json = nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
+namespace f = kube::fields;
 
 // The container command of a target on Kubernetes: spec.targets[].command
 // and args with "{port}" replaced; none when no command is given (the
@@ -34,83 +38,46 @@ std::vector<std::string> ContainerCommand(const api::Target& target) {
   return out;
 }
 
-std::string Str(const Json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return "";
-  return j[key].get<std::string>();
-}
-
-const Json& Obj(const Json& j, const char* key) {
-  static const Json kEmpty = Json::object();
-  if (!j.is_object() || !j.contains(key) || !j[key].is_object()) return kEmpty;
-  return j[key];
-}
-
-const Json& Arr(const Json& j, const char* key) {
-  static const Json kEmpty = Json::array();
-  if (!j.is_object() || !j.contains(key) || !j[key].is_array()) return kEmpty;
-  return j[key];
-}
-
-// The status of container `name` in status.<list>, or an empty object.
-const Json& ContainerStatus(const Json& pod, const char* list, const std::string& name) {
-  static const Json kEmpty = Json::object();
-  for (const Json& c : Arr(Obj(pod, "status"), list)) {
-    if (Str(c, "name") == name) return c;
+// How the pod's container `container` ended, or nullopt while it may run.
+std::optional<report::TargetExit> PodGone(const kube::Pod& pod, const std::string& container) {
+  report::TargetExit exit;
+  if (const kube::ContainerStatus* c = pod.status.FindContainer(container); c != nullptr && c->state == f::kTerminated) {
+    exit.exit_code = c->exit_code;
+    if (c->signal != 0) exit.signal = c->signal;
+    exit.oom_killed = c->state_reason == f::kReasonOomKilled;
+    exit.text = exit.oom_killed ? "was OOMKilled (exit code " + std::to_string(c->exit_code) + ")"
+                                : "exited with code " + std::to_string(c->exit_code);
+    return exit;
   }
-  return kEmpty;
-}
-
-bool PodReady(const Json& pod) {
-  for (const Json& c : Arr(Obj(pod, "status"), "conditions")) {
-    if (Str(c, "type") == "Ready") return Str(c, "status") == "True";
-  }
-  return false;
-}
-
-// Why the pod's container `container` no longer runs, or nullopt.
-std::optional<std::string> PodGone(const Json& pod, const std::string& container) {
-  const Json& terminated = Obj(Obj(ContainerStatus(pod, "containerStatuses", container), "state"), "terminated");
-  if (!terminated.empty()) {
-    const int64_t code = terminated.value("exitCode", int64_t{0});
-    if (Str(terminated, "reason") == "OOMKilled") return "was OOMKilled (exit code " + std::to_string(code) + ")";
-    return "exited with code " + std::to_string(code);
-  }
-  for (const Json& init : Arr(Obj(pod, "status"), "initContainerStatuses")) {
-    const Json& t = Obj(Obj(init, "state"), "terminated");
-    if (!t.empty() && t.value("exitCode", int64_t{0}) != 0) {
-      return "could not start: init container " + Str(init, "name") + " exited with code " +
-             std::to_string(t.value("exitCode", int64_t{0}));
+  for (const kube::ContainerStatus& init : pod.status.init_container_statuses) {
+    if (init.state == f::kTerminated && init.exit_code != 0) {
+      exit.exit_code = init.exit_code;
+      exit.text = "could not start: init container " + init.name + " exited with code " + std::to_string(init.exit_code);
+      return exit;
     }
   }
-  const std::string phase = Str(Obj(pod, "status"), "phase");
-  if (phase == "Failed" || phase == "Succeeded") {
-    const std::string reason = Str(Obj(pod, "status"), "reason");
-    const std::string message = Str(Obj(pod, "status"), "message");
-    return "ended (pod " + phase + (reason.empty() ? "" : ": " + reason) + (message.empty() ? "" : ": " + message) + ")";
+  const kube::PodStatus& s = pod.status;
+  if (s.phase == f::kPodFailed || s.phase == f::kPodSucceeded) {
+    exit.text = "ended (pod " + s.phase + (s.reason.empty() ? "" : ": " + s.reason) +
+                (s.message.empty() ? "" : ": " + s.message) + ")";
+    return exit;
   }
   return std::nullopt;
 }
 
 // "Pending, container waiting: ErrImagePull (the kubelet's message)" — for
 // timeouts.
-std::string PodStateText(const Json& pod, const std::string& container) {
-  std::string out = Str(Obj(pod, "status"), "phase");
+std::string PodStateText(const kube::Pod& pod, const std::string& container) {
+  std::string out = pod.status.phase;
   if (out.empty()) out = "no status yet";
-  const Json& waiting = Obj(Obj(ContainerStatus(pod, "containerStatuses", container), "state"), "waiting");
-  if (!waiting.empty()) {
-    out += ", container waiting: " + Str(waiting, "reason");
+  const kube::ContainerStatus* c = pod.status.FindContainer(container);
+  if (c != nullptr && c->state == f::kWaiting) {
+    out += ", container waiting: " + c->state_reason;
     // The kubelet's message names the cause (the image, the missing Secret key).
-    if (const std::string message = Str(waiting, "message"); !message.empty()) out += " (" + message + ")";
+    if (!c->state_message.empty()) out += " (" + c->state_message + ")";
   }
-  if (Obj(ContainerStatus(pod, "containerStatuses", container), "state").contains("running")) {
-    out += ", running but not Ready";
-  }
+  if (c != nullptr && c->state == f::kRunning) out += ", running but not Ready";
   return out;
-}
-
-bool IsTerminating(const Json& pod) {
-  const Json& md = Obj(pod, "metadata");
-  return md.contains("deletionTimestamp") && !md["deletionTimestamp"].is_null();
 }
 
 kube::GetOptions Timeout(std::chrono::milliseconds t) {
@@ -123,7 +90,7 @@ kube::GetOptions Timeout(std::chrono::milliseconds t) {
 // (5xx, 429, a timeout, a cut connection), logging one line; false when
 // the failure is not one of those, `attempt` was the last, or on stop.
 bool RetryAfter(const kube::ApiError& e, const char* verb, const std::string& path, int attempt, int attempts,
-                kube::Backoff& backoff, std::stop_token stop) {
+                Backoff& backoff, std::stop_token stop) {
   if (!e.Retriable() || attempt >= attempts || stop.stop_requested()) return false;
   std::chrono::nanoseconds wait = backoff.Next();
   const bool told = e.retry_after && e.retry_after->count() > 0;
@@ -134,11 +101,7 @@ bool RetryAfter(const kube::ApiError& e, const char* verb, const std::string& pa
 }
 
 constexpr int kWriteAttempts = 6;
-const kube::BackoffPolicy kWriteBackoff{std::chrono::milliseconds(200), std::chrono::milliseconds(3000), 2.0, 0.2};
-
-// Marks each create, so that a create whose answer was lost can be told
-// from a pod that was there before.
-constexpr char kCreateTokenAnnotation[] = "fairbench.dev/create-token";
+const BackoffPolicy kWriteBackoff{std::chrono::milliseconds(200), std::chrono::milliseconds(3000), 2.0, 0.2};
 
 std::string NewCreateToken() {
   static std::mutex mu;
@@ -159,18 +122,20 @@ std::string NewCreateToken() {
 kube::ApiResult<Json> CreatePod(kube::Client& client, const std::string& ns, Json pod, const kube::WriteOptions& w,
                                 std::stop_token stop) {
   const std::string token = NewCreateToken();
-  pod["metadata"]["annotations"][kCreateTokenAnnotation] = token;
+  pod["metadata"]["annotations"][api::annotation::kCreateToken] = token;
   const std::string name = pod["metadata"].value("name", std::string());
-  kube::Backoff backoff(kWriteBackoff);
+  Backoff backoff(kWriteBackoff);
   bool maybe_created = false;  // an earlier attempt may have taken effect
   for (int attempt = 1;; ++attempt) {
     auto created = client.Create(kube::resources::Pods(), ns, pod, w);
     if (!created.ok() && created.reason() == kube::Reason::kAlreadyExists && maybe_created) {
-      auto there = client.Get(kube::resources::Pods(), ns, name, Timeout(w.timeout));
-      if (there.ok() && (*there)["metadata"].value("annotations", Json::object()).value(kCreateTokenAnnotation, std::string()) ==
-                            token) {
-        spdlog::info("pod {}/{} was created by an attempt whose answer was lost", ns, name);
-        return there;
+      auto there = kube::PodClient(client).Get(ns, name, Timeout(w.timeout));
+      if (there.ok()) {
+        const auto it = there->metadata.annotations.find(api::annotation::kCreateToken);
+        if (it != there->metadata.annotations.end() && it->second == token) {
+          spdlog::info("pod {}/{} was created by an attempt whose answer was lost", ns, name);
+          return there->ToJson();
+        }
       }
     }
     if (!created.ok() && created.error().reason != kube::Reason::kTooManyRequests &&
@@ -195,7 +160,7 @@ Status DeletePodAndWait(kube::Client& client, const std::string& ns, const std::
   d.propagation = kube::PropagationPolicy::kBackground;
   d.timeout = call_timeout;
   const auto deadline = SteadyClock::now() + timeout;
-  kube::Backoff backoff(kWriteBackoff);
+  Backoff backoff(kWriteBackoff);
   for (int attempt = 1;; ++attempt) {
     auto deleted = client.Delete(kube::resources::Pods(), ns, name, d);
     if (deleted.ok()) break;
@@ -229,6 +194,7 @@ class KubeTarget final : public TargetInstance {
         nofile_(nofile),
         client_(client),
         options_(options),
+        pods_(kube::PodClient(client)),
         ns_(std::move(ns)),
         pod_(std::move(pod)),
         target_(std::move(target)),
@@ -237,7 +203,7 @@ class KubeTarget final : public TargetInstance {
         description_(std::move(description)) {}
 
   TargetPlacement placement() const override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return TargetPlacement{node_, ip_, port_};
   }
   std::string LogLocation() const override { return "kubectl logs -n " + ns_ + " " + pod_ + " -c " + k8s::kTargetContainer; }
@@ -273,16 +239,15 @@ class KubeTarget final : public TargetInstance {
     for (;;) {
       if (stop.stop_requested()) return Status::Cancelled(target_ + ": stopped while waiting for it to be ready");
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
-      auto got = client_.Get(kube::resources::Pods(), ns_, pod_,
-                             Timeout(std::clamp(left, std::chrono::milliseconds(100), options_.api_call_timeout)));
+      auto got = pods_.Get(ns_, pod_, Timeout(std::clamp(left, std::chrono::milliseconds(100), options_.api_call_timeout)));
       if (got.ok()) {
         Remember(*got);
         if (auto gone = PodGone(*got, k8s::kTargetContainer)) {
-          return Status::Unavailable("target " + target_ + " " + *gone + " before it was ready (see " + LogLocation() +
-                                     ")");
+          return Status::Unavailable("target " + target_ + " " + gone->text + " before it was ready (see " +
+                                     LogLocation() + ")");
         }
-        if (IsTerminating(*got)) return Status::Unavailable("target " + target_ + ": pod " + pod_ + " is being deleted");
-        if (PodReady(*got) && !placement().host.empty()) return Status::Ok();
+        if (got->Terminating()) return Status::Unavailable("target " + target_ + ": pod " + pod_ + " is being deleted");
+        if (got->status.Ready() && !placement().host.empty()) return Status::Ok();
         last = "pod " + PodStateText(*got, k8s::kTargetContainer);
       } else if (got.reason() == kube::Reason::kNotFound) {
         return Status::Unavailable("target " + target_ + ": pod " + ns_ + "/" + pod_ + " was deleted");
@@ -301,19 +266,19 @@ class KubeTarget final : public TargetInstance {
     }
   }
 
-  std::optional<std::string> Gone() override {
-    std::lock_guard<std::mutex> lock(gone_mu_);
+  std::optional<report::TargetExit> Gone() override {
+    MutexLock lock(gone_mu_);
     if (gone_) return gone_;
     const auto now = SteadyClock::now();
     if (checked_ && now - last_check_ < options_.poll_interval) return std::nullopt;
     checked_ = true;
     last_check_ = now;
-    auto got = client_.Get(kube::resources::Pods(), ns_, pod_, Timeout(options_.api_call_timeout));
+    auto got = pods_.Get(ns_, pod_, Timeout(options_.api_call_timeout));
     if (got.ok()) {
       Remember(*got);
       gone_ = PodGone(*got, k8s::kTargetContainer);
     } else if (got.reason() == kube::Reason::kNotFound) {
-      gone_ = "was deleted (pod " + ns_ + "/" + pod_ + ")";
+      gone_ = report::TargetExit{std::nullopt, std::nullopt, false, "was deleted (pod " + ns_ + "/" + pod_ + ")"};
     }
     return gone_;
   }
@@ -334,23 +299,23 @@ class KubeTarget final : public TargetInstance {
   }
 
  private:
-  void Remember(const Json& pod) {
-    const std::string ip = Str(Obj(pod, "status"), "podIP");
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!ip.empty()) ip_ = ip;
+  void Remember(const kube::Pod& pod) {
+    MutexLock lock(mu_);
+    if (!pod.status.pod_ip.empty()) ip_ = pod.status.pod_ip;
   }
 
   const bool wrapped_;    // started through fairbench-nofile
   const int64_t nofile_;  // asked for
   kube::Client& client_;
   const KubernetesPlatformOptions options_;
+  kube::TypedClient<kube::Pod> pods_;
   const std::string ns_, pod_, target_, node_;
   const uint16_t port_;
   const std::string description_;
-  mutable std::mutex mu_;
-  std::string ip_;  // guarded by mu_
-  std::mutex gone_mu_;
-  std::optional<std::string> gone_;  // sticky once set; guarded by gone_mu_
+  mutable Mutex mu_;
+  std::string ip_ GUARDED_BY(mu_);
+  Mutex gone_mu_;
+  std::optional<report::TargetExit> gone_ GUARDED_BY(gone_mu_);  // sticky once set
   bool checked_ = false;
   SteadyClock::time_point last_check_{};
 };
@@ -365,10 +330,10 @@ class KubeSlot final : public LoadSlot {
   std::unique_ptr<kube::LoadSlot> slot_;
 };
 
-std::string NodeSummary(const Json& node) {
-  const Json& info = Obj(Obj(node, "status"), "nodeInfo");
-  return Str(info, "osImage") + ", kernel " + Str(info, "kernelVersion") + ", " + Str(info, "containerRuntimeVersion") +
-         ", kubelet " + Str(info, "kubeletVersion");
+std::string NodeSummary(const kube::Node& node) {
+  const kube::NodeSystemInfo& info = node.node_info;
+  return info.os_image + ", kernel " + info.kernel_version + ", " + info.container_runtime_version + ", kubelet " +
+         info.kubelet_version;
 }
 
 }  // namespace
@@ -378,16 +343,14 @@ KubernetesPlatform::KubernetesPlatform(kube::Client& client, KubernetesPlatformO
 
 KubernetesPlatform::~KubernetesPlatform() = default;
 
-Result<Json> KubernetesPlatform::ListNodes() {
+Result<std::vector<kube::Node>> KubernetesPlatform::ListNodes() {
   kube::ListOptions o;
   o.timeout = options_.api_call_timeout * 5;
-  auto list = client_.ListAll(kube::resources::Nodes(), "", o);
+  auto list = kube::NodeClient(client_).List("", o);
   if (!list.ok()) return Status::Unavailable("cannot list nodes: " + list.error().ToString());
-  Json items = Json::array();
-  for (auto& item : list->items) items.push_back(std::move(item));
-  std::lock_guard<std::mutex> lock(mu_);
-  nodes_ = items;
-  return items;
+  MutexLock lock(mu_);
+  nodes_ = *list;
+  return std::move(*list);
 }
 
 Result<k8s::NodeChoice> KubernetesPlatform::ChooseNodes(const RunIdentity& run, const api::Placement& placement,
@@ -401,12 +364,12 @@ Result<k8s::NodeChoice> KubernetesPlatform::ChooseNodes(const RunIdentity& run, 
 }
 
 void KubernetesPlatform::SetNodeChoice(const std::string& run, k8s::NodeChoice choice) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   choices_[run] = std::move(choice);
 }
 
 std::optional<k8s::NodeChoice> KubernetesPlatform::node_choice(const std::string& run) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = choices_.find(run);
   if (it == choices_.end()) return std::nullopt;
   return it->second;
@@ -433,22 +396,22 @@ Status KubernetesPlatform::DeleteAndWait(const std::string& name, int64_t grace,
 
 Status KubernetesPlatform::ReleaseRun(const std::string& run) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     choices_.erase(run);
   }
   kube::ListOptions selector;
   selector.label_selector = k8s::RunPodsSelector(run);
-  kube::Backoff backoff(kWriteBackoff);
-  auto pods = client_.List(kube::resources::Pods(), ns_, selector);
+  Backoff backoff(kWriteBackoff);
+  kube::TypedClient<kube::Pod> pods_client = kube::PodClient(client_);
+  auto pods = pods_client.List(ns_, selector);
   for (int attempt = 1; !pods.ok() && RetryAfter(pods.error(), "GET", kube::resources::Pods().Path(ns_, ""), attempt,
                                                  kWriteAttempts, backoff, {});
        ++attempt) {
-    pods = client_.List(kube::resources::Pods(), ns_, selector);
+    pods = pods_client.List(ns_, selector);
   }
   if (!pods.ok()) return Status::Unavailable("pods of run " + run + ": " + pods.error().message);
-  for (const Json& pod : pods->items) {
-    const std::string name = Str(Obj(pod, "metadata"), "name");
-    if (Status s = DeleteAndWait(name, options_.grace_period_seconds, {}); !s.ok()) return s;
+  for (const kube::Pod& pod : *pods) {
+    if (Status s = DeleteAndWait(pod.metadata.name, options_.grace_period_seconds, {}); !s.ok()) return s;
   }
   return Status::Ok();
 }
@@ -504,7 +467,7 @@ Result<std::unique_ptr<TargetInstance>> KubernetesPlatform::Deploy(const DeployR
                                created.error().ToString());
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     last_target_node_ = node;
     for (const std::string& n : tmpl.notes) {
       if (std::find(notes_.begin(), notes_.end(), n) == notes_.end()) notes_.push_back(n);
@@ -537,19 +500,20 @@ Result<std::vector<std::string>> KubernetesPlatform::EnsureAgents(const AgentReq
   for (int i = 0; i < count; ++i) {
     if (stop.stop_requested()) return Status::Cancelled("stopped while starting agents");
     const std::string name = k8s::AgentPodName(request.run.name, i);
-    kube::Backoff backoff(kWriteBackoff);
-    auto got = client_.Get(kube::resources::Pods(), ns_, name, Timeout(options_.api_call_timeout));
+    Backoff backoff(kWriteBackoff);
+    kube::TypedClient<kube::Pod> pods = kube::PodClient(client_);
+    auto got = pods.Get(ns_, name, Timeout(options_.api_call_timeout));
     for (int attempt = 1; !got.ok() && got.reason() != kube::Reason::kNotFound &&
                           RetryAfter(got.error(), "GET", kube::resources::Pods().Path(ns_, name), attempt,
                                      kWriteAttempts, backoff, stop);
          ++attempt) {
-      got = client_.Get(kube::resources::Pods(), ns_, name, Timeout(options_.api_call_timeout));
+      got = pods.Get(ns_, name, Timeout(options_.api_call_timeout));
     }
     bool create = false;
     if (got.ok()) {
       auto gone = PodGone(*got, k8s::kAgentContainer);
-      if (gone || IsTerminating(*got)) {
-        spdlog::warn("agent pod {}/{} {}; replacing it", ns_, name, gone ? *gone : "is being deleted");
+      if (gone || got->Terminating()) {
+        spdlog::warn("agent pod {}/{} {}; replacing it", ns_, name, gone ? gone->text : "is being deleted");
         if (Status s = DeleteAndWait(name, options_.grace_period_seconds, stop); !s.ok()) return s;
         create = true;
       }
@@ -626,19 +590,20 @@ report::Environment KubernetesPlatform::Describe() const {
   report::Environment e;
   e.platform = "kubernetes";
   e.fairbench_version = options_.fairbench_version;
-  std::lock_guard<std::mutex> lock(mu_);
-  const Json* node = nullptr;
-  for (const Json& n : nodes_) {
-    if (Str(Obj(n, "metadata"), "name") == last_target_node_) node = &n;
+  MutexLock lock(mu_);
+  const kube::Node* node = nullptr;
+  for (const kube::Node& n : nodes_) {
+    if (n.metadata.name == last_target_node_) node = &n;
   }
   if (node != nullptr) {
-    const Json& status = Obj(*node, "status");
-    const Json& info = Obj(status, "nodeInfo");
-    const Json& capacity = Obj(status, "capacity");
+    auto capacity = [&](const char* name) {
+      const auto it = node->capacity.find(name);
+      return it == node->capacity.end() ? std::string() : it->second;
+    };
     e.hostname = last_target_node_;
-    e.kernel = Str(info, "kernelVersion");
-    if (auto cpu = api::ParseCpu(Str(capacity, "cpu")); cpu.ok()) e.cpus = static_cast<int>(cpu->millicores / 1000);
-    if (auto mem = api::ParseMemory(Str(capacity, "memory")); mem.ok()) e.memory_bytes = static_cast<uint64_t>(mem->bytes);
+    e.kernel = node->node_info.kernel_version;
+    if (auto cpu = api::ParseCpu(capacity("cpu")); cpu.ok()) e.cpus = static_cast<int>(cpu->millicores / 1000);
+    if (auto mem = api::ParseMemory(capacity("memory")); mem.ok()) e.memory_bytes = static_cast<uint64_t>(mem->bytes);
     e.notes.push_back("target node " + last_target_node_ + ": " + NodeSummary(*node));
   }
   for (const auto& [run, choice] : choices_) {

@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "controller/kube/client.h"
 #include "controller/kube/load_slot.h"
 #include "controller/platform/kubernetes/node_picker.h"
@@ -96,18 +97,18 @@ class KubernetesPlatform final : public Platform {
   const std::string& ns() const { return ns_; }
 
  private:
-  Result<nlohmann::json> ListNodes();
+  Result<std::vector<kube::Node>> ListNodes();
   // Deletes pod `name` (grace `grace`) and waits until it is gone.
   Status DeleteAndWait(const std::string& name, int64_t grace, std::stop_token stop);
 
   kube::Client& client_;
   const KubernetesPlatformOptions options_;
   const std::string ns_;
-  mutable std::mutex mu_;
-  std::map<std::string, k8s::NodeChoice> choices_;  // run name → nodes; guarded by mu_
-  nlohmann::json nodes_;                            // last node list; guarded by mu_
-  std::string last_target_node_;                    // guarded by mu_
-  std::vector<std::string> notes_;                  // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::string, k8s::NodeChoice> choices_ GUARDED_BY(mu_);  // run name → nodes
+  std::vector<kube::Node> nodes_ GUARDED_BY(mu_);  // last node list
+  std::string last_target_node_ GUARDED_BY(mu_);
+  std::vector<std::string> notes_ GUARDED_BY(mu_);
 };
 
 }  // namespace fairbench::controller

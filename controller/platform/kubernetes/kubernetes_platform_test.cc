@@ -2,6 +2,7 @@
 // test plays it by patching pod status through pods/status (Running and
 // Ready with a podIP; terminated with an exit code, OOMKilled) and by
 // finishing graceful deletions. Loopback only; every wait is bounded.
+#include "common/mutex.h"
 #include "controller/platform/kubernetes/kubernetes_platform.h"
 
 #include <gtest/gtest.h>
@@ -31,11 +32,11 @@ class KubeletProxyTransport final : public kube::HttpTransport {
  public:
   explicit KubeletProxyTransport(const std::string& server) : inner_(server, {}, "k8s-platform-test") {}
   void SetSummary(const std::string& node, std::string body) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     summaries_[node] = std::move(body);
   }
   std::vector<std::string> proxied() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return proxied_;
   }
   Result<kube::HttpResponse> Do(const kube::HttpRequest& request) override {
@@ -43,7 +44,7 @@ class KubeletProxyTransport final : public kube::HttpTransport {
     const size_t proxy = request.path_and_query.find("/proxy/");
     if (request.method == "GET" && request.path_and_query.rfind(prefix, 0) == 0 && proxy != std::string::npos) {
       const std::string node = request.path_and_query.substr(prefix.size(), proxy - prefix.size());
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       proxied_.push_back(request.path_and_query);
       kube::HttpResponse r;
       auto it = summaries_.find(node);
@@ -67,9 +68,9 @@ class KubeletProxyTransport final : public kube::HttpTransport {
 
  private:
   kube::CurlTransport inner_;
-  std::mutex mu_;
-  std::map<std::string, std::string> summaries_;  // guarded by mu_
-  std::vector<std::string> proxied_;              // guarded by mu_
+  Mutex mu_;
+  std::map<std::string, std::string> summaries_ GUARDED_BY(mu_);
+  std::vector<std::string> proxied_ GUARDED_BY(mu_);
 };
 
 class KubernetesPlatformTest : public kube::testenv::KubeTest {
@@ -221,7 +222,8 @@ TEST_F(KubernetesPlatformTest, APodForARunInAnotherNamespaceHasNoOwnerButALabel)
 }
 
 // Catches: an OOM kill during start-up reported as a timeout (or not at
-// all), and Gone() not naming it.
+// all), and Gone() not naming it (in its text, and as oom_killed with the
+// container's exit code).
 TEST_F(KubernetesPlatformTest, OomKilledBeforeReady) {
   KubernetesPlatform platform(*client_, Options());
   auto deployed = platform.Deploy(Request(), {});
@@ -230,7 +232,7 @@ TEST_F(KubernetesPlatformTest, OomKilledBeforeReady) {
   const Status s = (*deployed)->WaitReady(SteadyClock::now() + std::chrono::seconds(5), {});
   EXPECT_EQ(s.code(), Status::Code::kUnavailable) << s.ToString();
   EXPECT_NE(s.message().find("was OOMKilled (exit code 137)"), std::string::npos) << s.message();
-  EXPECT_EQ((*deployed)->Gone(), std::optional<std::string>("was OOMKilled (exit code 137)"));
+  EXPECT_EQ((*deployed)->Gone(), (report::TargetExit{137, std::nullopt, true, "was OOMKilled (exit code 137)"}));
 }
 
 // Catches: a target that dies under load going unnoticed (cells measured
@@ -244,7 +246,7 @@ TEST_F(KubernetesPlatformTest, GoneAfterExit) {
   EXPECT_FALSE((*deployed)->Gone().has_value());
   MarkTerminated("study-drogon", 1, "Error");
   EXPECT_TRUE(Eventually([&] { return (*deployed)->Gone().has_value(); }, std::chrono::milliseconds(2000)));
-  EXPECT_EQ((*deployed)->Gone(), std::optional<std::string>("exited with code 1"));
+  EXPECT_EQ((*deployed)->Gone(), (report::TargetExit{1, std::nullopt, false, "exited with code 1"}));
 }
 
 // Catches: WaitReady overrunning its deadline, or a timeout message that

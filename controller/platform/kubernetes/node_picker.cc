@@ -3,70 +3,51 @@
 #include <algorithm>
 
 #include "common/api/quantity.h"
+#include "controller/kube/api_fields.h"
+#include "controller/kube/api_fields.h"
 
 namespace fairbench::controller::k8s {
 namespace {
 
-using Json = nlohmann::json;
+namespace f = kube::fields;
 
-std::string Str(const Json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return "";
-  return j[key].get<std::string>();
-}
-
-const Json& Obj(const Json& j, const char* key) {
-  static const Json kEmpty = Json::object();
-  if (!j.is_object() || !j.contains(key) || !j[key].is_object()) return kEmpty;
-  return j[key];
-}
-
-std::string NodeName(const Json& node) { return Str(Obj(node, "metadata"), "name"); }
-
-// The Node objects, sorted by name; unnamed entries are dropped.
-std::vector<Json> SortedNodes(const Json& nodes) {
-  const Json* items = &nodes;
-  if (nodes.is_object() && nodes.contains("items")) items = &nodes["items"];
-  std::vector<Json> out;
-  if (!items->is_array()) return out;
-  for (const Json& n : *items) {
-    if (!NodeName(n).empty()) out.push_back(n);
+// The nodes sorted by name; unnamed entries are dropped.
+std::vector<const kube::Node*> SortedNodes(const std::vector<kube::Node>& nodes) {
+  std::vector<const kube::Node*> out;
+  for (const kube::Node& n : nodes) {
+    if (!n.metadata.name.empty()) out.push_back(&n);
   }
-  std::sort(out.begin(), out.end(), [](const Json& a, const Json& b) { return NodeName(a) < NodeName(b); });
+  std::sort(out.begin(), out.end(),
+            [](const kube::Node* a, const kube::Node* b) { return a->metadata.name < b->metadata.name; });
   return out;
 }
 
-const Json* FindNode(const std::vector<Json>& nodes, const std::string& name) {
-  for (const Json& n : nodes) {
-    if (NodeName(n) == name) return &n;
+const kube::Node* FindNode(const std::vector<const kube::Node*>& nodes, const std::string& name) {
+  for (const kube::Node* n : nodes) {
+    if (n->metadata.name == name) return n;
   }
   return nullptr;
 }
 
-bool MatchesSelector(const Json& node, const api::StringMap& selector) {
-  const Json& labels = Obj(Obj(node, "metadata"), "labels");
+bool MatchesSelector(const kube::Node& node, const api::StringMap& selector) {
   for (const auto& [k, v] : selector) {
-    if (Str(labels, k.c_str()) != v || !labels.contains(k)) return false;
+    const auto it = node.metadata.labels.find(k);
+    if (it == node.metadata.labels.end() || it->second != v) return false;
   }
   return true;
 }
 
-std::string TaintText(const Json& taint) {
-  std::string key = Str(taint, "key");
-  std::string value = Str(taint, "value");
-  return key + (value.empty() ? "" : "=" + value) + ":" + Str(taint, "effect");
+std::string TaintText(const kube::Taint& taint) {
+  return taint.key + (taint.value.empty() ? "" : "=" + taint.value) + ":" + taint.effect;
 }
 
 // Allocatable CPUs in millicores (capacity when allocatable is absent), or
 // -1 when the node does not say.
-int64_t AllocatableMillicores(const Json& node) {
-  const Json& status = Obj(node, "status");
-  for (const char* field : {"allocatable", "capacity"}) {
-    const Json& m = Obj(status, field);
-    if (!m.contains("cpu")) continue;
-    std::string text = m["cpu"].is_string() ? m["cpu"].get<std::string>()
-                       : m["cpu"].is_number() ? m["cpu"].dump()
-                                              : "";
-    auto cpu = api::ParseCpu(text);
+int64_t AllocatableMillicores(const kube::Node& node) {
+  for (const auto* m : {&node.allocatable, &node.capacity}) {
+    const auto it = m->find("cpu");
+    if (it == m->end()) continue;
+    auto cpu = api::ParseCpu(it->second);
     if (cpu.ok()) return cpu->millicores;
   }
   return -1;
@@ -81,7 +62,7 @@ std::string JoinCauses(const std::vector<std::string>& causes) {
 }
 
 // Why an agent node cannot take an agent of `threads` CPUs, or "".
-std::string AgentReason(const Json& node, const api::NodePlacement& placement, int threads) {
+std::string AgentReason(const kube::Node& node, const api::NodePlacement& placement, int threads) {
   std::string why = IneligibleReason(node, placement);
   if (!why.empty()) return why;
   const int64_t millicores = AllocatableMillicores(node);
@@ -100,44 +81,31 @@ std::string SelectorText(const api::StringMap& selector) {
   return out + "}";
 }
 
-bool Tolerates(const api::Toleration& t, const Json& taint) {
-  if (!t.effect.empty() && t.effect != Str(taint, "effect")) return false;
-  if (!t.key.empty() && t.key != Str(taint, "key")) return false;
-  if (t.operator_.empty() || t.operator_ == "Equal") return t.value == Str(taint, "value");
-  return t.operator_ == "Exists";
+bool Tolerates(const api::Toleration& t, const kube::Taint& taint) {
+  if (!t.effect.empty() && t.effect != taint.effect) return false;
+  if (!t.key.empty() && t.key != taint.key) return false;
+  if (t.operator_.empty() || t.operator_ == f::kTolerationEqual) return t.value == taint.value;
+  return t.operator_ == f::kTolerationExists;
 }
 
-std::string IneligibleReason(const Json& node, const api::NodePlacement& placement) {
-  const Json& status = Obj(node, "status");
-  bool ready = false;
-  if (status.contains("conditions") && status["conditions"].is_array()) {
-    for (const Json& c : status["conditions"]) {
-      if (Str(c, "type") == "Ready") ready = Str(c, "status") == "True";
-    }
-  }
-  if (!ready) return "is not Ready";
-  const Json& spec = Obj(node, "spec");
-  if (spec.contains("unschedulable") && spec["unschedulable"].is_boolean() && spec["unschedulable"].get<bool>()) {
-    return "is unschedulable (cordoned)";
-  }
-  if (spec.contains("taints") && spec["taints"].is_array()) {
-    for (const Json& taint : spec["taints"]) {
-      const std::string effect = Str(taint, "effect");
-      if (effect != "NoSchedule" && effect != "NoExecute") continue;
-      const bool tolerated = std::any_of(placement.tolerations.begin(), placement.tolerations.end(),
-                                         [&](const api::Toleration& t) { return Tolerates(t, taint); });
-      if (!tolerated) return "has taint " + TaintText(taint) + " that is not tolerated";
-    }
+std::string IneligibleReason(const kube::Node& node, const api::NodePlacement& placement) {
+  if (!node.Ready()) return "is not Ready";
+  if (node.Unschedulable()) return "is unschedulable (cordoned)";
+  for (const kube::Taint& taint : node.taints) {
+    if (taint.effect != f::kNoSchedule && taint.effect != f::kNoExecute) continue;
+    const bool tolerated = std::any_of(placement.tolerations.begin(), placement.tolerations.end(),
+                                       [&](const api::Toleration& t) { return Tolerates(t, taint); });
+    if (!tolerated) return "has taint " + TaintText(taint) + " that is not tolerated";
   }
   return "";
 }
 
-Result<std::string> PickTargetNode(const Json& nodes_json, const api::NodePlacement& placement) {
-  const std::vector<Json> nodes = SortedNodes(nodes_json);
+Result<std::string> PickTargetNode(const std::vector<kube::Node>& all, const api::NodePlacement& placement) {
+  const std::vector<const kube::Node*> nodes = SortedNodes(all);
   const std::string selector = SelectorText(placement.node_selector);
   if (!placement.node_name.empty()) {
     const std::string field = "spec.placement.target.nodeName: node " + Quote(placement.node_name);
-    const Json* node = FindNode(nodes, placement.node_name);
+    const kube::Node* node = FindNode(nodes, placement.node_name);
     if (node == nullptr) return Status::InvalidArgument(field + " does not exist");
     if (!MatchesSelector(*node, placement.node_selector)) {
       return Status::FailedPrecondition(field + " does not match spec.placement.target.nodeSelector " + selector);
@@ -150,21 +118,22 @@ Result<std::string> PickTargetNode(const Json& nodes_json, const api::NodePlacem
   const std::string field =
       placement.node_selector.empty() ? "spec.placement.target" : "spec.placement.target.nodeSelector";
   std::vector<std::string> causes;
-  for (const Json& node : nodes) {
-    if (!MatchesSelector(node, placement.node_selector)) continue;
-    std::string why = IneligibleReason(node, placement);
-    if (why.empty()) return NodeName(node);
-    causes.push_back("node " + Quote(NodeName(node)) + " " + why);
+  for (const kube::Node* node : nodes) {
+    if (!MatchesSelector(*node, placement.node_selector)) continue;
+    std::string why = IneligibleReason(*node, placement);
+    if (why.empty()) return node->metadata.name;
+    causes.push_back("node " + Quote(node->metadata.name) + " " + why);
   }
   if (causes.empty()) return Status::FailedPrecondition(field + ": no node matches " + selector);
   return Status::FailedPrecondition(field + ": no eligible node matches " + selector + ": " + JoinCauses(causes));
 }
 
-Result<std::vector<std::string>> PickAgentNodes(const Json& nodes_json, const api::NodePlacement& placement,
-                                                const std::string& target_node, int agents, int threads) {
+Result<std::vector<std::string>> PickAgentNodes(const std::vector<kube::Node>& all,
+                                                const api::NodePlacement& placement, const std::string& target_node,
+                                                int agents, int threads) {
   std::vector<std::string> out;
   if (agents <= 0) return out;
-  const std::vector<Json> nodes = SortedNodes(nodes_json);
+  const std::vector<const kube::Node*> nodes = SortedNodes(all);
   const std::string selector = SelectorText(placement.node_selector);
   std::vector<std::string> eligible;
   if (!placement.node_name.empty()) {
@@ -172,7 +141,7 @@ Result<std::vector<std::string>> PickAgentNodes(const Json& nodes_json, const ap
     if (placement.node_name == target_node) {
       return Status::FailedPrecondition(field + " is the target's node: agents never share it");
     }
-    const Json* node = FindNode(nodes, placement.node_name);
+    const kube::Node* node = FindNode(nodes, placement.node_name);
     if (node == nullptr) return Status::InvalidArgument(field + " does not exist");
     if (!MatchesSelector(*node, placement.node_selector)) {
       return Status::FailedPrecondition(field + " does not match spec.placement.agents.nodeSelector " + selector);
@@ -185,10 +154,10 @@ Result<std::vector<std::string>> PickAgentNodes(const Json& nodes_json, const ap
     const std::string field =
         placement.node_selector.empty() ? "spec.placement.agents" : "spec.placement.agents.nodeSelector";
     std::vector<std::string> causes;
-    for (const Json& node : nodes) {
-      const std::string name = NodeName(node);
-      if (name == target_node || !MatchesSelector(node, placement.node_selector)) continue;
-      std::string why = AgentReason(node, placement, threads);
+    for (const kube::Node* node : nodes) {
+      const std::string& name = node->metadata.name;
+      if (name == target_node || !MatchesSelector(*node, placement.node_selector)) continue;
+      std::string why = AgentReason(*node, placement, threads);
       if (why.empty()) {
         eligible.push_back(name);
       } else {
@@ -208,24 +177,25 @@ Result<std::vector<std::string>> PickAgentNodes(const Json& nodes_json, const ap
   return out;
 }
 
-Result<NodeChoice> PickNodes(const Json& nodes_json, const api::Placement& placement, int agents, int threads) {
+Result<NodeChoice> PickNodes(const std::vector<kube::Node>& nodes, const api::Placement& placement, int agents,
+                             int threads) {
   // The first target node (by name) that leaves room for the agents; with
   // none, the agents' error for the first target node.
-  auto first = PickTargetNode(nodes_json, placement.target);
+  auto first = PickTargetNode(nodes, placement.target);
   if (!first.ok()) return first.status();
   std::vector<std::string> candidates = {*first};
   if (placement.target.node_name.empty()) {
-    for (const Json& node : SortedNodes(nodes_json)) {
-      const std::string name = NodeName(node);
-      if (name > *first && MatchesSelector(node, placement.target.node_selector) &&
-          IneligibleReason(node, placement.target).empty()) {
+    for (const kube::Node* node : SortedNodes(nodes)) {
+      const std::string& name = node->metadata.name;
+      if (name > *first && MatchesSelector(*node, placement.target.node_selector) &&
+          IneligibleReason(*node, placement.target).empty()) {
         candidates.push_back(name);
       }
     }
   }
   Status first_error;
   for (const std::string& target : candidates) {
-    auto agent_nodes = PickAgentNodes(nodes_json, placement.agents, target, agents, threads);
+    auto agent_nodes = PickAgentNodes(nodes, placement.agents, target, agents, threads);
     if (agent_nodes.ok()) return NodeChoice{target, std::move(*agent_nodes)};
     if (first_error.ok()) first_error = agent_nodes.status();
   }

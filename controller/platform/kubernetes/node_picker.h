@@ -19,13 +19,12 @@
 // Pure and deterministic (nodes are sorted by name first); thread-safe.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <string>
 #include <vector>
 
 #include "common/api/benchmark_run.h"
 #include "common/status.h"
+#include "controller/kube/objects.h"
 
 namespace fairbench::controller::k8s {
 
@@ -35,24 +34,26 @@ struct NodeChoice {
   friend bool operator==(const NodeChoice&, const NodeChoice&) = default;
 };
 
-// `nodes`: a NodeList ({"items": [...]}) or a JSON array of Node objects.
-Result<NodeChoice> PickNodes(const nlohmann::json& nodes, const api::Placement& placement, int agents, int threads);
+// `nodes`: the cluster's Node objects, in any order.
+Result<NodeChoice> PickNodes(const std::vector<kube::Node>& nodes, const api::Placement& placement, int agents,
+                             int threads);
 
 // The target's node alone (spec.placement.target).
-Result<std::string> PickTargetNode(const nlohmann::json& nodes, const api::NodePlacement& placement);
+Result<std::string> PickTargetNode(const std::vector<kube::Node>& nodes, const api::NodePlacement& placement);
 
 // `agents` agent nodes off `target_node` (spec.placement.agents).
-Result<std::vector<std::string>> PickAgentNodes(const nlohmann::json& nodes, const api::NodePlacement& placement,
-                                                const std::string& target_node, int agents, int threads);
+Result<std::vector<std::string>> PickAgentNodes(const std::vector<kube::Node>& nodes,
+                                                const api::NodePlacement& placement, const std::string& target_node,
+                                                int agents, int threads);
 
 // Why `node` cannot take a pod with `placement` ("is not Ready", "has taint
 // k=v:NoSchedule that is not tolerated"), or "" when it can. Labels are not
 // checked here.
-std::string IneligibleReason(const nlohmann::json& node, const api::NodePlacement& placement);
+std::string IneligibleReason(const kube::Node& node, const api::NodePlacement& placement);
 
-// Whether a toleration tolerates a taint ({key, value, effect}), as the
-// kubelet and scheduler decide it.
-bool Tolerates(const api::Toleration& toleration, const nlohmann::json& taint);
+// Whether a toleration tolerates a taint, as the kubelet and scheduler
+// decide it.
+bool Tolerates(const api::Toleration& toleration, const kube::Taint& taint);
 
 // "{a=b, c=d}", "{}" for an empty selector.
 std::string SelectorText(const api::StringMap& selector);

@@ -33,10 +33,15 @@ Json MakeNode(const NodeSpec& n) {
   return node;
 }
 
-Json List(const std::vector<NodeSpec>& nodes) {
-  Json items = Json::array();
-  for (const NodeSpec& n : nodes) items.push_back(MakeNode(n));
-  return {{"kind", "NodeList"}, {"items", items}};
+// The nodes as the API server sends them, decoded as the platform does.
+std::vector<kube::Node> List(const std::vector<NodeSpec>& nodes) {
+  std::vector<kube::Node> out;
+  for (const NodeSpec& n : nodes) {
+    auto node = kube::Node::FromJson(MakeNode(n));
+    EXPECT_TRUE(node.ok()) << node.status().ToString();
+    if (node.ok()) out.push_back(std::move(*node));
+  }
+  return out;
 }
 
 Json Taint(const std::string& key, const std::string& value, const std::string& effect) {
@@ -254,18 +259,28 @@ TEST(NodePickerTest, DeterministicWhateverTheListOrder) {
   EXPECT_EQ(first->agent_nodes, (std::vector<std::string>{"b", "c", "d"}));
 }
 
-// Catches: a plain JSON array of nodes (an informer's cache) not accepted.
-TEST(NodePickerTest, AcceptsArray) {
-  Json nodes = Json::array({MakeNode({"a"}), MakeNode({"b"})});
-  auto got = PickNodes(nodes, {}, 1, 1);
-  ASSERT_TRUE(got.ok()) << got.status().ToString();
-  EXPECT_EQ(got->target_node, "a");
+// Catches: a CPU capacity the server sends as a number (a quantity may
+// be) dropped when the Node is decoded: the agent node would then look
+// unlimited and get an agent it cannot hold.
+TEST(NodePickerTest, ReadsANumericCpuCapacity) {
+  Json small = MakeNode({"b"});
+  small["status"]["capacity"]["cpu"] = 2;
+  small["status"]["allocatable"]["cpu"] = 2;
+  auto b = kube::Node::FromJson(small);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  std::vector<kube::Node> nodes = List({{"a"}});
+  nodes.push_back(*b);
+  auto got = PickAgentNodes(nodes, {}, "a", 1, 4);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().message(),
+            "spec.placement.agents: no eligible node other than the target's node matches {} (the target's node is "
+            "\"a\"): node \"b\" has 2 CPUs allocatable, fewer than the 4 threads of an agent");
 }
 
 // Catches: toleration matching that differs from Kubernetes' rules
 // (ToleratesTaint: effect, key, then operator).
 TEST(NodePickerTest, ToleratesLikeKubernetes) {
-  const Json taint = Taint("k", "v", "NoSchedule");
+  const kube::Taint taint{"k", "v", "NoSchedule"};
   struct T {
     api::Toleration t;
     bool want;

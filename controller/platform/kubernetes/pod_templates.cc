@@ -127,7 +127,7 @@ std::string AgentPodName(std::string_view run, int index) {
 std::string LabelValue(std::string_view value) { return DnsLabelName(value); }
 
 std::string RunPodsSelector(std::string_view run) {
-  return std::string(kLabelManagedBy) + "=" + kManagedBy + "," + kLabelRun + "=" + LabelValue(run);
+  return std::string(api::label::kManagedBy) + "=" + api::label::kFairbench + "," + api::label::kRun + "=" + LabelValue(run);
 }
 
 Json OwnerReferences(const RunIdentity& run) {
@@ -171,11 +171,11 @@ std::optional<std::string> NofileShortfall(std::string_view log) {
 PodTemplate TargetPod(const TargetPodParams& p) {
   const api::Target& t = p.target;
   PodTemplate out;
-  Json labels = {{kLabelManagedBy, kManagedBy},
-                 {kLabelName, kTargetApp},
-                 {kLabelRun, LabelValue(p.run.name)},
-                 {kLabelTarget, LabelValue(t.name)}};
-  if (!p.run_namespace.empty()) labels[kLabelRunNamespace] = LabelValue(p.run_namespace);
+  Json labels = {{api::label::kManagedBy, api::label::kFairbench},
+                 {api::label::kName, api::label::kTargetApp},
+                 {api::label::kRun, LabelValue(p.run.name)},
+                 {api::label::kTarget, LabelValue(t.name)}};
+  if (!p.run_namespace.empty()) labels[api::label::kRunNamespace] = LabelValue(p.run_namespace);
   const Json resources = Resources(t.resources.cpu, t.resources.memory);
   const api::Readiness readiness = api::EffectiveReadiness(t);
   const auto timeout_s = std::chrono::ceil<std::chrono::seconds>(readiness.timeout).count();
@@ -184,14 +184,14 @@ PodTemplate TargetPod(const TargetPodParams& p) {
                     {"image", t.image},
                     {"ports", Json::array({{{"name", "http"}, {"containerPort", t.port}, {"protocol", "TCP"}}})},
                     {"readinessProbe",
-                     {{"httpGet", {{"path", readiness.path}, {"port", t.port}, {"scheme", t.scheme == "https" ? "HTTPS" : "HTTP"}}},
+                     {{"httpGet", {{"path", readiness.path}, {"port", t.port}, {"scheme", t.scheme == Scheme::kHttps ? "HTTPS" : "HTTP"}}},
                       {"periodSeconds", 1},
                       {"timeoutSeconds", 1},
                       {"successThreshold", 1},
                       {"failureThreshold", std::max<int64_t>(1, timeout_s)}}},
                     {"resources", resources},
                     {"securityContext", TargetSecurityContext(t)}};
-  if (api::EffectiveProtocol(t) == "h2c") {
+  if (api::EffectiveProtocol(t) == Protocol::kH2c) {
     // The kubelet's httpGet speaks HTTP/1.1 (or h2 by ALPN over TLS): an
     // h2c listener (HTTP/2 with prior knowledge only) is probed as a port.
     Json& probe = container["readinessProbe"];
@@ -266,8 +266,8 @@ PodTemplate TargetPod(const TargetPodParams& p) {
 }
 
 Json AgentPod(const AgentPodParams& p) {
-  Json labels = {{kLabelManagedBy, kManagedBy}, {kLabelName, kAgentApp}, {kLabelRun, LabelValue(p.run.name)}};
-  if (!p.run_namespace.empty()) labels[kLabelRunNamespace] = LabelValue(p.run_namespace);
+  Json labels = {{api::label::kManagedBy, api::label::kFairbench}, {api::label::kName, api::label::kAgentApp}, {api::label::kRun, LabelValue(p.run.name)}};
+  if (!p.run_namespace.empty()) labels[api::label::kRunNamespace] = LabelValue(p.run_namespace);
   const Json env = Json::array(
       {{{"name", "POD_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
        {{"name", "NODE_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.nodeName"}}}}}},

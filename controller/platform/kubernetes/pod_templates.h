@@ -55,17 +55,6 @@
 
 namespace fairbench::controller::k8s {
 
-inline constexpr const char* kLabelManagedBy = "app.kubernetes.io/managed-by";
-inline constexpr const char* kLabelName = "app.kubernetes.io/name";
-inline constexpr const char* kLabelRun = "fairbench.dev/run";
-// Set on pods made for a run in another namespace than theirs: they carry
-// no owner reference then (an owner must be in the same namespace, or the
-// garbage collector deletes the pod), and cleanup finds them by this label.
-inline constexpr const char* kLabelRunNamespace = "fairbench.dev/run-namespace";
-inline constexpr const char* kLabelTarget = "fairbench.dev/target";
-inline constexpr const char* kManagedBy = "fairbench";
-inline constexpr const char* kTargetApp = "fairbench-target";
-inline constexpr const char* kAgentApp = "fairbench-agent";
 inline constexpr const char* kTargetContainer = "target";
 inline constexpr const char* kAgentContainer = "agent";
 inline constexpr const char* kNofileContainer = "fairbench-nofile";

@@ -219,7 +219,7 @@ TEST(PodTemplatesTest, LongNamesAreCutWithAHash) {
 TEST(PodTemplatesTest, HttpsTargetsAreProbedOverHttps) {
   TargetPodParams p = Drogon();
   EXPECT_EQ(TargetPod(p).pod["spec"]["containers"][0]["readinessProbe"]["httpGet"]["scheme"], "HTTP");
-  p.target.scheme = "https";
+  p.target.scheme = Scheme::kHttps;
   EXPECT_EQ(TargetPod(p).pod["spec"]["containers"][0]["readinessProbe"]["httpGet"]["scheme"], "HTTPS");
 }
 
@@ -227,12 +227,12 @@ TEST(PodTemplatesTest, HttpsTargetsAreProbedOverHttps) {
 // kubelet's HTTP/1.1 httpGet probe: it would never become ready.
 TEST(PodTemplatesTest, H2cTargetsAreProbedAsAPort) {
   TargetPodParams p = Drogon();
-  p.target.protocol = "h2c";
+  p.target.protocol = Protocol::kH2c;
   const auto probe = TargetPod(p).pod["spec"]["containers"][0]["readinessProbe"];
   EXPECT_FALSE(probe.contains("httpGet"));
   EXPECT_EQ(probe["tcpSocket"]["port"], p.target.port);
-  p.target.protocol = "h2";
-  p.target.scheme = "https";
+  p.target.protocol = Protocol::kH2;
+  p.target.scheme = Scheme::kHttps;
   EXPECT_EQ(TargetPod(p).pod["spec"]["containers"][0]["readinessProbe"]["httpGet"]["scheme"], "HTTPS");
 }
 

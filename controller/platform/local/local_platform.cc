@@ -126,13 +126,13 @@ class LocalTarget final : public TargetInstance {
   std::string LogLocation() const override { return log_; }
   std::string Description() const override { return description_; }
 
-  void SetProtocol(std::string protocol) { protocol_ = std::move(protocol); }
+  void SetProtocol(Protocol protocol) { protocol_ = protocol; }
 
   Status WaitReady(std::chrono::steady_clock::time_point deadline, std::stop_token stop) override {
     std::string last = "no answer yet";
     while (std::chrono::steady_clock::now() < deadline) {
       if (stop.stop_requested()) return Status::Cancelled(name_ + ": stopped while waiting for it to be ready");
-      if (auto gone = Gone()) return Status::Unavailable(name_ + " " + *gone + " before it was ready (see " + log_ + ")");
+      if (auto gone = Gone()) return Status::Unavailable(name_ + " " + gone->text + " before it was ready (see " + log_ + ")");
       ProbeRequest r;
       r.host = "127.0.0.1";
       r.port = port_;
@@ -149,11 +149,18 @@ class LocalTarget final : public TargetInstance {
                                     "; see " + log_ + ")");
   }
 
-  std::optional<std::string> Gone() override {
+  std::optional<report::TargetExit> Gone() override {
     auto e = process_.Poll();
     if (!e) return std::nullopt;
-    if (cgroup_ && cgroup_->OomKilled()) return "was OOMKilled (" + e->ToString() + ")";
-    return e->ToString();
+    report::TargetExit exit;
+    if (e->exited) {
+      exit.exit_code = e->code;
+    } else {
+      exit.signal = e->signal;
+    }
+    exit.oom_killed = cgroup_ && cgroup_->OomKilled();
+    exit.text = exit.oom_killed ? "was OOMKilled (" + e->ToString() + ")" : e->ToString();
+    return exit;
   }
 
   Result<TargetUsage> Usage() override {
@@ -185,7 +192,7 @@ class LocalTarget final : public TargetInstance {
   uint16_t port_;
   std::string ready_path_;
   bool https_;
-  std::string protocol_ = "http1";  // the readiness probe speaks the target's protocol
+  Protocol protocol_ = Protocol::kHttp1;  // the readiness probe speaks the target's protocol
   std::string log_;
   std::string description_;
   int64_t nofile_;
@@ -312,7 +319,7 @@ Result<std::unique_ptr<TargetInstance>> LocalPlatform::Deploy(const DeployReques
   for (const std::string& arg : o.argv) description += (description.empty() ? "" : " ") + arg;
   ran_[target.name] = description;
   auto instance = std::make_unique<LocalTarget>(target.name, std::move(*process), std::move(cgroup), port,
-                                                api::EffectiveReadiness(target).path, target.scheme == "https", o.log_file, description,
+                                                api::EffectiveReadiness(target).path, target.scheme == Scheme::kHttps, o.log_file, description,
                                                 target.nofile);
   instance->SetProtocol(api::EffectiveProtocol(target));
   if (wants_port) instance->SetPortChosen();

@@ -1,0 +1,62 @@
+// Scheme and Protocol: how a target is reached, as one value everywhere —
+// the run file (spec.targets[].scheme and .protocol, decoded once by the API
+// codec), the controller's probes and jobs, the wire to the agents and the
+// agent's engine. Text appears only at the edges: the spellings below, read
+// by Parse* and written by ToString.
+//
+// Constants and pure functions; thread-safe.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+namespace fairbench {
+
+// "http" or "https" (TLS; the certificate is not verified, as wrk does not).
+enum class Scheme : uint8_t { kHttp, kHttps };
+
+// What is spoken over the connection: HTTP/1.1, HTTP/2 with prior knowledge
+// over plain TCP (h2c), or HTTP/2 over TLS chosen by ALPN (h2).
+enum class Protocol : uint8_t { kHttp1, kH2c, kH2 };
+
+inline constexpr std::array<std::pair<Scheme, std::string_view>, 2> kSchemeNames{{
+    {Scheme::kHttp, "http"},
+    {Scheme::kHttps, "https"},
+}};
+
+inline constexpr std::array<std::pair<Protocol, std::string_view>, 3> kProtocolNames{{
+    {Protocol::kHttp1, "http1"},
+    {Protocol::kH2, "h2"},
+    {Protocol::kH2c, "h2c"},
+}};
+
+constexpr std::string_view ToString(Scheme s) { return kSchemeNames[s == Scheme::kHttps ? 1 : 0].second; }
+
+constexpr std::string_view ToString(Protocol p) {
+  for (const auto& [value, name] : kProtocolNames) {
+    if (value == p) return name;
+  }
+  return "?";
+}
+
+constexpr std::optional<Scheme> ParseScheme(std::string_view text) {
+  for (const auto& [value, name] : kSchemeNames) {
+    if (name == text) return value;
+  }
+  return std::nullopt;
+}
+
+constexpr std::optional<Protocol> ParseProtocol(std::string_view text) {
+  for (const auto& [value, name] : kProtocolNames) {
+    if (name == text) return value;
+  }
+  return std::nullopt;
+}
+
+// HTTP/2 in either form.
+constexpr bool IsHttp2(Protocol p) { return p != Protocol::kHttp1; }
+
+}  // namespace fairbench
