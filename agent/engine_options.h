@@ -65,6 +65,10 @@ struct EngineOptions {
   HttpProtocol protocol = HttpProtocol::kHttp1;
   H2Options h2;
   std::vector<std::shared_ptr<const H2Request>> h2_requests;
+  // gRPC (h2.grpc set; agent/grpc_call.h builds the request): each stream
+  // is a call, counted by its grpc-status (Counters::grpc). A unary call
+  // answered OK must carry exactly one message.
+  bool grpc_unary = false;
   // A wrk script (agent/script.h), set up before the engine starts, with
   // one state per thread: worker i sends what script->thread(i) gives (its
   // static request, or request()'s texts) to its thread.addr. Not owned;

@@ -77,5 +77,33 @@ TEST(H2AllocationTest, NoAllocationPerRequestOnceWarm) {
   EXPECT_EQ(allocations, 0u) << "operator new calls by the client over 5000 requests";
 }
 
+// The same in gRPC mode: reading each response's messages and the
+// trailers' grpc-status costs no allocation either (catches header fields
+// kept per stream when nothing asked for them).
+TEST(H2AllocationTest, NoAllocationPerGrpcCallOnceWarm) {
+  H2TestServerOptions so;
+  so.raw = true;
+  so.raw_body = std::string("\0\0\0\0\x05hello", 10);
+  so.headers = {{"content-type", "application/grpc"}};
+  so.trailers = {{"grpc-status", "0"}, {"grpc-message", "fine"}};
+  H2TestServer server(so);
+  RequestSpec spec;
+  spec.method = "POST";
+  spec.target = "/fairbench.echo.v1.Echo/Unary";
+  spec.headers = {{"content-type", "application/grpc"}, {"te", "trailers"}};
+  spec.body = std::string("\0\0\0\0\x02hi", 7);
+  auto req = H2Request::Build(spec, "http", "alloc.test");
+  ASSERT_TRUE(req.ok());
+  H2Options options;
+  options.max_streams = 16;
+  options.grpc = true;
+  auto c = H2Connection::Create(options);
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(RunRequests(**c, server, **req, 200), 200u);
+  allocations = 0;
+  ASSERT_EQ(RunRequests(**c, server, **req, 5000), 5000u);
+  EXPECT_EQ(allocations, 0u) << "operator new calls by the client over 5000 gRPC calls";
+}
+
 }  // namespace
 }  // namespace fairbench::agent

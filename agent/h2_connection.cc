@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string_view>
 
 namespace fairbench::agent {
 namespace {
@@ -86,6 +87,7 @@ Status H2Connection::Init() {
     if (r != 0) return Status::Internal(std::string("nghttp2_session_set_local_window_size: ") + nghttp2_strerror(r));
   }
   slots_.resize(opt_.max_streams);
+  for (Slot& s : slots_) s.grpc = GrpcMessageReader(opt_.grpc_max_message);
   free_.reserve(slots_.size());
   for (size_t i = slots_.size(); i > 0; --i) free_.push_back(&slots_[i - 1]);
   outcomes_.reserve(slots_.size());
@@ -120,6 +122,13 @@ int32_t H2Connection::Submit(const H2Request& request, uint32_t index, uint64_t 
   if (opt_.capture) {
     s->headers.clear();
     s->body.clear();
+  }
+  if (opt_.grpc) {
+    s->grpc.Reset();
+    s->grpc_pending = H2Outcome::kNoGrpcStatus;
+    s->grpc_status = H2Outcome::kNoGrpcStatus;
+    s->first_ns = 0;
+    s->last_ns = 0;
   }
   nghttp2_data_provider body;
   body.source.ptr = s;
@@ -277,6 +286,15 @@ void H2Connection::Report(Slot* s, H2Error error, uint32_t error_code) {
   o.request = s->index;
   o.body_bytes = s->body_bytes;
   o.cookie = s->cookie;
+  if (opt_.grpc) {
+    o.grpc_status = s->grpc_status;
+    // A complete response that stopped inside a message is truncated; a
+    // stream that failed otherwise is counted by its HTTP/2 error.
+    o.grpc_error = error == H2Error::kNone ? s->grpc.End() : s->grpc.error();
+    o.grpc_messages = s->grpc.messages();
+    o.first_message_ns = s->first_ns;
+    o.last_message_ns = s->last_ns;
+  }
   if (opt_.capture) {
     o.headers = std::move(s->headers);
     o.body = std::move(s->body);
@@ -315,17 +333,22 @@ int H2Connection::OnHeader(nghttp2_session*, const nghttp2_frame* frame, const u
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
   const bool is_status = namelen == 7 && std::memcmp(name, ":status", 7) == 0;
   auto* self = static_cast<H2Connection*>(user_data);
-  if (!is_status && !self->opt_.capture) return 0;
+  const bool is_grpc_status = self->opt_.grpc && namelen == 11 && std::memcmp(name, "grpc-status", 11) == 0;
+  if (!is_status && !is_grpc_status && !self->opt_.capture) return 0;
   Slot* s = self->SlotOf(frame->hd.stream_id);
   if (s == nullptr) return 0;
+  if (is_grpc_status) {
+    const int code = ParseGrpcStatus(std::string_view(reinterpret_cast<const char*>(value), valuelen));
+    s->grpc_pending = code < 0 ? H2Outcome::kBadGrpcStatus : code;
+  }
   if (!is_status) {
-    if (namelen > 0 && name[0] != ':') {
+    if (self->opt_.capture && namelen > 0 && name[0] != ':') {
       s->headers.emplace_back(std::string(reinterpret_cast<const char*>(name), namelen),
                               std::string(reinterpret_cast<const char*>(value), valuelen));
     }
     return 0;
   }
-  s->headers.clear();  // an interim response's fields are not the final one's
+  if (self->opt_.capture) s->headers.clear();  // an interim response's fields are not the final one's
   // nghttp2's HTTP messaging checks make it three digits.
   uint16_t status = 0;
   for (size_t i = 0; i < valuelen; ++i) status = static_cast<uint16_t>(status * 10 + (value[i] - '0'));
@@ -355,6 +378,13 @@ int H2Connection::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void
       break;
     case NGHTTP2_HEADERS:
     case NGHTTP2_DATA:
+      if (self->opt_.grpc && frame->hd.type == NGHTTP2_HEADERS) {
+        // Only the HEADERS frame that ends the stream carries the call's status.
+        if (Slot* s = self->SlotOf(frame->hd.stream_id); s != nullptr) {
+          if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) s->grpc_status = s->grpc_pending;
+          s->grpc_pending = H2Outcome::kNoGrpcStatus;
+        }
+      }
       if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
         // The response is complete: it counts now, even if the stream
         // stays open while the rest of a request body goes out (the
@@ -376,6 +406,10 @@ int H2Connection::OnDataChunk(nghttp2_session*, uint8_t, int32_t stream_id, cons
   if (Slot* s = self->SlotOf(stream_id)) {
     s->body_bytes += len;
     if (self->opt_.capture) s->body.append(reinterpret_cast<const char*>(data), len);
+    if (self->opt_.grpc && s->grpc.Feed(data, len) > 0) {
+      if (s->first_ns == 0) s->first_ns = self->clock_ns_;
+      s->last_ns = self->clock_ns_;
+    }
   }
   return 0;
 }

@@ -48,6 +48,14 @@
 // lives in a fixed table of `max_streams` slots; the outcome vector and the
 // output buffer are reused. What nghttp2 allocates per stream is its own.
 //
+// gRPC (H2Options::grpc): each stream's DATA also goes through a
+// GrpcMessageReader (agent/grpc_frame.h): messages are counted, the clock
+// the caller last gave (set_clock) is kept for the first and the last one,
+// and a framing error is kept. The grpc-status of the HEADERS frame that
+// ends the stream (the trailers, or a Trailers-Only response) is the
+// call's; one in HEADERS that do not end the stream does not count. All of
+// it comes back in the outcome (grpc_*), for the caller to classify.
+//
 // Not thread-safe: one connection belongs to one worker thread. Requests
 // passed to Submit must outlive the connection (or at least the streams).
 #pragma once
@@ -62,6 +70,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/grpc_frame.h"
 #include "agent/h2_request.h"
 #include "common/status.h"
 
@@ -91,6 +100,17 @@ struct H2Outcome {
   // (pseudo-headers left out) and its body.
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
+  // Only with H2Options::grpc: the grpc-status of the frame that ended the
+  // stream (kNoGrpcStatus: none; kBadGrpcStatus: not a number), the
+  // response messages, the first framing error, and the clock at the first
+  // and the last message (0 without one).
+  static constexpr int32_t kNoGrpcStatus = -1;
+  static constexpr int32_t kBadGrpcStatus = -2;
+  int32_t grpc_status = kNoGrpcStatus;
+  GrpcFrameError grpc_error = GrpcFrameError::kNone;
+  uint32_t grpc_messages = 0;
+  int64_t first_message_ns = 0;
+  int64_t last_message_ns = 0;
 };
 
 struct H2Options {
@@ -101,6 +121,9 @@ struct H2Options {
   // Keep each response's headers and body for the caller (a script's
   // response()); otherwise bodies are counted, never copied.
   bool capture = false;
+  // gRPC: read each response as gRPC messages and a grpc-status (see above).
+  bool grpc = false;
+  uint32_t grpc_max_message = 4u << 20;  // --max-message-size
 };
 
 // Checks the options; InvalidArgument names the flag.
@@ -149,6 +172,9 @@ class H2Connection {
   // The transport ended or failed: every open stream is appended as `why`
   // (normally kClosed). The connection is dead afterwards.
   void Fail(H2Error why);
+
+  // gRPC: the time of the bytes the next Receive gets (the caller's clock).
+  void set_clock(int64_t now_ns) { clock_ns_ = now_ns; }
 
   // Streams that ended since the caller last cleared the vector.
   std::vector<H2Outcome>& outcomes() { return outcomes_; }
@@ -207,6 +233,13 @@ class H2Connection {
     // nghttp2 closes a malformed stream only when its own RST_STREAM goes
     // out, so a GOAWAY or RST_STREAM read in the same piece must not win.
     H2Error cause = H2Error::kNone;
+    // gRPC: the reader of its DATA, the grpc-status of the HEADERS frame
+    // being read and of the one that ended the stream, message times.
+    GrpcMessageReader grpc;
+    int32_t grpc_pending = H2Outcome::kNoGrpcStatus;
+    int32_t grpc_status = H2Outcome::kNoGrpcStatus;
+    int64_t first_ns = 0;
+    int64_t last_ns = 0;
     bool reported = false;  // its outcome is out (the stream may still be sending a body)
     bool in_use = false;
   };
@@ -255,6 +288,7 @@ class H2Connection {
   int32_t goaway_last_stream_id_ = 0;
   uint32_t goaway_code_ = 0;
   const char* error_message_ = "";
+  int64_t clock_ns_ = 0;
   uint64_t goaways_ = 0;
   uint64_t rst_streams_ = 0;
   uint64_t bytes_in_ = 0;

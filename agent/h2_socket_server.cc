@@ -87,6 +87,10 @@ void H2SocketServer::Run() {
     totals_.responses += s.responses();
     totals_.resets_sent += s.resets_sent();
     totals_.peak_open_streams = std::max(totals_.peak_open_streams, s.peak_open_streams());
+    if (totals_.first_request_fields.empty()) {
+      totals_.first_request_fields = s.first_request_fields();
+      totals_.first_request_body = s.first_request_body();
+    }
     if (s.goaway_last_stream_id() != 0) {
       ++totals_.goaways_sent;
       for (int32_t id : p.up.opened()) {

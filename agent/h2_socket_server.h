@@ -38,6 +38,10 @@ struct H2SocketTotals {
   // last-stream-id of the server's GOAWAY: refused, never processed.
   uint64_t refused_by_goaway = 0;
   uint32_t peak_open_streams = 0;  // the most any one connection had open
+  // The first stream of the first connection that had one: its header
+  // fields as the server read them, and its body.
+  std::vector<std::pair<std::string, std::string>> first_request_fields;
+  std::string first_request_body;
 };
 
 class H2SocketServer {

@@ -49,6 +49,11 @@ H2TestServer::H2TestServer(H2TestServerOptions options) : opt_(options) {
   status_text_ = std::to_string(opt_.status);
   length_text_ = std::to_string(opt_.response_body);
   response_nv_ = {Nv(":status", status_text_), Nv("content-length", length_text_)};
+  if (opt_.raw) {
+    response_nv_.pop_back();
+    for (const auto& [name, value] : opt_.headers) response_nv_.push_back(Nv(name.c_str(), value));
+    for (const auto& [name, value] : opt_.trailers) trailer_nv_.push_back(Nv(name.c_str(), value));
+  }
 }
 
 H2TestServer::~H2TestServer() { nghttp2_session_del(session_); }
@@ -98,9 +103,11 @@ void H2TestServer::Respond(int32_t stream_id) {
     nghttp2_data_provider body;
     body.source.ptr = nullptr;
     body.read_callback = &ReadBody;
-    body_left_[stream_id] = opt_.response_body;
+    const uint64_t body_size = opt_.raw ? opt_.raw_body.size() : opt_.response_body;
+    body_left_[stream_id] = body_size;
+    const bool has_data = body_size > 0 || !trailer_nv_.empty();
     const int rv = nghttp2_submit_response(session_, stream_id, response_nv_.data(), response_nv_.size(),
-                                           opt_.response_body > 0 ? &body : nullptr);
+                                           has_data ? &body : nullptr);
     if (rv != 0) Die("submit_response", rv);
   }
   if (opt_.lower_after != 0 && requests_ == opt_.lower_after) {
@@ -128,6 +135,10 @@ int H2TestServer::OnBeginHeaders(nghttp2_session*, const nghttp2_frame* frame, v
 int H2TestServer::OnHeader(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name, size_t namelen,
                            const uint8_t* value, size_t valuelen, uint8_t, void* user_data) {
   auto* self = static_cast<H2TestServer*>(user_data);
+  if (frame->hd.type == NGHTTP2_HEADERS && frame->hd.stream_id == 1) {
+    self->first_fields_.emplace_back(std::string(reinterpret_cast<const char*>(name), namelen),
+                                     std::string(reinterpret_cast<const char*>(value), valuelen));
+  }
   if (frame->hd.type == NGHTTP2_HEADERS && namelen == 5 && std::memcmp(name, ":path", 5) == 0) {
     self->stream_path_[frame->hd.stream_id].assign(reinterpret_cast<const char*>(value), valuelen);
   }
@@ -173,8 +184,11 @@ int H2TestServer::OnFrameSend(nghttp2_session*, const nghttp2_frame* frame, void
   return 0;
 }
 
-int H2TestServer::OnDataChunk(nghttp2_session*, uint8_t, int32_t, const uint8_t*, size_t len, void* user_data) {
-  static_cast<H2TestServer*>(user_data)->body_bytes_ += len;
+int H2TestServer::OnDataChunk(nghttp2_session*, uint8_t, int32_t stream_id, const uint8_t* data, size_t len,
+                              void* user_data) {
+  auto* self = static_cast<H2TestServer*>(user_data);
+  self->body_bytes_ += len;
+  if (stream_id == 1) self->first_body_.append(reinterpret_cast<const char*>(data), len);
   return 0;
 }
 
@@ -187,14 +201,27 @@ int H2TestServer::OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t, v
   return 0;
 }
 
-ssize_t H2TestServer::ReadBody(nghttp2_session*, int32_t stream_id, uint8_t* buf, size_t length,
+ssize_t H2TestServer::ReadBody(nghttp2_session* session, int32_t stream_id, uint8_t* buf, size_t length,
                                uint32_t* data_flags, nghttp2_data_source*, void* user_data) {
   auto* self = static_cast<H2TestServer*>(user_data);
   uint64_t& left = self->body_left_[stream_id];
   const size_t n = static_cast<size_t>(std::min<uint64_t>({left, length, sizeof(kFill)}));
-  std::memcpy(buf, kFill, n);
+  if (self->opt_.raw) {
+    std::memcpy(buf, self->opt_.raw_body.data() + (self->opt_.raw_body.size() - left), n);
+  } else {
+    std::memcpy(buf, kFill, n);
+  }
   left -= n;
-  if (left == 0) *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+  if (left == 0) {
+    *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+    if (!self->trailer_nv_.empty()) {
+      *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+      if (int rv = nghttp2_submit_trailer(session, stream_id, self->trailer_nv_.data(), self->trailer_nv_.size());
+          rv != 0) {
+        Die("submit_trailer", rv);
+      }
+    }
+  }
   return static_cast<ssize_t>(n);
 }
 

@@ -47,6 +47,15 @@ struct H2TestServerOptions {
   // SETTINGS_MAX_CONCURRENT_STREAMS to `lowered_streams`.
   uint64_t lower_after = 0;
   uint32_t lowered_streams = 1;
+  // gRPC-shaped (or misshapen) responses: with `raw`, each response is
+  // :status, then `headers`, no content-length; its DATA is exactly
+  // `raw_body` (none if empty); `trailers`, if any, follow in a HEADERS
+  // frame that ends the stream. Without trailers the last DATA (or, with no
+  // body, the response HEADERS: a headers-only response) ends it.
+  bool raw = false;
+  std::string raw_body{};
+  std::vector<std::pair<std::string, std::string>> headers{};
+  std::vector<std::pair<std::string, std::string>> trailers{};
 };
 
 class H2TestServer {
@@ -81,6 +90,10 @@ class H2TestServer {
   uint32_t client_enable_push() const;
   // The :path of each complete request, in order.
   const std::vector<std::string>& paths() const { return paths_; }
+  // The first stream's (id 1) header fields, pseudo-headers included, in
+  // the order they came, and its DATA: what a client sends, as read here.
+  const std::vector<std::pair<std::string, std::string>>& first_request_fields() const { return first_fields_; }
+  const std::string& first_request_body() const { return first_body_; }
 
  private:
   void Respond(int32_t stream_id);
@@ -101,9 +114,12 @@ class H2TestServer {
   size_t woff_ = 0;
   std::string status_text_, length_text_;
   std::vector<nghttp2_nv> response_nv_;
+  std::vector<nghttp2_nv> trailer_nv_;
   std::unordered_map<int32_t, uint64_t> body_left_;
   std::unordered_map<int32_t, std::string> stream_path_;
   std::vector<std::string> paths_;
+  std::vector<std::pair<std::string, std::string>> first_fields_;
+  std::string first_body_;
   uint64_t requests_ = 0, responses_ = 0, resets_sent_ = 0, refused_ = 0, body_bytes_ = 0, resets_received_ = 0;
   uint32_t open_ = 0, peak_open_ = 0, peak_after_lowering_ = 0;
   uint32_t settings_acks_ = 0;

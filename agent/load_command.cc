@@ -16,9 +16,11 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "agent/engine.h"
+#include "agent/grpc_call.h"
 #include "agent/idle_wait.h"
 #include "agent/request.h"
 #include "agent/request_mix.h"
@@ -106,6 +108,17 @@ CLI::App* AddLoadCommand(CLI::App& app, LoadFlags& f) {
   cmd->add_option("--streams", f.streams, "HTTP/2: streams per connection, capped by the server's SETTINGS; each refilled as it ends, so N in flight; the streams of one turn of the event loop go out in one write (default 1; h2load's -m)");
   cmd->add_option("--h2-stream-window", f.h2_stream_window, "HTTP/2: our stream receive window in bytes, e.g. 64k, 1M (default 65535)");
   cmd->add_option("--h2-connection-window", f.h2_connection_window, "HTTP/2: our connection receive window in bytes (default 65535)");
+  cmd->add_option("--grpc", f.grpc,
+                  "gRPC: call SERVICE/METHOD (e.g. pkg.Echo/Unary, unary or server-streaming) over HTTP/2: h2c for "
+                  "http://, h2 by ALPN for https://; each stream is a call, counted by its grpc-status");
+  cmd->add_option("--message-file", f.message_file, "gRPC: the request message, binary protobuf (default: empty)");
+  cmd->add_option("--message-json", f.message_json, "gRPC: the request message as JSON (needs --descriptor-set)");
+  cmd->add_option("--descriptor-set", f.descriptor_set,
+                  "gRPC: a protoc --descriptor_set_out --include_imports file: checks the method, encodes --message-json");
+  cmd->add_option("--metadata", f.metadata, "gRPC: a metadata field, 'key: value' (repeatable)");
+  cmd->add_option("--deadline", f.deadline, "gRPC: the call's deadline, sent as grpc-timeout, e.g. 100ms");
+  cmd->add_option("--max-message-size", f.max_message_size,
+                  "gRPC: a response message above this many bytes is a protocol error (default 4M)");
   return cmd;
 }
 
@@ -113,26 +126,18 @@ namespace {
 
 // --h2-*-window: a byte count (plain, or with k/M/G as powers of 1024).
 Result<uint32_t> ParseWindow(const std::string& text, const std::string& flag) {
-  uint64_t mult = 1;
-  std::string digits = text;
-  if (!digits.empty()) {
-    const char last = digits.back();
-    if (last == 'k' || last == 'K') mult = 1024;
-    else if (last == 'm' || last == 'M') mult = 1024 * 1024;
-    else if (last == 'g' || last == 'G') mult = 1024 * 1024 * 1024;
-    if (mult != 1) digits.pop_back();
-  }
-  auto n = ParseCount(digits);
-  if (!n.ok()) return Status::InvalidArgument(flag + ": '" + text + "' is not a size in bytes");
-  const uint64_t v = *n * mult;
-  if (v == 0 || v > 2147483647ull) return Status::InvalidArgument(flag + ": must be between 1 and 2147483647 bytes, got '" + text + "'");
-  return static_cast<uint32_t>(v);
+  auto v = ParseBinarySize(text);
+  if (!v.ok()) return Status::InvalidArgument(flag + ": '" + text + "' is not a size in bytes");
+  if (*v == 0 || *v > 2147483647ull) return Status::InvalidArgument(flag + ": must be between 1 and 2147483647 bytes, got '" + text + "'");
+  return static_cast<uint32_t>(*v);
 }
 
 // Whether the server at `addresses` chooses h2 by ALPN: one blocking
 // handshake before the load, so that a server without HTTP/2 is named at
 // once instead of showing up as a count of handshake errors.
-Status CheckAlpnH2(const std::vector<SocketAddress>& addresses, const TlsContext& ctx, std::chrono::nanoseconds timeout) {
+// `grpc`: the load is gRPC, which has no HTTP/1.1 to fall back to.
+Status CheckAlpnH2(const std::vector<SocketAddress>& addresses, const TlsContext& ctx, std::chrono::nanoseconds timeout,
+                   bool grpc) {
   const SocketAddress& addr = addresses.front();
   const int fd = ::socket(addr.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
   if (fd < 0) return Status::IoError(std::string("socket: ") + std::strerror(errno));
@@ -155,14 +160,18 @@ Status CheckAlpnH2(const std::vector<SocketAddress>& addresses, const TlsContext
   if (SSL_connect(ssl) != 1) {
     const std::string errors = TlsContext::TakeErrors();
     if (errors.find("no application protocol") != std::string::npos) {
-      result = Status::InvalidArgument("--h2: the server does not offer h2 in ALPN (TLS alert no_application_protocol); "
-                                       "it does not speak HTTP/2 over TLS: drop --h2 to load it with HTTP/1.1");
+      result = Status::InvalidArgument(
+          grpc ? "--grpc: the server does not offer h2 in ALPN (TLS alert no_application_protocol): it is no gRPC server"
+               : "--h2: the server does not offer h2 in ALPN (TLS alert no_application_protocol); "
+                 "it does not speak HTTP/2 over TLS: drop --h2 to load it with HTTP/1.1");
     } else {
-      result = Status::IoError("--h2: TLS handshake failed: " + errors);
+      result = Status::IoError(std::string(grpc ? "--grpc" : "--h2") + ": TLS handshake failed: " + errors);
     }
   } else if (!TlsContext::NegotiatedH2(ssl)) {
-    result = Status::InvalidArgument("--h2: the server did not choose h2 by ALPN (it speaks HTTP/1.1 only over TLS); "
-                                     "drop --h2 to load it with HTTP/1.1");
+    result = Status::InvalidArgument(
+        grpc ? "--grpc: the server did not choose h2 by ALPN (it speaks HTTP/1.1 only over TLS): it is no gRPC server"
+             : "--h2: the server did not choose h2 by ALPN (it speaks HTTP/1.1 only over TLS); "
+               "drop --h2 to load it with HTTP/1.1");
   }
   TlsContext::Release(ssl);
   ::close(fd);
@@ -195,14 +204,34 @@ int RunLoadCommand(const LoadFlags& f) {
   if (timeout->count() <= 0) return BadInput("--timeout: must be > 0");
   if (f.rate < 0) return BadInput("--rate: must be ≥ 0");
   if (f.pipeline == 0) return BadInput("--pipeline: must be ≥ 1");
+  // --grpc: the request is the call; HTTP/2 follows from the URL's scheme.
+  std::optional<GrpcCall> grpc;
+  if (!f.grpc.empty()) {
+    if (!f.method.empty() || !f.body.empty() || !f.body_file.empty() || !f.requests_file.empty() || !f.script.empty()) {
+      return BadInput("--grpc: the request is the call; -m, --body, --body-file, --requests and -s do not apply");
+    }
+    if (!f.headers.empty()) return BadInput("-H: with --grpc, give metadata with --metadata 'key: value'");
+    if (url->target != "/") {
+      return BadInput("--grpc: the URL names the server only (http[s]://host:port), not '" + url->target +
+                      "'; the method is --grpc SERVICE/METHOD");
+    }
+    GrpcCallFlags g{f.grpc, f.message_file, f.message_json, f.descriptor_set, f.metadata, f.deadline, f.max_message_size};
+    auto call = BuildGrpcCall(g);
+    if (!call.ok()) return BadInput(call.status().message());
+    grpc = std::move(*call);
+  } else if (!f.message_file.empty() || !f.message_json.empty() || !f.descriptor_set.empty() || !f.metadata.empty() ||
+             !f.deadline.empty() || !f.max_message_size.empty()) {
+    return BadInput("--message-file, --message-json, --descriptor-set, --metadata, --deadline and --max-message-size "
+                    "are for --grpc SERVICE/METHOD");
+  }
   if (f.h2 && f.h2c) return BadInput("--h2 and --h2c exclude each other (--h2: https with ALPN; --h2c: http, prior knowledge)");
   if (f.h2 && !url->https) return BadInput("--h2: needs an https:// URL (HTTP/2 over TLS); for http:// use --h2c");
   if (f.h2c && url->https) return BadInput("--h2c: needs an http:// URL (HTTP/2 without TLS); for https:// use --h2");
-  const bool h2 = f.h2 || f.h2c;
+  const bool h2 = f.h2 || f.h2c || grpc.has_value();
   if (!h2) {
-    if (!f.streams.empty()) return BadInput("--streams: only with --h2 or --h2c");
-    if (!f.h2_stream_window.empty()) return BadInput("--h2-stream-window: only with --h2 or --h2c");
-    if (!f.h2_connection_window.empty()) return BadInput("--h2-connection-window: only with --h2 or --h2c");
+    if (!f.streams.empty()) return BadInput("--streams: only with --h2, --h2c or --grpc");
+    if (!f.h2_stream_window.empty()) return BadInput("--h2-stream-window: only with --h2, --h2c or --grpc");
+    if (!f.h2_connection_window.empty()) return BadInput("--h2-connection-window: only with --h2, --h2c or --grpc");
   }
   H2Options h2_options;
   h2_options.max_streams = 1;
@@ -223,7 +252,7 @@ int RunLoadCommand(const LoadFlags& f) {
     h2_options.connection_window = *w;
   }
   if (h2) {
-    const char* flag = f.h2 ? "--h2" : "--h2c";
+    const char* flag = grpc ? "--grpc" : f.h2 ? "--h2" : "--h2c";
     if (f.rate > 0) return BadInput(std::string("--rate cannot be combined with ") + flag + " (a constant rate is HTTP/1.1 only)");
     if (f.pipeline > 1) return BadInput(std::string("--pipeline cannot be combined with ") + flag + " (use --streams)");
     if (f.no_keep_alive) return BadInput(std::string("--no-keep-alive cannot be combined with ") + flag);
@@ -250,7 +279,9 @@ int RunLoadCommand(const LoadFlags& f) {
     return BadInput("'" + f.script_args.front() + "': arguments after the URL are for a script's init(); give one with -s");
   }
   std::vector<RequestSpec> specs;
-  if (!f.requests_file.empty()) {
+  if (grpc) {
+    specs.push_back(grpc->request);
+  } else if (!f.requests_file.empty()) {
     auto mix = LoadRequestMix(f.requests_file);
     if (!mix.ok()) return BadInput(mix.status().message());
     specs = std::move(*mix);
@@ -298,15 +329,25 @@ int RunLoadCommand(const LoadFlags& f) {
   opt.duration = *duration;
   opt.warmup = *warmup;
   opt.timeout = *timeout;
+  // The server's DEADLINE_EXCEEDED must come before the agent gives up.
+  if (grpc && grpc->deadline.count() > 0 && opt.timeout < grpc->deadline + std::chrono::seconds(1)) {
+    opt.timeout = grpc->deadline + std::chrono::seconds(1);
+  }
   opt.keep_alive = !f.no_keep_alive;
   opt.pipeline = f.pipeline;
   opt.rate = f.rate;
   opt.idle_wait = ResolveIdleWait(*idle, opt.addresses.front());
   if (url->https) opt.tls = MakeTlsOptions(url->host, f.sni, f.verify, f.target_ca_file);
   if (h2) {
-    opt.protocol = f.h2 ? HttpProtocol::kH2 : HttpProtocol::kH2c;
-    opt.tls.alpn_h2 = f.h2;
+    const bool over_tls = url->https;
+    opt.protocol = over_tls ? HttpProtocol::kH2 : HttpProtocol::kH2c;
+    opt.tls.alpn_h2 = over_tls;
     opt.h2 = h2_options;
+    if (grpc) {
+      opt.h2.grpc = true;
+      opt.h2.grpc_max_message = grpc->max_message;
+      opt.grpc_unary = grpc->kind == GrpcCallKind::kUnary;
+    }
     if (Status s = BuildH2Requests(opt, specs, url->HostHeader()); !s.ok()) return BadInput(s.message());
   }
   // A wrk script: loaded, set up and initialised now, so that any error in
@@ -353,7 +394,7 @@ int RunLoadCommand(const LoadFlags& f) {
     if (!ctx.ok()) return BadInput((f.target_ca_file.empty() ? "--verify: " : "--target-ca-file: ") + ctx.status().message());
     opt.tls_context = std::move(*ctx);
     if (opt.protocol == HttpProtocol::kH2) {
-      if (Status s = CheckAlpnH2(opt.addresses, *opt.tls_context, opt.timeout); !s.ok()) {
+      if (Status s = CheckAlpnH2(opt.addresses, *opt.tls_context, opt.timeout, grpc.has_value()); !s.ok()) {
         std::fprintf(stderr, "fairbench-agent: %s\n", s.message().c_str());
         return 1;
       }
@@ -373,7 +414,13 @@ int RunLoadCommand(const LoadFlags& f) {
   const BlockedSignals stop_signals({SIGINT, SIGTERM});
 
   Engine engine(opt);
-  std::printf("Running %s test @ %s\n", FormatTimeS(static_cast<double>(opt.duration.count()) / 1e9).c_str(), f.url.c_str());
+  // gRPC: the URL with the method's path, as the summary names it.
+  std::string shown_url = f.url;
+  if (grpc) {
+    while (!shown_url.empty() && shown_url.back() == '/') shown_url.pop_back();
+    shown_url += grpc->request.target;
+  }
+  std::printf("Running %s test @ %s\n", FormatTimeS(static_cast<double>(opt.duration.count()) / 1e9).c_str(), shown_url.c_str());
   std::printf("  %u threads and %u connections\n", opt.threads, opt.connections);
   std::fflush(stdout);
   if (Status s = engine.Start(); !s.ok()) {
@@ -409,7 +456,7 @@ int RunLoadCommand(const LoadFlags& f) {
   signal_watcher.Stop();
 
   SummaryContext ctx;
-  ctx.url = f.url;
+  ctx.url = shown_url;
   ctx.threads = opt.threads;
   ctx.connections = opt.connections;
   ctx.duration_s = static_cast<double>(opt.duration.count()) / 1e9;
@@ -419,6 +466,12 @@ int RunLoadCommand(const LoadFlags& f) {
   ctx.latency_distribution = f.latency;
   ctx.protocol = HttpProtocolName(opt.protocol);
   ctx.streams = opt.protocol != HttpProtocol::kHttp1 ? opt.h2.max_streams : 0;
+  if (grpc) {
+    ctx.grpc_method = grpc->request.target;
+    ctx.grpc_kind = grpc->kind == GrpcCallKind::kUnary             ? "unary"
+                    : grpc->kind == GrpcCallKind::kServerStreaming ? "server-streaming"
+                                                                   : "unknown";
+  }
   std::string text = RenderText(ctx, totals, end);
   // The first two lines were printed at the start, as wrk does.
   for (int skip = 0; skip < 2; ++skip) text.erase(0, text.find('\n') + 1);

@@ -45,6 +45,14 @@ struct LoadFlags {
   std::string streams;
   std::string h2_stream_window;
   std::string h2_connection_window;
+  // gRPC: --grpc SERVICE/METHOD and its message, metadata, deadline.
+  std::string grpc{};
+  std::string message_file{};
+  std::string message_json{};
+  std::string descriptor_set{};
+  std::vector<std::string> metadata{};
+  std::string deadline{};
+  std::string max_message_size{};
 };
 
 // Registers the subcommand's options on `app`.

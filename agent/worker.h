@@ -39,7 +39,8 @@
 // open stream is closed and reopened. A timer per connection (on the heap)
 // finds the streams past their timeout.
 //
-// The HTTP/2 half of the worker lives in worker_h2.cc.
+// The HTTP/2 half of the worker lives in worker_h2.cc; gRPC's accounting
+// of a stream's outcome in worker_grpc.cc.
 //
 // A wrk script (opt.script): the worker takes its requests, and its
 // address, from its thread's ScriptThread (agent/script.h). A static script
@@ -206,6 +207,10 @@ class Worker {
   // with no stream to count it on.
   bool H2AfterRead(Conn& c, int64_t now, bool lone_failure);
   void H2Expire(Conn& c, int64_t at_ns, int64_t now);
+  // gRPC (worker_grpc.cc): counts a complete response as a call by its
+  // grpc-status, or as a protocol error by kind (then returns false: it is
+  // no request and has no latency).
+  bool GrpcCall(const H2Outcome& o);
   void H2ArmTimer(Conn& c, int64_t at_ns);
 
   // Timers.

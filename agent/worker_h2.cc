@@ -52,6 +52,7 @@ void Worker::H2Read(Conn& c, uint32_t events) {
     }
     const size_t n = r.bytes;
     if (!draining_) cur_.counters.bytes_read += n;
+    if (opt_.h2.grpc) h2.set_clock(NowNs());  // when each message arrived
     const bool ok = h2.Receive(reinterpret_cast<const uint8_t*>(buf), n);
     if (!ok) break;
     // A short read drained the socket (edge-triggered: new data brings a new
@@ -111,6 +112,7 @@ void Worker::H2Outcomes(Conn& c, int64_t now) {
       switch (o.error) {
         case H2Error::kNone: {
           if (capture_ && !halted_) script_->Response(o.status, o.headers, o.body);
+          if (opt_.h2.grpc && !GrpcCall(o)) break;
           ++k.requests;
           ++sample_requests_;
           const int cls = o.status / 100;

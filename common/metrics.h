@@ -53,6 +53,53 @@ struct ErrorCounts {
   bool operator==(const ErrorCounts&) const = default;
 };
 
+// gRPC calls (fairbench-agent load --grpc): how each ended. A call that
+// ended with a grpc-status is counted under its code (and is one of the
+// Counters' requests); a call the server answered in a way gRPC does not
+// allow is a protocol error of one kind (and no request). HTTP/2 stream
+// errors (GOAWAY, RST_STREAM, a broken frame) stay in ErrorCounts.
+struct GrpcCounts {
+  std::array<uint64_t, 17> status{};  // calls ended with grpc-status i (OK = 0 … UNAUTHENTICATED = 16)
+  uint64_t status_other = 0;          // a numeric grpc-status above 16
+  // Protocol errors by kind: the stream ended without a grpc-status in its
+  // trailers (or Trailers-Only headers); a grpc-status that is not a
+  // number; the stream ended inside a message (shorter than its prefix
+  // said); a prefix whose flag byte is neither 0 nor 1 (not gRPC framing,
+  // or a message longer than its prefix); a message over
+  // --max-message-size; a unary call answered OK with no message or more
+  // than one.
+  uint64_t no_status = 0;
+  uint64_t bad_status = 0;
+  uint64_t truncated = 0;
+  uint64_t bad_flag = 0;
+  uint64_t too_large = 0;
+  uint64_t unary_messages = 0;
+  uint64_t messages = 0;  // response messages of the calls that ended with a status
+
+  uint64_t Calls() const {
+    uint64_t n = status_other;
+    for (uint64_t v : status) n += v;
+    return n;
+  }
+  uint64_t NotOk() const { return Calls() - status[0]; }
+  uint64_t ProtocolErrors() const { return no_status + bad_status + truncated + bad_flag + too_large + unary_messages; }
+  void Add(const GrpcCounts& o) {
+    for (size_t i = 0; i < status.size(); ++i) status[i] += o.status[i];
+    status_other += o.status_other;
+    no_status += o.no_status;
+    bad_status += o.bad_status;
+    truncated += o.truncated;
+    bad_flag += o.bad_flag;
+    too_large += o.too_large;
+    unary_messages += o.unary_messages;
+    messages += o.messages;
+  }
+  bool operator==(const GrpcCounts&) const = default;
+};
+
+// gRPC's name of a status code (grpc/status.h: "OK" … "UNAUTHENTICATED"); "OTHER" above 16.
+const char* GrpcStatusName(int code);
+
 struct Counters {
   uint64_t requests = 0;        // complete responses
   uint64_t bytes_read = 0;      // everything read, headers included
@@ -69,6 +116,7 @@ struct Counters {
   uint64_t tls_handshakes = 0;
   uint64_t tls_handshake_time_us = 0;
   uint64_t tls_resumed = 0;
+  GrpcCounts grpc{};  // gRPC load only
 
   void Add(const Counters& o) {
     requests += o.requests;
@@ -82,6 +130,7 @@ struct Counters {
     tls_handshakes += o.tls_handshakes;
     tls_handshake_time_us += o.tls_handshake_time_us;
     tls_resumed += o.tls_resumed;
+    grpc.Add(o.grpc);
   }
   bool operator==(const Counters&) const = default;
 };
@@ -97,6 +146,10 @@ struct IntervalStats {
   Histogram latency;
   // Only with a constant rate: latency from the first byte actually written.
   Histogram uncorrected;
+  // gRPC calls with response messages: latency to the first and to the
+  // last message (from the same start as `latency`).
+  Histogram first_message{};
+  Histogram last_message{};
   // Each thread's requests/s sampled every 100 ms (wrk's "Req/Sec" row).
   std::vector<double> rate_samples;
 
@@ -104,6 +157,8 @@ struct IntervalStats {
     counters.Add(o.counters);
     latency.Merge(o.latency);
     uncorrected.Merge(o.uncorrected);
+    first_message.Merge(o.first_message);
+    last_message.Merge(o.last_message);
     rate_samples.insert(rate_samples.end(), o.rate_samples.begin(), o.rate_samples.end());
   }
 };

@@ -104,6 +104,23 @@ Result<std::chrono::nanoseconds> ParseDuration(std::string_view raw) {
   return std::chrono::nanoseconds(static_cast<int64_t>(std::llround(ns)));
 }
 
+Result<uint64_t> ParseBinarySize(std::string_view text) {
+  uint64_t mult = 1;
+  std::string_view digits = text;
+  if (!digits.empty()) {
+    const char last = digits.back();
+    if (last == 'k' || last == 'K') mult = 1024;
+    else if (last == 'm' || last == 'M') mult = 1024 * 1024;
+    else if (last == 'g' || last == 'G') mult = 1024 * 1024 * 1024;
+    if (mult != 1) digits.remove_suffix(1);
+  }
+  auto n = ParseCount(digits);
+  if (!n.ok() || *n > (uint64_t{1} << 40)) {
+    return Status::InvalidArgument("'" + std::string(text) + "' is not a size in bytes");
+  }
+  return *n * mult;
+}
+
 Result<uint64_t> ParseCount(std::string_view raw) {
   const std::string_view text = Trim(raw);
   double number = 0;

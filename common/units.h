@@ -29,6 +29,9 @@ std::string PadUnits(const std::string& text, int width);
 Result<std::chrono::nanoseconds> ParseDuration(std::string_view text);
 // "10k" → 10000; k, M, G (×1000). Malformed → InvalidArgument.
 Result<uint64_t> ParseCount(std::string_view text);
+// "64k", "1M", "1G", "1024" → bytes, the suffixes powers of 1024 (the
+// agent's window and message sizes). Malformed → InvalidArgument.
+Result<uint64_t> ParseBinarySize(std::string_view text);
 // "1Gi", "512Mi", "1G", "100M", "1024" → bytes (Kubernetes quantity style).
 Result<uint64_t> ParseBytes(std::string_view text);
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <iterator>
 
 #include "common/base64.h"
 #include "common/units.h"
@@ -11,6 +12,14 @@
 namespace fairbench {
 
 const char* PhaseName(Phase phase) { return phase == Phase::kWarmup ? "warmup" : "measure"; }
+
+const char* GrpcStatusName(int code) {
+  static const char* const kNames[] = {
+      "OK",        "CANCELLED",         "UNKNOWN",          "INVALID_ARGUMENT",    "DEADLINE_EXCEEDED", "NOT_FOUND",
+      "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+      "UNIMPLEMENTED", "INTERNAL",        "UNAVAILABLE",      "DATA_LOSS",           "UNAUTHENTICATED"};
+  return code >= 0 && code < static_cast<int>(std::size(kNames)) ? kNames[code] : "OTHER";
+}
 
 const char* IdleWaitName(IdleWait mode) {
   switch (mode) {
@@ -104,24 +113,60 @@ std::string PercentileRow(double p, uint64_t value) {
 
 double Seconds(const EndReport& end) { return end.measure_seconds > 0 ? end.measure_seconds : 1e-9; }
 
+
+// The gRPC part of the summary: the status table, protocol errors by kind,
+// the two kinds of timeout, and message latency.
+std::string GrpcText(const SummaryContext& ctx, const IntervalStats& m, const ErrorCounts& e) {
+  const GrpcCounts& g = m.counters.grpc;
+  std::string out = Printf("  gRPC: %s (%s), %llu calls with a status, %llu response messages\n", ctx.grpc_method.c_str(),
+                           ctx.grpc_kind.c_str(), static_cast<unsigned long long>(g.Calls()),
+                           static_cast<unsigned long long>(g.messages));
+  out += "  grpc-status:\n";
+  for (size_t i = 0; i < g.status.size(); ++i) {
+    if (g.status[i] == 0 && i != 0) continue;
+    out += Printf("    %-20s %2zu %12llu\n", GrpcStatusName(static_cast<int>(i)), i, static_cast<unsigned long long>(g.status[i]));
+  }
+  if (g.status_other) out += Printf("    %-20s    %12llu\n", "(above 16)", static_cast<unsigned long long>(g.status_other));
+  out += Printf("  Timeouts: DEADLINE_EXCEEDED %llu (the server's, after --deadline), no answer within --timeout %llu\n",
+                static_cast<unsigned long long>(g.status[4]), static_cast<unsigned long long>(e.timeout));
+  if (g.ProtocolErrors() > 0) {
+    out += Printf("  gRPC protocol errors: no status %llu, bad status %llu, truncated %llu, bad flag %llu, "
+                  "too large %llu, unary message count %llu\n",
+                  static_cast<unsigned long long>(g.no_status), static_cast<unsigned long long>(g.bad_status),
+                  static_cast<unsigned long long>(g.truncated), static_cast<unsigned long long>(g.bad_flag),
+                  static_cast<unsigned long long>(g.too_large), static_cast<unsigned long long>(g.unary_messages));
+  }
+  if (m.first_message.count() > 0 && ctx.grpc_kind != "unary") {
+    for (const auto& [name, h] : {std::pair<const char*, const Histogram*>{"first", &m.first_message},
+                                  std::pair<const char*, const Histogram*>{"last", &m.last_message}}) {
+      out += Printf("  Latency to the %-5s message: p50 %s, p99 %s, max %s\n", name,
+                    FormatTimeUs(static_cast<double>(h->ValueAtPercentile(50))).c_str(),
+                    FormatTimeUs(static_cast<double>(h->ValueAtPercentile(99))).c_str(),
+                    FormatTimeUs(static_cast<double>(h->max())).c_str());
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string RenderText(const SummaryContext& ctx, const RunTotals& totals, const EndReport& end) {
   const IntervalStats& m = totals.measure();
   const Counters& k = m.counters;
   const Histogram& lat = m.latency;
+  const bool grpc = !ctx.grpc_method.empty();
   std::string out;
   out += "Running " + FormatTimeS(ctx.duration_s) + " test @ " + ctx.url + "\n";
   out += Printf("  %u threads and %u connections\n", ctx.threads, ctx.connections);
   out += Printf("  Thread Stats%6s%11s%8s%12s\n", "Avg", "Stdev", "Max", "+/- Stdev");
   out += StatsRow("Latency", lat.Mean(), lat.Stdev(), static_cast<double>(lat.max()), lat.WithinStdevPercent(), FormatTimeUs);
   const SampleStats rs = ComputeSampleStats(m.rate_samples);
-  out += StatsRow("Req/Sec", rs.mean, rs.stdev, rs.max, rs.within, FormatMetric);
+  out += StatsRow(grpc ? "RPC/Sec" : "Req/Sec", rs.mean, rs.stdev, rs.max, rs.within, FormatMetric);
   if (ctx.latency_distribution) {
     out += "  Latency Distribution\n";
     for (double p : {50.0, 75.0, 90.0, 99.0, 99.9, 99.99}) out += PercentileRow(p, lat.ValueAtPercentile(p));
   }
-  out += Printf("  %llu requests in %s, %sB read\n", static_cast<unsigned long long>(k.requests),
+  out += Printf("  %llu %s in %s, %sB read\n", static_cast<unsigned long long>(k.requests), grpc ? "RPCs" : "requests",
                 FormatTimeUs(end.measure_seconds * 1e6).c_str(), FormatBinary(static_cast<double>(k.bytes_read)).c_str());
   const ErrorCounts& e = k.errors;
   if (e.connect || e.read || e.write || e.timeout) {
@@ -136,8 +181,12 @@ std::string RenderText(const SummaryContext& ctx, const RunTotals& totals, const
                   static_cast<unsigned long long>(e.h2_protocol));
   }
   if (e.script > 0) out += Printf("  Script errors: %llu\n", static_cast<unsigned long long>(e.script));
+  if (grpc && k.grpc.NotOk() > 0) out += Printf("  Non-OK grpc-status: %llu\n", static_cast<unsigned long long>(k.grpc.NotOk()));
+  if (grpc && k.grpc.ProtocolErrors() > 0) {
+    out += Printf("  gRPC protocol errors: %llu\n", static_cast<unsigned long long>(k.grpc.ProtocolErrors()));
+  }
   const double secs = Seconds(end);
-  out += Printf("Requests/sec: %9.2f\n", static_cast<double>(k.requests) / secs);
+  out += Printf(grpc ? "RPCs/sec: %13.2f\n" : "Requests/sec: %9.2f\n", static_cast<double>(k.requests) / secs);
   out += Printf("Transfer/sec: %10sB\n", FormatBinary(static_cast<double>(k.bytes_read) / secs).c_str());
 
   // What wrk does not say.
@@ -146,6 +195,7 @@ std::string RenderText(const SummaryContext& ctx, const RunTotals& totals, const
     out += Printf("  Protocol: %s, up to %u streams per connection (latency per stream: submitted to response complete)\n",
                   ctx.protocol.c_str(), ctx.streams);
   }
+  if (grpc) out += GrpcText(ctx, m, e);
   if (ctx.rate > 0) {
     out += Printf("  Latency above is CORRECTED for coordinated omission: measured from each request's scheduled send time (rate %.2f/s).\n", ctx.rate);
     const Histogram& u = m.uncorrected;
@@ -194,8 +244,9 @@ std::string RenderText(const SummaryContext& ctx, const RunTotals& totals, const
   out += Printf("  After the end: %llu responses drained (not counted), %llu requests unanswered\n",
                 static_cast<unsigned long long>(end.drained), static_cast<unsigned long long>(end.abandoned));
   const double cores = totals.agent_cpu_seconds() / secs;
-  out += Printf("  Generator CPU: %.2f cores for %u threads (%.1f us per request)\n", cores, ctx.threads,
-                k.requests ? totals.agent_cpu_seconds() * 1e6 / static_cast<double>(k.requests) : 0.0);
+  out += Printf("  Generator CPU: %.2f cores for %u threads (%.1f us per %s)\n", cores, ctx.threads,
+                k.requests ? totals.agent_cpu_seconds() * 1e6 / static_cast<double>(k.requests) : 0.0,
+                grpc ? "RPC" : "request");
   if (cores >= 0.9 * ctx.threads) {
     out += "  WARNING: the generator's threads were busy nearly all the time; it may have been the bottleneck.\n";
   }
@@ -314,6 +365,30 @@ nlohmann::json RenderJson(const SummaryContext& ctx, const RunTotals& totals, co
                         {"agentCpuSeconds", p.cpu_seconds}});
   }
   j["timeline"] = timeline;
+  if (!ctx.grpc_method.empty()) {
+    const GrpcCounts& g = k.grpc;
+    json status = json::object();
+    for (size_t i = 0; i < g.status.size(); ++i) status[GrpcStatusName(static_cast<int>(i))] = g.status[i];
+    status["other"] = g.status_other;
+    json grpc_json = {{"method", ctx.grpc_method},
+                      {"kind", ctx.grpc_kind},
+                      {"calls", g.Calls()},
+                      {"messages", g.messages},
+                      {"status", status},
+                      {"timeouts", {{"deadlineExceeded", g.status[4]}, {"noAnswer", k.errors.timeout}}},
+                      {"protocolErrors",
+                       {{"noStatus", g.no_status},
+                        {"badStatus", g.bad_status},
+                        {"truncated", g.truncated},
+                        {"badFlag", g.bad_flag},
+                        {"tooLarge", g.too_large},
+                        {"unaryMessageCount", g.unary_messages}}}};
+    if (m.first_message.count() > 0 && ctx.grpc_kind != "unary") {
+      grpc_json["firstMessageLatency"] = latency_json(m.first_message);
+      grpc_json["lastMessageLatency"] = latency_json(m.last_message);
+    }
+    j["grpc"] = grpc_json;
+  }
   return j;
 }
 

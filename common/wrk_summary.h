@@ -68,6 +68,11 @@ struct SummaryContext {
   bool latency_distribution = false;  // --latency
   std::string protocol = "http1";     // http1, h2c or h2
   uint32_t streams = 0;               // HTTP/2: concurrent streams per connection (--streams)
+  // gRPC load: the method's path (/pkg.Service/Method; empty: not gRPC)
+  // and its kind (unary, server-streaming, unknown). The summary then
+  // speaks of RPCs and adds the grpc-status table.
+  std::string grpc_method{};
+  std::string grpc_kind{};
 };
 
 // Mean, sample stdev, max and share within one stdev of a list of samples (wrk's Req/Sec row).

@@ -2,7 +2,9 @@
 //
 // Input: [config][split seed][what the server sends after its first
 // SETTINGS]. The client opens 1..16 streams (config & 15; bit 4: POSTs
-// with a body instead of GETs; bit 5: the first is cancelled at once) once
+// with a body instead of GETs; bit 5: the first is cancelled at once; bit
+// 6: gRPC mode, whose status, framing error and message count per complete
+// response must not depend on the cuts either) once
 // an empty server SETTINGS frame is in,
 // then takes the input in one piece, byte by byte and cut at points drawn
 // from the seed, and finally loses the transport; its output is dropped
@@ -57,7 +59,9 @@ using fairbench::agent::H2Outcome;
 using fairbench::agent::H2Request;
 using fairbench::agent::RequestSpec;
 
-using Event = std::tuple<int32_t, int, uint16_t, uint32_t, uint64_t, uint64_t>;
+// stream, error, status, code, body bytes, cookie; gRPC: grpc-status,
+// framing error, messages.
+using Event = std::tuple<int32_t, int, uint16_t, uint32_t, uint64_t, uint64_t, int32_t, int, uint32_t>;
 
 [[noreturn]] void Die(const char* what) {
   std::fprintf(stderr, "h2_client_fuzzer: %s\n", what);
@@ -101,6 +105,8 @@ Outcomes Run(uint8_t config, const uint8_t* data, size_t len, const std::vector<
   o.max_streams = 16;
   o.stream_window = (1u << 31) - 1;
   o.connection_window = (1u << 31) - 1;
+  o.grpc = (config & 64) != 0;
+  o.grpc_max_message = 1000;
   auto created = H2Connection::Create(o);
   if (!created.ok()) Die("Create failed");
   H2Connection& c = **created;
@@ -152,8 +158,13 @@ Outcomes Run(uint8_t config, const uint8_t* data, size_t len, const std::vector<
     body += e.body_bytes;
     // A failed stream's body count is what arrived before nghttp2 saw the
     // fault, and that depends on the cuts.
-    events.emplace_back(e.stream_id, static_cast<int>(e.error), e.status, e.error_code,
-                        e.error == H2Error::kNone ? e.body_bytes : 0, e.cookie);
+    if (e.error == H2Error::kNone && static_cast<uint64_t>(e.grpc_messages) * 5 > e.body_bytes) {
+      Die("more gRPC messages than the body can hold");
+    }
+    const bool done = e.error == H2Error::kNone;
+    events.emplace_back(e.stream_id, static_cast<int>(e.error), e.status, e.error_code, done ? e.body_bytes : 0,
+                        e.cookie, done ? e.grpc_status : 0, done ? static_cast<int>(e.grpc_error) : 0,
+                        done ? e.grpc_messages : 0);
   }
   if (body > len) Die("more body bytes than were fed");
   if (events.size() != ended.size()) Die("a stream never ended");

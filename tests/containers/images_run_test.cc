@@ -1,4 +1,4 @@
-// The five images built from this repository, run for real in containers
+// The six images built from this repository, run for real in containers
 // of the test engine: each as its numeric non-root user on a read-only root
 // with every capability dropped (plus only the tmpfs its Dockerfile's
 // comment names). The images are each Dockerfile's runtime stage with this
@@ -41,7 +41,7 @@ std::vector<std::string> RunArgs(std::vector<std::string> extra, const std::stri
 TEST(ImagesRun, EveryImageHasANumericNonRootUser) {
   FAIRBENCH_NEED_ENGINE();
   for (const std::string name : {"fairbench-controller", "fairbench-agent", "fairbench-target-beast",
-                                 "fairbench-target-cpp-httplib-debian", "fairbench-target-nginx"}) {
+                                 "fairbench-target-cpp-httplib-debian", "fairbench-target-nginx", "fairbench-target-grpc"}) {
     const nlohmann::json image = Inspect(Image(name));
     ASSERT_TRUE(image.is_object()) << Image(name) << " was not built (containers.images)";
     EXPECT_EQ(image["Config"]["User"], "65532:65532") << name;
@@ -145,6 +145,45 @@ TEST(ImagesRun, EachTargetImageServesTheFourEndpointsAsItsUser) {
     EXPECT_TRUE(inspect["HostConfig"]["ReadonlyRootfs"].get<bool>());
     Docker({"rm", "-f", name});
   }
+}
+
+// The gRPC target image serves fairbench.echo.v1.Echo as its user, loaded
+// by this build's agent from the host with --grpc; every call counted OK.
+// Catches: a gRPC library missing from the runtime stage, a wrong
+// ENTRYPOINT, a server that needs a writable root or runs as root.
+TEST(ImagesRun, TheGrpcTargetImageServesEchoAsItsUser) {
+  FAIRBENCH_NEED_ENGINE();
+  auto port = testing::FreeLoopbackPort();
+  ASSERT_TRUE(port.ok());
+  const std::string name = "fairbench-images-test-" + std::to_string(getpid()) + "-grpc";
+  std::vector<std::string> args = {"run", "-d", "--name", name, "--network", "host"};
+  args.insert(args.end(), kLocked.begin(), kLocked.end());
+  args.insert(args.end(), {Image("fairbench-target-grpc"), "--host", "127.0.0.1", "--port", std::to_string(*port),
+                           "--api", "sync", "--threads", "1"});
+  auto started = Docker(args);
+  ASSERT_EQ(started.exit_code, 0) << started.err;
+  ASSERT_TRUE(testing::WaitForPort("127.0.0.1", *port, 20s).ok()) << Docker({"logs", name}).err;
+  auto dir = testing::TempDir::Create("fairbench-grpc-image");
+  ASSERT_TRUE(dir.ok());
+  const std::string json = (dir->path() / "out.json").string();
+  testing::SubprocessOptions o;
+  o.argv = {testing::BinaryPath("fairbench-agent"), "load", "--grpc", "fairbench.echo.v1.Echo/Unary",
+            "http://127.0.0.1:" + std::to_string(*port), "-t1", "-c2", "--streams", "4", "-d1s", "--json", json};
+  o.stdout_to = testing::Redirect::File((dir->path() / "out").string());
+  o.stderr_to = testing::Redirect::File((dir->path() / "err").string());
+  auto p = testing::Subprocess::Start(o);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  auto status = p->Wait(60s);
+  ASSERT_TRUE(status.ok() && status->exited && status->exit_code == 0) << ReadFile((dir->path() / "err").string());
+  const nlohmann::json d = nlohmann::json::parse(ReadFile(json));
+  EXPECT_GT(d["requests"].get<uint64_t>(), 100u);
+  EXPECT_EQ(d["grpc"]["status"]["OK"].get<uint64_t>(), d["requests"].get<uint64_t>());
+  const nlohmann::json inspect = Inspect(name);
+  const int pid = inspect["State"]["Pid"].get<int>();
+  const std::string proc = ReadFile("/proc/" + std::to_string(pid) + "/status");
+  EXPECT_NE(proc.find("\nUid:\t65532\t65532\t65532\t65532\n"), std::string::npos) << proc;
+  EXPECT_TRUE(inspect["HostConfig"]["ReadonlyRootfs"].get<bool>());
+  Docker({"rm", "-f", name});
 }
 
 // fairbench-nofile, installed from the agent image into a folder (as a
