@@ -256,6 +256,7 @@ class Worker {
   static constexpr double kOpenPerMs = 50;
   static constexpr uint32_t kOpenPerCall = 128;
   static constexpr int64_t kOpenTickNs = 1'000'000;
+  static constexpr int kMaxEvents = 512;  // epoll events taken per turn
   size_t opened_ = 0;
   double open_tokens_ = 0;
   int64_t open_refill_ns_ = 0;

@@ -5,7 +5,8 @@ Follows the README's "On this machine, without a cluster" steps: the Docker
 engine (scripts/docker-engine), the images around build/bin
 (scripts/images --prebuilt), the test API server (TLS, RBAC, Pod Security,
 --workload-controllers), three test kubelets in container mode, a namespace
-enforcing "restricted", `helm template charts/fairbench | kubectl apply`.
+enforcing "restricted" (`kubectl create namespace`, `kubectl label`),
+`helm install fairbench charts/fairbench`; `helm uninstall` at the end.
 Then, `--repeats` times, a run of two reference targets (httplib, beast)
 with three cells each (connections 8, 16, 32):
   - apply → first target container running (the engine's view, polled
@@ -117,14 +118,11 @@ def main():
                    os.path.join(work, name)], os.path.join(work, name + ".log"))
         while k("get", "nodes", check=False).count(" Ready ") < 3:
             time.sleep(0.2)
-        subprocess.run([kubectl, "apply", "-f", "-"], env=env, check=True, capture_output=True, text=True,
-                       input="apiVersion: v1\nkind: Namespace\nmetadata:\n  name: fairbench\n  labels:\n"
-                             "    pod-security.kubernetes.io/enforce: restricted\n")
-        chart = subprocess.run([helm, "template", "fairbench", os.path.join(ROOT, "charts/fairbench"), "--namespace",
-                                "fairbench", "--include-crds", "--set", "image.registry=fairbench.test", "--set",
-                                "image.tag=test", "--set", "controller.listenAddress=$(POD_IP)"],
-                               env=env, check=True, capture_output=True, text=True).stdout
-        subprocess.run([kubectl, "apply", "-f", "-"], env=env, check=True, capture_output=True, text=True, input=chart)
+        k("create", "namespace", "fairbench")
+        k("label", "namespace", "fairbench", "pod-security.kubernetes.io/enforce=restricted")
+        subprocess.run([helm, "install", "fairbench", os.path.join(ROOT, "charts/fairbench"), "--namespace",
+                        "fairbench", "--set", "image.registry=fairbench.test", "--set", "image.tag=test", "--set",
+                        "controller.listenAddress=$(POD_IP)"], env=env, check=True, capture_output=True, text=True)
         while '"readyReplicas":1' not in k("get", "deploy", "-n", "fairbench", "-o", "json").replace(" ", ""):
             time.sleep(0.2)
         warmup, cooldown = 0.5, 0.2
@@ -171,7 +169,8 @@ spec:
         print(f"apply -> first target container running: {fmt(first)}")
         print(f"between cells of one target, beyond warmup and cooldown: {fmt(within)}")
         print(f"between targets (container stopped, removed, next created, started, ready): {fmt(across)}")
-        subprocess.run([kubectl, "delete", "-f", "-"], env=env, capture_output=True, text=True, input=chart)
+        subprocess.run([helm, "uninstall", "fairbench", "--namespace", "fairbench", "--wait"], env=env,
+                       capture_output=True, text=True)
     finally:
         stop_all()
         if not args.keep:

@@ -41,7 +41,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agent_vs_wrk import NGINX_CONF, ROOT, free_port, parse_output, process_cpu, run_measured, served, wait_port  # noqa: E402
+from agent_vs_wrk import (NGINX_CONF, ROOT, free_port, parse_output, process_cpu, ratio_stats,  # noqa: E402
+                          run_measured, served, spread_text, wait_port)
 
 DYNAMIC = """
 local counter = 1
@@ -178,15 +179,14 @@ def main():
                 if not ratios:
                     print(f"   {label}: no valid pair")
                     return None
-                out[key] = {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios),
-                            "a": statistics.median(ra[i][key] for i in valid),
-                            "b": statistics.median(rb[i][key] for i in valid)}
+                out[key] = dict(ratio_stats(ratios), a=statistics.median(ra[i][key] for i in valid),
+                                b=statistics.median(rb[i][key] for i in valid))
                 o = out[key]
                 print(f"   {label:34} {name:16} {o['a']:>10.2f} / {o['b']:>10.2f}  ratio {o['median']:.3f} "
-                      f"[{o['min']:.3f}–{o['max']:.3f}]  ({len(valid)} valid pairs)")
+                      f"{spread_text(o)}  ({len(valid)} valid pairs)")
             return out
 
-        print(f"== {args.connections} connections, medians (ratio: median of the rounds' ratios [their range])")
+        print(f"== {args.connections} connections, medians (ratio: median of the rounds' ratios [their range], the 95 % interval of their mean)")
         if "dynamic" in groups:
             results["dynamic"] = compare("dynamic script: fairbench ÷ wrk", "ours-dynamic", "wrk-dynamic")
         if "static" in groups:

@@ -229,26 +229,11 @@ ApiResponse ApiServer::SelfSubjectAccessReview(const ApiRequest& req) {
   if (req.method != "POST") {
     return Reply(MethodNotAllowed("the server does not allow this method on the requested resource"));
   }
-  const std::string cannot = "SelfSubjectAccessReview in version \"v1\" cannot be handled as a SelfSubjectAccessReview: ";
-  const std::string media = MediaType(req.content_type);
-  json body;
-  if (media == "application/vnd.kubernetes.protobuf") {
-    // kubectl auth can-i sends protobuf and does not fall back to JSON.
-    auto decoded = SelfSubjectAccessReviewFromProtobuf(req.body);
-    if (!decoded) return Reply(BadRequest(cannot + "the protobuf body cannot be decoded"));
-    body = std::move(*decoded);
-  } else if (media.empty() || media == "application/json" || media == "application/yaml" || media == "*/*") {
-    auto parsed = YamlToJson(req.body);
-    if (!parsed.ok()) return Reply(BadRequest(cannot + parsed.status().message()));
-    if (!parsed->is_object()) return Reply(BadRequest(cannot + "the body must be a JSON object"));
-    body = std::move(*parsed);
-  } else {
-    return Reply(MakeStatus(415, "UnsupportedMediaType",
-                            "the body of the request was in an unknown format - accepted media types include: "
-                            "application/json, application/yaml, application/vnd.kubernetes.protobuf"));
-  }
+  auto body = ParseObjectBody(req.content_type, req.body,
+                              {"authorization.k8s.io", "v1", "SelfSubjectAccessReview", false});
+  if (!body.ok()) return Reply(std::move(body.reply()));
   auto review = ReviewSelfSubjectAccess(options_.authorization, store_, AuthenticatedUser(req.user, req.groups),
-                                        std::move(body));
+                                        std::move(body.value()));
   if (!review.ok()) return Reply(std::move(review.reply()));
   return Reply(201, review.value());
 }

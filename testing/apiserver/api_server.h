@@ -4,10 +4,15 @@
 // namespace lifecycle parts of §9 for any resource the ResourceRegistry
 // serves, including those added by CustomResourceDefinitions.
 //
-// Simplifications, each a documented gap rather than a silent one: request
-// bodies are JSON or YAML (protobuf bodies, which kubectl's typed `create
-// <built-in>` commands send, get 415; `kubectl apply -f` sends JSON); a
-// strategic merge patch on a built-in type is applied as a JSON merge patch
+// Request bodies are JSON, YAML or Kubernetes protobuf (kube_protobuf.h:
+// client-go's typed clients — helm's release Secrets, kubectl's typed
+// `create` commands — send protobuf); responses are JSON, also to clients
+// that prefer protobuf but accept JSON.
+//
+// Simplifications, each a documented gap rather than a silent one: a
+// protobuf body of a kind the decoder's catalog does not describe (Pod,
+// Node, Deployment, CustomResourceDefinition) gets 415, and a client that
+// accepts only protobuf gets 406; a strategic merge patch on a built-in type is applied as a JSON merge patch
 // (lists are replaced, not merged by key); server-side apply treats lists as
 // atomic; CEL rules are not evaluated; deleting a CRD removes its objects
 // without waiting for their finalizers; without

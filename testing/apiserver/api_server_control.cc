@@ -184,12 +184,13 @@ ApiResponse ApiServer::TokenRequest(const Target& t, const ApiRequest& req) {
   }
   const json* sa = store_.Get("/serviceaccounts", t.ns, t.name);
   if (sa == nullptr) return Reply(NotFound({"", "serviceaccounts", "ServiceAccount", t.name}));
-  auto body = YamlToJson(req.body);
-  if (!body.ok() || !body->is_object()) {
-    return Reply(BadRequest("TokenRequest in version \"v1\" cannot be handled as a TokenRequest: " +
-                            (body.ok() ? std::string("the body must be a JSON object") : body.status().message())));
-  }
-  json spec = body->value("spec", json::object());
+  auto body = ParseObjectBody(req.content_type, req.body, {"authentication.k8s.io", "v1", "TokenRequest", false});
+  if (!body.ok()) return Reply(std::move(body.reply()));
+  json spec = body.value().value("spec", json::object());
+  if (!spec.is_object()) spec = json::object();
+  // Typed clients write unset pointers (expirationSeconds, boundObjectRef)
+  // as null.
+  for (auto it = spec.begin(); it != spec.end();) it = it->is_null() ? spec.erase(it) : std::next(it);
   int64_t seconds = spec.value("expirationSeconds", int64_t{3600});
   if (seconds < 600) {
     return Reply(Invalid({"authentication.k8s.io", "token", "TokenRequest", t.name},

@@ -211,26 +211,7 @@ json MaskedPodSpec(json spec) {
   return spec;
 }
 
-Outcome<json> ParseObjectBody(const ApiRequest& req, const ResourceInfo& r) {
-  // JSON and YAML only. Protobuf bodies get 415, after which client-go
-  // (kubectl) falls back to JSON.
-  const std::string media = MediaType(req.content_type);
-  if (!media.empty() && media != "application/json" && media != "application/yaml" && media != "*/*") {
-    return MakeStatus(415, "UnsupportedMediaType",
-                      "the body of the request was in an unknown format - accepted media types include: "
-                      "application/json, application/yaml");
-  }
-  auto parsed = YamlToJson(req.body);
-  if (!parsed.ok()) {
-    return BadRequest(r.kind + " in version \"" + r.version + "\" cannot be handled as a " + r.kind + ": " +
-                      parsed.status().message());
-  }
-  if (!parsed->is_object()) {
-    return BadRequest(r.kind + " in version \"" + r.version + "\" cannot be handled as a " + r.kind +
-                      ": the body must be a JSON object");
-  }
-  return std::move(*parsed);
-}
+ExpectedKind Expected(const ResourceInfo& r) { return {r.group, r.version, r.kind, r.custom}; }
 
 StatusReply ApplyConflicts(const ResourceInfo& r, const std::string& name, const std::vector<ApplyConflict>& cs) {
   std::string msg = "Apply failed with " + std::to_string(cs.size()) + " conflict" + (cs.size() == 1 ? "" : "s") + ": ";
@@ -463,7 +444,7 @@ ApiServer::Committed ApiServer::CommitUpdate(const ResourceInfo& r, json obj) {
 }
 
 ApiResponse ApiServer::Create(const Target& t, const ApiRequest& req) {
-  auto body = ParseObjectBody(req, *t.resource);
+  auto body = ParseObjectBody(req.content_type, req.body, Expected(*t.resource));
   if (!body.ok()) return Reply(std::move(body.reply()));
   json obj = std::move(body.value());
   json& md = Meta(obj);
@@ -557,7 +538,7 @@ void ApiServer::KeepStatusRules(const Target& t, const ResourceInfo& r, const js
 
 ApiResponse ApiServer::Update(const Target& t, const ApiRequest& req) {
   const ResourceInfo& r = *t.resource;
-  auto body = ParseObjectBody(req, r);
+  auto body = ParseObjectBody(req.content_type, req.body, Expected(r));
   if (!body.ok()) return Reply(std::move(body.reply()));
   json obj = std::move(body.value());
   json& md = Meta(obj);
@@ -726,12 +707,9 @@ ApiResponse ApiServer::Apply(const Target& t, const ApiRequest& req, const json*
 
 ApiResponse ApiServer::Delete(const Target& t, const ApiRequest& req) {
   const ResourceInfo& r = *t.resource;
-  json options = json::object();
-  if (!req.body.empty()) {
-    auto parsed = YamlToJson(req.body);
-    if (!parsed.ok() || !parsed->is_object()) return Reply(BadRequest("invalid DeleteOptions body"));
-    options = std::move(*parsed);
-  }
+  auto body = ParseDeleteOptions(req.content_type, req.body);
+  if (!body.ok()) return Reply(std::move(body.reply()));
+  json options = std::move(body.value());
   if (!QueryValue(req.query, "propagationPolicy").empty()) {
     options["propagationPolicy"] = QueryValue(req.query, "propagationPolicy");
   }
@@ -761,12 +739,9 @@ ApiResponse ApiServer::DeleteCollection(const Target& t, const ApiRequest& req) 
   if (!labels.ok()) return Reply(BadRequest(labels.status().message()));
   auto fields = FieldSelector::Parse(QueryValue(req.query, "fieldSelector"), r.AllowedFieldSelectors());
   if (!fields.ok()) return Reply(BadRequest(fields.status().message()));
-  json options = json::object();
-  if (!req.body.empty()) {
-    auto parsed = YamlToJson(req.body);
-    if (!parsed.ok() || !parsed->is_object()) return Reply(BadRequest("invalid DeleteOptions body"));
-    options = std::move(*parsed);
-  }
+  auto body = ParseDeleteOptions(req.content_type, req.body);
+  if (!body.ok()) return Reply(std::move(body.reply()));
+  json options = std::move(body.value());
   if (!QueryValue(req.query, "propagationPolicy").empty()) {
     options["propagationPolicy"] = QueryValue(req.query, "propagationPolicy");
   }

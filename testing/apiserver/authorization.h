@@ -45,13 +45,6 @@ inline constexpr char kSelfSubjectAccessReviewPath[] = "/apis/authorization.k8s.
 // The created review (spec as sent, status {allowed, reason}) or 422 when
 // the spec has not exactly one of resourceAttributes and
 // nonResourceAttributes.
-// A SelfSubjectAccessReview sent as Kubernetes protobuf (the "k8s\0"
-// envelope around runtime.Unknown, as kubectl sends it) in its JSON form:
-// the spec's resourceAttributes (namespace, verb, group, version, resource,
-// subresource, name) or nonResourceAttributes (path, verb). nullopt when the
-// bytes are not such a message.
-std::optional<nlohmann::json> SelfSubjectAccessReviewFromProtobuf(const std::string& body);
-
 Outcome<nlohmann::json> ReviewSelfSubjectAccess(AuthorizationMode mode, const ObjectStore& store,
                                                 const UserInfo& user, nlohmann::json review);
 

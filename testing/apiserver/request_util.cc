@@ -5,6 +5,7 @@
 #include <random>
 
 #include "testing/apiserver/time_text.h"
+#include "testing/apiserver/yaml_json.h"
 
 namespace fairbench::apiserver {
 namespace {
@@ -34,6 +35,42 @@ std::string MediaType(const std::string& content_type) {
   std::string m = content_type.substr(0, content_type.find(';'));
   while (!m.empty() && m.back() == ' ') m.pop_back();
   return m;
+}
+
+namespace {
+
+bool JsonOrYaml(const std::string& media) {
+  return media.empty() || media == "application/json" || media == "application/yaml" || media == "*/*";
+}
+
+StatusReply UnsupportedBody() {
+  return MakeStatus(415, "UnsupportedMediaType",
+                    "the body of the request was in an unknown format - accepted media types include: "
+                    "application/json, application/yaml, application/vnd.kubernetes.protobuf");
+}
+
+}  // namespace
+
+Outcome<nlohmann::json> ParseObjectBody(const std::string& content_type, const std::string& body,
+                                        const ExpectedKind& kind) {
+  const std::string media = MediaType(content_type);
+  if (media == kProtobufMediaType) return DecodeProtobufObject(body, kind);
+  if (!JsonOrYaml(media)) return UnsupportedBody();
+  const std::string cannot = kind.kind + " in version \"" + kind.version + "\" cannot be handled as a " + kind.kind + ": ";
+  auto parsed = YamlToJson(body);
+  if (!parsed.ok()) return BadRequest(cannot + parsed.status().message());
+  if (!parsed->is_object()) return BadRequest(cannot + "the body must be a JSON object");
+  return std::move(*parsed);
+}
+
+Outcome<nlohmann::json> ParseDeleteOptions(const std::string& content_type, const std::string& body) {
+  if (body.empty()) return nlohmann::json::object();
+  const std::string media = MediaType(content_type);
+  if (media == kProtobufMediaType) return DecodeProtobufDeleteOptions(body);
+  if (!JsonOrYaml(media)) return UnsupportedBody();
+  auto parsed = YamlToJson(body);
+  if (!parsed.ok() || !parsed->is_object()) return BadRequest("invalid DeleteOptions body");
+  return std::move(*parsed);
 }
 
 std::string NowText() { return FormatTime(std::chrono::system_clock::now()); }

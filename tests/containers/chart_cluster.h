@@ -2,12 +2,12 @@
 // end-to-end tests: the test API server over TLS in RBAC mode with its
 // workload controllers (Deployments get pods, a scheduler binds them) and
 // Pod Security admission, three test kubelets in container mode (a target
-// node on CPU 0, two load nodes on CPUs 0-1), and the chart rendered by
-// `helm template` with the images this build made (containers.images),
-// applied with real kubectl into namespace "fairbench", labelled to enforce
-// the restricted Pod Security Standard. Nothing else is given to the
-// controllers: they run as the chart's Deployment, with in-cluster
-// configuration and the chart's service account and RBAC.
+// node on CPU 0, two load nodes on CPUs 0-1), and the chart installed by
+// `helm install` with the images this build made (containers.images) into
+// namespace "fairbench", created and labelled with kubectl to enforce the
+// restricted Pod Security Standard — the README's steps. Nothing else is
+// given to the controllers: they run as the chart's Deployment, with
+// in-cluster configuration and the chart's service account and RBAC.
 #pragma once
 
 #include <signal.h>
@@ -83,9 +83,9 @@ class ChartCluster : public operator_test::ClusterTest {
         << Logs();
     // The namespace enforces "restricted": every pod the chart and the
     // operator make must pass it.
-    Apply("namespace", std::string("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ") + kNamespace +
-                           "\n  labels:\n    pod-security.kubernetes.io/enforce: restricted\n"
-                           "    pod-security.kubernetes.io/warn: restricted\n");
+    Ok({"create", "namespace", kNamespace});
+    Ok({"label", "namespace", kNamespace, "pod-security.kubernetes.io/enforce=restricted",
+        "pod-security.kubernetes.io/warn=restricted"});
     Install();
   }
 
@@ -105,29 +105,46 @@ class ChartCluster : public operator_test::ClusterTest {
     }
   }
 
-  // helm template of charts/fairbench as a user renders it: the images
-  // built from this checkout, short leader leases so that a standby takes
-  // over in seconds, free ports, each controller listening on its pod's
-  // own IP (the pods of these nodes share the machine's network).
-  std::string Render() {
-    agent_port_ = FreePort();
-    metrics_port_ = FreePort();
-    auto r = kube::RunCommand(
-        helm_,
-        {"template", "fairbench", (kRoot / "charts/fairbench").string(), "--namespace", kNamespace, "--include-crds",
-         "--set", "image.registry=fairbench.test", "--set", "image.tag=test", "--set",
-         "controller.listenAddress=$(POD_IP)", "--set", "controller.agentPort=" + std::to_string(agent_port_),
-         "--set", "controller.metricsPort=" + std::to_string(metrics_port_), "--set",
-         "controller.leaderElection.leaseDuration=4s", "--set", "controller.leaderElection.renewDeadline=3s",
-         "--set", "controller.leaderElection.retryPeriod=500ms", "--set", "controller.agentTimeout=90s"},
-        {{"HOME", root_.string()}}, 60s);
-    EXPECT_TRUE(r.ok() && r->exit_code == 0) << (r.ok() ? r->err : r.status().ToString());
-    return r.ok() ? r->out : "";
+  // charts/fairbench's values as a user sets them: the images built from
+  // this checkout, short leader leases so that a standby takes over in
+  // seconds, free ports, each controller listening on its pod's own IP (the
+  // pods of these nodes share the machine's network). Chosen once.
+  std::vector<std::string> Values() {
+    if (agent_port_ == 0) {
+      agent_port_ = FreePort();
+      metrics_port_ = FreePort();
+    }
+    return {"--namespace", kNamespace, "--set", "image.registry=fairbench.test", "--set", "image.tag=test",
+            "--set", "controller.listenAddress=$(POD_IP)", "--set",
+            "controller.agentPort=" + std::to_string(agent_port_), "--set",
+            "controller.metricsPort=" + std::to_string(metrics_port_), "--set",
+            "controller.leaderElection.leaseDuration=4s", "--set", "controller.leaderElection.renewDeadline=3s",
+            "--set", "controller.leaderElection.retryPeriod=500ms", "--set", "controller.agentTimeout=90s"};
+  }
+  kube::CommandResult Helm(std::vector<std::string> args) {
+    args.insert(args.end(), {"--kubeconfig", kubeconfig_});
+    auto r = kube::RunCommand(helm_, args, {{"HOME", root_.string()}, {"KUBECONFIG", ""}}, 120s);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : kube::CommandResult{};
+  }
+  // One template of what `helm install` created, as `helm template`
+  // renders it (not the agents' token Secret: its token is new each time).
+  std::string Render(const std::string& template_file) {
+    std::vector<std::string> args = {"template", "fairbench", (kRoot / "charts/fairbench").string(), "--show-only",
+                                     template_file};
+    const auto values = Values();
+    args.insert(args.end(), values.begin(), values.end());
+    auto r = Helm(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
   }
   void Install() {
-    const fs::path chart = root_ / "chart.yaml";
-    std::ofstream(chart) << Render();
-    Ok({"apply", "-f", chart.string()});
+    std::vector<std::string> args = {"install", "fairbench", (kRoot / "charts/fairbench").string()};
+    const auto values = Values();
+    args.insert(args.end(), values.begin(), values.end());
+    auto r = Helm(args);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err << Logs();
+    ASSERT_NE(r.out.find("STATUS: deployed"), std::string::npos) << r.out;
     // One controller leads and is Ready; the other stands by.
     ASSERT_TRUE(Eventually([&] { return !Leader().empty() && ReadyControllers() == 1; }, 90s))
         << Run({"get", "pods", "-n", kNamespace, "-o", "wide"}).out << Logs();

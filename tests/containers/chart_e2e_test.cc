@@ -51,19 +51,21 @@ class ChartE2eTest : public ChartCluster {
   }
 };
 
-// The whole path a user takes: helm template + kubectl apply of the chart,
+// The whole path a user takes: helm install of the chart,
 // a two-target run to Succeeded, what kubectl and fairbench fetch show;
 // then a root target refused by Pod Security admission (its cells end
 // with the plugin's message, an Event names the checks); then a target too
-// small for its memory (OOMKilled by the kernel, the run goes on); then a run deleted mid-cell and the chart deleted: nothing of
-// either is left on any node.
+// small for its memory (OOMKilled by the kernel, the run goes on); then a
+// run deleted mid-cell and the chart uninstalled: nothing of either is left
+// on any node.
 // Catches: an image that does not run under the chart's securityContext or
 // in a restricted namespace; in-cluster configuration or a chart RBAC rule
 // missing (a 403 here); two targets loaded at once (the engine's own view);
 // an agent on the target node; kubectl columns or Events the README names
 // missing; the record not fetched; the run's securityContext not reaching
 // the pod, or admission not enforced; OOMKilled not reported from the engine;
-// a container left after deletion (kubelet, operator or Deployment GC).
+// a container left after deletion (kubelet, operator or Deployment GC);
+// helm's release storage (protobuf Secrets) not written or not deleted.
 TEST_F(ChartE2eTest, TheChartInstalledAsAUserWouldRunsTheOperatorEndToEnd) {
   EngineWatch watch;
   WatchEngine(watch);
@@ -147,8 +149,8 @@ TEST_F(ChartE2eTest, TheChartInstalledAsAUserWouldRunsTheOperatorEndToEnd) {
   EXPECT_NE(oom["status"]["results"][0].dump().find("OOMKilled"), std::string::npos) << oom["status"].dump(1);
   EXPECT_EQ(oom["status"]["results"][1]["state"], "Succeeded") << oom["status"].dump(1);
 
-  // Deleted mid-cell, then the rendered chart deleted: no container of the
-  // run or of the controllers is left on any node.
+  // Deleted mid-cell, then the chart uninstalled: no container of the run
+  // or of the controllers is left on any node.
   Apply("gone", RunText("gone", Target("long", "httplib"), "60s"));
   ASSERT_TRUE(Eventually(
       [&] { return Run({"get", "br", "gone", "-n", kNamespace, "-o", "jsonpath={.status.current}"}).out.find("long") !=
@@ -157,7 +159,8 @@ TEST_F(ChartE2eTest, TheChartInstalledAsAUserWouldRunsTheOperatorEndToEnd) {
       << Logs();
   ASSERT_TRUE(Eventually([&] { return !ContainersLabelled("io.kubernetes.container.name=agent", true).empty(); }, 60s));
   Ok({"delete", "br", "gone", "-n", kNamespace, "--timeout=60s"});
-  Ok({"delete", "-f", (root_ / "chart.yaml").string(), "--timeout=60s"});
+  auto uninstalled = Helm({"uninstall", "fairbench", "--namespace", kNamespace, "--wait", "--timeout", "60s"});
+  ASSERT_EQ(uninstalled.exit_code, 0) << uninstalled.out << uninstalled.err;
   EXPECT_TRUE(Eventually(
       [&] {
         for (const char* n : kNodes) {
@@ -168,6 +171,9 @@ TEST_F(ChartE2eTest, TheChartInstalledAsAUserWouldRunsTheOperatorEndToEnd) {
       60s))
       << Docker({"ps", "-a"}).out << Logs();
   EXPECT_EQ(Run({"get", "pods", "-n", kNamespace, "-o", "name"}).out, "");
+  // The release is gone with its storage (helm's Secrets, owner=helm).
+  EXPECT_EQ(Helm({"list", "--namespace", kNamespace, "-o", "json"}).out, "[]\n");
+  EXPECT_EQ(Run({"get", "secrets", "-n", kNamespace, "-l", "owner=helm", "-o", "name"}).out, "");
 }
 
 // The leader's container killed from outside while a run goes on (the
@@ -208,21 +214,23 @@ TEST_F(ChartE2eTest, KillingTheLeadersContainerTheStandbyResumes) {
   EXPECT_EQ(finished.size(), 3u);
 }
 
-// The chart's Role with one rule removed (patch on benchmarkruns/status):
-// the controller's writes are refused with the API server's 403, which
-// its log and a Warning Event name; nothing crashes; the rule applied back
-// with kubectl, the same controller writes the status and the run ends.
+// The chart's Role with one rule removed (patch on benchmarkruns/status,
+// the chart's RBAC applied again without it): the
+// controller's writes are refused with the API server's 403, which its log
+// and a Warning Event name; nothing crashes; the rule applied back with
+// kubectl, the same controller writes the status and the run ends.
 // Catches: a crash or a silent stall on 403, the refusal not named, a
 // controller that needs a restart to recover.
 TEST_F(ChartE2eTest, AStatusRuleRemovedIsNamedAndRestoringItRecovers) {
-  const std::string chart = ReadFile(root_ / "chart.yaml");
+  const std::string chart = Render("templates/rbac.yaml");
+  std::ofstream(root_ / "rbac.yaml") << chart;
   const std::string rule = "  - apiGroups: [fairbench.dev]\n    resources: [benchmarkruns/status]\n    verbs: [patch]\n";
   const size_t at = chart.find(rule);
   ASSERT_NE(at, std::string::npos) << "the chart's rule changed shape";
   std::string without = chart;
   without.erase(at, rule.size());
-  std::ofstream(root_ / "chart-without.yaml") << without;
-  Ok({"apply", "-f", (root_ / "chart-without.yaml").string()});
+  std::ofstream(root_ / "rbac-without.yaml") << without;
+  Ok({"apply", "-f", (root_ / "rbac-without.yaml").string()});
   const std::string leader = Leader();
   Apply("denied", RunText("denied", Target("solo", "httplib")));
   ASSERT_TRUE(Eventually(
@@ -235,7 +243,7 @@ TEST_F(ChartE2eTest, AStatusRuleRemovedIsNamedAndRestoringItRecovers) {
   const std::string log = Ok({"logs", leader, "-n", kNamespace});
   EXPECT_NE(log.find("forbidden"), std::string::npos) << log.substr(log.size() > 3000 ? log.size() - 3000 : 0);
   EXPECT_EQ(Phase("denied"), "");
-  Ok({"apply", "-f", (root_ / "chart.yaml").string()});
+  Ok({"apply", "-f", (root_ / "rbac.yaml").string()});
   ASSERT_TRUE(Finishes("denied", 120s)) << Logs();
   EXPECT_EQ(Phase("denied"), "Succeeded");
   // The same controller, never restarted.

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "controller/kube/exec_credential.h"
-#include "tests/kube/kube_test_env.h"
+#include "tests/kube/kubectl_env.h"
 #include "testing/support/bin_dir.h"
 
 namespace fairbench::kube {
@@ -18,54 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-
-class Kubectl : public testenv::KubeTest {
- protected:
-  void SetUp() override {
-    kubectl_ = fairbench::testing::FindTool("kubectl");
-    ASSERT_FALSE(kubectl_.empty()) << "kubectl not found on PATH nor in " << FAIRBENCH_SOURCE_DIR
-                                   << "/.tools/bin: run scripts/setup --with-tools";
-    apiserver::TestApiServerOptions o;
-    o.tls = true;
-    Start(o);
-    char tmpl[] = "/tmp/fairbench-kubectl-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    kubeconfig_ = dir_ + "/kubeconfig";
-    ASSERT_TRUE(server_->WriteKubeconfig(kubeconfig_).ok());
-    auto cfg = LoadKubeconfig({{kubeconfig_}, "", nullptr});
-    ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
-    auto c = Client::Create(*cfg, testenv::FastRetries());
-    ASSERT_TRUE(c.ok());
-    client_ = std::move(*c);
-  }
-  void TearDown() override {
-    KubeTest::TearDown();
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
-  std::vector<std::string> Args(std::vector<std::string> args) const {
-    // A private HOME and cache: no state from the machine or earlier runs.
-    args.insert(args.begin(), {"--kubeconfig", kubeconfig_, "--cache-dir", dir_ + "/cache"});
-    return args;
-  }
-  CommandResult Run(std::vector<std::string> args) {
-    auto r = RunCommand(kubectl_, Args(std::move(args)), {{"HOME", dir_}, {"KUBECONFIG", ""}}, 60s);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : CommandResult{};
-  }
-  // Runs and expects success; returns stdout.
-  std::string Ok(std::vector<std::string> args) {
-    std::string shown;
-    for (const auto& a : args) shown += " " + a;
-    auto r = Run(std::move(args));
-    EXPECT_EQ(r.exit_code, 0) << "kubectl" << shown << "\n" << r.out << r.err;
-    return r.out;
-  }
-  std::string Data(const std::string& name) const { return testenv::TestData(name); }
-
-  std::string kubectl_;
-  std::string dir_;
-  std::string kubeconfig_;
-};
 
 TEST_F(Kubectl, ApplyGetYamlDeleteAndTheInvalidMessage) {
   EXPECT_NE(Ok({"apply", "-f", Data("benchmarkrun-crd.yaml")}).find(

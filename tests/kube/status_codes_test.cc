@@ -50,7 +50,10 @@ TEST_F(StatusCodes, CreateIs201ApplyCreatingIs201UpdatesAre200) {
   auto forced = Call("PATCH", runs_ + "/r1", "{}", "application/merge-patch+json", {{"force", "true"}});
   EXPECT_EQ(forced.code, 422);
   EXPECT_EQ(Call("PATCH", runs_ + "/r1", "{}", "text/plain").code, 415);
-  EXPECT_EQ(Call("POST", runs_, "\x08k8s\x00", "application/vnd.kubernetes.protobuf").code, 415);
+  EXPECT_EQ(Call("POST", runs_, "{}", "text/plain").code, 415);
+  // kube-apiserver lists protobuf for custom resources too: the body fails
+  // in the decoder (400), it is not refused by media type.
+  EXPECT_EQ(Call("POST", runs_, "\x08k8s\x00", "application/vnd.kubernetes.protobuf").code, 400);
 }
 
 TEST_F(StatusCodes, PutRules) {
