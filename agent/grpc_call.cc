@@ -80,18 +80,13 @@ Result<GrpcCall> BuildGrpcCall(const GrpcCallFlags& f) {
   }
   if (message.size() > 0xffffffffull) return Status::InvalidArgument("--message-file: over 4 GiB");
 
-  RequestSpec& r = call.request;
-  r.name = "/" + name;
-  r.method = "POST";
-  r.target = "/" + name;
-  r.headers = {{"content-type", "application/grpc"}, {"te", "trailers"}};
   if (!f.deadline.empty()) {
     auto d = ParseDuration(f.deadline);
     if (!d.ok()) return Status::InvalidArgument("--deadline: " + d.status().message());
     if (d->count() <= 0) return Status::InvalidArgument("--deadline: must be > 0");
     call.deadline = *d;
-    r.headers.emplace_back("grpc-timeout", FormatGrpcTimeout(d->count()));
   }
+  std::vector<std::pair<std::string, std::string>> metadata;
   for (const std::string& m : f.metadata) {
     auto h = ParseHeader(m);
     if (!h.ok()) return Status::InvalidArgument("--metadata: " + h.status().message());
@@ -100,9 +95,9 @@ Result<GrpcCall> BuildGrpcCall(const GrpcCallFlags& f) {
     if (key == "content-type" || key == "te" || key == "grpc-timeout" || key.rfind("grpc-", 0) == 0) {
       return Status::InvalidArgument("--metadata: '" + h->first + "' is gRPC's own (set by --grpc and --deadline)");
     }
-    r.headers.emplace_back(std::move(key), std::move(h->second));
+    metadata.emplace_back(std::move(key), std::move(h->second));
   }
-  r.body = EncodeGrpcFrame(message);
+  call.request = GrpcRequest(name, message, metadata, call.deadline);
   return call;
 }
 

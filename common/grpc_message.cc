@@ -170,6 +170,17 @@ Result<std::string> DescriptorSet::EncodeJson(const MethodInfo& m, std::string_v
   return out;
 }
 
+Status DescriptorSet::CheckReplyJson(const MethodInfo& m, std::string_view json) const {
+  auto msg = impl_->New(m.output_type, m);
+  if (!msg.ok()) return msg.status();
+  const auto st = pb::util::JsonStringToMessage(pb::StringPiece(json.data(), json.size()), msg->get());
+  if (!st.ok()) {
+    return Status::InvalidArgument("not a " + m.output_type + " (the output of " + m.name.service + "/" +
+                                   m.name.method + " in " + impl_->In() + "): " + OneLine(std::string(st.message())));
+  }
+  return Status::Ok();
+}
+
 Result<std::string> DescriptorSet::DecodeToJson(const MethodInfo& m, std::string_view bytes,
                                                 const JsonOutputOptions& o) const {
   auto msg = impl_->New(m.output_type, m);

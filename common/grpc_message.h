@@ -61,6 +61,9 @@ class DescriptorSet {
   // The JSON as the method's input type, encoded (binary protobuf).
   // Unknown fields and values of the wrong type are errors.
   Result<std::string> EncodeJson(const MethodInfo& method, std::string_view json) const;
+  // OK when the JSON is a message of the method's output type (a reply
+  // expected as JSON).
+  Status CheckReplyJson(const MethodInfo& method, std::string_view json) const;
   // Binary bytes of the method's output type, as JSON (one line).
   Result<std::string> DecodeToJson(const MethodInfo& method, std::string_view bytes,
                                    const JsonOutputOptions& options = {}) const;
