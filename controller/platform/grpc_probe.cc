@@ -9,6 +9,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/wire_format_lite.h>
+#include <grpc/grpc.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
@@ -124,7 +125,19 @@ bool Await(grpc::CompletionQueue* cq) {
   return cq->Next(&tag, &ok) && ok;
 }
 
+// gRPC's library, initialised once for the process: otherwise the last
+// channel of a probe would shut it down (on a thread of its own) and the
+// next probe start it again.
+void InitGrpcOnce() {
+  static const bool initialised = [] {
+    grpc_init();
+    return true;
+  }();
+  (void)initialised;
+}
+
 Result<GrpcCallResult> Call(const GrpcProbeRequest& r, const std::string& path) {
+  InitGrpcOnce();
   const auto deadline = Clock::now() + r.deadline;
   const std::string address = Address(r.host, r.port);
   auto channel = NewChannel(address, r.tls);
