@@ -203,6 +203,20 @@ const char* GoCodeName(int code) {
   return code >= 0 && code < static_cast<int>(std::size(kNames)) ? kNames[code] : "Unknown";
 }
 
+// A duration as Go's %v prints it: 1s, 1.5s, 500ms.
+std::string GoDuration(std::chrono::milliseconds d) {
+  const long long ms = d.count();
+  if (ms == 0) return "0s";
+  if (ms < 1000) return std::to_string(ms) + "ms";
+  std::string out = std::to_string(ms / 1000);
+  if (ms % 1000 != 0) {
+    std::string frac = std::to_string(1000 + ms % 1000).substr(1);
+    while (frac.back() == '0') frac.pop_back();
+    out += "." + frac;
+  }
+  return out + "s";
+}
+
 // HealthCheckResponse {ServingStatus status = 1}, read by hand (Debian's
 // gRPC ships no health.proto); unknown fields skipped.
 bool ParseHealthResponse(const std::string& bytes, int* status) {
@@ -237,7 +251,7 @@ std::string HealthStatus::Describe() const {
   if (grpc_code == 12) {
     return "error: this server does not implement the grpc health protocol (grpc.health.v1.Health): " + grpc_message;
   }
-  if (grpc_code == 4) return "timeout: health rpc did not complete within the probe's timeout";
+  if (grpc_code == 4) return "timeout: health rpc did not complete within " + GoDuration(timeout);
   if (grpc_code != 0) {
     return std::string("error: health rpc probe failed: rpc error: code = ") + GoCodeName(grpc_code) +
            " desc = " + grpc_message;
@@ -263,6 +277,7 @@ Result<HealthStatus> GrpcHealthCheck(const std::string& host, uint16_t port, boo
   auto call = Call(r, "/grpc.health.v1.Health/Check");
   if (!call.ok()) return call.status();
   HealthStatus h;
+  h.timeout = timeout;
   h.grpc_code = call->grpc_code;
   h.grpc_message = call->grpc_message;
   if (h.grpc_code == 0) {

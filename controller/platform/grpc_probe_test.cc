@@ -21,6 +21,7 @@
 #include "targets/grpc/echo_server.h"
 #include "testing/support/ports.h"
 #include "testing/support/test_certs.h"
+#include "testing/support/time_scale.h"
 
 namespace fairbench::controller {
 namespace {
@@ -159,7 +160,7 @@ TEST(GrpcProbeTest, NothingListeningIsUnavailableAtOnce) {
   auto c = GrpcProbeCall(Request(*port, "fairbench.echo.v1.Echo/Unary", ""));
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), Status::Code::kUnavailable);
-  EXPECT_LT(Steady::now() - start, 5s);
+  EXPECT_LT(Steady::now() - start, testing::Scaled(5s));
 }
 
 // A probe right after the server starts on a port that refused a moment
@@ -177,7 +178,7 @@ TEST(GrpcProbeTest, ServingAtOnceAfterTheServerStarts) {
   auto h = GrpcHealthCheck(kHost, *port, false, "", 5s);
   ASSERT_TRUE(h.ok()) << h.status().ToString();
   EXPECT_TRUE(h->ok());
-  EXPECT_LT(Steady::now() - start, 900ms);  // gRPC's first reconnect backoff is 1 s
+  EXPECT_LT(Steady::now() - start, testing::Scaled(900ms));  // gRPC's first reconnect backoff is 1 s
 }
 
 // The unary echo returns the message sent: JSON encoded through the
@@ -271,7 +272,38 @@ TEST(GrpcProbeTest, DeadlineEndsASlowCall) {
   auto c = GrpcProbeCall(r);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->grpc_code, 4);
-  EXPECT_LT(Steady::now() - start, 800ms);
+  EXPECT_LT(Steady::now() - start, 200ms + testing::Scaled(600ms));
+}
+
+// A health service slower than the check's timeout: DEADLINE_EXCEEDED, in
+// the kubelet's words with the timeout (catches the timeout not bounding
+// the call). The server's health service is made slow by a handler that
+// waits, registered under the health service's name.
+TEST(GrpcProbeTest, HealthCheckSlowerThanItsTimeout) {
+  class SlowHealth : public grpc::Service {
+   public:
+    SlowHealth() {
+      AddMethod(new grpc::internal::RpcServiceMethod(
+          "/grpc.health.v1.Health/Check", grpc::internal::RpcMethod::NORMAL_RPC,
+          new grpc::internal::RpcMethodHandler<SlowHealth, grpc::ByteBuffer, grpc::ByteBuffer, grpc::ByteBuffer,
+                                               grpc::ByteBuffer>(
+              [](SlowHealth*, grpc::ServerContext* context, const grpc::ByteBuffer*, grpc::ByteBuffer*) {
+                const auto until = std::chrono::steady_clock::now() + 2s;
+                while (!context->IsCancelled() && std::chrono::steady_clock::now() < until) {
+                  std::this_thread::sleep_for(10ms);
+                }
+                return grpc::Status(grpc::StatusCode::ABORTED, "too late");  // after the client's deadline
+              },
+              this)));
+    }
+  } slow;
+  OwnServer s(/*health=*/false, &slow);
+  const auto start = Steady::now();
+  auto h = GrpcHealthCheck(kHost, static_cast<uint16_t>(s.port), false, "", 1500ms);
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  EXPECT_EQ(h->grpc_code, 4);
+  EXPECT_EQ(h->Describe(), "timeout: health rpc did not complete within 1.5s");
+  EXPECT_LT(Steady::now() - start, 1500ms + testing::Scaled(400ms));
 }
 
 // Metadata and the deadline reach the server: a server built here records
