@@ -54,6 +54,14 @@ std::shared_ptr<grpc::Channel> NewChannel(const std::string& address, bool tls) 
   return grpc::CreateCustomChannel(address, Credentials(tls), args);
 }
 
+// Text for an error line: anything but printable ASCII shown as '?'.
+std::string Printable(std::string text) {
+  for (char& c : text) {
+    if (c < 0x20 || c == 0x7f) c = '?';
+  }
+  return text;
+}
+
 // Connected (READY) before the deadline, or Unavailable with what gRPC says
 // of the failed attempt.
 Status Connect(grpc::Channel* channel, grpc::GenericStub* stub, const std::string& address, Clock::time_point deadline) {
@@ -83,10 +91,7 @@ Status Connect(grpc::Channel* channel, grpc::GenericStub* stub, const std::strin
   cq.Shutdown();
   while (cq.Next(&tag, &ok)) {
   }
-  std::string why = status.error_message();
-  for (char& c : why) {
-    if (c == '\n') c = ' ';
-  }
+  const std::string why = Printable(status.error_message());
   return Status::Unavailable("no gRPC connection to " + address + (why.empty() ? "" : ": " + why));
 }
 
@@ -107,7 +112,7 @@ Status CheckMetadata(const std::string& key, const std::string& value) {
   const bool key_ok = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
   });
-  if (!key_ok) return Status::InvalidArgument("metadata key '" + key + "': only a-z, 0-9, '-', '_' and '.'");
+  if (!key_ok) return Status::InvalidArgument("metadata key '" + Printable(key) + "': only a-z, 0-9, '-', '_' and '.'");
   if (key.rfind("grpc-", 0) == 0 || key == "content-type" || key == "te" || key == "user-agent") {
     return Status::InvalidArgument("metadata key '" + key + "' is gRPC's own");
   }

@@ -404,10 +404,11 @@ TEST(GrpcProbeTest, BadRequestsAreRefusedUpFront) {
   EXPECT_EQ(GrpcProbeCall(r).status().code(), Status::Code::kInvalidArgument);
   r.method = "fairbench.echo.v1.Echo/Unary";
   for (const auto& md : std::vector<std::pair<std::string, std::string>>{
-           {"X-Upper", "v"}, {"grpc-timeout", "1S"}, {"x-ok", "line\nbreak"}, {"", "v"}}) {
+           {"X-Upper", "v"}, {"grpc-timeout", "1S"}, {"x-ok", "line\nbreak"}, {"", "v"}, {"two\nlines", "v"}}) {
     r.metadata = {md};
     auto c = GrpcProbeCall(r);
     EXPECT_EQ(c.status().code(), Status::Code::kInvalidArgument) << md.first;
+    EXPECT_EQ(c.status().message().find('\n'), std::string::npos) << c.status().message();
   }
   r.metadata.clear();
   r.deadline = 0ms;
