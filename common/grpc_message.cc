@@ -4,6 +4,7 @@
 #include <google/protobuf/descriptor.pb.h>
 #include <google/protobuf/descriptor_database.h>
 #include <google/protobuf/dynamic_message.h>
+#include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
@@ -18,11 +19,18 @@ namespace {
 
 namespace pb = google::protobuf;
 
+// One line, whatever names the set (or the caller) put in it: control
+// characters are shown as '?', line breaks and tabs as spaces.
 std::string OneLine(std::string text) {
-  std::replace(text.begin(), text.end(), '\n', ' ');
+  for (char& c : text) {
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+    else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
   while (!text.empty() && text.back() == ' ') text.pop_back();
   return text;
 }
+
+Status Invalid(const std::string& message) { return Status::InvalidArgument(OneLine(message)); }
 
 std::string List(const std::vector<std::string>& names) {
   std::string out;
@@ -61,7 +69,7 @@ struct DescriptorSet::Impl {
   Result<std::unique_ptr<pb::Message>> New(const std::string& type, const MethodInfo& m) const {
     const pb::Descriptor* d = pool.FindMessageTypeByName(type);
     if (d == nullptr) {
-      return Status::InvalidArgument("no message type " + type + " (of " + m.name.service + "/" + m.name.method +
+      return Invalid("no message type " + type + " (of " + m.name.service + "/" + m.name.method +
                                      ") in " + In());
     }
     return std::unique_ptr<pb::Message>(factory.GetPrototype(d)->New());
@@ -75,7 +83,7 @@ Result<GrpcMethodName> ParseGrpcMethodName(std::string_view text) {
   const auto bad_char = [](char c) { return std::isspace(static_cast<unsigned char>(c)) || c == '?' || c == '#'; };
   if (slash == std::string_view::npos || slash == 0 || slash + 1 == name.size() ||
       name.find('/', slash + 1) != std::string_view::npos || std::any_of(name.begin(), name.end(), bad_char)) {
-    return Status::InvalidArgument("'" + std::string(text) +
+    return Invalid("'" + std::string(text) +
                                    "' is not SERVICE/METHOD (e.g. fairbench.echo.v1.Echo/Unary)");
   }
   return GrpcMethodName{std::string(name.substr(0, slash)), std::string(name.substr(slash + 1))};
@@ -89,23 +97,26 @@ DescriptorSet::~DescriptorSet() = default;
 const std::string& DescriptorSet::what() const { return impl_->what; }
 
 Result<DescriptorSet> LoadDescriptorSet(std::string bytes, std::string what) {
+  // What is wrong with the set is the one line returned; protobuf's own
+  // log lines (a malformed name, say) would be a second, on stderr.
+  const google::protobuf::LogSilencer quiet;
   auto impl = std::make_unique<DescriptorSet::Impl>();
   impl->what = std::move(what);
   pb::FileDescriptorSet set;
   if (!set.ParseFromString(bytes) || set.file_size() == 0) {
-    return Status::InvalidArgument(impl->In() +
+    return Invalid(impl->In() +
                                    " is not a FileDescriptorSet (make one with protoc --descriptor_set_out=FILE "
                                    "--include_imports)");
   }
   for (const pb::FileDescriptorProto& file : set.file()) {
     if (!impl->db.Add(file)) {
-      return Status::InvalidArgument(impl->In() + ": " + file.name() + " appears twice or is malformed");
+      return Invalid(impl->In() + ": " + file.name() + " appears twice or is malformed");
     }
     impl->files.push_back(file.name());
   }
   for (const std::string& file : impl->files) {
     if (impl->pool.FindFileByName(file) == nullptr) {
-      return Status::InvalidArgument(impl->In() + ": " + OneLine(impl->errors.first()) +
+      return Invalid(impl->In() + ": " + impl->errors.first() +
                                      " (a file it needs is missing from the set? make it with --include_imports)");
     }
   }
@@ -116,8 +127,20 @@ Result<DescriptorSet> ReadDescriptorSetFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream ss;
   if (in) ss << in.rdbuf();
-  if (!in || in.bad()) return Status::InvalidArgument("cannot read '" + path + "'");
+  if (!in || in.bad()) return Invalid("cannot read '" + path + "'");
   return LoadDescriptorSet(ss.str(), path);
+}
+
+std::vector<std::string> DescriptorSet::Methods() const {
+  std::vector<std::string> out;
+  for (const std::string& file : impl_->files) {
+    const pb::FileDescriptor* fd = impl_->pool.FindFileByName(file);
+    for (int i = 0; fd != nullptr && i < fd->service_count(); ++i) {
+      const pb::ServiceDescriptor* sd = fd->service(i);
+      for (int j = 0; j < sd->method_count(); ++j) out.push_back(sd->full_name() + "/" + sd->method(j)->name());
+    }
+  }
+  return out;
 }
 
 Result<MethodInfo> DescriptorSet::Method(std::string_view text) const {
@@ -130,18 +153,18 @@ Result<MethodInfo> DescriptorSet::Method(std::string_view text) const {
       const pb::FileDescriptor* fd = impl_->pool.FindFileByName(file);
       for (int i = 0; fd != nullptr && i < fd->service_count(); ++i) services.push_back(fd->service(i)->full_name());
     }
-    return Status::InvalidArgument("no service '" + name->service + "' in " + impl_->In() + " (services: " +
+    return Invalid("no service '" + name->service + "' in " + impl_->In() + " (services: " +
                                    List(services) + ")");
   }
   const pb::MethodDescriptor* md = sd->FindMethodByName(name->method);
   if (md == nullptr) {
     std::vector<std::string> methods;
     for (int i = 0; i < sd->method_count(); ++i) methods.push_back(sd->method(i)->name());
-    return Status::InvalidArgument("service " + name->service + " has no method '" + name->method + "' (methods: " +
+    return Invalid("service " + name->service + " has no method '" + name->method + "' (methods: " +
                                    List(methods) + ") in " + impl_->In());
   }
   if (md->client_streaming()) {
-    return Status::InvalidArgument(name->service + "/" + name->method + " in " + impl_->In() + " is " +
+    return Invalid(name->service + "/" + name->method + " in " + impl_->In() + " is " +
                                    (md->server_streaming() ? "bidirectional streaming" : "client-streaming") +
                                    "; only unary and server-streaming calls are supported");
   }
@@ -160,12 +183,12 @@ Result<std::string> DescriptorSet::EncodeJson(const MethodInfo& m, std::string_v
   options.ignore_unknown_fields = false;
   const auto st = pb::util::JsonStringToMessage(pb::StringPiece(json.data(), json.size()), msg->get(), options);
   if (!st.ok()) {
-    return Status::InvalidArgument("not a " + m.input_type + " (the input of " + m.name.service + "/" +
-                                   m.name.method + " in " + impl_->In() + "): " + OneLine(std::string(st.message())));
+    return Invalid("not a " + m.input_type + " (the input of " + m.name.service + "/" +
+                                   m.name.method + " in " + impl_->In() + "): " + std::string(st.message()));
   }
   std::string out;
   if (!(*msg)->SerializeToString(&out)) {
-    return Status::InvalidArgument("cannot encode it as " + m.input_type + " (in " + impl_->In() + ")");
+    return Invalid("cannot encode it as " + m.input_type + " (in " + impl_->In() + ")");
   }
   return out;
 }
@@ -187,7 +210,7 @@ Result<std::string> DescriptorSet::DecodeToJson(const MethodInfo& m, std::string
   if (!msg.ok()) return msg.status();
   if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
       !(*msg)->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return Status::InvalidArgument("the reply is not a binary " + m.output_type + " (the output of " +
+    return Invalid("the reply is not a binary " + m.output_type + " (the output of " +
                                    m.name.service + "/" + m.name.method + " in " + impl_->In() + ")");
   }
   pb::util::JsonPrintOptions options;
@@ -196,8 +219,8 @@ Result<std::string> DescriptorSet::DecodeToJson(const MethodInfo& m, std::string
   std::string out;
   const auto st = pb::util::MessageToJsonString(**msg, &out, options);
   if (!st.ok()) {
-    return Status::InvalidArgument("the reply (a " + m.output_type + ") has no JSON form: " +
-                                   OneLine(std::string(st.message())));
+    return Invalid("the reply (a " + m.output_type + ") has no JSON form: " +
+                                   std::string(st.message()));
   }
   return out;
 }
@@ -207,7 +230,7 @@ Status DescriptorSet::CheckParses(const MethodInfo& m, std::string_view bytes, s
   if (!msg.ok()) return msg.status();
   if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
       !(*msg)->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return Status::InvalidArgument("'" + std::string(source) + "' is not a binary " + m.input_type +
+    return Invalid("'" + std::string(source) + "' is not a binary " + m.input_type +
                                    " (the input of " + m.name.service + "/" + m.name.method + " in " + impl_->In() +
                                    ")");
   }

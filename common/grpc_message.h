@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 
@@ -53,6 +54,10 @@ class DescriptorSet {
   ~DescriptorSet();
 
   const std::string& what() const;
+
+  // Every method of every service in the set, "package.Service/Method", in
+  // the files' order.
+  std::vector<std::string> Methods() const;
 
   // The method, with its kind; a client-streaming or bidirectional method
   // is an error (only unary and server-streaming calls are made).

@@ -66,8 +66,9 @@ void ExpectOneLineWith(const Status& st, const std::string& needle) {
   EXPECT_EQ(std::count(st.message().begin(), st.message().end(), '\n'), 0) << st.message();
 }
 
-// The method's kind and types from the set (catches server_streaming read
-// from the wrong flag, or the input and output types swapped).
+// The set's methods, and a method's kind and types (catches
+// server_streaming read from the wrong flag, or the input and output types
+// swapped).
 TEST(GrpcMessageTest, MethodKindAndTypes) {
   const DescriptorSet set = Load();
   auto unary = set.Method("demo.v1.Svc/Unary");
@@ -76,6 +77,8 @@ TEST(GrpcMessageTest, MethodKindAndTypes) {
   EXPECT_EQ(unary->input_type, "demo.v1.Req");
   EXPECT_EQ(unary->output_type, "demo.v1.Reply");
   EXPECT_EQ(unary->name.path(), "/demo.v1.Svc/Unary");
+  EXPECT_EQ(set.Methods(), (std::vector<std::string>{"demo.v1.Svc/Unary", "demo.v1.Svc/Down", "demo.v1.Svc/Up",
+                                                     "demo.v1.Svc/Both"}));
   auto down = set.Method("/demo.v1.Svc/Down");
   ASSERT_TRUE(down.ok()) << down.status().ToString();
   EXPECT_EQ(down->kind, GrpcMethodKind::kServerStreaming);
@@ -157,8 +160,9 @@ TEST(GrpcMessageTest, CheckParses) {
 }
 
 // A set that is not one, and one made without --include_imports, are
-// refused at load with the name it was given (catches a set whose imports
-// are missing found only at the first call).
+// refused at load with the name it was given, in one line (catches a set
+// whose imports are missing found only at the first call, or a line break
+// from a name in the set passed on).
 TEST(GrpcMessageTest, LoadErrors) {
   ExpectOneLineWith(LoadDescriptorSet("hello\xff\xff", "x.desc").status(), "'x.desc' is not a FileDescriptorSet");
   ExpectOneLineWith(LoadDescriptorSet("", "x.desc").status(), "'x.desc' is not a FileDescriptorSet");
@@ -175,6 +179,12 @@ TEST(GrpcMessageTest, LoadErrors) {
   ExpectOneLineWith(LoadDescriptorSet(twice.SerializeAsString(), "twice.desc").status(),
                     "'twice.desc': common.proto appears twice");
   ExpectOneLineWith(ReadDescriptorSetFile("/nonexistent/x.desc").status(), "cannot read '/nonexistent/x.desc'");
+  // Names from the set are its author's: a line break in one stays one line
+  // (found by fuzz_grpc_message).
+  google::protobuf::FileDescriptorSet odd;
+  odd.add_file()->set_name("two\nlines.proto");
+  *odd.add_file() = odd.file(0);
+  ExpectOneLineWith(LoadDescriptorSet(odd.SerializeAsString(), "odd.desc").status(), "two lines.proto appears twice");
 }
 
 }  // namespace

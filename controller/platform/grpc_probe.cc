@@ -9,6 +9,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/wire_format_lite.h>
+#include <grpc/grpc.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
@@ -53,6 +54,14 @@ std::shared_ptr<grpc::Channel> NewChannel(const std::string& address, bool tls) 
   return grpc::CreateCustomChannel(address, Credentials(tls), args);
 }
 
+// Text for an error line: anything but printable ASCII shown as '?'.
+std::string Printable(std::string text) {
+  for (char& c : text) {
+    if (c < 0x20 || c == 0x7f) c = '?';
+  }
+  return text;
+}
+
 // Connected (READY) before the deadline, or Unavailable with what gRPC says
 // of the failed attempt.
 Status Connect(grpc::Channel* channel, grpc::GenericStub* stub, const std::string& address, Clock::time_point deadline) {
@@ -82,10 +91,7 @@ Status Connect(grpc::Channel* channel, grpc::GenericStub* stub, const std::strin
   cq.Shutdown();
   while (cq.Next(&tag, &ok)) {
   }
-  std::string why = status.error_message();
-  for (char& c : why) {
-    if (c == '\n') c = ' ';
-  }
+  const std::string why = Printable(status.error_message());
   return Status::Unavailable("no gRPC connection to " + address + (why.empty() ? "" : ": " + why));
 }
 
@@ -106,7 +112,7 @@ Status CheckMetadata(const std::string& key, const std::string& value) {
   const bool key_ok = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
   });
-  if (!key_ok) return Status::InvalidArgument("metadata key '" + key + "': only a-z, 0-9, '-', '_' and '.'");
+  if (!key_ok) return Status::InvalidArgument("metadata key '" + Printable(key) + "': only a-z, 0-9, '-', '_' and '.'");
   if (key.rfind("grpc-", 0) == 0 || key == "content-type" || key == "te" || key == "user-agent") {
     return Status::InvalidArgument("metadata key '" + key + "' is gRPC's own");
   }
@@ -124,7 +130,19 @@ bool Await(grpc::CompletionQueue* cq) {
   return cq->Next(&tag, &ok) && ok;
 }
 
+// gRPC's library, initialised once for the process: otherwise the last
+// channel of a probe would shut it down (on a thread of its own) and the
+// next probe start it again.
+void InitGrpcOnce() {
+  static const bool initialised = [] {
+    grpc_init();
+    return true;
+  }();
+  (void)initialised;
+}
+
 Result<GrpcCallResult> Call(const GrpcProbeRequest& r, const std::string& path) {
+  InitGrpcOnce();
   const auto deadline = Clock::now() + r.deadline;
   const std::string address = Address(r.host, r.port);
   auto channel = NewChannel(address, r.tls);
@@ -190,6 +208,20 @@ const char* GoCodeName(int code) {
   return code >= 0 && code < static_cast<int>(std::size(kNames)) ? kNames[code] : "Unknown";
 }
 
+// A duration as Go's %v prints it: 1s, 1.5s, 500ms.
+std::string GoDuration(std::chrono::milliseconds d) {
+  const long long ms = d.count();
+  if (ms == 0) return "0s";
+  if (ms < 1000) return std::to_string(ms) + "ms";
+  std::string out = std::to_string(ms / 1000);
+  if (ms % 1000 != 0) {
+    std::string frac = std::to_string(1000 + ms % 1000).substr(1);
+    while (frac.back() == '0') frac.pop_back();
+    out += "." + frac;
+  }
+  return out + "s";
+}
+
 // HealthCheckResponse {ServingStatus status = 1}, read by hand (Debian's
 // gRPC ships no health.proto); unknown fields skipped.
 bool ParseHealthResponse(const std::string& bytes, int* status) {
@@ -224,7 +256,7 @@ std::string HealthStatus::Describe() const {
   if (grpc_code == 12) {
     return "error: this server does not implement the grpc health protocol (grpc.health.v1.Health): " + grpc_message;
   }
-  if (grpc_code == 4) return "timeout: health rpc did not complete within the probe's timeout";
+  if (grpc_code == 4) return "timeout: health rpc did not complete within " + GoDuration(timeout);
   if (grpc_code != 0) {
     return std::string("error: health rpc probe failed: rpc error: code = ") + GoCodeName(grpc_code) +
            " desc = " + grpc_message;
@@ -250,6 +282,7 @@ Result<HealthStatus> GrpcHealthCheck(const std::string& host, uint16_t port, boo
   auto call = Call(r, "/grpc.health.v1.Health/Check");
   if (!call.ok()) return call.status();
   HealthStatus h;
+  h.timeout = timeout;
   h.grpc_code = call->grpc_code;
   h.grpc_message = call->grpc_message;
   if (h.grpc_code == 0) {

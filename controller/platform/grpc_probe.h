@@ -41,6 +41,7 @@ struct HealthStatus {
   int grpc_code = 0;         // the Check call's status: 0 OK, 12 UNIMPLEMENTED, 5 NOT_FOUND, ...
   std::string grpc_message;  // its grpc-message
   ServingStatus serving = ServingStatus::kUnknown;  // the answer, when grpc_code is 0
+  std::chrono::milliseconds timeout{0};             // the check's, for Describe()
   bool ok() const { return grpc_code == 0 && serving == ServingStatus::kServing; }
   // One line, as the kubelet says it: "service healthy", "service unhealthy
   // (responded with \"NOT_SERVING\")", "... does not implement the grpc
