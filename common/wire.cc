@@ -1,6 +1,7 @@
 #include "common/wire.h"
 
 #include <cmath>
+#include <tuple>
 
 namespace fairbench::wire {
 namespace {
@@ -182,6 +183,8 @@ void ToProto(const Snapshot& in, const std::string& job_id, v1::Snapshot* out) {
   ToProto(in.stats.counters, out->mutable_counters());
   ToProto(in.stats.latency, out->mutable_latency());
   if (in.stats.uncorrected.count() > 0) ToProto(in.stats.uncorrected, out->mutable_uncorrected());
+  if (in.stats.first_message.count() > 0) ToProto(in.stats.first_message, out->mutable_first_message());
+  if (in.stats.last_message.count() > 0) ToProto(in.stats.last_message, out->mutable_last_message());
   out->clear_rate_samples();
   for (double r : in.stats.rate_samples) out->add_rate_samples(r);
   out->set_connections_open(in.connections_open);
@@ -228,6 +231,14 @@ Result<Snapshot> FromProto(const v1::Snapshot& in) {
     auto u = DecodeLatency(in.uncorrected(), "snapshot.uncorrected");
     if (!u.ok()) return u.status();
     s.stats.uncorrected = std::move(*u);
+  }
+  for (const auto& [present, message, field, into] :
+       {std::tuple{in.has_first_message(), &in.first_message(), "snapshot.first_message", &s.stats.first_message},
+        std::tuple{in.has_last_message(), &in.last_message(), "snapshot.last_message", &s.stats.last_message}}) {
+    if (!present) continue;
+    auto h = DecodeLatency(*message, field);
+    if (!h.ok()) return h.status();
+    *into = std::move(*h);
   }
   s.stats.rate_samples.assign(in.rate_samples().begin(), in.rate_samples().end());
   s.connections_open = in.connections_open();

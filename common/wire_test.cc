@@ -41,6 +41,8 @@ TEST(WireTest, SnapshotRoundTripsExactly) {
   s.stats.counters.grpc.messages = 28;
   for (int64_t v = 1; v < 100000; v += 37) s.stats.latency.Record(v * 13);
   s.stats.uncorrected.Record(5);
+  s.stats.first_message.Record(77);
+  for (int64_t v = 100; v < 900; v += 7) s.stats.last_message.Record(v);
   s.stats.rate_samples = {1.5, 2.5};
   s.connections_open = 100;
   s.cpu_seconds = 0.25;
@@ -59,6 +61,8 @@ TEST(WireTest, SnapshotRoundTripsExactly) {
   EXPECT_EQ(back->stats.counters, s.stats.counters);
   EXPECT_TRUE(back->stats.latency == s.stats.latency);
   EXPECT_TRUE(back->stats.uncorrected == s.stats.uncorrected);
+  EXPECT_TRUE(back->stats.first_message == s.stats.first_message);  // catches: a streaming call's first message dropped
+  EXPECT_TRUE(back->stats.last_message == s.stats.last_message);
   EXPECT_EQ(back->stats.rate_samples, s.stats.rate_samples);
   EXPECT_EQ(back->connections_open, 100u);
   EXPECT_EQ(back->end_ns, 2'000'000'000);

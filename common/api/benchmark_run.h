@@ -501,6 +501,10 @@ struct GrpcCalls {
   uint64_t status_other = 0;              // numeric codes above 16
   uint64_t no_status = 0, bad_status = 0, truncated = 0, bad_flag = 0, too_large = 0, unary_messages = 0;
   uint64_t messages = 0;  // response messages of the calls that ended with a status
+  // Server-streaming calls: from the call's start to its first message
+  // and to its last (`latency` is the whole call's).
+  std::optional<Latency> first_message_latency;
+  std::optional<Latency> last_message_latency;
   friend bool operator==(const GrpcCalls&, const GrpcCalls&) = default;
 };
 

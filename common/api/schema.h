@@ -402,6 +402,8 @@ void Describe(V& v, S& s) {
   v.Field("tooLarge", s.too_large, kOmitZero);
   v.Field("unaryMessages", s.unary_messages, kOmitZero);
   v.Field("messages", s.messages, kOmitZero);
+  v.Field("firstMessageLatency", s.first_message_latency);
+  v.Field("lastMessageLatency", s.last_message_latency);
 }
 
 template <typename V, typename S>

@@ -771,10 +771,17 @@ std::optional<Section> GrpcSection(const Context& ctx) {
                        "(a call that ended other than as the scenario expects is a status error under Errors), the "
                        "response messages they carried, and protocol errors — a call answered without a grpc-status, "
                        "with a malformed one, with a message cut short, not in gRPC framing, over the size limit, or a "
-                       "unary call answered OK with no message or several."));
+                       "unary call answered OK with no message or several. For server-streaming calls, the latency "
+                       "from the call's start to its first and to its last message."));
   std::vector<std::string> header = CellColumns(ctx);
   const size_t left = header.size();
   for (const char* h : {"calls by status", "messages", "protocol errors"}) header.push_back(h);
+  // Server-streaming cells: latency to the first and to the last message.
+  bool streaming = false;
+  for (const CellRecord* c : CellsInReportOrder(ctx)) streaming = streaming || (c->result.grpc && c->result.grpc->first_message_latency);
+  if (streaming) {
+    for (const char* h : {"first message p50", "first message p99", "last message p99"}) header.push_back(h);
+  }
   Table t{header, Aligns(left, header.size() - left), {}};
   t.align[left] = Align::kLeft;
   for (const CellRecord* c : CellsInReportOrder(ctx)) {
@@ -796,6 +803,13 @@ std::optional<Section> GrpcSection(const Context& ctx) {
       if (n > 0) protocol += (protocol.empty() ? "" : ", ") + std::string(name) + " " + Count(n);
     }
     row.push_back(protocol.empty() ? "0" : protocol);
+    if (streaming) {
+      const auto& first = g.first_message_latency;
+      const auto& last = g.last_message_latency;
+      row.push_back(first ? FormatLatency(first->p50) : kMissing);
+      row.push_back(first ? FormatLatency(first->p99) : kMissing);
+      row.push_back(last ? FormatLatency(last->p99) : kMissing);
+    }
     t.rows.push_back(std::move(row));
   }
   if (t.rows.empty()) return std::nullopt;

@@ -165,6 +165,10 @@ report::CellRecord CellRecordFrom(const api::ScenarioSettings& settings, const a
     calls.too_large = g.too_large;
     calls.unary_messages = g.unary_messages;
     calls.messages = g.messages;
+    if (measured.first_message.count() > 0 && settings.grpc->kind != api::GrpcCallSpec::Kind::kUnary) {
+      calls.first_message_latency = LatencyOf(measured.first_message);
+      calls.last_message_latency = LatencyOf(measured.last_message);
+    }
     const auto expected = static_cast<size_t>(settings.expect.grpc_status.value_or(api::GrpcCode::kOk));
     r.errors.status += g.Calls() - g.status[expected];
     r.errors.grpc_protocol = g.ProtocolErrors();

@@ -120,6 +120,10 @@ TEST(CellJobsTest, GrpcRecordCountsCallsByStatusAgainstTheExpectedOne) {
   s.stats.counters.grpc.truncated = 2;
   s.stats.counters.grpc.unary_messages = 1;
   s.stats.counters.grpc.messages = 900;
+  for (int i = 0; i < 90; ++i) {
+    s.stats.first_message.Record(1000);
+    s.stats.last_message.Record(9000);
+  }
   m.totals.Add(s);
   m.end.measure_seconds = 1;
   TargetPlacement where{"n", "127.0.0.1", 9};
@@ -132,6 +136,10 @@ TEST(CellJobsTest, GrpcRecordCountsCallsByStatusAgainstTheExpectedOne) {
   EXPECT_EQ(r.result.grpc->statuses, expected);
   EXPECT_EQ(r.result.grpc->messages, 900u);
   EXPECT_EQ(r.result.grpc->truncated, 2u);
+  // Catches: the first and the last message's latency dropped, or swapped.
+  ASSERT_TRUE(r.result.grpc->first_message_latency.has_value());
+  EXPECT_NEAR(r.result.grpc->first_message_latency->p50, 1000, 2);
+  EXPECT_NEAR(r.result.grpc->last_message_latency->p99, 9000, 10);
   EXPECT_EQ(r.result.errors.status, 10u);
   EXPECT_EQ(r.result.errors.grpc_protocol, 3u);
   EXPECT_EQ(r.result.errors.Total(), 13u);

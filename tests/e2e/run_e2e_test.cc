@@ -734,7 +734,9 @@ TEST_F(RunE2eTest, TheGrpcExampleComparesBothApiVariantsCountedByTheTarget) {
 }
 
 // A gRPC call that does not end as the scenario expects is reported, not
-// loaded; a gRPC target whose health check never says SERVING is not ready.
+// loaded; a gRPC target whose health check never says SERVING is not ready;
+// a server-streaming call's first and last message arrive when the server
+// sends them.
 // Catches: expect.grpcStatus ignored by the check, the response message not
 // compared, readiness.grpc.service not asked.
 TEST_F(RunE2eTest, GrpcChecksBeforeTheLoadAndReadinessByHealth) {
@@ -753,6 +755,8 @@ TEST_F(RunE2eTest, GrpcChecksBeforeTheLoadAndReadinessByHealth) {
       "  - name: wrong-status\n    grpc: {method: fairbench.echo.v1.Echo/Unary, message: {status: 5}, descriptorSet: echo.desc}\n"
       "  - name: wrong-reply\n    grpc: {method: fairbench.echo.v1.Echo/Unary, message: {payload: aGk=}, descriptorSet: echo.desc}\n"
       "    expect: {json: {payload: aG8=}}\n"
+      "  - name: slow-stream\n    grpc: {method: fairbench.echo.v1.Echo/ServerStream, message: {messages: 3, delayMs: 20},"
+      " descriptorSet: echo.desc}\n"
       "  load: {threads: 1, connections: [4], streams: 2, warmup: 200ms, duration: 1s}\n  cooldown: 200ms\n";
   const std::string run = dir_->path().string() + "/run.yaml";
   std::ofstream(run) << text;
@@ -772,7 +776,20 @@ TEST_F(RunE2eTest, GrpcChecksBeforeTheLoadAndReadinessByHealth) {
   EXPECT_EQ(cells["echo/wrong-reply"]["reason"], "VerificationFailed");
   EXPECT_NE(cells["echo/wrong-reply"]["message"].get<std::string>().find("aGk="), std::string::npos)
       << cells["echo/wrong-reply"].dump();
-  for (const std::string scenario : {"unavailable", "wrong-status", "wrong-reply"}) {
+  // The server waits 20 ms before each of 3 replies: the first message
+  // comes after 20 ms, the last after 60 ms. Catches the first and the last
+  // message's latency swapped, taken from the wrong clock, or lost on the
+  // way from the agents.
+  const json& slow = cells["echo/slow-stream"];
+  ASSERT_EQ(slow["state"], "Succeeded") << slow.dump();
+  EXPECT_EQ(slow["grpc"]["messages"].get<uint64_t>(), 3 * slow["requests"].get<uint64_t>());
+  const double first_p50 = slow["grpc"]["firstMessageLatency"]["p50"].get<double>();
+  const double last_p50 = slow["grpc"]["lastMessageLatency"]["p50"].get<double>();
+  EXPECT_GE(first_p50, 20'000) << slow.dump();
+  EXPECT_LT(first_p50, 35'000) << slow.dump();
+  EXPECT_GE(last_p50, 60'000) << slow.dump();
+  EXPECT_LT(last_p50, 90'000) << slow.dump();
+  for (const std::string scenario : {"unavailable", "wrong-status", "wrong-reply", "slow-stream"}) {
     const json& c = cells["unready/" + scenario];
     EXPECT_EQ(c["state"], "Failed") << c.dump();
     EXPECT_EQ(c["reason"], "NotReady") << c.dump();
