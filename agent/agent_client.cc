@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "agent/grpc_call.h"
 #include "agent/idle_wait.h"
 #include "agent/request.h"
 #include "agent/request_text.h"
@@ -74,6 +75,17 @@ Result<EngineOptions> OptionsFromJob(const wire::JobSpec& job, const std::vector
     if (Status s = ValidateRequest(spec, "job.requests[" + std::to_string(i) + "]: "); !s.ok()) return s;
     o.requests.push_back(BuildRequest(spec, host_header, job.keep_alive));
     specs.push_back(std::move(spec));
+  }
+  if (job.grpc) {
+    // Every stream is the call; HTTP/2 by the job's protocol.
+    const wire::JobGrpc& g = *job.grpc;
+    RequestSpec spec = GrpcRequest(g.method, g.message, g.metadata, g.deadline);
+    if (Status s = ValidateRequest(spec, "job.grpc: "); !s.ok()) return s;
+    o.requests.push_back(BuildRequest(spec, host_header, job.keep_alive));
+    specs.push_back(std::move(spec));
+    o.h2.grpc = true;
+    o.h2.grpc_max_message = g.max_message;
+    o.grpc_unary = g.kind == "unary";
   }
   o.threads = job.threads;
   o.connections = job.connections;

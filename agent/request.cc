@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "agent/grpc_frame.h"
+
 namespace fairbench::agent {
 namespace {
 
@@ -116,6 +118,21 @@ uint32_t RequestSchedule::NextWeighted() {
   }
   current_[best] -= total_;
   return static_cast<uint32_t>(best);
+}
+
+RequestSpec GrpcRequest(const std::string& method, const std::string& message,
+                        const std::vector<std::pair<std::string, std::string>>& metadata,
+                        std::chrono::nanoseconds deadline) {
+  const std::string path = method.empty() || method.front() != '/' ? "/" + method : method;
+  RequestSpec r;
+  r.name = path;
+  r.method = "POST";
+  r.target = path;
+  r.headers = {{"content-type", "application/grpc"}, {"te", "trailers"}};
+  if (deadline.count() > 0) r.headers.emplace_back("grpc-timeout", FormatGrpcTimeout(deadline.count()));
+  for (const auto& [key, value] : metadata) r.headers.emplace_back(key, value);
+  r.body = EncodeGrpcFrame(message);
+  return r;
 }
 
 }  // namespace fairbench::agent

@@ -11,6 +11,7 @@
 // sequence follows the weights as closely as integers allow.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -45,6 +46,14 @@ Result<std::pair<std::string, std::string>> ParseHeader(const std::string& text)
 // Checks a method token and a request target; returns InvalidArgument with
 // a message naming `where` when they would produce a malformed request.
 Status ValidateRequest(const RequestSpec& spec, const std::string& where);
+
+// The HTTP/2 request of a call to `method` ("package.Service/Method"):
+// POST /method with gRPC's headers, grpc-timeout when `deadline` > 0, the
+// metadata (lower-case keys, none of gRPC's own), and `message` in one
+// gRPC frame. What --grpc and a job's GrpcCall both send.
+RequestSpec GrpcRequest(const std::string& method, const std::string& message,
+                        const std::vector<std::pair<std::string, std::string>>& metadata,
+                        std::chrono::nanoseconds deadline);
 
 // Smooth weighted round robin over request indexes. Deterministic; after
 // Σweights calls each index has come up exactly `weight` times.

@@ -19,18 +19,22 @@ namespace fairbench {
 enum class Scheme : uint8_t { kHttp, kHttps };
 
 // What is spoken over the connection: HTTP/1.1, HTTP/2 with prior knowledge
-// over plain TCP (h2c), or HTTP/2 over TLS chosen by ALPN (h2).
-enum class Protocol : uint8_t { kHttp1, kH2c, kH2 };
+// over plain TCP (h2c), or HTTP/2 over TLS chosen by ALPN (h2). gRPC is
+// HTTP/2 carrying calls: h2 with scheme https, h2c with http. It is a
+// target's protocol in the run file; jobs and probes carry the HTTP/2 form
+// (Http2Form) and the call.
+enum class Protocol : uint8_t { kHttp1, kH2c, kH2, kGrpc };
 
 inline constexpr std::array<std::pair<Scheme, std::string_view>, 2> kSchemeNames{{
     {Scheme::kHttp, "http"},
     {Scheme::kHttps, "https"},
 }};
 
-inline constexpr std::array<std::pair<Protocol, std::string_view>, 3> kProtocolNames{{
+inline constexpr std::array<std::pair<Protocol, std::string_view>, 4> kProtocolNames{{
     {Protocol::kHttp1, "http1"},
     {Protocol::kH2, "h2"},
     {Protocol::kH2c, "h2c"},
+    {Protocol::kGrpc, "grpc"},
 }};
 
 constexpr std::string_view ToString(Scheme s) { return kSchemeNames[s == Scheme::kHttps ? 1 : 0].second; }
@@ -56,7 +60,14 @@ constexpr std::optional<Protocol> ParseProtocol(std::string_view text) {
   return std::nullopt;
 }
 
-// HTTP/2 in either form.
+// HTTP/2 in either form, gRPC included.
 constexpr bool IsHttp2(Protocol p) { return p != Protocol::kHttp1; }
+
+// What goes over the connection: gRPC is h2 over TLS, h2c over TCP; the
+// others are themselves.
+constexpr Protocol WireProtocol(Protocol p, Scheme s) {
+  if (p != Protocol::kGrpc) return p;
+  return s == Scheme::kHttps ? Protocol::kH2 : Protocol::kH2c;
+}
 
 }  // namespace fairbench

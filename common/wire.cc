@@ -76,6 +76,21 @@ void ToProto(const Counters& in, v1::Counters* out) {
   out->set_tls_handshakes(in.tls_handshakes);
   out->set_tls_handshake_time_us(in.tls_handshake_time_us);
   out->set_tls_resumed(in.tls_resumed);
+  if (in.grpc == GrpcCounts{}) {
+    out->clear_grpc();
+    return;
+  }
+  v1::GrpcCounts* g = out->mutable_grpc();
+  g->clear_status();
+  for (uint64_t n : in.grpc.status) g->add_status(n);
+  g->set_status_other(in.grpc.status_other);
+  g->set_no_status(in.grpc.no_status);
+  g->set_bad_status(in.grpc.bad_status);
+  g->set_truncated(in.grpc.truncated);
+  g->set_bad_flag(in.grpc.bad_flag);
+  g->set_too_large(in.grpc.too_large);
+  g->set_unary_messages(in.grpc.unary_messages);
+  g->set_messages(in.grpc.messages);
 }
 
 void ToProto(const IdleReport& in, v1::IdleReport* out) {
@@ -127,6 +142,20 @@ Counters FromProto(const v1::Counters& in) {
   c.tls_handshakes = in.tls_handshakes();
   c.tls_handshake_time_us = in.tls_handshake_time_us();
   c.tls_resumed = in.tls_resumed();
+  const v1::GrpcCounts& g = in.grpc();
+  for (int i = 0; i < g.status_size() && i < static_cast<int>(c.grpc.status.size()); ++i) {
+    c.grpc.status[static_cast<size_t>(i)] = g.status(i);
+  }
+  // Codes past the 17 this side knows are "other", as a newer agent's would be.
+  for (int i = static_cast<int>(c.grpc.status.size()); i < g.status_size(); ++i) c.grpc.status_other += g.status(i);
+  c.grpc.status_other += g.status_other();
+  c.grpc.no_status = g.no_status();
+  c.grpc.bad_status = g.bad_status();
+  c.grpc.truncated = g.truncated();
+  c.grpc.bad_flag = g.bad_flag();
+  c.grpc.too_large = g.too_large();
+  c.grpc.unary_messages = g.unary_messages();
+  c.grpc.messages = g.messages();
   return c;
 }
 

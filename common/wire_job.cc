@@ -79,6 +79,32 @@ Result<JobRequest> DecodeRequest(const v1::Request& in, size_t index) {
   return r;
 }
 
+Result<JobGrpc> DecodeGrpc(const v1::GrpcCall& in) {
+  JobGrpc g;
+  g.method = in.method();
+  const size_t slash = g.method.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == g.method.size() ||
+      g.method.find('/', slash + 1) != std::string::npos || HasSpaceOrControl(g.method)) {
+    return Invalid("grpc.method", Quoted(g.method) + " is not package.Service/Method");
+  }
+  g.message = in.message();
+  if (g.message.size() > 0xffffffffull) return Invalid("grpc.message", "over 4 GiB");
+  for (int i = 0; i < in.metadata_size(); ++i) {
+    const v1::Header& h = in.metadata(i);
+    const std::string field = "grpc.metadata[" + std::to_string(i) + "]";
+    if (!IsToken(h.name())) return Invalid(field + ".name", Quoted(h.name()) + " is not a header name token");
+    if (HasCrLf(h.value())) return Invalid(field + ".value", "contains a line break");
+    g.metadata.emplace_back(h.name(), h.value());
+  }
+  if (Status s = DecodeDuration(in.deadline_ns(), "grpc.deadline_ns", &g.deadline); !s.ok()) return s;
+  if (in.max_message_size() != 0) g.max_message = in.max_message_size();
+  g.kind = in.kind();
+  if (!g.kind.empty() && g.kind != "unary" && g.kind != "server-streaming") {
+    return Invalid("grpc.kind", "must be empty, unary or server-streaming (got " + Quoted(g.kind) + ")");
+  }
+  return g;
+}
+
 }  // namespace
 
 std::string JobSpec::EffectiveHostHeader() const {
@@ -133,6 +159,19 @@ void ToProto(const JobSpec& in, v1::LoadJob* out) {
     for (const std::string& a : in.script->args) s->add_args(a);
   }
   out->set_probe(in.probe);
+  if (in.grpc) {
+    v1::GrpcCall* g = out->mutable_grpc();
+    g->set_method(in.grpc->method);
+    g->set_message(in.grpc->message);
+    for (const auto& [name, value] : in.grpc->metadata) {
+      v1::Header* h = g->add_metadata();
+      h->set_name(name);
+      h->set_value(value);
+    }
+    g->set_deadline_ns(in.grpc->deadline.count());
+    g->set_max_message_size(in.grpc->max_message);
+    g->set_kind(in.grpc->kind);
+  }
 }
 
 Result<JobSpec> FromProto(const v1::LoadJob& in) {
@@ -158,9 +197,15 @@ Result<JobSpec> FromProto(const v1::LoadJob& in) {
     if (s.name.empty()) return Invalid("script.name", "empty");
     if (s.text.empty()) return Invalid("script.text", "empty");
     if (in.requests_size() > 0) return Invalid("requests", "must be empty with a script (the script makes the requests)");
+    if (in.has_grpc()) return Invalid("grpc", "not with a script");
     j.script = std::move(s);
+  } else if (in.has_grpc()) {
+    auto g = DecodeGrpc(in.grpc());
+    if (!g.ok()) return g.status();
+    if (in.requests_size() > 0) return Invalid("requests", "must be empty with grpc (every stream is the call)");
+    j.grpc = std::move(*g);
   } else if (in.requests().empty()) {
-    return Invalid("requests", "at least one request (or a script)");
+    return Invalid("requests", "at least one request (or a script or a gRPC call)");
   }
   j.probe = in.probe();
   if (j.probe && !j.script) return Invalid("probe", "only with a script");
@@ -199,6 +244,8 @@ Result<JobSpec> FromProto(const v1::LoadJob& in) {
     if (!p) return Invalid("protocol", "must be http1, h2 or h2c (got " + Quoted(in.protocol()) + ")");
     j.protocol = *p;
   }
+  if (j.protocol == Protocol::kGrpc) return Invalid("protocol", "must be http1, h2 or h2c (gRPC goes as h2 or h2c with grpc set)");
+  if (j.grpc && !IsHttp2(j.protocol)) return Invalid("grpc", "gRPC needs protocol h2 or h2c");
   if (j.protocol == Protocol::kH2 && !j.https) return Invalid("protocol", "h2 needs https");
   if (j.protocol == Protocol::kH2c && j.https) return Invalid("protocol", "h2c is HTTP/2 without TLS: not with https");
   if (in.streams() != 0) j.streams = in.streams();

@@ -47,6 +47,17 @@ struct JobScript {
   bool operator==(const JobScript&) const = default;
 };
 
+// A gRPC call every stream of the job makes (proto GrpcCall).
+struct JobGrpc {
+  std::string method;   // "package.Service/Method"
+  std::string message;  // the request message, encoded
+  std::vector<std::pair<std::string, std::string>> metadata;  // lower-case keys
+  std::chrono::nanoseconds deadline{0};                       // 0: none
+  uint32_t max_message = 4u << 20;                            // response messages over it are protocol errors
+  std::string kind;  // "" (unknown), "unary" or "server-streaming"
+  bool operator==(const JobGrpc&) const = default;
+};
+
 struct JobSpec {
   std::string job_id;
   std::string host;  // name or IP, resolved by the agent
@@ -56,8 +67,9 @@ struct JobSpec {
   uint32_t streams = 1;            // HTTP/2: concurrent streams per connection
   std::string idle_wait = "auto";  // "auto", "block", "nap" or "poll" (IdleWait, common/metrics.h)
   std::string host_header;  // empty: "host:port"
-  std::vector<JobRequest> requests;  // empty with a script
+  std::vector<JobRequest> requests;  // empty with a script or a gRPC call
   std::optional<JobScript> script;
+  std::optional<JobGrpc> grpc;  // gRPC load: protocol is h2 or h2c
   bool probe = false;  // a script's first request only, no load (proto LoadJob.probe)
   uint32_t connections = 0;  // this agent's share
   uint32_t threads = 1;

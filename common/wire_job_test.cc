@@ -174,6 +174,7 @@ TEST(WireJobTest, ToProtoWritesEveryProtoField) {
   // (A script excludes requests when decoded; ToProto writes both.)
   spec.script = JobScript{"post.lua", "wrk.method = 'POST'", {"a"}};
   spec.probe = true;
+  spec.grpc = JobGrpc{"a.B/C", "m", {{"k", "v"}}, nanoseconds(1), 7, "unary"};
   v1::LoadJob msg;
   ToProto(spec, &msg);
   auto check = [](const google::protobuf::Message& m) {
@@ -187,6 +188,7 @@ TEST(WireJobTest, ToProtoWritesEveryProtoField) {
   };
   check(msg);
   check(msg.script());
+  check(msg.grpc());
   for (const v1::Request& r : msg.requests()) {
     check(r);
     for (const v1::Header& h : r.headers()) check(h);
@@ -307,6 +309,44 @@ TEST(WireJobTest, ScriptedJobRoundTrips) {
   v1::LoadJob probe;
   ToProto(plain, &probe);
   EXPECT_EQ(FromProto(probe).status().message().rfind("job.probe: only with a script", 0), 0u);
+}
+
+// Catches: a field of the gRPC call dropped on either side of the wire (the
+// agents would call another method, lose the metadata or the deadline, or
+// check unary answers they should not).
+TEST(WireJobTest, GrpcJobRoundTripsAndIsChecked) {
+  JobSpec spec = FullSpec();
+  spec.requests.clear();
+  spec.protocol = Protocol::kH2;
+  spec.grpc = JobGrpc{"fairbench.echo.v1.Echo/Unary", std::string("\x0a\x02hi\0", 5), {{"x-tenant", "a b"}},
+                      nanoseconds(250'000'001), 1u << 20, "unary"};
+  EXPECT_EQ(RoundTrip(spec), spec);
+  spec.grpc->kind = "server-streaming";
+  EXPECT_EQ(RoundTrip(spec), spec);
+  v1::LoadJob msg;
+  ToProto(spec, &msg);  // every field written: ToProtoWritesEveryProtoField
+  struct Case {
+    const char* prefix;
+    std::function<void(v1::LoadJob&)> mutate;
+  };
+  const std::vector<Case> cases = {
+      {"job.grpc.method: 'Echo' is not", [](v1::LoadJob& m) { m.mutable_grpc()->set_method("Echo"); }},
+      {"job.grpc.method: 'a/b/c' is not", [](v1::LoadJob& m) { m.mutable_grpc()->set_method("a/b/c"); }},
+      {"job.grpc.metadata[0].name:", [](v1::LoadJob& m) { m.mutable_grpc()->mutable_metadata(0)->set_name("bad key"); }},
+      {"job.grpc.metadata[0].value:", [](v1::LoadJob& m) { m.mutable_grpc()->mutable_metadata(0)->set_value("a\r\nb"); }},
+      {"job.grpc.deadline_ns: must be ≥ 0", [](v1::LoadJob& m) { m.mutable_grpc()->set_deadline_ns(-1); }},
+      {"job.grpc.kind: must be", [](v1::LoadJob& m) { m.mutable_grpc()->set_kind("bidi"); }},
+      {"job.requests: must be empty with grpc", [](v1::LoadJob& m) { m.add_requests()->set_target("/"); }},
+      {"job.grpc: gRPC needs protocol h2 or h2c", [](v1::LoadJob& m) { m.clear_protocol(); }},
+      {"job.protocol: must be http1, h2 or h2c", [](v1::LoadJob& m) { m.set_protocol("grpc"); }},
+  };
+  for (const Case& c : cases) {
+    v1::LoadJob bad = msg;
+    c.mutate(bad);
+    auto r = FromProto(bad);
+    ASSERT_FALSE(r.ok()) << c.prefix;
+    EXPECT_EQ(r.status().message().rfind(c.prefix, 0), 0u) << r.status().message();
+  }
 }
 
 TEST(WireJobTest, RefusesJobsThatCannotRunNamingTheField) {

@@ -28,6 +28,17 @@ TEST(WireTest, SnapshotRoundTripsExactly) {
   s.stats.counters.tls_handshakes = 11;
   s.stats.counters.tls_handshake_time_us = 5555;
   s.stats.counters.tls_resumed = 10;
+  // gRPC: every code and kind its own number, so that a field dropped or
+  // two swapped on either side shows.
+  for (size_t i = 0; i < s.stats.counters.grpc.status.size(); ++i) s.stats.counters.grpc.status[i] = 100 + i;
+  s.stats.counters.grpc.status_other = 21;
+  s.stats.counters.grpc.no_status = 22;
+  s.stats.counters.grpc.bad_status = 23;
+  s.stats.counters.grpc.truncated = 24;
+  s.stats.counters.grpc.bad_flag = 25;
+  s.stats.counters.grpc.too_large = 26;
+  s.stats.counters.grpc.unary_messages = 27;
+  s.stats.counters.grpc.messages = 28;
   for (int64_t v = 1; v < 100000; v += 37) s.stats.latency.Record(v * 13);
   s.stats.uncorrected.Record(5);
   s.stats.rate_samples = {1.5, 2.5};

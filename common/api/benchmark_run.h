@@ -95,9 +95,22 @@ struct LocalProcess {
 // When a deployed target counts as ready: it answers HTTP (any status) on
 // `path` within `timeout`. The same on every platform (Kubernetes: the
 // pod's readiness probe).
+// gRPC targets (protocol grpc): ready when grpc.health.v1.Health/Check for
+// `service` ("": the server as a whole) answers SERVING — as Kubernetes'
+// grpc readiness probe decides — or, with `method`, when that method
+// answers an empty request message with any gRPC status.
+struct GrpcReadiness {
+  std::string service;
+  std::optional<std::string> method;  // "package.Service/Method"
+  friend bool operator==(const GrpcReadiness&, const GrpcReadiness&) = default;
+};
+
 struct Readiness {
   std::string path = "/";
   Duration timeout = std::chrono::seconds(30);
+  // gRPC targets: how readiness is asked (unset: the health check of the
+  // whole server). `path` is HTTP's and unused for them.
+  std::optional<GrpcReadiness> grpc;
   friend bool operator==(const Readiness&, const Readiness&) = default;
 };
 
@@ -131,8 +144,10 @@ struct Target {
   // https (TLS; the certificate is not verified, as wrk does not).
   Scheme scheme = Scheme::kHttp;
   // What agents speak to it: http1 (unset), h2 (HTTP/2 over TLS chosen by
-  // ALPN; scheme https) or h2c (HTTP/2 with prior knowledge; scheme http).
-  // The scenario checks before the load use the same.
+  // ALPN; scheme https), h2c (HTTP/2 with prior knowledge; scheme http) or
+  // grpc (gRPC calls over HTTP/2: h2 with https, h2c with http; its
+  // scenarios are gRPC calls). The scenario checks before the load use the
+  // same.
   std::optional<Protocol> protocol;
   // Kubernetes: the container's command (it replaces the image's
   // entrypoint) and its arguments; "{port}" becomes `port`. A target with a
@@ -178,13 +193,39 @@ struct WeightedRequest {
   friend bool operator==(const WeightedRequest&, const WeightedRequest&) = default;
 };
 
+// gRPC's status codes (grpc/status.h), spelt as gRPC names them.
+enum class GrpcCode : uint8_t {
+  kOk = 0,
+  kCancelled = 1,
+  kUnknown = 2,
+  kInvalidArgument = 3,
+  kDeadlineExceeded = 4,
+  kNotFound = 5,
+  kAlreadyExists = 6,
+  kPermissionDenied = 7,
+  kResourceExhausted = 8,
+  kFailedPrecondition = 9,
+  kAborted = 10,
+  kOutOfRange = 11,
+  kUnimplemented = 12,
+  kInternal = 13,
+  kUnavailable = 14,
+  kDataLoss = 15,
+  kUnauthenticated = 16,
+};
+std::string_view ToString(GrpcCode code);
+
 // What a correct answer looks like; checked once per target before any load
 // (a failing endpoint is reported, not benchmarked) and counted under load.
+// gRPC scenarios: grpcStatus (unset: OK), and `json` is the response
+// message decoded through the scenario's descriptor set (the first message
+// of a server-streaming call); status, body and contentType are HTTP's.
 struct Expect {
   int32_t status = 200;
   std::optional<std::string> body;          // exact
   std::optional<nlohmann::json> json;       // JSON equality (key order ignored)
   std::optional<std::string> content_type;  // prefix: "application/json" matches "…; charset=utf-8"
+  std::optional<GrpcCode> grpc_status;      // gRPC scenarios; unset: OK
   friend bool operator==(const Expect&, const Expect&) = default;
 };
 
@@ -238,12 +279,47 @@ struct Script {
   }
 };
 
+// A gRPC call a scenario makes (targets with protocol grpc): the method, the
+// request message, metadata and a deadline. The message is JSON encoded as
+// the method's input type through a descriptor set (`protoc
+// --descriptor_set_out=FILE --include_imports`), or a file of binary
+// protobuf sent as it is; neither: the empty message. With a descriptor set
+// the method must be in it (unary or server-streaming) and the call's kind
+// is known.
+struct GrpcCallSpec {
+  std::string method;  // "package.Service/Method"
+  std::optional<nlohmann::json> message;
+  std::optional<std::string> message_file;    // local runs, relative to the run file
+  std::optional<std::string> descriptor_set;  // a file: local runs, relative to the run file
+  std::optional<ConfigMapKeyRef> descriptor_set_config_map_ref;  // Kubernetes: a binaryData key
+  StringMap metadata;                // sent as headers, lower-cased
+  std::optional<Duration> deadline;  // sent as grpc-timeout; unset: none
+  // Not part of the API: the contents of message_file and of the
+  // descriptor set (the file read by the loader, the ConfigMap's value read
+  // by the controller). Never encoded; ignored by ==.
+  std::string message_file_content;
+  std::string descriptor_set_content;
+  // Not part of the API: what ResolveGrpcCalls (grpc_calls.h) made of the
+  // above — the request message as sent, and whether the method streams
+  // its answer (known with a descriptor set). Ignored by ==.
+  std::string request_message;
+  enum class Kind : uint8_t { kUnknown, kUnary, kServerStreaming } kind = Kind::kUnknown;
+
+  friend bool operator==(const GrpcCallSpec& a, const GrpcCallSpec& b) {
+    return a.method == b.method && a.message == b.message && a.message_file == b.message_file &&
+           a.descriptor_set == b.descriptor_set && a.descriptor_set_config_map_ref == b.descriptor_set_config_map_ref &&
+           a.metadata == b.metadata && a.deadline == b.deadline;
+  }
+};
+
 struct Scenario {
   std::string name;  // DNS-1123 label, unique in the run
-  // Exactly one of the three: one request, a weighted mix, or a script.
+  // Exactly one of the four: one request, a weighted mix, a script, or a
+  // gRPC call (the scenarios of gRPC targets).
   std::optional<Request> request;
   std::vector<WeightedRequest> requests;
   std::optional<Script> script;
+  std::optional<GrpcCallSpec> grpc;
   Expect expect;
   std::vector<int64_t> connections;  // empty: spec.load.connections
   std::optional<Duration> duration;  // unset: spec.load.duration
@@ -396,7 +472,36 @@ struct ErrorCounts {
   // HTTP/2 streams: refused by GOAWAY, reset by the server, lost to a protocol error.
   uint64_t goaway = 0, rst_stream = 0, h2_protocol = 0;
   uint64_t script = 0;  // errors a wrk script raised during the load (the load stopped)
+  // gRPC: calls the server answered in a way gRPC does not allow (by kind
+  // in CellResult::grpc). A call whose grpc-status differed from
+  // expect.grpcStatus is counted under `status`.
+  uint64_t grpc_protocol = 0;
+  uint64_t Total() const {
+    return connect + read + write + timeout + status + port_exhaustion + handshake + goaway + rst_stream + h2_protocol +
+           script + grpc_protocol;
+  }
   friend bool operator==(const ErrorCounts&, const ErrorCounts&) = default;
+};
+
+// gRPC cells: calls ended with one status code.
+struct GrpcStatusCount {
+  GrpcCode code = GrpcCode::kOk;
+  uint64_t calls = 0;
+  friend bool operator==(const GrpcStatusCount&, const GrpcStatusCount&) = default;
+};
+
+// gRPC cells: how the window's calls ended. A call that ended with a
+// grpc-status is one of the cell's requests, under its code; one the
+// server answered in a way gRPC does not allow is a protocol error of one
+// kind: no grpc-status, a grpc-status that is no number, a message cut
+// short, a prefix that is not gRPC framing, a message over the size
+// limit, a unary call answered OK with no message or several.
+struct GrpcCalls {
+  std::vector<GrpcStatusCount> statuses;  // codes that ended a call, in code order
+  uint64_t status_other = 0;              // numeric codes above 16
+  uint64_t no_status = 0, bad_status = 0, truncated = 0, bad_flag = 0, too_large = 0, unary_messages = 0;
+  uint64_t messages = 0;  // response messages of the calls that ended with a status
+  friend bool operator==(const GrpcCalls&, const GrpcCalls&) = default;
 };
 
 // https targets: the TLS handshakes of the window, apart from request
@@ -436,6 +541,7 @@ struct CellResult {
   std::optional<double> target_cpu;       // cores, mean over the window
   std::optional<double> agent_cpu;        // cores, summed over agents
   std::optional<TlsHandshakes> tls;       // https targets only
+  std::optional<GrpcCalls> grpc;          // gRPC targets only
   std::optional<Time> start_time;         // measurement window
   std::optional<Time> end_time;
   friend bool operator==(const CellResult&, const CellResult&) = default;

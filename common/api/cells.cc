@@ -85,6 +85,7 @@ ScenarioSettings EffectiveSettings(const BenchmarkRunSpec& spec, const Scenario&
   if (scenario.script) {
     s.script = ScenarioScript{scenario.script->Name(scenario.name), scenario.script->Text(), scenario.script->args};
   }
+  s.grpc = scenario.grpc;
   s.expect = scenario.expect;
   s.connections = Levels(spec, scenario);
   s.duration = scenario.duration.value_or(spec.load.duration);

@@ -64,6 +64,7 @@ struct ScenarioScript {
 struct ScenarioSettings {
   std::vector<WeightedRequest> requests;  // `request` becomes one entry of weight 1; empty with a script
   std::optional<ScenarioScript> script;   // the requests come from this wrk script
+  std::optional<GrpcCallSpec> grpc;       // gRPC scenarios: the call (resolved: request_message and kind set)
   Expect expect;
   std::vector<int64_t> connections;  // levels
   Duration duration{};

@@ -11,6 +11,7 @@
 
 #include "common/api/field_path.h"
 #include "common/api/field_paths.h"
+#include "common/api/grpc_calls.h"
 #include "common/api/json_text.h"
 #include "common/api/node.h"
 #include "common/api/yaml_text.h"
@@ -66,7 +67,27 @@ void ReadBodyFiles(BenchmarkRun& run, const std::optional<fs::path>& base_dir, D
     }
     r.body_file_content = std::move(content).value();
   };
+  // A gRPC scenario's messageFile and descriptorSet (binary files).
+  const auto read_file = [&](const std::optional<std::string>& name, std::string* into) {
+    if (!name.has_value() || name->empty()) return;
+    if (!base_dir.has_value()) {
+      fail(*name, "cannot be read: this run did not come from a file");
+      return;
+    }
+    const bool absolute = fs::path(*name).is_absolute();
+    Result<std::string> content = ReadFile(absolute ? fs::path(*name) : *base_dir / *name, kMaxBodyFileBytes);
+    if (!content.ok()) {
+      fail(*name, "cannot read " + Quote(*name) + (absolute ? "" : " (relative to the run file)") + ": " +
+                      content.status().message());
+      return;
+    }
+    *into = std::move(content).value();
+  };
   for (Scenario& s : run.spec.scenarios) {
+    if (s.grpc.has_value()) {
+      read_file(s.grpc->message_file, &s.grpc->message_file_content);
+      read_file(s.grpc->descriptor_set, &s.grpc->descriptor_set_content);
+    }
     if (s.request.has_value()) read(*s.request);
     for (WeightedRequest& w : s.requests) read(w.request);
     // A script file is read now, so that a wrong name is an error on its field.
@@ -100,6 +121,11 @@ Result<BenchmarkRun> Finish(const Node& root, std::string_view source, const std
       bool repeated = false;
       for (const Diagnostic& first : decoded.diagnostics.items()) repeated = repeated || IsWithin(d.path, first.path);
       if (!repeated) all.Add(d);
+    }
+    // What each gRPC call sends, once everything it is made of is sound.
+    if (all.empty() && validation.platform != Platform::kKubernetes) {
+      const Diagnostics calls = ResolveGrpcCalls(decoded.run);
+      for (const Diagnostic& d : calls.items()) all.Add(d);
     }
   }
   for (Diagnostic& d : all.items()) {

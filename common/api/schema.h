@@ -133,6 +133,14 @@ template <typename V, typename S>
 void Describe(V& v, S& s) {
   v.Field("path", s.path);
   v.Field("timeout", s.timeout);
+  v.Field("grpc", s.grpc);
+}
+
+template <typename V, typename S>
+  requires Is<S, GrpcReadiness>
+void Describe(V& v, S& s) {
+  v.Field("service", s.service);
+  v.Field("method", s.method);
 }
 
 template <typename V, typename S>
@@ -159,6 +167,7 @@ void Describe(V& v, S& s) {
   v.Field("request", s.request);
   v.Field("requests", s.requests);
   v.Field("script", s.script);
+  v.Field("grpc", s.grpc);
   v.Field("expect", s.expect);
   v.Field("connections", s.connections, kCount);
   v.Field("duration", s.duration);
@@ -179,6 +188,18 @@ void Describe(V& v, S& s) {
   v.Field("inline", s.inline_text);
   v.Field("configMapRef", s.config_map_ref);
   v.Field("args", s.args);
+}
+
+template <typename V, typename S>
+  requires Is<S, GrpcCallSpec>
+void Describe(V& v, S& s) {
+  v.Field("method", s.method);
+  v.Field("message", s.message);
+  v.Field("messageFile", s.message_file);
+  v.Field("descriptorSet", s.descriptor_set);
+  v.Field("descriptorSetConfigMapRef", s.descriptor_set_config_map_ref);
+  v.Field("metadata", s.metadata);
+  v.Field("deadline", s.deadline);
 }
 
 template <typename V, typename S>
@@ -217,6 +238,7 @@ void Describe(V& v, S& s) {
   v.Field("body", s.body);
   v.Field("json", s.json);
   v.Field("contentType", s.content_type);
+  v.Field("grpcStatus", s.grpc_status);
 }
 
 template <typename V, typename S>
@@ -325,6 +347,7 @@ void Describe(V& v, S& s) {
   v.Field("targetCpu", s.target_cpu);
   v.Field("agentCpu", s.agent_cpu);
   v.Field("tls", s.tls);
+  v.Field("grpc", s.grpc);
   v.Field("startTime", s.start_time);
   v.Field("endTime", s.end_time);
 }
@@ -357,6 +380,28 @@ void Describe(V& v, S& s) {
   v.Field("rstStream", s.rst_stream, kOmitZero);
   v.Field("h2Protocol", s.h2_protocol, kOmitZero);
   v.Field("script", s.script, kOmitZero);
+  v.Field("grpcProtocol", s.grpc_protocol, kOmitZero);
+}
+
+template <typename V, typename S>
+  requires Is<S, GrpcStatusCount>
+void Describe(V& v, S& s) {
+  v.Field("code", s.code);
+  v.Field("calls", s.calls);
+}
+
+template <typename V, typename S>
+  requires Is<S, GrpcCalls>
+void Describe(V& v, S& s) {
+  v.Field("statuses", s.statuses);
+  v.Field("statusOther", s.status_other, kOmitZero);
+  v.Field("noStatus", s.no_status, kOmitZero);
+  v.Field("badStatus", s.bad_status, kOmitZero);
+  v.Field("truncated", s.truncated, kOmitZero);
+  v.Field("badFlag", s.bad_flag, kOmitZero);
+  v.Field("tooLarge", s.too_large, kOmitZero);
+  v.Field("unaryMessages", s.unary_messages, kOmitZero);
+  v.Field("messages", s.messages, kOmitZero);
 }
 
 template <typename V, typename S>
@@ -466,6 +511,29 @@ struct EnumNames<IdleWaitMode> {
       {IdleWaitMode::kBlock, "Block"},
       {IdleWaitMode::kNap, "Nap"},
       {IdleWaitMode::kPoll, "Poll"},
+  }};
+};
+
+template <>
+struct EnumNames<GrpcCode> {
+  static constexpr std::array<std::pair<GrpcCode, std::string_view>, 17> kNames{{
+      {GrpcCode::kOk, "OK"},
+      {GrpcCode::kCancelled, "CANCELLED"},
+      {GrpcCode::kUnknown, "UNKNOWN"},
+      {GrpcCode::kInvalidArgument, "INVALID_ARGUMENT"},
+      {GrpcCode::kDeadlineExceeded, "DEADLINE_EXCEEDED"},
+      {GrpcCode::kNotFound, "NOT_FOUND"},
+      {GrpcCode::kAlreadyExists, "ALREADY_EXISTS"},
+      {GrpcCode::kPermissionDenied, "PERMISSION_DENIED"},
+      {GrpcCode::kResourceExhausted, "RESOURCE_EXHAUSTED"},
+      {GrpcCode::kFailedPrecondition, "FAILED_PRECONDITION"},
+      {GrpcCode::kAborted, "ABORTED"},
+      {GrpcCode::kOutOfRange, "OUT_OF_RANGE"},
+      {GrpcCode::kUnimplemented, "UNIMPLEMENTED"},
+      {GrpcCode::kInternal, "INTERNAL"},
+      {GrpcCode::kUnavailable, "UNAVAILABLE"},
+      {GrpcCode::kDataLoss, "DATA_LOSS"},
+      {GrpcCode::kUnauthenticated, "UNAUTHENTICATED"},
   }};
 };
 

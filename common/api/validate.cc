@@ -172,7 +172,15 @@ class Checker {
         const Readiness& r = *t.readiness;
         if (r.path.empty() || r.path[0] != '/') Fail(r.path, "must start with \"/\", got " + Quote(r.path));
         Positive(r.timeout);
+        if (r.grpc.has_value()) {
+          if (EffectiveProtocol(t) != Protocol::kGrpc) Fail(*r.grpc, "only for targets with protocol grpc");
+          if (r.grpc->method && !IsGrpcMethod(*r.grpc->method)) {
+            Fail(*r.grpc->method, Quote(*r.grpc->method) + " is not package.Service/Method");
+          }
+          if (r.grpc->method && !r.grpc->service.empty()) Fail(r.grpc->service, "cannot be used together with method");
+        }
       }
+      CheckGrpcPairs(spec, t);
       if (t.security_context.has_value()) CheckSecurityContext(*t.security_context);
       if (t.local.has_value()) {
         const LocalProcess& l = *t.local;
@@ -230,8 +238,10 @@ class Checker {
     std::map<std::string, size_t> seen;
     for (const Scenario& s : spec.scenarios) {
       CheckName(s.name, &seen);
-      if (!s.request.has_value() && s.requests.empty() && !s.script.has_value()) {
-        Fail(s, "needs request (one request), requests (a weighted mix) or script (a wrk Lua script)");
+      if (!s.request.has_value() && s.requests.empty() && !s.script.has_value() && !s.grpc.has_value()) {
+        Fail(s, "needs request (one request), requests (a weighted mix), script (a wrk Lua script) or grpc (a gRPC call)");
+      } else if (s.grpc.has_value() && (s.request.has_value() || !s.requests.empty() || s.script.has_value())) {
+        Fail(*s.grpc, "cannot be used together with request, requests or script: the scenario is one gRPC call");
       } else if (s.request.has_value() && !s.requests.empty()) {
         Fail(s.requests, "cannot be used together with request");
       }
@@ -248,11 +258,29 @@ class Checker {
         CheckRequest(w.request);
         if (w.weight < 1) Fail(w.weight, "must be ≥ 1");
       }
+      if (s.grpc.has_value()) CheckGrpcCall(*s.grpc);
       CheckExpect(s.expect);
+      if (s.expect.grpc_status.has_value() && !s.grpc.has_value()) Fail(*s.expect.grpc_status, "only for a scenario with grpc");
+      if (s.grpc.has_value() && s.expect.json.has_value() && !s.grpc->descriptor_set && !s.grpc->descriptor_set_config_map_ref) {
+        Fail(*s.expect.json, "a gRPC response is checked as JSON through the descriptor set: needs grpc.descriptorSet");
+      }
+      if (s.grpc.has_value() && s.expect.body.has_value()) Fail(*s.expect.body, "not for gRPC; use json (with grpc.descriptorSet)");
+      if (s.grpc.has_value() && s.expect.content_type.has_value()) Fail(*s.expect.content_type, "not for gRPC (always application/grpc)");
       CheckLevels(s.connections, spec.load);
       if (s.duration.has_value()) Positive(*s.duration);
       if (s.slo) CheckSlo(*s.slo, spec);
     }
+  }
+
+  // A ConfigMap key the controller reads (Kubernetes only); `instead` says
+  // what to use elsewhere.
+  void CheckConfigMapRef(const ConfigMapKeyRef& r, const std::string& instead) {
+    if (options_.platform != Platform::kKubernetes && options_.platform != Platform::kAny) {
+      Fail(r, "only available on Kubernetes; " + instead);
+    }
+    if (r.name.empty()) Fail(r.name, "required");
+    else if (std::string why = CheckDnsSubdomain(r.name); !why.empty()) Fail(r.name, why);
+    if (r.key.empty()) Fail(r.key, "required");
   }
 
   void CheckScript(const Script& sc) {
@@ -271,18 +299,56 @@ class Checker {
     if (sc.inline_text && sc.inline_text->find_first_not_of(" \t\r\n") == std::string::npos) {
       Fail(*sc.inline_text, "must not be empty");
     }
-    if (sc.config_map_ref) {
-      const ConfigMapKeyRef& r = *sc.config_map_ref;
-      if (options_.platform != Platform::kKubernetes && options_.platform != Platform::kAny) {
-        Fail(r, "only available on Kubernetes; use file or inline");
-      }
-      if (r.name.empty()) Fail(r.name, "required");
-      else if (std::string why = CheckDnsSubdomain(r.name); !why.empty()) Fail(r.name, why);
-      if (r.key.empty()) Fail(r.key, "required");
-    }
+    if (sc.config_map_ref) CheckConfigMapRef(*sc.config_map_ref, "use file or inline");
     for (const std::string& a : sc.args) {
       if (a.find('\0') != std::string::npos) Fail(a, "must not contain NUL");
     }
+  }
+
+  // "package.Service/Method", as gRPC's path names it.
+  static bool IsGrpcMethod(std::string_view m) {
+    const size_t slash = m.find('/');
+    if (slash == std::string_view::npos || slash == 0 || slash + 1 == m.size()) return false;
+    if (m.find('/', slash + 1) != std::string_view::npos) return false;
+    return !HasControlOrSpace(m) && m.find_first_of("?#") == std::string_view::npos;
+  }
+
+  void CheckGrpcCall(const GrpcCallSpec& g) {
+    if (g.method.empty()) {
+      Fail(g.method, "required (\"package.Service/Method\", e.g. \"fairbench.echo.v1.Echo/Unary\")");
+    } else if (!IsGrpcMethod(g.method)) {
+      Fail(g.method, Quote(g.method) + " is not package.Service/Method (e.g. \"fairbench.echo.v1.Echo/Unary\")");
+    }
+    const bool descriptors = g.descriptor_set.has_value() || g.descriptor_set_config_map_ref.has_value();
+    if (g.message.has_value() && g.message_file.has_value()) Fail(*g.message_file, "cannot be used together with message");
+    if (g.message.has_value() && !descriptors) {
+      Fail(*g.message, "JSON is encoded through the method's descriptors: needs descriptorSet (protoc --descriptor_set_out=FILE --include_imports)");
+    } else if (g.message.has_value() && !g.message->is_object()) {
+      Fail(*g.message, "must be a JSON object (the request message)");
+    }
+    if (g.descriptor_set.has_value() && g.descriptor_set_config_map_ref.has_value()) {
+      Fail(*g.descriptor_set_config_map_ref, "cannot be used together with descriptorSet");
+    }
+    for (const std::optional<std::string>* file : {&g.message_file, &g.descriptor_set}) {
+      if (!file->has_value()) continue;
+      if ((*file)->empty()) Fail(**file, "must not be empty");
+      else if (options_.platform == Platform::kKubernetes) {
+        Fail(**file, file == &g.message_file ? "only available in a local run file; use message with descriptorSetConfigMapRef"
+                                              : "only available in a local run file; use descriptorSetConfigMapRef");
+      }
+    }
+    if (g.descriptor_set_config_map_ref) CheckConfigMapRef(*g.descriptor_set_config_map_ref, "use descriptorSet");
+    for (const auto& [key, value] : g.metadata) {
+      const std::string lower = Lower(key);
+      if (!IsHttpToken(key)) {
+        Fail(value, Quote(key) + " is not a valid metadata key");
+      } else if (lower == "content-type" || lower == "te" || lower.rfind("grpc-", 0) == 0) {
+        Fail(value, Quote(key) + " is gRPC's own (set from method and deadline)");
+      } else if (HasLineBreak(value)) {
+        Fail(value, "must not contain line breaks");
+      }
+    }
+    if (g.deadline.has_value()) Positive(*g.deadline);
   }
 
   void CheckSlo(const Slo& slo, const BenchmarkRunSpec& spec) {
@@ -376,6 +442,25 @@ class Checker {
     }
   }
 
+  // gRPC targets run gRPC scenarios, and only they do: every cell pairs
+  // each target with each scenario.
+  void CheckGrpcPairs(const BenchmarkRunSpec& spec, const Target& t) {
+    const bool grpc_target = EffectiveProtocol(t) == Protocol::kGrpc;
+    for (const Scenario& s : spec.scenarios) {
+      if (grpc_target && !s.grpc.has_value() &&
+          (s.request.has_value() || !s.requests.empty() || s.script.has_value())) {
+        Fail(*t.protocol, "a grpc target runs gRPC scenarios only: scenario " + Quote(s.name) +
+                              " makes HTTP requests (give it grpc, or run it against another target)");
+        return;
+      }
+      if (!grpc_target && s.grpc.has_value()) {
+        Fail(*s.grpc, "needs every target to have protocol grpc: target " + Quote(t.name) + " is " +
+                          std::string(ToString(EffectiveProtocol(t))));
+        return;
+      }
+    }
+  }
+
   void CheckProtocol(const BenchmarkRunSpec& spec, const Target& t) {
     const Protocol protocol = *t.protocol;
     if (protocol == Protocol::kH2 && t.scheme != Scheme::kHttps) {
@@ -386,6 +471,10 @@ class Checker {
     }
     if (!IsHttp2(protocol)) return;
     const std::string p(ToString(protocol));
+    if (protocol == Protocol::kGrpc && spec.load.pipeline > 1) {
+      Fail(*t.protocol, "grpc cannot be used with load.pipeline > 1 (gRPC calls are HTTP/2 streams: use load.streams)");
+      return;
+    }
     if (spec.load.pipeline > 1) Fail(*t.protocol, p + " cannot be used with load.pipeline > 1 (HTTP/2 uses load.streams)");
     if (spec.load.rate > 0) Fail(*t.protocol, p + " cannot be used with load.rate (a constant rate is HTTP/1.1 only)");
     if (!spec.load.keep_alive) Fail(*t.protocol, p + " cannot be used with load.keepAlive false");
@@ -408,7 +497,7 @@ class Checker {
       Range(*l.streams, int32_t{1}, int32_t{65536});
       bool h2 = false;
       for (const Target& t : run_.spec.targets) h2 = h2 || IsHttp2(EffectiveProtocol(t));
-      if (!h2) Fail(*l.streams, "only for targets with protocol h2 or h2c");
+      if (!h2) Fail(*l.streams, "only for targets with protocol h2, h2c or grpc");
     }
     if (l.rate < 0) Fail(l.rate, "must not be negative");
     AtLeastOne(l.agents, kMaxAgents);

@@ -89,7 +89,7 @@ TEST(ValidateTest, Targets) {
 TEST(ValidateTest, TargetProtocolAndStreams) {
   BenchmarkRun run = Valid();
   run.spec.load.streams = 10;
-  EXPECT_EQ(Check(run), (Lines{"spec.load.streams: only for targets with protocol h2 or h2c"}));
+  EXPECT_EQ(Check(run), (Lines{"spec.load.streams: only for targets with protocol h2, h2c or grpc"}));
   run.spec.targets[0].protocol = Protocol::kH2;
   EXPECT_EQ(Check(run), (Lines{"spec.targets[0].protocol: h2 is HTTP/2 over TLS and needs scheme https (HTTP/2 "
                                "without TLS is h2c)"}));
@@ -176,13 +176,13 @@ TEST(ValidateTest, TargetsNeedAWayToRunOnThePlatform) {
 // unchecked (a target that never becomes ready, args silently dropped).
 TEST(ValidateTest, ReadinessAndContainerCommand) {
   BenchmarkRun run = Valid();
-  run.spec.targets[0].readiness = Readiness{"healthz", Duration(0)};
+  run.spec.targets[0].readiness = Readiness{"healthz", Duration(0), std::nullopt};
   run.spec.targets[0].args = {"--port", "{port}"};
   EXPECT_EQ(Check(run, Platform::kKubernetes),
             (Lines{"spec.targets[0].args: needs command as well: the whole command line is wrapped to set nofile",
                    "spec.targets[0].readiness.path: must start with \"/\", got \"healthz\"",
                    "spec.targets[0].readiness.timeout: must be greater than 0"}));
-  run.spec.targets[0].readiness = Readiness{"/healthz", std::chrono::seconds(5)};
+  run.spec.targets[0].readiness = Readiness{"/healthz", std::chrono::seconds(5), std::nullopt};
   // The Docker platform sets nofile through the engine: args alone replace
   // the image's CMD. Catches: the Kubernetes rule applied to docker runs.
   EXPECT_EQ(Check(run, Platform::kDocker), Lines{});
@@ -202,8 +202,8 @@ TEST(ValidateTest, NamesAreDnsLabels) {
 TEST(ValidateTest, RequestOrRequests) {
   BenchmarkRun run = Valid();
   run.spec.scenarios[0].request.reset();
-  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0]: needs request (one request), requests (a weighted mix) or script (a "
-                               "wrk Lua script)"}));
+  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0]: needs request (one request), requests (a weighted mix), script (a "
+                               "wrk Lua script) or grpc (a gRPC call)"}));
   run.spec.scenarios[0].request = Request{};
   run.spec.scenarios[0].request->path = "/";
   run.spec.scenarios[0].requests.push_back(WeightedRequest{*run.spec.scenarios[0].request, 0});

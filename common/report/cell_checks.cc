@@ -38,11 +38,7 @@ void CheckCell(const api::ScenarioSettings& settings, CellRecord& cell, const Ch
   if (had_sparse_usage) cell.flags.push_back(CellFlag::kSparseUsage);
 
   const api::ErrorCounts& e = r.errors;
-  if (e.connect + e.read + e.write + e.timeout + e.port_exhaustion + e.handshake + e.goaway + e.rst_stream +
-          e.h2_protocol + e.script + e.status >
-      0) {
-    cell.flags.push_back(CellFlag::kErrors);
-  }
+  if (e.Total() > 0) cell.flags.push_back(CellFlag::kErrors);
 }
 
 void CheckCells(RunRecord& record, const CheckThresholds& thresholds) {

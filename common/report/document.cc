@@ -682,8 +682,9 @@ Section Errors(const Context& ctx) {
   s.blocks.push_back(P("Socket errors by kind — connect, read (including a connection closed mid-response), write, "
                        "timeout (no complete response within the timeout), port exhaustion (the load generator ran "
                        "out of ephemeral ports), TLS handshake (https targets: a handshake that failed), and for HTTP/2 targets the streams "
-                       "refused by a GOAWAY, reset by the server (RST_STREAM) or lost to a protocol error — and "
-                       "responses whose status differed from the expected one."));
+                       "refused by a GOAWAY, reset by the server (RST_STREAM) or lost to a protocol error, for gRPC "
+                       "targets the calls that broke gRPC's rules — and responses (gRPC: calls) whose status differed "
+                       "from the expected one."));
   // The handshake column only when some cell was over TLS.
   bool tls = false;
   for (const CellRecord* c : CellsInReportOrder(ctx)) tls = tls || c->result.tls || c->result.errors.handshake > 0;
@@ -704,16 +705,16 @@ Section Errors(const Context& ctx) {
   bool script = false;
   for (const CellRecord* c : CellsInReportOrder(ctx)) script = script || c->result.errors.script > 0;
   if (script) header.push_back("script");
+  // The gRPC column only when a call broke gRPC's rules (by kind under gRPC calls).
+  bool grpc = false;
+  for (const CellRecord* c : CellsInReportOrder(ctx)) grpc = grpc || c->result.errors.grpc_protocol > 0;
+  if (grpc) header.push_back("grpc protocol");
   header.push_back("requests");
   Table t{header, Aligns(left, header.size() - left), {}};
   t.align[2] = Align::kRight;
   for (const CellRecord* c : CellsInReportOrder(ctx)) {
     const api::ErrorCounts& e = c->result.errors;
-    if (e.connect + e.read + e.write + e.timeout + e.status + e.port_exhaustion + e.handshake + e.goaway +
-            e.rst_stream + e.h2_protocol + e.script ==
-        0) {
-      continue;
-    }
+    if (e.Total() == 0) continue;
     std::vector<std::string> row = CellCells(ctx, c->result);
     for (uint64_t v : {e.connect, e.read, e.write, e.timeout, e.status, e.port_exhaustion}) row.push_back(Count(v));
     if (tls) row.push_back(Count(e.handshake));
@@ -721,6 +722,7 @@ Section Errors(const Context& ctx) {
       for (uint64_t v : {e.goaway, e.rst_stream, e.h2_protocol}) row.push_back(Count(v));
     }
     if (script) row.push_back(Count(e.script));
+    if (grpc) row.push_back(Count(e.grpc_protocol));
     row.push_back(c->result.requests > 0 ? Count(c->result.requests) : kMissing);
     t.rows.push_back(std::move(row));
   }
@@ -754,6 +756,46 @@ std::optional<Section> TlsSection(const Context& ctx) {
     row.push_back(h.count > 0 ? FormatLatency(h.mean) : kMissing);
     row.push_back(FormatDecimal(h.per_second, 1));
     row.push_back(c->result.requests > 0 ? Count(c->result.requests) : kMissing);
+    t.rows.push_back(std::move(row));
+  }
+  if (t.rows.empty()) return std::nullopt;
+  s.blocks.push_back(std::move(t));
+  return s;
+}
+
+// gRPC targets: how the calls ended, by grpc-status, and the calls the
+// server answered in a way gRPC does not allow, by kind.
+std::optional<Section> GrpcSection(const Context& ctx) {
+  Section s{"grpc", "gRPC calls", 2, {}};
+  s.blocks.push_back(P("For gRPC targets: the calls of the measurement window by the grpc-status they ended with "
+                       "(a call that ended other than as the scenario expects is a status error under Errors), the "
+                       "response messages they carried, and protocol errors — a call answered without a grpc-status, "
+                       "with a malformed one, with a message cut short, not in gRPC framing, over the size limit, or a "
+                       "unary call answered OK with no message or several."));
+  std::vector<std::string> header = CellColumns(ctx);
+  const size_t left = header.size();
+  for (const char* h : {"calls by status", "messages", "protocol errors"}) header.push_back(h);
+  Table t{header, Aligns(left, header.size() - left), {}};
+  t.align[left] = Align::kLeft;
+  for (const CellRecord* c : CellsInReportOrder(ctx)) {
+    if (!c->result.grpc) continue;
+    const api::GrpcCalls& g = *c->result.grpc;
+    std::vector<std::string> row = CellCells(ctx, c->result);
+    std::string statuses;
+    for (const api::GrpcStatusCount& n : g.statuses) {
+      statuses += (statuses.empty() ? "" : ", ") + std::string(api::ToString(n.code)) + " " + Count(n.calls);
+    }
+    if (g.status_other > 0) statuses += (statuses.empty() ? "" : ", ") + std::string("other ") + Count(g.status_other);
+    row.push_back(statuses.empty() ? kMissing : statuses);
+    row.push_back(Count(g.messages));
+    std::string protocol;
+    const std::pair<const char*, uint64_t> kinds[] = {{"no status", g.no_status},     {"bad status", g.bad_status},
+                                                      {"truncated", g.truncated},     {"bad framing", g.bad_flag},
+                                                      {"too large", g.too_large},     {"unary messages", g.unary_messages}};
+    for (const auto& [name, n] : kinds) {
+      if (n > 0) protocol += (protocol.empty() ? "" : ", ") + std::string(name) + " " + Count(n);
+    }
+    row.push_back(protocol.empty() ? "0" : protocol);
     t.rows.push_back(std::move(row));
   }
   if (t.rows.empty()) return std::nullopt;
@@ -1272,6 +1314,7 @@ Document BuildDocument(const RunRecord& record) {
   for (Section& s : Scaling(ctx)) doc.sections.push_back(std::move(s));
   doc.sections.push_back(Errors(ctx));
   if (auto s = TlsSection(ctx)) doc.sections.push_back(std::move(*s));
+  if (auto s = GrpcSection(ctx)) doc.sections.push_back(std::move(*s));
   doc.sections.push_back(Resources(ctx));
   doc.sections.push_back(BytesSection(ctx));
   doc.sections.push_back(Flags(ctx));

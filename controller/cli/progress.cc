@@ -42,9 +42,7 @@ void Progress::OnCellDone(const report::RunRecord& record, const report::CellRec
   if (r.state == api::CellState::kSucceeded) {
     text += ": " + WithCommas(r.requests_per_second) + " req/s, avg " + FormatTimeUs(r.latency.mean) + ", p99 " +
             FormatTimeUs(r.latency.p99) + ", max " + FormatTimeUs(r.latency.max);
-    const uint64_t errors = r.errors.connect + r.errors.read + r.errors.write + r.errors.timeout + r.errors.status +
-                            r.errors.port_exhaustion + r.errors.handshake + r.errors.goaway +
-                            r.errors.rst_stream + r.errors.h2_protocol + r.errors.script;
+    const uint64_t errors = r.errors.Total();
     if (errors > 0) text += ", " + std::to_string(errors) + " errors";
     for (report::CellFlag f : cell.flags) text += " ⚑" + std::string(report::FlagName(f));
   } else {

@@ -13,6 +13,7 @@ inline constexpr char kSpec[] = "spec";
 inline constexpr char kStatus[] = "status";
 inline constexpr char kItems[] = "items";
 inline constexpr char kData[] = "data";
+inline constexpr char kBinaryData[] = "binaryData";
 inline constexpr char kName[] = "name";
 inline constexpr char kGenerateName[] = "generateName";
 inline constexpr char kNamespace[] = "namespace";

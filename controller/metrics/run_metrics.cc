@@ -31,6 +31,20 @@ std::vector<std::pair<const char*, uint64_t>> ErrorKinds(const ErrorCounts& e) {
           {"h2_protocol", e.h2_protocol}, {"script", e.script}};
 }
 
+// gRPC cells: calls by the grpc-status they ended with, spelt as gRPC names
+// them, and the calls that broke gRPC's rules under "protocol_error".
+// Nothing for HTTP cells.
+std::vector<std::pair<std::string, uint64_t>> GrpcCodes(const GrpcCounts& g) {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  if (g == GrpcCounts{}) return out;
+  for (size_t code = 0; code < g.status.size(); ++code) {
+    out.emplace_back(GrpcStatusName(static_cast<int>(code)), g.status[code]);
+  }
+  out.emplace_back("OTHER", g.status_other);
+  out.emplace_back("protocol_error", g.ProtocolErrors());
+  return out;
+}
+
 std::vector<std::string> With(std::vector<std::string> labels, std::string extra) {
   labels.push_back(std::move(extra));
   return labels;
@@ -80,6 +94,10 @@ RunMetrics::RunMetrics(MetricRegistry& registry, RunMetricsOptions options)
   responses_ = r.AddCounter("fairbench_responses_total",
                             "Responses during the measurement by status class (1xx to 5xx, other).",
                             With(kCellLabels, "status_class"));
+  grpc_calls_ = r.AddCounter("fairbench_grpc_calls_total",
+                             "gRPC targets: calls during the measurement by the grpc-status they ended with (OK, "
+                             "UNAVAILABLE, ...), and protocol_error for calls answered in a way gRPC does not allow.",
+                             With(kCellLabels, "code"));
   duration_ = r.AddHistogram("fairbench_request_duration_seconds",
                              "Request latency during the measurement, merged across the agents (first byte written to "
                              "last byte read; corrected for coordinated omission with a constant rate).",
@@ -242,6 +260,7 @@ void RunMetrics::PublishCell(const CellKey& key, const CellState& st) {
   for (size_t i = 0; i < kStatusClasses.size(); ++i) {
     registry_.Set(responses_, With(l, kStatusClasses[i]), static_cast<double>(c.status_classes[i]));
   }
+  for (const auto& [code, n] : GrpcCodes(c.grpc)) registry_.Set(grpc_calls_, With(l, code), static_cast<double>(n));
   std::vector<uint64_t> cumulative = Cumulative(st.buckets);
   cumulative.resize(LatencyBoundsSeconds().size());
   registry_.SetHistogram(duration_, l, std::move(cumulative), st.count, st.sum_seconds);
@@ -258,6 +277,7 @@ void RunMetrics::AppendCellCounters(const CellKey& key, const CellState& st, int
   for (size_t i = 0; i < kStatusClasses.size(); ++i) {
     b.Add("fairbench_responses_total", static_cast<double>(c.status_classes[i]), ts, {{"status_class", kStatusClasses[i]}});
   }
+  for (const auto& [code, n] : GrpcCodes(c.grpc)) b.Add("fairbench_grpc_calls_total", static_cast<double>(n), ts, {{"code", code}});
   const std::vector<uint64_t> cumulative = Cumulative(st.buckets);
   const std::vector<double>& bounds = LatencyBoundsSeconds();
   for (size_t i = 0; i < bounds.size(); ++i) {

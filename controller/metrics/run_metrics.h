@@ -6,7 +6,8 @@
 // scenario and connections (a cell's repetitions add up in the same series):
 //   per cell, counting the measurement only (as results.json does):
 //     requests_total, read_bytes_total, errors_total{kind},
-//     responses_total{status_class}, request_duration_seconds (histogram,
+//     responses_total{status_class}, grpc_calls_total{code} (gRPC cells:
+//     calls by grpc-status, and protocol_error), request_duration_seconds (histogram,
 //     buckets from latency_buckets.h), agent_cpu_seconds_total;
 //   per cell, from the newest interval (warmup included):
 //     requests_per_second, request_duration_percentile_seconds{percentile},
@@ -115,7 +116,7 @@ class RunMetrics final : public controller::RunObserver {
   std::map<std::pair<std::string, std::string>, UsageState> usage_ GUARDED_BY(mu_);
   std::optional<std::pair<std::string, std::string>> slot_holder_ GUARDED_BY(mu_);
 
-  MetricRegistry::FamilyId requests_, read_bytes_, errors_, responses_, duration_, agent_cpu_;
+  MetricRegistry::FamilyId requests_, read_bytes_, errors_, responses_, grpc_calls_, duration_, agent_cpu_;
   MetricRegistry::FamilyId rps_, percentile_, connections_open_;
   MetricRegistry::FamilyId target_memory_, target_cpu_, target_memory_peak_;
   MetricRegistry::FamilyId runs_by_phase_, queue_length_, slot_holder_family_, run_cells_, cells_finished_;

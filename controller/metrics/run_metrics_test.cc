@@ -131,6 +131,31 @@ TEST_F(RunMetricsTest, CountersCountTheMeasurementAndStartAtZeroAtWarmup) {
   EXPECT_EQ(sink_.Series("fairbench_request_duration_seconds_bucket", "beast", {{"le", "+Inf"}}).back().second, 300);
 }
 
+// Catches: gRPC calls by status not exposed, a code under another's name,
+// the warmup's calls counted, or HTTP cells given a gRPC series.
+TEST_F(RunMetricsTest, GrpcCallsByStatusCountTheMeasurement) {
+  metrics_->RunQueued("r1");
+  metrics_->OnStage(MakeRun("r1"), Cell("beast", api::Stage::kWarmingUp));
+  Snapshot warm = Interval(1, Phase::kWarmup, 0, 300, 30, 50);
+  warm.stats.counters.grpc.status[0] = 30;
+  Snapshot measure = Interval(2, Phase::kMeasure, 300, 1300, 100, 90);
+  measure.stats.counters.grpc.status[0] = 96;
+  measure.stats.counters.grpc.status[14] = 4;
+  measure.stats.counters.grpc.no_status = 2;
+  measure.stats.counters.grpc.too_large = 1;
+  metrics_->OnInterval("r1", Cell("beast"), warm, At(300));
+  metrics_->OnInterval("r1", Cell("beast"), measure, At(1300));
+  const std::string text = Scrape();
+  const std::string cell = R"(fairbench_grpc_calls_total{run="r1",target="beast",scenario="hello",connections="8",code=")";
+  EXPECT_EQ(Value(text, cell + "OK\"}"), 96) << text;
+  EXPECT_EQ(Value(text, cell + "UNAVAILABLE\"}"), 4);
+  EXPECT_EQ(Value(text, cell + "DEADLINE_EXCEEDED\"}"), 0);
+  EXPECT_EQ(Value(text, cell + "protocol_error\"}"), 3);
+  EXPECT_EQ(sink_.Series("fairbench_grpc_calls_total", "beast", {{"code", "UNAVAILABLE"}}).back().second, 4);
+  metrics_->OnInterval("r1", Cell("nginx"), Interval(1, Phase::kMeasure, 0, 1000, 10, 50), At(1000));
+  EXPECT_EQ(Scrape().find(R"(fairbench_grpc_calls_total{run="r1",target="nginx")"), std::string::npos);
+}
+
 TEST_F(RunMetricsTest, RepetitionsAddUpAndEachStartsWithASample) {
   metrics_->OnInterval("r1", Cell("beast", std::nullopt, 1), Interval(1, Phase::kMeasure, 0, 1000, 10, 50), At(1000));
   metrics_->OnInterval("r1", Cell("beast", std::nullopt, 2), Interval(1, Phase::kMeasure, 0, 1000, 5, 50), At(9000));

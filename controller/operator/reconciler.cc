@@ -7,9 +7,11 @@
 #include "common/api/cells.h"
 #include "common/api/codec.h"
 #include "common/api/conditions.h"
+#include "common/api/grpc_calls.h"
 #include "common/api/loader.h"
 #include "common/api/validate.h"
 #include "common/api/well_known.h"
+#include "common/base64.h"
 #include "controller/kube/api_fields.h"
 #include "controller/kube/json_read.h"
 
@@ -210,7 +212,7 @@ Reconciler::Outcome Reconciler::Reconcile(const std::string& key) {
   // 6. First seen: queued (a script's ConfigMap is looked for now, so that
   // a wrong name is a field error at once).
   if (!phase) {
-    if (Status s = ReadScriptConfigMaps(ns, *run); !s.ok()) {
+    if (Status s = ReadConfigMaps(ns, *run); !s.ok()) {
       out.status = s.code() == Status::Code::kInvalidArgument ? FailInvalid(meta, s.message()) : s;
       return out;
     }
@@ -286,7 +288,7 @@ Reconciler::Outcome Reconciler::Reconcile(const std::string& key) {
   }
   // The scripts as they are now: a ConfigMap edited while the run waited is
   // what it runs with.
-  if (Status s = ReadScriptConfigMaps(ns, *run); !s.ok()) {
+  if (Status s = ReadConfigMaps(ns, *run); !s.ok()) {
     out.status = s.code() == Status::Code::kInvalidArgument ? FailInvalid(meta, s.message()) : s;
     return out;
   }
@@ -312,29 +314,53 @@ Status Reconciler::FailInvalid(const kube::ObjectMeta& meta, const std::string& 
   return s;
 }
 
-Status Reconciler::ReadScriptConfigMaps(const std::string& ns, api::BenchmarkRun& run) {
+Result<std::string> Reconciler::ReadConfigMapKey(const std::string& ns, const api::ConfigMapKeyRef& ref,
+                                                 const std::string& field, bool binary) {
+  auto cm = client_.Get(kube::resources::ConfigMaps(), ns, ref.name);
+  if (!cm.ok()) {
+    if (cm.error().reason == kube::Reason::kNotFound) {
+      return Status::InvalidArgument(field + ".name: no ConfigMap \"" + ref.name + "\" in namespace \"" + ns + "\"");
+    }
+    return Status::Unavailable("reading ConfigMap " + ns + "/" + ref.name + " (" + field + "): " + cm.error().ToString());
+  }
+  // Text is under data; bytes (a descriptor set) under binaryData, base64
+  // as the API server keeps them (kubectl create configmap --from-file puts
+  // a file that is not UTF-8 there).
+  const Json& data = jr::Object(*cm, f::kData);
+  if (const auto value = data.find(ref.key); value != data.end() && value->is_string()) return value->get<std::string>();
+  if (binary) {
+    const Json& bytes = jr::Object(*cm, f::kBinaryData);
+    if (const auto value = bytes.find(ref.key); value != bytes.end() && value->is_string()) {
+      auto decoded = Base64Decode(value->get<std::string>());
+      if (!decoded.ok()) return Status::InvalidArgument(field + ".key: binaryData \"" + ref.key + "\" is not base64");
+      return std::move(decoded).value();
+    }
+  }
+  return Status::InvalidArgument(field + ".key: ConfigMap \"" + ref.name + "\" has no key \"" + ref.key + "\"");
+}
+
+Status Reconciler::ReadConfigMaps(const std::string& ns, api::BenchmarkRun& run) {
   for (size_t i = 0; i < run.spec.scenarios.size(); ++i) {
     api::Scenario& sc = run.spec.scenarios[i];
+    const std::string at = "spec.scenarios[" + std::to_string(i) + "]";
+    if (sc.grpc && sc.grpc->descriptor_set_config_map_ref) {
+      auto bytes = ReadConfigMapKey(ns, *sc.grpc->descriptor_set_config_map_ref, at + ".grpc.descriptorSetConfigMapRef", true);
+      if (!bytes.ok()) return bytes.status();
+      sc.grpc->descriptor_set_content = std::move(bytes).value();
+    }
     if (!sc.script || !sc.script->config_map_ref) continue;
     const api::ConfigMapKeyRef& ref = *sc.script->config_map_ref;
-    const std::string field = "spec.scenarios[" + std::to_string(i) + "].script.configMapRef";
-    auto cm = client_.Get(kube::resources::ConfigMaps(), ns, ref.name);
-    if (!cm.ok()) {
-      if (cm.error().reason == kube::Reason::kNotFound) {
-        return Status::InvalidArgument(field + ".name: no ConfigMap \"" + ref.name + "\" in namespace \"" + ns + "\"");
-      }
-      return Status::Unavailable("reading ConfigMap " + ns + "/" + ref.name + " (" + field + "): " + cm.error().ToString());
-    }
-    const Json& data = jr::Object(*cm, f::kData);
-    const auto value = data.find(ref.key);
-    if (value == data.end() || !value->is_string()) {
-      return Status::InvalidArgument(field + ".key: ConfigMap \"" + ref.name + "\" has no key \"" + ref.key + "\"");
-    }
-    sc.script->content = value->get<std::string>();
+    const std::string field = at + ".script.configMapRef";
+    auto text = ReadConfigMapKey(ns, ref, field, false);
+    if (!text.ok()) return text.status();
+    sc.script->content = std::move(text).value();
     if (sc.script->content.find_first_not_of(" \t\r\n") == std::string::npos) {
       return Status::InvalidArgument(field + ".key: the script in ConfigMap \"" + ref.name + "\" key \"" + ref.key + "\" is empty");
     }
   }
+  // What each gRPC call sends, now that its descriptor set is here.
+  const api::Diagnostics grpc = api::ResolveGrpcCalls(run);
+  if (!grpc.empty()) return Status::InvalidArgument(grpc.items().front().path + ": " + grpc.items().front().message);
   return Status::Ok();
 }
 

@@ -79,10 +79,15 @@ class Reconciler {
 
  private:
   Status PatchStatus(const kube::ObjectMeta& meta, const api::BenchmarkRunStatus& status);
-  // Reads each scenario's script.configMapRef from the run's namespace into
-  // the script's content. InvalidArgument (naming the field) when a
-  // ConfigMap or its key is missing; Unavailable when the API failed.
-  Status ReadScriptConfigMaps(const std::string& ns, api::BenchmarkRun& run);
+  // Reads each scenario's script.configMapRef and grpc.descriptorSetConfigMapRef
+  // from the run's namespace into the script's and the descriptor set's
+  // content, then resolves the gRPC calls (api::ResolveGrpcCalls).
+  // InvalidArgument (naming the field) when a ConfigMap or its key is
+  // missing or a call cannot be made; Unavailable when the API failed.
+  Status ReadConfigMaps(const std::string& ns, api::BenchmarkRun& run);
+  // One key of a ConfigMap: data, or with `binary` also binaryData (decoded).
+  Result<std::string> ReadConfigMapKey(const std::string& ns, const api::ConfigMapKeyRef& ref, const std::string& field,
+                                       bool binary);
   // Marks the run Failed with reason InvalidSpec.
   Status FailInvalid(const kube::ObjectMeta& meta, const std::string& message);
   Status Cleanup(const kube::ObjectMeta& meta);

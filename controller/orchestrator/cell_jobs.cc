@@ -24,6 +24,24 @@ api::Latency LatencyOf(const Histogram& h) {
 
 }  // namespace
 
+wire::JobGrpc GrpcJob(const api::GrpcCallSpec& call) {
+  wire::JobGrpc g;
+  g.method = call.method;
+  g.message = call.request_message;
+  for (const auto& [key, value] : call.metadata) {
+    std::string lower = key;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    g.metadata.emplace_back(std::move(lower), value);
+  }
+  g.deadline = call.deadline.value_or(std::chrono::nanoseconds(0));
+  switch (call.kind) {
+    case api::GrpcCallSpec::Kind::kUnknown: break;
+    case api::GrpcCallSpec::Kind::kUnary: g.kind = "unary"; break;
+    case api::GrpcCallSpec::Kind::kServerStreaming: g.kind = "server-streaming"; break;
+  }
+  return g;
+}
+
 std::string IdleWaitSetting(api::IdleWaitMode mode) {
   switch (mode) {
     case api::IdleWaitMode::kAuto: return "auto";
@@ -51,8 +69,9 @@ std::vector<wire::JobSpec> BuildCellJobs(const api::ScenarioSettings& settings, 
     job.host = target.host;
     job.port = target.port;
     job.https = target.https;
-    job.protocol = target.protocol;
+    job.protocol = WireProtocol(target.protocol, target.https ? Scheme::kHttps : Scheme::kHttp);
     job.streams = static_cast<uint32_t>(std::max(1, settings.streams));
+    if (settings.grpc) job.grpc = GrpcJob(*settings.grpc);
     job.idle_wait = IdleWaitSetting(settings.idle_wait);
     for (const api::WeightedRequest& w : settings.requests) {
       wire::JobRequest r;
@@ -72,6 +91,8 @@ std::vector<wire::JobSpec> BuildCellJobs(const api::ScenarioSettings& settings, 
     job.warmup = settings.warmup;
     job.duration = settings.duration;
     job.timeout = settings.timeout;
+    // The server's DEADLINE_EXCEEDED must come before the agent gives up on the call.
+    if (job.grpc && job.grpc->deadline.count() > 0) job.timeout = std::max(job.timeout, job.grpc->deadline + std::chrono::seconds(1));
     job.interval = std::chrono::seconds(1);
     job.keep_alive = settings.keep_alive;
     job.pipeline = static_cast<uint32_t>(settings.pipeline);
@@ -128,6 +149,27 @@ report::CellRecord CellRecordFrom(const api::ScenarioSettings& settings, const a
   r.errors.rst_stream = c.errors.rst_stream;
   r.errors.h2_protocol = c.errors.h2_protocol;
   r.errors.script = c.errors.script;
+  if (settings.grpc) {
+    // Calls are the cell's requests; one that ended other than as expected
+    // is a status error, one gRPC does not allow a protocol error.
+    const GrpcCounts& g = c.grpc;
+    api::GrpcCalls calls;
+    for (size_t code = 0; code < g.status.size(); ++code) {
+      if (g.status[code] > 0) calls.statuses.push_back(api::GrpcStatusCount{static_cast<api::GrpcCode>(code), g.status[code]});
+    }
+    calls.status_other = g.status_other;
+    calls.no_status = g.no_status;
+    calls.bad_status = g.bad_status;
+    calls.truncated = g.truncated;
+    calls.bad_flag = g.bad_flag;
+    calls.too_large = g.too_large;
+    calls.unary_messages = g.unary_messages;
+    calls.messages = g.messages;
+    const auto expected = static_cast<size_t>(settings.expect.grpc_status.value_or(api::GrpcCode::kOk));
+    r.errors.status += g.Calls() - g.status[expected];
+    r.errors.grpc_protocol = g.ProtocolErrors();
+    r.grpc = std::move(calls);
+  }
   if (target.https) {
     api::TlsHandshakes tls;
     tls.count = c.tls_handshakes;
@@ -160,8 +202,14 @@ report::CellRecord CellRecordFrom(const api::ScenarioSettings& settings, const a
   sc.rate = static_cast<double>(settings.rate);
   sc.keep_alive = settings.keep_alive;
   sc.pipeline = static_cast<uint32_t>(settings.pipeline);
-  sc.protocol = std::string(ToString(target.protocol));
+  sc.protocol = std::string(ToString(WireProtocol(target.protocol, target.https ? Scheme::kHttps : Scheme::kHttp)));
   if (IsHttp2(target.protocol)) sc.streams = static_cast<uint32_t>(settings.streams);
+  if (settings.grpc) {
+    const wire::JobGrpc call = GrpcJob(*settings.grpc);
+    sc.url = std::string(target.https ? "https://" : "http://") + target.host + ":" + std::to_string(target.port);
+    sc.grpc_method = "/" + call.method;
+    sc.grpc_kind = call.kind.empty() ? "unknown" : call.kind;
+  }
   sc.latency_distribution = true;
   rec.wrk_text = RenderText(sc, m.totals, end);
   rec.agents = static_cast<uint32_t>(m.agents);

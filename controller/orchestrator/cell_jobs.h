@@ -24,6 +24,10 @@ namespace fairbench::controller {
 // The LoadJob's idle_wait for a BenchmarkRun's load.idleWait.
 std::string IdleWaitSetting(api::IdleWaitMode mode);
 
+// A gRPC scenario's call as jobs carry it (resolved: request_message and
+// kind set by api::ResolveGrpcCalls); metadata keys lower-cased.
+wire::JobGrpc GrpcJob(const api::GrpcCallSpec& call);
+
 std::chrono::nanoseconds StartLead(int64_t connections, int agents, int threads);
 
 // One job per agent: the connections split evenly (the first agents get one

@@ -59,6 +59,88 @@ TEST(CellJobsTest, ProtocolAndStreamsReachEveryJob) {
             Protocol::kHttp1);
 }
 
+api::ScenarioSettings GrpcSettings() {
+  api::ScenarioSettings s = Settings();
+  s.requests.clear();
+  s.rate = 0;
+  s.keep_alive = true;
+  s.streams = 10;
+  api::GrpcCallSpec call;
+  call.method = "fairbench.echo.v1.Echo/ServerStream";
+  call.metadata = {{"X-Tenant", "blue"}};
+  call.deadline = 3s;
+  call.request_message = "\x0a\x02hi";
+  call.kind = api::GrpcCallSpec::Kind::kServerStreaming;
+  s.grpc = call;
+  return s;
+}
+
+// Catches: a gRPC target's jobs sent as protocol "grpc" (agents speak h2 or
+// h2c), the call not reaching the agents (they would send GET /), metadata
+// keys not lower-cased (HTTP/2 forbids upper case), and a timeout shorter
+// than the deadline (the agent would give up before the server's
+// DEADLINE_EXCEEDED).
+TEST(CellJobsTest, GrpcCallsReachEveryJobAsHttp2) {
+  TargetPlacement where{"node-a", "10.0.0.7", 50051};
+  where.protocol = Protocol::kGrpc;
+  const auto jobs = BuildCellJobs(GrpcSettings(), CellOf(4), where, 2, std::chrono::system_clock::now(), "j");
+  ASSERT_EQ(jobs.size(), 2u);
+  for (const wire::JobSpec& j : jobs) {
+    EXPECT_EQ(j.protocol, Protocol::kH2c);
+    EXPECT_TRUE(j.requests.empty());
+    ASSERT_TRUE(j.grpc.has_value());
+    EXPECT_EQ(j.grpc->method, "fairbench.echo.v1.Echo/ServerStream");
+    EXPECT_EQ(j.grpc->message, "\x0a\x02hi");
+    EXPECT_EQ(j.grpc->metadata, (std::vector<std::pair<std::string, std::string>>{{"x-tenant", "blue"}}));
+    EXPECT_EQ(j.grpc->deadline, 3s);
+    EXPECT_EQ(j.grpc->kind, "server-streaming");
+    EXPECT_EQ(j.timeout, 4s);
+    EXPECT_EQ(j.streams, 10u);
+    EXPECT_TRUE(wire::FromProto([&] { v1::LoadJob m; wire::ToProto(j, &m); return m; }()).ok());
+  }
+  where.https = true;
+  EXPECT_EQ(BuildCellJobs(GrpcSettings(), CellOf(4), where, 1, std::chrono::system_clock::now(), "j")[0].protocol,
+            Protocol::kH2);
+}
+
+// Catches: gRPC counts dropped between the agents' totals and the result,
+// codes shifted by one, a call ending other than expect.grpcStatus not
+// counted as a status error, protocol errors not counted as errors.
+TEST(CellJobsTest, GrpcRecordCountsCallsByStatusAgainstTheExpectedOne) {
+  CellMeasurement m;
+  Snapshot s;
+  s.sequence = 1;
+  s.phase = Phase::kMeasure;
+  s.end_ns = 1'000'000'000;
+  s.stats.counters.requests = 100;
+  s.stats.counters.status_classes[2] = 100;
+  s.stats.counters.grpc.status[0] = 90;   // OK
+  s.stats.counters.grpc.status[14] = 7;   // UNAVAILABLE
+  s.stats.counters.grpc.status[4] = 3;    // DEADLINE_EXCEEDED
+  s.stats.counters.grpc.truncated = 2;
+  s.stats.counters.grpc.unary_messages = 1;
+  s.stats.counters.grpc.messages = 900;
+  m.totals.Add(s);
+  m.end.measure_seconds = 1;
+  TargetPlacement where{"n", "127.0.0.1", 9};
+  where.protocol = Protocol::kGrpc;
+  api::ScenarioSettings settings = GrpcSettings();
+  report::CellRecord r = CellRecordFrom(settings, CellOf(10), where, m);
+  ASSERT_TRUE(r.result.grpc.has_value());
+  const std::vector<api::GrpcStatusCount> expected{
+      {api::GrpcCode::kOk, 90}, {api::GrpcCode::kDeadlineExceeded, 3}, {api::GrpcCode::kUnavailable, 7}};
+  EXPECT_EQ(r.result.grpc->statuses, expected);
+  EXPECT_EQ(r.result.grpc->messages, 900u);
+  EXPECT_EQ(r.result.grpc->truncated, 2u);
+  EXPECT_EQ(r.result.errors.status, 10u);
+  EXPECT_EQ(r.result.errors.grpc_protocol, 3u);
+  EXPECT_EQ(r.result.errors.Total(), 13u);
+  EXPECT_NE(r.wrk_text.find("fairbench.echo.v1.Echo/ServerStream"), std::string::npos) << r.wrk_text;
+  settings.expect.grpc_status = api::GrpcCode::kUnavailable;
+  r = CellRecordFrom(settings, CellOf(10), where, m);
+  EXPECT_EQ(r.result.errors.status, 93u);
+}
+
 // Catches: load.idleWait not passed on to the agents (each would choose
 // auto), or a mode mapped to another's setting.
 TEST(CellJobsTest, IdleWaitReachesEveryJob) {

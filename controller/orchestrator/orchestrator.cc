@@ -568,9 +568,7 @@ report::CellRecord Orchestrator::RunCapacity(RunState& state, const api::Cell& c
       return false;
     }
     const api::CellResult& r = rec.result;
-    const api::ErrorCounts& e = r.errors;
-    const uint64_t errors = e.connect + e.read + e.write + e.timeout + e.status + e.port_exhaustion + e.handshake +
-                            e.goaway + e.rst_stream + e.h2_protocol + e.script;
+    const uint64_t errors = r.errors.Total();
     report::CapacityTrial t;
     t.offered = static_cast<double>(rate);
     t.achieved = r.requests_per_second;

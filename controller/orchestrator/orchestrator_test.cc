@@ -675,7 +675,7 @@ TEST_F(OrchestratorTest, FailedDeployFailsThatTargetOnly) {
 TEST_F(OrchestratorTest, ReadinessTimeoutComesFromTheTarget) {
   platform_.block_ready = true;
   api::BenchmarkRun run = MakeRun({"alpha"}, {10});
-  run.spec.targets[0].readiness = api::Readiness{"/healthz", 150ms};
+  run.spec.targets[0].readiness = api::Readiness{"/healthz", 150ms, std::nullopt};
   const auto start = clock_.Now();
   auto record = Make().Run(run, store_, false);
   ASSERT_TRUE(record.ok());

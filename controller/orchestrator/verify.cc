@@ -4,6 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/api/grpc_calls.h"
+#include "common/metrics.h"
+#include "controller/orchestrator/cell_jobs.h"
+#include "controller/platform/grpc_probe.h"
 #include "controller/platform/http_probe.h"
 
 namespace fairbench::controller {
@@ -25,10 +29,46 @@ std::string Clip(const std::string& s, size_t n = 80) {
   return out;
 }
 
+// A gRPC scenario: its call made once with grpc++ (not the agents' own
+// framing), answered with the expected status and, with expect.json, the
+// expected response message.
+Status VerifyGrpcCall(const std::string& host, uint16_t port, bool https, const api::ScenarioSettings& settings) {
+  const api::GrpcCallSpec& g = *settings.grpc;
+  GrpcProbeRequest call;
+  call.host = host;
+  call.port = port;
+  call.tls = https;
+  call.method = g.method;
+  call.message = g.request_message;
+  for (const auto& [k, v] : GrpcJob(g).metadata) call.metadata.emplace_back(k, v);
+  call.deadline = std::chrono::duration_cast<std::chrono::milliseconds>(g.deadline.value_or(std::chrono::seconds(5)));
+  call.server_streaming = g.kind == api::GrpcCallSpec::Kind::kServerStreaming;
+  auto answer = GrpcProbeCall(call);
+  const std::string what = g.method + ": ";
+  if (!answer.ok()) return Status::Unavailable(what + answer.status().message());
+  const api::GrpcCode expected = settings.expect.grpc_status.value_or(api::GrpcCode::kOk);
+  if (answer->grpc_code != static_cast<int>(expected)) {
+    return Status::FailedPrecondition(what + "expected gRPC status " + std::string(api::ToString(expected)) + ", got " +
+                                      GrpcStatusName(answer->grpc_code) +
+                                      (answer->grpc_message.empty() ? "" : " (\"" + Clip(answer->grpc_message) + "\")"));
+  }
+  if (!settings.expect.json) return Status::Ok();
+  if (answer->messages.empty()) return Status::FailedPrecondition(what + "expected a response message, got none");
+  auto json = api::ResponseJson(g, answer->messages.front());
+  if (!json.ok()) return Status::FailedPrecondition(what + json.status().message());
+  const nlohmann::json got = nlohmann::json::parse(*json, nullptr, false);
+  if (got.is_discarded() || got != *settings.expect.json) {
+    return Status::FailedPrecondition(what + "expected the message " + Clip(settings.expect.json->dump()) + ", got " +
+                                      Clip(got.is_discarded() ? *json : got.dump()));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status VerifyScenario(const std::string& host, uint16_t port, bool https, const api::ScenarioSettings& settings,
                       Protocol protocol) {
+  if (settings.grpc) return VerifyGrpcCall(host, port, https, settings);
   const std::vector<api::WeightedRequest>& requests = settings.requests;
   for (size_t i = 0; i < requests.size(); ++i) {
     const api::Request& r = requests[i].request;

@@ -40,7 +40,9 @@ Result<ProbeResponse> HttpProbe(const ProbeRequest& r) {
     curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
     curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
   }
-  switch (r.protocol) {
+  // A gRPC target's port speaks HTTP/2 as its scheme says.
+  switch (WireProtocol(r.protocol, r.https ? Scheme::kHttps : Scheme::kHttp)) {
+    case Protocol::kGrpc:  // not after WireProtocol
     case Protocol::kH2c:
       curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
       break;
@@ -68,7 +70,7 @@ Result<ProbeResponse> HttpProbe(const ProbeRequest& r) {
     if (ct != nullptr) out.content_type = ct;
     long version = 0;
     curl_easy_getinfo(curl, CURLINFO_HTTP_VERSION, &version);
-    if (r.protocol == Protocol::kH2 && version != CURL_HTTP_VERSION_2_0) {
+    if (WireProtocol(r.protocol, r.https ? Scheme::kHttps : Scheme::kHttp) == Protocol::kH2 && version != CURL_HTTP_VERSION_2_0) {
       // libcurl falls back to HTTP/1.1 when ALPN does not choose h2; the
       // agents would not.
       status = Status::FailedPrecondition(r.method + " " + url + ": protocol h2, but the server did not choose h2 by ALPN");

@@ -54,6 +54,28 @@ void ValidatePortRef(const json& port, const std::string& field, std::vector<Cau
   }
 }
 
+// A probe's handler, as validateHandler: exactly one of exec, httpGet,
+// tcpSocket, grpc (a second one is Forbidden at its own path, none is
+// Required at the probe's); their ports checked (grpc's a number).
+void ValidateProbeHandler(const json& probe, const std::string& path, std::vector<Cause>& errs) {
+  int handlers = 0;
+  for (const char* kind : {"exec", "httpGet", "tcpSocket", "grpc"}) {
+    if (!probe.contains(kind) || probe[kind].is_null()) continue;
+    const std::string field = path + "." + kind;
+    if (handlers++ > 0) {
+      errs.push_back(FieldForbidden(field, "may not specify more than 1 handler type"));
+      continue;
+    }
+    const json& action = jr::Object(probe, kind);
+    if (std::string(kind) == "httpGet" || std::string(kind) == "tcpSocket") {
+      ValidatePortRef(action.value("port", json()), field + ".port", errs);
+    } else if (std::string(kind) == "grpc") {
+      ValidatePortNumber(action.value("port", json()), field + ".port", errs);
+    }
+  }
+  if (handlers == 0) errs.push_back(FieldRequired(path, "must specify a handler type"));
+}
+
 // The pod template's containers, as ValidatePodTemplateSpec checks them.
 void ValidateContainers(const json& spec, const std::string& path, std::vector<Cause>& errs) {
   const json& containers = jr::Array(spec, "containers");
@@ -82,8 +104,7 @@ void ValidateContainers(const json& spec, const std::string& path, std::vector<C
         ValidatePortNumber(ports[j].value("containerPort", json()), pp + ".containerPort", errs);
       }
       for (const char* probe : {"livenessProbe", "readinessProbe", "startupProbe"}) {
-        const json& get = jr::Object(jr::Object(cs[i], probe), "httpGet");
-        if (!get.empty()) ValidatePortRef(get.value("port", json()), p + "." + probe + ".httpGet.port", errs);
+        if (cs[i].contains(probe)) ValidateProbeHandler(jr::Object(cs[i], probe), p + "." + probe, errs);
       }
     }
   }

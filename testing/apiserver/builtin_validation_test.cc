@@ -56,6 +56,29 @@ TEST(BuiltinValidation, Deployments) {
             std::vector<std::string>{"spec.selector: FieldValueInvalid"});
 }
 
+// A probe has exactly one handler, grpc among them (Kubernetes 1.27+):
+// catches a grpc probe refused, or a probe with two handlers (or none)
+// accepted where a cluster answers "may not specify more than 1 handler
+// type" at the second one's path.
+TEST(BuiltinValidation, ProbeHandlers) {
+  json d = Deployment();
+  json& c = d["spec"]["template"]["spec"]["containers"][0];
+  c["readinessProbe"] = {{"grpc", {{"port", 9090}}}};
+  c["livenessProbe"] = {{"grpc", {{"port", 9090}, {"service", "fairbench.echo.v1.Echo"}}}, {"periodSeconds", 5}};
+  EXPECT_TRUE(ValidateBuiltin("apps", "deployments", d, nullptr).empty());
+  c["readinessProbe"]["tcpSocket"] = {{"port", 9090}};
+  c["livenessProbe"]["grpc"]["port"] = 0;
+  c["startupProbe"] = {{"periodSeconds", 1}};
+  const auto causes = ValidateBuiltin("apps", "deployments", d, nullptr);
+  EXPECT_EQ(Fields(causes),
+            (std::vector<std::string>{"spec.template.spec.containers[0].livenessProbe.grpc.port: FieldValueInvalid",
+                                      "spec.template.spec.containers[0].readinessProbe.grpc: FieldValueForbidden",
+                                      "spec.template.spec.containers[0].startupProbe: FieldValueRequired"}));
+  ASSERT_EQ(causes.size(), 3u);
+  EXPECT_NE(causes[1].message.find("may not specify more than 1 handler type"), std::string::npos) << causes[1].message;
+  EXPECT_NE(causes[2].message.find("must specify a handler type"), std::string::npos) << causes[2].message;
+}
+
 TEST(BuiltinValidation, RolesAndBindings) {
   const json role = json::parse(R"({"rules": [
       {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},

@@ -17,6 +17,7 @@
 
 #include "common/base64.h"
 #include "common/mutex.h"
+#include "controller/platform/grpc_probe.h"
 #include "controller/platform/http_probe.h"
 #include "controller/platform/docker/container_cgroup.h"
 #include "testing/apiserver/time_text.h"
@@ -618,7 +619,9 @@ void PodWorker::RunProbes() {
     c.next_probe = now + std::chrono::seconds(std::max(1, probe.value("periodSeconds", 10)));
     Json get = probe.value("httpGet", Json::object());
     if (get.empty()) get = probe.value("tcpSocket", Json::object());
-    if (get.empty() && !probe.contains("exec")) continue;  // grpc probes are not run: the container stays unready
+    // grpc: a port number only (GRPCAction has no named port, no host).
+    if (get.empty()) get = probe.value("grpc", Json::object());
+    if (get.empty() && !probe.contains("exec")) continue;
     int port = 0;
     if (get.contains("port") && get["port"].is_number_integer()) {
       port = get["port"].get<int>();
@@ -634,6 +637,7 @@ void PodWorker::RunProbes() {
   }
   if (due.empty()) return;
   std::vector<bool> ok(due.size());
+  std::vector<std::string> output(due.size());  // what the kubelet says of a failure
   mu_.unlock();
   for (size_t i = 0; i < due.size(); ++i) {
     const int timeout = std::max(1, due[i].probe.value("timeoutSeconds", 1));
@@ -668,6 +672,19 @@ void PodWorker::RunProbes() {
       ok[i] = TcpConnects(due[i].host, due[i].port, std::chrono::seconds(timeout));
       continue;
     }
+    if (due[i].probe.contains("grpc")) {
+      // grpc, as the kubelet does it (pkg/probe/grpc): Health/Check {service}
+      // over plaintext h2c to the pod IP and the port; SERVING = success,
+      // anything else (an answer, a gRPC error, no connection) a failure.
+      const std::string service = jr::String(due[i].probe["grpc"], "service");
+      auto h = controller::GrpcHealthCheck(due[i].host, static_cast<uint16_t>(due[i].port), /*tls=*/false, service,
+                                           std::chrono::seconds(timeout));
+      ok[i] = h.ok() && h->ok();
+      output[i] = h.ok() ? h->Describe()
+                         : "error: failed to connect service at \"" + due[i].host + ":" +
+                               std::to_string(due[i].port) + "\": " + h.status().message();
+      continue;
+    }
     // httpGet, as the kubelet does it: scheme HTTP or HTTPS (the certificate
     // not verified), its User-Agent, the probe's headers; 200-399 = success.
     // Through the controller's libcurl probe, not cpp-httplib's client,
@@ -697,7 +714,7 @@ void PodWorker::RunProbes() {
       if (++c.probe_successes >= std::max(1, due[i].probe.value("successThreshold", 1))) c.ready = true;
     } else {
       c.probe_successes = 0;
-      Event(true, "Unhealthy", "Readiness probe failed");
+      Event(true, "Unhealthy", output[i].empty() ? "Readiness probe failed" : "Readiness probe failed: " + output[i]);
       if (++c.probe_failures >= std::max(1, due[i].probe.value("failureThreshold", 3))) c.ready = false;
     }
   }

@@ -2,7 +2,7 @@
 // the pod exists — as local processes, or as containers of their images
 // through a Docker engine (KubeletConfig::runtime) — init containers in order, then
 // the containers, restarts per restartPolicy with back-off, readiness
-// probes (httpGet), the pod status a real kubelet writes (through
+// probes (exec, httpGet, tcpSocket, grpc), the pod status a real kubelet writes (through
 // pods/{name}/status), and graceful deletion (SIGTERM, the grace period,
 // SIGKILL, then DELETE with gracePeriodSeconds=0 and a uid precondition).
 //

@@ -667,5 +667,118 @@ TEST_F(RunE2eTest, HttpsH2AndH2cTargetsReachNginxInTheirProtocol) {
   }
 }
 
+// examples/grpc-api-variants.yaml, shortened: both API variants of the
+// reference gRPC target, a unary and a server-streaming scenario, counted
+// against what the target itself served. Catches: calls not counted as the
+// cell's requests (requests 0), the grpc-status table dropped on the way
+// from the agents (result.grpc missing), messages miscounted (stream ≠ 10 ×
+// calls), the example's message or descriptor set gone stale (its check
+// before the load fails), and calls the agents did not make (the target's
+// own count disagrees).
+TEST_F(RunE2eTest, TheGrpcExampleComparesBothApiVariantsCountedByTheTarget) {
+  const std::string example = ReadFile(std::string(FAIRBENCH_EXAMPLES_DIR) + "/grpc-api-variants.yaml");
+  ASSERT_FALSE(example.empty());
+  ASSERT_EQ(ReadFile(std::string(FAIRBENCH_EXAMPLES_DIR) + "/grpc-echo.desc"), ReadFile(FAIRBENCH_ECHO_DESCRIPTOR_SET))
+      << "examples/grpc-echo.desc is not what protoc makes of targets/grpc/echo.proto: copy "
+      << FAIRBENCH_ECHO_DESCRIPTOR_SET;
+  std::string text = example;
+  auto replace = [&](const std::string& from, const std::string& to) {
+    size_t n = 0;
+    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()), ++n) {
+      text.replace(at, from.size(), to);
+    }
+    EXPECT_GT(n, 0u) << from;
+  };
+  replace("duration: 5s", "duration: 1s");
+  replace("warmup: 1s", "warmup: 300ms");
+  replace("cooldown: 1s", "cooldown: 300ms");
+  for (const std::string api : {"callback", "sync"}) {
+    replace("[fairbench-target-grpc, --port, \"{port}\", --threads, \"1\", --api, " + api + "]",
+            "[fairbench-target-grpc, --port, \"{port}\", --threads, \"1\", --api, " + api + ", --request-log, " +
+                dir_->path().string() + "/" + api + ".requests]");
+  }
+  const std::string run = dir_->path().string() + "/grpc-api-variants.yaml";
+  std::ofstream(run) << text;
+  std::filesystem::copy_file(std::string(FAIRBENCH_EXAMPLES_DIR) + "/grpc-echo.desc", dir_->path() / "grpc-echo.desc");
+  ASSERT_EQ(Run(run), 0) << Stderr();
+  const json r = Results();
+  ASSERT_EQ(r["cells"].size(), 4u);
+  for (const std::string api : {"callback", "sync"}) {
+    uint64_t sent = 0, abandoned = 0;
+    for (const json& c : r["cells"]) {
+      const json& res = c["result"];
+      if (res["target"] != "grpc-" + api) continue;
+      ASSERT_EQ(res["state"], "Succeeded") << res.dump();
+      const uint64_t calls = res["requests"].get<uint64_t>();
+      EXPECT_GT(calls, 100u) << res.dump();
+      EXPECT_FALSE(res.contains("errors")) << res.dump();
+      ASSERT_TRUE(res.contains("grpc")) << res.dump();
+      const json& g = res["grpc"];
+      ASSERT_EQ(g["statuses"].size(), 1u) << g.dump();
+      EXPECT_EQ(g["statuses"][0]["code"], "OK");
+      EXPECT_EQ(g["statuses"][0]["calls"].get<uint64_t>(), calls);
+      EXPECT_EQ(g["messages"].get<uint64_t>(), res["scenario"] == "stream" ? 10 * calls : calls) << g.dump();
+      sent += TimelineRequests(c) + c["drained"].get<uint64_t>();
+      abandoned += c["abandoned"].get<uint64_t>();
+    }
+    // Every call of every cell (warmup, measurement, drain) plus one check
+    // per scenario before the load; the health checks are not Echo calls.
+    uint64_t served = 0;
+    for (const Bucket& b : RequestLog(dir_->path().string() + "/" + api + ".requests")) served += b.count;
+    EXPECT_GE(served, sent + 2) << api;
+    EXPECT_LE(served, sent + abandoned + 2) << api << ": more calls than the agents and the checks made";
+  }
+  const std::string report = ReadFile(out_ + "/report.md");
+  EXPECT_NE(report.find("## gRPC calls"), std::string::npos);
+  EXPECT_NE(report.find("OK "), std::string::npos);
+}
+
+// A gRPC call that does not end as the scenario expects is reported, not
+// loaded; a gRPC target whose health check never says SERVING is not ready.
+// Catches: expect.grpcStatus ignored by the check, the response message not
+// compared, readiness.grpc.service not asked.
+TEST_F(RunE2eTest, GrpcChecksBeforeTheLoadAndReadinessByHealth) {
+  std::filesystem::copy_file(FAIRBENCH_ECHO_DESCRIPTOR_SET, dir_->path() / "echo.desc");
+  auto target = [&](const std::string& name, const std::string& readiness) {
+    return "  - name: " + name + "\n    protocol: grpc\n" + readiness + "    local:\n      command: [" +
+           testing::BinaryPath("fairbench-target-grpc") + ", --port, \"{port}\", --threads, \"1\"]\n";
+  };
+  const std::string text =
+      "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: grpc-checks}\nspec:\n  targets:\n" +
+      target("echo", "") +
+      target("unready", "    readiness: {timeout: 2s, grpc: {service: fairbench.nope.v1.Nope}}\n") +
+      "  scenarios:\n"
+      "  - name: unavailable\n    grpc: {method: fairbench.echo.v1.Echo/Unary, message: {status: 14}, descriptorSet: echo.desc}\n"
+      "    expect: {grpcStatus: UNAVAILABLE}\n"
+      "  - name: wrong-status\n    grpc: {method: fairbench.echo.v1.Echo/Unary, message: {status: 5}, descriptorSet: echo.desc}\n"
+      "  - name: wrong-reply\n    grpc: {method: fairbench.echo.v1.Echo/Unary, message: {payload: aGk=}, descriptorSet: echo.desc}\n"
+      "    expect: {json: {payload: aG8=}}\n"
+      "  load: {threads: 1, connections: [4], streams: 2, warmup: 200ms, duration: 1s}\n  cooldown: 200ms\n";
+  const std::string run = dir_->path().string() + "/run.yaml";
+  std::ofstream(run) << text;
+  EXPECT_EQ(Run(run), 3) << Stderr();
+  const json r = Results();
+  std::map<std::string, json> cells;
+  for (const json& c : r["cells"]) cells[c["result"]["target"].get<std::string>() + "/" + c["result"]["scenario"].get<std::string>()] = c["result"];
+  // UNAVAILABLE was asked for: every call ended so, none an error.
+  const json& unavailable = cells["echo/unavailable"];
+  ASSERT_EQ(unavailable["state"], "Succeeded") << unavailable.dump();
+  EXPECT_EQ(unavailable["grpc"]["statuses"][0]["code"], "UNAVAILABLE") << unavailable.dump();
+  EXPECT_EQ(unavailable["grpc"]["statuses"][0]["calls"], unavailable["requests"]);
+  EXPECT_FALSE(unavailable.contains("errors")) << unavailable.dump();
+  EXPECT_EQ(cells["echo/wrong-status"]["reason"], "VerificationFailed");
+  EXPECT_NE(cells["echo/wrong-status"]["message"].get<std::string>().find("expected gRPC status OK, got NOT_FOUND"),
+            std::string::npos) << cells["echo/wrong-status"].dump();
+  EXPECT_EQ(cells["echo/wrong-reply"]["reason"], "VerificationFailed");
+  EXPECT_NE(cells["echo/wrong-reply"]["message"].get<std::string>().find("aGk="), std::string::npos)
+      << cells["echo/wrong-reply"].dump();
+  for (const std::string scenario : {"unavailable", "wrong-status", "wrong-reply"}) {
+    const json& c = cells["unready/" + scenario];
+    EXPECT_EQ(c["state"], "Failed") << c.dump();
+    EXPECT_EQ(c["reason"], "NotReady") << c.dump();
+    EXPECT_NE(c["message"].get<std::string>().find("code = NotFound desc = service name unknown"), std::string::npos) << c.dump();
+  }
+}
+
 }  // namespace
 }  // namespace fairbench

@@ -71,6 +71,7 @@ class KubeletTest : public ::testing::Test {
     std::ofstream images(dir_->File("images.yaml"));
     images << "example.org/fairbench/httplib:dev: [" << fairbench::testing::BinaryPath("fairbench-target-cpp-httplib-debian")
            << "]\n"
+           << "example.org/fairbench/grpc:dev: [" << fairbench::testing::BinaryPath("fairbench-target-grpc") << "]\n"
            << "example.org/sh:1: [/bin/sh, -c]\n";
   }
 

@@ -418,6 +418,60 @@ TEST_F(KubeletTest, HttpsReadinessProbeSpeaksTlsWithoutVerifying) {
   EXPECT_EQ(Condition(pod, "Ready"), "False");
 }
 
+// Catches: a grpc readiness probe not run (the container never Ready, as
+// before), run as a TCP connect (the HTTP server and the gRPC server with
+// the wrong service would pass), its service ignored (no.such.Service
+// would pass as ""), or its port ignored; and Ready before the gRPC server
+// serves. The servers are the real reference gRPC target (Debian's gRPC and
+// its default health service).
+TEST_F(KubeletTest, GrpcReadinessProbeIsReadyOnlyOnceTheTargetServes) {
+  StartKubelet();
+  const std::string flag = dir_->File("serve-flag");
+  const std::string grpc = fairbench::testing::BinaryPath("fairbench-target-grpc");
+  const auto target = [](const std::string& name, const std::string& image, int port, const std::string& probe) {
+    return "  - name: " + name + "\n    image: " + image + "\n    args: ['--host', '$(POD_IP)', '--port', '" +
+           std::to_string(port) + "', '--threads', '1']\n" +
+           "    env: [{name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}]\n" +
+           "    readinessProbe: {grpc: " + probe + ", periodSeconds: 1}\n";
+  };
+  Apply("apiVersion: v1\nkind: Pod\nmetadata: {name: grpc}\nspec:\n  nodeName: " + node_ + "\n  containers:\n" +
+        // Serves only once the flag exists.
+        "  - name: late\n    image: example.org/sh:1\n    args: ['while [ ! -f " + flag +
+        " ]; do sleep 0.1; done; exec " + grpc + " --host \"$POD_IP\" --port 8091 --threads 1']\n" +
+        "    env: [{name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}]\n" +
+        "    readinessProbe: {grpc: {port: 8091}, periodSeconds: 1}\n" +
+        target("named", "example.org/fairbench/grpc:dev", 8092, "{port: 8092, service: fairbench.echo.v1.Echo}") +
+        target("unknown", "example.org/fairbench/grpc:dev", 8093, "{port: 8093, service: no.such.Service}") +
+        target("http", "example.org/fairbench/httplib:dev", 8094, "{port: 8094}") +
+        target("wrongport", "example.org/fairbench/grpc:dev", 8095, "{port: 8096}"));
+  auto ready = [](const Json& p, const std::string& name) {
+    for (const Json& c : p["status"].value("containerStatuses", Json::array())) {
+      if (c["name"] == name) return c["ready"].get<bool>();
+    }
+    return false;
+  };
+  Json pod = WaitPod("grpc", [&](const Json& p) { return ready(p, "named"); });
+  std::this_thread::sleep_for(1500ms);  // a probe or more of each of the others
+  pod = *Pod("grpc");
+  for (const char* name : {"late", "unknown", "http", "wrongport"}) {
+    EXPECT_FALSE(ready(pod, name)) << name << " Ready while its gRPC health check cannot pass";
+  }
+  EXPECT_EQ(Condition(pod, "Ready"), "False");
+  // The kubelet's words: the health service's NOT_FOUND for a service it
+  // does not know, as pkg/probe/grpc puts it.
+  EXPECT_TRUE(Eventually(
+      [&] {
+        const std::string ev = KubectlOk({"get", "events", "--field-selector", "involvedObject.name=grpc"});
+        return ev.find("Readiness probe failed: error: health rpc probe failed: rpc error: code = NotFound") !=
+               std::string::npos;
+      },
+      5s));
+
+  std::ofstream(flag) << "serve";
+  pod = WaitPod("grpc", [&](const Json& p) { return ready(p, "late"); });
+  for (const char* name : {"unknown", "http", "wrongport"}) EXPECT_FALSE(ready(pod, name)) << name;
+}
+
 // Catches: a pod the node cannot hold started anyway (a real kubelet
 // rejects it at admission: phase Failed, reason OutOfcpu / NodeAffinity,
 // no pod IP), and a memory limit not enforced or an OOM kill reported as a

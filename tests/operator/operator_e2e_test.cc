@@ -242,6 +242,47 @@ TEST_F(OperatorE2eTest, AScriptFromAConfigMapRunsOnEveryAgent) {
   EXPECT_GT(sum, 50u);
 }
 
+// A gRPC run as a cluster user writes it: the descriptor set in a ConfigMap
+// (kubectl create configmap --from-file puts the binary file under
+// binaryData), the target ready by the kubelet's grpc probe, the call
+// checked before the load and counted by status. Catches: binaryData not
+// read (the run fails as InvalidSpec), the message not encoded through it
+// (the check's reply would not match), the grpc probe not honoured (the
+// target never ready), calls not counted against what the target served.
+TEST_F(OperatorE2eTest, AGrpcRunWithItsDescriptorSetInAConfigMap) {
+  Ok({"create", "configmap", "echo-desc", "--from-file=echo.desc=" + std::string(FAIRBENCH_SOURCE_DIR) +
+                                               "/examples/grpc-echo.desc"});
+  ASSERT_TRUE(Get("configmap/echo-desc").contains("binaryData")) << Get("configmap/echo-desc").dump();
+  std::string target = Target("echo", "grpc");
+  const std::string image_line = "    image: example.org/fairbench/target:dev\n";
+  ASSERT_NE(target.find(image_line), std::string::npos);
+  target.insert(target.find(image_line) + image_line.size(), "    protocol: grpc\n");
+  std::string text = RunText("grpc", target);
+  const std::string plain = "    request: {path: /}\n    expect: {status: 200, body: \"Hello, World!\"}\n";
+  ASSERT_NE(text.find(plain), std::string::npos);
+  text.replace(text.find(plain), plain.size(),
+               "    grpc:\n      method: fairbench.echo.v1.Echo/ServerStream\n"
+               "      message: {payload: aGk=, messages: 3}\n"
+               "      descriptorSetConfigMapRef: {name: echo-desc, key: echo.desc}\n"
+               "    expect: {json: {payload: aGk=}}\n");
+  text.replace(text.find("threads: 1,"), 11, "threads: 1, streams: 4,");
+  Apply("grpc", text);
+  ASSERT_TRUE(Finishes("grpc")) << Phase("grpc") << Logs();
+  const json run = Get("br/grpc");
+  ASSERT_EQ(run["status"]["phase"], "Succeeded") << run["status"].dump(1) << Logs();
+  const json& result = run["status"]["results"][0];
+  const uint64_t calls = result["requests"].get<uint64_t>();
+  EXPECT_GT(calls, 50u) << result.dump();
+  ASSERT_EQ(result["grpc"]["statuses"].size(), 1u) << result.dump();
+  EXPECT_EQ(result["grpc"]["statuses"][0]["code"], "OK");
+  EXPECT_EQ(result["grpc"]["statuses"][0]["calls"].get<uint64_t>(), calls);
+  EXPECT_EQ(result["grpc"]["messages"].get<uint64_t>(), 3 * calls);
+  // What the target served: at least the measured calls and the check.
+  uint64_t served = 0;
+  for (const Bucket& b : RequestLog(root_ / "echo.requests")) served += b.count;
+  EXPECT_GT(served, calls) << "the target served fewer calls than the cell counted";
+}
+
 // Whether this machine lets a kubelet enforce a memory limit (a memory
 // cgroup it can create).
 bool MemoryLimitsEnforced() {

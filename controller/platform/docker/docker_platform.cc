@@ -20,7 +20,7 @@
 #include "common/api/cpu_list.h"
 #include "common/api/time_text.h"
 #include "common/units.h"
-#include "controller/platform/http_probe.h"
+#include "controller/platform/ready_probe.h"
 #include "controller/kube/json_read.h"
 #include "controller/platform/docker/container_cgroup.h"
 #include "controller/platform/local/environment.h"
@@ -115,11 +115,11 @@ std::optional<report::TargetExit> GoneFromInspect(const nlohmann::json& inspect)
 class DockerTarget final : public TargetInstance {
  public:
   DockerTarget(std::shared_ptr<docker::DockerClient> client, std::shared_ptr<std::set<std::string>> live, std::string name,
-               std::string id, uint16_t port, std::string ready_path, bool https, Protocol protocol, std::string log,
+               std::string id, uint16_t port, ReadyCheck ready, std::string log,
                std::string description, int64_t nofile, bool port_chosen, std::chrono::milliseconds grace,
                std::string capped, std::shared_ptr<std::vector<std::string>> notes)
       : notes_(std::move(notes)), client_(std::move(client)), live_(std::move(live)), name_(std::move(name)), id_(std::move(id)), port_(port),
-        ready_path_(std::move(ready_path)), https_(https), protocol_(protocol), log_(std::move(log)),
+        ready_(std::move(ready)), log_(std::move(log)),
         description_(std::move(description)), nofile_(nofile), port_chosen_(port_chosen), grace_(grace),
         capped_(std::move(capped)) {}
 
@@ -140,16 +140,9 @@ class DockerTarget final : public TargetInstance {
         return Status::Unavailable(name_ + " " + gone->text + " before it was ready" + (line.empty() ? "" : ": \"" + line + "\"") +
                                    " (see " + log_ + ")");
       }
-      ProbeRequest r;
-      r.host = "127.0.0.1";
-      r.port = port_;
-      r.path = ready_path_;
-      r.https = https_;
-      r.protocol = protocol_;
-      r.timeout = std::chrono::milliseconds(500);
-      auto response = HttpProbe(r);
-      if (response.ok()) return Status::Ok();
-      last = response.status().message();
+      const Status ready = ProbeReady(ready_, std::chrono::milliseconds(500));
+      if (ready.ok()) return Status::Ok();
+      last = ready.message();
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     SaveLog();
@@ -292,9 +285,7 @@ class DockerTarget final : public TargetInstance {
   std::string name_;
   std::string id_;
   uint16_t port_;
-  std::string ready_path_;
-  bool https_;
-  Protocol protocol_;
+  ReadyCheck ready_;
   std::string log_;
   std::string description_;
   int64_t nofile_;
@@ -462,8 +453,7 @@ Result<std::unique_ptr<TargetInstance>> DockerPlatform::Deploy(const DeployReque
   ran_[target.name] = description;
   spdlog::info("started target {} as container {} ({})", target.name, id->substr(0, 12), description);
   return std::unique_ptr<TargetInstance>(new DockerTarget(
-      client_, live_, target.name, *id, port, api::EffectiveReadiness(target).path, target.scheme == Scheme::kHttps,
-      api::EffectiveProtocol(target), log, description, nofile, wants_port, options_.local.target_stop_grace, capped,
+      client_, live_, target.name, *id, port, ReadyCheck::For(target, "127.0.0.1", port), log, description, nofile, wants_port, options_.local.target_stop_grace, capped,
       notes_));
 }
 

@@ -198,6 +198,22 @@ PodTemplate TargetPod(const TargetPodParams& p) {
     probe.erase("httpGet");
     probe["tcpSocket"] = {{"port", t.port}};
   }
+  if (api::EffectiveProtocol(t) == Protocol::kGrpc) {
+    // Kubernetes' own grpc probe: grpc.health.v1.Health/Check answering
+    // SERVING. The kubelet speaks it without TLS only, and cannot call a
+    // named method: those targets are probed as a port, and the controller
+    // calls the method (readiness.grpc.method) once the pod is ready.
+    Json& probe = container["readinessProbe"];
+    probe.erase("httpGet");
+    const bool health = !(readiness.grpc && readiness.grpc->method);
+    if (health && t.scheme == Scheme::kHttp) {
+      Json grpc = {{"port", t.port}};
+      if (readiness.grpc && !readiness.grpc->service.empty()) grpc["service"] = readiness.grpc->service;
+      probe["grpc"] = std::move(grpc);
+    } else {
+      probe["tcpSocket"] = {{"port", t.port}};
+    }
+  }
   if (!t.env.empty()) {
     Json env = Json::array();
     for (const auto& [k, v] : t.env) env.push_back({{"name", k}, {"value", v}});

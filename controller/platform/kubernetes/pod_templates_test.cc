@@ -48,7 +48,7 @@ TargetPodParams Drogon() {
   p.target.resources.memory = api::MemoryQuantity{1LL << 30};
   p.target.nofile = 65536;
   p.target.env = {{"DROGON_THREADS", "4"}, {"LOG_LEVEL", "warn"}};
-  p.target.readiness = api::Readiness{"/health", std::chrono::seconds(20)};
+  p.target.readiness = api::Readiness{"/health", std::chrono::seconds(20), std::nullopt};
   p.node = "node-target-1";
   p.placement.node_selector = {{"fairbench.dev/role", "target"}};
   p.placement.tolerations = {{"dedicated", "Equal", "bench", "NoSchedule", std::nullopt}};
@@ -236,13 +236,38 @@ TEST(PodTemplatesTest, H2cTargetsAreProbedAsAPort) {
   EXPECT_EQ(TargetPod(p).pod["spec"]["containers"][0]["readinessProbe"]["httpGet"]["scheme"], "HTTPS");
 }
 
+// Catches: a gRPC target given an httpGet probe (a gRPC server answers
+// HTTP/1.1 with nothing useful), the health service's name dropped, or the
+// kubelet's grpc probe (plaintext only) used against a TLS target or for a
+// named method it cannot call.
+TEST(PodTemplatesTest, GrpcTargetsUseTheKubeletsGrpcProbe) {
+  TargetPodParams p = Drogon();
+  p.target.protocol = Protocol::kGrpc;
+  auto probe = TargetPod(p).pod["spec"]["containers"][0]["readinessProbe"];
+  EXPECT_FALSE(probe.contains("httpGet"));
+  EXPECT_EQ(probe["grpc"], (nlohmann::json{{"port", p.target.port}})) << probe.dump();
+  p.target.readiness = api::Readiness{"/", std::chrono::seconds(5), api::GrpcReadiness{"fairbench.echo.v1.Echo", std::nullopt}};
+  probe = TargetPod(p).pod["spec"]["containers"][0]["readinessProbe"];
+  EXPECT_EQ(probe["grpc"]["service"], "fairbench.echo.v1.Echo");
+  EXPECT_EQ(probe["failureThreshold"], 5);
+  p.target.readiness->grpc = api::GrpcReadiness{"", "fairbench.echo.v1.Echo/Stats"};
+  probe = TargetPod(p).pod["spec"]["containers"][0]["readinessProbe"];
+  EXPECT_FALSE(probe.contains("grpc"));
+  EXPECT_EQ(probe["tcpSocket"]["port"], p.target.port);
+  p.target.readiness.reset();
+  p.target.scheme = Scheme::kHttps;
+  probe = TargetPod(p).pod["spec"]["containers"][0]["readinessProbe"];
+  EXPECT_FALSE(probe.contains("grpc"));
+  EXPECT_EQ(probe["tcpSocket"]["port"], p.target.port);
+}
+
 // Catches: a readiness probe that gives up sooner than the readiness
 // timeout, or a zero failureThreshold (invalid).
 TEST(PodTemplatesTest, ProbeFailureThresholdFollowsTimeout) {
   TargetPodParams p = Drogon();
-  p.target.readiness = api::Readiness{"/", std::chrono::milliseconds(2500)};
+  p.target.readiness = api::Readiness{"/", std::chrono::milliseconds(2500), std::nullopt};
   EXPECT_EQ(TargetPod(p).pod["spec"]["containers"][0]["readinessProbe"]["failureThreshold"], 3);
-  p.target.readiness = api::Readiness{"/", std::chrono::milliseconds(0)};
+  p.target.readiness = api::Readiness{"/", std::chrono::milliseconds(0), std::nullopt};
   EXPECT_EQ(TargetPod(p).pod["spec"]["containers"][0]["readinessProbe"]["failureThreshold"], 1);
 }
 

@@ -20,7 +20,7 @@
 
 #include "common/api/cells.h"
 #include "common/api/cpu_list.h"
-#include "controller/platform/http_probe.h"
+#include "controller/platform/ready_probe.h"
 #include "controller/platform/local/cgroup.h"
 #include "controller/platform/local/environment.h"
 #include "controller/platform/local/perf_profile.h"
@@ -79,10 +79,9 @@ std::optional<std::string> SoftNofile(pid_t pid) {
 class LocalTarget final : public TargetInstance {
  public:
   LocalTarget(std::string name, Process process, std::unique_ptr<TargetCgroup> cgroup, uint16_t port,
-              std::string ready_path, bool https, std::string log, std::string description, int64_t nofile)
+              ReadyCheck ready, std::string log, std::string description, int64_t nofile)
       : name_(std::move(name)), process_(std::move(process)), cgroup_(std::move(cgroup)), port_(port),
-        ready_path_(std::move(ready_path)), https_(https), log_(std::move(log)), description_(std::move(description)),
-        nofile_(nofile) {}
+        ready_(std::move(ready)), log_(std::move(log)), description_(std::move(description)), nofile_(nofile) {}
 
   // The port came from "{port}" in the command: say which one was used.
   void SetPortChosen() { port_chosen_ = true; }
@@ -126,23 +125,14 @@ class LocalTarget final : public TargetInstance {
   std::string LogLocation() const override { return log_; }
   std::string Description() const override { return description_; }
 
-  void SetProtocol(Protocol protocol) { protocol_ = protocol; }
-
   Status WaitReady(std::chrono::steady_clock::time_point deadline, std::stop_token stop) override {
     std::string last = "no answer yet";
     while (std::chrono::steady_clock::now() < deadline) {
       if (stop.stop_requested()) return Status::Cancelled(name_ + ": stopped while waiting for it to be ready");
       if (auto gone = Gone()) return Status::Unavailable(name_ + " " + gone->text + " before it was ready (see " + log_ + ")");
-      ProbeRequest r;
-      r.host = "127.0.0.1";
-      r.port = port_;
-      r.path = ready_path_;
-      r.https = https_;
-      r.protocol = protocol_;
-      r.timeout = std::chrono::milliseconds(500);
-      auto response = HttpProbe(r);
-      if (response.ok()) return Status::Ok();  // any HTTP answer: it is serving
-      last = response.status().message();
+      const Status ready = ProbeReady(ready_, std::chrono::milliseconds(500));
+      if (ready.ok()) return Status::Ok();
+      last = ready.message();
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     return Status::DeadlineExceeded(name_ + " did not answer on port " + std::to_string(port_) + " in time (" + last +
@@ -190,9 +180,7 @@ class LocalTarget final : public TargetInstance {
   Process process_;
   std::unique_ptr<TargetCgroup> cgroup_;
   uint16_t port_;
-  std::string ready_path_;
-  bool https_;
-  Protocol protocol_ = Protocol::kHttp1;  // the readiness probe speaks the target's protocol
+  ReadyCheck ready_;
   std::string log_;
   std::string description_;
   int64_t nofile_;
@@ -319,9 +307,8 @@ Result<std::unique_ptr<TargetInstance>> LocalPlatform::Deploy(const DeployReques
   for (const std::string& arg : o.argv) description += (description.empty() ? "" : " ") + arg;
   ran_[target.name] = description;
   auto instance = std::make_unique<LocalTarget>(target.name, std::move(*process), std::move(cgroup), port,
-                                                api::EffectiveReadiness(target).path, target.scheme == Scheme::kHttps, o.log_file, description,
+                                                ReadyCheck::For(target, "127.0.0.1", port), o.log_file, description,
                                                 target.nofile);
-  instance->SetProtocol(api::EffectiveProtocol(target));
   if (wants_port) instance->SetPortChosen();
   instance->SetStopGrace(options_.target_stop_grace);
   instance->SetProfiling(options_.perf_program,
