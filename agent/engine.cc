@@ -78,7 +78,6 @@ Status ValidateOptions(const EngineOptions& o) {
     const std::string p = HttpProtocolName(o.protocol);
     if (o.protocol == HttpProtocol::kH2 && !o.tls.enabled) return Status::InvalidArgument("h2 needs TLS (an https target)");
     if (o.protocol == HttpProtocol::kH2c && o.tls.enabled) return Status::InvalidArgument("h2c is HTTP/2 without TLS (an http target)");
-    if (o.rate > 0) return Status::InvalidArgument("a constant rate cannot be combined with HTTP/2 (" + p + ")");
     if (o.pipeline > 1) return Status::InvalidArgument("pipelining cannot be combined with HTTP/2 (" + p + "): use streams");
     if (!o.keep_alive) return Status::InvalidArgument("short connections cannot be combined with HTTP/2 (" + p + ")");
     if (o.script == nullptr && o.h2_requests.size() != o.requests.size()) return Status::InvalidArgument("HTTP/2 requests not built");

@@ -6,8 +6,8 @@
 // the response → next request, with keep-alive (or a new connection per
 // request), optional pipelining and an optional constant request rate. Or
 // HTTP/2 (h2c, or h2 over TLS by ALPN): up to `h2.max_streams` streams in
-// flight per connection, each stream counted like an HTTP/1.1 request
-// (worker.h).
+// flight per connection, each stream counted like an HTTP/1.1 request; a
+// constant rate schedules streams as it schedules requests (worker.h).
 //
 // Time runs from the start: an optional warmup phase, then the measure phase,
 // cut into intervals (one second by default). NextSnapshot() hands out each

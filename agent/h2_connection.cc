@@ -105,13 +105,14 @@ bool H2Connection::CanSubmit() const {
   return settings_received_ && !goaway_received_ && !shutdown_ && !failed_ && open_ < stream_limit();
 }
 
-int32_t H2Connection::Submit(const H2Request& request, uint32_t index, uint64_t cookie) {
+int32_t H2Connection::Submit(const H2Request& request, uint32_t index, uint64_t cookie, uint64_t cookie2) {
   if (!CanSubmit() || free_.empty()) return 0;
   Slot* s = free_.back();
   free_.pop_back();
   s->request = &request;
   s->index = index;
   s->cookie = cookie;
+  s->cookie2 = cookie2;
   s->body_bytes = 0;
   s->body_sent = 0;
   s->rst_code = 0;
@@ -148,10 +149,11 @@ int32_t H2Connection::Submit(const H2Request& request, uint32_t index, uint64_t 
   return id;
 }
 
-int32_t H2Connection::Submit(std::shared_ptr<const H2Request> request, uint32_t index, uint64_t cookie) {
+int32_t H2Connection::Submit(std::shared_ptr<const H2Request> request, uint32_t index, uint64_t cookie,
+                             uint64_t cookie2) {
   if (!CanSubmit() || free_.empty()) return 0;
   Slot* s = free_.back();
-  const int32_t id = Submit(*request, index, cookie);
+  const int32_t id = Submit(*request, index, cookie, cookie2);
   if (id != 0) s->owned = std::move(request);
   return id;
 }
@@ -286,6 +288,7 @@ void H2Connection::Report(Slot* s, H2Error error, uint32_t error_code) {
   o.request = s->index;
   o.body_bytes = s->body_bytes;
   o.cookie = s->cookie;
+  o.cookie2 = s->cookie2;
   if (opt_.grpc) {
     o.grpc_status = s->grpc_status;
     // A complete response that stopped inside a message is truncated; a

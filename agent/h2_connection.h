@@ -8,9 +8,10 @@
 // (--streams), never more than the server's SETTINGS_MAX_CONCURRENT_STREAMS:
 // it submits nothing before the server's first SETTINGS frame, and follows
 // later SETTINGS (a lowered limit stops new streams until enough close).
-// Each request carries a caller's cookie (for instance the time it was
-// sent) that comes back with its outcome, so per-stream latency goes into
-// the same histograms as HTTP/1.x.
+// Each request carries two values of the caller's (cookie and cookie2: for
+// instance the time it was sent and the time it was due) that come back
+// with its outcome, so per-stream latency goes into the same histograms as
+// HTTP/1.x.
 //
 // Outcomes. Every submitted request ends exactly once as an H2Outcome,
 // appended to outcomes() by Receive, Output, Cancel or Fail; the caller
@@ -96,6 +97,7 @@ struct H2Outcome {
   uint32_t request = 0;      // the caller's request index given to Submit
   uint64_t body_bytes = 0;   // DATA payload received (padding excluded)
   uint64_t cookie = 0;       // the caller's, from Submit
+  uint64_t cookie2 = 0;      // the caller's second, from Submit
   // Only with H2Options::capture: the final response's header fields
   // (pseudo-headers left out) and its body.
   std::vector<std::pair<std::string, std::string>> headers;
@@ -144,12 +146,12 @@ class H2Connection {
   // A Cancel()ed stream holds its slot until Output() with its RST_STREAM
   // has been written (Consumed).
   // Starts a request (CanSubmit() must hold; otherwise returns 0). Returns
-  // the stream id. `request` must outlive the stream. `index` and `cookie`
-  // come back in its outcome.
-  int32_t Submit(const H2Request& request, uint32_t index, uint64_t cookie);
+  // the stream id. `request` must outlive the stream. `index`, `cookie` and
+  // `cookie2` come back in its outcome.
+  int32_t Submit(const H2Request& request, uint32_t index, uint64_t cookie, uint64_t cookie2 = 0);
   // The same for a request made for this stream alone (a script's): the
   // connection keeps it until the stream is closed.
-  int32_t Submit(std::shared_ptr<const H2Request> request, uint32_t index, uint64_t cookie);
+  int32_t Submit(std::shared_ptr<const H2Request> request, uint32_t index, uint64_t cookie, uint64_t cookie2 = 0);
 
   // Bytes read from the transport. Appends the streams that ended to
   // outcomes(). False when the connection failed (the server broke the
@@ -224,6 +226,7 @@ class H2Connection {
     int32_t stream_id = 0;
     uint32_t index = 0;
     uint64_t cookie = 0;
+    uint64_t cookie2 = 0;
     uint64_t body_bytes = 0;
     size_t body_sent = 0;
     uint32_t rst_code = 0;

@@ -253,7 +253,6 @@ int RunLoadCommand(const LoadFlags& f) {
   }
   if (h2) {
     const char* flag = grpc ? "--grpc" : f.h2 ? "--h2" : "--h2c";
-    if (f.rate > 0) return BadInput(std::string("--rate cannot be combined with ") + flag + " (a constant rate is HTTP/1.1 only)");
     if (f.pipeline > 1) return BadInput(std::string("--pipeline cannot be combined with ") + flag + " (use --streams)");
     if (f.no_keep_alive) return BadInput(std::string("--no-keep-alive cannot be combined with ") + flag);
   }

@@ -224,6 +224,7 @@ void Worker::Close(Conn& c) {
     c.h2.reset();
     c.streams = 0;
     c.h2_timer_ns = 0;
+    c.h2_send_ns = 0;
   }
 }
 
@@ -263,8 +264,8 @@ void Worker::ScheduleReconnect(Conn& c, int64_t now, bool after_failure) {
   ArmTimer(c, now + BackoffDelay(kReconnect, c.failures - 2, h).count());
 }
 
-void Worker::ArmTimer(Conn& c, int64_t at_ns) {
-  heap_.push_back(Timer{at_ns, &c, c.timer_gen});
+void Worker::ArmTimer(Conn& c, int64_t at_ns, TimerKind kind) {
+  heap_.push_back(Timer{at_ns, &c, c.timer_gen, kind});
   std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
 }
 
@@ -581,6 +582,15 @@ void Worker::RunTimers(int64_t now) {
     heap_.pop_back();
     Conn& c = *t.conn;
     if (t.gen != c.timer_gen) continue;
+    if (t.kind == TimerKind::kH2Send) {
+      // Superseded unless it is the one armed (one send timer per
+      // connection is live).
+      if (c.h2 != nullptr && t.at_ns == c.h2_send_ns) {
+        c.h2_send_ns = 0;
+        H2Pump(c, NowNs());
+      }
+      continue;
+    }
     if (c.h2 != nullptr) H2Expire(c, t.at_ns, NowNs());
     else if (c.state == State::kClosed) StartConnect(c, NowNs());
     else if (c.state == State::kIdle) MaybeSend(c, NowNs());
@@ -603,6 +613,7 @@ void Worker::CrossBoundaries(int64_t now) {
   const std::vector<Boundary>& bounds = load_.boundaries;
   while (boundary_ < bounds.size() && now >= start_ns_ + bounds[boundary_].at_ns) {
     const Boundary& b = bounds[boundary_];
+    if (b.last) cur_.counters.unsent = Unsent(start_ns_ + b.at_ns);
     coordinator_.Deliver(boundary_, index_, std::move(cur_), open_, b.at_ns, b.last);
     cur_ = IntervalStats();
     ++boundary_;
@@ -676,13 +687,30 @@ void Worker::MaybeStart(int64_t now) {
   }
 }
 
+uint64_t Worker::Unsent(int64_t at) const {
+  if (opt_.rate <= 0 || halted_) return 0;
+  // A connection's requests are due every conn_period_ns_ from its next
+  // one on; those due before `at` have not gone out. When the connection
+  // is free and its send timer is set for the first of them, that one is
+  // on time (the loop has not run the timer yet), not behind.
+  uint64_t n = 0;
+  for (const Conn& c : conns_) {
+    if (c.next_intended_ns >= at) continue;
+    const auto due = static_cast<uint64_t>((at - 1 - c.next_intended_ns) / conn_period_ns_) + 1;
+    const bool on_time = c.h2 != nullptr ? c.h2_send_ns == c.next_intended_ns && c.h2->CanSubmit()
+                                         : c.state == State::kIdle;
+    n += due - (on_time ? 1 : 0);
+  }
+  return n;
+}
+
 void Worker::BeginDrain(int64_t now) {
   draining_ = true;
   drain_deadline_ns_ = now + timeout_ns_;
   heap_.clear();
   for (Conn& c : conns_) {
     if (c.state != State::kBusy) Close(c);
-    else if (c.h2 != nullptr) c.h2_timer_ns = 0;  // the heap was cleared
+    else if (c.h2 != nullptr) c.h2_timer_ns = c.h2_send_ns = 0;  // the heap was cleared
   }
 }
 
@@ -723,6 +751,7 @@ void Worker::Run() {
     if (!draining_) {
       if (load_.stop.load(std::memory_order_relaxed)) {
         const size_t k = std::min(boundary_, load_.boundaries.size() - 1);
+        if (started_) cur_.counters.unsent = Unsent(now);
         coordinator_.Deliver(k, index_, std::move(cur_), open_, started_ ? std::max<int64_t>(0, now - start_ns_) : 0, true);
         cur_ = IntervalStats();
         BeginDrain(now);
@@ -740,7 +769,10 @@ void Worker::Run() {
     RunTimers(now);
     if (!draining_ && opened_ < conns_.size()) OpenConnections(now);
     if (draining_ && (in_flight_ == 0 || now >= drain_deadline_ns_)) break;
-    Wait(NextDeadline(now), now);
+    // The clock read again: the turn's work (timers, sends) took time that
+    // the wait must not add on top of the deadline (a send due at a
+    // constant rate would go out that much late).
+    Wait(NextDeadline(now), NowNs());
   }
   for (Conn& c : conns_) {
     if (c.h2 != nullptr) abandoned_ += c.streams;

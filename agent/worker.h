@@ -39,6 +39,22 @@
 // open stream is closed and reopened. A timer per connection (on the heap)
 // finds the streams past their timeout.
 //
+// A constant rate (opt.rate, wrk2's open model): each connection has its
+// share, one request every C/R, connections staggered one slot apart over
+// every agent's connections (connection_offset, total_connections).
+// HTTP/1.1 sends a request at its time if the connection is idle, or right
+// after the response in flight. HTTP/2 sends it at its time as a new
+// stream if one of the connection's slots (--streams, capped by the
+// server's SETTINGS_MAX_CONCURRENT_STREAMS) is free, or as soon as one
+// frees; a second timer per connection wakes the loop for the next due
+// request. Either way nothing goes out before its time, requests that fell
+// behind go out one after the other as the connection frees up, and
+// latency runs from the time each was due (the corrected histogram; the
+// uncorrected one from the actual send), so a server that cannot keep up
+// shows as latency that grows. The backlog is no queue, only how far the
+// connection's next due time lags behind the clock; what was due by the
+// end but never sent is counted (Counters::unsent).
+//
 // The HTTP/2 half of the worker lives in worker_h2.cc; gRPC's accounting
 // of a stream's outcome in worker_grpc.cc.
 //
@@ -146,12 +162,18 @@ class Worker {
     std::unique_ptr<H2Connection> h2;
     uint32_t streams = 0;
     int64_t h2_timer_ns = 0;
+    int64_t h2_send_ns = 0;  // constant rate: when the armed send timer fires (0: none)
   };
 
+  // What a timer on the heap is for: the connection's own (a reconnect, an
+  // HTTP/1.1 send or delay, HTTP/2's timeouts), or, at a constant rate,
+  // HTTP/2's next due request.
+  enum class TimerKind : uint8_t { kConn, kH2Send };
   struct Timer {
     int64_t at_ns;
     Conn* conn;
     uint32_t gen;
+    TimerKind kind;
     bool operator>(const Timer& o) const { return at_ns > o.at_ns; }
   };
 
@@ -166,7 +188,7 @@ class Worker {
   void Close(Conn& c);
   void Fail(Conn& c, Why why, int64_t now);
   void ScheduleReconnect(Conn& c, int64_t now, bool after_failure);
-  void ArmTimer(Conn& c, int64_t at_ns);
+  void ArmTimer(Conn& c, int64_t at_ns, TimerKind kind = TimerKind::kConn);
   // Starts the first connect of connections not yet opened, at a bounded pace.
   void OpenConnections(int64_t now);
 
@@ -186,15 +208,19 @@ class Worker {
   // none until the end (after an error, stop the whole load).
   void Halt(int64_t now);
   // HTTP/2 with request(): submits the next stream from request()'s texts;
-  // false when nothing was submitted.
-  bool H2SubmitScripted(Conn& c, int64_t now);
+  // false when nothing was submitted. `intended`: when it was due.
+  bool H2SubmitScripted(Conn& c, int64_t now, int64_t intended);
+  // Constant rate: the requests due before `at` that their connections
+  // have not sent, but for one a free connection's timer is about to send.
+  uint64_t Unsent(int64_t at) const;
 
   // HTTP/2.
   void H2Open(Conn& c, int64_t now);
   void H2OnEvent(Conn& c, uint32_t events);
   void H2Read(Conn& c, uint32_t events);
-  // Submits new streams (once started, not draining), then writes the
-  // frames. Returns false when the connection was closed.
+  // Submits new streams (once started, not draining; at a constant rate,
+  // those due by `now`, and arms the send timer for the next), then writes
+  // the frames. Returns false when the connection was closed.
   bool H2Pump(Conn& c, int64_t now);
   bool H2Flush(Conn& c, int64_t now);
   // Counts the streams that ended.

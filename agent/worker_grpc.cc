@@ -36,7 +36,9 @@ bool Worker::GrpcCall(const H2Outcome& o) {
   else ++g.status_other;
   g.messages += o.grpc_messages;
   if (o.grpc_messages > 0) {
-    const auto start = static_cast<int64_t>(o.cookie);
+    // From the same start as the call's latency: its submission, or at a
+    // constant rate the time it was due.
+    const auto start = static_cast<int64_t>(opt_.rate > 0 ? o.cookie2 : o.cookie);
     cur_.first_message.Record((o.first_message_ns - start) / 1000);
     cur_.last_message.Record((o.last_message_ns - start) / 1000);
   }

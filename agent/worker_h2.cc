@@ -118,8 +118,15 @@ void Worker::H2Outcomes(Conn& c, int64_t now) {
           const int cls = o.status / 100;
           ++k.status_classes[cls >= 1 && cls <= 5 ? cls : 0];
           if (o.status > 399) ++k.errors.status;
+          // cookie: when the stream was submitted; cookie2, at a constant
+          // rate: when it was due.
           const int64_t latency_us = (now - static_cast<int64_t>(o.cookie)) / 1000;
-          cur_.latency.Record(latency_us);
+          if (opt_.rate > 0) {
+            cur_.latency.Record((now - static_cast<int64_t>(o.cookie2)) / 1000);
+            cur_.uncorrected.Record(latency_us);
+          } else {
+            cur_.latency.Record(latency_us);
+          }
           nap_lat_us_ += static_cast<uint64_t>(latency_us);
           ++nap_lat_n_;
           c.failures = 0;
@@ -141,17 +148,31 @@ bool Worker::H2Pump(Conn& c, int64_t now) {
   H2Connection& h2 = *c.h2;
   if (started_ && !draining_) {
     const uint32_t before = c.streams;
-    // Every free slot, once per connection per turn of the loop (the
-    // streams answered in one batch of events go out in one write).
+    const bool paced = opt_.rate > 0;
+    // Every free slot (at a constant rate, for the requests already due),
+    // once per connection per turn of the loop (the streams answered in
+    // one batch of events go out in one write).
     while (h2.CanSubmit()) {
-      if (dynamic_) {
-        if (!H2SubmitScripted(c, now)) break;
-        ++c.streams;
-        continue;
+      int64_t intended = now;
+      if (paced) {
+        if (c.next_intended_ns > now) break;  // never ahead of time
+        intended = c.next_intended_ns;
       }
-      const uint32_t r = schedule_.Next();
-      if (h2.Submit(*(*h2_requests_)[r], r, static_cast<uint64_t>(now)) == 0) break;
+      if (dynamic_) {
+        if (!H2SubmitScripted(c, now, intended)) break;
+      } else {
+        const uint32_t r = schedule_.Next();
+        if (h2.Submit(*(*h2_requests_)[r], r, static_cast<uint64_t>(now), static_cast<uint64_t>(intended)) == 0) break;
+      }
       ++c.streams;
+      if (paced) c.next_intended_ns += conn_period_ns_;
+    }
+    // The next request not yet due: wake for it. One that is due waits for
+    // a slot, which a response, a timeout or a new connection frees, each
+    // followed by this pump.
+    if (paced && !halted_ && c.next_intended_ns > now && c.h2_send_ns != c.next_intended_ns) {
+      c.h2_send_ns = c.next_intended_ns;
+      ArmTimer(c, c.h2_send_ns, TimerKind::kH2Send);
     }
     if (c.streams > before) {
       if (c.state == State::kIdle) SetState(c, State::kBusy);
@@ -161,7 +182,7 @@ bool Worker::H2Pump(Conn& c, int64_t now) {
   return H2Flush(c, now);
 }
 
-bool Worker::H2SubmitScripted(Conn& c, int64_t now) {
+bool Worker::H2SubmitScripted(Conn& c, int64_t now, int64_t intended) {
   if (halted_) return false;
   if (h2_next_ == h2_queue_.size()) {
     // request()'s next text: each request in it becomes a stream.
@@ -169,7 +190,9 @@ bool Worker::H2SubmitScripted(Conn& c, int64_t now) {
     h2_next_ = 0;
     if (!script_->RequestStreams(&h2_queue_)) return false;  // the loop halts the worker
   }
-  if (c.h2->Submit(h2_queue_[h2_next_], 0, static_cast<uint64_t>(now)) == 0) return false;
+  if (c.h2->Submit(h2_queue_[h2_next_], 0, static_cast<uint64_t>(now), static_cast<uint64_t>(intended)) == 0) {
+    return false;
+  }
   ++h2_next_;
   return true;
 }

@@ -117,6 +117,10 @@ struct Counters {
   uint64_t tls_handshake_time_us = 0;
   uint64_t tls_resumed = 0;
   GrpcCounts grpc{};  // gRPC load only
+  // Constant rate: requests due by the end of the measurement that were
+  // never sent (the target fell behind the schedule). Counted once, in the
+  // last interval.
+  uint64_t unsent = 0;
 
   void Add(const Counters& o) {
     requests += o.requests;
@@ -131,6 +135,7 @@ struct Counters {
     tls_handshake_time_us += o.tls_handshake_time_us;
     tls_resumed += o.tls_resumed;
     grpc.Add(o.grpc);
+    unsent += o.unsent;
   }
   bool operator==(const Counters&) const = default;
 };

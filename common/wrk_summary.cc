@@ -192,8 +192,8 @@ std::string RenderText(const SummaryContext& ctx, const RunTotals& totals, const
   // What wrk does not say.
   out += "--- fairbench\n";
   if (ctx.protocol != "http1") {
-    out += Printf("  Protocol: %s, up to %u streams per connection (latency per stream: submitted to response complete)\n",
-                  ctx.protocol.c_str(), ctx.streams);
+    out += Printf("  Protocol: %s, up to %u streams per connection (latency per stream: %s to response complete)\n",
+                  ctx.protocol.c_str(), ctx.streams, ctx.rate > 0 ? "due" : "submitted");
   }
   if (grpc) out += GrpcText(ctx, m, e);
   if (ctx.rate > 0) {
@@ -203,6 +203,10 @@ std::string RenderText(const SummaryContext& ctx, const RunTotals& totals, const
     out += StatsRow("Latency", u.Mean(), u.Stdev(), static_cast<double>(u.max()), u.WithinStdevPercent(), FormatTimeUs);
     if (ctx.latency_distribution) {
       for (double p : {50.0, 75.0, 90.0, 99.0, 99.9, 99.99}) out += PercentileRow(p, u.ValueAtPercentile(p));
+    }
+    if (k.unsent > 0) {
+      out += Printf("  Behind schedule: %llu %s due by the end were never sent (the connections fell behind the rate).\n",
+                    static_cast<unsigned long long>(k.unsent), grpc ? "RPCs" : "requests");
     }
   } else {
     out += "  Latency above is RAW: first byte written to last byte read; no coordinated-omission correction is added.\n";
@@ -332,7 +336,10 @@ nlohmann::json RenderJson(const SummaryContext& ctx, const RunTotals& totals, co
   j["bytesPerResponse"] = k.requests ? static_cast<double>(k.bytes_read) / static_cast<double>(k.requests) : 0.0;
   j["latencyKind"] = ctx.rate > 0 ? "corrected" : "raw";
   j["latency"] = latency_json(m.latency);
-  if (ctx.rate > 0) j["uncorrectedLatency"] = latency_json(m.uncorrected);
+  if (ctx.rate > 0) {
+    j["uncorrectedLatency"] = latency_json(m.uncorrected);
+    j["unsent"] = k.unsent;
+  }
   const SampleStats rs = ComputeSampleStats(m.rate_samples);
   j["threadRequestsPerSecond"] = {{"mean", rs.mean}, {"stdev", rs.stdev}, {"max", rs.max}, {"withinStdevPercent", rs.within}};
   j["errors"] = errors_json(k.errors);
