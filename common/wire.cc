@@ -77,6 +77,7 @@ void ToProto(const Counters& in, v1::Counters* out) {
   out->set_tls_handshakes(in.tls_handshakes);
   out->set_tls_handshake_time_us(in.tls_handshake_time_us);
   out->set_tls_resumed(in.tls_resumed);
+  out->set_unsent(in.unsent);
   if (in.grpc == GrpcCounts{}) {
     out->clear_grpc();
     return;
@@ -143,6 +144,7 @@ Counters FromProto(const v1::Counters& in) {
   c.tls_handshakes = in.tls_handshakes();
   c.tls_handshake_time_us = in.tls_handshake_time_us();
   c.tls_resumed = in.tls_resumed();
+  c.unsent = in.unsent();
   const v1::GrpcCounts& g = in.grpc();
   for (int i = 0; i < g.status_size() && i < static_cast<int>(c.grpc.status.size()); ++i) {
     c.grpc.status[static_cast<size_t>(i)] = g.status(i);

@@ -476,13 +476,7 @@ class Checker {
       return;
     }
     if (spec.load.pipeline > 1) Fail(*t.protocol, p + " cannot be used with load.pipeline > 1 (HTTP/2 uses load.streams)");
-    if (spec.load.rate > 0) Fail(*t.protocol, p + " cannot be used with load.rate (a constant rate is HTTP/1.1 only)");
     if (!spec.load.keep_alive) Fail(*t.protocol, p + " cannot be used with load.keepAlive false");
-    for (const Scenario& s : spec.scenarios) {
-      if (s.slo) {
-        Fail(*t.protocol, p + " cannot be used with scenario " + Quote(s.name) + "'s slo (the search uses a constant rate)");
-      }
-    }
   }
 
   void CheckLoad(const Load& l) {

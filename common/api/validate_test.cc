@@ -103,12 +103,19 @@ TEST(ValidateTest, TargetProtocolAndStreams) {
   run.spec.load.pipeline = 2;
   run.spec.load.rate = 100;
   EXPECT_EQ(Check(run), (Lines{"spec.targets[0].protocol: h2c cannot be used with load.pipeline > 1 (HTTP/2 uses load.streams)",
-                               "spec.targets[0].protocol: h2c cannot be used with load.rate (a constant rate is HTTP/1.1 only)",
                                "spec.load.streams: must be between 1 and 65536, got 0"}));
   run.spec.load.pipeline = 1;
-  run.spec.load.rate = 0;
   run.spec.load.streams = 100;
+  // A constant rate, and so an slo's capacity search, over HTTP/2 streams.
+  // Catches: the refusal from before the agents had an HTTP/2 rate.
+  run.spec.scenarios[0].slo = Slo{};
+  run.spec.scenarios[0].slo->p99 = std::chrono::milliseconds(10);
+  run.spec.load.rate = 0;
   EXPECT_EQ(Check(run), Lines{});
+  run.spec.scenarios[0].slo.reset();
+  run.spec.load.rate = 100;
+  EXPECT_EQ(Check(run), Lines{});
+  run.spec.load.rate = 0;
   EXPECT_EQ(EffectiveSettings(run.spec, run.spec.scenarios[0]).streams, 100);
   EXPECT_EQ(EffectiveProtocol(run.spec.targets[0]), Protocol::kH2c);
   run.spec.targets[0].protocol.reset();

@@ -797,5 +797,46 @@ TEST_F(RunE2eTest, GrpcChecksBeforeTheLoadAndReadinessByHealth) {
   }
 }
 
+// An slo's capacity search on a gRPC target: constant-rate trials over
+// HTTP/2 streams against a server that answers each call 5 ms late.
+// Catches: the rate not reaching gRPC jobs (achieved far from offered), the
+// latency not measured from the due time (p50 under the server's 5 ms), the
+// trials not doubling from startRate, and calls the target never served.
+TEST_F(RunE2eTest, AGrpcSloSearchRunsConstantRateTrials) {
+  std::filesystem::copy_file(FAIRBENCH_ECHO_DESCRIPTOR_SET, dir_->path() / "echo.desc");
+  const std::string text =
+      "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: grpc-slo}\nspec:\n  targets:\n"
+      "  - name: echo\n    protocol: grpc\n    local:\n      command: [" +
+      testing::BinaryPath("fairbench-target-grpc") + ", --port, \"{port}\", --threads, \"1\", --delay-ms, \"5\", --request-log, " +
+      dir_->path().string() + "/echo.requests]\n"
+      "  scenarios:\n"
+      "  - name: unary\n    grpc: {method: fairbench.echo.v1.Echo/Unary, message: {payload: aGk=}, descriptorSet: echo.desc}\n"
+      "    slo: {p99: 500ms, startRate: 100, maxSteps: 3}\n"
+      "  load: {threads: 1, connections: [4], streams: 4, warmup: 200ms, duration: 1s}\n  cooldown: 200ms\n";
+  const std::string run = dir_->path().string() + "/run.yaml";
+  std::ofstream(run) << text;
+  ASSERT_EQ(Run(run), 0) << Stderr();
+  const json r = Results();
+  ASSERT_EQ(r["cells"].size(), 1u);
+  const json& cell = r["cells"][0];
+  ASSERT_EQ(cell["result"]["state"], "Succeeded") << cell["result"].dump();
+  ASSERT_TRUE(cell.contains("capacity")) << cell.dump().substr(0, 800);
+  const json& trials = cell["capacity"]["trials"];
+  ASSERT_EQ(trials.size(), 3u) << cell["capacity"].dump();
+  double offered = 100, sum = 0;
+  for (const json& t : trials) {
+    EXPECT_EQ(t["offered"].get<double>(), offered) << t.dump();
+    EXPECT_NEAR(t["achieved"].get<double>(), offered, 0.1 * offered) << t.dump();
+    EXPECT_GE(t["p50Us"].get<double>(), 5000) << t.dump();
+    EXPECT_TRUE(t["pass"].get<bool>()) << t.dump();
+    sum += t["achieved"].get<double>();
+    offered *= 2;
+  }
+  EXPECT_EQ(cell["capacity"]["rate"].get<double>(), 400) << cell["capacity"].dump();
+  uint64_t served = 0;
+  for (const Bucket& b : RequestLog(dir_->path().string() + "/echo.requests")) served += b.count;
+  EXPECT_GE(static_cast<double>(served), 0.9 * sum) << "the target served fewer calls than the trials counted";
+}
+
 }  // namespace
 }  // namespace fairbench
