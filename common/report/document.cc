@@ -53,9 +53,11 @@ std::string Lowercase(std::string_view s) {
 // "hello @ 1,000", for column headers that name a cell group.
 std::string GroupLabel(const std::string& scenario, int64_t connections) { return scenario + " @ " + Conns(connections); }
 
-// "GET /", "POST /api/echo", "mix of 3 requests", "script post_echo.lua".
+// "GET /", "POST /api/echo", "mix of 3 requests", "script post_echo.lua",
+// "gRPC fairbench.echo.v1.Echo/Unary".
 std::string RequestText(const api::Scenario* s) {
   if (s == nullptr) return kMissing;
+  if (s->grpc) return "gRPC " + s->grpc->method;
   if (s->script) {
     std::string text = "wrk script " + s->script->Name(s->name);
     for (const std::string& a : s->script->args) text += " " + a;

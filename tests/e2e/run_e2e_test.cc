@@ -730,6 +730,8 @@ TEST_F(RunE2eTest, TheGrpcExampleComparesBothApiVariantsCountedByTheTarget) {
   }
   const std::string report = ReadFile(out_ + "/report.md");
   EXPECT_NE(report.find("## gRPC calls"), std::string::npos);
+  // Catches: a gRPC scenario described as an HTTP request mix ("mix of 0 requests").
+  EXPECT_NE(report.find("`gRPC fairbench.echo.v1.Echo/ServerStream`"), std::string::npos);
   EXPECT_NE(report.find("OK "), std::string::npos);
 }
 
