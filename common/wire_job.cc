@@ -6,6 +6,8 @@
 #include <ratio>
 #include <string_view>
 
+#include "common/grpc_message.h"
+
 namespace fairbench::wire {
 namespace {
 
@@ -82,9 +84,7 @@ Result<JobRequest> DecodeRequest(const v1::Request& in, size_t index) {
 Result<JobGrpc> DecodeGrpc(const v1::GrpcCall& in) {
   JobGrpc g;
   g.method = in.method();
-  const size_t slash = g.method.find('/');
-  if (slash == std::string::npos || slash == 0 || slash + 1 == g.method.size() ||
-      g.method.find('/', slash + 1) != std::string::npos || HasSpaceOrControl(g.method)) {
+  if (!ParseGrpcMethodName(g.method).ok() || HasSpaceOrControl(g.method)) {
     return Invalid("grpc.method", Quoted(g.method) + " is not package.Service/Method");
   }
   g.message = in.message();

@@ -8,6 +8,7 @@
 #include "common/api/cells.h"
 #include "common/api/cpu_list.h"
 #include "common/api/field_path.h"
+#include "common/grpc_message.h"
 #include "common/api/field_paths.h"
 #include "common/api/names.h"
 #include "common/api/node.h"
@@ -305,13 +306,8 @@ class Checker {
     }
   }
 
-  // "package.Service/Method", as gRPC's path names it.
-  static bool IsGrpcMethod(std::string_view m) {
-    const size_t slash = m.find('/');
-    if (slash == std::string_view::npos || slash == 0 || slash + 1 == m.size()) return false;
-    if (m.find('/', slash + 1) != std::string_view::npos) return false;
-    return !HasControlOrSpace(m) && m.find_first_of("?#") == std::string_view::npos;
-  }
+  // "package.Service/Method", as gRPC's path names it (grpc_message.h).
+  static bool IsGrpcMethod(std::string_view m) { return ParseGrpcMethodName(m).ok() && !HasControlOrSpace(m); }
 
   void CheckGrpcCall(const GrpcCallSpec& g) {
     if (g.method.empty()) {
