@@ -429,7 +429,8 @@ TEST_F(EngineH2ServerTest, BusyPollSpinsOnlyWhileTheLoadRunsAndCountsIt) {
 // Napping against a server that answers each stream after a known 1 ms:
 // once a sample period has measured the latency, a worker with nothing
 // ready naps on its own timer, each nap at most 2 % of the mean latency
-// (about 20 us here, under the 50 us cap). Catches: naps that never engage
+// (about 20 us here, under the 50 us cap: 8 streams in flight bring fewer
+// than one response per long nap, below). Catches: naps that never engage
 // (the worker still blocking on its sockets), a nap not bounded by the
 // latency (kNapShare dropped: 50 us, more than 2 % of any latency seen), naps
 // outside the load, and a response lost or miscounted across a nap (the
@@ -466,6 +467,44 @@ TEST_F(EngineH2ServerTest, NapsAreBoundedByTheLatencyAndLoseNothing) {
   EXPECT_LE(idle.nap_seconds, 0.6);                     // only while the load ran
   EXPECT_GE(latency.ValueAtPercentile(50), 1000u);
   EXPECT_LE(latency.ValueAtPercentile(50), 1600u);
+}
+
+// With many streams in flight the responses come faster than one per long
+// nap (twice the share and the cap): the worker takes the long nap, so
+// that each wake-up collects several. 64 streams against a 4 ms delay:
+// 16,000 responses a second, a long nap of 100 us (its cap) expects 1.6 of
+// them, where the test above, 8 streams against 1 ms, expects 0.34 and keeps
+// the short nap. Catches: the long nap never taken (the naps stay at the
+// short cap, 50 us), taken above its cap or above 4 % of the latency, and a
+// response lost or miscounted across the longer naps (the server's count).
+TEST_F(EngineH2ServerTest, ManyStreamsInFlightTakeTheLongNap) {
+  H2SocketServerOptions options;
+  options.delay = std::chrono::milliseconds(4);
+  Start(options);
+  EngineOptions o = H2Options("127.0.0.1", server_->port(), HttpProtocol::kH2c, 16);
+  o.connections = 4;
+  o.threads = 1;
+  o.idle_wait = IdleWait::kNap;
+  o.duration = std::chrono::milliseconds(600);
+  Engine engine(o);
+  ASSERT_TRUE(engine.Start().ok());
+  uint64_t requests = 0;
+  Histogram latency;
+  while (auto snap = engine.NextSnapshot()) {
+    requests += snap->stats.counters.requests;
+    latency.Merge(snap->stats.latency);
+  }
+  const EndReport end = engine.Finish();
+  const H2SocketTotals t = Stop();
+  const IdleReport& idle = end.idle;
+  EXPECT_GT(requests, 0u);
+  EXPECT_EQ(requests + end.drained + end.abandoned, t.requests);
+  EXPECT_GT(idle.naps, 50u);
+  EXPECT_GT(idle.max_nap_ns, 50'000u);                    // above the short nap's cap
+  EXPECT_LE(idle.max_nap_ns, 100'000u);                   // the long nap's cap
+  EXPECT_LE(idle.max_nap_ns, latency.max() * 1000 / 25);  // 4 % of the slowest response's latency
+  EXPECT_GE(latency.ValueAtPercentile(50), 4000u);
+  EXPECT_LE(latency.ValueAtPercentile(50), 5000u);
 }
 
 // With responses that come back in tens of microseconds, a nap would cost

@@ -599,7 +599,7 @@ void Worker::RunTimers(int64_t now) {
 
 void Worker::SampleRate(int64_t now) {
   if (now < next_sample_ns_) return;
-  if (opt_.idle_wait == IdleWait::kNap) SizeNap();
+  if (opt_.idle_wait == IdleWait::kNap) SizeNap(now - last_sample_ns_);
   if (sample_requests_ > 0) {
     const double elapsed = static_cast<double>(now - last_sample_ns_) / 1e9;
     cur_.rate_samples.push_back(static_cast<double>(sample_requests_) / elapsed);

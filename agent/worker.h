@@ -259,9 +259,11 @@ class Worker {
   // Sleeps in epoll until an event or `deadline`; returns the events found.
   int Block(epoll_event* events, int64_t deadline, int64_t now);
   // kNap: the next nap's length from the responses of the last sample
-  // period (at most 1/kNapShare of their mean latency, kMaxNapNs; none
-  // below kMinNapNs, where a timer costs more than the wake-up it saves).
-  void SizeNap();
+  // period, `period_ns` long: at most 1/kNapShare of their mean latency
+  // and kMaxNapNs, or twice both where at least one response came per
+  // such long nap; none below kMinNapNs, where a timer costs more than
+  // the wake-up it saves.
+  void SizeNap(int64_t period_ns);
 
   LoadCoordinator& coordinator_;
   const LoadState& load_;  // coordinator_.state()

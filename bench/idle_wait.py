@@ -9,7 +9,8 @@ the agent's clock). The agent's mean latency minus the server's mean
 request, waking up to read the response, parsing it. The agent runs
 alternately with --idle-wait block and --idle-wait nap (pinned to CPU 1,
 the server to CPU 0), in interleaved pairs; the nap's added latency is
-bounded by 2 % of the mean latency (at most 50 us), and this shows what it
+bounded by 2 % of the mean latency (at most 50 us; 4 % and 100 us with 25
+requests or more in flight), and this shows what it
 is in practice.
 
     bench/idle_wait.py [--delay-us 1000] [--connections 16] [--pairs 7] [--duration 4]

@@ -187,8 +187,9 @@ struct Snapshot {
 //   kBlock  wait on the sockets (epoll): the next response wakes the worker;
 //   kNap    sleep a short while on the worker's own timer, then look: the
 //           server's responses wake nobody; the nap is at most 2 % of the
-//           recent mean latency (and 50 us), so it adds at most that to a
-//           response's latency;
+//           recent mean latency (and 50 us), or 4 % (and 100 us) where
+//           responses come faster than one per such nap, so it adds at
+//           most that to a response's latency;
 //   kPoll   spin on a zero-timeout poll: a whole CPU per worker.
 enum class IdleWait : uint8_t { kBlock, kNap, kPoll };
 const char* IdleWaitName(IdleWait mode);
