@@ -241,6 +241,19 @@ class EngineH2ServerTest : public ::testing::Test {
     server_->Stop();
     return server_->totals();
   }
+  // 600 ms of h2c load with --idle-wait nap, one worker, against a server
+  // that holds every answer back by `delay`.
+  EngineRun RunNapping(std::chrono::milliseconds delay, uint32_t connections, uint32_t streams) {
+    H2SocketServerOptions options;
+    options.delay = delay;
+    Start(options);
+    EngineOptions o = H2Options("127.0.0.1", server_->port(), HttpProtocol::kH2c, streams);
+    o.connections = connections;
+    o.threads = 1;
+    o.idle_wait = IdleWait::kNap;
+    o.duration = std::chrono::milliseconds(600);
+    return RunEngine(o);
+  }
   std::unique_ptr<H2SocketServer> server_;
 };
 
@@ -437,28 +450,13 @@ TEST_F(EngineH2ServerTest, BusyPollSpinsOnlyWhileTheLoadRunsAndCountsIt) {
 // server's count is the oracle). The latency stays the server's delay plus
 // at most the nap and the loop's own time.
 TEST_F(EngineH2ServerTest, NapsAreBoundedByTheLatencyAndLoseNothing) {
-  H2SocketServerOptions options;
-  options.delay = std::chrono::milliseconds(1);
-  Start(options);
-  EngineOptions o = H2Options("127.0.0.1", server_->port(), HttpProtocol::kH2c, 4);
-  o.connections = 2;
-  o.threads = 1;
-  o.idle_wait = IdleWait::kNap;
-  o.duration = std::chrono::milliseconds(600);
-  Engine engine(o);
-  ASSERT_TRUE(engine.Start().ok());
-  uint64_t requests = 0;
-  Histogram latency;
-  while (auto snap = engine.NextSnapshot()) {
-    requests += snap->stats.counters.requests;
-    latency.Merge(snap->stats.latency);
-  }
-  const EndReport end = engine.Finish();
+  const EngineRun run = RunNapping(std::chrono::milliseconds(1), 2, 4);
   const H2SocketTotals t = Stop();
-  const IdleReport& idle = end.idle;
+  const IdleReport& idle = run.end.idle;
+  const Histogram& latency = run.latency;
   EXPECT_EQ(idle.mode, IdleWait::kNap);
-  EXPECT_GT(requests, 0u);
-  EXPECT_EQ(requests + end.drained + end.abandoned, t.requests);
+  EXPECT_GT(run.all.requests, 0u);
+  EXPECT_EQ(run.all.requests + run.end.drained + run.end.abandoned, t.requests);
   EXPECT_GT(idle.naps, 50u);
   EXPECT_LE(idle.nap_hits, idle.naps);
   EXPECT_EQ(idle.polls, 0u);
@@ -478,27 +476,12 @@ TEST_F(EngineH2ServerTest, NapsAreBoundedByTheLatencyAndLoseNothing) {
 // short cap, 50 us), taken above its cap or above 4 % of the latency, and a
 // response lost or miscounted across the longer naps (the server's count).
 TEST_F(EngineH2ServerTest, ManyStreamsInFlightTakeTheLongNap) {
-  H2SocketServerOptions options;
-  options.delay = std::chrono::milliseconds(4);
-  Start(options);
-  EngineOptions o = H2Options("127.0.0.1", server_->port(), HttpProtocol::kH2c, 16);
-  o.connections = 4;
-  o.threads = 1;
-  o.idle_wait = IdleWait::kNap;
-  o.duration = std::chrono::milliseconds(600);
-  Engine engine(o);
-  ASSERT_TRUE(engine.Start().ok());
-  uint64_t requests = 0;
-  Histogram latency;
-  while (auto snap = engine.NextSnapshot()) {
-    requests += snap->stats.counters.requests;
-    latency.Merge(snap->stats.latency);
-  }
-  const EndReport end = engine.Finish();
+  const EngineRun run = RunNapping(std::chrono::milliseconds(4), 4, 16);
   const H2SocketTotals t = Stop();
-  const IdleReport& idle = end.idle;
-  EXPECT_GT(requests, 0u);
-  EXPECT_EQ(requests + end.drained + end.abandoned, t.requests);
+  const IdleReport& idle = run.end.idle;
+  const Histogram& latency = run.latency;
+  EXPECT_GT(run.all.requests, 0u);
+  EXPECT_EQ(run.all.requests + run.end.drained + run.end.abandoned, t.requests);
   EXPECT_GT(idle.naps, 50u);
   EXPECT_GT(idle.max_nap_ns, 50'000u);                    // above the short nap's cap
   EXPECT_LE(idle.max_nap_ns, 100'000u);                   // the long nap's cap
