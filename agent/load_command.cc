@@ -89,7 +89,7 @@ CLI::App* AddLoadCommand(CLI::App& app, LoadFlags& f) {
   cmd->add_option("--rate", f.rate, "Constant total rate in requests/s (open model); latency is then corrected");
   auto* idle_wait = cmd->add_option("--idle-wait", f.idle_wait,
                   "When nothing is ready while requests are in flight: block (sleep on the sockets), nap (sleep up to "
-                  "2% of the mean latency on the worker's own timer, 4% when responses come faster than one per such "
+                  "2% of the mean latency on the worker's own timer, 4% when at least one response comes per such "
                   "nap: a server on this machine then pays no wake-up of "
                   "the generator per response), poll (spin: a CPU per worker), or auto: nap when the target is on "
                   "this machine, else block (default auto)");
