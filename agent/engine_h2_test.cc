@@ -22,6 +22,7 @@
 #include "testing/support/subprocess.h"
 #include "testing/support/temp_dir.h"
 #include "testing/support/test_certs.h"
+#include "testing/support/time_scale.h"
 
 namespace fairbench::agent {
 namespace {
@@ -478,6 +479,11 @@ TEST_F(EngineH2ServerTest, NapsAreBoundedByTheLatencyAndLoseNothing) {
 TEST_F(EngineH2ServerTest, ManyStreamsInFlightTakeTheLongNap) {
   const EngineRun run = RunNapping(std::chrono::milliseconds(4), 4, 16);
   const H2SocketTotals t = Stop();
+  const double per_second = static_cast<double>(run.all.requests) / 0.6;
+  if (fairbench::testing::TimeScale() > 1 && per_second < 12'000) {
+    // A sanitizer's build can fall short of the rate the long nap needs.
+    GTEST_SKIP() << "one worker answered only " << per_second << " streams a second";
+  }
   const IdleReport& idle = run.end.idle;
   const Histogram& latency = run.latency;
   EXPECT_GT(run.all.requests, 0u);
@@ -487,7 +493,7 @@ TEST_F(EngineH2ServerTest, ManyStreamsInFlightTakeTheLongNap) {
   EXPECT_LE(idle.max_nap_ns, 100'000u);                   // the long nap's cap
   EXPECT_LE(idle.max_nap_ns, latency.max() * 1000 / 25);  // 4 % of the slowest response's latency
   EXPECT_GE(latency.ValueAtPercentile(50), 4000u);
-  EXPECT_LE(latency.ValueAtPercentile(50), 5000u);
+  EXPECT_LE(latency.ValueAtPercentile(50), 4000 + 1000 * fairbench::testing::TimeScale());
 }
 
 // With responses that come back in tens of microseconds, a nap would cost
