@@ -5,13 +5,15 @@
 
 namespace fairbench::report {
 
-void CheckCell(const api::ScenarioSettings& settings, CellRecord& cell, const CheckThresholds& thresholds) {
+void CheckCell(const api::ScenarioSettings& settings, Protocol protocol, CellRecord& cell,
+               const CheckThresholds& thresholds) {
   const api::CellResult& r = cell.result;
   auto had = [&](CellFlag f) { return std::find(cell.flags.begin(), cell.flags.end(), f) != cell.flags.end(); };
   const bool had_gap = had(CellFlag::kSnapshotGap);
   const bool had_sparse_usage = had(CellFlag::kSparseUsage);
   cell.flags.clear();
   cell.littles_law_connections = 0;
+  cell.littles_law_in_flight = 0;
   if (r.state != api::CellState::kSucceeded) return;
 
   const double mean_seconds = r.latency.mean / 1e6;
@@ -25,7 +27,9 @@ void CheckCell(const api::ScenarioSettings& settings, CellRecord& cell, const Ch
     cell.flags.push_back(CellFlag::kGeneratorSaturated);
   }
 
-  const double in_flight = static_cast<double>(r.connections) * std::max(settings.pipeline, 1);
+  const int32_t per_connection = IsHttp2(protocol) ? settings.streams : settings.pipeline;
+  const double in_flight = static_cast<double>(r.connections) * std::max(per_connection, 1);
+  cell.littles_law_in_flight = in_flight;
   if (settings.rate == 0 && cell.littles_law_connections > 0 && in_flight > 0 &&
       std::abs(cell.littles_law_connections / in_flight - 1) > thresholds.littles_law_tolerance) {
     cell.flags.push_back(CellFlag::kLittlesLawMismatch);
@@ -43,9 +47,13 @@ void CheckCell(const api::ScenarioSettings& settings, CellRecord& cell, const Ch
 
 void CheckCells(RunRecord& record, const CheckThresholds& thresholds) {
   for (CellRecord& cell : record.cells) {
+    Protocol protocol = Protocol::kHttp1;
+    for (const api::Target& t : record.run.spec.targets) {
+      if (t.name == cell.result.target) protocol = api::EffectiveProtocol(t);
+    }
     for (const api::Scenario& s : record.run.spec.scenarios) {
       if (s.name != cell.result.scenario) continue;
-      CheckCell(api::EffectiveSettings(record.run.spec, s), cell, thresholds);
+      CheckCell(api::EffectiveSettings(record.run.spec, s), protocol, cell, thresholds);
       break;
     }
   }

@@ -8,7 +8,8 @@
 //                       load generator, not the target, may have set the pace.
 //   LittlesLawMismatch  closed loop only: requests/s × mean latency (the
 //                       requests in flight, by Little's law) differs from
-//                       connections × pipeline by more than [25 %]. In a
+//                       connections × streams (HTTP/2 and gRPC targets) or
+//                       × pipeline by more than [25 %]. In a
 //                       closed loop every connection always has its requests
 //                       in flight, so the two must agree; when they do not,
 //                       the latency or the rate is not what it seems (the
@@ -36,14 +37,17 @@ namespace fairbench::report {
 
 struct CheckThresholds {
   double generator_saturated_share = 0.90;  // of the agents' threads
-  double littles_law_tolerance = 0.25;      // relative to connections × pipeline
+  double littles_law_tolerance = 0.25;      // relative to connections × streams or pipeline
 };
 
-// Recomputes cell.littles_law_connections and cell.flags (SnapshotGap and
-// SparseUsage kept).
+// Recomputes cell.littles_law_connections, cell.littles_law_in_flight and
+// cell.flags (SnapshotGap and SparseUsage kept).
 // `settings` are the scenario's effective settings (api::EffectiveSettings):
-// threads per agent, agents, pipeline and rate.
-void CheckCell(const api::ScenarioSettings& settings, CellRecord& cell, const CheckThresholds& thresholds = {});
+// threads per agent, agents, pipeline, streams and rate; `protocol` is the
+// cell's target's (api::EffectiveProtocol): streams count for HTTP/2 and
+// gRPC targets, pipeline for HTTP/1.1.
+void CheckCell(const api::ScenarioSettings& settings, Protocol protocol, CellRecord& cell,
+               const CheckThresholds& thresholds = {});
 
 // The same for every cell of a record, each with its scenario's settings
 // (cells whose scenario is not in the spec are left alone).

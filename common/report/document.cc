@@ -967,9 +967,18 @@ std::string FlagDetail(const CellRecord& c, CellFlag flag) {
     case CellFlag::kGeneratorSaturated:
       return r.agent_cpu ? "the agents used " + FormatDecimal(*r.agent_cpu, 2) + " cores" : "the agents were saturated";
     case CellFlag::kLittlesLawMismatch: {
-      const double ratio = c.littles_law_connections / static_cast<double>(r.connections);
+      // A record without the figure is from before streams counted: its
+      // connections were the requests in flight.
+      const double expected =
+          c.littles_law_in_flight > 0 ? c.littles_law_in_flight : static_cast<double>(r.connections);
+      const double ratio = c.littles_law_connections / expected;
+      std::string carried = ConnsText(r.connections);
+      if (expected != static_cast<double>(r.connections)) {
+        carried = FormatCount(expected) + " (" + carried + " × " +
+                  FormatCount(expected / static_cast<double>(r.connections)) + ")";
+      }
       return "requests/s × mean latency = " + FormatCount(c.littles_law_connections) + " requests in flight for " +
-             ConnsText(r.connections) + " (" + FormatFactor(ratio) + "): " +
+             carried + " (" + FormatFactor(ratio) + "): " +
              (ratio > 1 ? "more than the connections can carry; the latency or the rate is off"
                         : "connections sat idle; reconnects, errors or a busy generator");
     }
@@ -1002,7 +1011,8 @@ Section Flags(const Context& ctx) {
   legend.items.push_back(P({Code(FlagName(CellFlag::kLittlesLawMismatch)),
                             Plain(": requests/s × mean latency (the requests in flight, by Little's law) is more than " +
                                   FormatShare(th.littles_law_tolerance, 0) +
-                                  " away from the connections. In a closed loop they must agree; when they do not, "
+                                  " away from what the connections keep in flight (× streams on HTTP/2 and gRPC, × pipeline). In a "
+                                  "closed loop they must agree; when they do not, "
                                   "the measurement, not the server, needs a look.")}));
   legend.items.push_back(P({Code(FlagName(CellFlag::kGeneratorSaturated)),
                             Plain(": the agents used at least " + FormatShare(th.generator_saturated_share, 0) +

@@ -332,6 +332,29 @@ RunRecord SmallRecord() {
   return record;
 }
 
+// On an HTTP/2 target each connection keeps `streams` requests in flight,
+// and the flag's text says what it compared: beta's 240 in flight at 100
+// connections agree with 100 × 2 streams (no flag), and with 100 × 4 the
+// streams sat idle. Catches: the report dividing by the connections alone
+// (2.4× where 0.6× is right), the streams left out of the text.
+TEST(MarkdownTest, LittlesLawCountsTheStreamsOfAnHttp2Target) {
+  for (const int32_t streams : {2, 4}) {
+    RunRecord record = SmallRecord();
+    record.run.spec.targets[1].protocol = Protocol::kH2c;
+    record.run.spec.load.streams = streams;
+    CheckCells(record);
+    const std::string flags = Section(RenderMarkdown(record), "## Flags: cells that need a second look");
+    const std::string line =
+        "| beta | hello | 100 | LittlesLawMismatch | requests/s × mean latency = 240 requests in flight for 400 (100 "
+        "connections × 4) (0.6×): connections sat idle; reconnects, errors or a busy generator |";
+    if (streams == 2) {
+      EXPECT_EQ(flags.find("| beta | hello | 100 | LittlesLawMismatch"), std::string::npos) << flags;
+    } else {
+      EXPECT_NE(flags.find(line), std::string::npos) << flags;
+    }
+  }
+}
+
 // An interrupted run's report says where it stopped (the record's
 // Progressing message); a finished one does not. Catches: the reader of an
 // interrupted report left to guess which cell a resume will redo.

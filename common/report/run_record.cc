@@ -84,6 +84,7 @@ OrderedJson CellJson(const CellRecord& c) {
                                 {"emptyPolls", i.empty_polls},    {"spinSeconds", i.spin_seconds}};
   }
   j["littlesLawConnections"] = c.littles_law_connections;
+  j["littlesLawInFlight"] = c.littles_law_in_flight;
   j["usageSamples"] = c.usage_samples;
   j["usageSpanSeconds"] = c.usage_span_seconds;
   OrderedJson flags = OrderedJson::array();
@@ -354,6 +355,7 @@ void ReadCellExtras(const Json& j, const std::string& path, api::Diagnostics& d,
     }
   }
   r.Read("littlesLawConnections", c.littles_law_connections);
+  r.Read("littlesLawInFlight", c.littles_law_in_flight);
   r.Read("usageSamples", c.usage_samples);
   r.Read("usageSpanSeconds", c.usage_span_seconds);
   std::vector<std::string> flags;

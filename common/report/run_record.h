@@ -114,6 +114,9 @@ struct CellRecord {
   double measure_seconds = 0;
   std::optional<IdleReport> idle;        // what the agents' idle waiting did (summed); unset: not recorded
   double littles_law_connections = 0;    // requests/s × mean latency; 0 when either is unknown
+  // What a closed loop keeps in flight: connections × streams (HTTP/2 and
+  // gRPC targets) or × pipeline; 0: not recorded.
+  double littles_law_in_flight = 0;
   uint32_t usage_samples = 0;            // fresh target usage samples in the measure phase
   double usage_span_seconds = 0;         // from the first of them to the last
   std::vector<CellFlag> flags;           // in enum order, each at most once

@@ -231,7 +231,7 @@ report::CellRecord CellRecordFrom(const api::ScenarioSettings& settings, const a
       rec.flags.push_back(report::CellFlag::kSparseUsage);
     }
   }
-  report::CheckCell(settings, rec);
+  report::CheckCell(settings, target.protocol, rec);
   return rec;
 }
 

@@ -196,6 +196,7 @@ inline report::RunRecord Record(const std::string& name, size_t cells, uint64_t 
       idle.spin_seconds = 1.5;
     }
     c.littles_law_connections = 98.5;
+    c.littles_law_in_flight = 100;
     if (i % 4 == 1) c.flags = {report::CellFlag::kGeneratorSaturated, report::CellFlag::kErrors};
     r.run.status.results.push_back(res);
     r.cells.push_back(std::move(c));
@@ -257,6 +258,7 @@ inline void ExpectSameRecord(const report::RunRecord& a, const report::RunRecord
     EXPECT_EQ(ca.measure_seconds, cb.measure_seconds);
     EXPECT_EQ(ca.idle, cb.idle);
     EXPECT_EQ(ca.littles_law_connections, cb.littles_law_connections);
+    EXPECT_EQ(ca.littles_law_in_flight, cb.littles_law_in_flight);
     EXPECT_EQ(ca.flags, cb.flags);
   }
   EXPECT_EQ(report::ToJson(a).dump(1), report::ToJson(b).dump(1));

@@ -650,6 +650,7 @@ TEST_F(RunE2eTest, HttpsH2AndH2cTargetsReachNginxInTheirProtocol) {
       // connections with 4 streams each keep 16 to 32 in flight over HTTP/2
       // (refilled once 2 are free), 8 over HTTP/1.1.
       const double in_flight = c["littlesLawConnections"].get<double>();
+      EXPECT_EQ(c["littlesLawInFlight"], name == "tls" ? 8 : 32) << name;  // what Little's law is held to
       if (name == "tls") {
         EXPECT_LT(in_flight, 12) << name;
       } else {
@@ -718,6 +719,13 @@ TEST_F(RunE2eTest, TheGrpcExampleComparesBothApiVariantsCountedByTheTarget) {
       EXPECT_EQ(g["statuses"][0]["code"], "OK");
       EXPECT_EQ(g["statuses"][0]["calls"].get<uint64_t>(), calls);
       EXPECT_EQ(g["messages"].get<uint64_t>(), res["scenario"] == "stream" ? 10 * calls : calls) << g.dump();
+      // 10 connections × 10 streams: what Little's law is held to, and the
+      // calls/s × latency of a closed loop agree with it. Catches: the
+      // streams not counted (every gRPC cell flagged, 10× too many).
+      EXPECT_EQ(c["littlesLawInFlight"], 100) << res.dump();
+      EXPECT_NEAR(c["littlesLawConnections"].get<double>(), 100, 25) << res.dump();
+      EXPECT_FALSE(c.contains("flags") && c["flags"].dump().find("LittlesLawMismatch") != std::string::npos)
+          << c["flags"].dump();
       sent += TimelineRequests(c) + c["drained"].get<uint64_t>();
       abandoned += c["abandoned"].get<uint64_t>();
     }
