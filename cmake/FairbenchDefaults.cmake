@@ -66,9 +66,11 @@ elseif(FAIRBENCH_SANITIZE STREQUAL "address" OR FAIRBENCH_SANITIZE)
   endif()
 endif()
 
-# fairbench_test(name SOURCES ... LIBS ... [LABELS ...]): one GoogleTest binary, registered with CTest.
+# fairbench_test(name SOURCES ... LIBS ... [LABELS ...] [NO_DISCOVERY]): one GoogleTest binary, registered with
+# CTest. NO_DISCOVERY: built and linked the same, but its tests are the caller's to register with CTest (the
+# timeout, stretched for sanitizers, is left in ${name}_TIMEOUT).
 function(fairbench_test name)
-  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "NO_DISCOVERY" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   fairbench_defaults(${name})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main Threads::Threads)
@@ -84,6 +86,10 @@ function(fairbench_test name)
     math(EXPR T_TIMEOUT "${T_TIMEOUT} * 5")
   elseif(FAIRBENCH_SANITIZE)
     math(EXPR T_TIMEOUT "${T_TIMEOUT} * 3")
+  endif()
+  if(T_NO_DISCOVERY)
+    set(${name}_TIMEOUT ${T_TIMEOUT} PARENT_SCOPE)
+    return()
   endif()
   gtest_discover_tests(${name}
     PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}"

@@ -140,8 +140,8 @@ std::string DescribeFacts(const fairbench::targets::TargetFlags& flags) {
   facts.framework = "cinatra";
   facts.version = build.version;
   facts.versionSource =
-      "pinned yalantinglibs tag of the build (Cinatra has no version macro; yalantinglibs' CMake project at that "
-      "tag says 0.2.9)";
+      "the build's FAIRBENCH_YLT_VERSION, of yalantinglibs (Cinatra has no version macro; yalantinglibs' CMake "
+      "project at tag v0.3.0 says 0.2.9)";
   facts.revision = build.revision;
   facts.workerModel = "C++20 coroutines (async_simple) on an io_context pool: one io_context per thread, "
                       "connections handed round-robin; the acceptor runs on the first; bundled Asio " +

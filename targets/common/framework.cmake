@@ -1,10 +1,12 @@
 # What every server of the study's frameworks (targets/<framework>/) builds
 # the same way. Each is a CMake project of its own, outside fairbench's
-# build (scripts/build-frameworks and targets/<framework>/Dockerfile
-# configure it against the framework's pinned source); its CMakeLists.txt
-# includes this file after project() and then calls
+# build, configured against a framework the user has installed (or whose
+# headers the user names): it finds the framework and builds nothing of
+# the framework's own. Its CMakeLists.txt includes this file after
+# project(), finds its framework (fairbench_require_package, or a header
+# folder) and then calls
 #
-#   fairbench_framework_server(<framework> BUILD "<how the framework is built>" [VERSION <pin>])
+#   fairbench_framework_server(<framework> BUILD "<how the framework is built>" [VERSION <version>])
 #
 # which makes fairbench-target-<framework> from main.cc (C++20, -Wall
 # -Wextra, installed to bin/), linked with fairbench_target_common: the
@@ -12,11 +14,11 @@
 # fairbench target shares (targets/common/target_main.h), compiled from this
 # repository's own files. --describe states the facts the build knows, as
 # macros: FAIRBENCH_CXX_FLAGS (the flags the server is compiled with),
-# FAIRBENCH_FRAMEWORK_REVISION (-D of the same name: the pinned tag and
-# commit), FAIRBENCH_FRAMEWORK_BUILD (BUILD, or -D of the same name) and
-# FAIRBENCH_FRAMEWORK_VERSION (VERSION: for a framework whose source has no
-# version macro). The framework's own include folders and libraries are the
-# caller's to add to the target.
+# FAIRBENCH_FRAMEWORK_REVISION (-D of the same name: the framework's tag and
+# commit, as the user states them), FAIRBENCH_FRAMEWORK_BUILD (BUILD, or -D
+# of the same name) and FAIRBENCH_FRAMEWORK_VERSION (VERSION: for a
+# framework whose source has no version macro). The framework's own include
+# folders and libraries are the caller's to add to the target.
 if(NOT CMAKE_BUILD_TYPE)
   set(CMAKE_BUILD_TYPE Release CACHE STRING "Build type" FORCE)
 endif()
@@ -35,7 +37,29 @@ add_library(fairbench_target_common STATIC
 target_include_directories(fairbench_target_common PUBLIC ${FAIRBENCH_ROOT})
 target_link_libraries(fairbench_target_common PUBLIC CLI11::CLI11 Threads::Threads)
 
-set(FAIRBENCH_FRAMEWORK_REVISION "" CACHE STRING "the framework's pinned tag and commit, for --describe")
+set(FAIRBENCH_FRAMEWORK_REVISION "not given" CACHE STRING "the framework's tag and commit, for --describe")
+
+# fairbench_require_package(<package> <name> [<version>]): the installed
+# framework's CMake package (<package>Config.cmake; exactly <version> when
+# given), or one error saying what was not found and what to pass.
+macro(fairbench_require_package package name)
+  set(fairbench_wanted "${name}")
+  if(${ARGC} GREATER 2)
+    find_package(${package} ${ARGV2} EXACT CONFIG QUIET)
+    set(fairbench_wanted "${name} ${ARGV2}")
+  else()
+    find_package(${package} CONFIG QUIET)
+  endif()
+  if(NOT ${package}_FOUND)
+    set(fairbench_seen "")
+    if(${package}_CONSIDERED_CONFIGS)
+      set(fairbench_seen "; found only ${${package}_CONSIDERED_CONFIGS} (version ${${package}_CONSIDERED_VERSIONS})")
+    endif()
+    message(FATAL_ERROR "${fairbench_wanted} is not installed where CMake looks (${package}Config.cmake"
+                        "${fairbench_seen}): install it, and pass -DCMAKE_PREFIX_PATH=<its install prefix> "
+                        "unless that is a default one (targets/README.md)")
+  endif()
+endmacro()
 
 function(fairbench_framework_server framework)
   cmake_parse_arguments(S "" "BUILD;VERSION" "" ${ARGN})

@@ -125,7 +125,7 @@ std::string Facts(const fairbench::targets::TargetFlags& flags) {
   crow::json::wvalue facts;
   facts["framework"] = "crow";
   facts["version"] = build.version;
-  facts["versionSource"] = std::string("pinned tag of the build (this source's crow::VERSION says \"") +
+  facts["versionSource"] = std::string("the build's FAIRBENCH_CROW_VERSION (Crow's crow::VERSION says \"") +
                            crow::VERSION + "\")";
   facts["revision"] = build.revision;
   facts["workerModel"] = "asio event loops: one io_context per thread, connections handed round-robin (least "

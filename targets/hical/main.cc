@@ -8,14 +8,13 @@
 //                     digits that fit in 64 bits
 //   anything else     404 (Hical may answer 405 to a known path with another method)
 //
-// Hical needs GCC 14 (or Clang 22) and Boost >= 1.82: it is built by
-// targets/hical/Dockerfile (Ubuntu 24.04), or by scripts/build-frameworks
-// where such a compiler and Boost are installed.
+// Hical needs GCC 14 (or Clang 22) and Boost >= 1.82, and so does this
+// server: it is built against an installed Hical (targets/README.md).
 //
 // As the study's server: HttpServer(port, --threads), idle-connection
-// timeout off; the image preloads mimalloc as the study's did (the only
-// framework with another allocator) — --describe reports what the process
-// actually runs with. Hical always listens on every IPv4 address (it has no
+// timeout off; the study's image preloaded mimalloc (the only framework
+// with another allocator) — --describe reports what the process actually
+// runs with. Hical always listens on every IPv4 address (it has no
 // address option): --host is reported, not used.
 
 #include <CLI/CLI.hpp>

@@ -1,6 +1,7 @@
 // The images built from this repository's source — images/controller,
 // images/agent and the reference targets targets/{beast,cpp-httplib-debian,nginx} —
-// and scripts/images, which builds them and the study's six frameworks.
+// and scripts/images, which builds them (and nothing else: the study's
+// frameworks are images a user brings).
 //
 // Dockerfiles (read as text): multi-stage; the build stage FROM
 // debian:bookworm installs exactly scripts/setup's build_packages and is the
@@ -955,17 +956,6 @@ std::set<std::string> AllDockerfiles() {
   return out;
 }
 
-// name:tag of examples/study.yaml's images, under example.org/fairbench/.
-std::map<std::string, std::string> StudyImages() {
-  std::map<std::string, std::string> out;
-  const std::regex image(R"(^\s*image:\s*example\.org/fairbench/([a-z0-9-]+):(\S+)\s*$)");
-  for (const std::string& line : Lines(Read(kRoot / "examples" / "study.yaml"))) {
-    std::smatch m;
-    if (std::regex_match(line, m, image)) out[m[1]] = m[2];
-  }
-  return out;
-}
-
 TEST_F(ImagesScriptTest, DryRunPrintsOneBuildPerImageWithTheLabels) {
   const auto r = Images({"--dry-run", "--registry", "example.org/fairbench", "--version", "1.2.3", "--source",
                          "https://example.org/fairbench.git", "--revision", "0123abc"});
@@ -989,11 +979,7 @@ TEST_F(ImagesScriptTest, DryRunPrintsOneBuildPerImageWithTheLabels) {
     EXPECT_EQ(tags[image.name], "1.2.3") << image.name;
     EXPECT_TRUE(dockerfiles.count(image.dockerfile)) << image.dockerfile;
   }
-  // The frameworks under the names examples/study.yaml runs.
-  const auto study = StudyImages();
-  ASSERT_EQ(study.size(), 6u);
-  for (const auto& [name, tag] : study) EXPECT_EQ(tags[name], tag) << name;
-  EXPECT_EQ(tags.size(), FairbenchImages().size() + study.size());
+  EXPECT_EQ(tags.size(), FairbenchImages().size());
   EXPECT_TRUE(EngineCalls().empty()) << "a dry run runs nothing";
 }
 
@@ -1014,14 +1000,14 @@ TEST_F(ImagesScriptTest, DefaultsNameTheAgentImageTheControllerRuns) {
 }
 
 TEST_F(ImagesScriptTest, OnlyPicksImagesAndPushFollowsEachBuild) {
-  auto r = Images({"--dry-run", "--revision", "r", "--only", "drogon,fairbench-agent", "--push"});
+  auto r = Images({"--dry-run", "--revision", "r", "--only", "fairbench-target-nginx,fairbench-agent", "--push"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> lines = Lines(r.out);
   ASSERT_EQ(lines.size(), 4u) << r.out;
   EXPECT_EQ(lines[0].rfind("docker build --network host -f " + (kRoot / "images/agent/Dockerfile").string(), 0), 0u) << lines[0];
   EXPECT_EQ(lines[1], "docker push ghcr.io/fairbench/fairbench-agent:" FAIRBENCH_VERSION);
-  EXPECT_EQ(lines[2].rfind("docker build --network host -f " + (kRoot / "targets/drogon/Dockerfile").string(), 0), 0u) << lines[2];
-  EXPECT_EQ(lines[3], "docker push ghcr.io/fairbench/drogon:1.9.8");
+  EXPECT_EQ(lines[2].rfind("docker build --network host -f " + (kRoot / "targets/nginx/Dockerfile").string(), 0), 0u) << lines[2];
+  EXPECT_EQ(lines[3], "docker push ghcr.io/fairbench/fairbench-target-nginx:" FAIRBENCH_VERSION);
 
   r = Images({"--dry-run", "--revision", "r", "--only", "fairbench"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -1031,6 +1017,22 @@ TEST_F(ImagesScriptTest, OnlyPicksImagesAndPushFollowsEachBuild) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("unknown image 'fairbench-nope'"), std::string::npos) << r.err;
   EXPECT_TRUE(r.out.empty());
+}
+
+// The study's frameworks are images a user brings: scripts/images builds
+// none of them, and has no option that fetches their sources. Catches: a
+// framework image (or its --sources) coming back.
+TEST_F(ImagesScriptTest, BuildsNoFrameworkImage) {
+  auto r = Images({"--dry-run", "--only", "frameworks"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown image 'frameworks'"), std::string::npos) << r.err;
+  r = Images({"--dry-run", "--sources", "/tmp"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown option --sources"), std::string::npos) << r.err;
+  for (const char* framework : {"hical", "drogon", "crow", "oatpp", "cpp-httplib", "cinatra"}) {
+    r = Images({"--dry-run", "--only", framework});
+    EXPECT_EQ(r.exit_code, 2) << framework;
+  }
 }
 
 TEST_F(ImagesScriptTest, SaysPlainlyWhenNeitherDockerNorPodmanIsInstalled) {
@@ -1055,7 +1057,8 @@ TEST_F(ImagesScriptTest, SaysPlainlyWhenDockersDaemonDoesNotAnswer) {
 TEST_F(ImagesScriptTest, RunsTheCommandsItPrints) {
   FakeEngine("docker");
   FakeEngine("podman");
-  const std::vector<std::string> args = {"--revision", "r", "--only", "fairbench-controller,cinatra", "--push"};
+  const std::vector<std::string> args = {"--revision", "r", "--only", "fairbench-controller,fairbench-target-beast",
+                                         "--push"};
   std::vector<std::string> dry = args;
   dry.push_back("--dry-run");
   const auto printed = Images(dry);
@@ -1068,35 +1071,37 @@ TEST_F(ImagesScriptTest, RunsTheCommandsItPrints) {
   calls.erase(calls.begin());
   EXPECT_EQ(calls, Lines(printed.out));
   EXPECT_NE(r.out.find("built and pushed ghcr.io/fairbench/fairbench-controller:" FAIRBENCH_VERSION
-                       " ghcr.io/fairbench/cinatra:0.3.0"),
+                       " ghcr.io/fairbench/fairbench-target-beast:" FAIRBENCH_VERSION),
             std::string::npos)
       << r.out;
 }
 
-// A base image the engine lacks and cannot pull (Hical's ubuntu:24.04 with
-// no registry): that image is skipped with one line naming the base and
-// the pull's error, the others are built, and the run ends 0 while some
-// image was built. Catches: the whole script failing at the first missing
-// base (set -e), a skip without its reason, a skipped image reported built.
+// A base image the engine lacks and cannot pull (no registry, and
+// `scripts/docker-engine start` has not made Debian's yet): each image that
+// needs it is skipped with one line naming the base and the pull's error,
+// nothing is built, and the run ends 1 when no image could be built.
+// Catches: the whole script failing at the first missing base (set -e)
+// with the engine's error alone, a skip without its reason, a skipped image
+// reported built.
 TEST_F(ImagesScriptTest, AnImageWhoseBaseCannotBeHadIsSkippedWithTheReason) {
   const fs::path p = bin_ / "docker";
   std::ofstream(p) << "#!/bin/sh\nprintf '%s\\n' \"docker $*\" >> \"$FAKE_ENGINE_LOG\"\n"
                    << "case \"$1 $2 $3\" in\n"
-                   << "  'image inspect ubuntu:24.04') exit 1 ;;\n"
-                   << "  'pull ubuntu:24.04 ') echo 'Error response from daemon: no route to registry' >&2; exit 1 ;;\n"
+                   << "  'image inspect debian:bookworm-slim') exit 1 ;;\n"
+                   << "  'pull debian:bookworm-slim ') echo 'Error response from daemon: no route to registry' >&2; exit 1 ;;\n"
                    << "esac\nexit 0\n";
   fs::permissions(p, fs::perms::owner_all);
-  auto r = Images({"--revision", "r", "--only", "hical,crow"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("images: skipping hical: its base image ubuntu:24.04 (Error response from daemon: no route "
-                       "to registry) is not in the engine and cannot be pulled"),
-            std::string::npos)
-      << r.err;
-  EXPECT_NE(r.out.find("images: built ghcr.io/fairbench/crow:1.2.0\n"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("images: skipped hical"), std::string::npos) << r.out;
-  for (const std::string& call : EngineCalls()) EXPECT_EQ(call.find("hical/Dockerfile"), std::string::npos) << call;
-  r = Images({"--revision", "r", "--only", "hical"});
+  auto r = Images({"--revision", "r", "--only", "fairbench-agent,fairbench-target-nginx"});
   EXPECT_EQ(r.exit_code, 1) << "nothing could be built";
+  for (const char* name : {"fairbench-agent", "fairbench-target-nginx"}) {
+    EXPECT_NE(r.err.find(std::string("images: skipping ") + name +
+                         ": its base image debian:bookworm-slim (Error response from daemon: no route to registry) "
+                         "is not in the engine and cannot be pulled"),
+              std::string::npos)
+        << r.err;
+  }
+  EXPECT_NE(r.out.find("images: skipped fairbench-agent fairbench-target-nginx"), std::string::npos) << r.out;
+  for (const std::string& call : EngineCalls()) EXPECT_EQ(call.find(" build "), std::string::npos) << call;
 }
 
 TEST_F(ImagesScriptTest, UsesPodmanWhenDockerIsMissing) {
