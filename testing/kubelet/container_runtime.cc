@@ -171,13 +171,27 @@ Status PodWorker::PrepareDockerVolumes() {
   const std::string sa = !jr::String(spec, "serviceAccountName").empty() ? jr::String(spec, "serviceAccountName")
                          : !jr::String(spec, "serviceAccount").empty()   ? jr::String(spec, "serviceAccount")
                                                                   : "default";
+  // kube-apiserver's ServiceAccount admission has decided already where it
+  // runs: a pod that gets a token carries the projected volume
+  // (kube-api-access-…) with a serviceAccountToken source, and a kubelet
+  // may not read ServiceAccounts there (the Node authorizer forbids it).
+  bool projected_token = false;
+  for (const Json& v : spec.value("volumes", Json::array())) {
+    for (const Json& source : v.value("projected", Json::object()).value("sources", Json::array())) {
+      projected_token |= source.contains("serviceAccountToken");
+    }
+  }
   std::optional<bool> automount;
-  if (spec.contains("automountServiceAccountToken") && spec["automountServiceAccountToken"].is_boolean()) {
+  if (projected_token) {
+    automount = true;
+  } else if (spec.contains("automountServiceAccountToken") && spec["automountServiceAccountToken"].is_boolean()) {
     automount = spec["automountServiceAccountToken"].get<bool>();
   } else if (auto account = client_.Get(ServiceAccounts(), ns_, sa); account.ok()) {
     if (account->contains("automountServiceAccountToken") && (*account)["automountServiceAccountToken"].is_boolean()) {
       automount = (*account)["automountServiceAccountToken"].get<bool>();
     }
+  } else if (account.reason() == kube::Reason::kForbidden) {
+    automount = false;  // Kubernetes, and no projected token: admission said no
   }
   if (automount.value_or(true)) {
     const std::string dir = PodDir() + "/volumes/kubernetes.io~projected/" + kServiceAccountVolume;
@@ -230,7 +244,8 @@ void PodWorker::RefreshHosts() {
   // selector picks (the first by name): what kube-proxy would reach.
   mu_.unlock();
   std::string services;
-  auto list = client_.List(kube::resources::Services(), ns_);
+  kube::Client& client = config_.service_client != nullptr ? *config_.service_client : client_;
+  auto list = client.List(kube::resources::Services(), ns_);
   if (list.ok()) {
     std::vector<Json> items = list->items;
     std::sort(items.begin(), items.end(), [](const Json& a, const Json& b) {
@@ -243,7 +258,7 @@ void PodWorker::RefreshHosts() {
       if (!selector.is_object() || selector.empty()) continue;
       kube::ListOptions o;
       o.label_selector = SelectorText(selector);
-      auto pods = client_.List(kube::resources::Pods(), ns_, o);
+      auto pods = client.List(kube::resources::Pods(), ns_, o);
       if (!pods.ok()) continue;
       std::vector<Json> ready;
       const bool not_ready_too = sspec.value("publishNotReadyAddresses", false);

@@ -191,7 +191,7 @@ Json Kubelet::NodeStatus() const {
             cond("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
             cond("Ready", "True", "KubeletReady", "kubelet is posting ready status")}},
           {"addresses",
-           {{{"type", "InternalIP"}, {"address", config_.node_ip}},
+           {{{"type", "InternalIP"}, {"address", config_.node_address.empty() ? config_.node_ip : config_.node_address}},
             {{"type", "Hostname"}, {"address", config_.node_name}}}},
           {"daemonEndpoints", {{"kubeletEndpoint", {{"Port", node_.kubelet_port}}}}},
           {"nodeInfo",

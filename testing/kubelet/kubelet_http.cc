@@ -1,6 +1,14 @@
 #include "testing/kubelet/kubelet_http.h"
 
+#include <fcntl.h>
 #include <httplib.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
 
 #include <algorithm>
 #include <fstream>
@@ -31,9 +39,53 @@ std::string SelectLog(const std::string& text, std::optional<int64_t> tail_lines
   return out;
 }
 
-Result<std::unique_ptr<KubeletHttp>> KubeletHttp::Bind(const std::string& host, int port) {
+namespace {
+
+// Runs `f` on this thread inside network namespace `netns` (a name under
+// /run/netns, or a path), then back in this one. Sockets made meanwhile
+// stay in `netns` whichever thread uses them later.
+Status InNetns(const std::string& netns, const std::function<void()>& f) {
+  const std::string path = netns.find('/') == std::string::npos ? "/run/netns/" + netns : netns;
+  const int target = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (target < 0) return Status::Unavailable("network namespace " + path + ": " + std::strerror(errno));
+  const int home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+  if (home < 0 || setns(target, CLONE_NEWNET) != 0) {
+    const std::string why = std::strerror(errno);
+    close(target);
+    if (home >= 0) close(home);
+    return Status::Unavailable("cannot enter network namespace " + path + ": " + why);
+  }
+  f();
+  const bool back = setns(home, CLONE_NEWNET) == 0;
+  close(target);
+  close(home);
+  if (!back) std::abort();  // this thread would go on in the wrong network
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<KubeletHttp>> KubeletHttp::Bind(const std::string& host, int port, const std::string& cert_file,
+                                                       const std::string& key_file, const std::string& netns) {
+  if (!netns.empty()) {
+    Result<std::unique_ptr<KubeletHttp>> out = Status::Unavailable("");
+    if (Status s = InNetns(netns, [&] { out = Bind(host, port, cert_file, key_file); }); !s.ok()) return s;
+    return out;
+  }
   auto h = std::unique_ptr<KubeletHttp>(new KubeletHttp());
-  h->server_ = std::make_unique<httplib::Server>();
+  if (cert_file.empty() != key_file.empty()) {
+    return Status::InvalidArgument("a serving certificate needs both its certificate and its key");
+  }
+  if (!cert_file.empty()) {
+    auto tls = std::make_unique<httplib::SSLServer>(cert_file.c_str(), key_file.c_str());
+    if (!tls->is_valid()) {
+      return Status::InvalidArgument("the serving certificate " + cert_file + " or its key " + key_file +
+                                     " is not usable");
+    }
+    h->server_ = std::move(tls);
+  } else {
+    h->server_ = std::make_unique<httplib::Server>();
+  }
   if (port == 0) {
     h->port_ = h->server_->bind_to_any_port(host);
   } else if (h->server_->bind_to_port(host, port)) {

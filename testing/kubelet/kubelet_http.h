@@ -1,5 +1,6 @@
-// KubeletHttp: the test kubelet's HTTP endpoint (plain HTTP; a real kubelet
-// serves HTTPS on 10250): GET /healthz, /pods, /stats/summary (the Summary
+// KubeletHttp: the test kubelet's endpoint, HTTPS with a serving certificate
+// (as a real kubelet serves on 10250; kube-apiserver's node proxy and
+// pods/log dial it so), or plain HTTP without one: GET /healthz, /pods, /stats/summary (the Summary
 // API), /containerLogs/{namespace}/{pod}/{container} (tailLines,
 // limitBytes, previous; at most the last 64 MiB of a log are read). The
 // API server's node proxy and pods/log reach it
@@ -27,7 +28,11 @@ std::string SelectLog(const std::string& text, std::optional<int64_t> tail_lines
 class KubeletHttp {
  public:
   // Binds host:port (port 0: any free port) at once; serves after Serve().
-  static Result<std::unique_ptr<KubeletHttp>> Bind(const std::string& host, int port);
+  // With `cert_file` and `key_file` (PEM), HTTPS; else plain HTTP. With
+  // `netns` (a network namespace's name under /run/netns, or a path), the
+  // socket is made in that namespace: host:port is one of its addresses.
+  static Result<std::unique_ptr<KubeletHttp>> Bind(const std::string& host, int port, const std::string& cert_file = "",
+                                                   const std::string& key_file = "", const std::string& netns = "");
   ~KubeletHttp();
   int port() const { return port_; }
   void Serve(Kubelet& kubelet);

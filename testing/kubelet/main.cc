@@ -62,6 +62,17 @@ int main(int argc, char** argv) {
   app.add_option("--stats-period", stats_period_text,
                  "how often container stats are collected; /stats/summary serves the last collection (0: every request)");
   app.add_option("--max-pods", max_pods, "pods capacity");
+  std::string tls_cert, tls_key, proxy_kubeconfig, node_address, listen_netns;
+  app.add_option("--listen-netns", listen_netns,
+                 "network namespace (a name under /run/netns, or a path) the endpoint listens in; --listen names an "
+                 "address of that namespace, which becomes the Node's InternalIP");
+  app.add_option("--node-address", node_address,
+                 "the Node's InternalIP, where the API server reaches this kubelet (default: the --listen host when "
+                 "a 127.x address or with --listen-netns, else 127.0.0.1)");
+  app.add_option("--proxy-kubeconfig", proxy_kubeconfig,
+                 "kubeconfig Services are resolved with (kube-proxy's identity); default: --kubeconfig's");
+  app.add_option("--tls-cert-file", tls_cert, "serving certificate (PEM): the endpoint speaks HTTPS, as a kubelet's does");
+  app.add_option("--tls-private-key-file", tls_key, "its key (PEM)");
   app.add_flag("--no-cgroups", no_cgroups, "never create per-container cgroups");
   try {
     app.parse(argc, argv);
@@ -73,6 +84,7 @@ int main(int argc, char** argv) {
     return 2;
   };
   kl::KubeletConfig config;
+  config.node_address = node_address;
   kl::NodeOptions opts;
   config.node_name = node;
   auto cpus = kl::ParseCpuList(cpus_text);
@@ -175,7 +187,18 @@ int main(int argc, char** argv) {
   auto client = fairbench::kube::Client::Create(*rest);
   if (!client.ok()) return bad(client.status().ToString());
 
-  auto http = kl::KubeletHttp::Bind(host, port);
+  std::unique_ptr<fairbench::kube::Client> proxy_client;
+  if (!proxy_kubeconfig.empty()) {
+    auto proxy_rest = fairbench::kube::LoadKubeconfig({{proxy_kubeconfig}, "", nullptr});
+    if (!proxy_rest.ok()) return bad(proxy_rest.status().ToString());
+    proxy_rest->timeout = std::chrono::milliseconds(10000);
+    auto c = fairbench::kube::Client::Create(*proxy_rest);
+    if (!c.ok()) return bad(c.status().ToString());
+    proxy_client = std::move(*c);
+    config.service_client = proxy_client.get();
+  }
+  if (!listen_netns.empty() && config.node_address.empty()) config.node_address = host;
+  auto http = kl::KubeletHttp::Bind(host, port, tls_cert, tls_key, listen_netns);
   if (!http.ok()) {
     std::fprintf(stderr, "fairbench-test-kubelet: %s\n", http.status().ToString().c_str());
     return 1;

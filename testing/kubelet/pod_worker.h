@@ -53,7 +53,12 @@ struct KubeletConfig {
   std::string api_ca_pem;
   std::string api_host;
   int api_port = 0;
-  std::string node_ip = "127.0.0.1";
+  std::string node_ip = "127.0.0.1";  // hostIP, and a hostNetwork pod's IP
+  // The Node's InternalIP: where the API server reaches this kubelet
+  // (its node proxy, pods/log). "" = node_ip. kube-apiserver proxies to
+  // no loopback address: on Kubernetes, an address of the nodes' network
+  // namespace (scripts/kube).
+  std::string node_address;
   std::vector<int> cpus;
   std::string log_dir;   // container logs: <log_dir>/pods/<ns>_<pod>_<uid>/<container>/<restart>.log
   std::string root_dir;  // emptyDir volumes: <root_dir>/pods/<uid>/volumes/kubernetes.io~empty-dir/<name>
@@ -65,6 +70,13 @@ struct KubeletConfig {
   // Summary API serves the last one, its "time" unchanged (a real kubelet's
   // cAdvisor housekeeping: every 10 s by default). 0: on every request.
   std::chrono::milliseconds stats_period{10000};
+  // What Services are resolved with (each pod's /etc/hosts names every
+  // Service of its namespace with a ready pod's IP: the stand-in for
+  // kube-proxy and cluster DNS, since EndpointSlices cannot hold loopback
+  // addresses): a client with kube-proxy's identity on Kubernetes, where
+  // the Node authorizer lets a kubelet list only its own pods; null: the
+  // kubelet's own client.
+  kube::Client* service_client = nullptr;
 };
 
 // One container's resource use at one moment.

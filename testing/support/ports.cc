@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <random>
 #include <thread>
 
 namespace fairbench::testing {
@@ -36,21 +37,26 @@ bool MakeAddress(const std::string& host, uint16_t port, sockaddr_storage* out, 
 }  // namespace
 
 Result<uint16_t> FreeLoopbackPort() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status::IoError(std::string("socket: ") + std::strerror(errno));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    std::string err = std::strerror(errno);
+  // Below Linux's ephemeral range (32768-60999 by default): a port the
+  // kernel hands out as the source port of an outgoing connection — the
+  // many a Kubernetes control plane and its clients open — could be taken
+  // that way between this call and the caller's bind. A random port from
+  // 20000-32767 that binds now: only another test's pick can race it.
+  static thread_local std::mt19937 rng(std::random_device{}() ^ static_cast<unsigned>(getpid()));
+  std::uniform_int_distribution<int> pick(20000, 32767);
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return Status::IoError(std::string("socket: ") + std::strerror(errno));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const int port = pick(rng);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
     close(fd);
-    return Status::IoError("bind 127.0.0.1:0: " + err);
+    if (free) return static_cast<uint16_t>(port);
   }
-  close(fd);
-  return static_cast<uint16_t>(ntohs(addr.sin_port));
+  return Status::IoError("no free loopback port in 20000-32767 after 200 tries");
 }
 
 bool PortAccepts(const std::string& host, uint16_t port) {

@@ -1,9 +1,10 @@
 // Loopback ports for tests: find one that is free, wait until one accepts.
 //
-// FreeLoopbackPort() asks the kernel for an ephemeral port on 127.0.0.1 and
-// releases it at once, so another process may take it before the caller
-// binds: callers that can let the server pick (port 0) and report its port
-// should prefer that. Thread-safe (no shared state).
+// FreeLoopbackPort() finds a port on 127.0.0.1 that binds now, below the
+// kernel's ephemeral range (no outgoing connection takes it as its source
+// port), and releases it at once, so another test may still pick it before
+// the caller binds: callers that can let the server pick (port 0) and
+// report its port should prefer that. Thread-safe (no shared state).
 #pragma once
 
 #include <chrono>

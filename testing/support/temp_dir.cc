@@ -1,5 +1,8 @@
 #include "testing/support/temp_dir.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -37,6 +40,12 @@ std::string TempDir::File(const std::string& name) const { return (path_ / name)
 
 void TempDir::Remove() {
   if (path_.empty()) return;
+  // FAIRBENCH_KEEP_TEMP=1: kept, for a look at a failed test's logs.
+  if (const char* keep = std::getenv("FAIRBENCH_KEEP_TEMP"); keep != nullptr && std::string(keep) == "1") {
+    std::fprintf(stderr, "kept %s (FAIRBENCH_KEEP_TEMP)\n", path_.c_str());
+    path_.clear();
+    return;
+  }
   std::error_code ec;  // best effort: a destructor has nobody to report to
   std::filesystem::remove_all(path_, ec);
   path_.clear();

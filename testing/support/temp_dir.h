@@ -3,6 +3,8 @@
 //
 // Created under $TMPDIR (or /tmp) with a recognisable prefix so that a
 // directory left behind by a crashed test can be traced to fairbench.
+// FAIRBENCH_KEEP_TEMP=1 keeps every such directory (its path printed on
+// standard error), for a look at a failed test's files.
 // Move-only; not thread-safe (a test owns its directory).
 #pragma once
 

@@ -1,10 +1,10 @@
-// The chart against the test API server, with real helm and kubectl: every
-// ci/ values file renders objects the server accepts (kubectl apply
-// --dry-run=server, validation as the real server's), manifests/ is the
-// chart's default render, an upgrade keeps the agents' token, and the notes
-// of an install tell what to do next.
+// The chart against Kubernetes' own kube-apiserver (scripts/kube), with the
+// kubectl and helm built with it: every ci/ values file renders objects the
+// server accepts (kubectl apply --dry-run=server: its own validation and
+// admission), manifests/ is the chart's default render, an upgrade keeps the
+// agents' token, and the notes of an install tell what to do next.
 #include "tests/chart/chart_test_env.h"
-#include "testing/apiserver/test_apiserver.h"
+#include "testing/support/kube_cluster.h"
 
 namespace fairbench::chart_test {
 namespace {
@@ -14,20 +14,18 @@ class ChartKubectlTest : public ChartTestBase {
   void SetUp() override {
     ChartTestBase::SetUp();
     if (HasFatalFailure()) return;
-    apiserver::TestApiServerOptions options;
-    auto server = apiserver::TestApiServer::Start(options);
-    ASSERT_TRUE(server.ok()) << server.status().ToString();
-    server_ = std::move(*server);
-    kubeconfig_ = (root() / "kubeconfig").string();
-    ASSERT_TRUE(server_->WriteKubeconfig(kubeconfig_).ok());
+    auto cluster = testing::KubeCluster::Up((root() / "cluster").string());
+    ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+    cluster_.emplace(std::move(*cluster));
+    kubeconfig_ = cluster_->admin_kubeconfig();
+    kubectl_ = cluster_->kubectl();
+    helm_ = cluster_->bin_dir() + "/helm";
     // The release namespace (helm install --create-namespace makes it) and
     // the one a ci/ file puts the dashboard in.
     Apply("namespaces.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: fairbench}\n---\n"
                              "apiVersion: v1\nkind: Namespace\nmetadata: {name: monitoring}\n");
   }
-  void TearDown() override {
-    if (server_) server_->Stop();
-  }
+  void TearDown() override { cluster_.reset(); }
   // `text` written to root()/NAME and applied for real.
   void Apply(const std::string& name, const std::string& text) {
     std::ofstream(root() / name) << text;
@@ -50,7 +48,7 @@ class ChartKubectlTest : public ChartTestBase {
     return Kubectl({"apply", "--dry-run=server", "-f", (root() / name).string()});
   }
 
-  std::unique_ptr<apiserver::TestApiServer> server_;
+  std::optional<testing::KubeCluster> cluster_;
 };
 
 // Catches: a rendered object a cluster refuses (a Deployment whose selector
@@ -138,7 +136,13 @@ TEST_F(ChartKubectlTest, AnUpgradeKeepsTheAgentsToken) {
   const json* secret = Find(first, "Secret");
   ASSERT_NE(secret, nullptr);
   const std::string token = Str((*secret)["data"], "token");
-  Apply("secret.json", secret->dump());
+  // The Secret as `helm install` left it: the release's own (helm refuses
+  // to take over an object another installed).
+  json installed = *secret;
+  installed["metadata"]["labels"]["app.kubernetes.io/managed-by"] = "Helm";
+  installed["metadata"]["annotations"]["meta.helm.sh/release-name"] = kRelease;
+  installed["metadata"]["annotations"]["meta.helm.sh/release-namespace"] = kNamespace;
+  Apply("secret.json", installed.dump());
   // What `helm upgrade` renders: lookup sees the cluster (as with --dry-run=server).
   const std::vector<json> upgrade = Render({"--dry-run=server", "--show-only", "templates/secret.yaml"});
   ASSERT_EQ(upgrade.size(), 1u);

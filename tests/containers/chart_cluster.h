@@ -1,13 +1,18 @@
 // A cluster on one machine with pods as real containers, for the chart's
-// end-to-end tests: the test API server over TLS in RBAC mode with its
-// workload controllers (Deployments get pods, a scheduler binds them) and
-// Pod Security admission, three test kubelets in container mode (a target
-// node on CPU 0, two load nodes on CPUs 0-1), and the chart installed by
-// `helm install` with the images this build made (containers.images) into
-// namespace "fairbench", created and labelled with kubectl to enforce the
-// restricted Pod Security Standard — the README's steps. Nothing else is
-// given to the controllers: they run as the chart's Deployment, with
-// in-cluster configuration and the chart's service account and RBAC.
+// end-to-end tests: Kubernetes' own control plane (etcd, kube-apiserver
+// with TLS, Node,RBAC authorization, NodeRestriction and Pod Security
+// admission; kube-controller-manager, whose Deployment and ReplicaSet
+// controllers make the chart's pods and whose garbage collector removes
+// what lost its owner; kube-scheduler binding them), built from Kubernetes'
+// Go modules by scripts/kube; three test kubelets in container mode as its
+// nodes (a target node on CPU 0, two load nodes on CPUs 0-1), each with
+// its node certificate; and the chart installed by `helm install` (helm
+// built from its Go module, within the server's version skew) with the
+// images this build made (containers.images) into namespace "fairbench",
+// created and labelled with kubectl to enforce the restricted Pod
+// Security Standard — the README's steps. Nothing else is given to the
+// controllers: they run as the chart's Deployment, with in-cluster
+// configuration and the chart's service account and RBAC.
 #pragma once
 
 #include <signal.h>
@@ -37,10 +42,7 @@ using namespace std::chrono_literals;
 using nlohmann::json;
 using operator_test::Eventually;
 
-inline int FreePort() {
-  auto p = testing::FreeLoopbackPort();
-  return p.ok() ? *p : 0;
-}
+using operator_test::FreePort;
 
 // Start, Logs, Run, Ok and Phase come from the operator tests' cluster;
 // its Prepare (tokens, the process-mode image map) is not used.
@@ -53,31 +55,32 @@ class ChartCluster : public operator_test::ClusterTest {
 
   void SetUp() override {
     FAIRBENCH_NEED_ENGINE();
-    kubectl_ = testing::FindTool("kubectl");
-    helm_ = testing::FindTool("helm");
-    ASSERT_FALSE(kubectl_.empty()) << "kubectl not found: run scripts/setup --with-tools";
-    ASSERT_FALSE(helm_.empty()) << "helm not found: run scripts/setup --with-tools";
     auto dir = testing::TempDir::Create("fairbench-chart-e2e");
     ASSERT_TRUE(dir.ok());
     dir_.emplace(std::move(*dir));
     root_ = dir_->path();
     kubeconfig_ = (root_ / "kubeconfig").string();
-    const int api_port = FreePort();
-    Start("apiserver", {testing::BinaryPath("fairbench-test-apiserver"), "--listen",
-                        "127.0.0.1:" + std::to_string(api_port), "--tls-dir", (root_ / "tls").string(),
-                        "--write-kubeconfig", kubeconfig_, "--authorization-mode", "RBAC", "--workload-controllers",
-                        "--audit-log", (root_ / "audit.log").string()});
-    ASSERT_TRUE(Eventually([&] { return fs::exists(kubeconfig_) && fs::file_size(kubeconfig_) > 0; }, 10s));
+    auto cluster = testing::KubeCluster::Up((root_ / "cluster").string());
+    ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+    cluster_.emplace(std::move(*cluster));
+    kubectl_ = cluster_->kubectl();
+    helm_ = cluster_->bin_dir() + "/helm";
+    audit_log_ = cluster_->audit_log();
+    fs::copy_file(cluster_->admin_kubeconfig(), kubeconfig_, fs::copy_options::overwrite_existing);
     const char* roles[3] = {"fairbench.dev/role=target", "fairbench.dev/role=load", "fairbench.dev/role=load"};
     // A load node holds a controller (100m) beside an agent (one whole
     // CPU): two CPUs of capacity; the target node has CPU 0 alone.
     const char* cpus[3] = {"0", "0-1", "0-1"};
     for (int i = 0; i < 3; ++i) {
-      Start(kNodes[i], {testing::BinaryPath("fairbench-test-kubelet"), "--kubeconfig", kubeconfig_, "--node", kNodes[i],
-                        "--cpus", cpus[i], "--memory", "4Gi", "--labels", roles[i], "--container-runtime", "docker",
-                        "--docker-host", DockerHost(), "--pod-ip-base", "127.0.4" + std::to_string(i),
-                        "--listen", "127.0.0.1:0", "--log-dir", (root_ / kNodes[i]).string(), "--heartbeat", "1s",
-                        "--restart-backoff", "10s", "--stats-period", "2s"});
+      auto creds = cluster_->Node(kNodes[i]);
+      ASSERT_TRUE(creds.ok()) << creds.status().ToString();
+      Start(kNodes[i], {testing::BinaryPath("fairbench-test-kubelet"), "--kubeconfig", creds->kubeconfig,
+                        "--tls-cert-file", creds->cert, "--tls-private-key-file", creds->key, "--proxy-kubeconfig",
+                        creds->proxy_kubeconfig, "--listen-netns", cluster_->node_netns(), "--node", kNodes[i], "--cpus", cpus[i], "--memory", "4Gi",
+                        "--labels", roles[i], "--container-runtime", "docker", "--docker-host", DockerHost(),
+                        "--pod-ip-base", "127.0.4" + std::to_string(i), "--listen", cluster_->node_address() + ":0", "--log-dir",
+                        (root_ / kNodes[i]).string(), "--heartbeat", "1s", "--restart-backoff", "10s",
+                        "--stats-period", "2s"});
     }
     ASSERT_TRUE(Eventually([&] { return Run({"get", "nodes"}).out.find(kNodes[2]) != std::string::npos; }, 20s))
         << Logs();

@@ -28,6 +28,29 @@ class ChartE2eTest : public ChartCluster {
       if (thread.joinable()) thread.join();
     }
   };
+  // A run of three targets applied; returns its first cell's result once
+  // that cell has finished (null if none finishes within 120 s).
+  json StartThreeTargetRun(const std::string& name) {
+    Apply(name, RunText(name, Target("one", "cpp-httplib-debian") + Target("two", "beast") +
+                                  Target("three", "cpp-httplib-debian"), "2s"));
+    json r;
+    const bool started = Eventually(
+        [&] {
+          r = Get("br/" + name);
+          return r.is_object() && r["status"].value("completedCells", 0) >= 1;
+        },
+        120s);
+    return started ? r["status"]["results"][0] : json();
+  }
+  // Each of the run's `cells` finished once: one CellFinished Event each.
+  void ExpectEachCellFinishedOnce(const std::string& run, size_t cells) {
+    std::map<std::string, int> finished;
+    for (const json& e : Get("events", "--field-selector", "involvedObject.name=" + run).value("items", json::array())) {
+      if (e["reason"] == "CellFinished") finished[e["message"].get<std::string>().substr(0, 20)]++;
+    }
+    for (const auto& [cell, n] : finished) EXPECT_EQ(n, 1) << cell;
+    EXPECT_EQ(finished.size(), cells);
+  }
   void WatchEngine(EngineWatch& w) {
     w.thread = std::thread([&w] {
       while (!w.stop) {
@@ -184,16 +207,8 @@ TEST_F(ChartE2eTest, TheChartInstalledAsAUserWouldRunsTheOperatorEndToEnd) {
 // finished cell's figures change) or losing a cell, a cell counted twice.
 TEST_F(ChartE2eTest, KillingTheLeadersContainerTheStandbyResumes) {
   const std::string old_leader = Leader();
-  Apply("resume", RunText("resume", Target("one", "cpp-httplib-debian") + Target("two", "beast") + Target("three", "cpp-httplib-debian"),
-                          "2s"));
-  ASSERT_TRUE(Eventually(
-      [&] {
-        const json r = Get("br/resume");
-        return r.is_object() && r["status"].value("completedCells", 0) >= 1;
-      },
-      120s))
-      << Logs();
-  const json before = Get("br/resume")["status"]["results"][0];
+  const json before = StartThreeTargetRun("resume");
+  ASSERT_TRUE(before.is_object()) << Logs();
   // The leader's container, by its pod's name.
   const auto ids = ContainersLabelled("io.kubernetes.pod.name=" + old_leader, true);
   ASSERT_EQ(ids.size(), 1u) << old_leader;
@@ -205,13 +220,92 @@ TEST_F(ChartE2eTest, KillingTheLeadersContainerTheStandbyResumes) {
   ASSERT_EQ(run["status"]["phase"], "Succeeded") << run["status"].dump(1);
   ASSERT_EQ(run["status"]["results"].size(), 3u);
   EXPECT_EQ(run["status"]["results"][0], before) << "a finished cell was changed or run again";
-  // Each cell finished once: one CellFinished Event per cell.
-  std::map<std::string, int> finished;
-  for (const json& e : Get("events", "--field-selector", "involvedObject.name=resume").value("items", json::array())) {
-    if (e["reason"] == "CellFinished") finished[e["message"].get<std::string>().substr(0, 20)]++;
-  }
-  for (const auto& [cell, n] : finished) EXPECT_EQ(n, 1) << cell;
-  EXPECT_EQ(finished.size(), 3u);
+  ExpectEachCellFinishedOnce("resume", 3);
+}
+
+// `helm upgrade` to the chart's next version while a run is in flight, as a
+// user upgrades: the controllers' image under a new tag, a new argument
+// (--log-level=debug), a readiness probe polled twice as often, and the CRD
+// with one more printer column. kube-controller-manager rolls the
+// Deployment through a new ReplicaSet (maxSurge 0, maxUnavailable 100%:
+// the old controllers go before the new ones come); the new leader resumes
+// the run from its record.
+// Catches: an upgrade the real server refuses or merges wrong (helm's
+// patch of the containers list losing a field), a Deployment that does not
+// roll, a CRD left at the old version, a run lost, or a cell lost or
+// measured twice across the upgrade.
+TEST_F(ChartE2eTest, AHelmUpgradeRollsTheControllersAndTheRunInFlightFinishes) {
+  ASSERT_EQ(Docker({"tag", Image("fairbench-controller"), "fairbench.test/fairbench-controller:test2"}).exit_code, 0);
+  // The chart's next version: a copy with the probe and the CRD changed.
+  const fs::path next = root_ / "chart-next";
+  fs::copy(kRoot / "charts/fairbench", next, fs::copy_options::recursive);
+  auto edit = [&](const fs::path& file, const std::string& from, const std::string& to) {
+    std::string text = ReadFile(file);
+    const size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << file << " changed shape: no " << from;
+    text.replace(at, from.size(), to);
+    std::ofstream(file) << text;
+  };
+  edit(next / "Chart.yaml", "version: 0.1.0", "version: 0.1.1");
+  edit(next / "templates/deployment.yaml", "              path: /readyz\n              port: metrics\n            periodSeconds: 2",
+       "              path: /readyz\n              port: metrics\n            periodSeconds: 1");
+  edit(next / "templates/crds.yaml", "        - name: Age\n",
+       "        - name: Leader\n          type: string\n          jsonPath: .status.leader\n          priority: 1\n"
+       "        - name: Age\n");
+  auto revision = [&] {
+    return Run({"get", "deployment", "fairbench-controller", "-n", kNamespace, "-o",
+                "jsonpath={.metadata.annotations.deployment\\.kubernetes\\.io/revision}"}).out;
+  };
+  ASSERT_EQ(revision(), "1");
+  const std::string old_leader = Leader();
+
+  const json before = StartThreeTargetRun("rolled");
+  ASSERT_TRUE(before.is_object()) << Logs();
+  std::vector<std::string> args = {"upgrade", "fairbench", next.string()};
+  const auto values = Values();
+  args.insert(args.end(), values.begin(), values.end());
+  args.insert(args.end(), {"--set", "controller.image.tag=test2", "--set", "controller.logLevel=debug"});
+  auto r = Helm(args);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << Logs();
+
+  // Rolled: a second revision, every controller pod of the new template.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        if (revision() != "2") return false;
+        const json pods = Get("pods", "-l", "app.kubernetes.io/component=controller");
+        int new_ones = 0;
+        for (const json& p : pods.value("items", json::array())) {
+          const json& c = p["spec"]["containers"][0];
+          if (p["metadata"].contains("deletionTimestamp")) return false;
+          if (c["image"] != "fairbench.test/fairbench-controller:test2") return false;
+          new_ones++;
+        }
+        return new_ones == 2;
+      },
+      120s))
+      << Run({"get", "rs,pods", "-n", kNamespace, "-o", "wide"}).out << Logs();
+  const json pod = Get("pods", "-l", "app.kubernetes.io/component=controller")["items"][0];
+  const json& c = pod["spec"]["containers"][0];
+  const std::string args_text = c["args"].dump();
+  EXPECT_NE(args_text.find("--log-level=debug"), std::string::npos) << args_text;
+  EXPECT_EQ(c["readinessProbe"]["periodSeconds"], 1) << c["readinessProbe"].dump();
+  EXPECT_EQ(c["readinessProbe"]["httpGet"]["path"], "/readyz") << "a field of the probe lost in the upgrade";
+  EXPECT_EQ(c["livenessProbe"]["httpGet"]["path"], "/healthz") << "the liveness probe lost in the upgrade";
+  const json sets = Get("rs", "-l", "app.kubernetes.io/component=controller");
+  EXPECT_EQ(sets["items"].size(), 2u) << "no new ReplicaSet: " << sets.dump().substr(0, 2000);
+  EXPECT_NE(Ok({"get", "crd", "benchmarkruns.fairbench.dev", "-o", "jsonpath={.spec.versions[0].additionalPrinterColumns[*].name}"})
+                .find("Leader"),
+            std::string::npos)
+      << "the CRD was not upgraded";
+
+  // The run in flight ends, every cell once, the one finished before as it was.
+  ASSERT_TRUE(Eventually([&] { const std::string l = Leader(); return !l.empty() && l != old_leader; }, 60s)) << Logs();
+  ASSERT_TRUE(Finishes("rolled", 240s)) << Logs();
+  const json run = Get("br/rolled");
+  ASSERT_EQ(run["status"]["phase"], "Succeeded") << run["status"].dump(1);
+  ASSERT_EQ(run["status"]["results"].size(), 3u);
+  EXPECT_EQ(run["status"]["results"][0], before) << "a finished cell was changed or run again";
+  ExpectEachCellFinishedOnce("rolled", 3);
 }
 
 // The chart's Role with one rule removed (patch on benchmarkruns/status,

@@ -1,11 +1,17 @@
-// A cluster on one machine for the operator's tests: the processes a test
-// starts (the test API server, test kubelets, fairbench-controller), each
-// logging to a file of its own in a temporary folder, and real kubectl
-// pointed at the API server through that folder's kubeconfig.
+// A cluster on one machine for the operator's tests: Kubernetes' own
+// control plane (Cluster(): etcd, kube-apiserver, kube-controller-manager
+// and kube-scheduler, built from Kubernetes' Go modules by scripts/kube),
+// or the test API server where a test needs an API fault at a chosen
+// moment (ApiServer()); test kubelets as its nodes; fairbench-controller;
+// each process logging to a file of its own in a temporary folder, and
+// kubectl pointed at the API server through that folder's kubeconfig.
 //
-// fairbench-controller authenticates with a token of its own (the user
-// kControllerUser; everything else is an administrator or anonymous), and
-// the API server writes an audit log. RecordControllerApiUsage(), called
+// On Kubernetes, fairbench-controller runs as the chart's ServiceAccount
+// with the chart's RBAC (helm template, the ServiceAccount and RBAC
+// objects applied; a token from the TokenRequest API), the kubelets as
+// nodes (system:node:NAME certificates, under the Node authorizer and
+// NodeRestriction). On the test API server it authenticates with a token of
+// its own (the user kControllerUser). Both write an audit log. RecordControllerApiUsage(), called
 // when a test ends, keeps what the controllers asked of the API (verb,
 // resource, subresource, scope) in FAIRBENCH_API_USAGE_DIR/<test>.json and
 // checks it against tests/chart/controller-api-usage.json, the list the
@@ -22,6 +28,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -32,6 +39,8 @@
 
 #include "controller/kube/exec_credential.h"
 #include "testing/support/bin_dir.h"
+#include "testing/support/kube_cluster.h"
+#include "testing/support/ports.h"
 #include "testing/support/subprocess.h"
 #include "testing/support/temp_dir.h"
 
@@ -48,17 +57,11 @@ inline std::string ReadFile(const fs::path& p) {
   return ss.str();
 }
 
-// A loopback port free at the moment of asking.
+// A loopback port free at the moment of asking, below the ephemeral range
+// (testing::FreeLoopbackPort).
 inline int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
+  auto p = testing::FreeLoopbackPort();
+  return p.ok() ? *p : 0;
 }
 
 // Polls `f` every 100 ms until it holds or `timeout` passes.
@@ -112,6 +115,7 @@ class ClusterTest : public ::testing::Test {
     // kube-apiserver's token file: an administrator (the kubeconfig's, for
     // the kubelets and fairbench fetch; kubectl sends no token over plain
     // HTTP and is anonymous) and the controller.
+    audit_log_ = (root_ / "audit.log").string();
     admin_token_ = "admin-" + std::to_string(getpid());
     controller_token_ = "controller-" + std::to_string(getpid());
     std::ofstream(root_ / "tokens.csv") << admin_token_ << ",fairbench-admin,1,\"system:masters\"\n"
@@ -140,15 +144,76 @@ class ClusterTest : public ::testing::Test {
     std::ofstream(controller_kubeconfig_) << text;
     if (crd) InstallCrd();
   }
+  // Kubernetes' own control plane (testing::KubeCluster), its admin
+  // kubeconfig as kubeconfig_ and the kubectl built with it; with `crd`, the
+  // product CRD applied and established; the controllers' kubeconfig: the
+  // chart's ServiceAccount in "default" with the chart's RBAC.
+  // `all_namespaces`: the installation watches every namespace
+  // (controller.watchAllNamespaces: its controllers run without --namespace).
+  void Cluster(bool crd = true, bool all_namespaces = false) {
+    auto c = testing::KubeCluster::Up((root_ / "cluster").string());
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    cluster_.emplace(std::move(*c));
+    kubectl_ = cluster_->kubectl();
+    audit_log_ = cluster_->audit_log();
+    fs::copy_file(cluster_->admin_kubeconfig(), kubeconfig_, fs::copy_options::overwrite_existing);
+    if (crd) InstallCrd();
+    controller_kubeconfig_ = Installation("default", all_namespaces);
+  }
+  // An installation's identity on Kubernetes: the chart rendered for
+  // namespace `ns` (helm template), its ServiceAccount, Roles,
+  // ClusterRoles and bindings applied, and a kubeconfig with a token the
+  // TokenRequest API issued for that ServiceAccount — what the chart's
+  // controller pods run as. Returns the kubeconfig's path.
+  std::string Installation(const std::string& ns, bool all_namespaces = false) {
+    const std::string helm = cluster_->bin_dir() + "/helm";
+    auto rendered = kube::RunCommand(helm, {"template", "fairbench", std::string(FAIRBENCH_SOURCE_DIR) + "/charts/fairbench",
+                                            "--namespace", ns, "--set",
+                                            std::string("controller.watchAllNamespaces=") + (all_namespaces ? "true" : "false")},
+                                     {{"HOME", root_.string()}}, 60s);
+    EXPECT_TRUE(rendered.ok() && rendered->exit_code == 0) << (rendered.ok() ? rendered->err : rendered.status().ToString());
+    if (!rendered.ok()) return "";
+    std::string kept;
+    static const std::set<std::string> kKinds = {"ServiceAccount", "Role", "RoleBinding", "ClusterRole",
+                                                 "ClusterRoleBinding"};
+    std::string doc;
+    auto flush = [&] {
+      std::smatch m;
+      if (std::regex_search(doc, m, std::regex("(^|\\n)kind: (\\w+)")) && kKinds.count(m[2].str())) kept += "---\n" + doc;
+      doc.clear();
+    };
+    std::istringstream in(rendered->out);
+    for (std::string line; std::getline(in, line);) {
+      if (line == "---") {
+        flush();
+      } else {
+        doc += line + "\n";
+      }
+    }
+    flush();
+    const fs::path file = root_ / ("installation-" + ns + ".yaml");
+    std::ofstream(file) << kept;
+    Ok({"apply", "-f", file.string()});
+    const std::string token = Ok({"create", "token", "fairbench-controller", "-n", ns, "--duration", "10h"});
+    EXPECT_FALSE(token.empty());
+    const std::string path = (root_ / ("controller-" + ns + ".kubeconfig")).string();
+    std::ofstream(path) << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: "
+                        << cluster_->server() << "\n    certificate-authority: " << cluster_->dir()
+                        << "/pki/ca.crt\nusers:\n- name: u\n  user:\n    token: "
+                        << token.substr(0, token.find_last_not_of("\n") + 1)
+                        << "\ncontexts:\n- name: c\n  context: {cluster: c, user: u, namespace: " << ns
+                        << "}\ncurrent-context: c\n";
+    return path;
+  }
   // What the controllers asked of the API server in this test, from the
   // audit log: written to FAIRBENCH_API_USAGE_DIR/<suite>.<test>.json, and
   // each kind of request checked against the list the chart's RBAC rules
   // are tested against (a request missing there would be forbidden in a
   // cluster the chart installed).
   void RecordControllerApiUsage() {
-    if (!fs::exists(root_ / "audit.log")) return;
+    if (!fs::exists(audit_log_)) return;
     std::set<json> used;
-    std::ifstream in(root_ / "audit.log");
+    std::ifstream in(audit_log_);
     std::string line;
     while (std::getline(in, line)) {
       const json event = json::parse(line, nullptr, false);
@@ -188,16 +253,34 @@ class ClusterTest : public ::testing::Test {
     processes_.erase(name);
     processes_.emplace(name, std::move(*p));
   }
+  // A test kubelet as node `node`: on Kubernetes with the node's own
+  // certificate, serving HTTPS; on the test API server as its administrator.
   void Kubelet(const std::string& node, const std::string& cpus, const std::string& labels, const std::string& ip_base) {
-    Start(node, {testing::BinaryPath("fairbench-test-kubelet"), "--kubeconfig", kubeconfig_, "--node", node, "--cpus",
-                 cpus, "--memory", "4Gi", "--labels", labels, "--images", (root_ / "images.yaml").string(),
-                 "--pod-ip-base", ip_base, "--listen", "127.0.0.1:0", "--log-dir", (root_ / node).string(),
-                 "--heartbeat", "1s"});
+    std::vector<std::string> argv = {testing::BinaryPath("fairbench-test-kubelet"), "--node", node, "--cpus", cpus,
+                                     "--memory", "4Gi", "--labels", labels, "--images",
+                                     (root_ / "images.yaml").string(), "--pod-ip-base", ip_base, "--listen",
+                                     (cluster_ ? cluster_->node_address() : "127.0.0.1") + ":0", "--log-dir",
+                                     (root_ / node).string(), "--heartbeat", "1s"};
+    if (cluster_) {
+      auto creds = cluster_->Node(node);
+      ASSERT_TRUE(creds.ok()) << creds.status().ToString();
+      argv.insert(argv.end(), {"--kubeconfig", creds->kubeconfig, "--tls-cert-file", creds->cert,
+                               "--tls-private-key-file", creds->key, "--proxy-kubeconfig", creds->proxy_kubeconfig,
+                               "--listen-netns", cluster_->node_netns()});
+    } else {
+      argv.insert(argv.end(), {"--kubeconfig", kubeconfig_});
+    }
+    Start(node, std::move(argv));
   }
   std::string Log(const std::string& name) { return ReadFile(root_ / (name + ".log")); }
   // The last 3,000 characters of every process's log, for failure messages.
   std::string Logs() {
     std::string out;
+    if (cluster_) {
+      for (const char* c : {"kube-apiserver", "kube-controller-manager", "kube-scheduler"}) {
+        out += std::string("--- ") + c + "\n" + cluster_->LogTail(c, 1500) + "\n";
+      }
+    }
     for (const auto& [name, p] : processes_) {
       std::string text = Log(name);
       if (text.size() > 3000) text = "…" + text.substr(text.size() - 3000);
@@ -235,6 +318,10 @@ class ClusterTest : public ::testing::Test {
   std::string admin_token_;
   std::string controller_token_;
   int agent_port_ = 0;
+  std::string audit_log_;
+  // Declared before the processes, so destroyed after them: kubelets and
+  // controllers go before the cluster they talk to.
+  std::optional<testing::KubeCluster> cluster_;
   std::map<std::string, testing::Subprocess> processes_;
 };
 

@@ -1,11 +1,13 @@
-// The operator given bad input, on one machine: the test API server (with or
-// without the product CRD), test kubelets, one fairbench-controller process
-// and real kubectl. Each case ends with a condition on the run and a Warning
+// The operator given bad input, on one machine: Kubernetes' own control
+// plane (with or without the product CRD), test kubelets as its nodes, one
+// fairbench-controller process watching every namespace as the chart's
+// ServiceAccount (controller.watchAllNamespaces), and kubectl. Each case ends with a condition on the run and a Warning
 // Event naming the cause — or, for what lies outside any run (the API server,
 // the CRD), one clear log line and a controller that keeps waiting instead of
 // exiting.
 #include <signal.h>
 
+#include "testing/support/tcp_proxy.h"
 #include "tests/operator/cluster_test.h"
 
 namespace fairbench::operator_test {
@@ -85,7 +87,7 @@ class OperatorBadInputTest : public ClusterTest {
 // the run itself: the run must carry the picker's message as a condition
 // (Placed=False, PlacementFailed) and a Warning Event, and end Failed.
 TEST_F(OperatorBadInputTest, TargetPlacementNoNodeSatisfiesIsAConditionAndAnEvent) {
-  ApiServer();
+  Cluster(true, /*all_namespaces=*/true);
   Nodes();
   Controller(controller_kubeconfig_);
   ApplyRun("ghost-node", "example.org/fairbench/target:dev",
@@ -122,7 +124,7 @@ TEST_F(OperatorBadInputTest, TargetPlacementNoNodeSatisfiesIsAConditionAndAnEven
 // catches the stage Events (SlotTaken, TargetScheduled, TargetReady) and the
 // target's node in status.nodes going missing.
 TEST_F(OperatorBadInputTest, AgentSelectorMatchingOnlyTheTargetNodeIsAConditionAndAnEvent) {
-  ApiServer();
+  Cluster(true, /*all_namespaces=*/true);
   Nodes();
   Controller(controller_kubeconfig_);
   ApplyRun("agents-nowhere", "example.org/fairbench/target:dev",
@@ -151,7 +153,7 @@ TEST_F(OperatorBadInputTest, AgentSelectorMatchingOnlyTheTargetNodeIsAConditionA
 // with a message that does not say why: the failed cell and the Warning
 // Event must name the kubelet's reason (ErrImagePull) and its message.
 TEST_F(OperatorBadInputTest, AnImageTheKubeletCannotPullIsNamed) {
-  ApiServer();
+  Cluster(true, /*all_namespaces=*/true);
   Nodes();
   Controller(controller_kubeconfig_);
   ApplyRun("bad-image", "example.org/fairbench/no-such-image:1",
@@ -178,7 +180,7 @@ TEST_F(OperatorBadInputTest, AnImageTheKubeletCannotPullIsNamed) {
 // run with a condition and a Warning Event naming the Secret; and a token
 // put in the Secret later ignored until a restart.
 TEST_F(OperatorBadInputTest, ASecretWithoutTokenFailsTheRunNotTheController) {
-  ApiServer();
+  Cluster(true, /*all_namespaces=*/true);
   Nodes();
   std::ofstream(root_ / "secret.yaml") << "apiVersion: v1\nkind: Secret\nmetadata: {name: fairbench-agent-token}\n"
                                           "type: Opaque\nstringData: {other: x}\n";
@@ -214,11 +216,19 @@ TEST_F(OperatorBadInputTest, ASecretWithoutTokenFailsTheRunNotTheController) {
 // server cannot be reached at start, even after half a minute: it must say
 // so in one line per attempt, back off, and go on once the server answers.
 TEST_F(OperatorBadInputTest, AnUnreachableApiServerIsWaitedFor) {
-  const int port = FreePort();
+  Cluster(true, /*all_namespaces=*/true);
+  // The controller reaches kube-apiserver through a proxy that refuses
+  // every connection at first: the API server's address answers nothing.
+  const std::string server = cluster_->server();
+  auto proxy = testing::TcpProxy::Start(std::stoi(server.substr(server.rfind(':') + 1)));
+  ASSERT_TRUE(proxy.ok()) << proxy.status().ToString();
+  (*proxy)->SetRefusing(true);
   const std::string early = (root_ / "early-kubeconfig").string();
-  std::ofstream(early) << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"http://127.0.0.1:"
-                       << port << "\"}\nusers:\n- name: u\n  user: {token: " << controller_token_
-                       << "}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n";
+  std::string text = ReadFile(controller_kubeconfig_);
+  const size_t at = text.find(server);
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, server.size(), "https://127.0.0.1:" + std::to_string((*proxy)->port()));
+  std::ofstream(early) << text;
   Controller(early);
   ASSERT_TRUE(Eventually([&] { return Log("controller").find("cannot reach the API server") != std::string::npos; },
                          10s))
@@ -228,7 +238,7 @@ TEST_F(OperatorBadInputTest, AnUnreachableApiServerIsWaitedFor) {
   std::this_thread::sleep_for(32s);
   ASSERT_TRUE(processes_.at("controller").running()) << Log("controller");
   EXPECT_NE(Log("controller").find("retrying in"), std::string::npos) << Log("controller");
-  ApiServer("127.0.0.1:" + std::to_string(port));
+  (*proxy)->SetRefusing(false);
   Nodes();
   ApplyRun("late", "example.org/fairbench/target:dev",
            "    target: {nodeSelector: {fairbench.dev/role: target}}\n"
@@ -236,6 +246,7 @@ TEST_F(OperatorBadInputTest, AnUnreachableApiServerIsWaitedFor) {
   // The backoff is capped at 30 s.
   EXPECT_TRUE(Eventually([&] { return !Phase("late").empty(); }, 60s)) << Logs();
   EXPECT_TRUE(processes_.at("controller").running()) << Log("controller");
+  processes_.erase("controller");  // before the proxy it talks through
 }
 
 // Catches: a missing CRD that blocks the elector's thread until leadership
@@ -243,7 +254,7 @@ TEST_F(OperatorBadInputTest, AnUnreachableApiServerIsWaitedFor) {
 // never started: one clear line, retries, and runs reconciled once the CRD
 // is installed.
 TEST_F(OperatorBadInputTest, AMissingCrdIsNamedAndWaitedFor) {
-  ApiServer("127.0.0.1:0", /*crd=*/false);
+  Cluster(/*crd=*/false, /*all_namespaces=*/true);
   Nodes();
   Controller(controller_kubeconfig_);
   ASSERT_TRUE(Eventually(

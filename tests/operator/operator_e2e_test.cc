@@ -1,5 +1,5 @@
 // The operator end to end on one machine, driven the way a user drives it:
-// the test API server with the product CRD, three test kubelets (a target
+// Kubernetes' own control plane with the product CRD, three test kubelets (a target
 // node and two load nodes, each on its own CPUs), two fairbench-controller
 // processes (leader election) and real kubectl. The pods are real
 // processes: the reference targets and fairbench-agent. The tests read what
@@ -40,7 +40,7 @@ class OperatorE2eTest : public ClusterTest {
  protected:
   void SetUp() override {
     Prepare("fairbench-operator");
-    ApiServer();
+    Cluster();
     // The target node on CPU 0, the load nodes on CPU 1 (a 2-CPU machine).
     Kubelet("node-target", "0", "fairbench.dev/role=target", "127.0.10");
     Kubelet("node-load-1", "1", "fairbench.dev/role=load", "127.0.11");
@@ -63,12 +63,17 @@ class OperatorE2eTest : public ClusterTest {
   void Controller(const std::string& id, const std::string& ns = "default", int agent_port = 0,
                   const std::string& election = "fairbench-controller") {
     const std::string agent = "127.0.0.1:" + std::to_string(agent_port != 0 ? agent_port : agent_port_);
-    Start(id, {testing::BinaryPath("fairbench-controller"), "--kubeconfig", controller_kubeconfig_, "--identity", id,
+    // On Kubernetes, each installation's controllers are its chart's
+    // ServiceAccount.
+    if (cluster_ && !installations_.count(ns)) installations_[ns] = ns == "default" ? controller_kubeconfig_ : Installation(ns);
+    const std::string kubeconfig = cluster_ ? installations_[ns] : controller_kubeconfig_;
+    Start(id, {testing::BinaryPath("fairbench-controller"), "--kubeconfig", kubeconfig, "--identity", id,
                "--namespace", ns, "--pod-namespace", ns, "--leader-election-id", election, "--agent-listen", agent,
                "--agent-address", agent, "--agent-image", "example.org/fairbench/agent:dev", "--nofile-helper-path",
                testing::BinaryPath("fairbench-nofile"), "--agent-timeout", "60s", "--leader-lease-duration", "4s",
                "--leader-renew-deadline", "3s", "--leader-retry-period", "500ms"});
   }
+  std::map<std::string, std::string> installations_;  // namespace → its controllers' kubeconfig
   bool Finishes(const std::string& run, const std::string& ns = "default", std::chrono::seconds timeout = 120s) {
     return Eventually(
         [&] {
@@ -341,6 +346,10 @@ TEST_F(OperatorE2eTest, DeletingARunMidCellStopsItsLoadAndLeavesNothing) {
   ApplyRun("doomed", Target("alpha", "cpp-httplib-debian"), "30s");
   ASSERT_TRUE(Eventually([&] { return LastServed(root_ / "alpha.requests") > Now() - 0.5; }, 60s))
       << "the load never started\n" << Logs();
+  std::set<std::string> pods;
+  const json before = Get("pods");
+  for (const json& p : before.value("items", json::array())) pods.insert(p["metadata"]["name"].get<std::string>());
+  ASSERT_FALSE(pods.empty()) << Run({"get", "pods", "-n", "default"}).out << Run({"get", "pods", "-n", "default"}).err;
   const double deleted_at = Now();
   Ok({"delete", "br", "doomed", "--wait=false"});
   ASSERT_TRUE(Eventually([&] { return Run({"get", "br", "doomed"}).exit_code != 0; }, 30s)) << Logs();
@@ -349,6 +358,179 @@ TEST_F(OperatorE2eTest, DeletingARunMidCellStopsItsLoadAndLeavesNothing) {
   EXPECT_TRUE(Eventually([&] { return Get("pods")["items"].empty(); }, 30s)) << Get("pods").dump(1);
   EXPECT_TRUE(Get("configmaps")["items"].empty() ||
               Run({"get", "configmaps", "-l", "fairbench.dev/run=doomed", "-o", "name"}).out.empty());
+  // Who removed each pod, from kube-apiserver's audit log: the first
+  // delete of it (or a deletecollection of pods in its namespace) that
+  // the server accepted, by the operator (its finalizer's clean-up) or by
+  // kube-controller-manager's garbage collector (the pod's ownerReference
+  // to the run). A kubelet's own final delete comes after either.
+  std::map<std::string, std::string> removed_by;
+  std::ifstream audit(audit_log_);
+  for (std::string line; std::getline(audit, line);) {
+    const json e = json::parse(line, nullptr, false);
+    if (e.is_discarded() || e.value("stage", "") != "ResponseComplete") continue;
+    const std::string verb = e.value("verb", "");
+    if ((verb != "delete" && verb != "deletecollection") || e.value(json::json_pointer("/objectRef/resource"), "") != "pods") continue;
+    if (e.value(json::json_pointer("/responseStatus/code"), 0) >= 300) continue;
+    const std::string who = e.value(json::json_pointer("/user/username"), "");
+    const std::string name = e.value(json::json_pointer("/objectRef/name"), "");
+    for (const std::string& pod : pods) {
+      if ((name == pod || (verb == "deletecollection" && name.empty())) && !removed_by.count(pod)) removed_by[pod] = who;
+    }
+  }
+  for (const std::string& pod : pods) {
+    const std::string who = removed_by.count(pod) ? removed_by[pod] : "nobody";
+    std::cout << "pod " << pod << " removed by " << who << "\n";
+    EXPECT_TRUE(who == kControllerUser || who == "system:serviceaccount:kube-system:generic-garbage-collector")
+        << pod << " removed by " << who;
+  }
+}
+
+// Catches: a run's pods not owned by the run (no ownerReference to it,
+// or one kube-controller-manager's garbage collector cannot follow), so
+// that a run that goes without the operator's clean-up — its controllers
+// gone, its finalizer removed by hand — leaves its pods running.
+TEST_F(OperatorE2eTest, ARunGoneWithoutItsControllersLeavesItsPodsToTheGarbageCollector) {
+  ApplyRun("orphaned", Target("alpha", "cpp-httplib-debian"), "30s");
+  ASSERT_TRUE(Eventually([&] { return Get("pods")["items"].size() >= 2; }, 60s)) << Logs();
+  std::set<std::string> pods;
+  for (const json& p : Get("pods").value("items", json::array())) {
+    pods.insert(p["metadata"]["name"].get<std::string>());
+    bool owned = false;
+    for (const json& o : p["metadata"].value("ownerReferences", json::array())) {
+      owned |= o.value("kind", "") == "BenchmarkRun" && o.value("name", "") == "orphaned";
+    }
+    EXPECT_TRUE(owned) << p["metadata"].dump();
+  }
+  for (const char* c : {"ctl-1", "ctl-2"}) processes_.erase(c);
+  Ok({"patch", "br", "orphaned", "--type=merge", "-p", R"({"metadata":{"finalizers":null}})"});
+  Ok({"delete", "br", "orphaned", "--wait=false"});
+  EXPECT_TRUE(Eventually([&] { return Get("pods")["items"].empty(); }, 60s)) << Get("pods").dump(1);
+  // The garbage collector, by its own identity, asked for each deletion.
+  std::set<std::string> collected;
+  std::ifstream audit(audit_log_);
+  for (std::string line; std::getline(audit, line);) {
+    const json e = json::parse(line, nullptr, false);
+    if (e.is_discarded() || e.value("stage", "") != "ResponseComplete" || e.value("verb", "") != "delete") continue;
+    if (e.value(json::json_pointer("/user/username"), "") != "system:serviceaccount:kube-system:generic-garbage-collector") continue;
+    collected.insert(e.value(json::json_pointer("/objectRef/name"), ""));
+  }
+  for (const std::string& pod : pods) EXPECT_TRUE(collected.count(pod)) << pod << " was not removed by the garbage collector";
+}
+
+// Catches: the product CRD deleted while runs still hold their finalizer
+// (kube-apiserver deletes a CRD's objects first, and each waits for the
+// operator's clean-up), or a clean-up that leaves a pod behind when the
+// run goes with its CRD.
+TEST_F(OperatorE2eTest, DeletingTheCrdWaitsForTheRunsFinalizers) {
+  ApplyRun("held", Target("alpha", "cpp-httplib-debian"), "30s");
+  ASSERT_TRUE(Eventually([&] { return LastServed(root_ / "alpha.requests") > Now() - 0.5; }, 60s))
+      << "the load never started\n" << Logs();
+  // With no controller to finish the clean-up, the run stays, terminating,
+  // and so does its CRD.
+  for (const char* c : {"ctl-1", "ctl-2"}) processes_.erase(c);
+  Ok({"delete", "crd", "benchmarkruns.fairbench.dev", "--wait=false"});
+  std::this_thread::sleep_for(3s);
+  const json crd = Get("crd/benchmarkruns.fairbench.dev");
+  ASSERT_TRUE(crd.contains("metadata")) << "the CRD went before its runs' finalizers ran";
+  EXPECT_TRUE(crd["metadata"].contains("deletionTimestamp")) << crd.dump(1).substr(0, 2000);
+  const json held = Get("br/held");
+  ASSERT_TRUE(held.contains("metadata")) << "the run went without its finalizer";
+  EXPECT_TRUE(held["metadata"].contains("deletionTimestamp"));
+  // A controller again: it cleans up, drops the finalizer, and the CRD goes.
+  Controller("ctl-3");
+  EXPECT_TRUE(Eventually([&] { return Run({"get", "crd", "benchmarkruns.fairbench.dev"}).exit_code != 0; }, 60s))
+      << Logs();
+  EXPECT_TRUE(Eventually([&] { return Get("pods")["items"].empty(); }, 30s)) << Get("pods").dump(1);
+  processes_.erase("ctl-3");
+}
+
+// Catches: a chart RBAC rule missing for a request the controller makes,
+// or one broader than the requests it makes, as kube-apiserver's own RBAC
+// authorizer judges them (kubectl auth can-i --as the chart's
+// ServiceAccount); the list of requests is the one the operator's tests
+// recorded from the audit log (tests/chart/controller-api-usage.json).
+TEST_F(OperatorE2eTest, TheChartsRbacAllowsWhatTheControllerAsksAndNoMore) {
+  const json listed = json::parse(ReadFile(fs::path(FAIRBENCH_SOURCE_DIR) / "tests/chart/controller-api-usage.json"));
+  auto can = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), "auth");
+    args.insert(args.begin() + 1, "can-i");
+    args.insert(args.end(), {"--as", kControllerUser});
+    return Run(args).out.rfind("yes", 0) == 0;
+  };
+  // Names the chart grants some verbs on alone.
+  const std::vector<std::string> names = {"", "fairbench-controller", "fairbench-load-slot", "fairbench-agent-token"};
+  // Requests across namespaces for a namespaced resource come from a
+  // controller watching every namespace (controller.watchAllNamespaces,
+  // not this installation's values): the chart then grants a ClusterRole.
+  std::set<std::string> cluster_scoped;
+  std::istringstream scoped(Ok({"api-resources", "--namespaced=false", "-o", "name"}));
+  for (std::string line; std::getline(scoped, line);) cluster_scoped.insert(line);
+  int checked = 0;
+  for (const json& kind : listed["requests"]) {
+    if (kind.contains("nonResourceURL")) {
+      EXPECT_TRUE(can({kind["verb"].get<std::string>(), kind["nonResourceURL"].get<std::string>()})) << kind.dump();
+      continue;
+    }
+    std::string resource = kind["resource"].get<std::string>();
+    if (!kind["apiGroup"].get<std::string>().empty()) resource += "." + kind["apiGroup"].get<std::string>();
+    if (!kind["namespaced"].get<bool>() && !cluster_scoped.count(resource)) continue;
+    bool allowed = false;
+    for (const std::string& name : names) {
+      std::vector<std::string> args = {kind["verb"].get<std::string>(), name.empty() ? resource : resource + "/" + name};
+      if (kind.contains("subresource")) args.push_back("--subresource=" + kind["subresource"].get<std::string>());
+      if (kind["namespaced"].get<bool>()) {
+        args.insert(args.end(), {"-n", "default"});
+      } else {
+        args.push_back("--all-namespaces");
+      }
+      if ((allowed = can(args))) break;
+    }
+    EXPECT_TRUE(allowed) << "the chart does not grant " << kind.dump();
+    ++checked;
+  }
+  EXPECT_GE(checked, 20);
+  // And no more than that.
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"delete", "nodes"},
+           {"create", "clusterrolebindings"},
+           {"list", "secrets", "-n", "default"},
+           {"get", "secrets/someone-elses", "-n", "default"},
+           {"create", "pods", "-n", "kube-system"},
+           {"patch", "benchmarkruns.fairbench.dev", "-n", "default"},
+           {"update", "leases.coordination.k8s.io/kube-scheduler", "-n", "kube-system"}}) {
+    std::string shown;
+    for (const auto& a : args) shown += " " + a;
+    EXPECT_FALSE(can(args)) << "the chart grants" << shown;
+  }
+}
+
+// Catches: a run's pods not passing kube-apiserver's Pod Security
+// admission in a namespace that enforces "restricted", or a refused pod's
+// reason lost (the cell, the run's status and an Event must carry the
+// server's own message).
+TEST_F(OperatorE2eTest, RestrictedPodSecurityRefusesARootTargetWithTheServersMessage) {
+  std::ofstream(root_ / "restricted.yaml")
+      << "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: restricted\n  labels:\n"
+         "    pod-security.kubernetes.io/enforce: restricted\n";
+  Ok({"apply", "-f", (root_ / "restricted.yaml").string()});
+  Controller("strict-1", "restricted", FreePort());
+  ApplyRun("strict", Target("alpha", "cpp-httplib-debian") + Target("rooted", "beast") +
+                         "    securityContext: {runAsNonRoot: false, runAsUser: 0}\n",
+           "1s", "restricted");
+  ASSERT_TRUE(Finishes("strict", "restricted")) << Logs();
+  const json run = Get("br/strict", "restricted");
+  ASSERT_EQ(run["status"]["results"].size(), 2u) << run["status"].dump(1) << Logs();
+  EXPECT_EQ(run["status"]["results"][0]["state"], "Succeeded") << run["status"].dump(1) << Logs();
+  EXPECT_EQ(run["status"]["results"][1]["state"], "Failed") << run["status"].dump(1);
+  const std::string why = run["status"]["results"][1].value("message", std::string());
+  EXPECT_NE(why.find("violates PodSecurity \"restricted:latest\": runAsNonRoot != true (container \"target\" must "
+                     "not set securityContext.runAsNonRoot=false), runAsUser=0 (container \"target\" must not set "
+                     "runAsUser=0)"),
+            std::string::npos)
+      << run["status"].dump(1);
+  const std::string told = Ok({"get", "events", "-n", "restricted", "--field-selector", "involvedObject.name=strict"});
+  EXPECT_NE(told.find("runAsUser=0"), std::string::npos) << told;
+  processes_.erase("strict-1");
 }
 
 // Catches: a standby that does not take over, or that loses or repeats a

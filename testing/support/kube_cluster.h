@@ -1,0 +1,81 @@
+// KubeCluster: Kubernetes' own control plane for a test — etcd,
+// kube-apiserver (TLS, Node,RBAC, NodeRestriction and PodSecurity
+// admission, ServiceAccount tokens, an audit log), kube-controller-manager
+// and kube-scheduler of the release kubernetes/go.mod pins, built from
+// Kubernetes' Go modules and started on loopback by `scripts/kube up`.
+//
+// Up() builds the binaries the first time (minutes; cached after), starts
+// the cluster in a folder of its own and returns once it serves; the
+// destructor stops it and removes the folder. The cluster also stops when
+// the test process ends, whatever way it ends (scripts/kube's --die-with).
+// A component that fails to start makes Up() fail with its name and the
+// end of its log.
+//
+// Not thread-safe: one test owns a KubeCluster. Move-only.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace fairbench::testing {
+
+class KubeCluster {
+ public:
+  // `dir`: the cluster's folder (created; anything in it is replaced).
+  // `apiserver_args`: more kube-apiserver flags (--watch-cache-sizes=…).
+  static Result<KubeCluster> Up(const std::string& dir, const std::vector<std::string>& apiserver_args = {});
+
+  KubeCluster(KubeCluster&& other) noexcept;
+  KubeCluster& operator=(KubeCluster&& other) noexcept;
+  KubeCluster(const KubeCluster&) = delete;
+  KubeCluster& operator=(const KubeCluster&) = delete;
+  ~KubeCluster();
+
+  // Stops every component; the folder stays (logs, the audit log) unless
+  // `remove`.
+  void Down(bool remove = false);
+
+  const std::string& dir() const { return dir_; }
+  // The administrator's kubeconfig (system:masters, client certificate).
+  std::string admin_kubeconfig() const { return dir_ + "/admin.kubeconfig"; }
+  // https://127.0.0.1:PORT
+  std::string server() const;
+  // Where the built etcd, kube-apiserver, …, kubectl and kubelet are.
+  const std::string& bin_dir() const { return bin_dir_; }
+  std::string kubectl() const { return bin_dir_ + "/kubectl"; }
+  // The API server's audit log: one JSON audit.k8s.io/v1 Event a line.
+  std::string audit_log() const { return dir_ + "/audit.log"; }
+  // The end of `component`'s log (etcd, kube-apiserver, …).
+  std::string LogTail(const std::string& component, size_t bytes = 3000) const;
+
+  // A kubeconfig for node `node` (a client certificate for
+  // system:node:NODE in system:nodes), its kubelet's serving certificate
+  // and key, and a kubeconfig as the node's kube-proxy (system:kube-proxy,
+  // which this cluster also lets read pods: what the test kubelet resolves
+  // Services with).
+  struct NodeCredentials {
+    std::string kubeconfig, cert, key, proxy_kubeconfig;
+  };
+  Result<NodeCredentials> Node(const std::string& node) const;
+  // Where the nodes' kubelets listen: a network namespace of this cluster
+  // (its name under /run/netns) and its address there. kube-apiserver
+  // reaches a kubelet (node proxy, pods/log) at no loopback address.
+  std::string node_netns() const;
+  std::string node_address() const;
+
+  // Compacts etcd at its current revision: watches and lists from an older
+  // resourceVersion then get 410 Gone. Returns the revision.
+  Result<std::string> Compact() const;
+
+ private:
+  KubeCluster() = default;
+  std::string dir_;
+  std::string bin_dir_;
+};
+
+// scripts/kube in the checkout these tests were built from.
+std::string KubeScript();
+
+}  // namespace fairbench::testing
