@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "testing/support/subprocess.h"
+#include "testing/support/temp_dir.h"
 
 namespace fairbench::testing {
 namespace {
@@ -58,20 +59,27 @@ Result<std::string> RunKube(const std::vector<std::string>& args, const std::str
 
 std::string KubeScript() { return std::string(FAIRBENCH_SOURCE_DIR) + "/scripts/kube"; }
 
+Result<std::string> KubeBinDir() {
+  auto dir = TempDir::Create("fairbench-kube-build");
+  if (!dir.ok()) return dir.status();
+  // The first build of the control plane takes minutes; after, nothing.
+  auto bin = RunKube({"build"}, dir->File("build.log"), 40min);
+  if (!bin.ok()) return bin.status();
+  return Trim(*bin);
+}
+
 Result<KubeCluster> KubeCluster::Up(const std::string& dir, const std::vector<std::string>& apiserver_args) {
-  // The first build of the control plane takes minutes; starting, seconds.
-  auto bin = RunKube({"build"}, dir + ".build.log", 40min);
+  auto bin = KubeBinDir();
   if (!bin.ok()) return bin.status();
   std::vector<std::string> args = {"up", "--dir", dir, "--die-with", std::to_string(getpid())};
   for (const std::string& a : apiserver_args) args.insert(args.end(), {"--apiserver-arg", a});
   auto up = RunKube(args, dir + ".up.log", 3min);
   std::error_code ec;
   if (!up.ok()) return up.status();
-  fs::remove(dir + ".build.log", ec);
   fs::remove(dir + ".up.log", ec);
   KubeCluster c;
   c.dir_ = dir;
-  c.bin_dir_ = Trim(*bin);
+  c.bin_dir_ = *bin;
   return c;
 }
 

@@ -77,5 +77,8 @@ class KubeCluster {
 
 // scripts/kube in the checkout these tests were built from.
 std::string KubeScript();
+// The folder of the built etcd, kube-apiserver, …, kubectl, kubelet and
+// helm (scripts/kube build: built first if the cache lacks them).
+Result<std::string> KubeBinDir();
 
 }  // namespace fairbench::testing

@@ -1,18 +1,19 @@
 // The BenchmarkRun CRD in manifests/ is the one the API model generates, it
-// builds with kustomize, and real kubectl installs it in the test API server
-// and then accepts the study's run and refuses a broken one with the
-// server's 422 message.
+// builds with kustomize, and kubectl installs it in Kubernetes' own
+// kube-apiserver (scripts/kube), which then accepts the study's run with the
+// CRD's defaults and refuses a broken one with its 422 message.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "common/api/crd.h"
 #include "controller/kube/exec_credential.h"
-#include "tests/kube/kube_test_env.h"
-#include "testing/support/bin_dir.h"
+#include "testing/support/kube_cluster.h"
+#include "testing/support/temp_dir.h"
 
 namespace fairbench {
 namespace {
@@ -35,30 +36,34 @@ TEST(ManifestsTest, TheCrdInManifestsIsTheGeneratedOne) {
       << "manifests/crd drifted from the API model: run build/bin/fairbench crd > manifests/crd/benchmarkruns.fairbench.dev.yaml";
 }
 
-class ManifestsKubectlTest : public kube::testenv::KubeTest {
+class ManifestsKubectlTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    kubectl_ = testing::FindTool("kubectl");
-    ASSERT_FALSE(kubectl_.empty()) << "kubectl not found: run scripts/setup --with-tools";
-    apiserver::TestApiServerOptions o;
-    o.tls = true;
-    Start(o);
-    char tmpl[] = "/tmp/fairbench-manifests-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    ASSERT_TRUE(server_->WriteKubeconfig(dir_ + "/kubeconfig").ok());
+    auto dir = testing::TempDir::Create("fairbench-manifests");
+    ASSERT_TRUE(dir.ok());
+    tmp_.emplace(std::move(*dir));
+    dir_ = tmp_->path().string();
+    auto bin = testing::KubeBinDir();
+    ASSERT_TRUE(bin.ok()) << bin.status().ToString();
+    kubectl_ = *bin + "/kubectl";
   }
-  void TearDown() override {
-    KubeTest::TearDown();
-    if (!dir_.empty()) fs::remove_all(dir_);
+  // The cluster, for the tests that talk to one.
+  void Cluster() {
+    auto cluster = testing::KubeCluster::Up(dir_ + "/cluster");
+    ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+    cluster_.emplace(std::move(*cluster));
   }
   kube::CommandResult Kubectl(std::vector<std::string> args) {
-    args.insert(args.begin(), {"--kubeconfig", dir_ + "/kubeconfig", "--cache-dir", dir_ + "/cache"});
+    args.insert(args.begin(), {"--kubeconfig", cluster_ ? cluster_->admin_kubeconfig() : dir_ + "/none",
+                               "--cache-dir", dir_ + "/cache"});
     auto r = kube::RunCommand(kubectl_, args, {{"HOME", dir_}, {"KUBECONFIG", ""}}, 60s);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : kube::CommandResult{};
   }
   std::string kubectl_;
   std::string dir_;
+  std::optional<testing::TempDir> tmp_;
+  std::optional<testing::KubeCluster> cluster_;  // destroyed before its folder
 };
 
 TEST_F(ManifestsKubectlTest, KustomizeBuildsTheInstall) {
@@ -68,6 +73,7 @@ TEST_F(ManifestsKubectlTest, KustomizeBuildsTheInstall) {
 }
 
 TEST_F(ManifestsKubectlTest, KubectlInstallsTheCrdAndTheStudyRun) {
+  Cluster();
   auto r = Kubectl({"apply", "-k", kRoot + "/manifests"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   r = Kubectl({"wait", "--for=condition=Established", "crd/benchmarkruns.fairbench.dev", "--timeout=30s"});
