@@ -3,8 +3,8 @@
 
 Follows the README's "On this machine, without a cluster" steps: the Docker
 engine (scripts/docker-engine), the images around build/bin
-(scripts/images --prebuilt), the test API server (TLS, RBAC, Pod Security,
---workload-controllers), three test kubelets in container mode, a namespace
+(scripts/images --prebuilt), Kubernetes' own control plane with three test
+kubelets in container mode as its nodes (scripts/kube up --nodes), a namespace
 enforcing "restricted" (`kubectl create namespace`, `kubectl label`),
 `helm install fairbench charts/fairbench`; `helm uninstall` at the end.
 Then, `--repeats` times, a run of two reference targets (cpp-httplib-debian, beast)
@@ -25,8 +25,6 @@ the end, also on failure, and the kubelets remove their containers.
 import argparse
 import json
 import os
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,39 +33,13 @@ import time
 from datetime import datetime
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PROCS = []
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def tool(name):
-    for d in os.environ.get("PATH", "").split(":") + [os.path.join(ROOT, ".tools/bin")]:
-        p = os.path.join(d, name)
-        if os.access(p, os.X_OK):
-            return p
-    sys.exit(f"chart_containers: {name} not found (scripts/setup --with-tools)")
-
-
-def start(argv, log):
-    p = subprocess.Popen(argv, stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
-    PROCS.append(p)
-    return p
+CLUSTERS = []
 
 
 def stop_all():
-    for p in reversed(PROCS):
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
+    # The kubelets first: each removes its pods' containers as it stops.
+    for c in CLUSTERS:
+        subprocess.run([os.path.join(ROOT, "scripts/kube"), "down", "--dir", c], capture_output=True)
 
 
 def parse_time(text):
@@ -84,7 +56,9 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
     args = ap.parse_args()
     bin_dir = os.path.join(args.build, "bin")
-    kubectl, helm = tool("kubectl"), tool("helm")
+    kube_bin = subprocess.run([os.path.join(ROOT, "scripts/kube"), "build"], check=True, capture_output=True,
+                              text=True).stdout.strip()
+    kubectl, helm = os.path.join(kube_bin, "kubectl"), os.path.join(kube_bin, "helm")
     work = tempfile.mkdtemp(prefix="fairbench-chart-bench.")
     env = dict(os.environ)
     out = subprocess.run([os.path.join(ROOT, "scripts/docker-engine"), "start"], capture_output=True, text=True, check=True)
@@ -92,8 +66,6 @@ def main():
     subprocess.run([os.path.join(ROOT, "scripts/images"), "--prebuilt", bin_dir, "--only", "fairbench", "--registry",
                     "fairbench.test", "--version", "test", "--revision", "test"], env=env, check=True,
                    stdout=subprocess.DEVNULL)
-    kc = os.path.join(work, "kubeconfig")
-    env["KUBECONFIG"] = kc
 
     def k(*a, check=True):
         r = subprocess.run([kubectl, *a], env=env, capture_output=True, text=True)
@@ -105,19 +77,13 @@ def main():
         return subprocess.run(["docker", *a], env=env, capture_output=True, text=True).stdout
 
     try:
-        start([os.path.join(bin_dir, "fairbench-test-apiserver"), "--listen", f"127.0.0.1:{free_port()}", "--tls-dir",
-               os.path.join(work, "tls"), "--write-kubeconfig", kc, "--authorization-mode", "RBAC",
-               "--workload-controllers"], os.path.join(work, "apiserver.log"))
-        while not (os.path.exists(kc) and os.path.getsize(kc) > 0):
-            time.sleep(0.1)
-        for name, cpus, role, base in [("bench-a", "0", "target", "127.0.60"), ("bench-b", "0-1", "load", "127.0.61"),
-                                       ("bench-c", "0-1", "load", "127.0.62")]:
-            start([os.path.join(bin_dir, "fairbench-test-kubelet"), "--kubeconfig", kc, "--node", name, "--cpus", cpus,
-                   "--memory", "4Gi", "--labels", f"fairbench.dev/role={role}", "--pod-ip-base", base,
-                   "--container-runtime", "docker", "--docker-host", env["DOCKER_HOST"], "--log-dir",
-                   os.path.join(work, name)], os.path.join(work, name + ".log"))
-        while k("get", "nodes", check=False).count(" Ready ") < 3:
-            time.sleep(0.2)
+        cluster = os.path.join(work, "cluster")
+        up = subprocess.run([os.path.join(ROOT, "scripts/kube"), "up", "--nodes", "--dir", cluster, "--die-with",
+                             str(os.getpid())], env=env, capture_output=True, text=True)
+        if up.returncode != 0:
+            raise RuntimeError("scripts/kube up: " + up.stderr)
+        CLUSTERS.append(cluster)
+        env["KUBECONFIG"] = os.path.join(cluster, "admin.kubeconfig")
         k("create", "namespace", "fairbench")
         k("label", "namespace", "fairbench", "pod-security.kubernetes.io/enforce=restricted")
         subprocess.run([helm, "install", "fairbench", os.path.join(ROOT, "charts/fairbench"), "--namespace",

@@ -529,14 +529,12 @@ ApiResponse ApiServer::Watch(const Target& t, const ApiRequest& req) {
 void ApiServer::Maintain() {
   MutexLock lock(mu_);
   auto next_bookmark = SteadyClock::now() + options_.bookmark_interval;
-  auto next_controllers = SteadyClock::now();
   while (!stopping_) {
     auto now = SteadyClock::now();
     auto until = next_bookmark;
     for (const auto& [name, at] : pending_crds_) until = std::min(until, at);
     if (gc_due_) until = std::min(until, now + std::chrono::milliseconds(20));
     if (options_.auto_finish_pod_termination) until = std::min(until, now + std::chrono::milliseconds(100));
-    if (options_.workload_controllers) until = std::min(until, next_controllers);
     wake_.wait_until(lock, until);
     if (stopping_) break;
     now = SteadyClock::now();
@@ -545,11 +543,6 @@ void ApiServer::Maintain() {
       next_bookmark = now + options_.bookmark_interval;
     }
     EstablishDueCrdsLocked();
-    if (options_.workload_controllers && now >= next_controllers) {
-      ReconcileDeploymentsLocked();
-      SchedulePodsLocked();
-      next_controllers = now + std::chrono::milliseconds(200);
-    }
     if (options_.auto_finish_pod_termination) FinishDuePodsLocked();
     if (gc_due_) {
       gc_due_ = false;

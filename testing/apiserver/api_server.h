@@ -15,14 +15,14 @@
 // accepts only protobuf gets 406; a strategic merge patch on a built-in type is applied as a JSON merge patch
 // (lists are replaced, not merged by key); server-side apply treats lists as
 // atomic; CEL rules are not evaluated; deleting a CRD removes its objects
-// without waiting for their finalizers; without
-// ApiServerOptions::workload_controllers there is no scheduler (pods are
-// bound by spec.nodeName) and no Deployment controller; kubelets are separate (testing/kubelet, or tests
+// without waiting for their finalizers; there is no scheduler (pods are
+// bound by spec.nodeName) and no Deployment controller: tests of those
+// run on Kubernetes' own control plane (scripts/kube); kubelets are separate (testing/kubelet, or tests
 // writing pod status; FinishPodTermination is the kubelet's half of graceful
 // deletion). The node proxy and pods/log reach a kubelet over plain HTTP;
 // apps/v1 and RBAC objects are validated as the real server validates them
-// (builtin_validation.h) and then stored (api_server_control.cc: the
-// workload controllers, TokenRequest, Pod Security admission).
+// (builtin_validation.h) and then stored, inert (api_server_control.cc:
+// TokenRequest, Pod Security admission).
 // Under ApiServerOptions::authorization = kRbac every request is first
 // authorized from the stored RBAC objects (authorization.h), before routing,
 // as the real server's filter chain does; the default policy
@@ -79,11 +79,6 @@ struct ApiServerOptions {
   // kube-apiserver's --authorization-mode. AlwaysAllow keeps tests that act
   // without RBAC objects working; RBAC decides from the stored objects.
   AuthorizationMode authorization = AuthorizationMode::kAlwaysAllow;
-  // The controllers a cluster's kube-controller-manager and kube-scheduler
-  // would run, in the server (api_server_control.cc): Deployments get their
-  // pods, and pods without a node are bound to one that fits. Off: objects
-  // of apps/v1 stay inert and pods are bound by spec.nodeName.
-  bool workload_controllers = false;
 };
 
 struct ApiRequest {
@@ -203,15 +198,12 @@ class ApiServer {
   bool Denied(const ApiRequest& req, const std::string& verb, const Target& t, StatusReply* reply) const REQUIRES(mu_);
   std::string Manager(const ApiRequest& req) const;
 
-  // api_server_control.cc: TokenRequest, Pod Security admission, the
-  // Deployment controller and the scheduler.
+  // api_server_control.cc: TokenRequest, Pod Security admission.
   ApiResponse TokenRequest(const Target& t, const ApiRequest& req) REQUIRES(mu_);
   // A pod (or a workload's pod template) against its namespace's Pod
   // Security labels: the 403 when enforce refuses it; warnings for warn.
   std::optional<StatusReply> PodSecurityLocked(const Target& t, const nlohmann::json& obj,
                                                std::vector<std::string>* warnings) REQUIRES(mu_);
-  void ReconcileDeploymentsLocked() REQUIRES(mu_);
-  void SchedulePodsLocked() REQUIRES(mu_);
   void RecordEventLocked(const nlohmann::json& object, bool warning, const std::string& reason,
                          const std::string& message, const std::string& component) REQUIRES(mu_);
   void Maintain();
@@ -239,10 +231,6 @@ class ApiServer {
     std::chrono::system_clock::time_point expires;
   };
   std::map<std::string, IssuedToken> issued_tokens_ GUARDED_BY(mu_);
-  // Deployment uid → when its controller may try again to create pods.
-  std::map<std::string, std::chrono::steady_clock::time_point> deployment_retry_ GUARDED_BY(mu_);
-  // Pods whose FailedScheduling Event is out (one per pod).
-  std::set<std::string> unschedulable_reported_ GUARDED_BY(mu_);
   CondVar wake_;
   std::thread maintenance_;
 };

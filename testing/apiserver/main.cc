@@ -45,7 +45,6 @@ int main(int argc, char** argv) {
   double establish_seconds = 0;
   bool auto_pods = false;
   bool anonymous = false;
-  bool workload_controllers = false;
   std::string faults;
   std::string authorization_mode = "AlwaysAllow";
   app.add_option("--listen", listen, "host:port to listen on (port 0 = any free port)");
@@ -70,10 +69,7 @@ int main(int argc, char** argv) {
                  "RBAC: authorize from the stored RBAC objects, as kube-apiserver does; AlwaysAllow: allow every "
                  "request")
       ->check(CLI::IsMember({"AlwaysAllow", "RBAC"}));
-  app.add_flag("--workload-controllers", workload_controllers,
-               "run what kube-controller-manager and kube-scheduler would: Deployments get pods, pods without a node "
-               "are bound to one");
-  CLI11_PARSE(app, argc, argv);
+    CLI11_PARSE(app, argc, argv);
   std::optional<FaultConfig> fault_config;
   if (!faults.empty()) {
     auto parsed = FaultConfig::Parse(faults);
@@ -116,7 +112,6 @@ int main(int argc, char** argv) {
   options.api.auto_finish_pod_termination = auto_pods;
   options.api.server_address = listen;
   options.api.authorization = *ParseAuthorizationMode(authorization_mode);
-  options.api.workload_controllers = workload_controllers;
 
   // Block the signals before any thread starts so that only the wait below sees them.
   const fairbench::BlockedSignals signals({SIGINT, SIGTERM});

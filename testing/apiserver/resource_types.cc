@@ -253,8 +253,8 @@ ResourceRegistry::ResourceRegistry() {
                      return json(jr::String(l.value("spec", json::object()), "holderIdentity"));
                    }),
                AgeColumn()}));
-  // What a Helm chart of an operator installs. Deployments get pods only
-  // with the workload controllers on (api_server_control.cc).
+  // What a Helm chart of an operator installs, stored inert (no
+  // Deployment controller here).
   add(Builtin("apps", "v1", "Deployment", "deployments", true, true, {"deploy"},
               {Col("Ready", "string", "Ready replicas",
                    [](const json& d, Clock::time_point) {
