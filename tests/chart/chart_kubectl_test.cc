@@ -13,13 +13,13 @@ class ChartKubectlTest : public ChartTestBase {
  protected:
   void SetUp() override {
     ChartTestBase::SetUp();
-    if (HasFatalFailure()) return;
+  }
+  // The cluster, for the tests that talk to one.
+  void Cluster() {
     auto cluster = testing::KubeCluster::Up((root() / "cluster").string());
     ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
     cluster_.emplace(std::move(*cluster));
     kubeconfig_ = cluster_->admin_kubeconfig();
-    kubectl_ = cluster_->kubectl();
-    helm_ = cluster_->bin_dir() + "/helm";
     // The release namespace (helm install --create-namespace makes it) and
     // the one a ci/ file puts the dashboard in.
     Apply("namespaces.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: fairbench}\n---\n"
@@ -57,6 +57,8 @@ class ChartKubectlTest : public ChartTestBase {
 // ConfigMap with a key a ConfigMap cannot hold, a misspelt ServiceMonitor
 // field), for any ci/ values file.
 TEST_F(ChartKubectlTest, EveryCiValuesFileRendersObjectsTheApiServerAccepts) {
+  Cluster();
+  if (HasFatalFailure()) return;
   InstallCrds();
   for (const fs::path& values : CiValuesFiles()) {
     const std::string rendered = RenderText({"--values", values.string()});
@@ -132,6 +134,8 @@ TEST_F(ChartKubectlTest, KustomizeInstallIsTheChartsDefaultRender) {
 // running could no longer authenticate, and the old token's runs fail):
 // with the Secret in the cluster, the chart renders its token, not a new one.
 TEST_F(ChartKubectlTest, AnUpgradeKeepsTheAgentsToken) {
+  Cluster();
+  if (HasFatalFailure()) return;
   const std::vector<json> first = Render();
   const json* secret = Find(first, "Secret");
   ASSERT_NE(secret, nullptr);
@@ -157,6 +161,8 @@ TEST_F(ChartKubectlTest, AnUpgradeKeepsTheAgentsToken) {
 // Catches: an install that leaves the user without the next steps: how to
 // label nodes, run the study, watch it and fetch its report.
 TEST_F(ChartKubectlTest, InstallNotesSayHowToRunTheStudyAndFetchTheReport) {
+  Cluster();
+  if (HasFatalFailure()) return;
   const auto r = Helm({"install", kRelease, kChart, "--namespace", kNamespace, "--dry-run=server"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string notes = r.out.substr(r.out.find("NOTES:"));

@@ -20,6 +20,7 @@
 #include "controller/kube/exec_credential.h"
 #include "testing/apiserver/yaml_json.h"
 #include "testing/support/bin_dir.h"
+#include "testing/support/kube_cluster.h"
 #include "testing/support/temp_dir.h"
 
 namespace fairbench::chart_test {
@@ -100,11 +101,13 @@ inline std::vector<const json*> FindAll(const std::vector<json>& objects, const 
 
 class ChartTestBase : public ::testing::Test {
  protected:
+  // helm and kubectl: the ones built with Kubernetes' control plane
+  // (scripts/kube build), within its version skew.
   void SetUp() override {
-    helm_ = testing::FindTool("helm");
-    ASSERT_FALSE(helm_.empty()) << "helm not found: run scripts/setup --with-tools";
-    kubectl_ = testing::FindTool("kubectl");
-    ASSERT_FALSE(kubectl_.empty()) << "kubectl not found: run scripts/setup --with-tools";
+    auto bin = testing::KubeBinDir();
+    ASSERT_TRUE(bin.ok()) << bin.status().ToString();
+    helm_ = *bin + "/helm";
+    kubectl_ = *bin + "/kubectl";
     auto dir = testing::TempDir::Create("fairbench-chart");
     ASSERT_TRUE(dir.ok());
     dir_.emplace(std::move(*dir));
