@@ -71,7 +71,7 @@ std::string WithoutComments(const std::string& cmake) {
 // What would fetch, unpack or build another project's source in CMake.
 const std::vector<std::string>& BuildsOtherSources() {
   static const std::vector<std::string> words = {
-      "add_subdirectory", "FetchContent", "ExternalProject", "execute_process", "DOWNLOAD", "git clone", "try_compile",
+      "add_subdirectory", "FetchContent", "ExternalProject", "execute_process", "DOWNLOAD", "try_compile",
   };
   return words;
 }
