@@ -3,6 +3,8 @@
 // server accepts (kubectl apply --dry-run=server: its own validation and
 // admission), manifests/ is the chart's default render, an upgrade keeps the
 // agents' token, and the notes of an install tell what to do next.
+#include <thread>
+
 #include "tests/chart/chart_test_env.h"
 #include "testing/support/kube_cluster.h"
 
@@ -38,8 +40,15 @@ class ChartKubectlTest : public ChartTestBase {
       const auto r = Kubectl({"apply", "-f", crd});
       ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     }
-    const auto r = Kubectl({"wait", "--for=condition=Established", "crd/benchmarkruns.fairbench.dev",
+    // kubectl 1.37's wait fails at once on a CRD with no conditions yet:
+    // asked again until it waits.
+    kube::CommandResult r;
+    for (int i = 0; i < 10; ++i) {
+      r = Kubectl({"wait", "--for=condition=Established", "crd/benchmarkruns.fairbench.dev",
                             "crd/servicemonitors.monitoring.coreos.com", "--timeout=20s"});
+      if (r.exit_code == 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   }
   // kubectl apply --dry-run=server of a render, written to root()/NAME.

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include "common/api/crd.h"
 #include "controller/kube/exec_credential.h"
@@ -76,7 +77,13 @@ TEST_F(ManifestsKubectlTest, KubectlInstallsTheCrdAndTheStudyRun) {
   Cluster();
   auto r = Kubectl({"apply", "-k", kRoot + "/manifests"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  r = Kubectl({"wait", "--for=condition=Established", "crd/benchmarkruns.fairbench.dev", "--timeout=30s"});
+  // kubectl 1.37's wait fails at once on a CRD with no conditions yet:
+  // asked again until it waits.
+  for (int i = 0; i < 10; ++i) {
+    r = Kubectl({"wait", "--for=condition=Established", "crd/benchmarkruns.fairbench.dev", "--timeout=30s"});
+    if (r.exit_code == 0) break;
+    std::this_thread::sleep_for(500ms);
+  }
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   r = Kubectl({"apply", "-f", kRoot + "/examples/study.yaml"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;

@@ -240,7 +240,13 @@ class ClusterTest : public ::testing::Test {
   }
   void InstallCrd() {
     Ok({"apply", "-f", std::string(FAIRBENCH_SOURCE_DIR) + "/manifests/crd/benchmarkruns.fairbench.dev.yaml"});
-    Ok({"wait", "--for=condition=Established", "crd/benchmarkruns.fairbench.dev", "--timeout=20s"});
+    // kubectl 1.37's wait fails at once ("conditions accessor error") on a
+    // CRD whose status has no conditions yet: asked again until it waits.
+    ASSERT_TRUE(Eventually(
+        [&] { return Run({"wait", "--for=condition=Established", "crd/benchmarkruns.fairbench.dev", "--timeout=20s"})
+                         .exit_code == 0; },
+        30s))
+        << Run({"get", "crd", "benchmarkruns.fairbench.dev", "-o", "yaml"}).out;
   }
   // Starts `argv` as process `name` (replacing one of that name), output in NAME.log.
   void Start(const std::string& name, std::vector<std::string> argv) {
