@@ -244,6 +244,15 @@ Result<HttpResponse> CurlTransport::Do(const HttpRequest& request) {
   curl_slist_free_all(connect_to);
   Release(h);
   if (sink.too_large) return Status::Unavailable("response larger than " + std::to_string(kMaxBody) + " bytes");
+  // kube-apiserver refuses a request with a body (401, 403, 429, …) without
+  // reading the body, then resets the HTTP/2 stream: libcurl may report the
+  // reset ("Transferred a partial file") after the refusal's status line, and
+  // the body may be cut. The refusal is the answer: a client that saw only a
+  // transport error would neither refresh its credentials nor wait its
+  // Retry-After, and could not retry a create at all.
+  const bool reset_after_status = rc == CURLE_PARTIAL_FILE || rc == CURLE_HTTP2_STREAM || rc == CURLE_HTTP2 ||
+                                  rc == CURLE_RECV_ERROR || rc == CURLE_SEND_ERROR;
+  if (rc != CURLE_OK && reset_after_status && response.status >= 400) return response;
   if (rc != CURLE_OK) return TransportError(rc, error_buffer, request);
   return response;
 }

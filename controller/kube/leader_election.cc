@@ -127,8 +127,10 @@ void LeaderElector::Run(std::stop_token stop) {
     if (!clock_.SleepFor(wait, stop)) break;
   }
   if (state() == State::kLeading) {
-    if (config_.release_on_cancel) candidate_.Release();
+    // No longer leading before the Lease is given up: once released, another
+    // candidate may lead at once, and two must never both say they lead.
     SetState(State::kStopped);
+    if (config_.release_on_cancel) candidate_.Release();
     if (config_.on_stopped_leading) config_.on_stopped_leading();
   }
 }

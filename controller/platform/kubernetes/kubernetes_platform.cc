@@ -235,7 +235,10 @@ class KubeTarget final : public TargetInstance {
   }
 
   Status WaitReady(SteadyClock::time_point deadline, std::stop_token stop) override {
-    std::string last = "no answer from the API server yet";
+    // What the pod was last seen doing, and what the last failed read said:
+    // a last read that timed out must not hide the pod's state.
+    std::string seen;
+    std::string failed = "no answer from the API server yet";
     for (;;) {
       if (stop.stop_requested()) return Status::Cancelled(target_ + ": stopped while waiting for it to be ready");
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
@@ -248,14 +251,17 @@ class KubeTarget final : public TargetInstance {
         }
         if (got->Terminating()) return Status::Unavailable("target " + target_ + ": pod " + pod_ + " is being deleted");
         if (got->status.Ready() && !placement().host.empty()) return Status::Ok();
-        last = "pod " + PodStateText(*got, k8s::kTargetContainer);
+        seen = "pod " + PodStateText(*got, k8s::kTargetContainer);
+        failed.clear();
       } else if (got.reason() == kube::Reason::kNotFound) {
         return Status::Unavailable("target " + target_ + ": pod " + ns_ + "/" + pod_ + " was deleted");
       } else {
-        last = got.error().ToString();
+        failed = got.error().ToString();
       }
       if (SteadyClock::now() >= deadline) {
-        return Status::DeadlineExceeded("target " + target_ + " was not Ready in time on node " + node_ + " (" + last +
+        std::string why = seen;
+        if (!failed.empty()) why += (why.empty() ? "" : "; then ") + failed;
+        return Status::DeadlineExceeded("target " + target_ + " was not Ready in time on node " + node_ + " (" + why +
                                         "; see " + LogLocation() + ")");
       }
       const auto wait = std::min<SteadyClock::duration>(options_.poll_interval, deadline - SteadyClock::now());
