@@ -2,8 +2,10 @@
 """What the operator (fairbench-controller) costs with many BenchmarkRuns.
 
 Part 1, no kubelets (nothing can be scheduled, so the first run waits for
-its pods and every other run stays Queued): fairbench-test-apiserver with the
-CRD, one fairbench-controller, 1,000 BenchmarkRuns created in bulk
+its pods and every other run stays Queued): Kubernetes' own control plane
+(`scripts/kube up`: etcd, kube-apiserver, kube-controller-manager and
+kube-scheduler of the pinned release) with the CRD, one fairbench-controller
+(as the cluster's administrator), 1,000 BenchmarkRuns created in bulk
 (`kubectl create -f` of one file). Then:
   - apply → Queued: `kubectl apply` of one more run until the API server
     shows status.phase Queued (median of several; target ≤ 1 s);
@@ -14,7 +16,8 @@ CRD, one fairbench-controller, 1,000 BenchmarkRuns created in bulk
   - the controller's RSS (/proc; target ≤ 256 MiB) and its CPU while idle
     with 1,001 runs queued (target ≤ 1 % of one core).
 Part 2, the test cluster of tests/operator/operator_e2e_test.cc (target
-node on CPU 0, two load nodes on CPU 1), a fresh API server and controller:
+node on CPU 0, two load nodes on CPU 1, test kubelets with node
+certificates), a fresh control plane and controller:
 one run with one cpp-httplib-debian target and several cells;
   - apply → first target pod created (target ≤ 5 s);
   - per-cell overhead: from status.results[], the next cell's startTime
@@ -24,8 +27,8 @@ one run with one cpp-httplib-debian target and several cells;
 
     bench/operator_bench.py [--build build] [--runs 1000] [--skip-queued] [--skip-cluster] [--keep]
 
-Part 1 takes about 10 minutes here: the test API server spends ~0.1 s of CPU
-per write with 1,000 runs stored, and the runs need three writes each.
+Each part starts its own control plane (10–15 s; the first `scripts/kube
+build` takes minutes, once).
 
 Loopback only. Every process it starts is stopped at the end, also on failure.
 """
@@ -35,6 +38,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import statistics
 import subprocess
 import sys
@@ -48,6 +52,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GROUP = "/apis/fairbench.dev/v1alpha1/namespaces/default/benchmarkruns"
 
 PROCS = []  # every process started, stopped in reverse order at the end
+CLUSTERS = []  # every control plane started, stopped after the processes
 
 
 def free_port():
@@ -80,6 +85,8 @@ def stop_all():
     while PROCS:
         _, p = PROCS.pop()
         stop(p)
+    while CLUSTERS:
+        CLUSTERS.pop().down()
 
 
 def wait_for(f, timeout, step=0.05):
@@ -93,25 +100,51 @@ def wait_for(f, timeout, step=0.05):
 
 
 class Cluster:
-    """The test API server, a kubeconfig, kubectl and the controller."""
+    """Kubernetes' own control plane (scripts/kube up), its admin
+    kubeconfig, the kubectl built with it, and the controller."""
 
     def __init__(self, build, tmp, name):
         self.build, self.tmp = build, os.path.join(tmp, name)
         os.makedirs(self.tmp)
         self.bin = os.path.join(build, "bin")
-        self.kubectl = os.path.join(ROOT, ".tools", "bin", "kubectl")
-        self.kubeconfig = os.path.join(self.tmp, "kubeconfig")
+        self.dir = os.path.join(self.tmp, "cluster")
+        self.script = os.path.join(ROOT, "scripts", "kube")
+        kube_bin = subprocess.run([self.script, "build"], capture_output=True, text=True, check=True).stdout.strip()
+        self.kubectl = os.path.join(kube_bin, "kubectl")
         self.agent_port = free_port()
         self.controller = None
-        start("apiserver", [os.path.join(self.bin, "fairbench-test-apiserver"), "--listen", "127.0.0.1:0",
-                            "--write-kubeconfig", self.kubeconfig], self.tmp)
-        if not wait_for(lambda: os.path.exists(self.kubeconfig) and os.path.getsize(self.kubeconfig) > 0, 10):
-            raise RuntimeError("the API server wrote no kubeconfig")
-        time.sleep(0.2)
-        with open(self.kubeconfig) as f:
-            self.server = next(l.split("server:", 1)[1].strip() for l in f if "server:" in l)
+        # Stopped with this process, whatever way it ends (--die-with).
+        up = subprocess.run([self.script, "up", "--dir", self.dir, "--die-with", str(os.getpid())],
+                            capture_output=True, text=True)
+        if up.returncode != 0:
+            raise RuntimeError(f"scripts/kube up: {up.stderr.strip()}")
+        CLUSTERS.append(self)
+        self.kubeconfig = os.path.join(self.dir, "admin.kubeconfig")
+        with open(os.path.join(self.dir, "server")) as f:
+            self.server = f.read().strip()
+        pki = os.path.join(self.dir, "pki")
+        self.tls = ssl.create_default_context(cafile=os.path.join(pki, "ca.crt"))
+        self.tls.load_cert_chain(os.path.join(pki, "admin.crt"), os.path.join(pki, "admin.key"))
         self.ok("apply", "-f", os.path.join(ROOT, "manifests", "crd", "benchmarkruns.fairbench.dev.yaml"))
-        self.ok("wait", "--for=condition=Established", "crd/benchmarkruns.fairbench.dev", "--timeout=20s")
+        # kubectl 1.37's wait fails at once on a CRD with no conditions yet.
+        if not wait_for(lambda: self.kubectl_run("wait", "--for=condition=Established",
+                                                 "crd/benchmarkruns.fairbench.dev", "--timeout=20s").returncode == 0,
+                        30, 0.5):
+            raise RuntimeError("the CRD was not established")
+
+    def down(self):
+        subprocess.run([self.script, "down", "--dir", self.dir], capture_output=True)
+
+    def node(self, name):
+        """A node's kubeconfig, certificate and key, and its kube-proxy kubeconfig."""
+        out = subprocess.run([self.script, "node-kubeconfig", name, "--dir", self.dir], capture_output=True,
+                             text=True, check=True).stdout.strip()
+        base = os.path.join(self.dir, "nodes", name)
+        return out, base + ".crt", base + ".key", base + "-proxy.kubeconfig"
+
+    def node_file(self, what):
+        with open(os.path.join(self.dir, what)) as f:
+            return f.read().strip()
 
     def kubectl_run(self, *args, timeout=300):
         env = dict(os.environ, HOME=self.tmp, KUBECONFIG="")
@@ -130,7 +163,7 @@ class Cluster:
         req = urllib.request.Request(self.server + path, data=data, method=method)
         if data is not None:
             req.add_header("Content-Type", content_type)
-        with urllib.request.urlopen(req, timeout=30) as r:
+        with urllib.request.urlopen(req, timeout=30, context=self.tls) as r:
             return json.loads(r.read())
 
     def runs(self):
@@ -194,9 +227,10 @@ def row(figure, value, target="", met=None):
 def queued_part(build, tmp, n):
     print(f"== Part 1: {n} queued BenchmarkRuns, no kubelets", flush=True)
     c = Cluster(build, tmp, "queued")
-    # A Ready node with both roles and no kubelet behind it: placement
-    # succeeds, the first run's target pod is created and stays Pending, so
-    # that run stays active and every other one stays Queued.
+    # A Ready node with both roles and no kubelet behind it (its status
+    # written once by the administrator): placement succeeds, the first
+    # run's target pod is created and stays Pending, so that run stays
+    # active and every other one stays Queued.
     node = {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": "node-nobody", "labels": {"fairbench.dev/role": "target"}},
             "status": {"capacity": {"cpu": "8", "memory": "16Gi", "pods": "110"},
@@ -317,9 +351,14 @@ def cluster_part(build, tmp):
     for node, cpus, labels, ip in [("node-target", "0", "fairbench.dev/role=target", "127.0.10"),
                                    ("node-load-1", "1", "fairbench.dev/role=load", "127.0.11"),
                                    ("node-load-2", "1", "fairbench.dev/role=load", "127.0.12")]:
-        start(node, [os.path.join(c.bin, "fairbench-test-kubelet"), "--kubeconfig", c.kubeconfig, "--node", node,
+        # As tests/operator's kubelets: the node's own certificate, serving
+        # HTTPS in the cluster's node network namespace.
+        kubeconfig, cert, key, proxy = c.node(node)
+        start(node, [os.path.join(c.bin, "fairbench-test-kubelet"), "--kubeconfig", kubeconfig, "--node", node,
                      "--cpus", cpus, "--memory", "4Gi", "--labels", labels, "--images", images, "--pod-ip-base", ip,
-                     "--listen", "127.0.0.1:0", "--log-dir", os.path.join(c.tmp, node), "--heartbeat", "1s"], c.tmp)
+                     "--listen", c.node_file("node-address") + ":0", "--log-dir", os.path.join(c.tmp, node),
+                     "--heartbeat", "1s", "--tls-cert-file", cert, "--tls-private-key-file", key,
+                     "--proxy-kubeconfig", proxy, "--listen-netns", c.node_file("node-netns")], c.tmp)
     if not wait_for(lambda: len(c.api("/api/v1/nodes")["items"]) >= 3, 20, 0.2):
         raise RuntimeError("the kubelets did not register")
     c.start_controller()

@@ -21,8 +21,8 @@ function(fairbench_defaults target)
   # other builds keep them), and -Wtsan on Boost.Asio's fenced blocks in the
   # Beast target (Asio hands handlers over through its scheduler's mutex
   # too, which TSan sees).
-  set(tsan_noisy fairbench-target-beast fairbench-target-nginx fairbench-test-apiserver
-    fairbench_test_kubelet chart_test fairbench_controller_cli prometheus_e2e_test operator_e2e_test)
+  set(tsan_noisy fairbench-target-beast fairbench-target-nginx
+    fairbench_kube_testing fairbench_test_kubelet chart_test fairbench_controller_cli prometheus_e2e_test operator_e2e_test)
   if(FAIRBENCH_SANITIZE STREQUAL "thread" AND target IN_LIST tsan_noisy)
     target_compile_options(${target} PRIVATE -Wno-null-dereference -Wno-maybe-uninitialized -Wno-tsan)
   endif()
@@ -104,4 +104,28 @@ function(fairbench_test name)
       "foreach(test IN LISTS ${name}_TESTS)\n  set_tests_properties(\"\${test}\" PROPERTIES LABELS \"${T_LABELS}\")\nendforeach()\n")
     set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${script}")
   endif()
+endfunction()
+
+# Kubernetes tests (tests/CMakeLists.txt defines the fixtures).
+# Every test gtest finds in `target` needs the control plane built (its only
+# fixture: tests/containers names its own list).
+function(fairbench_requires_kubernetes target)
+  set(script "${CMAKE_CURRENT_BINARY_DIR}/${target}_kubernetes.cmake")
+  file(WRITE "${script}"
+    "foreach(test IN LISTS ${target}_TESTS)\n"
+    "  set_tests_properties(\"\${test}\" PROPERTIES FIXTURES_REQUIRED kubernetes_binaries)\n"
+    "endforeach()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${script}")
+endfunction()
+# Every test gtest finds in `target` runs in the shared cluster. (CTest's
+# scripts know set_tests_properties, not set_property(TEST).)
+function(fairbench_uses_kubernetes_cluster target)
+  set(script "${CMAKE_CURRENT_BINARY_DIR}/${target}_kubernetes_cluster.cmake")
+  file(WRITE "${script}"
+    "foreach(test IN LISTS ${target}_TESTS)\n"
+    "  set_tests_properties(\"\${test}\" PROPERTIES\n"
+    "    FIXTURES_REQUIRED \"kubernetes_binaries;kubernetes_cluster\"\n"
+    "    ENVIRONMENT \"FAIRBENCH_KUBE_CLUSTER=${CMAKE_BINARY_DIR}/kube-cluster\")\n"
+    "endforeach()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${script}")
 endfunction()

@@ -1,7 +1,7 @@
 // X.509 certificates made at run time with OpenSSL: ECDSA P-256 keys, SHA-256
 // signatures, PEM text in and out. Used where a TLS server needs a
 // certificate nobody gave it (the nginx target's self-signed one) and by the
-// test API server's CA. Plain functions; thread-safe.
+// tests' certificate authorities (testing/kubetest/tls_material.h). Plain functions; thread-safe.
 #pragma once
 
 #include <string>

@@ -1,4 +1,6 @@
-// `fairbench fetch` against the test API server: the folder it writes equals
+// `fairbench fetch` against Kubernetes' own API server (the shared cluster,
+// a namespace per test, the administrator's kubeconfig with that namespace
+// as its context's): the folder it writes equals
 // the folder a local run writes for the same record, file for file and byte
 // for byte; bad input gets one line and exit 2, an unreachable server 1.
 #include "controller/cli/fetch_command.h"
@@ -55,12 +57,14 @@ class FetchCommandTest : public kube::testenv::KubeTest {
  protected:
   void SetUp() override {
     KubeTest::SetUp();
-    client_ = tr::FastClient(server_->url());
-    tr::InstallGeneratedCrd(*client_);
+    client_ = tr::FastClient(url());
+    tr::InstallGeneratedCrd(*client_, ns());
     char tmpl[] = "/tmp/fairbench-fetch-XXXXXX";
     dir_ = mkdtemp(tmpl);
+    // The cluster's administrator, talking TLS to the API server itself, in
+    // the test's namespace (what `fairbench fetch` uses without --namespace).
     kubeconfig_ = (dir_ / "kubeconfig").string();
-    ASSERT_TRUE(server_->WriteKubeconfig(kubeconfig_).ok());
+    tr::WriteAdminKubeconfig(*cluster_, ns(), kubeconfig_);
   }
   void TearDown() override {
     KubeTest::TearDown();
@@ -78,7 +82,7 @@ class FetchCommandTest : public kube::testenv::KubeTest {
     }
     r.cells[2].wrk_text.clear();  // a cell without text gets no file
     ConfigMapRunStoreOptions o;
-    o.ns = "default";
+    o.ns = ns();
     o.run = "demo";
     o.run_uid = uid;
     ConfigMapRunStore store(*client_, o);
@@ -105,7 +109,7 @@ class FetchCommandTest : public kube::testenv::KubeTest {
 // re-encoded differently, cell files under other names or missing, a
 // report rendered from something other than the record.
 TEST_F(FetchCommandTest, WritesTheFolderALocalRunWrites) {
-  kube::Json run = tr::CreateRun(*client_, "demo");
+  kube::Json run = tr::CreateRun(*client_, "demo", ns());
   const report::RunRecord record = StoredRecord(run["metadata"].value("uid", ""));
   WriteLikeALocalRun(record, dir_ / "local");
   std::string err;
@@ -127,13 +131,13 @@ TEST_F(FetchCommandTest, WritesTheFolderALocalRunWrites) {
 TEST_F(FetchCommandTest, NoSuchRunIsBadInput) {
   std::string err;
   EXPECT_EQ(Fetch("nope", &err), 2);
-  EXPECT_NE(err.find("no BenchmarkRun nope in namespace default"), std::string::npos) << err;
+  EXPECT_NE(err.find("no BenchmarkRun nope in namespace " + ns()), std::string::npos) << err;
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
 }
 
 // Catches: a run without a record yet written out as an empty folder.
 TEST_F(FetchCommandTest, RunWithoutRecordIsBadInput) {
-  tr::CreateRun(*client_, "demo");
+  tr::CreateRun(*client_, "demo", ns());
   std::string err;
   EXPECT_EQ(Fetch("demo", &err), 2);
   EXPECT_NE(err.find("no stored record yet"), std::string::npos) << err;
@@ -142,9 +146,9 @@ TEST_F(FetchCommandTest, RunWithoutRecordIsBadInput) {
 
 // Catches: a damaged record written out in part.
 TEST_F(FetchCommandTest, DamagedRecordIsBadInput) {
-  kube::Json run = tr::CreateRun(*client_, "demo");
+  kube::Json run = tr::CreateRun(*client_, "demo", ns());
   StoredRecord(run["metadata"].value("uid", ""));
-  auto cm = client_->Get(kube::resources::ConfigMaps(), "default", "demo-results-0");
+  auto cm = client_->Get(kube::resources::ConfigMaps(), ns(), "demo-results-0");
   ASSERT_TRUE(cm.ok());
   (*cm)["metadata"]["annotations"]["fairbench.dev/results-sha256"] = std::string(64, 'f');
   ASSERT_TRUE(client_->Update(kube::resources::ConfigMaps(), *cm).ok());

@@ -26,7 +26,7 @@
 #include "controller/hub/grpc_server.h"
 #include "controller/hub/raw_agent.h"
 #include "controller/hub/recording_observer.h"
-#include "testing/apiserver/tls_material.h"
+#include "testing/kubetest/tls_material.h"
 #include "testing/support/bin_dir.h"
 #include "testing/support/nginx_fixture.h"
 #include "testing/support/subprocess.h"
@@ -99,10 +99,10 @@ struct Certificates {
   std::string ca, server_cert, server_key, client_cert, client_key, other_ca, other_cert, other_key;
 
   static Certificates Make(const testing::TempDir& dir) {
-    auto m = apiserver::TlsMaterial::Generate({"hub.fairbench.test"});
+    auto m = kubetest::TlsMaterial::Generate({"hub.fairbench.test"});
     EXPECT_TRUE(m.ok()) << m.status().ToString();
     auto client = m->IssueClient("fairbench-agent");
-    auto other = apiserver::TlsMaterial::Generate();
+    auto other = kubetest::TlsMaterial::Generate();
     EXPECT_TRUE(client.ok() && other.ok());
     auto other_client = other->IssueClient("fairbench-agent");
     EXPECT_TRUE(other_client.ok());

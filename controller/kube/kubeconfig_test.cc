@@ -12,14 +12,14 @@
 #include "controller/kube/in_cluster_config.h"
 #include "common/api/time_text.h"
 #include "common/base64.h"
-#include "testing/apiserver/tls_material.h"
+#include "testing/kubetest/tls_material.h"
 
 namespace fairbench::kube {
 namespace {
 
 namespace fs = std::filesystem;
 using fairbench::Base64Encode;
-using apiserver::TlsMaterial;
+using kubetest::TlsMaterial;
 
 class TempDir {
  public:

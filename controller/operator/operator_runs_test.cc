@@ -1,5 +1,6 @@
-// The operator's per-run parts and the agents' token against the test API
-// server with the generated CRD: the token Secret created, read and
+// The operator's per-run parts and the agents' token against Kubernetes' own
+// API server (the shared cluster, a namespace per test) with the generated
+// CRD: the token Secret created, read and
 // refused; a run refused while the token is missing (condition and Event),
 // taken once the Secret is fixed; a run that cannot be carried out marked
 // Failed by its finish.
@@ -25,8 +26,8 @@ class OperatorRunsTest : public kube::testenv::KubeTest {
  protected:
   void SetUp() override {
     KubeTest::SetUp();
-    client_ = tr::FastClient(server_->url());
-    tr::InstallGeneratedCrd(*client_);
+    client_ = tr::FastClient(url());
+    tr::InstallGeneratedCrd(*client_, ns());
     recorder_ = std::make_unique<kube::EventRecorder>(*client_, SystemClock::Instance());
   }
   void TearDown() override {
@@ -36,31 +37,31 @@ class OperatorRunsTest : public kube::testenv::KubeTest {
 
   void PutSecret(const Json& data) {
     const Json secret = {{"apiVersion", "v1"}, {"kind", "Secret"}, {"metadata", {{"name", "agent-token"}}}, {"data", data}};
-    auto got = client_->Get(kube::resources::Secrets(), "default", "agent-token");
+    auto got = client_->Get(kube::resources::Secrets(), ns(), "agent-token");
     if (got.ok()) {
       Json updated = *got;
       updated["data"] = data;
       ASSERT_TRUE(client_->Update(kube::resources::Secrets(), updated).ok());
     } else {
-      ASSERT_TRUE(client_->Create(kube::resources::Secrets(), "default", secret).ok());
+      ASSERT_TRUE(client_->Create(kube::resources::Secrets(), ns(), secret).ok());
     }
   }
 
   api::BenchmarkRun Run(const std::string& name) {
-    auto run = api::FromKubernetesObject(tr::CreateRun(*client_, name));
+    auto run = api::FromKubernetesObject(tr::CreateRun(*client_, name, ns()));
     EXPECT_TRUE(run.ok()) << run.status().ToString();
     return run.ok() ? *run : api::BenchmarkRun{};
   }
 
   Json Status(const std::string& name) {
-    auto got = client_->Get(kube::resources::BenchmarkRuns(), "default", name);
+    auto got = client_->Get(kube::resources::BenchmarkRuns(), ns(), name);
     EXPECT_TRUE(got.ok());
     return got.ok() ? got->value("status", Json::object()) : Json::object();
   }
 
   std::vector<std::string> EventReasons() {
     std::vector<std::string> out;
-    auto listed = client_->List(kube::resources::Events(), "default");
+    auto listed = client_->List(kube::resources::Events(), ns());
     if (!listed.ok()) return out;
     for (const Json& e : listed->items) out.push_back(e.value("reason", ""));
     return out;
@@ -68,7 +69,7 @@ class OperatorRunsTest : public kube::testenv::KubeTest {
 
   std::shared_ptr<KubernetesPlatform> Platform() {
     KubernetesPlatformOptions o;
-    o.ns = "default";
+    o.ns = ns();
     o.agent_image = "example.org/fairbench/agent:test";
     o.agent_token_secret = "agent-token";
     o.controller_address = "127.0.0.1:7070";
@@ -84,16 +85,16 @@ class OperatorRunsTest : public kube::testenv::KubeTest {
 // new token made on every read (agents started earlier could no longer
 // authenticate).
 TEST_F(OperatorRunsTest, AMissingTokenSecretIsCreatedOnceAndReadBack) {
-  auto first = ReadAgentToken(*client_, "default", "agent-token");
+  auto first = ReadAgentToken(*client_, ns(), "agent-token");
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_GE(first->size(), 32u);
-  auto secret = client_->Get(kube::resources::Secrets(), "default", "agent-token");
+  auto secret = client_->Get(kube::resources::Secrets(), ns(), "agent-token");
   ASSERT_TRUE(secret.ok());
   EXPECT_EQ((*secret)["metadata"]["labels"]["app.kubernetes.io/managed-by"], "fairbench");
   auto stored = Base64Decode((*secret)["data"].value("token", ""));
   ASSERT_TRUE(stored.ok());
   EXPECT_EQ(*stored, *first);
-  auto again = ReadAgentToken(*client_, "default", "agent-token");
+  auto again = ReadAgentToken(*client_, ns(), "agent-token");
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(*again, *first);
 }
@@ -104,19 +105,19 @@ TEST_F(OperatorRunsTest, AMissingTokenSecretIsCreatedOnceAndReadBack) {
 // ignores its stop.
 TEST_F(OperatorRunsTest, ASecretWithoutATokenIsTheOperatorsToFix) {
   PutSecret(Json::object());
-  auto token = ReadAgentToken(*client_, "default", "agent-token");
+  auto token = ReadAgentToken(*client_, ns(), "agent-token");
   ASSERT_FALSE(token.ok());
   EXPECT_EQ(token.status().code(), Status::Code::kFailedPrecondition);
-  EXPECT_EQ(token.status().message(), "Secret default/agent-token has no data.token");
+  EXPECT_EQ(token.status().message(), "Secret " + ns() + "/agent-token has no data.token");
 
   auto nowhere = kube::testenv::ClientFor("http://127.0.0.1:1");
-  auto unreachable = ReadAgentToken(*nowhere, "default", "agent-token");
+  auto unreachable = ReadAgentToken(*nowhere, ns(), "agent-token");
   ASSERT_FALSE(unreachable.ok());
   EXPECT_EQ(unreachable.status().code(), Status::Code::kUnavailable);
   std::stop_source stop;
   stop.request_stop();
   const auto start = std::chrono::steady_clock::now();
-  auto waited = WaitForAgentToken(*nowhere, "default", "agent-token", "http://127.0.0.1:1",
+  auto waited = WaitForAgentToken(*nowhere, ns(), "agent-token", "http://127.0.0.1:1",
                                   BackoffPolicy{10s, 10s, 2.0, 0.0}, stop.get_token());
   EXPECT_FALSE(waited.ok());
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
@@ -131,9 +132,9 @@ TEST_F(OperatorRunsTest, ASecretWithoutATokenIsTheOperatorsToFix) {
 TEST_F(OperatorRunsTest, ARunWaitsForTheTokenAndAFailedRecordFailsTheRun) {
   PutSecret(Json::object());
   std::string hub_token;
-  AgentTokenGate gate(*client_, "default", "agent-token", ReadAgentToken(*client_, "default", "agent-token"),
+  AgentTokenGate gate(*client_, ns(), "agent-token", ReadAgentToken(*client_, ns(), "agent-token"),
                       [&](const std::string& t) { hub_token = t; });
-  EXPECT_NE(gate.problem().find("Secret default/agent-token has no data.token: agents cannot authenticate"),
+  EXPECT_NE(gate.problem().find("Secret " + ns() + "/agent-token has no data.token: agents cannot authenticate"),
             std::string::npos);
   RunStatusClient run_status(*client_, recorder_.get());
   metrics::MetricRegistry registry;

@@ -1,7 +1,10 @@
-// The reconciler against the test API server with the product CRD
-// (manifests/), driven the way a user drives it: real kubectl apply, get,
-// describe, annotate and delete. The executor is a fake that records what
-// it was asked to run; the real one runs the orchestrator.
+// The reconciler against Kubernetes' own control plane (the shared cluster,
+// a namespace per test, the controller watching only that namespace) with
+// the product CRD (manifests/), driven the way a user drives it: the
+// cluster's kubectl apply, get, describe, annotate and delete, as the
+// cluster's administrator over TLS (watches included). The executor is a
+// fake that records what it was asked to run; the real one runs the
+// orchestrator.
 #include "controller/operator/run_controller.h"
 
 #include <sys/stat.h>
@@ -16,9 +19,8 @@
 #include "common/clock.h"
 #include "controller/kube/exec_credential.h"
 #include "controller/kube/kubeconfig.h"
-#include "testing/apiserver/yaml_json.h"
+#include "controller/store/test_records.h"
 #include "tests/kube/kube_test_env.h"
-#include "testing/support/bin_dir.h"
 
 namespace fairbench::controller {
 namespace {
@@ -112,31 +114,44 @@ class ReconcilerTest : public kube::testenv::KubeTest {
  protected:
   void SetUp() override {
     spdlog::set_level(spdlog::level::warn);
-    kubectl_ = fairbench::testing::FindTool("kubectl");
-    ASSERT_FALSE(kubectl_.empty()) << "kubectl not found: run scripts/setup --with-tools";
-    apiserver::TestApiServerOptions o;
-    o.tls = true;  // as a cluster serves it: watches over TLS included
-    Start(o);
+    KubeTest::SetUp();
+    if (HasFatalFailure()) return;
+    kubectl_ = cluster_->kubectl();
     char tmpl[] = "/tmp/fairbench-reconciler-XXXXXX";
     dir_ = mkdtemp(tmpl);
+    // The administrator's kubeconfig in the test's namespace: the
+    // controller's client and kubectl talk TLS to the API server itself.
     kubeconfig_ = dir_ + "/kubeconfig";
-    ASSERT_TRUE(server_->WriteKubeconfig(kubeconfig_).ok());
+    testrecords::WriteAdminKubeconfig(*cluster_, ns(), kubeconfig_);
+    if (HasFatalFailure()) return;
     auto cfg = kube::LoadKubeconfig({{kubeconfig_}, "", nullptr});
     ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+    ASSERT_EQ(cfg->default_namespace, ns());
     auto c = kube::Client::Create(*cfg, kube::testenv::FastRetries());
     ASSERT_TRUE(c.ok());
     client_ = std::move(*c);
-    Ok({"apply", "-f", std::string(FAIRBENCH_SOURCE_DIR) + "/manifests/crd/benchmarkruns.fairbench.dev.yaml"});
-    Ok({"wait", "--for=condition=Established", "crd/benchmarkruns.fairbench.dev", "--timeout=10s"});
+    // The product CRD, shared by every test in the cluster: created if absent.
+    testrecords::InstallGeneratedCrd(*client_, ns());
+    if (HasFatalFailure()) return;
     executor_ = std::make_unique<FakeExecutor>(*client_);
     events_ = std::make_unique<kube::EventRecorder>(*client_, clock_);
-    controller_ = std::make_unique<RunController>(*client_, "default", *executor_, events_.get());
+    // This namespace only: runs of tests beside it are not this controller's.
+    controller_ = std::make_unique<RunController>(*client_, ns(), *executor_, events_.get());
     executor_->on_idle = [this] { controller_->RequeueAll(); };
     ASSERT_TRUE(controller_->Start(10s));
   }
   void TearDown() override {
     if (controller_) controller_->Stop();
     controller_.reset();
+    // The runs' finalizer is the controller's to remove, and it is stopped:
+    // removed here, or the namespace's deletion would wait for it forever.
+    if (client_ && ns_) {
+      auto runs = client_->List(kube::resources::BenchmarkRuns(), ns());
+      for (const Json& run : runs.ok() ? runs->items : std::vector<Json>{}) {
+        (void)client_->Patch(kube::resources::BenchmarkRuns(), ns(), run["metadata"].value("name", ""),
+                             kube::PatchType::kMerge, R"({"metadata":{"finalizers":null}})");
+      }
+    }
     events_.reset();
     executor_.reset();
     KubeTest::TearDown();
@@ -172,6 +187,9 @@ class ReconcilerTest : public kube::testenv::KubeTest {
     return r.exit_code == 0 ? Json::parse(r.out) : Json();
   }
 
+  // "NS/name": the key of run `name` in the test's namespace.
+  std::string Key(const std::string& name) const { return ns() + "/" + name; }
+
   std::string kubectl_, dir_, kubeconfig_;
   SystemClock clock_;
   std::unique_ptr<FakeExecutor> executor_;
@@ -204,8 +222,8 @@ TEST_F(ReconcilerTest, RunsAreQueuedAndExecutedOneAtATimeInOrderOfCreation) {
   Apply(RunYaml("second"));
   ASSERT_TRUE(PhaseBecomes("second", "Queued")) << Phase("second");
   ASSERT_TRUE(Eventually([&] { return executor_->started().size() == 1; }, 10s));
-  EXPECT_EQ(executor_->started(), std::vector<std::string>{"default/first"});
-  EXPECT_EQ(executor_->cells("default/first"), 2u);
+  EXPECT_EQ(executor_->started(), std::vector<std::string>{Key("first")});
+  EXPECT_EQ(executor_->cells(Key("first")), 2u);
   const Json second = Get("second");
   EXPECT_EQ(second["metadata"]["finalizers"], Json::array({api::kFinalizer}));
   EXPECT_EQ(second["status"]["progress"], "0/2");
@@ -215,10 +233,10 @@ TEST_F(ReconcilerTest, RunsAreQueuedAndExecutedOneAtATimeInOrderOfCreation) {
   EXPECT_NE(Ok({"get", "br", "second"}).find("Queued"), std::string::npos);
   EXPECT_TRUE(Eventually([&] { return Ok({"describe", "br", "second"}).find("2 cells queued") != std::string::npos; }, 10s));
 
-  executor_->Finish("default/first", "Succeeded");
+  executor_->Finish(Key("first"), "Succeeded");
   ASSERT_TRUE(Eventually([&] { return executor_->started().size() == 2; }, 10s));
-  EXPECT_EQ(executor_->started()[1], "default/second");
-  executor_->Finish("default/second", "Succeeded");
+  EXPECT_EQ(executor_->started()[1], Key("second"));
+  executor_->Finish(Key("second"), "Succeeded");
   std::this_thread::sleep_for(300ms);
   EXPECT_EQ(executor_->started().size(), 2u) << "a finished run must not start again";
   EXPECT_EQ(executor_->overlaps(), 0);
@@ -233,7 +251,7 @@ TEST_F(ReconcilerTest, ARunFinishedOnTheServerIsNotStartedFromAStaleCache) {
   Apply(RunYaml("stale"));
   auto set_phase = [&](const std::string& phase) {
     const Json patch = {{"status", {{"phase", phase}}}};
-    auto r = client_->Patch(kube::resources::BenchmarkRuns(), "default", "stale", kube::PatchType::kMerge, patch.dump(),
+    auto r = client_->Patch(kube::resources::BenchmarkRuns(), ns(), "stale", kube::PatchType::kMerge, patch.dump(),
                             {}, "status");
     ASSERT_TRUE(r.ok()) << r.error().ToString();
   };
@@ -241,24 +259,24 @@ TEST_F(ReconcilerTest, ARunFinishedOnTheServerIsNotStartedFromAStaleCache) {
   finalizer["metadata"]["finalizers"] = Json::array({api::kFinalizer});
   ASSERT_TRUE(client_->Update(kube::resources::BenchmarkRuns(), finalizer).ok());
   set_phase("Running");
-  kube::Informer runs(*client_, kube::resources::BenchmarkRuns(), "default");
+  kube::Informer runs(*client_, kube::resources::BenchmarkRuns(), ns());
   runs.Start();
   ASSERT_TRUE(runs.WaitForSync(10s));
-  ASSERT_TRUE(Eventually([&] { return PhaseOf(runs.Get("default/stale").value_or(Json())) == api::RunPhase::kRunning; },
+  ASSERT_TRUE(Eventually([&] { return PhaseOf(runs.Get(Key("stale")).value_or(Json())) == api::RunPhase::kRunning; },
                          10s));
   runs.Stop();  // the cache stays as it is: Running
   set_phase("Succeeded");
   FakeExecutor executor(*client_);
   Reconciler reconciler(*client_, runs, executor, nullptr);
-  Reconciler::Outcome out = reconciler.Reconcile("default/stale");
+  Reconciler::Outcome out = reconciler.Reconcile(Key("stale"));
   EXPECT_TRUE(out.status.ok()) << out.status.ToString();
   EXPECT_TRUE(executor.started().empty()) << "a run the server has as Succeeded was started again";
   EXPECT_GT(out.requeue_after.count(), 0) << "not looked at again once the cache catches up";
   // Still Running on the server (a leader died mid-run): resumed.
   set_phase("Running");
-  out = reconciler.Reconcile("default/stale");
+  out = reconciler.Reconcile(Key("stale"));
   EXPECT_TRUE(out.status.ok()) << out.status.ToString();
-  EXPECT_EQ(executor.started(), std::vector<std::string>{"default/stale"});
+  EXPECT_EQ(executor.started(), std::vector<std::string>{Key("stale")});
 }
 
 // Catches: a run the model refuses (the CRD schema lets it through) left
@@ -298,12 +316,12 @@ TEST_F(ReconcilerTest, AScriptIsReadFromItsConfigMap) {
   const Json failed = Get("nocm");
   EXPECT_EQ(failed["status"]["conditions"][0]["reason"], "InvalidSpec");
   EXPECT_NE(failed["status"]["conditions"][0]["message"].get<std::string>().find(
-                "spec.scenarios[0].script.configMapRef.name: no ConfigMap \"scripts\" in namespace \"default\""),
+                "spec.scenarios[0].script.configMapRef.name: no ConfigMap \"scripts\" in namespace \"" + ns() + "\""),
             std::string::npos)
       << failed["status"].dump();
   Apply("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: scripts}\ndata:\n  post.lua: 'wrk.method = \"POST\"'\n");
   Apply(named("withcm"));
-  ASSERT_TRUE(Eventually([&] { return executor_->script("default/withcm") == "wrk.method = \"POST\""; }, 10s))
+  ASSERT_TRUE(Eventually([&] { return executor_->script(Key("withcm")) == "wrk.method = \"POST\""; }, 10s))
       << "started: " << executor_->started().size();
 }
 
@@ -311,12 +329,12 @@ TEST_F(ReconcilerTest, AScriptIsReadFromItsConfigMap) {
 // (orphans), the finalizer never removed (the delete hanging).
 TEST_F(ReconcilerTest, DeletingTheActiveRunCancelsItAndRemovesWhatItCreated) {
   Apply(RunYaml("doomed"));
-  ASSERT_TRUE(Eventually([&] { return executor_->Active() == "default/doomed"; }, 10s));
+  ASSERT_TRUE(Eventually([&] { return executor_->Active() == Key("doomed"); }, 10s));
   const Json labels = {{api::label::kRun, "doomed"}};
-  ASSERT_TRUE(client_->Create(kube::resources::ConfigMaps(), "default", kube::testenv::ConfigMapJson("doomed-results-0", {{"a", "b"}}, labels)).ok());
-  ASSERT_TRUE(client_->Create(kube::resources::ConfigMaps(), "default", kube::testenv::ConfigMapJson("unrelated", {{"a", "b"}})).ok());
+  ASSERT_TRUE(client_->Create(kube::resources::ConfigMaps(), ns(), kube::testenv::ConfigMapJson("doomed-results-0", {{"a", "b"}}, labels)).ok());
+  ASSERT_TRUE(client_->Create(kube::resources::ConfigMaps(), ns(), kube::testenv::ConfigMapJson("unrelated", {{"a", "b"}})).ok());
   Ok({"delete", "br", "doomed", "--wait=true", "--timeout=20s"});
-  EXPECT_EQ(executor_->cancelled(), std::vector<std::string>{"default/doomed"});
+  EXPECT_EQ(executor_->cancelled(), std::vector<std::string>{Key("doomed")});
   EXPECT_NE(Run({"get", "br", "doomed"}).exit_code, 0);
   EXPECT_NE(Run({"get", "configmap", "doomed-results-0"}).exit_code, 0) << "an object the run created was left behind";
   EXPECT_EQ(Run({"get", "configmap", "unrelated"}).exit_code, 0) << "an object of no run was deleted";
@@ -326,7 +344,7 @@ TEST_F(ReconcilerTest, DeletingTheActiveRunCancelsItAndRemovesWhatItCreated) {
 // cancelled run deleted (cancel keeps it; delete removes it).
 TEST_F(ReconcilerTest, TheCancelAnnotationStopsARunAndKeepsItsRecord) {
   Apply(RunYaml("running"));
-  ASSERT_TRUE(Eventually([&] { return executor_->Active() == "default/running"; }, 10s));
+  ASSERT_TRUE(Eventually([&] { return executor_->Active() == Key("running"); }, 10s));
   std::this_thread::sleep_for(1100ms);
   Apply(RunYaml("waiting"));
   ASSERT_TRUE(PhaseBecomes("waiting", "Queued"));
@@ -334,8 +352,8 @@ TEST_F(ReconcilerTest, TheCancelAnnotationStopsARunAndKeepsItsRecord) {
   ASSERT_TRUE(PhaseBecomes("waiting", "Cancelled")) << Phase("waiting");
   Ok({"annotate", "br", "running", std::string(api::annotation::kCancel) + "=true"});
   ASSERT_TRUE(PhaseBecomes("running", "Cancelled")) << Phase("running");
-  EXPECT_EQ(executor_->cancelled(), std::vector<std::string>{"default/running"});
-  EXPECT_EQ(executor_->started(), std::vector<std::string>{"default/running"}) << "a cancelled queued run must not start";
+  EXPECT_EQ(executor_->cancelled(), std::vector<std::string>{Key("running")});
+  EXPECT_EQ(executor_->started(), std::vector<std::string>{Key("running")}) << "a cancelled queued run must not start";
   EXPECT_EQ(Run({"get", "br", "waiting"}).exit_code, 0);
   EXPECT_EQ(Run({"get", "br", "running"}).exit_code, 0);
 }

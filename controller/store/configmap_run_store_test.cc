@@ -1,4 +1,5 @@
-// ConfigMapRunStore against the test API server: round trips, records split
+// ConfigMapRunStore against Kubernetes' own API server (the shared cluster,
+// a namespace per test): round trips, records split
 // over several ConfigMaps, torn and damaged records refused, owners and
 // labels, the report ConfigMap, and a save interrupted before its manifest.
 #include "controller/store/configmap_run_store.h"
@@ -44,16 +45,16 @@ class ConfigMapRunStoreTest : public kube::testenv::KubeTest {
  protected:
   void SetUp() override {
     KubeTest::SetUp();
-    client_ = tr::FastClient(server_->url());
-    tr::InstallGeneratedCrd(*client_);
-    owner_ = tr::CreateRun(*client_, "demo");
+    client_ = tr::FastClient(url());
+    tr::InstallGeneratedCrd(*client_, ns());
+    owner_ = tr::CreateRun(*client_, "demo", ns());
     uid_ = owner_["metadata"].value("uid", "");
     ASSERT_FALSE(uid_.empty());
   }
 
   ConfigMapRunStoreOptions Options() const {
     ConfigMapRunStoreOptions o;
-    o.ns = "default";
+    o.ns = ns();
     o.run = "demo";
     o.run_uid = uid_;
     o.retry_backoff = {std::chrono::milliseconds(1), std::chrono::milliseconds(5), 2.0, 0.0};
@@ -61,7 +62,7 @@ class ConfigMapRunStoreTest : public kube::testenv::KubeTest {
   }
 
   kube::ConfigMap GetCm(const std::string& name) {
-    auto got = client_->Get(kube::resources::ConfigMaps(), "default", name);
+    auto got = client_->Get(kube::resources::ConfigMaps(), ns(), name);
     EXPECT_TRUE(got.ok()) << name << ": " << got.error().ToString();
     auto cm = kube::ConfigMap::FromJson(got.ok() ? *got : Json::object());
     EXPECT_TRUE(cm.ok());
@@ -74,7 +75,7 @@ class ConfigMapRunStoreTest : public kube::testenv::KubeTest {
   std::vector<std::string> ResultsParts() {
     kube::ListOptions lo;
     lo.label_selector = "fairbench.dev/run=demo,fairbench.dev/record=results";
-    auto list = client_->List(kube::resources::ConfigMaps(), "default", lo);
+    auto list = client_->List(kube::resources::ConfigMaps(), ns(), lo);
     EXPECT_TRUE(list.ok());
     std::vector<std::string> names;
     if (list.ok()) {
@@ -196,7 +197,7 @@ TEST_F(ConfigMapRunStoreTest, SaveInterruptedBeforeTheManifestLeavesThePreviousR
 
   // A client whose writes of the first ConfigMap (the manifest) fail.
   kube::RestConfig cfg;
-  cfg.server = server_->url();
+  cfg.server = url();
   cfg.timeout = std::chrono::milliseconds(5000);
   auto transport = std::make_unique<FailingTransport>(
       std::make_unique<kube::CurlTransport>(cfg.server, cfg.tls, cfg.user_agent), [](const kube::HttpRequest& r) {
@@ -229,14 +230,14 @@ TEST_F(ConfigMapRunStoreTest, WritesThatFailOrLoseTheirAnswerAreRetried) {
   ConfigMapRunStoreOptions o = Options();
   o.part_bytes = 32 * 1024;
   ConfigMapRunStore store(*client_, o);
-  apiserver::FaultConfig f;
+  kubetest::FaultConfig f;
   f.server_error_rate = 0.2;
   f.server_error_codes = {500};
   f.timeout_rate = 0.25;
   f.methods = {"POST", "PUT"};
-  f.path_prefixes = {"/api/v1/namespaces/default/configmaps"};
+  f.path_prefixes = {"/api/v1/namespaces/" + ns() + "/configmaps"};
   f.seed = 5;
-  api().faults().Configure(f);
+  faults().Configure(f);
   for (int i = 0; i < 4; ++i) {
     const report::RunRecord record = tr::Record("demo", 50 + i, 1 + i, 20000);
     Status saved = store.Save(record);
@@ -246,10 +247,10 @@ TEST_F(ConfigMapRunStoreTest, WritesThatFailOrLoseTheirAnswerAreRetried) {
     ASSERT_TRUE(loaded->has_value());
     tr::ExpectSameRecord(record, **loaded);
   }
-  const apiserver::FaultCounts counts = api().faults().counts();
+  const kubetest::FaultCounts counts = faults().counts();
   EXPECT_GT(counts.server_errors, 2u);
   EXPECT_GT(counts.timeouts, 2u);
-  api().faults().Clear();
+  faults().Clear();
 }
 
 class DamagedRecordTest : public ConfigMapRunStoreTest {
@@ -271,7 +272,7 @@ class DamagedRecordTest : public ConfigMapRunStoreTest {
 
 // Catches: a missing part read as a shorter record (cells silently lost).
 TEST_F(DamagedRecordTest, MissingPartIsRefused) {
-  ASSERT_TRUE(client_->Delete(kube::resources::ConfigMaps(), "default", second_).ok());
+  ASSERT_TRUE(client_->Delete(kube::resources::ConfigMaps(), ns(), second_).ok());
   const std::string error = LoadError(*store_);
   EXPECT_NE(error.find("damaged"), std::string::npos) << error;
   EXPECT_NE(error.find(second_), std::string::npos) << error;

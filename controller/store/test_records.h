@@ -1,8 +1,8 @@
 // Test support for the stores and the status writer: run records with every
 // field set (timelines, real HdrHistograms of random latencies, wrk text,
 // flags, optionals, times to the nanosecond), a field-by-field comparison,
-// and the BenchmarkRun CRD from manifests/crd installed into a test API
-// server. Header-only; deterministic for a given seed.
+// and the BenchmarkRun CRD from manifests/crd installed into the shared
+// Kubernetes cluster. Header-only; deterministic for a given seed.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <cmath>
+#include <fstream>
 #include <random>
 #include <string>
 #include <thread>
@@ -23,13 +24,15 @@
 #include "controller/kube/client.h"
 #include "controller/kube/credentials.h"
 #include "controller/kube/curl_transport.h"
-#include "testing/apiserver/yaml_json.h"
+#include "controller/kube/exec_credential.h"
+#include "testing/kubetest/yaml_json.h"
+#include "testing/support/kube_cluster.h"
 
 namespace fairbench::controller::testrecords {
 
-// Asks the server for uncompressed responses: the test API server's HTTP
-// library compresses large bodies with brotli when curl offers it, which
-// costs about a second per MiB — most of a large-record test's time.
+// Asks the server for uncompressed responses: the fault proxy's HTTP library
+// compresses large bodies with brotli when curl offers it, which costs about
+// a second per MiB — most of a large-record test's time.
 class IdentityEncodingTransport final : public kube::HttpTransport {
  public:
   explicit IdentityEncodingTransport(std::unique_ptr<kube::HttpTransport> inner) : inner_(std::move(inner)) {}
@@ -265,24 +268,55 @@ inline void ExpectSameRecord(const report::RunRecord& a, const report::RunRecord
 }
 
 // Installs manifests/crd/benchmarkruns.fairbench.dev.yaml (the CRD that
-// `fairbench crd` generates) and waits until BenchmarkRuns are served.
-inline void InstallGeneratedCrd(kube::Client& client) {
+// `fairbench crd` generates) into the shared cluster if it is not there yet
+// (one CRD for every test in the cluster: never changed nor deleted), waits
+// until it is Established and BenchmarkRuns are served in `ns`.
+inline void InstallGeneratedCrd(kube::Client& client, const std::string& ns) {
   auto text = kube::ReadSmallFile(std::string(FAIRBENCH_SOURCE_DIR) + "/manifests/crd/benchmarkruns.fairbench.dev.yaml");
   ASSERT_TRUE(text.ok()) << text.status().ToString();
-  auto crd = apiserver::YamlToJson(*text);
+  auto crd = kubetest::YamlToJson(*text);
   ASSERT_TRUE(crd.ok()) << crd.status().ToString();
   auto created = client.Create(kube::resources::CustomResourceDefinitions(), "", *crd);
-  ASSERT_TRUE(created.ok()) << created.error().ToString();
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  ASSERT_TRUE(created.ok() || created.reason() == kube::Reason::kAlreadyExists) << created.error().ToString();
+  const std::string name = (*crd)["metadata"].value("name", "");
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  bool established = false;
   while (std::chrono::steady_clock::now() < until) {
-    if (client.List(kube::resources::BenchmarkRuns(), "default").ok()) return;
+    if (!established) {
+      auto got = client.Get(kube::resources::CustomResourceDefinitions(), "", name);
+      if (got.ok()) {
+        for (const auto& c : (*got)["status"].value("conditions", kube::Json::array())) {
+          if (c.value("type", "") == "Established" && c.value("status", "") == "True") established = true;
+        }
+      }
+    }
+    if (established && client.List(kube::resources::BenchmarkRuns(), ns).ok()) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  FAIL() << "BenchmarkRuns not served 5 s after the CRD was created";
+  FAIL() << "BenchmarkRuns not served 30 s after the CRD was created";
+}
+
+// Writes to `path` the cluster's administrator kubeconfig (TLS to the API
+// server itself, a client certificate) with `ns` as its context's namespace:
+// what kubectl and the controller's own clients use in a test's namespace.
+inline void WriteAdminKubeconfig(const fairbench::testing::KubeCluster& cluster, const std::string& ns,
+                                 const std::string& path) {
+  auto text = kube::ReadSmallFile(cluster.admin_kubeconfig());
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  {
+    std::ofstream out(path);
+    out << *text;
+    ASSERT_TRUE(out.good()) << path;
+  }
+  auto set = kube::RunCommand(cluster.kubectl(),
+                              {"--kubeconfig", path, "config", "set-context", "--current", "--namespace", ns},
+                              {{"KUBECONFIG", ""}}, std::chrono::seconds(30));
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  ASSERT_EQ(set->exit_code, 0) << set->out << set->err;
 }
 
 // Creates a BenchmarkRun `name` in `ns`; returns the stored object.
-inline kube::Json CreateRun(kube::Client& client, const std::string& name, const std::string& ns = "default") {
+inline kube::Json CreateRun(kube::Client& client, const std::string& name, const std::string& ns) {
   kube::Json run = {{"apiVersion", "fairbench.dev/v1alpha1"},
                     {"kind", "BenchmarkRun"},
                     {"metadata", {{"name", name}, {"namespace", ns}}},

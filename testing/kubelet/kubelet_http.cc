@@ -15,6 +15,8 @@
 #include <sstream>
 #include <vector>
 
+#include "testing/support/netns.h"
+
 namespace fairbench::kubelet {
 
 std::string SelectLog(const std::string& text, std::optional<int64_t> tail_lines, std::optional<int64_t> limit_bytes) {
@@ -39,37 +41,12 @@ std::string SelectLog(const std::string& text, std::optional<int64_t> tail_lines
   return out;
 }
 
-namespace {
-
-// Runs `f` on this thread inside network namespace `netns` (a name under
-// /run/netns, or a path), then back in this one. Sockets made meanwhile
-// stay in `netns` whichever thread uses them later.
-Status InNetns(const std::string& netns, const std::function<void()>& f) {
-  const std::string path = netns.find('/') == std::string::npos ? "/run/netns/" + netns : netns;
-  const int target = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (target < 0) return Status::Unavailable("network namespace " + path + ": " + std::strerror(errno));
-  const int home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-  if (home < 0 || setns(target, CLONE_NEWNET) != 0) {
-    const std::string why = std::strerror(errno);
-    close(target);
-    if (home >= 0) close(home);
-    return Status::Unavailable("cannot enter network namespace " + path + ": " + why);
-  }
-  f();
-  const bool back = setns(home, CLONE_NEWNET) == 0;
-  close(target);
-  close(home);
-  if (!back) std::abort();  // this thread would go on in the wrong network
-  return Status::Ok();
-}
-
-}  // namespace
 
 Result<std::unique_ptr<KubeletHttp>> KubeletHttp::Bind(const std::string& host, int port, const std::string& cert_file,
                                                        const std::string& key_file, const std::string& netns) {
   if (!netns.empty()) {
     Result<std::unique_ptr<KubeletHttp>> out = Status::Unavailable("");
-    if (Status s = InNetns(netns, [&] { out = Bind(host, port, cert_file, key_file); }); !s.ok()) return s;
+    if (Status s = testing::InNetns(netns, [&] { out = Bind(host, port, cert_file, key_file); }); !s.ok()) return s;
     return out;
   }
   auto h = std::unique_ptr<KubeletHttp>(new KubeletHttp());
@@ -86,6 +63,9 @@ Result<std::unique_ptr<KubeletHttp>> KubeletHttp::Bind(const std::string& host, 
   } else {
     h->server_ = std::make_unique<httplib::Server>();
   }
+  // kube-apiserver keeps its proxied connections to a kubelet open; a short
+  // keep-alive lets Stop() return at once instead of after httplib's 5 s.
+  h->server_->set_keep_alive_timeout(1);
   if (port == 0) {
     h->port_ = h->server_->bind_to_any_port(host);
   } else if (h->server_->bind_to_port(host, port)) {

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "common/units.h"
-#include "testing/apiserver/yaml_json.h"
+#include "testing/kubetest/yaml_json.h"
 
 namespace fairbench::kubelet {
 
@@ -184,7 +184,7 @@ Result<std::vector<std::string>> Strings(const Json& v, const std::string& where
 }  // namespace
 
 Result<ImageMap> ParseImageMap(std::string_view text) {
-  auto parsed = apiserver::YamlToJson(text);
+  auto parsed = kubetest::YamlToJson(text);
   if (!parsed.ok()) return parsed.status();
   if (!parsed->is_object()) return Status::InvalidArgument("the image map must be a map of image to argv");
   ImageMap images;

@@ -14,6 +14,7 @@
 // Not thread-safe: one test owns a KubeCluster. Move-only.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,9 @@ class KubeCluster {
   // `dir`: the cluster's folder (created; anything in it is replaced).
   // `apiserver_args`: more kube-apiserver flags (--watch-cache-sizes=…).
   static Result<KubeCluster> Up(const std::string& dir, const std::vector<std::string>& apiserver_args = {});
+  // A cluster another process started in `dir` (`scripts/kube up`, the
+  // ctest fixture kubernetes.cluster): used, never stopped, by this one.
+  static Result<KubeCluster> Attach(const std::string& dir);
 
   KubeCluster(KubeCluster&& other) noexcept;
   KubeCluster& operator=(KubeCluster&& other) noexcept;
@@ -40,6 +44,8 @@ class KubeCluster {
   const std::string& dir() const { return dir_; }
   // The administrator's kubeconfig (system:masters, client certificate).
   std::string admin_kubeconfig() const { return dir_ + "/admin.kubeconfig"; }
+  // A file of the cluster's PKI: ca.crt, admin.crt, admin.key, …
+  std::string pki(const std::string& file) const { return dir_ + "/pki/" + file; }
   // https://127.0.0.1:PORT
   std::string server() const;
   // Where the built etcd, kube-apiserver, …, kubectl and kubelet are.
@@ -73,12 +79,58 @@ class KubeCluster {
   KubeCluster() = default;
   std::string dir_;
   std::string bin_dir_;
+  bool owned_ = true;  // Down() stops it
 };
+
+// The cluster the Kubernetes tests of this process share, so that a test
+// costs a namespace rather than a control plane. Under ctest it is the one
+// the fixture kubernetes.cluster started (FAIRBENCH_KUBE_CLUSTER names its
+// folder); a test binary run by hand starts one for itself, stopped when
+// the process ends. Tests that change the cluster itself (a CRD deleted,
+// a kube-apiserver flag) start their own with KubeCluster::Up instead.
+// Thread-safe; the cluster lives until the process ends.
+Result<KubeCluster*> SharedKubeCluster();
+
+// A namespace of one test's own in a shared cluster: a unique name from
+// `prefix`, created at once, ready for pods (its "default" ServiceAccount
+// made); deleted, without waiting for its objects to go, when the
+// TestNamespace goes. Move-only.
+class TestNamespace {
+ public:
+  static Result<TestNamespace> Create(const KubeCluster& cluster, const std::string& prefix,
+                                      const std::map<std::string, std::string>& labels = {});
+  TestNamespace(TestNamespace&& other) noexcept;
+  TestNamespace& operator=(TestNamespace&& other) noexcept;
+  TestNamespace(const TestNamespace&) = delete;
+  TestNamespace& operator=(const TestNamespace&) = delete;
+  ~TestNamespace();
+
+  const std::string& name() const { return name_; }
+
+ private:
+  TestNamespace() = default;
+  std::string kubectl_, kubeconfig_, name_;
+};
+
+// Runs the cluster's kubectl as its administrator with `args`; its
+// standard output, or an error with what it said. Unlike the tests' own
+// kubectl runs, for set-up: a failure here is the set-up's failure.
+Result<std::string> AdminKubectl(const KubeCluster& cluster, const std::vector<std::string>& args,
+                                 const std::string& stdin_text = "");
 
 // scripts/kube in the checkout these tests were built from.
 std::string KubeScript();
 // The folder of the built etcd, kube-apiserver, …, kubectl, kubelet and
 // helm (scripts/kube build: built first if the cache lacks them).
 Result<std::string> KubeBinDir();
+
+// The product's CRD (manifests/crd/benchmarkruns.fairbench.dev.yaml)
+// applied to `cluster` as its administrator, once it is Established.
+Status InstallProductCrd(const KubeCluster& cluster);
+
+// From `helm template` output of the chart: the documents of an
+// installation's identity (its ServiceAccount, Roles, RoleBindings,
+// ClusterRoles and ClusterRoleBindings), as one YAML stream.
+std::string ChartIdentityObjects(const std::string& rendered);
 
 }  // namespace fairbench::testing

@@ -1,6 +1,6 @@
 // The chart's RBAC against what fairbench-controller really asks of the API
-// server. The operator's tests (tests/operator) run the controllers with an
-// identity of their own against the test API server, whose audit log names
+// server. The operator's tests (tests/operator) run the controllers as the
+// chart's ServiceAccount against Kubernetes' own kube-apiserver, whose audit log names
 // every request; each test keeps the kinds of request the controllers made
 // (verb, API group, resource, subresource, namespaced or not) in
 // FAIRBENCH_API_USAGE_DIR, and fails on one that tests/chart/
@@ -30,8 +30,8 @@ const std::vector<Unreached>& UnreachedRequests() {
       // The run's pods and ConfigMaps carry owner references with
       // blockOwnerDeletion; the OwnerReferencesPermissionEnforcement
       // admission plugin (on in OpenShift, among others) lets only a user
-      // who may update the owner's finalizers set it. The test API server
-      // runs no admission plugins.
+      // who may update the owner's finalizers set it. kube-apiserver's
+      // default admission plugins, which the tests' clusters run, leave it off.
       {{{"verb", "update"},
         {"apiGroup", "fairbench.dev"},
         {"resource", "benchmarkruns"},
@@ -274,7 +274,7 @@ TEST_F(ChartRbacTest, TheListIsWhatTheOperatorTestsSaw) {
     std::ofstream out(kRoot + "/tests/chart/controller-api-usage.json");
     out << "{\n  \"description\": "
         << json("What fairbench-controller asks of the Kubernetes API (kinds of request, whatever their object), as "
-                "the operator's tests (tests/operator) saw it in the test API server's audit log. The chart's RBAC "
+                "the operator's tests (tests/operator) saw it in kube-apiserver's audit log. The chart's RBAC "
                 "rules must grant exactly these, plus the few requests tests/chart/chart_rbac_test.cc lists as not "
                 "reached by those tests. Written by FAIRBENCH_UPDATE_API_USAGE=1 ctest -R ChartRbacTest after the "
                 "operator tests ran.")

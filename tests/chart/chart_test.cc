@@ -56,7 +56,7 @@ TEST_F(ChartTest, HelmLintPassesWithEveryCiValuesFile) {
 // scripts/render-manifests), crds.keep or crds.enabled ignored, a CRD left
 // in crds/ as well (Helm would install it there once and never upgrade it).
 TEST_F(ChartTest, TheCrdIsTheOneInManifestsAndKeptAtUninstall) {
-  auto manifests = apiserver::YamlToJson(ReadFile(kRoot + "/manifests/crd/benchmarkruns.fairbench.dev.yaml"));
+  auto manifests = kubetest::YamlToJson(ReadFile(kRoot + "/manifests/crd/benchmarkruns.fairbench.dev.yaml"));
   ASSERT_TRUE(manifests.ok()) << manifests.status().ToString();
   const std::vector<json> kept = Render({"--show-only", "templates/crds.yaml"});
   ASSERT_EQ(kept.size(), 1u);
@@ -79,7 +79,7 @@ TEST_F(ChartTest, TheCrdIsTheOneInManifestsAndKeptAtUninstall) {
 // Catches: a release of the project whose chart still installs the images
 // of the one before.
 TEST_F(ChartTest, ChartVersionsFollowTheProject) {
-  auto chart = apiserver::YamlToJson(ReadFile(kChart + "/Chart.yaml"));
+  auto chart = kubetest::YamlToJson(ReadFile(kChart + "/Chart.yaml"));
   ASSERT_TRUE(chart.ok());
   EXPECT_EQ(Str(*chart, "appVersion"), FAIRBENCH_VERSION) << "Chart.yaml appVersion ≠ CMakeLists.txt's project VERSION";
   EXPECT_EQ(Str(*chart, "version").substr(0, std::string(FAIRBENCH_VERSION).size()), FAIRBENCH_VERSION);

@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "controller/kube/exec_credential.h"
-#include "testing/apiserver/yaml_json.h"
+#include "testing/kubetest/yaml_json.h"
 #include "testing/support/bin_dir.h"
 #include "testing/support/kube_cluster.h"
 #include "testing/support/temp_dir.h"
@@ -66,7 +66,7 @@ inline std::vector<json> Documents(const std::string& text) {
     }
   }
   for (const auto& d : docs) {
-    auto j = apiserver::YamlToJson(d);
+    auto j = kubetest::YamlToJson(d);
     EXPECT_TRUE(j.ok()) << j.status().ToString() << "\n" << d.substr(0, 400);
     if (j.ok() && j->is_object()) out.push_back(std::move(*j));
   }

@@ -8,11 +8,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <functional>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "controller/platform/http_probe.h"
 #include "testing/support/bin_dir.h"
+#include "testing/support/kube_cluster.h"
 #include "testing/support/nginx_fixture.h"
 #include "testing/support/subprocess.h"
 #include "testing/support/ports.h"
@@ -217,55 +220,68 @@ TEST(ImagesRun, TheNofileHelperRaisesTheLimitInATargetContainer) {
 // The controller image runs fairbench-controller in-cluster: only the files
 // a kubelet mounts for a service account (token, ca.crt, namespace under
 // /var/run/secrets/kubernetes.io/serviceaccount) and KUBERNETES_SERVICE_*,
-// against the test API server over TLS, as the image's user on a read-only
-// root; a BenchmarkRun applied with kubectl is reconciled to Queued (its
-// Event) and taken up.
+// against Kubernetes' own API server (the shared cluster, on the host's
+// loopback: the container shares the host network) over TLS, as the chart's
+// ServiceAccount with the chart's RBAC (a token the TokenRequest API
+// issued), as the image's user on a read-only root; a BenchmarkRun applied
+// with kubectl is reconciled to Queued (its Event) and taken up.
 // Catches: the in-cluster configuration not read from the mounted files
 // (the controller would find no kubeconfig and exit), a CA not trusted, a
-// controller that needs a writable root.
+// controller that needs a writable root, an image whose controller asks
+// the API for more than the chart grants (its Event or status would be
+// forbidden).
 TEST(ImagesRun, TheControllerImageReconcilesARunWithAServiceAccountsFiles) {
   FAIRBENCH_NEED_ENGINE();
-  const std::string kubectl = testing::FindTool("kubectl");
-  ASSERT_FALSE(kubectl.empty()) << "kubectl not found: scripts/setup --with-tools";
+  auto cluster = testing::SharedKubeCluster();
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  const testing::KubeCluster& kube_cluster = **cluster;
+  auto test_ns = testing::TestNamespace::Create(kube_cluster, "controller-image");
+  ASSERT_TRUE(test_ns.ok()) << test_ns.status().ToString();
+  const std::string ns = test_ns->name();
+  const std::string kubectl = kube_cluster.kubectl();
   auto dir = testing::TempDir::Create("fairbench-controller-image");
   ASSERT_TRUE(dir.ok());
   const std::filesystem::path root = dir->path();
-  const std::string admin = "admin-" + std::to_string(getpid());
-  const std::string token = "controller-" + std::to_string(getpid());
-  std::ofstream(root / "tokens.csv") << admin << ",fairbench-admin,1,\"system:masters\"\n"
-                                     << token << ",system:serviceaccount:default:fairbench-controller,2,"
-                                     << "\"system:serviceaccounts,system:serviceaccounts:default\"\n";
-  testing::SubprocessOptions o;
-  o.argv = {testing::BinaryPath("fairbench-test-apiserver"), "--listen", "127.0.0.1:0", "--tls-dir", (root / "tls").string(),
-            "--token-auth-file", (root / "tokens.csv").string(), "--write-kubeconfig", (root / "kubeconfig").string()};
-  o.stdout_to = testing::Redirect::File((root / "apiserver.log").string());
-  o.stderr_to = testing::Redirect::File((root / "apiserver.log").string());
-  auto apiserver = testing::Subprocess::Start(o);
-  ASSERT_TRUE(apiserver.ok()) << apiserver.status().message();
-  std::string kubeconfig;
-  for (int i = 0; i < 200 && kubeconfig.find("server:") == std::string::npos; ++i) {
-    std::this_thread::sleep_for(50ms);
-    kubeconfig = ReadFile(root / "kubeconfig");
-  }
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(kubeconfig, m, std::regex(R"(server: https://127\.0\.0\.1:(\d+))"))) << kubeconfig;
-  const std::string port = m[1];
   auto kc = [&](const std::vector<std::string>& args) {
-    std::vector<std::string> a = {"--kubeconfig", (root / "kubeconfig").string()};
+    std::vector<std::string> a = {"--kubeconfig", kube_cluster.admin_kubeconfig()};
     a.insert(a.end(), args.begin(), args.end());
-    auto r = kube::RunCommand(kubectl, a, {{"HOME", root.string()}}, 60s);
+    auto r = kube::RunCommand(kubectl, a, {{"HOME", root.string()}, {"KUBECONFIG", ""}}, 60s);
     return r.ok() ? *r : kube::CommandResult{-1, "", r.status().message()};
   };
-  auto crd = kc({"apply", "-f", (kRoot / "manifests/crd/benchmarkruns.fairbench.dev.yaml").string()});
-  ASSERT_EQ(crd.exit_code, 0) << crd.err;
-  ASSERT_EQ(kc({"wait", "--for=condition=Established", "crd/benchmarkruns.fairbench.dev", "--timeout=20s"}).exit_code, 0);
+  // The product CRD (other tests of the shared cluster apply it too).
+  const Status crd = testing::InstallProductCrd(kube_cluster);
+  ASSERT_TRUE(crd.ok()) << crd.ToString();
+
+  // The chart's identity for an installation in `ns`: its ServiceAccount,
+  // Roles, ClusterRoles and bindings (helm template), applied; removed at
+  // the end (the ClusterRoles and their bindings are cluster-scoped, named
+  // after the namespace).
+  auto rendered = kube::RunCommand(kube_cluster.bin_dir() + "/helm",
+                                   {"template", "fairbench", (kRoot / "charts/fairbench").string(), "--namespace", ns},
+                                   {{"HOME", root.string()}}, 60s);
+  ASSERT_TRUE(rendered.ok() && rendered->exit_code == 0) << (rendered.ok() ? rendered->err : rendered.status().message());
+  const std::string identity = testing::ChartIdentityObjects(rendered->out);
+  const std::string identity_file = (root / "identity.yaml").string();
+  std::ofstream(identity_file) << identity;
+  auto applied = kc({"apply", "-f", identity_file});
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  struct RemoveIdentity {
+    std::function<void()> f;
+    ~RemoveIdentity() { f(); }
+  } remove_identity{[&] { kc({"delete", "-f", identity_file, "--ignore-not-found", "--wait=false"}); }};
+  auto token = kc({"create", "token", "fairbench-controller", "-n", ns, "--duration", "1h"});
+  ASSERT_EQ(token.exit_code, 0) << token.err;
+  std::smatch m;
+  const std::string server = kube_cluster.server();
+  ASSERT_TRUE(std::regex_match(server, m, std::regex(R"(https://127\.0\.0\.1:(\d+))"))) << server;
+  const std::string port = m[1];
 
   // What a kubelet mounts for the pod's service account, readable by 65532.
   const std::filesystem::path sa = root / "serviceaccount";
   std::filesystem::create_directories(sa);
-  std::ofstream(sa / "token") << token;
-  std::filesystem::copy_file(root / "tls/ca.crt", sa / "ca.crt");
-  std::ofstream(sa / "namespace") << "default";
+  std::ofstream(sa / "token") << Trim(token.out);
+  std::filesystem::copy_file(kube_cluster.pki("ca.crt"), sa / "ca.crt");
+  std::ofstream(sa / "namespace") << ns;
   for (const char* f : {"token", "ca.crt", "namespace"}) chmod((sa / f).c_str(), 0644);
   chmod(sa.c_str(), 0755);
   chmod(root.c_str(), 0755);
@@ -278,27 +294,30 @@ TEST(ImagesRun, TheControllerImageReconcilesARunWithAServiceAccountsFiles) {
   args.insert(args.end(), kLocked.begin(), kLocked.end());
   args.insert(args.end(), {"-v", sa.string() + ":/var/run/secrets/kubernetes.io/serviceaccount:ro", "-e",
                            "KUBERNETES_SERVICE_HOST=127.0.0.1", "-e", "KUBERNETES_SERVICE_PORT=" + port,
-                           Image("fairbench-controller"), "--identity", "image-test", "--namespace", "default",
-                           "--pod-namespace", "default", "--agent-listen", "127.0.0.1:" + std::to_string(*agent_port),
+                           Image("fairbench-controller"), "--identity", "image-test", "--namespace", ns,
+                           "--pod-namespace", ns, "--agent-listen", "127.0.0.1:" + std::to_string(*agent_port),
                            "--agent-address", "127.0.0.1:" + std::to_string(*agent_port), "--metrics-address",
                            "127.0.0.1:" + std::to_string(*metrics_port)});
   auto started = Docker(args);
   ASSERT_EQ(started.exit_code, 0) << started.err;
 
   const std::string run =
-      "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: image-test, namespace: default}\n"
+      "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: image-test, namespace: " + ns + "}\n"
       "spec:\n  targets:\n  - name: a\n    image: example.org/target:1\n  scenarios:\n  - name: hello\n"
       "    request: {path: /}\n";
   std::ofstream(root / "run.yaml") << run;
-  ASSERT_EQ(kc({"apply", "-f", (root / "run.yaml").string()}).exit_code, 0);
-  // The run is queued at its first reconcile and, with no nodes here, goes
-  // on at once: the controller's Event "Queued" (written through the API
-  // with the service account's token) and the status it wrote say so.
+  auto created = kc({"apply", "-f", (root / "run.yaml").string()});
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  // The run is queued at its first reconcile and, with no node it may use
+  // here (the shared cluster's test nodes are tainted for their own
+  // tests' pods), goes on at once: the controller's Event "Queued"
+  // (written through the API with the service account's token) and the
+  // status it wrote say so.
   bool queued = false;
   std::string phase, reasons;
   for (int i = 0; i < 300 && !queued; ++i) {
-    phase = kc({"get", "benchmarkrun", "image-test", "-o", "jsonpath={.status.phase}"}).out;
-    reasons = kc({"get", "events", "-n", "default", "-o", "jsonpath={.items[*].reason}"}).out;
+    phase = kc({"get", "benchmarkrun", "image-test", "-n", ns, "-o", "jsonpath={.status.phase}"}).out;
+    reasons = kc({"get", "events", "-n", ns, "-o", "jsonpath={.items[*].reason}"}).out;
     queued = !phase.empty() && reasons.find("Queued") != std::string::npos;
     if (!queued) std::this_thread::sleep_for(100ms);
   }

@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "testing/apiserver/tls_material.h"
+#include "testing/kubetest/tls_material.h"
 #include "testing/support/bin_dir.h"
 #include "testing/support/proc.h"
 #include "testing/support/subprocess.h"
@@ -67,7 +67,7 @@ class RunTlsE2eTest : public ::testing::Test {
     auto dir = testing::TempDir::Create("fairbench-tls-e2e");
     ASSERT_TRUE(dir.ok());
     dir_.emplace(std::move(*dir));
-    auto m = apiserver::TlsMaterial::Generate();
+    auto m = kubetest::TlsMaterial::Generate();
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     auto client = m->IssueClient("fairbench-agent");
     ASSERT_TRUE(client.ok());

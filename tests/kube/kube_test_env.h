@@ -1,6 +1,9 @@
-// Shared set-up for the Kubernetes tests: a test API server on loopback
-// (plain HTTP unless a test needs TLS), a Client pointed at it, and helpers
-// to install the BenchmarkRun test CRD and build objects.
+// Shared set-up for the Kubernetes tests: Kubernetes' own control plane
+// (the cluster the tests share, testing/support/kube_cluster.h), a namespace
+// of the test's own, a FaultProxy in front of the API server for the faults
+// a test injects, a Client pointed at the proxy (plain HTTP on loopback; the
+// proxy forwards as the cluster's administrator), and helpers to install the
+// tests' BenchmarkRun CRD and build objects.
 #pragma once
 
 #include <fcntl.h>
@@ -12,14 +15,16 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "controller/kube/client.h"
 #include "controller/kube/kubeconfig.h"
-#include "testing/apiserver/test_apiserver.h"
-#include "testing/apiserver/yaml_json.h"
+#include "testing/kubetest/fault_proxy.h"
+#include "testing/support/kube_cluster.h"
+#include "testing/kubetest/yaml_json.h"
 
 extern "C" char** environ;
 
@@ -30,7 +35,7 @@ inline std::string TestData(const std::string& name) { return std::string(KUBE_T
 inline Json LoadYaml(const std::string& name) {
   auto text = ReadSmallFile(TestData(name));
   EXPECT_TRUE(text.ok()) << text.status().ToString();
-  auto j = apiserver::YamlToJson(text.ok() ? *text : "");
+  auto j = kubetest::YamlToJson(text.ok() ? *text : "");
   EXPECT_TRUE(j.ok()) << j.status().ToString();
   return j.ok() ? *j : Json();
 }
@@ -55,8 +60,15 @@ inline std::unique_ptr<Client> ClientFor(const std::string& url, ClientOptions o
   return std::move(*c);
 }
 
+// The tests' BenchmarkRun CRD (testdata/benchmarkrun-crd.yaml): a group of
+// its own, so that it lives in the shared cluster beside the product's.
+inline const std::string kTestGroup = "kubetest.fairbench.dev";
+inline ResourceType TestRuns() {
+  return {kTestGroup, "v1alpha1", "BenchmarkRun", "benchmarkruns", Scope::kNamespaced};
+}
+
 inline Json BenchmarkRun(const std::string& name, int threads = 4, const std::string& ns = "default") {
-  return {{"apiVersion", "fairbench.dev/v1alpha1"},
+  return {{"apiVersion", kTestGroup + "/v1alpha1"},
           {"kind", "BenchmarkRun"},
           {"metadata", {{"name", name}, {"namespace", ns}}},
           {"spec", {{"targets", {{{"name", "drogon"}, {"port", 8080}}}}, {"load", {{"threads", threads}}}}}};
@@ -151,39 +163,71 @@ class ChildProcess {
   size_t searched_ = 0;
 };
 
+// A FaultProxy in front of `cluster`'s API server, as its administrator.
+inline std::unique_ptr<kubetest::FaultProxy> StartFaultProxy(const fairbench::testing::KubeCluster& cluster) {
+  kubetest::FaultProxyOptions o;
+  o.upstream = cluster.server();
+  o.ca_file = cluster.pki("ca.crt");
+  o.client_cert_file = cluster.pki("admin.crt");
+  o.client_key_file = cluster.pki("admin.key");
+  o.compact = [&cluster]() -> Status {
+    auto rv = cluster.Compact();
+    return rv.ok() ? Status::Ok() : rv.status();
+  };
+  auto p = kubetest::FaultProxy::Start(o);
+  EXPECT_TRUE(p.ok()) << p.status().ToString();
+  return p.ok() ? std::move(*p) : nullptr;
+}
+
 class KubeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const apiserver::TestApiServerOptions defaults;
-    Start(defaults);
-  }
-
-  void Start(const apiserver::TestApiServerOptions& options) {
-    client_.reset();
-    server_.reset();
-    auto s = apiserver::TestApiServer::Start(options);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    server_ = std::move(*s);
-    if (!server_->tls()) client_ = ClientFor(server_->url());
+    auto c = fairbench::testing::SharedKubeCluster();
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    cluster_ = *c;
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    auto ns = fairbench::testing::TestNamespace::Create(*cluster_, info != nullptr ? info->name() : "kube");
+    ASSERT_TRUE(ns.ok()) << ns.status().ToString();
+    ns_.emplace(std::move(*ns));
+    proxy_ = StartFaultProxy(*cluster_);
+    ASSERT_NE(proxy_, nullptr);
+    client_ = ClientFor(proxy_->url());
   }
 
   void TearDown() override {
-    // Clients first: their keep-alive connections let the server stop at once.
+    // Clients first: their keep-alive connections let the proxy stop at once.
     client_.reset();
-    if (server_) server_->Stop();
+    if (proxy_) proxy_->Stop();
+    proxy_.reset();
+    ns_.reset();
   }
 
-  // Installs the BenchmarkRun CRD (namespaced unless told otherwise).
-  void InstallCrd(const std::string& scope = "Namespaced") {
+  // The test's own namespace.
+  const std::string& ns() const { return ns_->name(); }
+  kubetest::FaultInjector& faults() { return proxy_->faults(); }
+  const std::string& url() const { return proxy_->url(); }
+
+  // Installs the tests' BenchmarkRun CRD (one for the whole shared cluster:
+  // created by the first test that needs it) and waits until it is served.
+  void InstallCrd() {
     Json crd = LoadYaml("benchmarkrun-crd.yaml");
-    crd["spec"]["scope"] = scope;
     auto created = client_->Create(resources::CustomResourceDefinitions(), "", crd);
-    ASSERT_TRUE(created.ok()) << created.error().ToString();
+    ASSERT_TRUE(created.ok() || created.reason() == Reason::kAlreadyExists) << created.error().ToString();
+    ASSERT_TRUE(Eventually(
+        [&] {
+          auto got = client_->Get(resources::CustomResourceDefinitions(), "", crd["metadata"]["name"].get<std::string>());
+          if (!got.ok()) return false;
+          for (const auto& c : (*got)["status"].value("conditions", Json::array())) {
+            if (c.value("type", "") == "Established" && c.value("status", "") == "True") return true;
+          }
+          return false;
+        },
+        std::chrono::seconds(30)));
   }
 
-  apiserver::ApiServer& api() { return server_->api(); }
-
-  std::unique_ptr<apiserver::TestApiServer> server_;
+  fairbench::testing::KubeCluster* cluster_ = nullptr;
+  std::optional<fairbench::testing::TestNamespace> ns_;
+  std::unique_ptr<kubetest::FaultProxy> proxy_;
   std::unique_ptr<Client> client_;
 };
 

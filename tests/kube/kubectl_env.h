@@ -1,44 +1,59 @@
-// The fixture of the tests that run the real kubectl (and helm) against the
-// test API server: HTTPS with the administrator's client certificate, a
-// private HOME and cache per test, the fairbench client on the same
-// kubeconfig. kubectl and helm must be present (PATH or .tools/bin from
-// `scripts/setup --with-tools`); if they are not, the tests fail and say so.
-// A test that needs other server options (RBAC) overrides ServerOptions.
+// The fixture of the tests that run the real kubectl (and helm) built with
+// the cluster (KubeCluster::kubectl()) against the real kube-apiserver the
+// tests share: HTTPS with the administrator's client certificate, a
+// kubeconfig whose context is the test's own namespace, a private HOME and
+// cache per test, and the fairbench client on that same kubeconfig (HTTPS
+// to the API server itself, not through the fault proxy).
 #pragma once
 
 #include <stdlib.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "controller/kube/exec_credential.h"
 #include "tests/kube/kube_test_env.h"
-#include "testing/support/bin_dir.h"
 
 namespace fairbench::kube {
 
+// A kubeconfig for `cluster` with the context's namespace `ns`, as its
+// administrator (client certificate) or, with `token`, as whoever the
+// bearer token names.
+inline std::string KubeconfigText(const fairbench::testing::KubeCluster& cluster, const std::string& ns,
+                                  const std::string& token = "") {
+  std::string user = token.empty() ? "    client-certificate: " + cluster.pki("admin.crt") +
+                                         "\n    client-key: " + cluster.pki("admin.key") + "\n"
+                                   : "    token: " + token + "\n";
+  return "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: " + cluster.server() +
+         "\n    certificate-authority: " + cluster.pki("ca.crt") + "\nusers:\n- name: test\n  user:\n" + user +
+         "contexts:\n- name: test\n  context: {cluster: test, user: test, namespace: " + ns +
+         "}\ncurrent-context: test\n";
+}
+
+inline bool WriteTextFile(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  f << text;
+  return f.good();
+}
+
 class Kubectl : public testenv::KubeTest {
  protected:
-  virtual apiserver::TestApiServerOptions ServerOptions() const {
-    apiserver::TestApiServerOptions o;
-    o.tls = true;
-    return o;
-  }
   void SetUp() override {
-    kubectl_ = fairbench::testing::FindTool("kubectl");
-    ASSERT_FALSE(kubectl_.empty()) << "kubectl not found on PATH nor in " << FAIRBENCH_SOURCE_DIR
-                                   << "/.tools/bin: run scripts/setup --with-tools";
-    Start(ServerOptions());
+    KubeTest::SetUp();
+    if (HasFatalFailure()) return;
+    kubectl_ = cluster_->kubectl();
     char tmpl[] = "/tmp/fairbench-kubectl-XXXXXX";
-    dir_ = mkdtemp(tmpl);
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
     kubeconfig_ = dir_ + "/kubeconfig";
-    ASSERT_TRUE(server_->WriteKubeconfig(kubeconfig_).ok());
+    ASSERT_TRUE(WriteTextFile(kubeconfig_, KubeconfigText(*cluster_, ns())));
     auto cfg = LoadKubeconfig({{kubeconfig_}, "", nullptr});
     ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
     auto c = Client::Create(*cfg, testenv::FastRetries());
-    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
     client_ = std::move(*c);
   }
   void TearDown() override {

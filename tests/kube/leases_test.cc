@@ -1,4 +1,6 @@
-// KUBE-API.md §6: leader election and the load slot.
+// KUBE-API.md §6: leader election and the load slot, on coordination.k8s.io
+// Lease objects of the real kube-apiserver (each test's in its own
+// namespace), with the fault proxy's failures where a test needs them.
 #include <atomic>
 #include <cstdlib>
 #include <thread>
@@ -15,9 +17,9 @@ namespace {
 using namespace std::chrono_literals;
 using testenv::Eventually;
 
-LeaderElectionConfig Election(const std::string& identity) {
+LeaderElectionConfig Election(const std::string& identity, const std::string& ns = "default") {
   LeaderElectionConfig c;
-  c.ns = "default";
+  c.ns = ns;
   c.name = "fairbench-controller";
   c.identity = identity;
   return c;  // client-go defaults: 15 s / 10 s / 2 s
@@ -29,6 +31,8 @@ std::unique_ptr<LeaderElector> Elector(Client& client, Clock& clock, LeaderElect
   return std::move(*e);
 }
 
+// Catches: defaults that differ from client-go's, or timings accepted that
+// could let a lease expire before its holder gives up.
 TEST(LeaderElectionConfig, ClientGoDefaultsAndRules) {
   EXPECT_TRUE(Election("a").Validate().ok());
   auto c = Election("a");
@@ -46,9 +50,12 @@ TEST(LeaderElectionConfig, ClientGoDefaultsAndRules) {
 
 class LeaderElection : public testenv::KubeTest {
  protected:
+  LeaderElectionConfig Election(const std::string& identity) const { return kube::Election(identity, ns()); }
   FakeClock clock_;
 };
 
+// Catches: two candidates both leading, or a Lease written without the
+// holder, duration and renewTime other tools (kubectl, client-go) read.
 TEST_F(LeaderElection, TwoCandidatesExactlyOneLeads) {
   auto a = Elector(*client_, clock_, Election("a"));
   auto b = Elector(*client_, clock_, Election("b"));
@@ -61,13 +68,15 @@ TEST_F(LeaderElection, TwoCandidatesExactlyOneLeads) {
   }
   EXPECT_TRUE(a->IsLeader());
   EXPECT_EQ(b->leader(), "a");
-  auto lease = LeaseClient(*client_).Get("default", "fairbench-controller");
+  auto lease = LeaseClient(*client_).Get(ns(), "fairbench-controller");
   ASSERT_TRUE(lease.ok());
   EXPECT_EQ(lease->spec.holder_identity, "a");
   EXPECT_EQ(*lease->spec.lease_duration_seconds, 15);
   EXPECT_TRUE(lease->spec.renew_time.has_value());
 }
 
+// Catches: a takeover before the lease duration has passed since the last
+// change the candidate saw, or a takeover not counted in leaseTransitions.
 TEST_F(LeaderElection, StoppedLeaderIsReplacedOnlyAfterTheLeaseDuration) {
   auto a = Elector(*client_, clock_, Election("a"));
   auto b = Elector(*client_, clock_, Election("b"));
@@ -86,13 +95,15 @@ TEST_F(LeaderElection, StoppedLeaderIsReplacedOnlyAfterTheLeaseDuration) {
   clock_.Advance(2s);
   b->Step();
   EXPECT_TRUE(b->IsLeader());
-  auto lease = LeaseClient(*client_).Get("default", "fairbench-controller");
+  auto lease = LeaseClient(*client_).Get(ns(), "fairbench-controller");
   ASSERT_TRUE(lease.ok());
   EXPECT_EQ(lease->spec.holder_identity, "b");
   EXPECT_EQ(lease->spec.lease_transitions, 1);
   EXPECT_EQ(lease->spec.acquire_time, lease->spec.renew_time);
 }
 
+// Catches: a leader that keeps leading past its renew deadline while the
+// API server fails it, or one that starts leading again afterwards.
 TEST_F(LeaderElection, LeaderThatCannotRenewStepsDown) {
   bool started = false, stopped = false;
   auto config = Election("a");
@@ -101,10 +112,10 @@ TEST_F(LeaderElection, LeaderThatCannotRenewStepsDown) {
   auto a = Elector(*client_, clock_, config);
   a->Step();
   ASSERT_TRUE(started);
-  apiserver::FaultConfig down;
+  kubetest::FaultConfig down;
   down.server_error_rate = 1.0;
   down.path_prefixes = {"/apis/coordination.k8s.io/"};
-  api().faults().Configure(down);
+  faults().Configure(down);
   for (int t = 2; t < 10; t += 2) {
     clock_.Advance(2s);
     EXPECT_EQ(a->Step(), LeaderElector::State::kLeading) << "t = " << t;
@@ -112,7 +123,7 @@ TEST_F(LeaderElection, LeaderThatCannotRenewStepsDown) {
   clock_.Advance(2s);
   EXPECT_EQ(a->Step(), LeaderElector::State::kStopped);
   EXPECT_TRUE(stopped);
-  api().faults().Clear();
+  faults().Clear();
   clock_.Advance(2s);
   EXPECT_EQ(a->Step(), LeaderElector::State::kStopped);  // stopping is final
 }
@@ -128,13 +139,13 @@ TEST_F(LeaderElection, OneLeaderThroughServerErrorsAndLostRenewals) {
   auto b = Elector(*client_, clock_, Election("b"));
   a->Step();
   ASSERT_TRUE(a->IsLeader());
-  apiserver::FaultConfig f;
+  kubetest::FaultConfig f;
   f.server_error_rate = 0.2;
   f.server_error_codes = {500, 503};
   f.timeout_rate = 0.3;
   f.path_prefixes = {"/apis/coordination.k8s.io/"};
   f.seed = 9;
-  api().faults().Configure(f);
+  faults().Configure(f);
   for (int round = 0; round < 30; ++round) {
     clock_.Advance(2s);
     a->Step();
@@ -142,12 +153,14 @@ TEST_F(LeaderElection, OneLeaderThroughServerErrorsAndLostRenewals) {
     EXPECT_TRUE(a->IsLeader()) << "round " << round;
     EXPECT_FALSE(b->IsLeader()) << "round " << round;
   }
-  const apiserver::FaultCounts counts = api().faults().counts();
-  api().faults().Clear();
+  const kubetest::FaultCounts counts = faults().counts();
+  faults().Clear();
   EXPECT_GT(counts.timeouts, 3u) << counts.ToString();
   EXPECT_GT(counts.server_errors, 3u) << counts.ToString();
 }
 
+// Catches: a stopped leader that does not release its lease (the next
+// candidate would wait a whole lease duration).
 TEST_F(LeaderElection, ReleaseOnStopHandsOverAtOnce) {
   auto a = Elector(*client_, clock_, Election("a"));
   std::jthread run([&](std::stop_token stop) { a->Run(stop); });
@@ -159,16 +172,19 @@ TEST_F(LeaderElection, ReleaseOnStopHandsOverAtOnce) {
   EXPECT_EQ(b->Step(), LeaderElector::State::kLeading);
 }
 
+// Catches: two leaders at once under real threads and the real server's
+// timing, a leader stopped by its caller that does not hand over, or one
+// that gives the Lease up before it stops saying it leads.
 TEST_F(LeaderElection, RealThreadsOneLeaderThenTakeover) {
-  auto fast = [](const std::string& id) {
+  auto fast = [&](const std::string& id) {
     auto c = Election(id);
     c.lease_duration = 1s;
     c.renew_deadline = 700ms;
     c.retry_period = 100ms;
     return c;
   };
-  auto ca = testenv::ClientFor(server_->url());
-  auto cb = testenv::ClientFor(server_->url());
+  auto ca = testenv::ClientFor(url());
+  auto cb = testenv::ClientFor(url());
   auto a = Elector(*ca, SystemClock::Instance(), fast("a"));
   auto b = Elector(*cb, SystemClock::Instance(), fast("b"));
   std::jthread ra([&](std::stop_token s) { a->Run(s); });
@@ -183,7 +199,14 @@ TEST_F(LeaderElection, RealThreadsOneLeaderThenTakeover) {
   LeaderElector* leader = a->IsLeader() ? a.get() : b.get();
   LeaderElector* other = leader == a.get() ? b.get() : a.get();
   (leader == a.get() ? ra : rb).request_stop();
-  ASSERT_TRUE(Eventually([&] { return other->IsLeader(); }, 3000ms));
+  // From the stop on, never both: the stopped leader says so before it gives
+  // the Lease up, which the other may take at once.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        EXPECT_FALSE(leader->IsLeader() && other->IsLeader()) << "two leaders while the first handed over";
+        return other->IsLeader();
+      },
+      3000ms));
   EXPECT_EQ(leader->state(), LeaderElector::State::kStopped);
 }
 
@@ -206,18 +229,21 @@ class Partitionable final : public HttpTransport {
   CurlTransport inner_;
 };
 
-LoadSlotConfig Slot(const std::string& identity) {
+LoadSlotConfig Slot(const std::string& identity, const std::string& ns) {
   LoadSlotConfig c;
-  c.ns = "default";
+  c.ns = ns;
   c.identity = identity;
   return c;
 }
 
 class LoadSlotTest : public testenv::KubeTest {
  protected:
+  LoadSlotConfig Slot(const std::string& identity) const { return kube::Slot(identity, ns()); }
   FakeClock clock_;
 };
 
+// Catches: the load slot held twice at once, or taken from a crashed
+// holder before its lease has expired.
 TEST_F(LoadSlotTest, TwoHoldersNeverHoldAtOnceAcrossACrash) {
   LoadSlot a(*client_, clock_, Slot("install-1/run-a/drogon"));
   LoadSlot b(*client_, clock_, Slot("install-2/run-b/crow"));
@@ -243,11 +269,13 @@ TEST_F(LoadSlotTest, TwoHoldersNeverHoldAtOnceAcrossACrash) {
   a.Abandon();
 }
 
+// Catches: a holder cut off from the API server that goes on believing it
+// holds the slot after another could have taken it.
 TEST_F(LoadSlotTest, PartitionedHolderStopsCountingBeforeAnyoneTakesOver) {
-  auto partitionable = std::make_unique<Partitionable>(server_->url());
+  auto partitionable = std::make_unique<Partitionable>(url());
   Partitionable* link = partitionable.get();
   RestConfig cfg;
-  cfg.server = server_->url();
+  cfg.server = url();
   Client a_client(cfg, std::move(partitionable), testenv::FastRetries());
   LoadSlot a(a_client, clock_, Slot("a"));
   LoadSlot b(*client_, clock_, Slot("b"));
@@ -273,15 +301,17 @@ TEST_F(LoadSlotTest, PartitionedHolderStopsCountingBeforeAnyoneTakesOver) {
   EXPECT_GE(t, 15);
 }
 
+// Catches: Acquire() returning while another holds the slot, a release the
+// waiter does not see, or an Acquire() that ignores its stop token.
 TEST_F(LoadSlotTest, ReleaseHandsOverAtOnceAndAcquireWaits) {
-  LoadSlot a(*client_, SystemClock::Instance(), [] {
+  LoadSlot a(*client_, SystemClock::Instance(), [&] {
     auto c = Slot("a");
     c.retry_period = 50ms;
     return c;
   }());
   ASSERT_TRUE(a.Acquire().ok());
   EXPECT_TRUE(a.Held());
-  LoadSlot b(*client_, SystemClock::Instance(), [] {
+  LoadSlot b(*client_, SystemClock::Instance(), [&] {
     auto c = Slot("b");
     c.retry_period = 50ms;
     return c;
@@ -309,8 +339,8 @@ TEST_F(LoadSlotTest, ReleaseHandsOverAtOnceAndAcquireWaits) {
 
 // The holder in another process, killed with SIGKILL while holding the
 // slot: the survivor takes over only once the lease has expired.
-LoadSlotConfig FastSlot(const std::string& identity) {
-  auto c = Slot(identity);
+LoadSlotConfig FastSlot(const std::string& identity, const std::string& ns) {
+  auto c = Slot(identity, ns);
   c.lease_duration = 2s;
   c.renew_deadline = 1400ms;
   c.retry_period = 200ms;
@@ -318,16 +348,18 @@ LoadSlotConfig FastSlot(const std::string& identity) {
 }
 
 // The child side of the crash test: this test binary started again with
-// FAIRBENCH_SLOT_CHILD_URL set holds the slot until it is killed. It runs
-// before main so that no test of its own appears in the test list.
+// FAIRBENCH_SLOT_CHILD_URL (the test's fault proxy) and FAIRBENCH_SLOT_CHILD_NS
+// set holds the slot until it is killed. It runs before main so that no
+// test of its own appears in the test list.
 [[maybe_unused]] const bool kSlotChild = [] {
   const char* url = std::getenv("FAIRBENCH_SLOT_CHILD_URL");
-  if (!url) return false;
+  const char* ns = std::getenv("FAIRBENCH_SLOT_CHILD_NS");
+  if (!url || !ns) return false;
   RestConfig cfg;
   cfg.server = url;
   auto client = Client::Create(cfg, testenv::FastRetries());
   if (!client.ok()) _exit(2);
-  LoadSlot slot(**client, SystemClock::Instance(), FastSlot("child"));
+  LoadSlot slot(**client, SystemClock::Instance(), FastSlot("child", ns));
   if (!slot.Acquire().ok()) _exit(3);
   std::printf("held\n");
   std::fflush(stdout);
@@ -336,12 +368,14 @@ LoadSlotConfig FastSlot(const std::string& identity) {
   _exit(0);
 }();
 
+// Catches: a survivor that takes the slot while a holder in another
+// process still renews it, or that waits far past the lease after a SIGKILL.
 TEST_F(LoadSlotTest, CrashedHolderProcessIsReplacedOnlyAfterExpiry) {
-  auto child = testenv::ChildProcess::Spawn("/proc/self/exe", {}, {"FAIRBENCH_SLOT_CHILD_URL=" + server_->url()});
+  auto child = testenv::ChildProcess::Spawn("/proc/self/exe", {}, {"FAIRBENCH_SLOT_CHILD_URL=" + url(), "FAIRBENCH_SLOT_CHILD_NS=" + ns()});
   ASSERT_TRUE(child);
   ASSERT_TRUE(child->WaitFor("held\n", 10s)) << child->output();
 
-  LoadSlot survivor(*client_, SystemClock::Instance(), FastSlot("survivor"));
+  LoadSlot survivor(*client_, SystemClock::Instance(), FastSlot("survivor", ns()));
   std::atomic<bool> acquired{false};
   std::chrono::steady_clock::time_point acquired_at;
   std::jthread waiter([&] {

@@ -1,24 +1,21 @@
-// RBAC in the test API server, seen as users see it: real kubectl over
-// HTTPS against a server started with --authorization-mode RBAC semantics
-// (TestApiServerOptions::api.authorization), a service account's token
-// (kubectl) and the administrator's client certificate (group
-// system:masters). A forbidden get answers 403 with the real server's
-// message; `kubectl auth can-i` (a SelfSubjectAccessReview) says no; after
-// the administrator applies a Role and a RoleBinding the same requests
-// succeed, and what the Role does not grant stays refused.
+// Real RBAC, seen as users see it: the real kubectl and fairbench's client
+// against the shared cluster's kube-apiserver (authorization Node,RBAC) as
+// a ServiceAccount of the test's namespace, with a bearer token the
+// TokenRequest API issued (`kubectl create token`), beside the
+// administrator's client certificate (group system:masters). A forbidden
+// get answers 403 with the real server's message; `kubectl auth can-i` (a
+// SelfSubjectAccessReview) says no; after the administrator applies a Role
+// and a RoleBinding the same requests succeed, and what the Role does not
+// grant stays refused.
 //
-// Catches: the authorizer not wired into the HTTP path, the token's user
-// or the certificate's groups not reaching it, the default policy missing
-// (kubectl's discovery refused), SelfSubjectAccessReview absent or wrong,
-// RBAC objects written through the API not read back.
-#include <sys/stat.h>
-
+// Catches: the client not sending a kubeconfig's bearer token (the server
+// would answer 401 for an anonymous request, or the admin's rights would
+// leak in), a 403 Status not read into the error (code, reason, the
+// server's message), and the client not picking up a grant at once (no
+// caching of a refusal).
 #include <filesystem>
-#include <fstream>
 
-#include "controller/kube/exec_credential.h"
-#include "tests/kube/kube_test_env.h"
-#include "testing/support/bin_dir.h"
+#include "tests/kube/kubectl_env.h"
 
 namespace fairbench::kube {
 namespace {
@@ -26,25 +23,33 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-constexpr char kSaUser[] = "system:serviceaccount:default:fairbench-controller";
-
 class RbacKubectl : public testenv::KubeTest {
  protected:
   void SetUp() override {
-    kubectl_ = fairbench::testing::FindTool("kubectl");
-    ASSERT_FALSE(kubectl_.empty()) << "kubectl not found on PATH nor in " << FAIRBENCH_SOURCE_DIR
-                                   << "/.tools/bin: run scripts/setup --with-tools";
-    apiserver::TestApiServerOptions o;
-    o.tls = true;
-    o.tokens = {{"controller-token", kSaUser}};
-    o.api.authorization = apiserver::AuthorizationMode::kRbac;
-    Start(o);
+    KubeTest::SetUp();
+    if (HasFatalFailure()) return;
+    kubectl_ = cluster_->kubectl();
     char tmpl[] = "/tmp/fairbench-rbac-XXXXXX";
-    dir_ = mkdtemp(tmpl);
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    sa_user_ = "system:serviceaccount:" + ns() + ":fairbench-controller";
+    auto sa = fairbench::testing::AdminKubectl(*cluster_, {"-n", ns(), "create", "serviceaccount", "fairbench-controller"});
+    ASSERT_TRUE(sa.ok()) << sa.status().ToString();
+    auto token = fairbench::testing::AdminKubectl(
+        *cluster_, {"-n", ns(), "create", "token", "fairbench-controller", "--duration=10m"});
+    ASSERT_TRUE(token.ok()) << token.status().ToString();
+    std::string t = *token;
+    while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+    ASSERT_FALSE(t.empty());
+    // The ServiceAccount admission refuses the namespace's pods until
+    // kube-controller-manager has made its "default" ServiceAccount.
+    ASSERT_TRUE(testenv::Eventually(
+        [&] { return client_->Get(ResourceType{"", "v1", "ServiceAccount", "serviceaccounts"}, ns(), "default").ok(); },
+        20s));
     admin_ = dir_ + "/admin.kubeconfig";
     controller_ = dir_ + "/controller.kubeconfig";
-    ASSERT_TRUE(server_->WriteKubeconfig(admin_).ok());
-    ASSERT_TRUE(server_->WriteKubeconfig(controller_, "controller-token").ok());
+    ASSERT_TRUE(WriteTextFile(admin_, KubeconfigText(*cluster_, ns())));
+    ASSERT_TRUE(WriteTextFile(controller_, KubeconfigText(*cluster_, ns(), t)));
   }
   void TearDown() override {
     KubeTest::TearDown();
@@ -66,45 +71,46 @@ class RbacKubectl : public testenv::KubeTest {
     EXPECT_EQ(r.exit_code, out == "yes" ? 0 : 1) << r.out << r.err;
     return out;
   }
-  void WriteFile(const std::string& path, const std::string& text) {
-    std::ofstream f(path);
-    f << text;
-  }
 
   std::string kubectl_;
   std::string dir_;
+  std::string sa_user_;
   std::string admin_;
   std::string controller_;
 };
 
 TEST_F(RbacKubectl, ForbiddenUntilARoleBindingGrantsItThenAllowed) {
-  const std::string forbidden =
-      "pods \"x\" is forbidden: User \"system:serviceaccount:default:fairbench-controller\" cannot get resource "
-      "\"pods\" in API group \"\" in the namespace \"default\"";
+  const std::string forbidden = "pods \"x\" is forbidden: User \"" + sa_user_ +
+                                "\" cannot get resource \"pods\" in API group \"\" in the namespace \"" + ns() + "\"";
 
   // The administrator creates the pod; the service account may not read it.
-  WriteFile(dir_ + "/pod.yaml", R"(apiVersion: v1
+  ASSERT_TRUE(WriteTextFile(dir_ + "/pod.yaml", R"(apiVersion: v1
 kind: Pod
-metadata: {name: x, namespace: default}
+metadata: {name: x}
 spec:
   containers: [{name: c, image: busybox}]
-)");
+)"));
   auto created = Run(admin_, {"apply", "-f", dir_ + "/pod.yaml"});
   ASSERT_EQ(created.exit_code, 0) << created.out << created.err;
+  EXPECT_EQ(created.out, "pod/x created\n");
 
   auto get = Run(controller_, {"get", "pod", "x", "-o", "name"});
   EXPECT_NE(get.exit_code, 0);
-  EXPECT_NE(get.err.find("Error from server (Forbidden): " + forbidden), std::string::npos) << get.err;
+  EXPECT_EQ(get.err, "Error from server (Forbidden): " + forbidden + "\n");
   EXPECT_EQ(CanI({"get", "pods"}), "no");
   EXPECT_EQ(CanI({"get", "pods", "--subresource=log"}), "no");
+  auto whoami = Run(controller_, {"auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"});
+  EXPECT_EQ(whoami.exit_code, 0) << whoami.err;
+  EXPECT_EQ(whoami.out, sa_user_);
 
-  // The 403 itself: the Status a client library reads.
+  // The 403 itself: the Status the client reads, with the same token.
   auto cfg = LoadKubeconfig({{controller_}, "", nullptr});
   ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
   auto client = Client::Create(*cfg, testenv::FastRetries());
   ASSERT_TRUE(client.ok()) << client.status().ToString();
-  auto refused = (*client)->Get(resources::Pods(), "default", "x");
+  auto refused = (*client)->Get(resources::Pods(), ns(), "x");
   ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.reason(), Reason::kForbidden);
   EXPECT_EQ(refused.error().http_code, 403);
   EXPECT_EQ(refused.error().status_reason, "Forbidden");
   EXPECT_EQ(refused.error().message, forbidden);
@@ -114,11 +120,10 @@ spec:
   EXPECT_EQ(admin_can.exit_code, 0) << admin_can.out << admin_can.err;
   EXPECT_EQ(admin_can.out, "yes\n");
 
-  WriteFile(dir_ + "/rbac.yaml", R"(apiVersion: rbac.authorization.k8s.io/v1
+  ASSERT_TRUE(WriteTextFile(dir_ + "/rbac.yaml", R"(apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata:
   name: pod-reader
-  namespace: default
 rules:
 - apiGroups: [""]
   resources: ["pods", "pods/log"]
@@ -128,23 +133,24 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata:
   name: fairbench-controller-reads-pods
-  namespace: default
 subjects:
 - kind: ServiceAccount
   name: fairbench-controller
-  namespace: default
+  namespace: )" + ns() + R"(
 roleRef:
   apiGroup: rbac.authorization.k8s.io
   kind: Role
   name: pod-reader
-)");
+)"));
   auto applied = Run(admin_, {"apply", "-f", dir_ + "/rbac.yaml"});
   ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
-  EXPECT_NE(applied.out.find("role.rbac.authorization.k8s.io/pod-reader created"), std::string::npos) << applied.out;
-  EXPECT_NE(applied.out.find("rolebinding.rbac.authorization.k8s.io/fairbench-controller-reads-pods created"),
-            std::string::npos)
-      << applied.out;
+  EXPECT_EQ(applied.out,
+            "role.rbac.authorization.k8s.io/pod-reader created\n"
+            "rolebinding.rbac.authorization.k8s.io/fairbench-controller-reads-pods created\n");
 
+  // The RBAC authorizer reads Roles from its informers: a grant takes
+  // effect within moments, not at once.
+  ASSERT_TRUE(testenv::Eventually([&] { return (*client)->Get(resources::Pods(), ns(), "x").ok(); }, 10s));
   auto allowed = Run(controller_, {"get", "pod", "x", "-o", "name"});
   EXPECT_EQ(allowed.exit_code, 0) << allowed.err;
   EXPECT_EQ(allowed.out, "pod/x\n");
@@ -155,10 +161,38 @@ roleRef:
   EXPECT_EQ(CanI({"get", "pods", "-n", "kube-system"}), "no");
   auto list = Run(controller_, {"get", "pods"});
   EXPECT_NE(list.exit_code, 0);
-  EXPECT_NE(list.err.find("pods is forbidden: User \"system:serviceaccount:default:fairbench-controller\" cannot "
-                          "list resource \"pods\" in API group \"\" in the namespace \"default\""),
-            std::string::npos)
-      << list.err;
+  EXPECT_EQ(list.err, "Error from server (Forbidden): pods is forbidden: User \"" + sa_user_ +
+                          "\" cannot list resource \"pods\" in API group \"\" in the namespace \"" + ns() + "\"\n");
+  auto listed = (*client)->List(resources::Pods(), ns());
+  ASSERT_FALSE(listed.ok());
+  EXPECT_EQ(listed.reason(), Reason::kForbidden);
+  EXPECT_EQ(listed.error().message, "pods is forbidden: User \"" + sa_user_ +
+                                        "\" cannot list resource \"pods\" in API group \"\" in the namespace \"" +
+                                        ns() + "\"");
+}
+
+// Catches: the client sending no credentials, or the wrong ones, when the
+// kubeconfig's token is not (any more) good: the real server answers 401
+// for a token it cannot verify, and the client must report it as
+// Unauthorized, not retry it as a transient error or read it as a 403.
+TEST_F(RbacKubectl, ABadTokenIsUnauthorized) {
+  const std::string bad = dir_ + "/bad.kubeconfig";
+  ASSERT_TRUE(WriteTextFile(bad, KubeconfigText(*cluster_, ns(), "not-a-token")));
+  auto get = Run(bad, {"get", "configmaps"});
+  EXPECT_NE(get.exit_code, 0);
+  const std::string said = "error: You must be logged in to the server (the server has asked for the client to "
+                           "provide credentials)\n";
+  ASSERT_GE(get.err.size(), said.size()) << get.err;
+  EXPECT_EQ(get.err.substr(get.err.size() - said.size()), said) << get.err;
+  auto cfg = LoadKubeconfig({{bad}, "", nullptr});
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  auto client = Client::Create(*cfg, testenv::FastRetries());
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  auto refused = (*client)->List(resources::ConfigMaps(), ns());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.reason(), Reason::kUnauthorized) << refused.error().ToString();
+  EXPECT_EQ(refused.error().http_code, 401);
+  EXPECT_EQ(refused.error().message, "Unauthorized");
 }
 
 }  // namespace

@@ -1,11 +1,19 @@
-// Shared set-up for the test kubelet's tests: the test API server in this
-// process (plain HTTP, loopback), a kubeconfig for it, a real
-// fairbench-test-kubelet process registered as a node, the real kubectl,
-// and an image map naming the programs pods may run.
+// Shared set-up for the test kubelet's tests: Kubernetes' own control plane
+// (the cluster the tests share, testing/support/kube_cluster.h), a namespace
+// of the test's own, a real fairbench-test-kubelet process registered as a
+// node of a name no other test uses (its own node certificate, under the
+// Node authorizer and NodeRestriction, serving HTTPS in the cluster's node
+// network namespace, where kube-apiserver's node proxy and pods/log reach
+// it), the cluster's kubectl, and an image map naming the programs pods may
+// run. Pods are pinned to the test's node with spec.nodeName; the node
+// carries a NoSchedule taint of its own so that kube-scheduler puts no other
+// test's pod on it. The test's Node is deleted when the test ends.
 #pragma once
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -13,6 +21,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -21,8 +30,9 @@
 #include "controller/kube/client.h"
 #include "controller/kube/exec_credential.h"
 #include "controller/kube/kubeconfig.h"
-#include "testing/apiserver/test_apiserver.h"
+#include "testing/kubetest/fault_proxy.h"
 #include "testing/support/bin_dir.h"
+#include "testing/support/kube_cluster.h"
 #include "testing/support/subprocess.h"
 #include "testing/support/temp_dir.h"
 
@@ -48,26 +58,99 @@ bool Eventually(F f, std::chrono::milliseconds timeout = 10s) {
   return f();
 }
 
+// The taint every test kubelet's node carries: kube-scheduler binds no
+// other test's pod to it (pods pinned with spec.nodeName pass, as on a real
+// kubelet, which admits them without looking at NoSchedule taints).
+inline constexpr char kIsolationTaint[] = "fairbench.dev/kubelet-test=only-pinned:NoSchedule";
+
+// A /24 of 127.0.X for one test's pods, held (an flock on a file of its
+// name) until the test ends: tests of this suite run in parallel, and two
+// kubelets giving their pods one address would make their targets' binds
+// collide.
+class PodIpRange {
+ public:
+  static std::optional<PodIpRange> Claim() {
+    for (int i = 0; i < 150; ++i) {
+      const int x = 100 + (static_cast<int>(getpid()) + i) % 150;
+      const std::string lock = "/tmp/fairbench-kubelet-test-127.0." + std::to_string(x) + ".lock";
+      const int fd = open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+      if (fd < 0) continue;
+      if (flock(fd, LOCK_EX | LOCK_NB) == 0) return PodIpRange(fd, "127.0." + std::to_string(x));
+      close(fd);
+    }
+    return std::nullopt;
+  }
+  PodIpRange(PodIpRange&& o) noexcept : fd_(std::exchange(o.fd_, -1)), base_(std::move(o.base_)) {}
+  PodIpRange& operator=(PodIpRange&&) = delete;
+  ~PodIpRange() {
+    if (fd_ >= 0) close(fd_);
+  }
+  const std::string& base() const { return base_; }
+
+ private:
+  PodIpRange(int fd, std::string base) : fd_(fd), base_(std::move(base)) {}
+  int fd_ = -1;
+  std::string base_;
+};
+
+inline kube::ResourceType ServiceAccounts() {
+  return {"", "v1", "ServiceAccount", "serviceaccounts", kube::Scope::kNamespaced};
+}
+
 class KubeletTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    auto c = fairbench::testing::SharedKubeCluster();
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    cluster_ = *c;
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    auto created = fairbench::testing::TestNamespace::Create(
+        *cluster_, std::string("kubelet-") + (info ? info->name() : "test"));
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    ns_.emplace(std::move(*created));
+    // The namespace's name is unique in the cluster: so is the node's.
+    node_ = ns_->name();
     auto dir = fairbench::testing::TempDir::Create("fairbench-kubelet");
     ASSERT_TRUE(dir.ok()) << dir.status().ToString();
     dir_ = std::make_unique<fairbench::testing::TempDir>(std::move(*dir));
-    const apiserver::TestApiServerOptions options;
-    auto s = apiserver::TestApiServer::Start(options);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    server_ = std::move(*s);
+    // kubectl as the cluster's administrator, in the test's namespace.
     kubeconfig_ = dir_->File("kubeconfig");
-    ASSERT_TRUE(server_->WriteKubeconfig(kubeconfig_).ok());
+    std::ofstream(kubeconfig_) << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: "
+                               << cluster_->server() << "\n    certificate-authority: " << cluster_->pki("ca.crt")
+                               << "\nusers:\n- name: admin\n  user:\n    client-certificate: "
+                               << cluster_->pki("admin.crt") << "\n    client-key: " << cluster_->pki("admin.key")
+                               << "\ncontexts:\n- name: c\n  context: {cluster: c, user: admin, namespace: " << ns()
+                               << "}\ncurrent-context: c\n";
+    // The test's client: a FaultProxy without faults, plain HTTP on
+    // loopback, forwarding as the administrator (also what raw requests
+    // to the API server's routes go through).
+    kubetest::FaultProxyOptions po;
+    po.upstream = cluster_->server();
+    po.ca_file = cluster_->pki("ca.crt");
+    po.client_cert_file = cluster_->pki("admin.crt");
+    po.client_key_file = cluster_->pki("admin.key");
+    auto proxy = kubetest::FaultProxy::Start(po);
+    ASSERT_TRUE(proxy.ok()) << proxy.status().ToString();
+    proxy_ = std::move(*proxy);
     kube::RestConfig cfg;
-    cfg.server = server_->url();
-    cfg.timeout = 5s;
-    auto c = kube::Client::Create(cfg);
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
-    client_ = std::move(*c);
-    // One /24 per test process: tests of this suite run in parallel.
-    ip_base_ = "127.0." + std::to_string(100 + getpid() % 150);
+    cfg.server = proxy_->url();
+    cfg.timeout = 10s;
+    // Fast retries: a test must not wait for production backoffs.
+    kube::ClientOptions co;
+    co.retry_backoff = {5ms, 50ms, 2.0, 0.0};
+    co.max_retry_after = 2s;
+    auto client = kube::Client::Create(cfg, co);
+    ASSERT_TRUE(client.ok()) << client.status().ToString();
+    client_ = std::move(*client);
+    // Pods need their namespace's "default" ServiceAccount (the
+    // ServiceAccount admission plugin refuses them until
+    // kube-controller-manager has made it).
+    ASSERT_TRUE(Eventually([&] { return client_->Get(ServiceAccounts(), ns(), "default").ok(); }, 20s))
+        << "no ServiceAccount default in " << ns();
+    auto range = PodIpRange::Claim();
+    ASSERT_TRUE(range.has_value()) << "every 127.0.X range for pods is taken";
+    ip_range_.emplace(std::move(*range));
+    ip_base_ = ip_range_->base();
     std::ofstream images(dir_->File("images.yaml"));
     images << "example.org/fairbench/httplib:dev: [" << fairbench::testing::BinaryPath("fairbench-target-cpp-httplib-debian")
            << "]\n"
@@ -77,18 +160,55 @@ class KubeletTest : public ::testing::Test {
 
   void TearDown() override {
     if (kubelet_ && kubelet_->running()) {
-      (void)kubelet_->Terminate(SIGTERM, 5s);
+      // 10 s: the kubelet's endpoint waits out an idle keep-alive
+      // connection of kube-apiserver's (cpp-httplib's 5 s) before it exits.
+      (void)kubelet_->Terminate(SIGTERM, 10s);
+    }
+    if (client_ && ns_) {
+      // The node is gone: its pods would wait for it for ever (until the pod
+      // garbage collector's quarantine passes). Removed at once, then the
+      // Node itself (cluster-scoped; its Lease goes with it, owned by it).
+      kube::DeleteOptions now;
+      now.grace_period_seconds = 0;
+      (void)client_->DeleteCollection(kube::resources::Pods(), ns(), {}, now);
+      if (started_) {
+        auto d = client_->Delete(kube::resources::Nodes(), "", node_);
+        EXPECT_TRUE(d.ok() || d.reason() == kube::Reason::kNotFound) << d.error().ToString();
+      }
     }
     client_.reset();
-    if (server_) server_->Stop();
+    if (proxy_) proxy_->Stop();
+    ns_.reset();
   }
 
-  // Starts the kubelet and waits for its "listening on" line.
-  void StartKubelet(const std::vector<std::string>& extra = {}) {
+  const std::string& ns() const { return ns_->name(); }
+
+  // Starts the kubelet as node node_ and waits for its "listening on" line.
+  void StartKubelet(std::vector<std::string> extra = {}) {
+    auto creds = cluster_->Node(node_);
+    ASSERT_TRUE(creds.ok()) << creds.status().ToString();
+    bool taints = false;
+    for (size_t i = 0; i + 1 < extra.size(); ++i) {
+      if (extra[i] == "--taints") {
+        extra[i + 1] += std::string(",") + kIsolationTaint;
+        taints = true;
+      }
+    }
+    if (!taints) extra.insert(extra.end(), {"--taints", kIsolationTaint});
     fairbench::testing::SubprocessOptions o;
     o.argv = {fairbench::testing::BinaryPath("fairbench-test-kubelet"),
               "--kubeconfig",
-              kubeconfig_,
+              creds->kubeconfig,
+              "--tls-cert-file",
+              creds->cert,
+              "--tls-private-key-file",
+              creds->key,
+              "--proxy-kubeconfig",
+              creds->proxy_kubeconfig,
+              "--listen-netns",
+              cluster_->node_netns(),
+              "--listen",
+              cluster_->node_address() + ":0",
               "--node",
               node_,
               "--cpus",
@@ -99,8 +219,6 @@ class KubeletTest : public ::testing::Test {
               dir_->File("images.yaml"),
               "--pod-ip-base",
               ip_base_,
-              "--listen",
-              "127.0.0.1:0",
               "--log-dir",
               dir_->File("logs"),
               "--heartbeat",
@@ -115,17 +233,17 @@ class KubeletTest : public ::testing::Test {
     auto p = fairbench::testing::Subprocess::Start(o);
     ASSERT_TRUE(p.ok()) << p.status().ToString();
     kubelet_ = std::make_unique<fairbench::testing::Subprocess>(std::move(*p));
+    started_ = true;
     ASSERT_TRUE(Eventually([&] {
       return ReadFile(dir_->File("kubelet.out")).find("listening on") != std::string::npos;
-    })) << ReadFile(dir_->File("kubelet.err"));
+    }, 20s)) << ReadFile(dir_->File("kubelet.err"));
     const std::string out = ReadFile(dir_->File("kubelet.out"));
     kubelet_port_ = std::stoi(out.substr(out.rfind(':') + 1));
   }
 
   // kubectl with a private HOME and cache; returns exit code and output.
   kube::CommandResult Kubectl(std::vector<std::string> args, std::chrono::milliseconds timeout = 30s) {
-    static const std::string kubectl = fairbench::testing::FindTool("kubectl");
-    EXPECT_FALSE(kubectl.empty()) << "kubectl not found on PATH nor in .tools/bin";
+    const std::string kubectl = cluster_->kubectl();
     args.insert(args.begin(), {"--kubeconfig", kubeconfig_, "--cache-dir", dir_->File("cache")});
     auto r = kube::RunCommand(kubectl, args, {{"HOME", dir_->path().string()}, {"KUBECONFIG", ""}}, timeout);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -146,7 +264,7 @@ class KubeletTest : public ::testing::Test {
   }
 
   std::optional<Json> Pod(const std::string& name) {
-    auto p = client_->Get(kube::resources::Pods(), "default", name);
+    auto p = client_->Get(kube::resources::Pods(), ns(), name);
     if (!p.ok()) return std::nullopt;
     return *p;
   }
@@ -174,16 +292,20 @@ class KubeletTest : public ::testing::Test {
     return "";
   }
 
+  fairbench::testing::KubeCluster* cluster_ = nullptr;
+  std::optional<fairbench::testing::TestNamespace> ns_;
   std::unique_ptr<fairbench::testing::TempDir> dir_;
-  std::unique_ptr<apiserver::TestApiServer> server_;
+  std::unique_ptr<kubetest::FaultProxy> proxy_;
   std::unique_ptr<kube::Client> client_;
   std::unique_ptr<fairbench::testing::Subprocess> kubelet_;
+  std::optional<PodIpRange> ip_range_;
   std::string kubeconfig_;
-  std::string node_ = "node-a";
+  std::string node_;
   std::string cpus_ = "0-1";
   std::string ip_base_;
   int kubelet_port_ = 0;
   int manifests_ = 0;
+  bool started_ = false;
 };
 
 }  // namespace fairbench::kubelet::testenv

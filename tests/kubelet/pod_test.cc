@@ -337,13 +337,13 @@ spec:
     if (eq != std::string::npos) env[line.substr(0, eq)] = line.substr(eq + 1);
   }
   EXPECT_EQ(env["POD_NAME"], "envpod");
-  EXPECT_EQ(env["POD_NAMESPACE"], "default");
+  EXPECT_EQ(env["POD_NAMESPACE"], ns());
   EXPECT_EQ(env["POD_UID"], pod["metadata"]["uid"]);
   EXPECT_EQ(env["NODE_NAME"], node_);
   EXPECT_EQ(env["POD_IP"], pod["status"]["podIP"]);
   EXPECT_EQ(env["HOST_IP"], "127.0.0.1");
   EXPECT_EQ(env["TOKEN"], "s3cr3t-value");
-  EXPECT_EQ(env["COMBINED"], "envpod.default");
+  EXPECT_EQ(env["COMBINED"], "envpod." + ns());
   EXPECT_EQ(env["ESCAPED"], "$(POD_NAME)");
   EXPECT_EQ(env["UNKNOWN"], "$(NOT_DEFINED)");
   EXPECT_EQ(env["ARG"], "envpod");

@@ -1,17 +1,17 @@
 // A cluster on one machine for the operator's tests: Kubernetes' own
 // control plane (Cluster(): etcd, kube-apiserver, kube-controller-manager
-// and kube-scheduler, built from Kubernetes' Go modules by scripts/kube),
-// or the test API server where a test needs an API fault at a chosen
-// moment (ApiServer()); test kubelets as its nodes; fairbench-controller;
-// each process logging to a file of its own in a temporary folder, and
-// kubectl pointed at the API server through that folder's kubeconfig.
+// and kube-scheduler, built from Kubernetes' Go modules by scripts/kube);
+// test kubelets as its nodes; fairbench-controller; each process logging to
+// a file of its own in a temporary folder, and kubectl pointed at the API
+// server through that folder's kubeconfig. Where a test needs API faults,
+// the controllers reach the API server through a FaultProxy
+// (ControllersThroughFaultProxy()).
 //
-// On Kubernetes, fairbench-controller runs as the chart's ServiceAccount
-// with the chart's RBAC (helm template, the ServiceAccount and RBAC
-// objects applied; a token from the TokenRequest API), the kubelets as
+// fairbench-controller runs as the chart's ServiceAccount with the chart's
+// RBAC (helm template, the ServiceAccount and RBAC objects applied; a token
+// from the TokenRequest API: the user kControllerUser), the kubelets as
 // nodes (system:node:NAME certificates, under the Node authorizer and
-// NodeRestriction). On the test API server it authenticates with a token of
-// its own (the user kControllerUser). Both write an audit log. RecordControllerApiUsage(), called
+// NodeRestriction). The API server writes an audit log. RecordControllerApiUsage(), called
 // when a test ends, keeps what the controllers asked of the API (verb,
 // resource, subresource, scope) in FAIRBENCH_API_USAGE_DIR/<test>.json and
 // checks it against tests/chart/controller-api-usage.json, the list the
@@ -27,6 +27,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <regex>
 #include <set>
@@ -38,6 +39,7 @@
 #include <nlohmann/json.hpp>
 
 #include "controller/kube/exec_credential.h"
+#include "testing/kubetest/fault_proxy.h"
 #include "testing/support/bin_dir.h"
 #include "testing/support/kube_cluster.h"
 #include "testing/support/ports.h"
@@ -103,8 +105,6 @@ class ClusterTest : public ::testing::Test {
   // kubectl, a temporary folder named after `prefix`, an agent port, and
   // the image map every kubelet runs pods from.
   void Prepare(const std::string& prefix) {
-    kubectl_ = testing::FindTool("kubectl");
-    ASSERT_FALSE(kubectl_.empty()) << "kubectl not found: run scripts/setup --with-tools";
     auto dir = testing::TempDir::Create(prefix);
     ASSERT_TRUE(dir.ok());
     dir_.emplace(std::move(*dir));
@@ -112,37 +112,10 @@ class ClusterTest : public ::testing::Test {
     kubeconfig_ = (root_ / "kubeconfig").string();
     controller_kubeconfig_ = (root_ / "controller-kubeconfig").string();
     agent_port_ = FreePort();
-    // kube-apiserver's token file: an administrator (the kubeconfig's, for
-    // the kubelets and fairbench fetch; kubectl sends no token over plain
-    // HTTP and is anonymous) and the controller.
-    audit_log_ = (root_ / "audit.log").string();
-    admin_token_ = "admin-" + std::to_string(getpid());
-    controller_token_ = "controller-" + std::to_string(getpid());
-    std::ofstream(root_ / "tokens.csv") << admin_token_ << ",fairbench-admin,1,\"system:masters\"\n"
-                                         << controller_token_ << "," << kControllerUser
-                                         << ",2,\"system:serviceaccounts,system:serviceaccounts:default\"\n";
     const std::string bin = testing::BinDir();
     std::ofstream(root_ / "images.yaml") << "example.org/fairbench/agent:dev: [" << bin << "/fairbench-agent]\n"
                                           << "example.org/fairbench/target:dev: [" << bin
                                           << "/fairbench-target-cpp-httplib-debian]\n";
-  }
-  // The test API server on `listen`, its kubeconfig written; with `crd`, the
-  // product CRD applied and established; `extra` arguments (--faults …).
-  void ApiServer(const std::string& listen = "127.0.0.1:0", bool crd = true, const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> argv = {testing::BinaryPath("fairbench-test-apiserver"), "--listen", listen,
-                                     "--write-kubeconfig", kubeconfig_, "--token-auth-file",
-                                     (root_ / "tokens.csv").string(), "--anonymous-auth", "--audit-log",
-                                     (root_ / "audit.log").string()};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    Start("apiserver", std::move(argv));
-    ASSERT_TRUE(Eventually([&] { return fs::exists(kubeconfig_) && fs::file_size(kubeconfig_) > 0; }, 10s));
-    // The controller's kubeconfig: the same server, the controller's token.
-    std::string text = ReadFile(kubeconfig_);
-    const size_t at = text.find("token: " + admin_token_);
-    ASSERT_NE(at, std::string::npos) << text;
-    text.replace(at + 7, admin_token_.size(), controller_token_);
-    std::ofstream(controller_kubeconfig_) << text;
-    if (crd) InstallCrd();
   }
   // Kubernetes' own control plane (testing::KubeCluster), its admin
   // kubeconfig as kubeconfig_ and the kubectl built with it; with `crd`, the
@@ -150,8 +123,9 @@ class ClusterTest : public ::testing::Test {
   // chart's ServiceAccount in "default" with the chart's RBAC.
   // `all_namespaces`: the installation watches every namespace
   // (controller.watchAllNamespaces: its controllers run without --namespace).
-  void Cluster(bool crd = true, bool all_namespaces = false) {
-    auto c = testing::KubeCluster::Up((root_ / "cluster").string());
+  // `apiserver_args`: more kube-apiserver flags.
+  void Cluster(bool crd = true, bool all_namespaces = false, const std::vector<std::string>& apiserver_args = {}) {
+    auto c = testing::KubeCluster::Up((root_ / "cluster").string(), apiserver_args);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     cluster_.emplace(std::move(*c));
     kubectl_ = cluster_->kubectl();
@@ -159,6 +133,38 @@ class ClusterTest : public ::testing::Test {
     fs::copy_file(cluster_->admin_kubeconfig(), kubeconfig_, fs::copy_options::overwrite_existing);
     if (crd) InstallCrd();
     controller_kubeconfig_ = Installation("default", all_namespaces);
+  }
+  // The controllers of "default" reach the API server through a FaultProxy
+  // injecting `faults` (FaultConfig text) into their requests only
+  // (user=kControllerUser): their kubeconfig points at the proxy, with the
+  // same ServiceAccount token, which the real API server checks. kubectl,
+  // the kubelets and `fairbench fetch` see a healthy server.
+  void ControllersThroughFaultProxy(const std::string& faults) {
+    auto config = kubetest::FaultConfig::Parse(faults + ",user=" + kControllerUser);
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    kubetest::FaultProxyOptions o;
+    o.upstream = cluster_->server();
+    o.ca_file = cluster_->pki("ca.crt");
+    o.client_cert_file = cluster_->pki("admin.crt");
+    o.client_key_file = cluster_->pki("admin.key");
+    o.compact = [this]() -> Status {
+      auto rv = cluster_->Compact();
+      return rv.ok() ? Status::Ok() : rv.status();
+    };
+    auto proxy = kubetest::FaultProxy::Start(o);
+    ASSERT_TRUE(proxy.ok()) << proxy.status().ToString();
+    proxy_ = std::move(*proxy);
+    proxy_->faults().Configure(*config);
+    std::string text = ReadFile(controller_kubeconfig_);
+    const std::string server = "    server: " + cluster_->server() + "\n";
+    const size_t at = text.find(server);
+    ASSERT_NE(at, std::string::npos) << text;
+    text.replace(at, server.size(), "    server: " + proxy_->url() + "\n");
+    const size_t ca = text.find("    certificate-authority: ");
+    ASSERT_NE(ca, std::string::npos) << text;
+    text.erase(ca, text.find('\n', ca) + 1 - ca);
+    controller_kubeconfig_ = (root_ / "controller-through-faults.kubeconfig").string();
+    std::ofstream(controller_kubeconfig_) << text;
   }
   // An installation's identity on Kubernetes: the chart rendered for
   // namespace `ns` (helm template), its ServiceAccount, Roles,
@@ -173,24 +179,7 @@ class ClusterTest : public ::testing::Test {
                                      {{"HOME", root_.string()}}, 60s);
     EXPECT_TRUE(rendered.ok() && rendered->exit_code == 0) << (rendered.ok() ? rendered->err : rendered.status().ToString());
     if (!rendered.ok()) return "";
-    std::string kept;
-    static const std::set<std::string> kKinds = {"ServiceAccount", "Role", "RoleBinding", "ClusterRole",
-                                                 "ClusterRoleBinding"};
-    std::string doc;
-    auto flush = [&] {
-      std::smatch m;
-      if (std::regex_search(doc, m, std::regex("(^|\\n)kind: (\\w+)")) && kKinds.count(m[2].str())) kept += "---\n" + doc;
-      doc.clear();
-    };
-    std::istringstream in(rendered->out);
-    for (std::string line; std::getline(in, line);) {
-      if (line == "---") {
-        flush();
-      } else {
-        doc += line + "\n";
-      }
-    }
-    flush();
+    const std::string kept = testing::ChartIdentityObjects(rendered->out);
     const fs::path file = root_ / ("installation-" + ns + ".yaml");
     std::ofstream(file) << kept;
     Ok({"apply", "-f", file.string()});
@@ -239,14 +228,8 @@ class ClusterTest : public ::testing::Test {
     }
   }
   void InstallCrd() {
-    Ok({"apply", "-f", std::string(FAIRBENCH_SOURCE_DIR) + "/manifests/crd/benchmarkruns.fairbench.dev.yaml"});
-    // kubectl 1.37's wait fails at once ("conditions accessor error") on a
-    // CRD whose status has no conditions yet: asked again until it waits.
-    ASSERT_TRUE(Eventually(
-        [&] { return Run({"wait", "--for=condition=Established", "crd/benchmarkruns.fairbench.dev", "--timeout=20s"})
-                         .exit_code == 0; },
-        30s))
-        << Run({"get", "crd", "benchmarkruns.fairbench.dev", "-o", "yaml"}).out;
+    const Status s = testing::InstallProductCrd(*cluster_);
+    ASSERT_TRUE(s.ok()) << s.ToString();
   }
   // Starts `argv` as process `name` (replacing one of that name), output in NAME.log.
   void Start(const std::string& name, std::vector<std::string> argv) {
@@ -259,23 +242,19 @@ class ClusterTest : public ::testing::Test {
     processes_.erase(name);
     processes_.emplace(name, std::move(*p));
   }
-  // A test kubelet as node `node`: on Kubernetes with the node's own
-  // certificate, serving HTTPS; on the test API server as its administrator.
+  // A test kubelet as node `node`, with the node's own certificate,
+  // serving HTTPS in the cluster's node network namespace.
   void Kubelet(const std::string& node, const std::string& cpus, const std::string& labels, const std::string& ip_base) {
     std::vector<std::string> argv = {testing::BinaryPath("fairbench-test-kubelet"), "--node", node, "--cpus", cpus,
                                      "--memory", "4Gi", "--labels", labels, "--images",
                                      (root_ / "images.yaml").string(), "--pod-ip-base", ip_base, "--listen",
-                                     (cluster_ ? cluster_->node_address() : "127.0.0.1") + ":0", "--log-dir",
-                                     (root_ / node).string(), "--heartbeat", "1s"};
-    if (cluster_) {
-      auto creds = cluster_->Node(node);
-      ASSERT_TRUE(creds.ok()) << creds.status().ToString();
-      argv.insert(argv.end(), {"--kubeconfig", creds->kubeconfig, "--tls-cert-file", creds->cert,
-                               "--tls-private-key-file", creds->key, "--proxy-kubeconfig", creds->proxy_kubeconfig,
-                               "--listen-netns", cluster_->node_netns()});
-    } else {
-      argv.insert(argv.end(), {"--kubeconfig", kubeconfig_});
-    }
+                                     cluster_->node_address() + ":0", "--log-dir", (root_ / node).string(),
+                                     "--heartbeat", "1s"};
+    auto creds = cluster_->Node(node);
+    ASSERT_TRUE(creds.ok()) << creds.status().ToString();
+    argv.insert(argv.end(), {"--kubeconfig", creds->kubeconfig, "--tls-cert-file", creds->cert,
+                             "--tls-private-key-file", creds->key, "--proxy-kubeconfig", creds->proxy_kubeconfig,
+                             "--listen-netns", cluster_->node_netns()});
     Start(node, std::move(argv));
   }
   std::string Log(const std::string& name) { return ReadFile(root_ / (name + ".log")); }
@@ -321,13 +300,12 @@ class ClusterTest : public ::testing::Test {
   fs::path root_;
   std::string kubeconfig_;
   std::string controller_kubeconfig_;  // the controller's own identity (kControllerUser)
-  std::string admin_token_;
-  std::string controller_token_;
   int agent_port_ = 0;
   std::string audit_log_;
   // Declared before the processes, so destroyed after them: kubelets and
   // controllers go before the cluster they talk to.
   std::optional<testing::KubeCluster> cluster_;
+  std::unique_ptr<kubetest::FaultProxy> proxy_;  // between the controllers and the API server, when faults are due
   std::map<std::string, testing::Subprocess> processes_;
 };
 
