@@ -1,0 +1,139 @@
+// Kubernetes' own kubelet (scripts/kube-node) as a node of the control
+// plane: containerd and runc run its pods, and the kernel, read from
+// inside each container, says which CPUs the pod really got under each
+// CPU manager policy. The kubelet's CPU manager is the only thing that
+// gives a Guaranteed pod CPUs of its own; with the kubelet's default
+// policy (none) it shares every CPU of its node.
+#include <gtest/gtest.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "controller/kube/exec_credential.h"
+#include "testing/support/bin_dir.h"
+#include "testing/support/kube_cluster.h"
+#include "testing/support/subprocess.h"
+#include "testing/support/temp_dir.h"
+
+namespace fairbench::testing {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+const std::string kKubeNode = std::string(FAIRBENCH_SOURCE_DIR) + "/scripts/kube-node";
+
+// "0-2,5" → {0, 1, 2, 5}; empty on anything else.
+std::set<int> CpuList(const std::string& text) {
+  std::set<int> cpus;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, ',');) {
+    const size_t dash = part.find('-');
+    try {
+      const int from = std::stoi(part.substr(0, dash));
+      const int to = dash == std::string::npos ? from : std::stoi(part.substr(dash + 1));
+      for (int c = from; c <= to; ++c) cpus.insert(c);
+    } catch (...) {
+      return {};
+    }
+  }
+  return cpus;
+}
+
+class RealKubeletTest : public ::testing::Test {
+ protected:
+  // A cluster and node `node` with the kubelet's `policy`, CPU 0 reserved
+  // for the system under the static policy, and the probe's image.
+  void Node(const std::string& policy) {
+    if (getuid() != 0) GTEST_SKIP() << "a real kubelet needs root";
+    if (get_nprocs() < 2) GTEST_SKIP() << "a CPU of its own needs two CPUs";
+    auto dir = TempDir::Create("fairbench-real-kubelet");
+    ASSERT_TRUE(dir.ok());
+    dir_.emplace(std::move(*dir));
+    auto c = KubeCluster::Up(dir_->File("cluster"));
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    cluster_.emplace(std::move(*c));
+    ASSERT_TRUE(Script({"up", "real-node", "--cpu-manager-policy", policy})) << said_;
+    ASSERT_TRUE(Script({"image", "real-node", "fairbench.test/cpus:1", BinaryPath("fairbench-test-cpus")})) << said_;
+  }
+  void TearDown() override {
+    if (cluster_) (void)Script({"down", "real-node"});
+  }
+  bool Script(std::vector<std::string> args) {
+    args.push_back("--dir");
+    args.push_back(cluster_->dir());
+    auto r = kube::RunCommand(kKubeNode, args, {}, 180s);
+    said_ = r.ok() ? r->out + r->err : r.status().ToString();
+    return r.ok() && r->exit_code == 0;
+  }
+  // A pod of the probe on the node: Guaranteed with `cpu` whole CPUs, or
+  // BestEffort when `cpu` is empty.
+  void Pod(const std::string& name, const std::string& cpu) {
+    std::string yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name +
+                       ", namespace: default}\nspec:\n  nodeName: real-node\n  hostNetwork: true\n"
+                       "  containers:\n  - name: probe\n    image: fairbench.test/cpus:1\n"
+                       "    imagePullPolicy: Never\n";
+    if (!cpu.empty()) {
+      yaml += "    resources: {requests: {cpu: \"" + cpu + "\", memory: 32Mi}, limits: {cpu: \"" + cpu +
+              "\", memory: 32Mi}}\n";
+    }
+    auto applied = AdminKubectl(*cluster_, {"apply", "-f", "-"}, yaml);
+    ASSERT_TRUE(applied.ok()) << applied.status().ToString();
+  }
+  // The CPUs the pod's container says it may run on (its log's last line).
+  std::set<int> Cpus(const std::string& pod) {
+    std::string last;
+    const auto until = std::chrono::steady_clock::now() + 60s;
+    while (std::chrono::steady_clock::now() < until) {
+      auto log = AdminKubectl(*cluster_, {"logs", pod, "--tail", "1"});
+      if (log.ok() && log->rfind("cpus ", 0) == 0) return CpuList(log->substr(5, log->find('\n') - 5));
+      last = log.ok() ? *log : log.status().ToString();
+      std::this_thread::sleep_for(250ms);
+    }
+    auto described = AdminKubectl(*cluster_, {"describe", "pod", pod});
+    ADD_FAILURE() << pod << " never said its CPUs: " << last << "\n"
+                  << (described.ok() ? *described : described.status().ToString());
+    return {};
+  }
+
+  std::optional<TempDir> dir_;
+  std::optional<KubeCluster> cluster_;
+  std::string said_;
+};
+
+// Catches: a node that does not run the static policy it was asked for,
+// the reserved CPU handed to a Guaranteed pod, or a pod's CPUs not what
+// the kernel enforces (the list is the container's own view).
+TEST_F(RealKubeletTest, TheStaticPolicyGivesAGuaranteedPodACpuOfItsOwn) {
+  Node("static");
+  Pod("guaranteed", "1");
+  Pod("shared", "");
+  const std::set<int> own = Cpus("guaranteed");
+  const std::set<int> shared = Cpus("shared");
+  ASSERT_EQ(own.size(), 1u) << "a Guaranteed pod asking for 1 CPU got " << own.size();
+  EXPECT_EQ(own.count(0), 0u) << "CPU 0 is reserved for the system";
+  for (int c : own) EXPECT_EQ(shared.count(c), 0u) << "CPU " << c << " is the Guaranteed pod's and the shared pool's";
+  EXPECT_EQ(shared.count(0), 1u) << "the reserved CPU is in the shared pool";
+}
+
+// Catches: a test that would pass whatever the policy: with the kubelet's
+// default policy the same Guaranteed pod may run on every CPU of the node,
+// the BestEffort pod's CPUs included.
+TEST_F(RealKubeletTest, TheNonePolicySharesEveryCpuWithAGuaranteedPod) {
+  Node("none");
+  Pod("guaranteed", "1");
+  Pod("shared", "");
+  const std::set<int> own = Cpus("guaranteed");
+  const std::set<int> shared = Cpus("shared");
+  EXPECT_EQ(static_cast<int>(own.size()), get_nprocs()) << "every CPU of the node";
+  EXPECT_EQ(own, shared);
+}
+
+}  // namespace
+}  // namespace fairbench::testing
