@@ -70,6 +70,43 @@ wrk = {
   thread  = nil,
 }
 
+-- wrk's own steps, as its wrk.lua has them: the agent calls wrk.setup in
+-- the setup state and wrk.init in each thread's state, and sends what
+-- wrk.request() returns when the script has no request().
+function wrk.resolve(host, service)
+  local addrs = wrk.lookup(host, service)
+  for i = #addrs, 1, -1 do
+    if not wrk.connect(addrs[i]) then
+      table.remove(addrs, i)
+    end
+  end
+  wrk.addrs = addrs
+end
+
+function wrk.setup(thread)
+  thread.addr = wrk.addrs[1]
+  if type(setup) == "function" then
+    setup(thread)
+  end
+end
+
+function wrk.init(args)
+  if not wrk.headers["Host"] then
+    local host = wrk.host
+    local port = wrk.port
+    host = host:find(":") and ("[" .. host .. "]") or host
+    host = port and (host .. ":" .. port) or host
+    wrk.headers["Host"] = host
+  end
+  if type(init) == "function" then
+    init(args)
+  end
+  local req = wrk.format()
+  wrk.request = function()
+    return req
+  end
+end
+
 function wrk.format(method, path, headers, body)
   method  = method  or wrk.method
   path    = path    or wrk.path
@@ -687,12 +724,6 @@ bool ScriptThread::Call(int nargs, int nresults, const char*) {
 
 bool ScriptThread::Request(std::string* text, uint32_t* count) {
   if (!error_.empty()) return false;
-  if (first_pending_) {
-    first_pending_ = false;
-    text->swap(first_text_);
-    *count = first_count_;
-    return true;
-  }
   lua_getglobal(L_, "request");
   if (!Call(0, 1, "request")) return false;
   size_t len = 0;
@@ -775,6 +806,16 @@ Result<std::unique_ptr<Script>> Script::Create(const ScriptOptions& o) {
   if (script->L_ == nullptr) return Status::InvalidArgument(err);
   lua_State* S = script->L_;
   const std::string host = HostHeader(o);
+  // wrk.addrs, which wrk.setup hands out: wrk fills it with the addresses
+  // that took a connection (wrk.resolve); here the resolved ones.
+  lua_getglobal(S, "wrk");
+  lua_createtable(S, static_cast<int>(o.addresses.size()), 0);
+  for (size_t a = 0; a < o.addresses.size(); ++a) {
+    PushAddr(S, o.addresses[a]);
+    lua_rawseti(S, -2, static_cast<int>(a + 1));
+  }
+  lua_setfield(S, -2, "addrs");
+  lua_pop(S, 1);
   for (uint32_t i = 0; i < o.threads; ++i) {
     std::unique_ptr<ScriptThread> t(new ScriptThread());
     t->index_ = i;
@@ -790,69 +831,60 @@ Result<std::unique_ptr<Script>> Script::Create(const ScriptOptions& o) {
     lua_setfield(L, -2, "thread");
     lua_pop(L, 1);
 
-    // setup(thread) in the setup state.
-    lua_getglobal(S, "setup");
-    if (lua_isfunction(S, -1)) {
-      ScriptApi::Push(S, t.get());
-      if (std::string e = PCall(S, 1, 0); !e.empty()) return Status::InvalidArgument(e);
-    } else {
-      lua_pop(S, 1);
-    }
-
-    // The Host header, then init(args), in the thread's state.
+    // wrk.setup(thread) in the setup state (thread.addr, then setup()),
+    // then wrk.init(args) in the thread's (Host, init(), then the static
+    // request wrk.request() returns), as wrk calls them.
+    lua_getglobal(S, "wrk");
+    lua_getfield(S, -1, "setup");
+    ScriptApi::Push(S, t.get());
+    if (std::string e = PCall(S, 1, 0); !e.empty()) return Status::InvalidArgument(e);
+    lua_pop(S, 1);
     lua_getglobal(L, "wrk");
-    lua_getfield(L, -1, "headers");
-    lua_getfield(L, -1, "host");
-    const bool has_host = !lua_isnil(L, -1);
+    lua_getfield(L, -1, "init");
+    lua_createtable(L, static_cast<int>(o.args.size()), 1);
+    lua_pushstring(L, o.url.c_str());
+    lua_rawseti(L, -2, 0);
+    for (size_t a = 0; a < o.args.size(); ++a) {
+      lua_pushstring(L, o.args[a].c_str());
+      lua_rawseti(L, -2, static_cast<int>(a + 1));
+    }
+    if (std::string e = PCall(L, 1, 0); !e.empty()) return Status::InvalidArgument(e);
     lua_pop(L, 1);
-    if (!has_host) {
-      lua_pushstring(L, host.c_str());
-      lua_setfield(L, -2, "Host");
-    }
-    lua_pop(L, 2);
-    lua_getglobal(L, "init");
-    if (lua_isfunction(L, -1)) {
-      lua_createtable(L, static_cast<int>(o.args.size()), 1);
-      lua_pushstring(L, o.url.c_str());
-      lua_rawseti(L, -2, 0);
-      for (size_t a = 0; a < o.args.size(); ++a) {
-        lua_pushstring(L, o.args[a].c_str());
-        lua_rawseti(L, -2, static_cast<int>(a + 1));
-      }
-      if (std::string e = PCall(L, 1, 0); !e.empty()) return Status::InvalidArgument(e);
-    } else {
-      lua_pop(L, 1);
-    }
 
     t->dynamic_ = IsFunction(L, "request");
     t->response_ = IsFunction(L, "response");
     t->delay_ = IsFunction(L, "delay");
     if (t->dynamic_) {
-      // The first request now: a text that is no request is bad input, found
-      // before any load. It is sent as the thread's first request.
-      if (!t->Request(&t->first_text_, &t->first_count_)) return Status::InvalidArgument(t->error_);
-      t->first_pending_ = true;
-      if (!o.h2_scheme.empty()) {
-        // Each request of it must make an HTTP/2 stream too.
-        auto specs = SplitRequests(t->first_text_);
-        for (const RequestSpec& spec : specs.ok() ? *specs : std::vector<RequestSpec>{}) {
-          auto h2 = H2Request::Build(spec, o.h2_scheme, host);
-          if (!h2.ok()) {
-            return Status::InvalidArgument(DefinedAt(L, "request", t->chunk_name_) +
-                                           ": request() returned a request HTTP/2 cannot send: " + h2.status().message());
+      if (i == 0) {
+        // As wrk: thread 0's request() is called once now and its text
+        // checked (one that is no request is bad input, found before any
+        // load), and that text is not sent: the load calls request()
+        // afresh for every request it sends.
+        uint32_t count = 0;
+        if (!t->Request(&script->checked_text_, &count)) return Status::InvalidArgument(t->error_);
+        if (!o.h2_scheme.empty()) {
+          // Each request of it must make an HTTP/2 stream too.
+          auto specs = SplitRequests(script->checked_text_);
+          for (const RequestSpec& spec : specs.ok() ? *specs : std::vector<RequestSpec>{}) {
+            auto h2 = H2Request::Build(spec, o.h2_scheme, host);
+            if (!h2.ok()) {
+              return Status::InvalidArgument(DefinedAt(L, "request", t->chunk_name_) +
+                                             ": request() returned a request HTTP/2 cannot send: " +
+                                             h2.status().message());
+            }
           }
         }
       }
     } else {
       lua_getglobal(L, "wrk");
-      lua_getfield(L, -1, "format");
+      lua_getfield(L, -1, "request");
       if (std::string e = PCall(L, 0, 1); !e.empty()) return Status::InvalidArgument(e);
       size_t len = 0;
-      const char* s = lua_tolstring(L, -1, &len);
+      const char* s = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &len) : nullptr;
       std::string text(s != nullptr ? s : "", s != nullptr ? len : 0);
       lua_pop(L, 2);
       auto specs = SplitRequests(text);
-      if (!specs.ok()) return Status::InvalidArgument(o.source.name + ": wrk.format() gave " + specs.status().message());
+      if (!specs.ok()) return Status::InvalidArgument(o.source.name + ": wrk.request() gave " + specs.status().message());
       BuiltRequest built;
       built.name = specs->front().method + " " + specs->front().target;
       built.head = specs->front().method == "HEAD";
@@ -872,7 +904,7 @@ Result<std::unique_ptr<Script>> Script::Create(const ScriptOptions& o) {
 
 std::string Script::FirstRequestText() const {
   const ScriptThread& t = *threads_.front();
-  if (t.dynamic_) return t.first_pending_ ? t.first_text_ : std::string();
+  if (t.dynamic_) return checked_text_;
   return t.requests_.empty() ? std::string() : t.requests_.front().bytes;
 }
 

@@ -4,13 +4,15 @@
 // load and done(summary, latency, requests) after it; each worker thread
 // has its own independent state (ScriptThread) in which init(args) runs
 // before the load and request(), response() and delay() during it. Every
-// state loads the same script. The `wrk` table (scheme, host, port, method,
-// path, headers, body, thread; format, lookup, connect) is filled from the
-// URL and the -H headers before the script runs, as in wrk.
+// state loads the same script. The `wrk` table is wrk's wrk.lua (scheme,
+// host, port, method, path, headers, body, thread; format, resolve, setup,
+// init, and request once init ran; addrs in the setup state) and its C
+// half (lookup, connect), filled from the URL and the -H headers before the
+// script runs, as in wrk.
 //
 // The cost is only where the script asks for it: a state without a
 // request() function has its request formatted once, after init()
-// (wrk.format()), and the worker sends it like a request given by flags;
+// (wrk.request()), and the worker sends it like a request given by flags;
 // without response() no response is handed to Lua; without delay() none
 // is asked for.
 //
@@ -117,8 +119,7 @@ class ScriptThread {
   // script failed (failed(), error()).
   //
   // Calls request(): its text replaces *text, *count is the number of
-  // requests in it. The first call returns the text the check before the
-  // load got (request() is not called twice for it).
+  // requests in it.
   bool Request(std::string* text, uint32_t* count);
   // HTTP/2 (h2_scheme given): calls request() and turns each request of
   // its text into a stream, replacing *streams.
@@ -158,9 +159,6 @@ class ScriptThread {
   SocketAddress address_;
   std::vector<BuiltRequest> requests_;
   std::vector<std::shared_ptr<const H2Request>> h2_requests_;
-  std::string first_text_;  // request()'s first text, checked before the load
-  uint32_t first_count_ = 0;
-  bool first_pending_ = false;
   std::string error_;
   std::vector<std::pair<std::string, std::string>> headers_;  // reused by ResponseRaw
   std::string body_;
@@ -168,10 +166,12 @@ class ScriptThread {
 
 class Script {
  public:
-  // Loads the script in the setup state and in one state per thread, calls
-  // setup(thread) for each thread and then init(args) in its state; then
-  // formats each static request, or calls request() once to check what it
-  // returns. Errors: InvalidArgument, "name:line: message".
+  // Loads the script in the setup state and, thread by thread, in the
+  // thread's own state; calls wrk.setup(thread) (setup()) in the setup
+  // state, then wrk.init(args) (init()) in the thread's; then takes the
+  // static request from wrk.request(), or, in thread 0 only, calls
+  // request() once to check what it returns and drops that text, as wrk
+  // does. Errors: InvalidArgument, "name:line: message".
   static Result<std::unique_ptr<Script>> Create(const ScriptOptions& options);
   ~Script();
   Script(const Script&) = delete;
@@ -185,7 +185,8 @@ class Script {
   bool has_done() const { return done_; }
 
   // The first request of thread 0: the formatted one, or the text its
-  // request() returned first (for checking an endpoint before the load).
+  // request() returned to the check (for checking an endpoint before the
+  // load).
   std::string FirstRequestText() const;
 
   // Calls done(summary, latency, requests) in the setup state. What it
@@ -200,6 +201,7 @@ class Script {
   Script() = default;
   lua_State* L_ = nullptr;  // the setup state
   bool done_ = false;
+  std::string checked_text_;  // thread 0's request() text checked before the load
   std::vector<std::unique_ptr<ScriptThread>> threads_;
 };
 

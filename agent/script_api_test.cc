@@ -49,6 +49,51 @@ function request() return wrk.format(nil, "/" .. seen) end
   EXPECT_EQ(text.rfind("GET /200-b-abcde HTTP/1.1\r\n", 0), 0u) << text;
 }
 
+// As in wrk (wrk.c calls script_verify_request for thread 0 alone):
+// request() is called once before the load in thread 0 only, its text is
+// what the endpoint check gets, and it is not sent: thread 0's first
+// request in the load is its second request() text, thread 1's its first.
+// Catches: the checked text sent as the first request, every thread's
+// request() called before the load.
+TEST(ScriptApiTest, OnlyThreadZerosRequestIsCheckedAndThatTextIsNotSent) {
+  ScriptOptions o = Options(R"(
+local n = 0
+function request()
+  n = n + 1
+  return wrk.format(nil, "/" .. n)
+end
+)");
+  o.threads = 2;
+  auto script = Script::Create(o);
+  ASSERT_TRUE(script.ok()) << script.status().ToString();
+  EXPECT_EQ((*script)->FirstRequestText().rfind("GET /1 HTTP/1.1\r\n", 0), 0u) << (*script)->FirstRequestText();
+  std::string text;
+  uint32_t count = 0;
+  ASSERT_TRUE((*script)->thread(0).Request(&text, &count));
+  EXPECT_EQ(text.rfind("GET /2 HTTP/1.1\r\n", 0), 0u) << text;
+  ASSERT_TRUE((*script)->thread(1).Request(&text, &count));
+  EXPECT_EQ(text.rfind("GET /1 HTTP/1.1\r\n", 0), 0u) << text;
+  EXPECT_EQ(count, 1u);
+}
+
+// Without request(), each thread sends what wrk.request() returns: the
+// request wrk.init formatted after init(), with the Host header set before
+// init() from wrk.host and wrk.port as the script left them (wrk.lua's
+// order). Catches: Host taken from the URL, the static request formatted
+// before init() ran.
+TEST(ScriptApiTest, StaticRequestIsWrkRequestAfterInit) {
+  auto script = Script::Create(Options(R"(
+wrk.host = "example.test"
+function init(args)
+  wrk.path = "/after-init"
+end
+)"));
+  ASSERT_TRUE(script.ok()) << script.status().ToString();
+  const std::string text = (*script)->FirstRequestText();
+  EXPECT_EQ(text.rfind("GET /after-init HTTP/1.1\r\n", 0), 0u) << text;
+  EXPECT_NE(text.find("Host: example.test:8080\r\n"), std::string::npos) << text;
+}
+
 // done()'s latency object over the values 1..100 µs (one each): extremes,
 // mean, the percentile rank round(p/100·n), the distinct values and their
 // counts. Catches: percentile off by one rank, stats(i) not 1-based, #stats
