@@ -155,6 +155,22 @@ TEST(CatalogueTest, KubernetesObjectsAreReadLeniently) {
             "spec.load.threads: must be an integer, got \"four\"");
 }
 
+// Catches: the operator's reading of a BenchmarkRun letting load.rate with
+// load.pipeline > 1 through (an object stored while the CRD had no CEL rule
+// for it, or written past it), so that the run is deployed and every cell
+// fails at its agents, instead of the run failing as InvalidSpec with the
+// field named.
+TEST(CatalogueTest, KubernetesObjectsWithARatedPipelineAreRefused) {
+  nlohmann::json object = nlohmann::json::parse(Slurp(kTestdata / "valid" / "full.json"));
+  object["spec"]["scenarios"][2]["requests"][1].erase("bodyFile");
+  object["spec"]["scenarios"][2]["requests"][1]["body"] = "{}";
+  ASSERT_TRUE(FromKubernetesObject(object).ok());
+  object["spec"]["load"]["pipeline"] = 4;
+  EXPECT_EQ(FromKubernetesObject(object).status().message(),
+            "spec.load.pipeline: cannot be combined with load.rate: a constant rate sends one request at a time on "
+            "each connection (set pipeline to 1, or remove rate)");
+}
+
 TEST(CatalogueTest, UnreadableFiles) {
   LoadOptions options;
   options.display_name = "x.yaml";

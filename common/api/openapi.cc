@@ -7,6 +7,7 @@
 #include "common/api/encoder.h"
 #include "common/api/json_text.h"
 #include "common/api/schema.h"
+#include "common/api/validate.h"
 
 namespace fairbench::api {
 namespace {
@@ -96,10 +97,25 @@ class SchemaBuilder {
   std::vector<Json*> objects_;
 };
 
+// Rules between fields that the API server can check itself (CEL), so that
+// kubectl apply refuses such a run at once instead of the controller failing
+// it later. Each has Validate's message and names Validate's field; rate is
+// int-or-string ("10k"), and a string is zero when it has no digit 1–9.
+void AddRules(Json& run) {
+  Json& load = run["properties"]["spec"]["properties"]["load"];
+  load["x-kubernetes-validations"] = Json::array(
+      {Json{{"rule", "!has(self.rate) || !has(self.pipeline) || self.pipeline <= 1 || "
+                     "(type(self.rate) == string ? !self.rate.matches('[1-9]') : self.rate <= 0)"},
+            {"message", std::string(kPipelineWithRate)},
+            {"fieldPath", ".pipeline"}}});
+}
+
 }  // namespace
 
 nlohmann::ordered_json OpenApiV3Schema() {
-  return SchemaBuilder().Of<BenchmarkRun>(0);
+  Json run = SchemaBuilder().Of<BenchmarkRun>(0);
+  AddRules(run);
+  return run;
 }
 
 }  // namespace fairbench::api

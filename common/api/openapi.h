@@ -11,6 +11,9 @@
 // for quantities and connection counts, and `required: [spec]`. Value rules
 // (ranges, names, rules between fields) stay in validate.h: the controller
 // reports them on the object's conditions with the same messages as the CLI.
+// A rule between fields that a run must never break wherever it runs (load
+// rate with pipelining) is also a CEL rule (x-kubernetes-validations) with
+// validate.h's message, so that the API server refuses the object itself.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -29,6 +29,13 @@ bool HasControlOrSpace(std::string_view s) {
 
 bool HasLineBreak(std::string_view s) { return s.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos; }
 
+// Headers of one HTTP/1.1 connection rather than of a request: RFC 9113
+// §8.2.2 makes them malformed in HTTP/2, and the agent refuses to send them.
+bool IsConnectionSpecific(const std::string& lower) {
+  return lower == "connection" || lower == "keep-alive" || lower == "proxy-connection" ||
+         lower == "transfer-encoding" || lower == "upgrade";
+}
+
 class Checker {
  public:
   Checker(const BenchmarkRun& run, const ValidateOptions& options) : run_(run), paths_(run), options_(options) {}
@@ -340,8 +347,14 @@ class Checker {
         Fail(value, Quote(key) + " is not a valid metadata key");
       } else if (lower == "content-type" || lower == "te" || lower.rfind("grpc-", 0) == 0) {
         Fail(value, Quote(key) + " is gRPC's own (set from method and deadline)");
+      } else if (lower == "content-length") {
+        Fail(value, "set from the message; remove this key");
+      } else if (IsConnectionSpecific(lower)) {
+        Fail(value, Quote(key) + " is connection-specific, not allowed in HTTP/2 (RFC 9113 §8.2.2), which gRPC runs on");
       } else if (HasLineBreak(value)) {
         Fail(value, "must not contain line breaks");
+      } else if (lower == "host" && value.empty()) {
+        Fail(value, "must not be empty: it becomes the call's :authority");
       }
     }
     if (g.deadline.has_value()) Positive(*g.deadline);
@@ -390,6 +403,8 @@ class Checker {
         Fail(value, "set from load.keepAlive; remove this header");
       } else if (HasLineBreak(value)) {
         Fail(value, "must not contain line breaks");
+      } else if (const Target* t = Http2RequestTarget(); t != nullptr) {
+        CheckHttp2Header(name, lower, value, *t);
       }
     }
     if (r.body.has_value() && r.body_file.has_value()) {
@@ -400,6 +415,28 @@ class Checker {
       } else if (options_.platform == Platform::kKubernetes) {
         Fail(*r.body_file, "only available in a local run file; use body");
       }
+    }
+  }
+
+  // The first target that sends the scenarios' requests over HTTP/2 (h2 or
+  // h2c; a grpc target runs gRPC scenarios only), or nullptr.
+  const Target* Http2RequestTarget() const {
+    for (const Target& t : run_.spec.targets) {
+      const Protocol p = EffectiveProtocol(t);
+      if (p == Protocol::kH2 || p == Protocol::kH2c) return &t;
+    }
+    return nullptr;
+  }
+
+  // A request header that target `t` would get as an HTTP/2 header field.
+  void CheckHttp2Header(const std::string& name, const std::string& lower, const std::string& value, const Target& t) {
+    const std::string why = "target " + Quote(t.name) + " is " + std::string(ToString(EffectiveProtocol(t)));
+    if (IsConnectionSpecific(lower)) {
+      Fail(value, Quote(name) + " is connection-specific, not allowed in HTTP/2 (RFC 9113 §8.2.2): " + why);
+    } else if (lower == "te" && Lower(value) != "trailers") {
+      Fail(value, "TE may only be \"trailers\" in HTTP/2 (RFC 9113 §8.2.2): " + why);
+    } else if (lower == "host" && value.empty()) {
+      Fail(value, "must not be empty: it becomes the request's :authority in HTTP/2 (" + why + ")");
     }
   }
 
@@ -483,6 +520,7 @@ class Checker {
     NotNegative(l.warmup);
     Positive(l.timeout);
     AtLeastOne(l.pipeline, kMaxPipeline);
+    if (l.rate > 0 && l.pipeline > 1) Fail(l.pipeline, std::string(kPipelineWithRate));
     if (l.streams) {
       Range(*l.streams, int32_t{1}, int32_t{65536});
       bool h2 = false;

@@ -6,7 +6,11 @@
 // uniqueness, exclusive fields (request or requests, body or bodyFile,
 // expect.body or expect.json), and rules between fields (each agent's share of
 // connections covers its threads; agents and targets never share CPUs or
-// nodes; the run fits in its status). Every diagnostic names a field path;
+// nodes; a constant rate never pipelines; HTTP/2 requests carry no
+// connection-specific headers; the run fits in its status). What the agent
+// would refuse in a cell's load job is refused here, before anything is
+// deployed, wherever the spec alone tells (what a script defines is known
+// only once an agent runs it). Every diagnostic names a field path;
 // the result is sorted in field order. No I/O: reading bodyFile is the
 // loader's job (loader.h). The status is not validated; the controller
 // writes it.
@@ -15,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "common/api/benchmark_run.h"
 #include "common/api/diagnostics.h"
@@ -44,6 +49,13 @@ inline constexpr int32_t kMaxProfileFrequency = 10'000;  // Hz; perf's own ceili
 // status.results holds one entry per cell and must stay well inside the
 // 1.5 MiB an object may take in etcd.
 inline constexpr size_t kMaxCells = 1000;
+
+// spec.load.pipeline > 1 with spec.load.rate: the message of both Validate
+// and the CRD's CEL rule (openapi.cc), so that kubectl apply and `fairbench
+// run` refuse the run in the same words.
+inline constexpr std::string_view kPipelineWithRate =
+    "cannot be combined with load.rate: a constant rate sends one request at a time on each connection "
+    "(set pipeline to 1, or remove rate)";
 
 Diagnostics Validate(const BenchmarkRun& run, const ValidateOptions& options = {});
 

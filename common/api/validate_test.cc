@@ -103,6 +103,7 @@ TEST(ValidateTest, TargetProtocolAndStreams) {
   run.spec.load.pipeline = 2;
   run.spec.load.rate = 100;
   EXPECT_EQ(Check(run), (Lines{"spec.targets[0].protocol: h2c cannot be used with load.pipeline > 1 (HTTP/2 uses load.streams)",
+                               "spec.load.pipeline: " + std::string(kPipelineWithRate),
                                "spec.load.streams: must be between 1 and 65536, got 0"}));
   run.spec.load.pipeline = 1;
   run.spec.load.streams = 100;
@@ -337,6 +338,74 @@ TEST(ValidateTest, Load) {
                                "spec.load.timeout: must be greater than 0", "spec.load.pipeline: must be ≥ 1",
                                "spec.load.rate: must not be negative", "spec.load.agents: must be at most 256",
                                "spec.cooldown: must not be negative"}));
+}
+
+// Catches: load.rate with load.pipeline > 1 accepted, so that `fairbench
+// run` and the operator deploy and verify the target and then every cell
+// fails at the agent (job.rate: a constant rate cannot be combined with
+// pipeline > 1); or the refusal naming another field than spec.load.pipeline.
+TEST(ValidateTest, AConstantRateIsNotPipelined) {
+  BenchmarkRun run = Valid();
+  run.spec.load.rate = 100;
+  run.spec.load.pipeline = 2;
+  EXPECT_EQ(Check(run), (Lines{"spec.load.pipeline: cannot be combined with load.rate: a constant rate sends one "
+                               "request at a time on each connection (set pipeline to 1, or remove rate)"}));
+  EXPECT_EQ(Check(run, Platform::kKubernetes), (Lines{"spec.load.pipeline: " + std::string(kPipelineWithRate)}));
+  run.spec.load.pipeline = 1;
+  EXPECT_EQ(Check(run), Lines{});
+  run.spec.load.rate = 0;
+  run.spec.load.pipeline = 16;
+  EXPECT_EQ(Check(run), Lines{});
+}
+
+// Catches: a request header HTTP/2 forbids (RFC 9113 §8.2.2: connection-
+// specific fields, TE other than "trailers") or an empty Host (the
+// :authority) accepted for an h2/h2c target, or gRPC metadata of that kind,
+// each then refused by every agent after the target was deployed; a gRPC
+// content-length that would override the message's own; or the same
+// headers refused for HTTP/1.1, where they are allowed.
+TEST(ValidateTest, Http2RequestsCarryNoConnectionSpecificHeaders) {
+  BenchmarkRun run = Valid();
+  Request& r = *run.spec.scenarios[0].request;
+  r.headers["Keep-Alive"] = "timeout=5";
+  r.headers["Proxy-Connection"] = "keep-alive";
+  r.headers["Upgrade"] = "websocket";
+  r.headers["TE"] = "gzip";
+  r.headers["Host"] = "";
+  r.headers["X-Ok"] = "1";
+  EXPECT_EQ(Check(run), Lines{}) << "HTTP/1.1 allows them";
+  run.spec.targets.push_back(run.spec.targets[0]);
+  run.spec.targets[1].name = "b";
+  run.spec.targets[1].protocol = Protocol::kH2c;
+  EXPECT_EQ(Check(run),
+            (Lines{"spec.scenarios[0].request.headers.Host: must not be empty: it becomes the request's :authority in "
+                   "HTTP/2 (target \"b\" is h2c)",
+                   "spec.scenarios[0].request.headers.Keep-Alive: \"Keep-Alive\" is connection-specific, not allowed in "
+                   "HTTP/2 (RFC 9113 §8.2.2): target \"b\" is h2c",
+                   "spec.scenarios[0].request.headers.Proxy-Connection: \"Proxy-Connection\" is connection-specific, not "
+                   "allowed in HTTP/2 (RFC 9113 §8.2.2): target \"b\" is h2c",
+                   "spec.scenarios[0].request.headers.TE: TE may only be \"trailers\" in HTTP/2 (RFC 9113 §8.2.2): "
+                   "target \"b\" is h2c",
+                   "spec.scenarios[0].request.headers.Upgrade: \"Upgrade\" is connection-specific, not allowed in "
+                   "HTTP/2 (RFC 9113 §8.2.2): target \"b\" is h2c"}));
+  r.headers = {{"TE", "Trailers"}, {"Host", "example.org"}};
+  EXPECT_EQ(Check(run), Lines{});
+
+  // gRPC runs on HTTP/2 always.
+  run = Valid();
+  run.spec.targets[0].protocol = Protocol::kGrpc;
+  run.spec.scenarios[0].request.reset();
+  run.spec.scenarios[0].grpc = GrpcCallSpec{};
+  GrpcCallSpec& g = *run.spec.scenarios[0].grpc;
+  g.method = "pkg.Svc/Call";
+  g.metadata = {{"Upgrade", "h2c"}, {"connection", "close"}, {"content-length", "5"}, {"host", ""}, {"x-tenant", "a"}};
+  EXPECT_EQ(Check(run),
+            (Lines{"spec.scenarios[0].grpc.metadata.Upgrade: \"Upgrade\" is connection-specific, not allowed in "
+                   "HTTP/2 (RFC 9113 §8.2.2), which gRPC runs on",
+                   "spec.scenarios[0].grpc.metadata.connection: \"connection\" is connection-specific, not allowed in "
+                   "HTTP/2 (RFC 9113 §8.2.2), which gRPC runs on",
+                   "spec.scenarios[0].grpc.metadata.content-length: set from the message; remove this key",
+                   "spec.scenarios[0].grpc.metadata.host: must not be empty: it becomes the call's :authority"}));
 }
 
 TEST(ValidateTest, Placement) {

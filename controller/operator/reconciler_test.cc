@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/api/cells.h"
+#include "common/api/validate.h"
 #include "common/clock.h"
 #include "controller/kube/exec_credential.h"
 #include "controller/kube/kubeconfig.h"
@@ -295,6 +296,35 @@ TEST_F(ReconcilerTest, AnInvalidRunFailsWithTheFieldNamed) {
   EXPECT_NE(c["message"].get<std::string>().find("spec.load.connections[0]"), std::string::npos) << c.dump();
   EXPECT_TRUE(executor_->started().empty());
   EXPECT_TRUE(Eventually([&] { return Ok({"describe", "br", "bad"}).find("InvalidSpec") != std::string::npos; }, 10s));
+}
+
+// Catches: load.rate with load.pipeline > 1 getting past the API server (the
+// CRD's CEL rule missing, or wrong about a rate written as a string such as
+// "10k"), to be deployed and fail at every agent; the refusal naming another
+// field than spec.load.pipeline or saying other words than `fairbench run`;
+// or the rule refusing either setting alone.
+TEST_F(ReconcilerTest, TheApiServerRefusesARateWithPipelining) {
+  const auto text = [](const std::string& name, const std::string& load) {
+    return "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: " + name + "}\nspec:\n"
+           "  targets:\n  - {name: nginx, image: example.org/fairbench/nginx:1}\n"
+           "  scenarios:\n  - name: hello\n    request: {path: /}\n"
+           "  load: {" + load + "}\n";
+  };
+  const std::string file = dir_ + "/rated.yaml";
+  for (const std::string load : {"rate: 100, pipeline: 4", "rate: 10k, pipeline: 2"}) {
+    std::ofstream(file) << text("rated", load);
+    const kube::CommandResult r = Run({"apply", "-f", file});
+    EXPECT_NE(r.exit_code, 0) << load << ": " << r.out;
+    EXPECT_NE(r.err.find("spec.load.pipeline"), std::string::npos) << load << ": " << r.err;
+    EXPECT_NE(r.err.find(std::string(api::kPipelineWithRate)), std::string::npos) << load << ": " << r.err;
+    EXPECT_NE(Run({"get", "br", "rated"}).err.find("NotFound"), std::string::npos) << load;
+  }
+  int i = 0;
+  for (const std::string load : {"rate: 100", "pipeline: 4", "rate: \"0\", pipeline: 4"}) {
+    std::ofstream(file) << text("alone-" + std::to_string(++i), load);
+    const kube::CommandResult r = Run({"apply", "-f", file});
+    EXPECT_EQ(r.exit_code, 0) << load << ": " << r.err;
+  }
 }
 
 // A scenario's script from a ConfigMap: a run naming a ConfigMap that is

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/api/validate.h"
+
 namespace fairbench::controller {
 namespace {
 
@@ -222,6 +224,46 @@ TEST(CellJobsTest, JobsSurviveTheWireCodec) {
     auto back = wire::FromProto(proto);
     ASSERT_TRUE(back.ok()) << back.status().message();
     EXPECT_EQ(*back, job);
+  }
+}
+
+// Catches: the run file's validation and the agents disagreeing on
+// load.rate with load.pipeline > 1: a spec it lets through whose jobs every
+// agent refuses (each cell failing after the target was deployed), or a
+// spec it refuses whose jobs would run.
+TEST(CellJobsTest, WhatTheAgentsRefuseOfRateAndPipelineTheSpecRefuses) {
+  const auto start = std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000));
+  for (const int64_t rate : {int64_t{0}, int64_t{1000}}) {
+    for (const int32_t pipeline : {1, 4}) {
+      SCOPED_TRACE("rate " + std::to_string(rate) + ", pipeline " + std::to_string(pipeline));
+      api::BenchmarkRun run;
+      run.metadata.name = "r";
+      run.spec.targets.push_back(api::Target{});
+      run.spec.targets[0].name = "nginx";
+      run.spec.targets[0].image = "nginx";
+      run.spec.scenarios.push_back(api::Scenario{});
+      run.spec.scenarios[0].name = "hello";
+      run.spec.scenarios[0].request = api::Request{};
+      run.spec.scenarios[0].request->path = "/";
+      run.spec.load.connections = {10};
+      run.spec.load.agents = 2;
+      run.spec.load.threads = 2;
+      run.spec.load.rate = rate;
+      run.spec.load.pipeline = pipeline;
+      const api::Diagnostics spec = api::Validate(run);
+      std::string agents;  // what the agents' codec says of the cell's jobs
+      const api::ScenarioSettings settings = api::EffectiveSettings(run.spec, run.spec.scenarios[0]);
+      for (const wire::JobSpec& job : BuildCellJobs(settings, CellOf(10), {"n", "127.0.0.1", 9}, 2, start, "j")) {
+        v1::LoadJob proto;
+        wire::ToProto(job, &proto);
+        if (auto back = wire::FromProto(proto); !back.ok()) agents = back.status().message();
+      }
+      EXPECT_EQ(spec.empty(), agents.empty()) << spec.Format("") << agents;
+      if (!spec.empty()) {
+        EXPECT_EQ(spec.Lines(""), std::vector<std::string>{"spec.load.pipeline: " + std::string(api::kPipelineWithRate)});
+        EXPECT_EQ(agents, "job.rate: a constant rate cannot be combined with pipeline > 1");
+      }
+    }
   }
 }
 

@@ -588,6 +588,28 @@ TEST_F(RunE2eTest, AProfileOfACellThatDoesNotExistIsRefused) {
   EXPECT_FALSE(std::filesystem::exists(out_ + "/results.json"));
 }
 
+// load.rate with load.pipeline > 1 is bad input: one line naming
+// spec.load.pipeline, exit code 2, no target started, nothing written.
+// Catches: the run file letting it through, so that the target is deployed
+// and verified and then every cell fails at the agent (AgentFailed: job.rate:
+// a constant rate cannot be combined with pipeline > 1).
+TEST_F(RunE2eTest, ARateWithPipeliningIsRefusedBeforeAnythingStarts) {
+  const std::string marker = dir_->path().string() + "/target-started";
+  const std::string run = WriteRun("  - name: alpha\n    local:\n      command: [/bin/sh, -c, \"touch " + marker +
+                                       "; exec sleep 30\"]\n",
+                                   "", 1, "1s", ", rate: 100, pipeline: 4");
+  EXPECT_EQ(Run(run), 2);
+  const std::string err = Stderr();
+  EXPECT_EQ(err.rfind(run + ":", 0), 0u) << err;
+  EXPECT_NE(err.find(": spec.load.pipeline: cannot be combined with load.rate: a constant rate sends one request at a "
+                     "time on each connection (set pipeline to 1, or remove rate)\n"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "the target was started";
+  EXPECT_FALSE(std::filesystem::exists(out_ + "/results.json"));
+}
+
 // A target's program named without a slash (as examples/quickstart.yaml
 // does) is found next to the fairbench binary whatever the working folder
 // and PATH, and the report says which file ran; a program found nowhere is
