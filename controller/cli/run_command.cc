@@ -19,6 +19,7 @@
 #include "controller/cli/local_run.h"
 #include "controller/cli/progress.h"
 #include "controller/orchestrator/observer_fanout.h"
+#include "controller/platform/docker/image_port.h"
 
 namespace fairbench::controller {
 namespace {
@@ -96,6 +97,21 @@ Result<std::vector<LoadedRun>> LoadRunFiles(const RunFlags& f) {
     runs.push_back({std::move(*run), api::BaseDirectory(file).string()});
   }
   return runs;
+}
+
+// With --platform docker, every target's port against the image it runs
+// (image_port.h), before anything starts; the error is the file's line. An
+// engine that does not answer is left to the platform to report.
+Status CheckDockerPorts(const RunFlags& f, const std::vector<LoadedRun>& runs) {
+  auto socket = docker::SocketFromHost(f.docker_host.empty() ? docker::DefaultDockerHost() : f.docker_host);
+  if (!socket.ok()) return Status::Ok();
+  const docker::DockerClient client(*socket);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (Status s = CheckImagePorts(client, runs[i].run.spec); !s.ok()) {
+      return Status::InvalidArgument(f.files[i] + ": " + s.message());
+    }
+  }
+  return Status::Ok();
 }
 
 // The flags, checked before anything starts; the error names the flag.
@@ -192,6 +208,12 @@ int RunRunCommand(const RunFlags& f) {
   }
   auto setup = ResolveFlags(f);
   if (!setup.ok()) return BadInput(setup.status().message());
+  if (f.platform == "docker") {
+    if (Status s = CheckDockerPorts(f, *runs); !s.ok()) {
+      std::fprintf(stderr, "%s\n", s.message().c_str());
+      return 2;
+    }
+  }
 
   // SIGINT / SIGTERM: the first cancels the run (finished cells are kept for
   // --resume; the record says where it stopped); a second one ends the

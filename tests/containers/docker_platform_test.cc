@@ -420,5 +420,46 @@ TEST_F(DockerPlatformTest, BadInputGetsOneLineNamingTheCause) {
   EXPECT_NE(Stderr().find("spec.targets[0].image: required with --platform docker"), std::string::npos) << Stderr();
 }
 
+// The nginx target's image serves 8080 (its EXPOSE); a run file that says
+// port: 42881 with no command or args would start it, wait out the
+// readiness timeout and fail every cell NotReady. It is refused before
+// anything starts: exit 2, the field and the fix, no output folder, and the
+// engine's own event stream holds no container of the run.
+// Catches: the check left to the deploy (a container created, cells
+// failed, exit 3), ExposedPorts not read from the engine's inspect, the
+// field or the fix missing from the message.
+TEST_F(DockerPlatformTest, APortTheImageDoesNotListenOnIsRefusedBeforeAnyContainer) {
+  FAIRBENCH_NEED_ENGINE();
+  run_ += "-port";  // a label no other test of this process uses: its events are this test's
+  const std::string image = Image("fairbench-target-nginx");
+  ASSERT_EQ(Inspect(image)["Config"]["ExposedPorts"], json::parse(R"({"8080/tcp":{}})")) << image;
+  const std::string since = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                               std::chrono::system_clock::now().time_since_epoch()).count() - 1);
+  const std::string run = WriteRun("  - name: nginx\n    image: " + image + "\n    port: 42881\n    nofile: 4096\n");
+  EXPECT_EQ(Run(Argv(run)), 2) << Stderr();
+  EXPECT_EQ(Trim(Stderr()), run + ": spec.targets[0].port: 42881 is not where image " + image +
+                                " listens: it listens on 8080 (its EXPOSE), and neither command, args nor env give its "
+                                "server \"{port}\" or 42881: set port: 8080, or pass --port {port} (args: [--port, "
+                                "\"{port}\"])");
+  EXPECT_FALSE(std::filesystem::exists(Path("out"))) << "the output folder was made: the run had started";
+  // What the engine did for this run's label, from its own event stream.
+  const auto created = [&] {
+    const std::string until = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                                 std::chrono::system_clock::now().time_since_epoch()).count() + 1);
+    auto r = Docker({"events", "--since", since, "--until", until, "--filter", "type=container", "--filter",
+                     "label=fairbench.dev/run=" + run_, "--format", "{{.Action}}"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out + r.err;
+  };
+  const std::string during = created();
+  EXPECT_EQ(during.find("create"), std::string::npos) << "a container of the run was created: " << during;
+  // The same query sees a container created with the run's label.
+  ASSERT_EQ(Docker({"create", "--label", "fairbench.dev/run=" + run_, image}).exit_code, 0);
+  std::string after = created();
+  for (int i = 0; i < 5 && after.find("create") == std::string::npos; ++i) after = created();
+  EXPECT_NE(after.find("create"), std::string::npos)
+      << "the engine's events do not show what was created, so the check above proves nothing: " << after;
+}
+
 }  // namespace
 }  // namespace fairbench::containers

@@ -23,6 +23,7 @@
 #include "controller/platform/ready_probe.h"
 #include "controller/kube/json_read.h"
 #include "controller/platform/docker/container_cgroup.h"
+#include "controller/platform/docker/image_port.h"
 #include "controller/platform/local/environment.h"
 
 namespace fairbench::controller {
@@ -362,6 +363,9 @@ Result<std::unique_ptr<TargetInstance>> DockerPlatform::Deploy(const DeployReque
     }
     return image.status();
   }
+  // `fairbench run` checked this before the run; the image may have changed
+  // since, and other callers deploy without that check.
+  if (Status s = CheckTargetPort(target, request.target_index, ExposedTcpPorts(*image)); !s.ok()) return s;
   bool wants_port = false;
   for (const auto* list : {&target.command, &target.args}) {
     for (const std::string& a : *list) wants_port |= a.find("{port}") != std::string::npos;

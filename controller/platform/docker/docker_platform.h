@@ -6,7 +6,8 @@
 // A target's container:
 //   - host networking (the engine has no bridge here: agents reach it on
 //     127.0.0.1:port); "{port}" in `command`/`args` becomes a free port, as
-//     on the local platform;
+//     on the local platform; a `port` that is neither one the image
+//     exposes nor passed to its server is refused (image_port.h);
 //   - `command` replaces the image's ENTRYPOINT, `args` its CMD, `env` added;
 //   - spec.resources enforced by the kernel through the engine: the CPU as a
 //     CFS quota (CpuQuota per 100 ms CpuPeriod; above the CPUs it is pinned
