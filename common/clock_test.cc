@@ -88,8 +88,12 @@ TEST(FakeClock, WhenIdleTimeGoesToTheEarliestDeadlineFirst) {
     std::lock_guard<std::mutex> lock(mu);
     woke.emplace_back(id, clock.Now() - start);
   };
-  std::thread a(sleeper, 1, 10s, std::make_unique<FakeClock::Hold>(clock));
-  std::thread b(sleeper, 2, 5s, std::make_unique<FakeClock::Hold>(clock));
+  // Both holds before either thread starts: a hold made once thread a
+  // sleeps would come too late, time having gone on to a's 10 s.
+  auto hold_a = std::make_unique<FakeClock::Hold>(clock);
+  auto hold_b = std::make_unique<FakeClock::Hold>(clock);
+  std::thread a(sleeper, 1, 10s, std::move(hold_a));
+  std::thread b(sleeper, 2, 5s, std::move(hold_b));
   a.join();
   b.join();
   ASSERT_EQ(woke.size(), 2u);

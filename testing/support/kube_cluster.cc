@@ -186,8 +186,11 @@ Result<std::string> AdminKubectl(const KubeCluster& cluster, const std::vector<s
 
 Result<KubeCluster*> SharedKubeCluster() {
   static std::mutex mu;
-  static std::optional<KubeCluster> cluster;
+  // Destroyed in the reverse order: the cluster stops (and its folder goes)
+  // before the folder it lives in is removed. Removed first, the folder
+  // would take the cluster's pid files with it, and nothing could stop it.
   static std::optional<TempDir> own_dir;
+  static std::optional<KubeCluster> cluster;
   std::lock_guard<std::mutex> lock(mu);
   if (cluster) return &*cluster;
   const char* dir = std::getenv("FAIRBENCH_KUBE_CLUSTER");
@@ -203,8 +206,9 @@ Result<KubeCluster*> SharedKubeCluster() {
   if (!c.ok()) return c.status();
   own_dir.emplace(std::move(*tmp));
   cluster.emplace(std::move(*c));
-  // Stopped by scripts/kube's watchdog when this process ends (--die-with):
-  // static destructors may not run (a test that exits or aborts).
+  // Stopped when this process ends: by the statics' destructors, or, when
+  // they do not run (a test that aborts or is killed), by scripts/kube's
+  // watchdog (--die-with).
   return &*cluster;
 }
 
