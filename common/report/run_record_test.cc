@@ -210,7 +210,7 @@ TEST(RunRecordTest, LayoutHasAHeaderAndEachResultOnce) {
   EXPECT_EQ(j["run"]["status"]["phase"], "Running");
   EXPECT_FALSE(j["run"]["status"].contains("results"));  // under cells[].result instead
   EXPECT_EQ(j["cells"][0]["result"]["requestsPerSecond"], 515760.123456789);
-  EXPECT_EQ(j["cells"][0]["flags"], (json{"SnapshotGap", "Errors"}));
+  EXPECT_EQ(j["cells"][0]["flags"], (nlohmann::ordered_json{"SnapshotGap", "Errors"}));
   EXPECT_EQ(j["cells"][0]["timeline"][1]["phase"], "measure");
   EXPECT_EQ(j["cells"][1]["result"]["reason"], "TargetExited");
   EXPECT_EQ(j["environment"]["agentCpus"], "4-5,8");

@@ -392,7 +392,10 @@ TEST_F(Helm, InstallListUpgradeUninstallTheChart) {
     }
     // Helm deletes in the background: a Deployment with a foreground
     // finalizer, say, may take a moment to go.
-    EXPECT_TRUE(testenv::Eventually([&] { return !GetRendered(kind, object_ns, name).ok(); }, 20s))
+    // Named captures: clang 14 cannot capture structured bindings.
+    EXPECT_TRUE(testenv::Eventually([&, &k = kind, &o = object_ns, &n = name] {
+      return !GetRendered(k, o, n).ok();
+    }, 20s))
         << kind << " " << object_ns << "/" << name;
   }
   ListOptions helm_owned;
