@@ -58,7 +58,7 @@ class FetchCommandTest : public kube::testenv::KubeTest {
   void SetUp() override {
     KubeTest::SetUp();
     client_ = tr::FastClient(url());
-    tr::InstallGeneratedCrd(*client_, ns());
+    tr::InstallGeneratedCrd(*cluster_, *client_, ns());
     char tmpl[] = "/tmp/fairbench-fetch-XXXXXX";
     dir_ = mkdtemp(tmpl);
     // The cluster's administrator, talking TLS to the API server itself, in

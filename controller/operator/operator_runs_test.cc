@@ -27,7 +27,7 @@ class OperatorRunsTest : public kube::testenv::KubeTest {
   void SetUp() override {
     KubeTest::SetUp();
     client_ = tr::FastClient(url());
-    tr::InstallGeneratedCrd(*client_, ns());
+    tr::InstallGeneratedCrd(*cluster_, *client_, ns());
     recorder_ = std::make_unique<kube::EventRecorder>(*client_, SystemClock::Instance());
   }
   void TearDown() override {

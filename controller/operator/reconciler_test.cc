@@ -132,7 +132,7 @@ class ReconcilerTest : public kube::testenv::KubeTest {
     ASSERT_TRUE(c.ok());
     client_ = std::move(*c);
     // The product CRD, shared by every test in the cluster: created if absent.
-    testrecords::InstallGeneratedCrd(*client_, ns());
+    testrecords::InstallGeneratedCrd(*cluster_, *client_, ns());
     if (HasFatalFailure()) return;
     executor_ = std::make_unique<FakeExecutor>(*client_);
     events_ = std::make_unique<kube::EventRecorder>(*client_, clock_);

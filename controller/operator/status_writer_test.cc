@@ -123,7 +123,7 @@ class StatusWriterTest : public kube::testenv::KubeTest {
   void SetUp() override {
     KubeTest::SetUp();
     client_ = tr::FastClient(url());
-    tr::InstallGeneratedCrd(*client_, ns());
+    tr::InstallGeneratedCrd(*cluster_, *client_, ns());
     Json run = tr::CreateRun(*client_, "demo", ns());
     uid_ = run["metadata"].value("uid", "");
     ASSERT_FALSE(uid_.empty());

@@ -46,7 +46,7 @@ class ConfigMapRunStoreTest : public kube::testenv::KubeTest {
   void SetUp() override {
     KubeTest::SetUp();
     client_ = tr::FastClient(url());
-    tr::InstallGeneratedCrd(*client_, ns());
+    tr::InstallGeneratedCrd(*cluster_, *client_, ns());
     owner_ = tr::CreateRun(*client_, "demo", ns());
     uid_ = owner_["metadata"].value("uid", "");
     ASSERT_FALSE(uid_.empty());

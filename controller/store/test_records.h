@@ -25,7 +25,6 @@
 #include "controller/kube/credentials.h"
 #include "controller/kube/curl_transport.h"
 #include "controller/kube/exec_credential.h"
-#include "testing/kubetest/yaml_json.h"
 #include "testing/support/kube_cluster.h"
 
 namespace fairbench::controller::testrecords {
@@ -267,33 +266,18 @@ inline void ExpectSameRecord(const report::RunRecord& a, const report::RunRecord
   EXPECT_EQ(report::ToJson(a).dump(1), report::ToJson(b).dump(1));
 }
 
-// Installs manifests/crd/benchmarkruns.fairbench.dev.yaml (the CRD that
-// `fairbench crd` generates) into the shared cluster if it is not there yet
-// (one CRD for every test in the cluster: never changed nor deleted), waits
-// until it is Established and BenchmarkRuns are served in `ns`.
-inline void InstallGeneratedCrd(kube::Client& client, const std::string& ns) {
-  auto text = kube::ReadSmallFile(std::string(FAIRBENCH_SOURCE_DIR) + "/manifests/crd/benchmarkruns.fairbench.dev.yaml");
-  ASSERT_TRUE(text.ok()) << text.status().ToString();
-  auto crd = kubetest::YamlToJson(*text);
-  ASSERT_TRUE(crd.ok()) << crd.status().ToString();
-  auto created = client.Create(kube::resources::CustomResourceDefinitions(), "", *crd);
-  ASSERT_TRUE(created.ok() || created.reason() == kube::Reason::kAlreadyExists) << created.error().ToString();
-  const std::string name = (*crd)["metadata"].value("name", "");
+// The product's CRD in `cluster` (testing::InstallProductCrd: one for every
+// test of the shared cluster, never changed nor deleted), and BenchmarkRuns
+// served to `client` in `ns`.
+inline void InstallGeneratedCrd(const fairbench::testing::KubeCluster& cluster, kube::Client& client,
+                                const std::string& ns) {
+  const Status installed = fairbench::testing::InstallProductCrd(cluster);
+  ASSERT_TRUE(installed.ok()) << installed.ToString();
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  bool established = false;
-  while (std::chrono::steady_clock::now() < until) {
-    if (!established) {
-      auto got = client.Get(kube::resources::CustomResourceDefinitions(), "", name);
-      if (got.ok()) {
-        for (const auto& c : (*got)["status"].value("conditions", kube::Json::array())) {
-          if (c.value("type", "") == "Established" && c.value("status", "") == "True") established = true;
-        }
-      }
-    }
-    if (established && client.List(kube::resources::BenchmarkRuns(), ns).ok()) return;
+  while (!client.List(kube::resources::BenchmarkRuns(), ns).ok()) {
+    ASSERT_LT(std::chrono::steady_clock::now(), until) << "BenchmarkRuns not served 30 s after the CRD was established";
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  FAIL() << "BenchmarkRuns not served 30 s after the CRD was created";
 }
 
 // Writes to `path` the cluster's administrator kubeconfig (TLS to the API
@@ -301,18 +285,9 @@ inline void InstallGeneratedCrd(kube::Client& client, const std::string& ns) {
 // what kubectl and the controller's own clients use in a test's namespace.
 inline void WriteAdminKubeconfig(const fairbench::testing::KubeCluster& cluster, const std::string& ns,
                                  const std::string& path) {
-  auto text = kube::ReadSmallFile(cluster.admin_kubeconfig());
-  ASSERT_TRUE(text.ok()) << text.status().ToString();
-  {
-    std::ofstream out(path);
-    out << *text;
-    ASSERT_TRUE(out.good()) << path;
-  }
-  auto set = kube::RunCommand(cluster.kubectl(),
-                              {"--kubeconfig", path, "config", "set-context", "--current", "--namespace", ns},
-                              {{"KUBECONFIG", ""}}, std::chrono::seconds(30));
-  ASSERT_TRUE(set.ok()) << set.status().ToString();
-  ASSERT_EQ(set->exit_code, 0) << set->out << set->err;
+  std::ofstream out(path);
+  out << fairbench::testing::KubeconfigFor(cluster, ns);
+  ASSERT_TRUE(out.good()) << path;
 }
 
 // Creates a BenchmarkRun `name` in `ns`; returns the stored object.

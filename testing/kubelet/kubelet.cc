@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "common/mutex.h"
-#include "testing/kubetest/time_text.h"
+#include "common/api/time_text.h"
 #include "controller/kube/json_read.h"
 
 namespace fairbench::kubelet {
@@ -162,14 +162,14 @@ Kubelet::Kubelet(KubeletConfig config, NodeOptions node, kube::Client& client)
     : config_(std::move(config)),
       node_(std::move(node)),
       client_(client),
-      started_at_(kubetest::FormatTime(SysClock::now())),
+      started_at_(api::FormatTimeSeconds(SysClock::now())),
       events_(client, SystemClock::Instance(),
               {"kubelet", config_.node_name, config_.node_name, 256, std::chrono::minutes(10)}) {}
 
 Kubelet::~Kubelet() { Stop(); }
 
 Json Kubelet::NodeStatus() const {
-  const std::string now = kubetest::FormatTime(SysClock::now());
+  const std::string now = api::FormatTimeSeconds(SysClock::now());
   Json resources = {{"cpu", std::to_string(config_.cpus.size())},
                     {"memory", MemoryQuantity(node_.memory_bytes)},
                     {"pods", std::to_string(node_.max_pods)}};
@@ -444,7 +444,7 @@ Json Kubelet::Summary() {
   for (auto& [uid, w] : workers_) workers.push_back(w.get());
   // Workers stay alive while mu_ is held: Sync erases them under it.
   const auto now = SysClock::now();
-  const std::string now_text = kubetest::FormatTime(now);
+  const std::string now_text = api::FormatTimeSeconds(now);
   const uint64_t cpu_ns = NodeCpuNanos(config_.cpus);
   Json node_cpu = {{"time", now_text}, {"usageCoreNanoSeconds", cpu_ns}};
   if (node_cpu_last_ && now > node_cpu_last_->first && cpu_ns >= node_cpu_last_->second) {
@@ -476,7 +476,7 @@ Json Kubelet::Summary() {
     bool have_nano = true;
     std::string pod_time = now_text;
     for (const ContainerStats& c : ps.containers) {
-      const std::string t = kubetest::FormatTime(c.time);
+      const std::string t = api::FormatTimeSeconds(c.time);
       Json cpu = {{"time", t}, {"usageCoreNanoSeconds", c.usage_core_nano_seconds}};
       if (c.usage_nano_cores) {
         cpu["usageNanoCores"] = *c.usage_nano_cores;
@@ -485,7 +485,7 @@ Json Kubelet::Summary() {
         have_nano = false;
       }
       containers.push_back({{"name", c.name},
-                            {"startTime", kubetest::FormatTime(c.start_time)},
+                            {"startTime", api::FormatTimeSeconds(c.start_time)},
                             {"cpu", cpu},
                             {"memory",
                              {{"time", t},
@@ -504,7 +504,7 @@ Json Kubelet::Summary() {
     if (have_nano && !ps.containers.empty()) pod_cpu["usageNanoCores"] = nano_sum;
     pods.push_back(
         {{"podRef", {{"name", ps.name}, {"namespace", ps.ns}, {"uid", ps.uid}}},
-         {"startTime", kubetest::FormatTime(ps.start_time)},
+         {"startTime", api::FormatTimeSeconds(ps.start_time)},
          {"containers", containers},
          {"cpu", pod_cpu},
          {"memory",

@@ -20,7 +20,7 @@
 #include "controller/platform/grpc_probe.h"
 #include "controller/platform/http_probe.h"
 #include "controller/platform/docker/container_cgroup.h"
-#include "testing/kubetest/time_text.h"
+#include "common/api/time_text.h"
 #include "testing/kubelet/pod_worker_container.h"
 #include "controller/kube/json_read.h"
 
@@ -459,8 +459,8 @@ Json TerminatedJson(const std::string& reason, const std::string& message, int e
                     SysClock::time_point started, SysClock::time_point finished, const std::string& id) {
   Json t = {{"exitCode", exit_code},
             {"reason", reason},
-            {"startedAt", kubetest::FormatTime(started)},
-            {"finishedAt", kubetest::FormatTime(finished)},
+            {"startedAt", api::FormatTimeSeconds(started)},
+            {"finishedAt", api::FormatTimeSeconds(finished)},
             {"containerID", id}};
   (void)signal;  // containerd reports 128 + signal as the exit code, never the signal field
   if (!message.empty()) t["message"] = message;
@@ -739,7 +739,7 @@ Json PodWorker::BuildStatus() {
         break;
       }
       case Container::State::kRunning:
-        s["state"] = {{"running", {{"startedAt", kubetest::FormatTime(c.started_at)}}}};
+        s["state"] = {{"running", {{"startedAt", api::FormatTimeSeconds(c.started_at)}}}};
         break;
       case Container::State::kTerminated:
         s["state"] = {{"terminated", TerminatedJson(c.term_reason, c.term_message, c.exit_code, c.signal,
@@ -820,7 +820,7 @@ Json PodWorker::BuildStatus() {
     for (size_t i = 0; i < v.size(); ++i) s += (i ? " " : "") + v[i];
     return s + "]";
   };
-  const std::string now_text = kubetest::FormatTime(SysClock::now());
+  const std::string now_text = api::FormatTimeSeconds(SysClock::now());
   auto condition = [&](const std::string& type, bool value, const std::string& why, const std::string& text) REQUIRES(mu_) {
     const std::string v = value ? "True" : "False";
     auto& tr = transitions_[type];
@@ -850,7 +850,7 @@ Json PodWorker::BuildStatus() {
     status["podIP"] = admission_.pod_ip;
     status["podIPs"] = Json::array({{{"ip", admission_.pod_ip}}});
   }
-  status["startTime"] = kubetest::FormatTime(start_time_);
+  status["startTime"] = api::FormatTimeSeconds(start_time_);
   status["qosClass"] = QosClassName(ComputeQos(spec));
   if (!rejected) {
     Json cs = Json::array();

@@ -180,12 +180,7 @@ void FaultProxy::Handle(const void* request, void* response) {
   const std::string from_rv = Param(req, "resourceVersion");
   const bool continued = !Param(req, "continue").empty();
   const bool resumes = (watch && !from_rv.empty() && from_rv != "0") || continued;
-  const bool discovery = req.path == "/api" || req.path == "/apis" || req.path.rfind("/version", 0) == 0 ||
-                         req.path.rfind("/openapi", 0) == 0 ||
-                         (req.path.rfind("/api", 0) == 0 && std::count(req.path.begin(), req.path.end(), '/') <= 3 &&
-                          req.path.rfind("/api/v1/", 0) != 0);
-  FaultPlan plan;
-  if (!discovery) plan = faults_.Plan(req.method, req.path, user, watch, resumes);
+  FaultPlan plan = faults_.Plan(req.method, req.path, user, watch, resumes);
   if (plan.delay.count() > 0) std::this_thread::sleep_for(plan.delay);
   if (plan.reply) {
     res.status = plan.reply->code;

@@ -1,5 +1,6 @@
 #include "testing/kubetest/faults.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "common/mutex.h"
@@ -159,8 +160,14 @@ FaultConfig FaultInjector::config() const {
 }
 
 bool FaultInjector::Eligible(const std::string& method, const std::string& path, const std::string& user) const {
-  // Discovery stays healthy: the faults are about the resources.
-  if (path.rfind("/api/", 0) != 0 && path.rfind("/apis/", 0) != 0) return false;
+  // Discovery stays healthy: the faults are about the resources. Discovery
+  // is /api, /apis, /version, /openapi/... and a group or a group version
+  // (/api/v1, /apis/G, /apis/G/V): no resource named in the path.
+  const bool core = path.rfind("/api/", 0) == 0;
+  if (!core && path.rfind("/apis/", 0) != 0) return false;
+  const size_t segments = static_cast<size_t>(std::count(path.begin() + 1, path.end(), '/')) +
+                          (path.back() == '/' ? 0 : 1);  // "/apis/G/V" is 3
+  if (segments <= (core ? 2u : 3u)) return false;
   if (!config_.methods.empty() && !config_.methods.count(method)) return false;
   if (!config_.users.empty() && !config_.users.count(user)) return false;
   if (config_.path_prefixes.empty()) return true;

@@ -1,4 +1,4 @@
-// Certificates for the test API server: a CA, a server certificate for
+// Certificates for a test's TLS server: a CA, a server certificate for
 // 127.0.0.1 / localhost (and extra DNS names), and client certificates
 // signed by the same CA for client-certificate authentication. ECDSA P-256,
 // generated with OpenSSL at run time — nothing is checked in.
@@ -26,11 +26,6 @@ struct TlsMaterial {
   static Result<TlsMaterial> Generate(const std::vector<std::string>& extra_dns_names = {});
   // A client certificate with this common name, signed by this CA.
   Result<KeyPair> IssueClient(const std::string& common_name) const;
-
-  // Files in `dir`: ca.crt, ca.key, server.crt, server.key, admin.crt,
-  // admin.key. Loads them if all exist, else generates and writes them.
-  static Result<TlsMaterial> LoadOrCreate(const std::string& dir);
-  Status Write(const std::string& dir) const;
 };
 
 }  // namespace fairbench::kubetest

@@ -1,4 +1,4 @@
-// YAML → JSON for request bodies (application/yaml, application/apply-patch+yaml).
+// YAML → JSON for the tests' manifests, charts and CRDs.
 //
 // Plain scalars resolve as in the YAML 1.2 core schema (null, booleans,
 // integers, floats); quoted scalars stay strings. Stateless and thread-safe.

@@ -279,6 +279,16 @@ TestNamespace::~TestNamespace() {
   name_.clear();
 }
 
+std::string KubeconfigFor(const KubeCluster& cluster, const std::string& ns, const std::string& token) {
+  const std::string user = token.empty() ? "    client-certificate: " + cluster.pki("admin.crt") +
+                                               "\n    client-key: " + cluster.pki("admin.key") + "\n"
+                                         : "    token: " + token + "\n";
+  return "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: " + cluster.server() +
+         "\n    certificate-authority: " + cluster.pki("ca.crt") + "\nusers:\n- name: test\n  user:\n" + user +
+         "contexts:\n- name: test\n  context: {cluster: test, user: test, namespace: " + ns +
+         "}\ncurrent-context: test\n";
+}
+
 Status InstallProductCrd(const KubeCluster& cluster) {
   auto applied = AdminKubectl(
       cluster, {"apply", "-f", std::string(FAIRBENCH_SOURCE_DIR) + "/manifests/crd/benchmarkruns.fairbench.dev.yaml"});

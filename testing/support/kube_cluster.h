@@ -124,6 +124,10 @@ std::string KubeScript();
 // helm (scripts/kube build: built first if the cache lacks them).
 Result<std::string> KubeBinDir();
 
+// A kubeconfig (its text) for `cluster` in namespace `ns`: as the cluster's
+// administrator (its client certificate), or with a bearer `token`.
+std::string KubeconfigFor(const KubeCluster& cluster, const std::string& ns, const std::string& token = "");
+
 // The product's CRD (manifests/crd/benchmarkruns.fairbench.dev.yaml)
 // applied to `cluster` as its administrator, once it is Established.
 Status InstallProductCrd(const KubeCluster& cluster);

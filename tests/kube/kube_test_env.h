@@ -22,7 +22,7 @@
 
 #include "controller/kube/client.h"
 #include "controller/kube/kubeconfig.h"
-#include "testing/kubetest/fault_proxy.h"
+#include "testing/kubetest/cluster_fault_proxy.h"
 #include "testing/support/kube_cluster.h"
 #include "testing/kubetest/yaml_json.h"
 
@@ -163,22 +163,6 @@ class ChildProcess {
   size_t searched_ = 0;
 };
 
-// A FaultProxy in front of `cluster`'s API server, as its administrator.
-inline std::unique_ptr<kubetest::FaultProxy> StartFaultProxy(const fairbench::testing::KubeCluster& cluster) {
-  kubetest::FaultProxyOptions o;
-  o.upstream = cluster.server();
-  o.ca_file = cluster.pki("ca.crt");
-  o.client_cert_file = cluster.pki("admin.crt");
-  o.client_key_file = cluster.pki("admin.key");
-  o.compact = [&cluster]() -> Status {
-    auto rv = cluster.Compact();
-    return rv.ok() ? Status::Ok() : rv.status();
-  };
-  auto p = kubetest::FaultProxy::Start(o);
-  EXPECT_TRUE(p.ok()) << p.status().ToString();
-  return p.ok() ? std::move(*p) : nullptr;
-}
-
 class KubeTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -189,8 +173,9 @@ class KubeTest : public ::testing::Test {
     auto ns = fairbench::testing::TestNamespace::Create(*cluster_, info != nullptr ? info->name() : "kube");
     ASSERT_TRUE(ns.ok()) << ns.status().ToString();
     ns_.emplace(std::move(*ns));
-    proxy_ = StartFaultProxy(*cluster_);
-    ASSERT_NE(proxy_, nullptr);
+    auto proxy = kubetest::StartFaultProxy(*cluster_);
+    ASSERT_TRUE(proxy.ok()) << proxy.status().ToString();
+    proxy_ = std::move(*proxy);
     client_ = ClientFor(proxy_->url());
   }
 

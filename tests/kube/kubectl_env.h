@@ -22,17 +22,6 @@ namespace fairbench::kube {
 // A kubeconfig for `cluster` with the context's namespace `ns`, as its
 // administrator (client certificate) or, with `token`, as whoever the
 // bearer token names.
-inline std::string KubeconfigText(const fairbench::testing::KubeCluster& cluster, const std::string& ns,
-                                  const std::string& token = "") {
-  std::string user = token.empty() ? "    client-certificate: " + cluster.pki("admin.crt") +
-                                         "\n    client-key: " + cluster.pki("admin.key") + "\n"
-                                   : "    token: " + token + "\n";
-  return "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: " + cluster.server() +
-         "\n    certificate-authority: " + cluster.pki("ca.crt") + "\nusers:\n- name: test\n  user:\n" + user +
-         "contexts:\n- name: test\n  context: {cluster: test, user: test, namespace: " + ns +
-         "}\ncurrent-context: test\n";
-}
-
 inline bool WriteTextFile(const std::string& path, const std::string& text) {
   std::ofstream f(path);
   f << text;
@@ -49,7 +38,7 @@ class Kubectl : public testenv::KubeTest {
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
     kubeconfig_ = dir_ + "/kubeconfig";
-    ASSERT_TRUE(WriteTextFile(kubeconfig_, KubeconfigText(*cluster_, ns())));
+    ASSERT_TRUE(WriteTextFile(kubeconfig_, fairbench::testing::KubeconfigFor(*cluster_, ns())));
     auto cfg = LoadKubeconfig({{kubeconfig_}, "", nullptr});
     ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
     auto c = Client::Create(*cfg, testenv::FastRetries());

@@ -319,9 +319,6 @@ TEST_F(GarbageCollection, OrphanKeepsDependentsWithoutTheReference) {
 // stay terminating), or a grace period the client changes.
 TEST_F(Lifecycle, GracefulPodDeletionEndsWithAZeroGraceDelete) {
   auto pods = resources::Pods();
-  // The ServiceAccount admission wants the namespace's "default" account.
-  ResourceType service_accounts{"", "v1", "ServiceAccount", "serviceaccounts", Scope::kNamespaced};
-  ASSERT_TRUE(Eventually([&] { return client_->Get(service_accounts, ns(), "default").ok(); }, std::chrono::seconds(30)));
   Json pod = {{"metadata", {{"name", "target"}}},
               {"spec",
                {{"nodeName", "fairbench-no-kubelet"},

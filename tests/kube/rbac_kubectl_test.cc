@@ -48,8 +48,8 @@ class RbacKubectl : public testenv::KubeTest {
         20s));
     admin_ = dir_ + "/admin.kubeconfig";
     controller_ = dir_ + "/controller.kubeconfig";
-    ASSERT_TRUE(WriteTextFile(admin_, KubeconfigText(*cluster_, ns())));
-    ASSERT_TRUE(WriteTextFile(controller_, KubeconfigText(*cluster_, ns(), t)));
+    ASSERT_TRUE(WriteTextFile(admin_, fairbench::testing::KubeconfigFor(*cluster_, ns())));
+    ASSERT_TRUE(WriteTextFile(controller_, fairbench::testing::KubeconfigFor(*cluster_, ns(), t)));
   }
   void TearDown() override {
     KubeTest::TearDown();
@@ -177,7 +177,7 @@ roleRef:
 // Unauthorized, not retry it as a transient error or read it as a 403.
 TEST_F(RbacKubectl, ABadTokenIsUnauthorized) {
   const std::string bad = dir_ + "/bad.kubeconfig";
-  ASSERT_TRUE(WriteTextFile(bad, KubeconfigText(*cluster_, ns(), "not-a-token")));
+  ASSERT_TRUE(WriteTextFile(bad, fairbench::testing::KubeconfigFor(*cluster_, ns(), "not-a-token")));
   auto get = Run(bad, {"get", "configmaps"});
   EXPECT_NE(get.exit_code, 0);
   const std::string said = "error: You must be logged in to the server (the server has asked for the client to "

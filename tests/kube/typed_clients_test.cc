@@ -68,12 +68,6 @@ class TypedClients : public Kubectl {
     o.dry_run = true;
     return o;
   }
-  // Pods need their namespace's "default" ServiceAccount (the ServiceAccount
-  // admission refuses them until kube-controller-manager has made it).
-  void WaitForDefaultServiceAccount() {
-    ASSERT_TRUE(testenv::Eventually([&] { return client_->Get(kServiceAccounts, ns(), "default").ok(); }, 20s))
-        << "no ServiceAccount default in " << ns();
-  }
 };
 
 // Catches: ConfigMap::ToJson writing data or binaryData other than Go does
@@ -115,8 +109,6 @@ TEST_F(TypedClients, ConfigMapFromTheGeneratorAndTheTypedClientAreOneObject) {
 // controller or blockOwnerDeletion lost), or a Pod's spec changed on its way
 // through Pod::FromJson and ToJson (the platform creates its pods so).
 TEST_F(TypedClients, PodWithEveryMetadataFieldIsSentAsKubectlSendsIt) {
-  WaitForDefaultServiceAccount();
-  if (HasFatalFailure()) return;
   const json pod = json::parse(R"({
     "apiVersion": "v1", "kind": "Pod",
     "metadata": {

@@ -108,9 +108,6 @@ TEST_F(Urls, FieldSelectorsOnCustomResourcesAndPods) {
   EXPECT_EQ(unsupported.error().message, "field label not supported: spec.load.threads");
 
   auto pods = resources::Pods();
-  // The ServiceAccount admission wants the namespace's "default" account.
-  ResourceType service_accounts{"", "v1", "ServiceAccount", "serviceaccounts", Scope::kNamespaced};
-  ASSERT_TRUE(Eventually([&] { return client_->Get(service_accounts, ns(), "default").ok(); }, std::chrono::seconds(30)));
   struct ForceDelete {  // no kubelet ends these pods: gone at once, after the test
     Client* client;
     std::string ns;

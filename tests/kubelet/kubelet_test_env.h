@@ -30,7 +30,7 @@
 #include "controller/kube/client.h"
 #include "controller/kube/exec_credential.h"
 #include "controller/kube/kubeconfig.h"
-#include "testing/kubetest/fault_proxy.h"
+#include "testing/kubetest/cluster_fault_proxy.h"
 #include "testing/support/bin_dir.h"
 #include "testing/support/kube_cluster.h"
 #include "testing/support/subprocess.h"
@@ -93,10 +93,6 @@ class PodIpRange {
   std::string base_;
 };
 
-inline kube::ResourceType ServiceAccounts() {
-  return {"", "v1", "ServiceAccount", "serviceaccounts", kube::Scope::kNamespaced};
-}
-
 class KubeletTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -115,21 +111,11 @@ class KubeletTest : public ::testing::Test {
     dir_ = std::make_unique<fairbench::testing::TempDir>(std::move(*dir));
     // kubectl as the cluster's administrator, in the test's namespace.
     kubeconfig_ = dir_->File("kubeconfig");
-    std::ofstream(kubeconfig_) << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: "
-                               << cluster_->server() << "\n    certificate-authority: " << cluster_->pki("ca.crt")
-                               << "\nusers:\n- name: admin\n  user:\n    client-certificate: "
-                               << cluster_->pki("admin.crt") << "\n    client-key: " << cluster_->pki("admin.key")
-                               << "\ncontexts:\n- name: c\n  context: {cluster: c, user: admin, namespace: " << ns()
-                               << "}\ncurrent-context: c\n";
+    std::ofstream(kubeconfig_) << fairbench::testing::KubeconfigFor(*cluster_, ns());
     // The test's client: a FaultProxy without faults, plain HTTP on
     // loopback, forwarding as the administrator (also what raw requests
     // to the API server's routes go through).
-    kubetest::FaultProxyOptions po;
-    po.upstream = cluster_->server();
-    po.ca_file = cluster_->pki("ca.crt");
-    po.client_cert_file = cluster_->pki("admin.crt");
-    po.client_key_file = cluster_->pki("admin.key");
-    auto proxy = kubetest::FaultProxy::Start(po);
+    auto proxy = kubetest::StartFaultProxy(*cluster_);
     ASSERT_TRUE(proxy.ok()) << proxy.status().ToString();
     proxy_ = std::move(*proxy);
     kube::RestConfig cfg;
@@ -142,11 +128,6 @@ class KubeletTest : public ::testing::Test {
     auto client = kube::Client::Create(cfg, co);
     ASSERT_TRUE(client.ok()) << client.status().ToString();
     client_ = std::move(*client);
-    // Pods need their namespace's "default" ServiceAccount (the
-    // ServiceAccount admission plugin refuses them until
-    // kube-controller-manager has made it).
-    ASSERT_TRUE(Eventually([&] { return client_->Get(ServiceAccounts(), ns(), "default").ok(); }, 20s))
-        << "no ServiceAccount default in " << ns();
     auto range = PodIpRange::Claim();
     ASSERT_TRUE(range.has_value()) << "every 127.0.X range for pods is taken";
     ip_range_.emplace(std::move(*range));

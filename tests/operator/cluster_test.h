@@ -39,7 +39,7 @@
 #include <nlohmann/json.hpp>
 
 #include "controller/kube/exec_credential.h"
-#include "testing/kubetest/fault_proxy.h"
+#include "testing/kubetest/cluster_fault_proxy.h"
 #include "testing/support/bin_dir.h"
 #include "testing/support/kube_cluster.h"
 #include "testing/support/ports.h"
@@ -142,16 +142,7 @@ class ClusterTest : public ::testing::Test {
   void ControllersThroughFaultProxy(const std::string& faults) {
     auto config = kubetest::FaultConfig::Parse(faults + ",user=" + kControllerUser);
     ASSERT_TRUE(config.ok()) << config.status().ToString();
-    kubetest::FaultProxyOptions o;
-    o.upstream = cluster_->server();
-    o.ca_file = cluster_->pki("ca.crt");
-    o.client_cert_file = cluster_->pki("admin.crt");
-    o.client_key_file = cluster_->pki("admin.key");
-    o.compact = [this]() -> Status {
-      auto rv = cluster_->Compact();
-      return rv.ok() ? Status::Ok() : rv.status();
-    };
-    auto proxy = kubetest::FaultProxy::Start(o);
+    auto proxy = kubetest::StartFaultProxy(*cluster_);
     ASSERT_TRUE(proxy.ok()) << proxy.status().ToString();
     proxy_ = std::move(*proxy);
     proxy_->faults().Configure(*config);
@@ -186,12 +177,7 @@ class ClusterTest : public ::testing::Test {
     const std::string token = Ok({"create", "token", "fairbench-controller", "-n", ns, "--duration", "10h"});
     EXPECT_FALSE(token.empty());
     const std::string path = (root_ / ("controller-" + ns + ".kubeconfig")).string();
-    std::ofstream(path) << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: "
-                        << cluster_->server() << "\n    certificate-authority: " << cluster_->dir()
-                        << "/pki/ca.crt\nusers:\n- name: u\n  user:\n    token: "
-                        << token.substr(0, token.find_last_not_of("\n") + 1)
-                        << "\ncontexts:\n- name: c\n  context: {cluster: c, user: u, namespace: " << ns
-                        << "}\ncurrent-context: c\n";
+    std::ofstream(path) << testing::KubeconfigFor(*cluster_, ns, token.substr(0, token.find_last_not_of("\n") + 1));
     return path;
   }
   // What the controllers asked of the API server in this test, from the

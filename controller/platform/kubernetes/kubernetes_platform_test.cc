@@ -40,7 +40,6 @@ using kube::Json;
 using kube::testenv::Eventually;
 using SteadyClock = std::chrono::steady_clock;
 
-const kube::ResourceType kServiceAccounts{"", "v1", "ServiceAccount", "serviceaccounts", kube::Scope::kNamespaced};
 
 // A node's kubelet endpoint as the API server's node proxy reaches it:
 // HTTPS with the node's serving certificate, in the cluster's node network
@@ -131,14 +130,13 @@ class KubernetesPlatformTest : public kube::testenv::KubeTest {
     if (HasFatalFailure()) return;
     // The pods' owner: a product BenchmarkRun (the group the owner
     // references name), the CRD shared by every test in the cluster.
-    testrecords::InstallGeneratedCrd(*client_, ns());
+    testrecords::InstallGeneratedCrd(*cluster_, *client_, ns());
     if (HasFatalFailure()) return;
     const Json run = testrecords::CreateRun(*client_, "study", ns());
     run_ = RunIdentity{"study", ns(), run["metadata"].value("uid", "")};
     ASSERT_FALSE(run_.uid.empty());
     placement_.target.node_selector = {{"fairbench.dev/role", "target"}, {"fairbench.dev/test", ns()}};
     placement_.agents.node_selector = {{"fairbench.dev/role", "load"}, {"fairbench.dev/test", ns()}};
-    WaitForServiceAccount(ns());
   }
 
   void TearDown() override {
@@ -173,14 +171,6 @@ class KubernetesPlatformTest : public kube::testenv::KubeTest {
     (void)client_->DeleteCollection(kube::resources::Pods(), ns, {}, now);
   }
 
-  // No pod can be created in a namespace before the controller-manager made
-  // its default ServiceAccount (ServiceAccount admission).
-  void WaitForServiceAccount(const std::string& ns) {
-    ASSERT_TRUE(Eventually([&] { return client_->Get(kServiceAccounts, ns, "default").ok(); },
-                           std::chrono::seconds(20)))
-        << "no ServiceAccount default in namespace " << ns;
-  }
-
   // A namespace of this test's besides ns().
   std::string OtherNamespace(const std::string& prefix) {
     auto other = fairbench::testing::TestNamespace::Create(*cluster_, prefix);
@@ -189,7 +179,6 @@ class KubernetesPlatformTest : public kube::testenv::KubeTest {
     const std::string name = other->name();
     other_ns_.push_back(std::move(*other));
     cleanup_namespaces_.push_back(name);
-    WaitForServiceAccount(name);
     return name;
   }
 

@@ -17,6 +17,7 @@
 #include "controller/kube/client.h"
 #include "controller/kube/kubeconfig.h"
 #include "controller/platform/kubernetes/pod_templates.h"
+#include "controller/platform/kubernetes/pod_templates_test_params.h"
 #include "testing/support/kube_cluster.h"
 
 namespace fairbench::controller::k8s {
@@ -25,7 +26,6 @@ namespace {
 using Json = nlohmann::json;
 using namespace std::chrono_literals;
 
-const kube::ResourceType kServiceAccounts{"", "v1", "ServiceAccount", "serviceaccounts"};
 
 class PodSecurityTest : public ::testing::Test {
  protected:
@@ -43,13 +43,6 @@ class PodSecurityTest : public ::testing::Test {
     auto client = kube::Client::Create(*cfg);
     ASSERT_TRUE(client.ok()) << client.status().ToString();
     client_ = std::move(*client);
-    // The ServiceAccount admission refuses every pod of a namespace until
-    // kube-controller-manager has made its "default" ServiceAccount.
-    const auto until = std::chrono::steady_clock::now() + 20s;
-    while (!client_->Get(kServiceAccounts, ns_->name(), "default").ok()) {
-      ASSERT_LT(std::chrono::steady_clock::now(), until) << "no ServiceAccount default in " << ns_->name();
-      std::this_thread::sleep_for(20ms);
-    }
   }
   void TearDown() override {
     client_.reset();
@@ -60,22 +53,7 @@ class PodSecurityTest : public ::testing::Test {
 
   RunIdentity Run() const { return RunIdentity{"cpp-frameworks", ns(), "0b6f7d2e-1111-4222-8333-944455556666"}; }
 
-  TargetPodParams Drogon() const {
-    TargetPodParams p;
-    p.run = Run();
-    p.target.name = "drogon";
-    p.target.image = "example.org/fairbench/drogon:1.9.8";
-    p.target.port = 8080;
-    p.target.resources.cpu = api::CpuQuantity{4000};
-    p.target.resources.memory = api::MemoryQuantity{1LL << 30};
-    p.target.nofile = 65536;
-    p.target.env = {{"DROGON_THREADS", "4"}};
-    p.target.readiness = api::Readiness{"/health", std::chrono::seconds(20), std::nullopt};
-    p.node = "node-target-1";
-    p.command = {"/usr/bin/drogon-server", "--port", "8080"};
-    p.helper_image = "example.org/fairbench/agent:0.4.0";
-    return p;
-  }
+  TargetPodParams Drogon() const { return DrogonTargetParams(Run()); }
 
   Json Agent() const {
     AgentPodParams a;

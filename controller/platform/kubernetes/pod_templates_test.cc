@@ -3,6 +3,7 @@
 //   FAIRBENCH_UPDATE_GOLDEN=1 ctest --test-dir BUILD -R PodTemplates
 // and review the diff.
 #include "controller/platform/kubernetes/pod_templates.h"
+#include "controller/platform/kubernetes/pod_templates_test_params.h"
 
 #include <gtest/gtest.h>
 
@@ -37,24 +38,7 @@ void ExpectGolden(const Json& pod, const std::string& name) {
 
 RunIdentity TestRun() { return RunIdentity{"cpp-frameworks", "bench", "0b6f7d2e-1111-4222-8333-944455556666"}; }
 
-TargetPodParams Drogon() {
-  TargetPodParams p;
-  p.run = TestRun();
-  p.target.name = "drogon";
-  p.target.image = "example.org/fairbench/drogon:1.9.8";
-  p.target.port = 8080;
-  p.target.resources.cpu = api::CpuQuantity{4000};
-  p.target.resources.memory = api::MemoryQuantity{1LL << 30};
-  p.target.nofile = 65536;
-  p.target.env = {{"DROGON_THREADS", "4"}, {"LOG_LEVEL", "warn"}};
-  p.target.readiness = api::Readiness{"/health", std::chrono::seconds(20), std::nullopt};
-  p.node = "node-target-1";
-  p.placement.node_selector = {{"fairbench.dev/role", "target"}};
-  p.placement.tolerations = {{"dedicated", "Equal", "bench", "NoSchedule", std::nullopt}};
-  p.command = {"/usr/bin/drogon-server", "--port", "8080"};
-  p.helper_image = "example.org/fairbench/agent:0.4.0";
-  return p;
-}
+TargetPodParams Drogon() { return DrogonTargetParams(TestRun()); }
 
 // Catches: any unreviewed change to the target pod (labels, owner
 // reference, nodeName/selector/tolerations, Guaranteed resources, probe,
