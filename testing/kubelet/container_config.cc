@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "testing/kubelet/cpu_manager.h"
 #include "testing/kubelet/pod_spec.h"
 #include "controller/kube/json_read.h"
 
@@ -135,9 +136,7 @@ Result<Json> DockerCreateBody(const ContainerInputs& in) {
     host["CpuShares"] = shares;
   }
   if (!in.cpus.empty()) {
-    std::string list;
-    for (int c : in.cpus) list += (list.empty() ? "" : ",") + std::to_string(c);
-    host["CpusetCpus"] = list;
+    host["CpusetCpus"] = FormatCpuList(in.cpus);
   }
   if (in.nofile > 0) {
     host["Ulimits"] = Json::array({{{"Name", "nofile"}, {"Soft", in.nofile}, {"Hard", in.nofile}}});

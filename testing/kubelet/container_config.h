@@ -17,7 +17,8 @@
 //   fsGroup and supplementalGroups as extra groups.
 // - resources.limits: memory as the cgroup limit without swap
 //   (MemorySwap = Memory), cpu as a CFS quota per 100 ms period,
-//   requests.cpu as CPU shares; every container pinned to the node's CPUs.
+//   requests.cpu as CPU shares; the container pinned to the CPUs the CPU
+//   manager gives it (CpusetCpus).
 // - the node's host network (no pod network here), the pod's /etc/hosts
 //   file (written by the kubelet: pod name and Services), volume mounts as
 //   bind mounts of host directories, RLIMIT_NOFILE, labels naming the pod.
@@ -57,7 +58,7 @@ struct ContainerInputs {
   std::vector<std::pair<std::string, std::string>> env;
   std::vector<BindMount> mounts;
   std::string hosts_file;  // bind-mounted at /etc/hosts; "" = the engine's own
-  std::vector<int> cpus;   // the node's CPUs
+  std::vector<int> cpus;   // the container's CPUs (the CPU manager's): CpusetCpus
   uint64_t nofile = 0;     // RLIMIT_NOFILE soft and hard; 0 = the engine's default
   std::map<std::string, std::string> labels;
 };

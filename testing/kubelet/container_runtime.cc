@@ -2,9 +2,10 @@
 // its image through the Docker Engine API (KubeletConfig::runtime kDocker).
 // The create body comes from container_config.h; here are the parts that
 // talk to the engine and the API server: the image's user and id, the
-// volumes as host directories (Secrets, ConfigMaps, the service-account
-// token from a TokenRequest), the pod's /etc/hosts, the engine's view of a
-// container's end, and the removal of every container with the pod.
+// volumes as host directories (both runtimes: Secrets, ConfigMaps, the
+// downward API, projected volumes, service-account tokens from
+// TokenRequests), the pod's /etc/hosts, the engine's view of a container's
+// end, and the removal of every container with the pod.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -79,6 +80,16 @@ std::string SelectorText(const Json& selector) {
   return s;
 }
 
+// The containerPort of the pod's port of this name, or 0.
+int NamedPort(const Json& pod, const std::string& name) {
+  for (const Json& c : pod.value("spec", Json::object()).value("containers", Json::array())) {
+    for (const Json& p : c.value("ports", Json::array())) {
+      if (jr::String(p, "name") == name) return p.value("containerPort", 0);
+    }
+  }
+  return 0;
+}
+
 bool PodReady(const Json& pod) {
   if (pod["metadata"].contains("deletionTimestamp")) return false;
   for (const Json& c : pod.value("status", Json::object()).value("conditions", Json::array())) {
@@ -93,15 +104,142 @@ std::string PodWorker::PodDir() const { return config_.root_dir + "/pods/" + uid
 
 std::string PodWorker::VolumeDir(const Json& volume) const {
   const std::string name = jr::String(volume, "name");
-  const char* kind = volume.contains("emptyDir")    ? "kubernetes.io~empty-dir"
-                     : volume.contains("secret")    ? "kubernetes.io~secret"
-                     : volume.contains("configMap") ? "kubernetes.io~configmap"
-                                                    : nullptr;
+  const char* kind = volume.contains("emptyDir")      ? "kubernetes.io~empty-dir"
+                     : volume.contains("secret")      ? "kubernetes.io~secret"
+                     : volume.contains("configMap")   ? "kubernetes.io~configmap"
+                     : volume.contains("downwardAPI") ? "kubernetes.io~downward-api"
+                     : volume.contains("projected")   ? "kubernetes.io~projected"
+                                                      : nullptr;
   if (kind == nullptr) return "";
   return PodDir() + "/volumes/" + kind + "/" + name;
 }
 
-Status PodWorker::PrepareDockerVolumes() {
+namespace {
+
+// Go's %q of a string, as the kubelet's fieldpath.FormatMap writes values.
+std::string GoQuote(const std::string& s) {
+  std::string out = "\"";
+  for (const char ch : s) {
+    const unsigned char u = static_cast<unsigned char>(ch);
+    switch (ch) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (u < 0x20 || u == 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\x%02x", u);
+          out += buf;
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+// A map as a downwardAPI file holds it: `key="value"` lines sorted by key,
+// no newline after the last (fieldpath.FormatMap).
+std::string FormatMap(const Json& m) {
+  std::string out;
+  for (const auto& [k, v] : m.items()) {  // nlohmann's object keys are sorted
+    if (!out.empty()) out += "\n";
+    out += k + "=" + GoQuote(v.is_string() ? v.get<std::string>() : v.dump());
+  }
+  return out;
+}
+
+// The fsGroup makes a file group-readable: mode | 0440 (the kubelet's
+// volume ownership change).
+mode_t FileMode(int mode, int64_t fs_group) { return static_cast<mode_t>(mode) | (fs_group >= 0 ? 0440 : 0); }
+
+}  // namespace
+
+Status PodWorker::WriteObjectFiles(bool secret, const Json& source, const std::string& volume, const std::string& dir,
+                                   int default_mode, int64_t fs_group) {
+  const std::string oname = secret && source.contains("secretName") ? jr::String(source, "secretName")
+                                                                    : jr::String(source, "name");
+  auto obj = client_.Get(secret ? kube::resources::Secrets() : kube::resources::ConfigMaps(), ns_, oname);
+  if (!obj.ok()) {
+    if (source.value("optional", false)) return Status::Ok();
+    return Status::Unavailable("MountVolume.SetUp failed for volume \"" + volume + "\" : " +
+                               (secret ? "secret \"" : "configmap \"") + oname + "\" not found");
+  }
+  // Every key (or the listed items) as a file; the mode as given (0644
+  // by default), readable by the pod's fsGroup as a kubelet makes it.
+  std::map<std::string, std::string> data;
+  // Named first: a range over items() of a temporary would outlive it.
+  const Json text_data = obj->value("data", Json::object());
+  for (const auto& [k, val] : text_data.items()) {
+    if (!val.is_string()) continue;
+    if (secret) {
+      auto d = Base64Decode(val.get<std::string>());
+      if (d.ok()) data[k] = *d;
+    } else {
+      data[k] = val.get<std::string>();
+    }
+  }
+  if (!secret) {
+    const Json binary_data = obj->value("binaryData", Json::object());
+    for (const auto& [k, val] : binary_data.items()) {
+      if (!val.is_string()) continue;
+      if (auto d = Base64Decode(val.get<std::string>()); d.ok()) data[k] = *d;
+    }
+  }
+  std::vector<std::tuple<std::string, std::string, int>> files;  // path, key, mode
+  if (source.contains("items") && source["items"].is_array() && !source["items"].empty()) {
+    for (const Json& item : source["items"]) {
+      files.emplace_back(jr::String(item, "path"), jr::String(item, "key"), item.value("mode", default_mode));
+    }
+  } else {
+    for (const auto& [k, unused] : data) files.emplace_back(k, k, default_mode);
+  }
+  for (const auto& [path, key, mode] : files) {
+    auto it = data.find(key);
+    if (it == data.end()) {
+      if (source.value("optional", false)) continue;
+      return Status::Unavailable("MountVolume.SetUp failed for volume \"" + volume + "\" : " +
+                                 (secret ? "secret" : "configmap") + " references non-existent config key: " + key);
+    }
+    if (Status s = WriteVolumeFile(dir + "/" + path, it->second, FileMode(mode, fs_group), fs_group); !s.ok()) {
+      return s;
+    }
+  }
+  return Status::Ok();
+}
+
+Status PodWorker::WriteDownwardApiFiles(const Json& source, const std::string& dir, int default_mode,
+                                        int64_t fs_group) {
+  const Json md = pod_.value("metadata", Json::object());
+  for (const Json& item : source.value("items", Json::array())) {
+    const std::string path = jr::String(item, "path");
+    if (!item.contains("fieldRef")) continue;  // resourceFieldRef: not here
+    const std::string field = jr::String(item["fieldRef"], "fieldPath");
+    std::optional<std::string> value;
+    if (field == "metadata.name") value = name_;
+    if (field == "metadata.namespace") value = ns_;
+    if (field == "metadata.uid") value = uid_;
+    if (field == "metadata.labels") value = FormatMap(md.value("labels", Json::object()));
+    if (field == "metadata.annotations") value = FormatMap(md.value("annotations", Json::object()));
+    for (const char* map : {"labels", "annotations"}) {
+      const std::string prefix = std::string("metadata.") + map + "['";
+      if (field.rfind(prefix, 0) == 0 && field.size() > prefix.size() + 2 && field.substr(field.size() - 2) == "']") {
+        value = jr::String(md.value(map, Json::object()), field.substr(prefix.size(), field.size() - prefix.size() - 2).c_str());
+      }
+    }
+    if (!value) return Status::InvalidArgument("downwardAPI: unsupported fieldPath \"" + field + "\"");
+    if (Status s = WriteVolumeFile(dir + "/" + path, *value, FileMode(item.value("mode", default_mode), fs_group),
+                                   fs_group);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return Status::Ok();
+}
+
+Status PodWorker::PrepareVolumes() {
   const Json spec = pod_.value("spec", Json::object());
   const Json pod_sc = spec.value("securityContext", Json::object());
   const int64_t fs_group = pod_sc.is_object() && pod_sc.contains("fsGroup") && pod_sc["fsGroup"].is_number_integer()
@@ -120,71 +258,63 @@ Status PodWorker::PrepareDockerVolumes() {
       chmod(dir.c_str(), 0777);  // as a kubelet's emptyDir: any user of the pod writes it
       continue;
     }
-    const bool secret = v.contains("secret");
-    const Json source = secret ? v["secret"] : v["configMap"];
-    const std::string oname = secret ? jr::String(source, "secretName") : jr::String(source, "name");
-    auto obj = client_.Get(secret ? kube::resources::Secrets() : kube::resources::ConfigMaps(), ns_, oname);
-    if (!obj.ok()) {
-      if (source.value("optional", false)) continue;
-      return Status::Unavailable("MountVolume.SetUp failed for volume \"" + vname + "\" : " +
-                                 (secret ? "secret \"" : "configmap \"") + oname + "\" not found");
-    }
-    // Every key (or the listed items) as a file; the mode as given (0644
-    // by default), readable by the pod's fsGroup as a kubelet makes it.
-    std::map<std::string, std::string> data;
-    for (const auto& [k, val] : obj->value("data", Json::object()).items()) {
-      if (!val.is_string()) continue;
-      if (secret) {
-        auto d = Base64Decode(val.get<std::string>());
-        if (d.ok()) data[k] = *d;
-      } else {
-        data[k] = val.get<std::string>();
-      }
-    }
-    if (!secret) {
-      for (const auto& [k, val] : obj->value("binaryData", Json::object()).items()) {
-        if (!val.is_string()) continue;
-        if (auto d = Base64Decode(val.get<std::string>()); d.ok()) data[k] = *d;
-      }
-    }
-    const int default_mode = source.value("defaultMode", 0644);
-    std::vector<std::tuple<std::string, std::string, int>> files;  // path, key, mode
-    if (source.contains("items") && source["items"].is_array() && !source["items"].empty()) {
-      for (const Json& item : source["items"]) {
-        files.emplace_back(jr::String(item, "path"), jr::String(item, "key"), item.value("mode", default_mode));
-      }
+    Status s;
+    if (v.contains("secret") || v.contains("configMap")) {
+      const bool secret = v.contains("secret");
+      const Json source = secret ? v["secret"] : v["configMap"];
+      s = WriteObjectFiles(secret, source, vname, dir, source.value("defaultMode", 0644), fs_group);
+    } else if (v.contains("downwardAPI")) {
+      s = WriteDownwardApiFiles(v["downwardAPI"], dir, v["downwardAPI"].value("defaultMode", 0644), fs_group);
     } else {
-      for (const auto& [k, unused] : data) files.emplace_back(k, k, default_mode);
-    }
-    for (const auto& [path, key, mode] : files) {
-      auto it = data.find(key);
-      if (it == data.end()) {
-        return Status::Unavailable("MountVolume.SetUp failed for volume \"" + vname + "\" : configmap references non-existent config key: " + key);
+      // projected: its sources one after another into one directory.
+      const Json projected = v["projected"];
+      const int mode = projected.value("defaultMode", 0644);
+      for (const Json& source : projected.value("sources", Json::array())) {
+        if (source.contains("secret")) {
+          s = WriteObjectFiles(true, source["secret"], vname, dir, mode, fs_group);
+        } else if (source.contains("configMap")) {
+          s = WriteObjectFiles(false, source["configMap"], vname, dir, mode, fs_group);
+        } else if (source.contains("downwardAPI")) {
+          s = WriteDownwardApiFiles(source["downwardAPI"], dir, mode, fs_group);
+        } else if (source.contains("serviceAccountToken")) {
+          const Json t = source["serviceAccountToken"];
+          auto token = RequestToken(jr::String(t, "audience"), t.value("expirationSeconds", int64_t{3600}));
+          if (!token.ok()) {
+            s = Status::Unavailable("MountVolume.SetUp failed for volume \"" + vname + "\" : " +
+                                    token.status().message());
+          } else {
+            s = WriteVolumeFile(dir + "/" + jr::String(t, "path"), *token, FileMode(mode, fs_group), fs_group);
+          }
+        }
+        if (!s.ok()) break;
       }
-      const mode_t m = static_cast<mode_t>(mode) | (fs_group >= 0 ? 0440 : 0);
-      if (Status s = WriteVolumeFile(dir + "/" + path, it->second, m, fs_group); !s.ok()) return s;
     }
+    if (!s.ok()) return s;
     if (fs_group >= 0) (void)chown(dir.c_str(), static_cast<uid_t>(-1), static_cast<gid_t>(fs_group));
   }
-  // The service-account token, unless the pod (or else its ServiceAccount)
-  // says automountServiceAccountToken: false.
-  const std::string sa = !jr::String(spec, "serviceAccountName").empty() ? jr::String(spec, "serviceAccountName")
-                         : !jr::String(spec, "serviceAccount").empty()   ? jr::String(spec, "serviceAccount")
-                                                                  : "default";
-  // kube-apiserver's ServiceAccount admission has decided already where it
-  // runs: a pod that gets a token carries the projected volume
-  // (kube-api-access-…) with a serviceAccountToken source, and a kubelet
-  // may not read ServiceAccounts there (the Node authorizer forbids it).
+  // A pod the ServiceAccount admission gave a token carries it as a
+  // projected volume (kube-api-access-…, set up above); processes see the
+  // host's filesystem and get none of their own.
   bool projected_token = false;
   for (const Json& v : spec.value("volumes", Json::array())) {
     for (const Json& source : v.value("projected", Json::object()).value("sources", Json::array())) {
       projected_token |= source.contains("serviceAccountToken");
     }
   }
+  if (config_.runtime != ContainerRuntime::kDocker) return Status::Ok();
+  // The service-account token, unless the pod (or else its ServiceAccount)
+  // says automountServiceAccountToken: false.
+  const std::string sa = !jr::String(spec, "serviceAccountName").empty() ? jr::String(spec, "serviceAccountName")
+                         : !jr::String(spec, "serviceAccount").empty()   ? jr::String(spec, "serviceAccount")
+                                                                  : "default";
+  // kube-apiserver's ServiceAccount admission has decided already where it
+  // runs (the projected volume above), and a kubelet may not read
+  // ServiceAccounts there (the Node authorizer forbids it).
   std::optional<bool> automount;
   if (projected_token) {
-    automount = true;
+    automount = false;
   } else if (spec.contains("automountServiceAccountToken") && spec["automountServiceAccountToken"].is_boolean()) {
+
     automount = spec["automountServiceAccountToken"].get<bool>();
   } else if (auto account = client_.Get(ServiceAccounts(), ns_, sa); account.ok()) {
     if (account->contains("automountServiceAccountToken") && (*account)["automountServiceAccountToken"].is_boolean()) {
@@ -208,29 +338,37 @@ Status PodWorker::PrepareDockerVolumes() {
   return Status::Ok();
 }
 
-Status PodWorker::WriteServiceAccountVolume(const std::string& dir) {
+Result<std::string> PodWorker::RequestToken(const std::string& audience, int64_t expiration_seconds) {
   const Json spec = pod_.value("spec", Json::object());
   const std::string sa = jr::String(spec, "serviceAccountName").empty() ? "default" : jr::String(spec, "serviceAccountName");
   // A token bound to this pod, as the kubelet's projected volume asks for
   // it: valid while the pod and its ServiceAccount exist.
+  Json audiences = Json::array();
+  if (!audience.empty()) audiences.push_back(audience);
   const Json request = {{"apiVersion", "authentication.k8s.io/v1"},
                         {"kind", "TokenRequest"},
                         {"spec",
-                         {{"audiences", Json::array()},
-                          {"expirationSeconds", 3607},
+                         {{"audiences", audiences},
+                          {"expirationSeconds", expiration_seconds},
                           {"boundObjectRef", {{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", name_}, {"uid", uid_}}}}}};
   auto token = client_.CreateSubresource(ServiceAccounts(), ns_, sa, "token", request);
-  if (!token.ok()) {
-    return Status::Unavailable("MountVolume.SetUp failed for volume \"" + std::string(kServiceAccountVolume) +
-                               "\" : failed to fetch token: " + token.status().message());
-  }
+  if (!token.ok()) return Status::Unavailable("failed to fetch token: " + token.status().message());
   const std::string text = jr::String(jr::Object(*token, "status"), "token");
   if (text.empty()) return Status::Unavailable("the TokenRequest for serviceaccount " + sa + " gave no token");
+  return text;
+}
+
+Status PodWorker::WriteServiceAccountVolume(const std::string& dir) {
+  auto token = RequestToken("", 3607);
+  if (!token.ok()) {
+    return Status::Unavailable("MountVolume.SetUp failed for volume \"" + std::string(kServiceAccountVolume) +
+                               "\" : " + token.status().message());
+  }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   chmod(dir.c_str(), 0755);
   for (const auto& [file, content] : std::vector<std::pair<std::string, std::string>>{
-           {"token", text}, {"ca.crt", config_.api_ca_pem}, {"namespace", ns_}}) {
+           {"token", *token}, {"ca.crt", config_.api_ca_pem}, {"namespace", ns_}}) {
     if (Status s = WriteVolumeFile(dir + "/" + file, content, 0644, -1); !s.ok()) return s;
   }
   return Status::Ok();
@@ -270,7 +408,30 @@ void PodWorker::RefreshHosts() {
       std::sort(ready.begin(), ready.end(), [](const Json& a, const Json& b) {
         return jr::String(a["metadata"], "name") < jr::String(b["metadata"], "name");
       });
-      const std::string ip = jr::String(ready.front()["status"], "podIP");
+      std::string ip = jr::String(ready.front()["status"], "podIP");
+      // A port that is not its targetPort (a number, or the name of a
+      // container port of the pod): the names go to an address of the
+      // Service's own, forwarded as kube-proxy would.
+      std::vector<ServicePortRoute> routes;
+      bool translated = false;
+      for (const Json& p : sspec.value("ports", Json::array())) {
+        const std::string protocol = jr::String(p, "protocol");
+        if (!protocol.empty() && protocol != "TCP") continue;
+        const int port = p.value("port", 0);
+        int target = port;
+        if (p.contains("targetPort") && p["targetPort"].is_number_integer()) {
+          target = p["targetPort"].get<int>();
+        } else if (p.contains("targetPort") && p["targetPort"].is_string()) {
+          target = NamedPort(ready.front(), p["targetPort"].get<std::string>());
+        }
+        if (port <= 0 || target <= 0) continue;
+        translated |= target != port;
+        routes.push_back({port, ip, target});
+      }
+      if (translated && config_.service_proxy) {
+        auto address = config_.service_proxy->Route(ns_, sname, routes);
+        if (address.ok()) ip = *address;
+      }
       services += ip + "\t" + sname + " " + sname + "." + ns_ + " " + sname + "." + ns_ + ".svc " + sname + "." + ns_ +
                   ".svc.cluster.local\n";
     }
@@ -354,7 +515,8 @@ void PodWorker::StartDockerContainer(Container& c, const std::vector<std::pair<s
   const std::string sa_dir = PodDir() + "/volumes/kubernetes.io~projected/" + kServiceAccountVolume;
   if (!sa_mounted && std::filesystem::exists(sa_dir)) in.mounts.push_back({sa_dir, kServiceAccountDir, true});
   in.hosts_file = PodDir() + "/etc-hosts";
-  in.cpus = config_.cpus;
+  c.cpus = ContainerCpus(c);
+  in.cpus = c.cpus;
   in.nofile = config_.container_nofile;
   in.labels = {{"io.kubernetes.pod.name", name_},
                {"io.kubernetes.pod.namespace", ns_},
@@ -429,9 +591,7 @@ void PodWorker::StartDockerContainer(Container& c, const std::vector<std::pair<s
   c.waiting_reason.clear();
   c.waiting_message.clear();
   c.next_inspect = Clock::now() + std::chrono::milliseconds(100);
-  const Json probe = c.spec.value("readinessProbe", Json::object());
-  c.next_probe = Clock::now() + std::chrono::seconds(probe.value("initialDelaySeconds", 0));
-  if (probe.empty()) c.ready = true;
+  ArmProbes(c);
 }
 
 void PodWorker::PollDocker(Container& c) {

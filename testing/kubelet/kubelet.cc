@@ -158,8 +158,48 @@ Result<std::vector<int>> ParseCpuList(const std::string& text) {
   return out;
 }
 
+namespace {
+
+KubeletConfig Completed(KubeletConfig config, const std::shared_ptr<AddressPool>& addresses) {
+  if (!config.cpu_manager) {
+    auto m = CpuManager::Create(CpuManagerPolicy::kNone, config.cpus, {});
+    if (m.ok()) config.cpu_manager = std::move(*m);
+  }
+  if (!config.service_proxy) config.service_proxy = std::make_shared<ServiceProxy>(addresses);
+  return config;
+}
+
+// A Go time.Duration's String(): "1s", "10s", "1m0s", "200ms", "1.5s".
+std::string GoDuration(std::chrono::milliseconds d) {
+  const int64_t ms = d.count();
+  if (ms == 0) return "0s";
+  if (ms < 1000) return std::to_string(ms) + "ms";
+  std::string out;
+  int64_t secs = ms / 1000;
+  const int64_t frac = ms % 1000;
+  if (secs >= 3600) {
+    out += std::to_string(secs / 3600) + "h";
+    secs %= 3600;
+    out += std::to_string(secs / 60) + "m";
+    secs %= 60;
+  } else if (secs >= 60) {
+    out += std::to_string(secs / 60) + "m";
+    secs %= 60;
+  }
+  out += std::to_string(secs);
+  if (frac != 0) {
+    std::string f = std::to_string(1000 + frac).substr(1);
+    while (!f.empty() && f.back() == '0') f.pop_back();
+    out += "." + f;
+  }
+  return out + "s";
+}
+
+}  // namespace
+
 Kubelet::Kubelet(KubeletConfig config, NodeOptions node, kube::Client& client)
-    : config_(std::move(config)),
+    : addresses_(std::make_shared<AddressPool>(node.pod_ip_base)),
+      config_(Completed(std::move(config), addresses_)),
       node_(std::move(node)),
       client_(client),
       started_at_(api::FormatTimeSeconds(SysClock::now())),
@@ -173,6 +213,10 @@ Json Kubelet::NodeStatus() const {
   Json resources = {{"cpu", std::to_string(config_.cpus.size())},
                     {"memory", MemoryQuantity(node_.memory_bytes)},
                     {"pods", std::to_string(node_.max_pods)}};
+  // Reserved CPUs count as systemReserved cpu, as a kubelet with
+  // reservedSystemCPUs has it.
+  Json allocatable = resources;
+  allocatable["cpu"] = std::to_string(config_.cpu_manager->AllocatableMillis() / 1000);
   auto cond = [&](const char* type, const char* status, const char* reason, const char* message) {
     return Json{
         {"type", type},     {"status", status},  {"lastHeartbeatTime", now}, {"lastTransitionTime", started_at_},
@@ -184,7 +228,7 @@ Json Kubelet::NodeStatus() const {
   if (arch == "x86_64") arch = "amd64";
   if (arch == "aarch64") arch = "arm64";
   return {{"capacity", resources},
-          {"allocatable", resources},
+          {"allocatable", allocatable},
           {"conditions",
            {cond("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
             cond("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
@@ -323,6 +367,7 @@ void Kubelet::Stop() {
   }
   for (auto& [uid, w] : workers) w->Remove();
   workers.clear();
+  config_.service_proxy->Stop();
 }
 
 void Kubelet::HeartbeatLoop(std::stop_token stop) {
@@ -345,19 +390,6 @@ void Kubelet::SyncLoop(std::stop_token stop) {
   }
 }
 
-std::string Kubelet::AllocateIp() {
-  std::set<int> used;
-  for (const auto& [uid, n] : ips_) used.insert(n);
-  for (int i = 0; i < 254; ++i) {
-    const int n = (next_ip_ - 1 + i) % 254 + 1;
-    if (!used.count(n)) {
-      next_ip_ = n % 254 + 1;
-      return std::to_string(n);
-    }
-  }
-  return "";
-}
-
 void Kubelet::Sync() {
   std::vector<Json> pods = informer_->List();
   std::vector<std::unique_ptr<PodWorker>> dead;
@@ -369,6 +401,9 @@ void Kubelet::Sync() {
       seen.insert(uid);
       if (auto it = workers_.find(uid); it != workers_.end()) {
         it->second->Update(pod);
+        // A pod over gives its exclusive CPUs back (the CPU manager's
+        // removal of stale state: only active pods keep theirs).
+        if (it->second->over()) config_.cpu_manager->RemovePod(uid);
         continue;
       }
       PodWorker::Admission adm;
@@ -386,7 +421,7 @@ void Kubelet::Sync() {
           if (!w->pod_ip().empty()) running++;
         }
         const PodRequests want = ComputeRequests(pod.value("spec", Json::object()));
-        const int64_t cpu_cap = static_cast<int64_t>(config_.cpus.size()) * 1000;
+        const int64_t cpu_cap = config_.cpu_manager->AllocatableMillis();
         auto reject = [&](const std::string& res, int64_t requested, int64_t in_use, int64_t cap) {
           adm.reject_reason = "OutOf" + res;
           adm.reject_message = "Pod was rejected: Node didn't have enough resource: " + res +
@@ -397,7 +432,13 @@ void Kubelet::Sync() {
         const Json node_labels = NodeObject()["metadata"]["labels"];
         bool selected = true;
         for (const auto& [k, v] : selector.items()) selected = selected && node_labels.value(k, Json()) == v;
-        if (!selected) {
+        // The resource managers' admission comes before the predicates
+        // (the kubelet's admit handlers in that order).
+        const Status cpus = config_.cpu_manager->AllocatePod(uid, pod.value("spec", Json::object()));
+        if (!cpus.ok()) {
+          adm.reject_reason = "UnexpectedAdmissionError";
+          adm.reject_message = "Pod was rejected: Allocate failed due to " + cpus.message() + ", which is unexpected";
+        } else if (!selected) {
           adm.reject_reason = "NodeAffinity";
           adm.reject_message =
               "Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector";
@@ -409,24 +450,25 @@ void Kubelet::Sync() {
         } else if (static_cast<int64_t>(running) + 1 > node_.max_pods) {
           reject("pods", 1, static_cast<int64_t>(running), node_.max_pods);
         } else {
-          const std::string host = AllocateIp();
           if (pod.value("spec", Json::object()).value("hostNetwork", false)) {
             adm.pod_ip = config_.node_ip;  // host network: the pod IP is the node's
-          } else if (host.empty()) {
+          } else if (const std::string ip = addresses_->Allocate(uid); ip.empty()) {
             reject("pods", 1, static_cast<int64_t>(running), 254);
           } else {
-            ips_[uid] = std::stoi(host);
-            adm.pod_ip = node_.pod_ip_base + "." + host;
+            adm.pod_ip = ip;
           }
         }
       }
+      // A rejected pod holds nothing.
+      if (adm.pod_ip.empty()) config_.cpu_manager->RemovePod(uid);
       workers_[uid] = std::make_unique<PodWorker>(config_, client_, &events_, pod, adm);
     }
     for (auto it = workers_.begin(); it != workers_.end();) {
       if (!seen.count(it->first)) {
         it->second->Remove();
         if (it->second->finished()) {
-          ips_.erase(it->first);
+          config_.cpu_manager->RemovePod(it->first);
+          addresses_->Release(it->first);
           dead.push_back(std::move(it->second));
           it = workers_.erase(it);
           continue;
@@ -523,6 +565,39 @@ std::variant<std::string, LogError> Kubelet::LogFile(const std::string& ns, cons
     }
   }
   return LogError{404, "pod \"" + ns + "/" + pod + "\" does not exist"};
+}
+
+Json Kubelet::Configz() const {
+  const CpuManager& cpus = *config_.cpu_manager;
+  Json taints = Json::array();
+  for (const Taint& t : node_.taints) {
+    Json tj = {{"key", t.key}, {"effect", t.effect}};
+    if (!t.value.empty()) tj["value"] = t.value;
+    taints.push_back(tj);
+  }
+  Json kc = {{"enableServer", true},
+             {"podLogsDir", config_.log_dir + "/pods"},
+             {"port", node_.kubelet_port},
+             {"nodeStatusUpdateFrequency", GoDuration(node_.heartbeat)},
+             {"nodeStatusReportFrequency", GoDuration(node_.heartbeat)},
+             {"nodeLeaseDurationSeconds", 40},
+             {"cgroupsPerQOS", false},
+             {"cpuManagerPolicy", CpuManagerPolicyName(cpus.policy())},
+             // The shared pool's containers are moved at the pod worker's next tick.
+             {"cpuManagerReconcilePeriod", GoDuration(config_.tick)},
+             {"memoryManagerPolicy", "None"},
+             {"topologyManagerPolicy", "none"},
+             {"topologyManagerScope", "container"},
+             {"maxPods", node_.max_pods},
+             {"registerNode", true},
+             {"registerWithTaints", taints},
+             {"crashLoopBackOff", {{"maxContainerRestartPeriod", "5m0s"}}}};
+  if (!config_.listen_address.empty()) kc["address"] = config_.listen_address;
+  if (!config_.tls_cert_file.empty()) kc["tlsCertFile"] = config_.tls_cert_file;
+  if (!config_.tls_key_file.empty()) kc["tlsPrivateKeyFile"] = config_.tls_key_file;
+  // omitempty, as the kubelet's: absent without reserved CPUs.
+  if (!cpus.reserved().empty()) kc["reservedSystemCPUs"] = FormatCpuList(cpus.reserved());
+  return {{"kubeletconfig", kc}};
 }
 
 Json Kubelet::Pods() {

@@ -3,9 +3,10 @@
 // nodeInfo, conditions), heartbeats through nodes/{name}/status and a Lease
 // in kube-node-lease, watches the pods bound to the node
 // (fieldSelector=spec.nodeName=<node>) and keeps one PodWorker per pod:
-// admission (requests against allocatable, as the kubelet's predicate
-// admission does: phase Failed, reason OutOf<resource>), pod IPs from the
-// --pod-ip-base /24, and the Summary API's numbers.
+// admission (the CPU manager's exclusive CPUs first — UnexpectedAdmissionError
+// when they run out — then requests against allocatable, as the kubelet's
+// predicate admission does: phase Failed, reason OutOf<resource>), pod IPs
+// from the --pod-ip-base /24, the Summary API's numbers, and /configz.
 //
 // Thread-safe. Start() once; Stop() kills every pod's processes.
 #pragma once
@@ -25,6 +26,7 @@
 #include "controller/kube/client.h"
 #include "controller/kube/event_recorder.h"
 #include "controller/kube/informer.h"
+#include "testing/kubelet/address_pool.h"
 #include "testing/kubelet/pod_worker.h"
 
 namespace fairbench::kubelet {
@@ -63,6 +65,9 @@ class Kubelet {
                                               const std::string& container, bool previous);
   // The pods the kubelet runs (/pods), as a PodList.
   kube::Json Pods();
+  // /configz: {"kubeletconfig": {...}}, the kubelet's KubeletConfiguration
+  // (v1beta1 field names, no kind/apiVersion) as far as this one has it.
+  kube::Json Configz() const;
 
   kube::Json NodeObject() const;
 
@@ -73,8 +78,9 @@ class Kubelet {
   void HeartbeatLoop(std::stop_token stop);
   void SyncLoop(std::stop_token stop);
   void Sync();
-  std::string AllocateIp() REQUIRES(mu_);
 
+  // Pod IPs and Services' forwarding addresses, from --pod-ip-base.
+  const std::shared_ptr<AddressPool> addresses_;
   const KubeletConfig config_;
   const NodeOptions node_;
   kube::Client& client_;
@@ -84,8 +90,6 @@ class Kubelet {
   CondVar wake_;
   bool dirty_ GUARDED_BY(mu_) = false;
   std::map<std::string, std::unique_ptr<PodWorker>> workers_ GUARDED_BY(mu_);  // by uid
-  std::map<std::string, int> ips_ GUARDED_BY(mu_);  // uid → host number
-  int next_ip_ GUARDED_BY(mu_) = 1;
   std::optional<std::pair<std::chrono::system_clock::time_point, uint64_t>> node_cpu_last_ GUARDED_BY(mu_);
 
   kube::EventRecorder events_;

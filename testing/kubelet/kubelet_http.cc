@@ -100,6 +100,9 @@ void KubeletHttp::Serve(Kubelet& kubelet) {
   server_->Get("/pods", [&kubelet](const httplib::Request&, httplib::Response& res) {
     res.set_content(kubelet.Pods().dump(), "application/json");
   });
+  server_->Get("/configz", [&kubelet](const httplib::Request&, httplib::Response& res) {
+    res.set_content(kubelet.Configz().dump(), "application/json");
+  });
   server_->Get("/stats/summary", [&kubelet](const httplib::Request&, httplib::Response& res) {
     res.set_content(kubelet.Summary().dump(), "application/json");
   });

@@ -1,6 +1,7 @@
 // KubeletHttp: the test kubelet's endpoint, HTTPS with a serving certificate
 // (as a real kubelet serves on 10250; kube-apiserver's node proxy and
-// pods/log dial it so), or plain HTTP without one: GET /healthz, /pods, /stats/summary (the Summary
+// pods/log dial it so), or plain HTTP without one: GET /healthz, /pods,
+// /configz (Kubelet::Configz), /stats/summary (the Summary
 // API), /containerLogs/{namespace}/{pod}/{container} (tailLines,
 // limitBytes, previous; at most the last 64 MiB of a log are read). The
 // API server's node proxy and pods/log reach it

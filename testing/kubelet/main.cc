@@ -4,6 +4,7 @@
 // container_config.h).
 //
 //   fairbench-test-kubelet --kubeconfig FILE --node NAME --cpus 0-1 --memory 2Gi
+//       [--cpu-manager-policy static --reserved-cpus 0]
 //       --images images.yaml --pod-ip-base 127.0.5 --listen 127.0.0.1:0 --log-dir DIR
 //
 // Prints "listening on HOST:PORT" once the node is registered; exits 0 on
@@ -42,8 +43,15 @@ int main(int argc, char** argv) {
   std::string docker_host = fairbench::docker::DefaultDockerHost();
   app.add_option("--kubeconfig", kubeconfig, "kubeconfig of the API server")->required();
   app.add_option("--node", node, "node name")->required();
-  app.add_option("--cpus", cpus_text, "CPUs every container is pinned to (0-1,3); capacity cpu = their count")
+  app.add_option("--cpus", cpus_text, "the node's CPUs (0-1,3); capacity cpu = their count")
       ->required();
+  std::string cpu_policy = "none", reserved_text;
+  app.add_option("--cpu-manager-policy", cpu_policy,
+                 "none: every container on --cpus; static: Guaranteed pods' integer-CPU containers get CPUs of "
+                 "their own, the others the shared pool (the kubelet's cpuManagerPolicy)")
+      ->check(CLI::IsMember({"none", "static"}));
+  app.add_option("--reserved-cpus", reserved_text,
+                 "static: CPUs of --cpus never given exclusively, not allocatable (the kubelet's reservedSystemCPUs)");
   app.add_option("--memory", memory_text, "memory capacity (bytes, or 2Gi); default: the machine's");
   app.add_option("--labels", labels_text, "node labels k=v,...");
   app.add_option("--taints", taints_text, "node taints key=value:Effect,...");
@@ -90,6 +98,19 @@ int main(int argc, char** argv) {
   auto cpus = kl::ParseCpuList(cpus_text);
   if (!cpus.ok()) return bad(cpus.status().message());
   config.cpus = *cpus;
+  {
+    std::vector<int> reserved;
+    if (!reserved_text.empty()) {
+      auto r = kl::ParseCpuList(reserved_text);
+      if (!r.ok()) return bad("--reserved-cpus: " + r.status().message());
+      reserved = *r;
+    }
+    auto manager = kl::CpuManager::Create(cpu_policy == "static" ? kl::CpuManagerPolicy::kStatic
+                                                                 : kl::CpuManagerPolicy::kNone,
+                                          config.cpus, reserved);
+    if (!manager.ok()) return bad(manager.status().message());
+    config.cpu_manager = std::move(*manager);
+  }
   auto mem = fairbench::ParseBytes(memory_text);
   if (!mem.ok()) return bad("--memory: " + mem.status().message());
   opts.memory_bytes = static_cast<int64_t>(*mem);
@@ -198,6 +219,9 @@ int main(int argc, char** argv) {
     config.service_client = proxy_client.get();
   }
   if (!listen_netns.empty() && config.node_address.empty()) config.node_address = host;
+  config.listen_address = host;
+  config.tls_cert_file = tls_cert.empty() ? "" : std::filesystem::absolute(tls_cert).string();
+  config.tls_key_file = tls_key.empty() ? "" : std::filesystem::absolute(tls_key).string();
   auto http = kl::KubeletHttp::Bind(host, port, tls_cert, tls_key, listen_netns);
   if (!http.ok()) {
     std::fprintf(stderr, "fairbench-test-kubelet: %s\n", http.status().ToString().c_str());

@@ -1,7 +1,9 @@
 #include "testing/kubelet/pod_worker.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -9,6 +11,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <random>
 #include <fstream>
@@ -40,27 +44,48 @@ std::string RandomHex(size_t n) {
   return s;
 }
 
-// A tcpSocket probe: success once a connection is established.
-bool TcpConnects(const std::string& host, int port, std::chrono::milliseconds timeout) {
+// A tcpSocket probe: "" once a connection is established, else why not
+// in the words of Go's dialer, as the kubelet's Unhealthy Event has them
+// ("dial tcp 127.0.0.1:80: connect: connection refused").
+std::string TcpConnectError(const std::string& host, int port, std::chrono::milliseconds timeout) {
+  const std::string what = "dial tcp " + host + ":" + std::to_string(port);
+  auto syscall_error = [&](int err) {
+    std::string text = std::strerror(err);
+    if (!text.empty()) text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
+    return what + ": connect: " + text;
+  };
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
+  if (fd < 0) return syscall_error(errno);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
-  bool ok = inet_pton(AF_INET, host.c_str(), &addr.sin_addr) == 1;
-  if (ok && connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ok = errno == EINPROGRESS;
-    if (ok) {
+  std::string error;
+  if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
+    error = what + ": invalid address";
+  } else if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    if (errno != EINPROGRESS) {
+      error = syscall_error(errno);
+    } else {
       pollfd p{fd, POLLOUT, 0};
       int err = 0;
       socklen_t len = sizeof err;
-      ok = poll(&p, 1, static_cast<int>(timeout.count())) == 1 &&
-           getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+      if (poll(&p, 1, static_cast<int>(timeout.count())) != 1) {
+        error = what + ": i/o timeout";
+      } else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
+        error = syscall_error(err);
+      }
     }
   }
   close(fd);
-  return ok;
+  return error;
 }
+
+// The three probes of a container, in the order the kubelet gates them:
+// the startup probe first, then liveness and readiness.
+enum ProbeKind { kStartupProbe = 0, kLivenessProbe = 1, kReadinessProbe = 2 };
+constexpr const char* kProbeField[] = {"startupProbe", "livenessProbe", "readinessProbe"};
+constexpr const char* kProbeName[] = {"Startup", "Liveness", "Readiness"};
+constexpr const char* kProbeWord[] = {"startup", "liveness", "readiness"};
 
 constexpr uint64_t kNofile = 1048576;  // containerd's default RLIMIT_NOFILE
 constexpr auto kMaxBackoff = std::chrono::seconds(300);
@@ -96,13 +121,15 @@ PodWorker::PodWorker(const KubeletConfig& config, kube::Client& client, kube::Ev
     stage_ = Stage::kDone;
   } else if (!admission_.reject_reason.empty()) {
     stage_ = Stage::kDone;
+    // The kubelet's rejectPod: a Warning of the reason, then the status.
+    MutexLock lock(mu_);
+    std::string message = admission_.reject_message;
+    if (const std::string prefix = "Pod was rejected: "; message.rfind(prefix, 0) == 0) message.erase(0, prefix.size());
+    Event(true, admission_.reject_reason, message);
   } else {
     stage_ = init_.empty() ? Stage::kMain : Stage::kInit;
-    // Containers of images get their volumes on the worker's thread, when
-    // the first one starts (Secrets and ConfigMaps are read then).
-    if (config_.runtime == ContainerRuntime::kProcess) {
-      if (Status s = PrepareVolumes(); !s.ok()) volume_error_ = s.message();
-    }
+    // The volumes are set up on the worker's thread, when the first
+    // container starts (Secrets and ConfigMaps are read then).
   }
   thread_ = std::jthread([this](std::stop_token st) { Run(st); });
 }
@@ -131,26 +158,70 @@ bool PodWorker::finished() const {
   return finished_;
 }
 
+bool PodWorker::over() const {
+  MutexLock lock(mu_);
+  return finished_ || stage_ == Stage::kDone || stage_ == Stage::kFinished || admission_.pod_ip.empty();
+}
+
+std::vector<int> PodWorker::ContainerCpus(const Container& c) const {
+  return config_.cpu_manager ? config_.cpu_manager->ContainerCpus(uid_, c.name) : config_.cpus;
+}
+
+namespace {
+
+// Every thread of every process of the tree onto `cpus`; threads and
+// processes that end meanwhile are skipped.
+void PinProcessTree(pid_t root, const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) CPU_SET(c, &set);
+  for (pid_t pid : controller::ProcessTreePids(root)) {
+    const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+    DIR* dir = opendir(tasks.c_str());
+    if (dir == nullptr) continue;
+    while (dirent* d = readdir(dir)) {
+      char* end = nullptr;
+      const long tid = std::strtol(d->d_name, &end, 10);
+      if (*end != '\0' || tid <= 0) continue;
+      (void)sched_setaffinity(static_cast<pid_t>(tid), sizeof set, &set);
+    }
+    closedir(dir);
+  }
+}
+
+}  // namespace
+
+void PodWorker::ReconcileCpus() {
+  if (!config_.cpu_manager) return;
+  const uint64_t generation = config_.cpu_manager->generation();
+  if (generation == cpu_generation_) return;
+  cpu_generation_ = generation;
+  for (auto* list : {&init_, &main_}) {
+    for (auto& cp : *list) {
+      Container& c = *cp;
+      if (c.state != Container::State::kRunning) continue;
+      const std::vector<int> cpus = ContainerCpus(c);
+      if (cpus == c.cpus) continue;
+      if (!c.docker_id.empty()) {
+        const Json update = {{"CpusetCpus", FormatCpuList(cpus)}};
+        auto r = config_.docker->Do("POST", "/containers/" + c.docker_id + "/update", update.dump(),
+                                    std::chrono::seconds(10));
+        if (!r.ok() || r->status / 100 != 2) {
+          cpu_generation_ = 0;  // tried again on the next tick
+          continue;
+        }
+      } else if (c.process) {
+        PinProcessTree(c.process->pid(), cpus);
+      }
+      c.cpus = cpus;
+    }
+  }
+}
+
 PodRequests PodWorker::requests() const {
   MutexLock lock(mu_);
   if (stage_ == Stage::kDone || stage_ == Stage::kFinished || admission_.pod_ip.empty()) return {};
   return ComputeRequests(pod_.value("spec", Json::object()));
-}
-
-Status PodWorker::PrepareVolumes() {
-  const Json spec = pod_.value("spec", Json::object());
-  if (spec.contains("volumes") && spec["volumes"].is_array()) {
-    for (const Json& v : spec["volumes"]) {
-      const std::string vname = jr::String(v, "name");
-      if (!v.contains("emptyDir")) continue;
-      std::string dir = config_.root_dir + "/pods/" + uid_ + "/volumes/kubernetes.io~empty-dir/" + vname;
-      std::error_code ec;
-      std::filesystem::create_directories(dir, ec);
-      if (ec) return Status::IoError("cannot create emptyDir " + dir + ": " + ec.message());
-      volume_dirs_.push_back(dir);
-    }
-  }
-  return Status::Ok();
 }
 
 Result<std::vector<std::pair<std::string, std::string>>> PodWorker::BuildEnv(const Json& container) {
@@ -217,7 +288,8 @@ Result<std::vector<std::pair<std::string, std::string>>> PodWorker::BuildEnv(con
         return Status::NotFound(std::string(secret ? "secret" : "configmap") + " \"" + oname + "\" not found");
       }
       for (const char* dk : {"data", "binaryData", "stringData"}) {
-        for (const auto& [k, unused] : obj->value(dk, Json::object()).items()) {
+        const Json keys = obj->value(dk, Json::object());  // named: items() would outlive a temporary
+        for (const auto& [k, unused] : keys.items()) {
           (void)unused;
           auto v = data_value(secret, *obj, k);
           if (v) env.emplace_back(prefix + k, *v);
@@ -304,24 +376,24 @@ std::optional<std::vector<std::pair<std::string, std::string>>> PodWorker::Conta
 
 void PodWorker::StartContainer(Container& c) {
   c.ready = false;
-  c.probe_successes = 0;
-  c.probe_failures = 0;
-  if (config_.runtime == ContainerRuntime::kDocker) {
-    if (!volumes_ready_) {
-      if (Status s = PrepareDockerVolumes(); !s.ok()) {
-        // As a kubelet: the pod waits in ContainerCreating until the volume
-        // can be set up (a Secret created later), with a FailedMount Event.
-        c.state = Container::State::kWaiting;
-        c.waiting_reason = "ContainerCreating";
-        c.waiting_message.clear();
-        if (c.restart_at == Clock::time_point{} || Clock::now() >= c.restart_at + std::chrono::seconds(10)) {
-          Event(true, "FailedMount", s.message());
-        }
-        c.restart_at = Clock::now() + std::chrono::seconds(1);
-        return;
+  c.started = false;
+  c.probe_kill_at.reset();
+  if (!volumes_ready_) {
+    if (Status s = PrepareVolumes(); !s.ok()) {
+      // As a kubelet: the pod waits in ContainerCreating until the volume
+      // can be set up (a Secret created later), with a FailedMount Event.
+      c.state = Container::State::kWaiting;
+      c.waiting_reason = "ContainerCreating";
+      c.waiting_message.clear();
+      if (c.restart_at == Clock::time_point{} || Clock::now() >= c.restart_at + std::chrono::seconds(10)) {
+        Event(true, "FailedMount", s.message());
       }
-      volumes_ready_ = true;
+      c.restart_at = Clock::now() + std::chrono::seconds(1);
+      return;
     }
+    volumes_ready_ = true;
+  }
+  if (config_.runtime == ContainerRuntime::kDocker) {
     if (auto env = ContainerEnv(c)) StartDockerContainer(c, *env);
     return;
   }
@@ -334,30 +406,29 @@ void PodWorker::StartContainer(Container& c) {
     c.restart_at = Clock::now() + config_.restart_backoff;
     return;
   }
-  if (!volume_error_.empty()) {
-    c.state = Container::State::kWaiting;
-    c.waiting_reason = "CreateContainerConfigError";
-    c.waiting_message = volume_error_;
-    c.restart_at = Clock::now() + config_.restart_backoff;
-    return;
-  }
   auto env = ContainerEnv(c);
   if (!env) return;
   // Volume mounts: the mount path, where it appears in argv, env and the
   // working directory, becomes the volume's host directory.
   std::vector<std::pair<std::string, std::string>> mounts;
-  if (c.spec.contains("volumeMounts") && c.spec["volumeMounts"].is_array()) {
-    for (const Json& vm : c.spec["volumeMounts"]) {
-      const std::string vname = jr::String(vm, "name");
-      const std::string dir = config_.root_dir + "/pods/" + uid_ + "/volumes/kubernetes.io~empty-dir/" + vname;
-      std::string host = dir;
-      if (!jr::String(vm, "subPath").empty()) {
-        host = dir + "/" + jr::String(vm, "subPath");
+  std::map<std::string, Json> volumes;
+  for (const Json& v : pod_.value("spec", Json::object()).value("volumes", Json::array())) {
+    volumes[jr::String(v, "name")] = v;
+  }
+  for (const Json& vm : c.spec.value("volumeMounts", Json::array())) {
+    auto v = volumes.find(jr::String(vm, "name"));
+    if (v == volumes.end()) continue;
+    const std::string dir = VolumeDir(v->second);
+    if (dir.empty() || !std::filesystem::exists(dir)) continue;  // kinds this kubelet does not set up
+    std::string host = dir;
+    if (!jr::String(vm, "subPath").empty()) {
+      host = dir + "/" + jr::String(vm, "subPath");
+      if (v->second.contains("emptyDir")) {
         std::error_code ec;
         std::filesystem::create_directories(host, ec);
       }
-      if (std::filesystem::exists(dir)) mounts.emplace_back(jr::String(vm, "mountPath"), host);
     }
+    mounts.emplace_back(jr::String(vm, "mountPath"), host);
   }
   std::vector<std::pair<std::string, std::string>> full_env = {{"HOSTNAME", name_}};
   for (auto& [k, v] : *env) full_env.emplace_back(k, SubstituteMounts(v, mounts));
@@ -367,7 +438,8 @@ void PodWorker::StartContainer(Container& c) {
   }
   for (const auto& [k, v] : full_env) po.env[k] = v;
   po.working_dir = SubstituteMounts(jr::String(c.spec, "workingDir"), mounts);
-  po.cpus = config_.cpus;
+  c.cpus = ContainerCpus(c);
+  po.cpus = c.cpus;
   po.nofile = kNofile;
   const std::string dir =
       config_.log_dir + "/pods/" + ns_ + "_" + name_ + "_" + uid_ + "/" + c.name;
@@ -424,9 +496,44 @@ void PodWorker::StartContainer(Container& c) {
   c.ever_started = true;
   c.waiting_reason.clear();
   c.waiting_message.clear();
-  const Json probe = c.spec.value("readinessProbe", Json::object());
-  c.next_probe = Clock::now() + std::chrono::seconds(probe.value("initialDelaySeconds", 0));
-  if (probe.empty()) c.ready = true;
+  ArmProbes(c);
+}
+
+void PodWorker::ArmProbes(Container& c) {
+  const auto now = Clock::now();
+  for (int kind = 0; kind < 3; ++kind) {
+    const Json probe = c.spec.value(kProbeField[kind], Json::object());
+    c.probes[kind] = {};
+    c.probes[kind].next = now + std::chrono::seconds(probe.is_object() ? probe.value("initialDelaySeconds", 0) : 0);
+  }
+  c.probe_kill_at.reset();
+  // Without a startup probe a running container is started at once, and
+  // Ready at once without a readiness probe.
+  c.started = c.spec.value("startupProbe", Json::object()).empty();
+  c.ready = c.started && c.spec.value("readinessProbe", Json::object()).empty();
+}
+
+void PodWorker::KillForProbe(Container& c, int kind) {
+  const std::string policy = jr::String(pod_.value("spec", Json::object()), "restartPolicy");
+  std::string message = "Container " + c.name + " failed " + kProbeWord[kind] + " probe";
+  if (policy != "Never") message += ", will be restarted";
+  Event(false, "Killing", message);
+  // The probe's terminationGracePeriodSeconds, else the pod's; at least
+  // the kubelet's minimum of 2 s.
+  const Json probe = c.spec.value(kProbeField[kind], Json::object());
+  const Json spec = pod_.value("spec", Json::object());
+  int64_t grace = spec.value("terminationGracePeriodSeconds", int64_t{30});
+  if (probe.contains("terminationGracePeriodSeconds") && probe["terminationGracePeriodSeconds"].is_number_integer()) {
+    grace = probe["terminationGracePeriodSeconds"].get<int64_t>();
+  }
+  grace = std::max<int64_t>(grace, 2);
+  c.ready = false;
+  c.probe_kill_at = Clock::now() + std::chrono::seconds(grace);
+  if (!c.docker_id.empty()) {
+    (void)config_.docker->KillContainer(c.docker_id, c.stop_signal);
+  } else if (c.process) {
+    c.process->Kill(SIGTERM);
+  }
 }
 
 void PodWorker::OnExit(Container& c, const controller::ExitInfo& exit) {
@@ -473,6 +580,15 @@ void PodWorker::Tick() {
   const auto now = Clock::now();
   auto poll = [&](Container& c) {
     if (c.state != Container::State::kRunning) return;
+    if (c.probe_kill_at && now >= *c.probe_kill_at) {
+      // Killed for a probe and still running after its grace period.
+      c.probe_kill_at = Clock::time_point::max();
+      if (!c.docker_id.empty()) {
+        (void)config_.docker->KillContainer(c.docker_id, "SIGKILL");
+      } else if (c.process) {
+        c.process->Kill(SIGKILL);
+      }
+    }
     if (config_.runtime == ContainerRuntime::kDocker) {
       PollDocker(c);
       return;
@@ -600,122 +716,176 @@ void PodWorker::FinishTermination() {
   (void)deleted;  // NotFound/Conflict: the pod is already gone or replaced
 }
 
+namespace {
+
+// One probe to run, copied out of the worker so that it runs unlocked.
+struct ProbeCall {
+  Json probe;
+  std::string host;
+  int port = 0;
+  std::string docker_id;
+  std::vector<int> cpus;
+};
+
+struct ProbeOutcome {
+  bool ok = false;
+  std::string output;  // what the kubelet says of a failure
+};
+
+ProbeOutcome RunProbe(const KubeletConfig& config, const ProbeCall& call) {
+  ProbeOutcome out;
+  const int timeout = std::max(1, call.probe.value("timeoutSeconds", 1));
+  if (call.probe.contains("exec") && !call.docker_id.empty()) {
+    // exec: the command runs in the container, exit 0 = success.
+    std::vector<std::string> argv;
+    for (const Json& a : call.probe["exec"].value("command", Json::array())) {
+      if (a.is_string()) argv.push_back(a.get<std::string>());
+    }
+    auto code = config.docker->Exec(call.docker_id, argv, std::chrono::seconds(timeout));
+    out.ok = code.ok() && *code == 0;
+    if (!code.ok()) out.output = code.status().message();
+    return out;
+  }
+  if (call.probe.contains("exec")) {
+    // exec: the command runs beside the container (same CPUs), exit 0 = success.
+    controller::ProcessOptions po;
+    for (const Json& a : call.probe["exec"].value("command", Json::array())) {
+      if (a.is_string()) po.argv.push_back(a.get<std::string>());
+    }
+    po.cpus = call.cpus;
+    auto p = po.argv.empty() ? Result<controller::Process>(Status::InvalidArgument("empty exec probe"))
+                             : controller::Process::Start(po);
+    if (!p.ok()) {
+      out.output = p.status().message();
+      return out;
+    }
+    const auto deadline = Clock::now() + std::chrono::seconds(timeout);
+    std::optional<controller::ExitInfo> exit;
+    while (!(exit = p->Poll()) && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (!exit) {
+      exit = p->Stop(std::chrono::milliseconds(0));
+      out.output = "command timed out after " + std::to_string(timeout) + "s";
+      return out;
+    }
+    out.ok = exit->exited && exit->code == 0;
+    return out;
+  }
+  if (call.probe.contains("tcpSocket")) {
+    out.output = TcpConnectError(call.host, call.port, std::chrono::seconds(timeout));
+    out.ok = out.output.empty();
+    return out;
+  }
+  if (call.probe.contains("grpc")) {
+    // grpc, as the kubelet does it (pkg/probe/grpc): Health/Check {service}
+    // over plaintext h2c to the pod IP and the port; SERVING = success,
+    // anything else (an answer, a gRPC error, no connection) a failure.
+    const std::string service = jr::String(call.probe["grpc"], "service");
+    auto h = controller::GrpcHealthCheck(call.host, static_cast<uint16_t>(call.port), /*tls=*/false, service,
+                                         std::chrono::seconds(timeout));
+    out.ok = h.ok() && h->ok();
+    out.output = h.ok() ? h->Describe()
+                        : "error: failed to connect service at \"" + call.host + ":" + std::to_string(call.port) +
+                              "\": " + h.status().message();
+    return out;
+  }
+  // httpGet, as the kubelet does it: scheme HTTP or HTTPS (the certificate
+  // not verified), its User-Agent, the probe's headers; 200-399 = success.
+  // Through the controller's libcurl probe, not cpp-httplib's client,
+  // whose function-local static regex an uninstrumented library builds on
+  // one probing thread and reads on another, which ThreadSanitizer cannot
+  // see ordered.
+  const Json get = call.probe.value("httpGet", Json::object());
+  controller::ProbeRequest request;
+  request.host = call.host;
+  request.port = static_cast<uint16_t>(call.port);
+  request.https = jr::String(get, "scheme") == "HTTPS";
+  request.path = jr::String(get, "path").empty() ? "/" : jr::String(get, "path");
+  request.headers = {{"User-Agent", "kube-probe/1.30"}};
+  for (const Json& h : get.value("httpHeaders", Json::array())) {
+    request.headers.emplace_back(jr::String(h, "name"), jr::String(h, "value"));
+  }
+  request.timeout = std::chrono::seconds(timeout);
+  auto res = controller::HttpProbe(request);
+  out.ok = res.ok() && res->status >= 200 && res->status < 400;
+  if (!res.ok()) {
+    out.output = std::string("Get \"") + (request.https ? "https" : "http") + "://" + call.host + ":" +
+                 std::to_string(call.port) + request.path + "\": " + res.status().message();
+  } else if (!out.ok) {
+    out.output = "HTTP probe failed with statuscode: " + std::to_string(res->status);
+  }
+  return out;
+}
+
+}  // namespace
+
 void PodWorker::RunProbes() {
   struct Due {
     Container* c;
-    Json probe;
-    std::string host;
-    int port;
-    std::string docker_id;
+    int kind;
+    ProbeCall call;
   };
   std::vector<Due> due;
   const auto now = Clock::now();
   if (stage_ != Stage::kMain) return;
   for (auto& cp : main_) {
     Container& c = *cp;
-    if (c.state != Container::State::kRunning) continue;
-    const Json probe = c.spec.value("readinessProbe", Json::object());
-    if (probe.empty() || now < c.next_probe) continue;
-    c.next_probe = now + std::chrono::seconds(std::max(1, probe.value("periodSeconds", 10)));
-    Json get = probe.value("httpGet", Json::object());
-    if (get.empty()) get = probe.value("tcpSocket", Json::object());
-    // grpc: a port number only (GRPCAction has no named port, no host).
-    if (get.empty()) get = probe.value("grpc", Json::object());
-    if (get.empty() && !probe.contains("exec")) continue;
-    int port = 0;
-    if (get.contains("port") && get["port"].is_number_integer()) {
-      port = get["port"].get<int>();
-    } else if (get.contains("port") && get["port"].is_string()) {
-      const std::string pname = get["port"].get<std::string>();
-      for (const Json& p : c.spec.value("ports", Json::array())) {
-        if (jr::String(p, "name") == pname) port = p.value("containerPort", 0);
+    if (c.state != Container::State::kRunning || c.probe_kill_at) continue;
+    for (int kind = 0; kind < 3; ++kind) {
+      // The startup probe runs until it succeeds; the others only after.
+      if ((kind == kStartupProbe) == c.started) continue;
+      const Json probe = c.spec.value(kProbeField[kind], Json::object());
+      if (!probe.is_object() || probe.empty() || now < c.probes[kind].next) continue;
+      c.probes[kind].next = now + std::chrono::seconds(std::max(1, probe.value("periodSeconds", 10)));
+      Json get = probe.value("httpGet", Json::object());
+      if (get.empty()) get = probe.value("tcpSocket", Json::object());
+      // grpc: a port number only (GRPCAction has no named port, no host).
+      if (get.empty()) get = probe.value("grpc", Json::object());
+      if (get.empty() && !probe.contains("exec")) continue;
+      int port = 0;
+      if (get.contains("port") && get["port"].is_number_integer()) {
+        port = get["port"].get<int>();
+      } else if (get.contains("port") && get["port"].is_string()) {
+        const std::string pname = get["port"].get<std::string>();
+        for (const Json& p : c.spec.value("ports", Json::array())) {
+          if (jr::String(p, "name") == pname) port = p.value("containerPort", 0);
+        }
       }
+      std::string host = jr::String(get, "host");
+      if (host.empty()) host = admission_.pod_ip;
+      due.push_back({&c, kind, {probe, host, port, c.docker_id, c.cpus}});
     }
-    std::string host = jr::String(get, "host");
-    if (host.empty()) host = admission_.pod_ip;
-    due.push_back({&c, probe, host, port, c.docker_id});
   }
   if (due.empty()) return;
-  std::vector<bool> ok(due.size());
-  std::vector<std::string> output(due.size());  // what the kubelet says of a failure
+  std::vector<ProbeOutcome> outcomes;
   mu_.unlock();
-  for (size_t i = 0; i < due.size(); ++i) {
-    const int timeout = std::max(1, due[i].probe.value("timeoutSeconds", 1));
-    if (due[i].probe.contains("exec") && !due[i].docker_id.empty()) {
-      // exec: the command runs in the container, exit 0 = success.
-      std::vector<std::string> argv;
-      for (const Json& a : due[i].probe["exec"].value("command", Json::array())) {
-        if (a.is_string()) argv.push_back(a.get<std::string>());
-      }
-      auto code = config_.docker->Exec(due[i].docker_id, argv, std::chrono::seconds(timeout));
-      ok[i] = code.ok() && *code == 0;
-      continue;
-    }
-    if (due[i].probe.contains("exec")) {
-      // exec: the command runs beside the container (same CPUs), exit 0 = success.
-      controller::ProcessOptions po;
-      for (const Json& a : due[i].probe["exec"].value("command", Json::array())) {
-        if (a.is_string()) po.argv.push_back(a.get<std::string>());
-      }
-      po.cpus = config_.cpus;
-      auto p = po.argv.empty() ? Result<controller::Process>(Status::InvalidArgument("empty exec probe"))
-                               : controller::Process::Start(po);
-      if (!p.ok()) continue;
-      const auto deadline = Clock::now() + std::chrono::seconds(timeout);
-      std::optional<controller::ExitInfo> exit;
-      while (!(exit = p->Poll()) && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      if (!exit) exit = p->Stop(std::chrono::milliseconds(0));
-      ok[i] = exit->exited && exit->code == 0;
-      continue;
-    }
-    if (due[i].probe.contains("tcpSocket")) {
-      ok[i] = TcpConnects(due[i].host, due[i].port, std::chrono::seconds(timeout));
-      continue;
-    }
-    if (due[i].probe.contains("grpc")) {
-      // grpc, as the kubelet does it (pkg/probe/grpc): Health/Check {service}
-      // over plaintext h2c to the pod IP and the port; SERVING = success,
-      // anything else (an answer, a gRPC error, no connection) a failure.
-      const std::string service = jr::String(due[i].probe["grpc"], "service");
-      auto h = controller::GrpcHealthCheck(due[i].host, static_cast<uint16_t>(due[i].port), /*tls=*/false, service,
-                                           std::chrono::seconds(timeout));
-      ok[i] = h.ok() && h->ok();
-      output[i] = h.ok() ? h->Describe()
-                         : "error: failed to connect service at \"" + due[i].host + ":" +
-                               std::to_string(due[i].port) + "\": " + h.status().message();
-      continue;
-    }
-    // httpGet, as the kubelet does it: scheme HTTP or HTTPS (the certificate
-    // not verified), its User-Agent, the probe's headers; 200-399 = success.
-    // Through the controller's libcurl probe, not cpp-httplib's client,
-    // whose function-local static regex an uninstrumented library builds on
-    // one probing thread and reads on another, which ThreadSanitizer cannot
-    // see ordered.
-    const Json get = due[i].probe.value("httpGet", Json::object());
-    controller::ProbeRequest request;
-    request.host = due[i].host;
-    request.port = static_cast<uint16_t>(due[i].port);
-    request.https = jr::String(get, "scheme") == "HTTPS";
-    request.path = jr::String(get, "path").empty() ? "/" : jr::String(get, "path");
-    request.headers = {{"User-Agent", "kube-probe/1.30"}};
-    for (const Json& h : get.value("httpHeaders", Json::array())) {
-      request.headers.emplace_back(jr::String(h, "name"), jr::String(h, "value"));
-    }
-    request.timeout = std::chrono::seconds(timeout);
-    auto res = controller::HttpProbe(request);
-    ok[i] = res.ok() && res->status >= 200 && res->status < 400;
-  }
+  for (const Due& d : due) outcomes.push_back(RunProbe(config_, d.call));
   mu_.lock();
   for (size_t i = 0; i < due.size(); ++i) {
     Container& c = *due[i].c;
-    if (c.state != Container::State::kRunning) continue;
-    if (ok[i]) {
-      c.probe_failures = 0;
-      if (++c.probe_successes >= std::max(1, due[i].probe.value("successThreshold", 1))) c.ready = true;
+    const int kind = due[i].kind;
+    // Only this thread starts containers: the instance probed is the one running.
+    if (c.state != Container::State::kRunning || c.probe_kill_at) continue;
+    Container::ProbeState& state = c.probes[kind];
+    const Json& probe = due[i].call.probe;
+    if (outcomes[i].ok) {
+      state.failures = 0;
+      if (++state.successes < std::max(1, probe.value("successThreshold", 1))) continue;
+      if (kind == kReadinessProbe) c.ready = true;
+      if (kind == kStartupProbe) {
+        c.started = true;
+        c.ready = c.spec.value("readinessProbe", Json::object()).empty();
+      }
+      continue;
+    }
+    state.successes = 0;
+    const std::string& output = outcomes[i].output;
+    Event(true, "Unhealthy",
+          std::string(kProbeName[kind]) + (output.empty() ? " probe failed" : " probe failed: " + output));
+    if (++state.failures < std::max(1, probe.value("failureThreshold", 3))) continue;
+    if (kind == kReadinessProbe) {
+      c.ready = false;
     } else {
-      c.probe_successes = 0;
-      Event(true, "Unhealthy", output[i].empty() ? "Readiness probe failed" : "Readiness probe failed: " + output[i]);
-      if (++c.probe_failures >= std::max(1, due[i].probe.value("failureThreshold", 3))) c.ready = false;
+      KillForProbe(c, kind);
     }
   }
 }
@@ -729,7 +899,7 @@ Json PodWorker::BuildStatus() {
               {"imageID", c.image_id},
               {"ready", c.ready},
               {"restartCount", c.restart_count},
-              {"started", c.state == Container::State::kRunning},
+              {"started", c.state == Container::State::kRunning && c.started},
               {"lastState", c.last_state}};
     switch (c.state) {
       case Container::State::kWaiting: {
@@ -899,6 +1069,7 @@ void PodWorker::Run(std::stop_token stop) {
         RefreshHosts();
       }
       Tick();
+      ReconcileCpus();
       if (stage_ != Stage::kFinished) RunProbes();
       if (stage_ != Stage::kFinished) WriteStatus();
     }

@@ -1,8 +1,9 @@
 // PodWorker: one pod bound to the test kubelet's node, run for as long as
 // the pod exists — as local processes, or as containers of their images
 // through a Docker engine (KubeletConfig::runtime) — init containers in order, then
-// the containers, restarts per restartPolicy with back-off, readiness
-// probes (exec, httpGet, tcpSocket, grpc), the pod status a real kubelet writes (through
+// the containers, restarts per restartPolicy with back-off, startup,
+// liveness and readiness probes (exec, httpGet, tcpSocket, grpc), the pod
+// status a real kubelet writes (through
 // pods/{name}/status), and graceful deletion (SIGTERM, the grace period,
 // SIGKILL, then DELETE with gracePeriodSeconds=0 and a uid precondition).
 //
@@ -32,7 +33,9 @@
 #include "controller/platform/docker/docker_client.h"
 #include "controller/platform/local/process.h"
 #include "testing/kubelet/container_config.h"
+#include "testing/kubelet/cpu_manager.h"
 #include "testing/kubelet/pod_spec.h"
+#include "testing/kubelet/service_proxy.h"
 
 namespace fairbench::kubelet {
 
@@ -60,6 +63,13 @@ struct KubeletConfig {
   // namespace (scripts/kube).
   std::string node_address;
   std::vector<int> cpus;
+  // Which CPUs each container runs on (--cpu-manager-policy); the Kubelet
+  // makes a `none` one over `cpus` when this is null.
+  std::shared_ptr<CpuManager> cpu_manager;
+  // What /configz reports besides: the endpoint and its certificate.
+  std::string listen_address;
+  std::string tls_cert_file;
+  std::string tls_key_file;
   std::string log_dir;   // container logs: <log_dir>/pods/<ns>_<pod>_<uid>/<container>/<restart>.log
   std::string root_dir;  // emptyDir volumes: <root_dir>/pods/<uid>/volumes/kubernetes.io~empty-dir/<name>
   ImageMap images;
@@ -77,6 +87,9 @@ struct KubeletConfig {
   // the Node authorizer lets a kubelet list only its own pods; null: the
   // kubelet's own client.
   kube::Client* service_client = nullptr;
+  // Where a Service whose port is not its targetPort is forwarded (the
+  // Kubelet makes it).
+  std::shared_ptr<ServiceProxy> service_proxy;
 };
 
 // One container's resource use at one moment.
@@ -131,6 +144,9 @@ class PodWorker {
   const std::string& pod_ip() const { return admission_.pod_ip; }
   // The pod's summed requests (admission); zero when it holds nothing.
   PodRequests requests() const;
+  // The pod is over (terminal, rejected, or its containers killed for a
+  // deletion): what it held (exclusive CPUs) may go to others.
+  bool over() const;
 
   PodStats Sample();
   // The log file of the container's current (or previous) instance.
@@ -152,20 +168,43 @@ class PodWorker {
   bool ShouldRestart(const Container& c) const REQUIRES(mu_);
   void BeginTermination() REQUIRES(mu_);
   void FinishTermination() REQUIRES(mu_);
+  // Startup, liveness and readiness probes that are due: the startup probe
+  // gates the others; a failed startup or liveness probe kills the container.
   void RunProbes() REQUIRES(mu_);
+  // A container just started: its probes from initialDelaySeconds on.
+  void ArmProbes(Container& c) REQUIRES(mu_);
+  // The kubelet's kill of a container that failed its `kind` probe: the
+  // Killing Event, the stop signal, SIGKILL after the grace period.
+  void KillForProbe(Container& c, int kind) REQUIRES(mu_);
+  // The CPUs a container runs on now (its own, or the shared pool).
+  std::vector<int> ContainerCpus(const Container& c) const;
+  // The shared pool changed: running containers are moved onto their CPUs
+  // now (process mode: every thread of the container's processes; the
+  // engine's CpusetCpus in docker mode).
+  void ReconcileCpus() REQUIRES(mu_);
   kube::Json BuildStatus() REQUIRES(mu_);
   void WriteStatus() REQUIRES(mu_);
   Result<std::vector<std::pair<std::string, std::string>>> BuildEnv(const kube::Json& container) REQUIRES(mu_);
   // BuildEnv, or nullopt with the container left waiting (CreateContainerConfigError).
   std::optional<std::vector<std::pair<std::string, std::string>>> ContainerEnv(Container& c) REQUIRES(mu_);
-  Status PrepareVolumes() REQUIRES(mu_);
   // The container runtime (container_runtime.cc): each container a container
   // of its image through the Docker engine.
   void StartDockerContainer(Container& c, const std::vector<std::pair<std::string, std::string>>& env) REQUIRES(mu_);
-  // The volumes as host directories: emptyDir, secret, configMap and the
-  // service-account token; Unavailable while a Secret or ConfigMap is missing.
-  Status PrepareDockerVolumes() REQUIRES(mu_);
+  // The volumes as host directories (container_runtime.cc): emptyDir,
+  // secret, configMap, downwardAPI, projected (secret, configMap,
+  // serviceAccountToken, downwardAPI sources) and, for containers of
+  // images, the service-account token; Unavailable while a Secret or
+  // ConfigMap is missing.
+  Status PrepareVolumes() REQUIRES(mu_);
+  // One volume's files from a Secret or ConfigMap (every key, or `items`).
+  Status WriteObjectFiles(bool secret, const kube::Json& source, const std::string& volume, const std::string& dir,
+                          int default_mode, int64_t fs_group) REQUIRES(mu_);
+  // A downwardAPI volume's (or projected source's) items.
+  Status WriteDownwardApiFiles(const kube::Json& source, const std::string& dir, int default_mode,
+                               int64_t fs_group) REQUIRES(mu_);
   Status WriteServiceAccountVolume(const std::string& dir) REQUIRES(mu_);
+  // A TokenRequest for the pod's ServiceAccount, bound to the pod.
+  Result<std::string> RequestToken(const std::string& audience, int64_t expiration_seconds) REQUIRES(mu_);
   // The pod's /etc/hosts: itself and the Services of its namespace, each
   // to a ready pod behind it. Rewritten in place when that changes.
   void RefreshHosts() REQUIRES(mu_);
@@ -194,8 +233,6 @@ class PodWorker {
   bool init_failed_ GUARDED_BY(mu_) = false;
   std::chrono::system_clock::time_point start_time_;
   std::chrono::steady_clock::time_point kill_deadline_ GUARDED_BY(mu_);
-  std::vector<std::string> volume_dirs_ GUARDED_BY(mu_);
-  std::string volume_error_ GUARDED_BY(mu_);
   kube::Json written_status_ GUARDED_BY(mu_);
   kube::Json last_status_ GUARDED_BY(mu_);
   std::map<std::string, std::pair<std::string, std::string>> transitions_ GUARDED_BY(mu_);  // type → (status, time)
@@ -207,10 +244,12 @@ class PodWorker {
     std::string message;
   };
   std::vector<PendingEvent> pending_events_ GUARDED_BY(mu_);
-  // kDocker: volumes set up once; the last /etc/hosts written and when it is next looked at.
+  // Volumes set up once; kDocker: the last /etc/hosts written and when it is next looked at.
   bool volumes_ready_ GUARDED_BY(mu_) = false;
   std::string hosts_text_ GUARDED_BY(mu_);
   std::chrono::steady_clock::time_point next_hosts_refresh_ GUARDED_BY(mu_){};
+  // The CPU manager's generation the containers were last pinned for.
+  uint64_t cpu_generation_ GUARDED_BY(mu_) = 0;
   std::jthread thread_;
 };
 

@@ -2,6 +2,7 @@
 // Internal to the test kubelet.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -41,10 +42,19 @@ struct PodWorker::Container {
   std::string term_message;
   Json last_state = Json::object();
   bool ready = false;
-  // Readiness probe.
-  Clock::time_point next_probe{};
-  int probe_successes = 0;
-  int probe_failures = 0;
+  // The CPUs the running instance is pinned to.
+  std::vector<int> cpus;
+  // The probes of the running instance, by kind (startup, liveness,
+  // readiness): when each runs next, its consecutive results.
+  struct ProbeState {
+    Clock::time_point next{};
+    int successes = 0;
+    int failures = 0;
+  };
+  std::array<ProbeState, 3> probes{};
+  bool started = false;  // the startup probe succeeded, or there is none
+  // Killed for a failed liveness or startup probe: SIGKILL then.
+  std::optional<Clock::time_point> probe_kill_at;
   // Logs of the current and the previous instance.
   std::string log_path;
   std::string previous_log_path;

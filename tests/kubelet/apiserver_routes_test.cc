@@ -199,5 +199,24 @@ TEST_F(ApiServerKubeletRoutes, NodeProxyReachesTheKubelet) {
   EXPECT_EQ(Get("/api/v1/nodes/" + node_ + "/proxy/no/such/path").status, 404);
 }
 
+// Catches: /configz missing from the kubelet's endpoint, or not in the
+// kubelet's shape (the KubeletConfiguration under "kubeletconfig", without
+// kind and apiVersion), or its CPU manager fields not what the flags said —
+// what a client learns a node's cpuManagerPolicy and reservedSystemCPUs by.
+TEST_F(ApiServerKubeletRoutes, ConfigzThroughTheNodeProxy) {
+  StartKubelet({"--cpu-manager-policy", "static", "--reserved-cpus", "1"});
+  auto configz = Get("/api/v1/nodes/" + node_ + "/proxy/configz");
+  ASSERT_EQ(configz.status, 200) << configz.body;
+  const Json body = Body(configz);
+  ASSERT_TRUE(body.is_object() && body.size() == 1 && body.contains("kubeletconfig")) << configz.body;
+  const Json& kc = body["kubeletconfig"];
+  EXPECT_EQ(kc.value("cpuManagerPolicy", ""), "static");
+  EXPECT_EQ(kc.value("reservedSystemCPUs", ""), "1");
+  EXPECT_FALSE(kc.contains("kind"));
+  EXPECT_FALSE(kc.contains("apiVersion"));
+  EXPECT_EQ(kc.value("port", 0), kubelet_port_);
+  EXPECT_EQ(kc.value("nodeStatusUpdateFrequency", ""), "1s");  // --heartbeat 1s, as Go prints a duration
+}
+
 }  // namespace
 }  // namespace fairbench::kubelet::testenv

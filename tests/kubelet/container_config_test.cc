@@ -70,7 +70,7 @@ TEST(ContainerConfigTest, LimitsBecomeCgroupLimits) {
   EXPECT_EQ(h["CpuPeriod"], 100000);
   EXPECT_EQ(h["CpuQuota"], 50000);
   EXPECT_EQ(h["CpuShares"], 256);
-  EXPECT_EQ(h["CpusetCpus"], "0,1");
+  EXPECT_EQ(h["CpusetCpus"], "0-1");
   EXPECT_FALSE(h.contains("NanoCpus"));
   EXPECT_EQ(h["Ulimits"], Json::parse(R"([{"Name":"nofile","Soft":20000,"Hard":20000}])"));
   // No limits: no memory or quota, the least shares (BestEffort).
