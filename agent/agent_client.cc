@@ -12,6 +12,7 @@
 #include "agent/script.h"
 #include "agent/url.h"
 #include "common/backoff.h"
+#include "common/cpu_view.h"
 #include "common/tls_files.h"
 #include "common/wire.h"
 #include "common/wrk_summary.h"
@@ -233,6 +234,7 @@ Status AgentClient::Session() {
   h->set_cores(static_cast<uint32_t>(options_.cpus.empty() ? sysconf(_SC_NPROCESSORS_ONLN) : static_cast<long>(options_.cpus.size())));
   h->set_version(FAIRBENCH_VERSION);
   h->set_token(options_.token);
+  h->set_cpu_view(CpuViewToJson(ReadCpuView()).dump());
   Write(hello);
 
   bool welcomed = false;

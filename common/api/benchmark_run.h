@@ -162,6 +162,10 @@ struct Target {
   std::optional<Readiness> readiness;
   std::optional<LocalProcess> local;
   std::optional<TargetSecurityContext> security_context;  // Kubernetes only
+  // Kubernetes only: the target pod uses its node's network (no pod
+  // network between the agents and the server); agents reach it at its
+  // node's address.
+  bool host_network = false;
   friend bool operator==(const Target&, const Target&) = default;
 };
 
@@ -370,6 +374,11 @@ struct NodePlacement {
 struct Placement {
   NodePlacement target;
   NodePlacement agents;
+  // On every platform: a target whose CPUs are not proven its own
+  // (status.cpus[].exclusive not True) fails its cells with
+  // CpusNotExclusive before any load, instead of running them flagged
+  // SharedCpus.
+  bool require_exclusive_cpus = false;
   friend bool operator==(const Placement&, const Placement&) = default;
 };
 
@@ -569,6 +578,38 @@ struct RunNodes {
   friend bool operator==(const RunNodes&, const RunNodes&) = default;
 };
 
+// An agent's CPUs as it read them itself (common/cpu_view.h), beside a
+// target's.
+struct AgentCpus {
+  std::string agent;
+  std::string node;
+  std::string cpus;          // "0-1"; empty: the agent did not say
+  bool same_machine = false;  // on the target's kernel (one boot id): its CPUs are the target's CPUs' neighbours
+  friend bool operator==(const AgentCpus&, const AgentCpus&) = default;
+};
+
+// What a target really got, read from inside its pod (fairbench-nofile's
+// line on its log) or from its process (the local and Docker platforms),
+// judged against what it asked, the agents' CPUs and its node's kubelet
+// (controller/orchestrator/cpu_verdict.h): status.cpus, one per target,
+// its latest deployment.
+struct TargetCpus {
+  std::string target;
+  std::string node;                      // Kubernetes node; empty elsewhere
+  std::string cpus;                      // the CPUs it may run on ("2-3"); empty: not read
+  std::string node_cpus;                 // the CPUs online on its machine ("0-3")
+  std::optional<CpuQuantity> asked;      // whole CPUs asked for (resources.cpu, spec.local.targetCpus)
+  std::optional<CpuQuantity> cpu_quota;  // its CFS quota; unset: none, or not read
+  std::optional<MemoryQuantity> memory_limit;  // unset: none, or not read
+  std::string cpu_manager_policy;        // its node's kubelet ("static", "none"); empty: not known
+  ConditionStatus exclusive = ConditionStatus::kUnknown;             // no one else may run on its CPUs
+  ConditionStatus disjoint_from_agents = ConditionStatus::kUnknown;  // no agent on its machine shares a CPU
+  ConditionStatus as_many_as_asked = ConditionStatus::kUnknown;      // it may run on exactly the CPUs it asked for
+  std::string message;                   // why, in one sentence per verdict
+  std::vector<AgentCpus> agents;         // the agents of its latest cell
+  friend bool operator==(const TargetCpus&, const TargetCpus&) = default;
+};
+
 struct BenchmarkRunStatus {
   std::optional<RunPhase> phase;  // unset until the controller first sees the run
   int64_t observed_generation = 0;
@@ -578,6 +619,7 @@ struct BenchmarkRunStatus {
   std::optional<Time> start_time;
   std::optional<Time> completion_time;
   std::vector<CellResult> results;  // in cell order; finished cells only
+  std::vector<TargetCpus> cpus;     // per target deployed, in spec order
   std::vector<Condition> conditions;
   friend bool operator==(const BenchmarkRunStatus&, const BenchmarkRunStatus&) = default;
 };

@@ -109,6 +109,7 @@ void Describe(V& v, S& s) {
   v.Field("readiness", s.readiness);
   v.Field("local", s.local);
   v.Field("securityContext", s.security_context);
+  v.Field("hostNetwork", s.host_network, kOmitZero);
 }
 
 template <typename V, typename S>
@@ -262,6 +263,7 @@ template <typename V, typename S>
 void Describe(V& v, S& s) {
   v.Field("target", s.target);
   v.Field("agents", s.agents);
+  v.Field("requireExclusiveCpus", s.require_exclusive_cpus, kOmitZero);
 }
 
 template <typename V, typename S>
@@ -304,7 +306,35 @@ void Describe(V& v, S& s) {
   v.Field("startTime", s.start_time);
   v.Field("completionTime", s.completion_time);
   v.Field("results", s.results);
+  v.Field("cpus", s.cpus);
   v.Field("conditions", s.conditions);
+}
+
+template <typename V, typename S>
+  requires Is<S, TargetCpus>
+void Describe(V& v, S& s) {
+  v.Field("target", s.target);
+  v.Field("node", s.node);
+  v.Field("cpus", s.cpus);
+  v.Field("nodeCpus", s.node_cpus);
+  v.Field("asked", s.asked);
+  v.Field("cpuQuota", s.cpu_quota);
+  v.Field("memoryLimit", s.memory_limit);
+  v.Field("cpuManagerPolicy", s.cpu_manager_policy);
+  v.Field("exclusive", s.exclusive);
+  v.Field("disjointFromAgents", s.disjoint_from_agents);
+  v.Field("asManyAsAsked", s.as_many_as_asked);
+  v.Field("message", s.message);
+  v.Field("agents", s.agents);
+}
+
+template <typename V, typename S>
+  requires Is<S, AgentCpus>
+void Describe(V& v, S& s) {
+  v.Field("agent", s.agent);
+  v.Field("node", s.node);
+  v.Field("cpus", s.cpus);
+  v.Field("sameMachine", s.same_machine, kOmitZero);
 }
 
 template <typename V, typename S>

@@ -124,9 +124,10 @@ enum class CellReason {
   kAgentFailed,         // an agent failed the cell
   kSloUnreachable,      // the objective is missed even at the first rate
   kCancelled,           // the run was cancelled during the cell
+  kCpusNotExclusive,    // spec.placement.requireExclusiveCpus, and the target's CPUs were not proven its own
 };
 
-inline constexpr std::array<std::pair<CellReason, std::string_view>, 11> kCellReasonNames{{
+inline constexpr std::array<std::pair<CellReason, std::string_view>, 12> kCellReasonNames{{
     {CellReason::kSlotUnavailable, "SlotUnavailable"},
     {CellReason::kSlotLost, "SlotLost"},
     {CellReason::kDeployFailed, "DeployFailed"},
@@ -138,6 +139,7 @@ inline constexpr std::array<std::pair<CellReason, std::string_view>, 11> kCellRe
     {CellReason::kAgentFailed, "AgentFailed"},
     {CellReason::kSloUnreachable, "SloUnreachable"},
     {CellReason::kCancelled, "Cancelled"},
+    {CellReason::kCpusNotExclusive, "CpusNotExclusive"},
 }};
 
 // The API spelling ("SlotLost"); "" for none.

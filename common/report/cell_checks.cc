@@ -11,6 +11,7 @@ void CheckCell(const api::ScenarioSettings& settings, Protocol protocol, CellRec
   auto had = [&](CellFlag f) { return std::find(cell.flags.begin(), cell.flags.end(), f) != cell.flags.end(); };
   const bool had_gap = had(CellFlag::kSnapshotGap);
   const bool had_sparse_usage = had(CellFlag::kSparseUsage);
+  const bool had_shared_cpus = had(CellFlag::kSharedCpus);
   cell.flags.clear();
   cell.littles_law_connections = 0;
   cell.littles_law_in_flight = 0;
@@ -40,6 +41,7 @@ void CheckCell(const api::ScenarioSettings& settings, Protocol protocol, CellRec
   }
   if (had_gap) cell.flags.push_back(CellFlag::kSnapshotGap);
   if (had_sparse_usage) cell.flags.push_back(CellFlag::kSparseUsage);
+  if (had_shared_cpus) cell.flags.push_back(CellFlag::kSharedCpus);
 
   const api::ErrorCounts& e = r.errors;
   if (e.Total() > 0) cell.flags.push_back(CellFlag::kErrors);

@@ -25,6 +25,8 @@
 //                       sequence numbers; CheckCell keeps the flag as found.
 //   SparseUsage         not computed here: the orchestrator counts the fresh
 //                       usage samples of the target; kept as found.
+//   SharedCpus          not computed here: the orchestrator judges the CPUs
+//                       the target got (run.status.cpus); kept as found.
 //
 // Failed and skipped cells carry no flags: their reason says it all.
 // Pure functions; thread-safe.
@@ -41,7 +43,7 @@ struct CheckThresholds {
 };
 
 // Recomputes cell.littles_law_connections, cell.littles_law_in_flight and
-// cell.flags (SnapshotGap and SparseUsage kept).
+// cell.flags (SnapshotGap, SparseUsage and SharedCpus kept).
 // `settings` are the scenario's effective settings (api::EffectiveSettings):
 // threads per agent, agents, pipeline, streams and rate; `protocol` is the
 // cell's target's (api::EffectiveProtocol): streams count for HTTP/2 and

@@ -887,6 +887,41 @@ Section Resources(const Context& ctx) {
   return s;
 }
 
+// What each target really got, read from inside it (run.status.cpus), and
+// whether its CPUs were its own.
+std::optional<Section> CpusSection(const Context& ctx) {
+  const std::vector<api::TargetCpus>& all = ctx.record.run.status.cpus;
+  if (all.empty()) return std::nullopt;
+  Section s{"cpus", "CPUs each target got", 2, {}};
+  s.blocks.push_back(P("Read from inside each target (its pod's cgroup and /proc, or its process): the CPUs it may "
+                       "run on, of those online on its machine, its CPU quota and memory limit, and the verdicts — "
+                       "exclusive (nothing else may run on its CPUs: on Kubernetes, a kubelet with the static CPU "
+                       "manager policy and whole CPUs), disjoint from the agents on its machine, as many as asked. "
+                       "Cells of a target whose CPUs were shared are flagged SharedCpus."));
+  Table t{{"target", "node", "CPUs", "of", "asked", "quota", "memory limit", "CPU manager", "exclusive",
+           "disjoint from agents", "as many as asked"},
+          Aligns(11, 0), {}};
+  BulletList why;
+  for (const api::TargetCpus& c : all) {
+    t.rows.push_back({c.target, c.node.empty() ? kMissing : c.node, c.cpus.empty() ? kMissing : c.cpus,
+                      c.node_cpus.empty() ? kMissing : c.node_cpus, c.asked ? api::FormatCpu(*c.asked) : kMissing,
+                      c.cpu_quota ? api::FormatCpu(*c.cpu_quota) : "none",
+                      c.memory_limit ? FormatBytes(static_cast<double>(c.memory_limit->bytes)) : "none",
+                      c.cpu_manager_policy.empty() ? kMissing : c.cpu_manager_policy,
+                      std::string(api::ToString(c.exclusive)), std::string(api::ToString(c.disjoint_from_agents)),
+                      std::string(api::ToString(c.as_many_as_asked))});
+    std::string agents;
+    for (const api::AgentCpus& a : c.agents) {
+      agents += (agents.empty() ? "" : ", ") + a.agent + (a.node.empty() ? "" : " on " + a.node) + ": " +
+                (a.cpus.empty() ? "not said" : "CPUs " + a.cpus) + (a.same_machine ? " (same machine)" : "");
+    }
+    why.items.push_back(P({Code(c.target), Plain(": " + c.message + (agents.empty() ? "" : ". Agents: " + agents) + ".")}));
+  }
+  s.blocks.push_back(std::move(t));
+  s.blocks.push_back(std::move(why));
+  return s;
+}
+
 Section BytesSection(const Context& ctx) {
   Section s{"bytes", "Bytes per response and transfer", 2, {}};
   const auto groups = Groups(ctx.index);
@@ -961,7 +996,7 @@ Section BytesSection(const Context& ctx) {
 
 // ---------------------------------------------------------------- flags, repetitions, failures
 
-std::string FlagDetail(const CellRecord& c, CellFlag flag) {
+std::string FlagDetail(const Context& ctx, const CellRecord& c, CellFlag flag) {
   const api::CellResult& r = c.result;
   switch (flag) {
     case CellFlag::kGeneratorSaturated:
@@ -990,6 +1025,12 @@ std::string FlagDetail(const CellRecord& c, CellFlag flag) {
              (c.usage_samples == 1 ? " fresh sample" : " fresh samples") + " spanning " +
              FormatDecimal(c.usage_span_seconds, 1) + " s of the " + FormatDecimal(c.measure_seconds, 1) +
              " s measured: read them as rough";
+    case CellFlag::kSharedCpus: {
+      for (const api::TargetCpus& t : ctx.record.run.status.cpus) {
+        if (t.target == r.target) return "the target's CPUs were not its own: " + t.message + " (see CPUs)";
+      }
+      return "the target's CPUs were not its own (see CPUs)";
+    }
     case CellFlag::kErrors: {
       const api::ErrorCounts& e = r.errors;
       const uint64_t socket =
@@ -1024,6 +1065,9 @@ Section Flags(const Context& ctx) {
                             Plain(": the target's CPU and memory rest on fewer than two fresh samples, or on samples "
                                   "spanning less than half the measured time (a kubelet refreshes its figures every "
                                   "10–15 s: cells longer than 30 s avoid this).")}));
+  legend.items.push_back(P({Code(FlagName(CellFlag::kSharedCpus)),
+                            Plain(": the target's CPUs were not its own — an agent or the controller could run on "
+                                  "them, or its node's kubelet gave it shared CPUs (see CPUs).")}));
   legend.items.push_back(
       P({Code(FlagName(CellFlag::kErrors)), Plain(": socket errors or responses with an unexpected status.")}));
   s.blocks.push_back(std::move(legend));
@@ -1038,7 +1082,7 @@ Section Flags(const Context& ctx) {
     for (CellFlag f : c->flags) {
       std::vector<std::string> row = CellCells(ctx, c->result);
       row.push_back(FlagName(f));
-      row.push_back(FlagDetail(*c, f));
+      row.push_back(FlagDetail(ctx, *c, f));
       t.rows.push_back(std::move(row));
     }
   }
@@ -1342,6 +1386,7 @@ Document BuildDocument(const RunRecord& record) {
   if (auto s = TlsSection(ctx)) doc.sections.push_back(std::move(*s));
   if (auto s = GrpcSection(ctx)) doc.sections.push_back(std::move(*s));
   doc.sections.push_back(Resources(ctx));
+  if (auto s = CpusSection(ctx)) doc.sections.push_back(std::move(*s));
   doc.sections.push_back(BytesSection(ctx));
   doc.sections.push_back(Flags(ctx));
   doc.sections.push_back(Repetitions(ctx));

@@ -20,12 +20,13 @@ namespace {
 using Json = nlohmann::json;
 using OrderedJson = nlohmann::ordered_json;
 
-constexpr std::array<std::pair<CellFlag, const char*>, 6> kFlagNames{{
+constexpr std::array<std::pair<CellFlag, const char*>, 7> kFlagNames{{
     {CellFlag::kGeneratorSaturated, "GeneratorSaturated"},
     {CellFlag::kLittlesLawMismatch, "LittlesLawMismatch"},
     {CellFlag::kFewerConnections, "FewerConnections"},
     {CellFlag::kSnapshotGap, "SnapshotGap"},
     {CellFlag::kSparseUsage, "SparseUsage"},
+    {CellFlag::kSharedCpus, "SharedCpus"},
     {CellFlag::kErrors, "Errors"},
 }};
 

@@ -57,6 +57,7 @@ enum class CellFlag {
   kFewerConnections,      // fewer connections were established than asked
   kSnapshotGap,           // an agent's interval went missing (set by the orchestrator)
   kSparseUsage,           // the target's CPU and memory rest on too few fresh samples (set by the orchestrator)
+  kSharedCpus,            // the target's CPUs were not its own (run.status.cpus; set by the orchestrator)
   kErrors,                // socket errors or unexpected statuses
 };
 const char* FlagName(CellFlag flag);

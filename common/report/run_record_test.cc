@@ -255,7 +255,7 @@ TEST(RunRecordTest, DamagedFilesNameTheField) {
             "out/results.json: cells[0].agents: must be an integer, got 10000000000.0");
   EXPECT_EQ(ErrorAfter([](json& j) { j["cells"][0]["flags"][1] = "Slow"; }),
             "out/results.json: cells[0].flags[1]: unknown flag \"Slow\" (known: GeneratorSaturated, "
-            "LittlesLawMismatch, FewerConnections, SnapshotGap, SparseUsage, Errors)");
+            "LittlesLawMismatch, FewerConnections, SnapshotGap, SparseUsage, SharedCpus, Errors)");
   EXPECT_EQ(ErrorAfter([](json& j) { j["cells"][0]["latencyHistogram"] = "AAAA"; }).rfind(
                 "out/results.json: cells[0].latencyHistogram: is not an HdrHistogram: ", 0),
             0u);

@@ -15,6 +15,7 @@
 #include "common/report/markdown.h"
 #include "controller/platform/docker/docker_platform.h"
 #include "controller/platform/local/local_platform.h"
+#include "controller/platform/local/process.h"
 #include "controller/store/file_run_store.h"
 
 namespace fairbench::controller {
@@ -56,6 +57,8 @@ std::optional<int> PrepareOutput(const std::string& output, size_t index, bool r
 struct RunPlatform {
   std::unique_ptr<Platform> platform;
   std::vector<int> target_cpus, agent_cpus;
+  // This process beside the agents, off the targets' CPUs, for the run.
+  std::unique_ptr<ProcessPin> pin;
 };
 
 Result<RunPlatform> MakePlatform(const api::BenchmarkRun& run, const std::string& base_dir, const std::string& output,
@@ -90,6 +93,7 @@ Result<RunPlatform> MakePlatform(const api::BenchmarkRun& run, const std::string
     out.target_cpus = (*created)->target_cpus();
     out.agent_cpus = (*created)->agent_cpus();
     out.platform = std::move(*created);
+    if (out.target_cpus != out.agent_cpus) out.pin = std::make_unique<ProcessPin>(out.agent_cpus);
     return out;
   }
   if (f.max_nofile > 0) {
@@ -102,6 +106,7 @@ Result<RunPlatform> MakePlatform(const api::BenchmarkRun& run, const std::string
   out.target_cpus = (*created)->target_cpus();
   out.agent_cpus = (*created)->agent_cpus();
   out.platform = std::move(*created);
+  if (out.target_cpus != out.agent_cpus) out.pin = std::make_unique<ProcessPin>(out.agent_cpus);
   return out;
 }
 

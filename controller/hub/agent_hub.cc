@@ -151,6 +151,9 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
     info_.node = in_.hello().node();
     info_.cores = in_.hello().cores();
     info_.version = in_.hello().version();
+    if (!in_.hello().cpu_view().empty()) {
+      info_.cpus = CpuViewFromJson(nlohmann::json::parse(in_.hello().cpu_view(), nullptr, false));
+    }
     if (grpc::Status s = hub_->Register(this); !s.ok()) {
       End(s);
       return;
@@ -438,6 +441,14 @@ std::vector<AgentInfo> AgentHub::Agents() const {
   std::vector<AgentInfo> out;
   for (const auto& [id, session] : sessions_) out.push_back(session->Info());
   return out;
+}
+
+AgentCpuView AgentHub::AgentCpus(const std::string& agent_id) const {
+  MutexLock lock(mu_);
+  auto it = sessions_.find(agent_id);
+  if (it == sessions_.end()) return {agent_id, "", std::nullopt};
+  const AgentInfo info = it->second->Info();
+  return {agent_id, info.node, info.cpus};
 }
 
 Result<std::vector<std::string>> AgentHub::WaitForAgents(size_t count, std::chrono::milliseconds timeout,

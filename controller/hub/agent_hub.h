@@ -51,6 +51,7 @@ struct AgentInfo {
   uint32_t cores = 0;
   std::string version;
   std::string job_id;  // empty when idle
+  std::optional<CpuView> cpus;  // what it said of its own CPUs (Hello.cpu_view)
 };
 
 struct HubStats {
@@ -86,6 +87,7 @@ class AgentHub final : public v1::AgentHub::CallbackService, public AgentPool {
   grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* Connect(grpc::CallbackServerContext* context) override;
 
   std::vector<AgentInfo> Agents() const;
+  AgentCpuView AgentCpus(const std::string& agent_id) const override;
   Result<std::vector<std::string>> WaitForAgents(size_t count, std::chrono::milliseconds timeout,
                                                  const std::set<std::string>& ids, std::stop_token stop) override;
   Result<std::vector<std::string>> WaitForAgents(size_t count, std::chrono::milliseconds timeout) {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cpu_view.h"
 #include "common/metrics.h"
 #include "common/status.h"
 #include "common/wire_job.h"
@@ -45,9 +46,17 @@ class JobObserver {
   virtual void OnFailed(const std::string& agent_id, const std::string& reason) = 0;
 };
 
+// What an agent said of its own CPUs (its Hello).
+struct AgentCpuView {
+  std::string agent;
+  std::string node;
+  std::optional<CpuView> view;  // nullopt: not connected, or it did not say
+};
+
 class AgentPool {
  public:
   virtual ~AgentPool() = default;
+  virtual AgentCpuView AgentCpus(const std::string& agent_id) const { return {agent_id, "", std::nullopt}; }
   // Waits until `count` idle agents (among `ids`, if given) are connected:
   // their ids; DeadlineExceeded after `timeout`, Cancelled on a stop.
   virtual Result<std::vector<std::string>> WaitForAgents(size_t count, std::chrono::milliseconds timeout,

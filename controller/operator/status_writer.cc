@@ -18,7 +18,7 @@ using Steady = std::chrono::steady_clock;
 // Every field of status and of status.current, as the codec names them.
 constexpr const char* kStatusFields[] = {"phase",          "observedGeneration", "current",   "nodes",
                                          "progress",       "completedCells",     "totalCells", "startTime",
-                                         "completionTime", "results",            "conditions"};
+                                         "completionTime", "results",            "cpus",       "conditions"};
 constexpr const char* kCurrentFields[] = {"target", "scenario", "connections", "repetition", "stage"};
 
 std::string CellKey(const api::CellResult& r) {

@@ -7,7 +7,7 @@
 // .../benchmarkruns/NAME/status), encoded by the API model's codec (api::ToJson(BenchmarkRunStatus)): phase,
 // observedGeneration, current {target, scenario, connections, repetition,
 // stage}, nodes {target, agents}, progress / completedCells / totalCells, startTime,
-// completionTime, results, conditions. A patch carries the top-level fields
+// completionTime, results, cpus, conditions. A patch carries the top-level fields
 // that changed since the last write this writer made (all of them on its
 // first write), with null for a field that is no longer set, so the stored
 // status equals the writer's whole status afterwards.

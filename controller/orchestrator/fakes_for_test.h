@@ -113,8 +113,10 @@ class FakeSlot final : public LoadSlot {
 
 class FakeTarget final : public TargetInstance {
  public:
-  FakeTarget(SharedState& s, std::string name, bool block_ready, bool stale_usage = false)
-      : s_(s),
+  FakeTarget(SharedState& s, std::string name, bool block_ready, bool stale_usage = false,
+             std::optional<TargetCpuFacts> cpus = std::nullopt)
+      : cpus_(std::move(cpus)),
+        s_(s),
         name_(std::move(name)),
         block_ready_(block_ready),
         stale_usage_(stale_usage),
@@ -149,6 +151,7 @@ class FakeTarget final : public TargetInstance {
     return u;
   }
   std::vector<std::string> ReadBack() override { return {"nofile in force: 4096, read back by the fake"}; }
+  TargetCpuFacts Cpus() override { return cpus_ ? *cpus_ : TargetInstance::Cpus(); }
   Result<std::unique_ptr<ProfileSession>> StartProfile(const ProfileRequest& r) override {
     if (!s_.profiling) return Status::Unavailable("perf is not installed here");
     return std::unique_ptr<ProfileSession>(new FakeProfile(s_, r.frequency_hz));
@@ -163,6 +166,7 @@ class FakeTarget final : public TargetInstance {
   std::string Description() const override { return name_ + "-server"; }
 
  private:
+  const std::optional<TargetCpuFacts> cpus_;
   SharedState& s_;
   std::string name_;
   bool block_ready_;
@@ -179,6 +183,7 @@ class FakePlatform final : public Platform {
   bool block_slot = false;
   bool block_ready = false;
   bool stale_usage = false;  // the targets' usage samples never refresh
+  std::optional<TargetCpuFacts> cpus;  // what the targets say they got (unset: not read)
   std::set<std::string> fail_deploy;
 
   std::string name() const override { return "fake"; }
@@ -190,7 +195,7 @@ class FakePlatform final : public Platform {
     int max = s_.max_deployed.load();
     while (now > max && !s_.max_deployed.compare_exchange_weak(max, now)) {
     }
-    auto t = std::make_unique<FakeTarget>(s_, r.target.name, block_ready, stale_usage);
+    auto t = std::make_unique<FakeTarget>(s_, r.target.name, block_ready, stale_usage, cpus);
     std::lock_guard<std::mutex> lock(mu_);
     targets.push_back(t.get());
     return std::unique_ptr<TargetInstance>(std::move(t));
@@ -257,6 +262,14 @@ class FakeAgents final : public AgentPool {
   // agents then answer exactly the rate asked for. Set before the run.
   std::function<int64_t(double rate)> latency_at_rate;
   std::function<double(double rate)> errors_at_rate;
+  // What each agent says of its own CPUs (agent id → view). Set before the run.
+  std::map<std::string, CpuView> cpus;
+
+  AgentCpuView AgentCpus(const std::string& id) const override {
+    auto it = cpus.find(id);
+    if (it == cpus.end()) return {id, "", std::nullopt};
+    return {id, "node-b", it->second};
+  }
 
   Result<std::vector<std::string>> WaitForAgents(size_t count, std::chrono::milliseconds, const std::set<std::string>& ids,
                                                  std::stop_token stop) override {

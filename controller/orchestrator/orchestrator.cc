@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/api/conditions.h"
+#include "controller/orchestrator/cpu_verdict.h"
 #include "common/mutex.h"
 #include "common/report/format.h"
 #include "common/units.h"
@@ -69,6 +70,21 @@ struct Orchestrator::RunState {
   std::vector<size_t> finished;
   std::vector<std::string> earlier_notes;
   std::set<std::string> profile_messages = {};  // why profiles were not taken, each told once
+  std::map<size_t, TargetCpuFacts> cpu_facts = {};  // target index → what its current deployment got
+
+  // status.cpus gets `cpus` in place of the target's earlier entry, in spec order.
+  void PutCpus(api::TargetCpus cpus) {
+    std::vector<api::TargetCpus>& all = record.run.status.cpus;
+    std::erase_if(all, [&](const api::TargetCpus& c) { return c.target == cpus.target; });
+    all.push_back(std::move(cpus));
+    std::vector<api::TargetCpus> ordered;
+    for (const api::Target& t : run.spec.targets) {
+      for (api::TargetCpus& c : all) {
+        if (c.target == t.name) ordered.push_back(std::move(c));
+      }
+    }
+    all = std::move(ordered);
+  }
 
   bool Has(size_t index) const { return std::binary_search(finished.begin(), finished.end(), index); }
 
@@ -151,6 +167,7 @@ void Orchestrator::Message(const std::string& message) {
 
 Result<report::RunRecord> Orchestrator::Run(const api::BenchmarkRun& run, RunStore& store, bool resume) {
   RunState state{run, store, {}, api::ExpandCells(run.spec), {}, {}};
+  controller_cpus_ = ReadCpuView();
   report::RunRecord& record = state.record;
   record.run = run;
   record.run.status = api::BenchmarkRunStatus();
@@ -171,6 +188,7 @@ Result<report::RunRecord> Orchestrator::Run(const api::BenchmarkRun& run, RunSto
     }
     record.run.status.start_time = earlier->run.status.start_time;
     record.run.status.conditions = earlier->run.status.conditions;
+    record.run.status.cpus = earlier->run.status.cpus;
     state.earlier_notes = earlier->environment.notes;
   }
   // The order of deployments: a resumed run keeps the seed it drew.
@@ -396,6 +414,25 @@ Orchestrator::TargetOutcome Orchestrator::RunTarget(RunState& state, size_t targ
   }
   Message("target " + target.name + " is ready on " + where.host + ":" + std::to_string(where.port) +
           (where.node.empty() ? "" : " (node " + where.node + ")"));
+  // What it really got, read from inside it; judged again with each cell's
+  // agents (RunCell).
+  state.cpu_facts[target_index] = instance.Cpus();
+  {
+    const api::TargetCpus cpus = JudgeCpus(target.name, state.cpu_facts[target_index], {}, controller_cpus_);
+    state.PutCpus(cpus);
+    if (cpus.exclusive == api::ConditionStatus::kFalse) {
+      Message("WARNING: target " + target.name + "'s CPUs are not its own: " + cpus.message);
+    }
+    if (run.spec.placement.require_exclusive_cpus && cpus.exclusive != api::ConditionStatus::kTrue) {
+      const std::string why = CpusNotExclusiveMessage(cpus);
+      Message(why);
+      teardown(instance);
+      for (const api::Cell* c : todo) {
+        if (!record_cell(*c, NotRunRecord(*c, CellState::kFailed, CellReason::kCpusNotExclusive, why))) break;
+      }
+      return TargetOutcome::kDone;
+    }
+  }
 
   SetStage(state.record.run, *todo.front(), Stage::kVerifying);
   std::map<size_t, std::string> broken;  // scenario index → why
@@ -669,6 +706,16 @@ report::CellRecord Orchestrator::RunCell(RunState& state, const api::Cell& cell,
                                     std::set<std::string>(ids->begin(), ids->end()), stop);
   if (!idle.ok()) return not_run(CellState::kFailed, CellReason::kAgentsUnavailable, idle.status().message());
 
+  // The target's CPUs beside this cell's agents.
+  std::vector<AgentCpuView> agent_cpus;
+  for (size_t i = 0; i < static_cast<size_t>(agents) && i < idle->size(); ++i) agent_cpus.push_back(agents_.AgentCpus((*idle)[i]));
+  const api::TargetCpus cpus = JudgeCpus(cell.target, state.cpu_facts[cell.target_index], agent_cpus, controller_cpus_);
+  const bool shared_cpus = cpus.exclusive == api::ConditionStatus::kFalse;
+  state.PutCpus(cpus);
+  if (run.spec.placement.require_exclusive_cpus && cpus.exclusive != api::ConditionStatus::kTrue) {
+    return not_run(CellState::kFailed, CellReason::kCpusNotExclusive, CpusNotExclusiveMessage(cpus));
+  }
+
   // The jobs go out a lead before the load starts (the agents open their
   // connections meanwhile); the agents read the start on their own clocks.
   const auto lead = StartLead(cell.connections, agents, settings.threads);
@@ -790,6 +837,10 @@ report::CellRecord Orchestrator::RunCell(RunState& state, const api::Cell& cell,
   m.missing_snapshots = aggregator->missing_snapshots();
   m.script_outputs = aggregator->ScriptOutputs();
   report::CellRecord rec = CellRecordFrom(settings, cell, where, m);
+  if (shared_cpus && rec.result.state == CellState::kSucceeded) {
+    rec.flags.push_back(report::CellFlag::kSharedCpus);
+    std::sort(rec.flags.begin(), rec.flags.end());
+  }
   rec.profile = profiling.Finish(stop);
   if (rec.profile && rec.profile->state != report::ProfileState::kRecorded &&
       state.profile_messages.insert(rec.profile->message).second) {

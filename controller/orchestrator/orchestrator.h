@@ -116,6 +116,9 @@ class Orchestrator {
   OrchestratorOptions options_;
   Clock& clock_;
   RunObserver* observer_;
+  // This process's own CPUs (read at each Run): a target on the same
+  // machine must not share one with it.
+  std::optional<CpuView> controller_cpus_;
   // Where the run is, for the record of an interrupted run: the cell and
   // stage last entered (SetStage), and how far into it (RunCell, when it is
   // stopped under load). The run's thread only.

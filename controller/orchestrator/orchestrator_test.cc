@@ -404,6 +404,92 @@ TEST_F(OrchestratorTest, StaleUsageSamplesFlagTheCell) {
   EXPECT_EQ(std::count(c.flags.begin(), c.flags.end(), report::CellFlag::kSparseUsage), 1);
 }
 
+// What the target got, read inside it, judged in status.cpus; a target
+// that shared its CPUs flags its cells, or with requireExclusiveCpus fails
+// them before any load.
+TargetCpuFacts KubeletFacts(std::string policy, std::string cpus) {
+  TargetCpuFacts f;
+  f.kubelet = true;
+  f.node = "node-a";
+  f.cpu_manager_policy = std::move(policy);
+  f.asked = api::CpuQuantity{1000};
+  CpuView v;
+  v.cpus = std::move(cpus);
+  v.online = "0-3";
+  v.boot_id = "machine-a";
+  f.view = v;
+  return f;
+}
+
+// Catches: the verdict not reaching status.cpus, a shared target's cells not
+// flagged, the flag on the cells of an exclusive one.
+TEST_F(OrchestratorTest, SharedCpusFlagTheCellsAndStatusSaysWhy) {
+  platform_.cpus = KubeletFacts("none", "0-3");
+  auto record = Make().Run(MakeRun({"alpha"}, {10, 20}), store_, false);
+  ASSERT_TRUE(record.ok()) << record.status().message();
+  ASSERT_EQ(record->cells.size(), 2u);
+  for (const report::CellRecord& c : record->cells) {
+    EXPECT_EQ(c.result.state, api::CellState::kSucceeded);
+    EXPECT_EQ(std::count(c.flags.begin(), c.flags.end(), report::CellFlag::kSharedCpus), 1);
+  }
+  ASSERT_EQ(record->run.status.cpus.size(), 1u);
+  const api::TargetCpus& t = record->run.status.cpus[0];
+  EXPECT_EQ(t.target, "alpha");
+  EXPECT_EQ(t.exclusive, api::ConditionStatus::kFalse);
+  EXPECT_NE(t.message.find("CPU manager policy none"), std::string::npos) << t.message;
+
+  platform_.cpus = KubeletFacts("static", "2");
+  auto exclusive = Make().Run(MakeRun({"alpha"}, {10}), store_, false);
+  ASSERT_TRUE(exclusive.ok());
+  EXPECT_EQ(std::count(exclusive->cells[0].flags.begin(), exclusive->cells[0].flags.end(), report::CellFlag::kSharedCpus), 0);
+  EXPECT_EQ(exclusive->run.status.cpus[0].exclusive, api::ConditionStatus::kTrue);
+}
+
+// Catches: requireExclusiveCpus ignored, checked only after the load, or
+// failing cells without naming the node's CPU manager policy.
+TEST_F(OrchestratorTest, RequiredExclusiveCpusFailTheCellsBeforeAnyLoad) {
+  platform_.cpus = KubeletFacts("none", "0-3");
+  api::BenchmarkRun run = MakeRun({"alpha"}, {10, 20});
+  run.spec.placement.require_exclusive_cpus = true;
+  auto record = Make().Run(run, store_, false);
+  ASSERT_TRUE(record.ok()) << record.status().message();
+  ASSERT_EQ(record->cells.size(), 2u);
+  for (const report::CellRecord& c : record->cells) {
+    EXPECT_EQ(c.result.state, api::CellState::kFailed);
+    EXPECT_EQ(c.result.reason, api::CellReason::kCpusNotExclusive);
+    EXPECT_NE(c.result.message.find("the likely cause: node node-a's kubelet CPU manager policy is none"),
+              std::string::npos)
+        << c.result.message;
+  }
+  EXPECT_EQ(agents_.last_interval_ns.load(), 0) << "no load ran";
+}
+
+// Catches: the agents of a cell not compared with the target (an agent on
+// the target's machine and CPUs under the static policy).
+TEST_F(OrchestratorTest, AnAgentOnTheTargetsCpusIsCaughtInItsCell) {
+  platform_.cpus = KubeletFacts("static", "2");
+  CpuView beside;
+  beside.cpus = "1-2";
+  beside.online = "0-3";
+  beside.boot_id = "machine-a";
+  agents_.cpus["agent-0"] = beside;
+  auto record = Make().Run(MakeRun({"alpha"}, {10}), store_, false);
+  ASSERT_TRUE(record.ok()) << record.status().message();
+  EXPECT_EQ(std::count(record->cells[0].flags.begin(), record->cells[0].flags.end(), report::CellFlag::kSharedCpus), 1);
+  const api::TargetCpus& t = record->run.status.cpus[0];
+  EXPECT_EQ(t.disjoint_from_agents, api::ConditionStatus::kFalse);
+  ASSERT_EQ(t.agents.size(), 1u);
+  EXPECT_TRUE(t.agents[0].same_machine);
+
+  api::BenchmarkRun required = MakeRun({"alpha"}, {10});
+  required.spec.placement.require_exclusive_cpus = true;
+  auto failed = Make().Run(required, store_, false);
+  ASSERT_TRUE(failed.ok());
+  EXPECT_EQ(failed->cells[0].result.reason, api::CellReason::kCpusNotExclusive);
+  EXPECT_NE(failed->cells[0].result.message.find("agent agent-0 may run on CPUs 2 too"), std::string::npos)
+      << failed->cells[0].result.message;
+}
+
 // Catches: LoadSlot::held() never checked during a cell (a lost lease
 // keeping a target under load), a lost slot recorded as a result or with
 // another reason, load not stopped within a second, the target's other

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/api/benchmark_run.h"
+#include "common/cpu_view.h"
 #include "common/protocol.h"
 #include "common/report/run_record.h"
 #include "common/status.h"
@@ -97,6 +98,22 @@ class ProfileSession {
   virtual report::CellProfile Finish(std::stop_token stop) = 0;
 };
 
+// What a target really got, read from inside it (its pod: fairbench-nofile's
+// line on its log; locally: its process), and what keeps other processes
+// off its CPUs. The orchestrator judges it (cpu_verdict.h).
+struct TargetCpuFacts {
+  std::optional<CpuView> view;            // nullopt: not read
+  std::string not_read;                   // why not
+  std::optional<api::CpuQuantity> asked;  // CPUs asked for: resources.cpu, or the CPUs it was pinned to
+  // Kubernetes: the node's kubelet, by its CPU manager policy, is what gives
+  // a Guaranteed pod CPUs of its own. Elsewhere nothing but fairbench's own
+  // pinning keeps anything off them.
+  bool kubelet = false;
+  std::string node;
+  std::string cpu_manager_policy;  // the kubelet's ("static", "none"); empty: not read
+  std::string policy_not_read;     // why not
+};
+
 class TargetInstance {
  public:
   virtual ~TargetInstance() = default;
@@ -120,6 +137,13 @@ class TargetInstance {
   // the file limit actually in force ("nofile 65536 in force (…)"), or why
   // it could not be read. Called once it is ready.
   virtual std::vector<std::string> ReadBack() { return {}; }
+  // Its CPUs, quota and memory limit as read from inside it. Called once it
+  // is ready.
+  virtual TargetCpuFacts Cpus() {
+    TargetCpuFacts f;
+    f.not_read = "this platform does not read them";
+    return f;
+  }
   // Starts sampling the target's processes for a profile (spec.profile);
   // Unavailable, with the reason, where that cannot be done (no perf, not
   // permitted, not on this platform).

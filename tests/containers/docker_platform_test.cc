@@ -201,6 +201,20 @@ TEST_F(DockerPlatformTest, TwoTargetsRunOneAtATimeWithTheirLimitsEnforced) {
   EXPECT_EQ(httplib["CpuQuota"], 100'000);
   EXPECT_EQ(httplib["Memory"], 128LL << 20);
   EXPECT_EQ(httplib["Ulimits"][0]["Soft"], 8192);
+  // What each target got, read from its container's process by the kernel's
+  // account (its /proc and cgroups), against what the engine was told.
+  // Catches: status.cpus missing on this platform, a quota or a memory
+  // limit read from the wrong cgroup, the pinning not what the engine set.
+  const json& cpus = record["run"]["status"]["cpus"];
+  ASSERT_EQ(cpus.size(), 2u) << record["run"]["status"].dump(1);
+  EXPECT_EQ(cpus[0]["target"], "beast");
+  EXPECT_EQ(cpus[0]["cpus"], beast["CpusetCpus"]) << cpus[0].dump(1);
+  EXPECT_EQ(cpus[0]["cpuQuota"], "500m") << cpus[0].dump(1);
+  EXPECT_EQ(cpus[0]["memoryLimit"], "256Mi") << cpus[0].dump(1);
+  EXPECT_EQ(cpus[0]["disjointFromAgents"], "True") << cpus[0].dump(1);
+  EXPECT_EQ(cpus[0]["exclusive"], "Unknown") << "nothing keeps other processes of this machine off";
+  EXPECT_EQ(cpus[1]["cpuQuota"], "1") << cpus[1].dump(1);
+  EXPECT_EQ(cpus[1]["memoryLimit"], "128Mi") << cpus[1].dump(1);
   EXPECT_TRUE(ContainersLabelled("fairbench.dev/run=" + run_).empty()) << "containers left behind";
   // The log the engine kept, in logs/, and the limit read back.
   EXPECT_TRUE(std::filesystem::exists(Path("out/logs/beast.log")));

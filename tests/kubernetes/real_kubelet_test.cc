@@ -9,15 +9,22 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 
+#include "common/cpu_view.h"
+#include "controller/kube/client.h"
 #include "controller/kube/exec_credential.h"
+#include "controller/kube/kubeconfig.h"
+#include "controller/orchestrator/cpu_verdict.h"
+#include "controller/platform/kubernetes/kubernetes_platform.h"
 #include "testing/support/bin_dir.h"
 #include "testing/support/kube_cluster.h"
+#include "testing/support/ports.h"
 #include "testing/support/subprocess.h"
 #include "testing/support/temp_dir.h"
 
@@ -102,6 +109,66 @@ class RealKubeletTest : public ::testing::Test {
     return {};
   }
 
+  // The operator's own path on the node: a target pod made by
+  // KubernetesPlatform (the nofile init container from a one-binary helper
+  // image, the target's command under fairbench-nofile, Guaranteed with one
+  // CPU, on the node's network), ready by the kubelet's readiness probe; its
+  // CPUs read back from its log and the node's policy from the kubelet's
+  // /configz through the node proxy, judged as the orchestrator judges
+  // them. The controller is this test, not a pod of the cluster: left out.
+  // `host_cpus` gets the target process's CPUs as the host's /proc shows
+  // them, `memory_limit` the limit in its cgroup.
+  api::TargetCpus DeployTarget(std::string* host_cpus) {
+    EXPECT_TRUE(Script({"image", "real-node", "fairbench.test/nofile:1", BinaryPath("fairbench-nofile")})) << said_;
+    EXPECT_TRUE(Script({"image", "real-node", "fairbench.test/http:1", BinaryPath("fairbench-test-http")})) << said_;
+    auto cfg = kube::LoadKubeconfig({{cluster_->admin_kubeconfig()}, "", nullptr});
+    EXPECT_TRUE(cfg.ok()) << cfg.status().ToString();
+    if (!cfg.ok()) return {};
+    auto client = kube::Client::Create(*cfg);
+    EXPECT_TRUE(client.ok()) << client.status().ToString();
+    if (!client.ok()) return {};
+    controller::KubernetesPlatformOptions o;
+    o.ns = "default";
+    o.agent_image = "fairbench.test/nofile:1";
+    o.nofile_helper_path = "/fairbench-nofile";
+    o.api_call_timeout = 5s;
+    controller::KubernetesPlatform platform(**client, o);
+    auto port = FreeLoopbackPort();
+    EXPECT_TRUE(port.ok());
+    api::Target t;
+    t.name = "probe";
+    t.image = "fairbench.test/http:1";
+    t.port = port.ok() ? *port : 18080;
+    t.command = {"/fairbench-test-http", "--port", "{port}"};
+    t.resources.cpu = api::CpuQuantity{1000};
+    t.resources.memory = api::MemoryQuantity{64LL << 20};
+    t.nofile = 1024;
+    t.host_network = true;
+    api::NodePlacement where;
+    where.node_name = "real-node";
+    auto deployed = platform.Deploy(controller::DeployRequest{{"cpus", "default", ""}, t, 0, where}, {});
+    EXPECT_TRUE(deployed.ok()) << deployed.status().ToString();
+    if (!deployed.ok()) return {};
+    controller::TargetInstance& target = **deployed;
+    const Status ready = target.WaitReady(std::chrono::steady_clock::now() + 90s, {});
+    EXPECT_TRUE(ready.ok()) << ready.ToString();
+    const controller::TargetCpuFacts facts = target.Cpus();
+    // The server's process as the host sees it: its CPUs, from the kernel.
+    const std::string needle = std::string("--port") + '\0' + std::to_string(t.port);
+    for (const auto& entry : fs::directory_iterator("/proc")) {
+      std::string args(4096, '\0');
+      FILE* cmdline = std::fopen((entry.path() / "cmdline").c_str(), "re");
+      if (cmdline == nullptr) continue;
+      args.resize(std::fread(args.data(), 1, args.size(), cmdline));
+      std::fclose(cmdline);
+      if (args.rfind("/fairbench-test-http", 0) != 0 || args.find(needle) == std::string::npos) continue;
+      *host_cpus = ReadCpuView(std::stoi(entry.path().filename())).cpus;
+    }
+    const api::TargetCpus judged = controller::JudgeCpus("probe", facts, {}, std::nullopt);
+    EXPECT_TRUE(target.Teardown().ok());
+    return judged;
+  }
+
   std::optional<TempDir> dir_;
   std::optional<KubeCluster> cluster_;
   std::string said_;
@@ -120,6 +187,21 @@ TEST_F(RealKubeletTest, TheStaticPolicyGivesAGuaranteedPodACpuOfItsOwn) {
   EXPECT_EQ(own.count(0), 0u) << "CPU 0 is reserved for the system";
   for (int c : own) EXPECT_EQ(shared.count(c), 0u) << "CPU " << c << " is the Guaranteed pod's and the shared pool's";
   EXPECT_EQ(shared.count(0), 1u) << "the reserved CPU is in the shared pool";
+
+  // What fairbench reads from inside its own target pod, against the host's
+  // view of the same process: on two CPUs, once the first pod gave its CPU
+  // back.
+  auto deleted = AdminKubectl(*cluster_, {"delete", "pod", "guaranteed", "--grace-period=1", "--wait=true", "--timeout=60s"});
+  ASSERT_TRUE(deleted.ok()) << deleted.status().ToString();
+  std::string host_cpus;
+  const api::TargetCpus t = DeployTarget(&host_cpus);
+  EXPECT_EQ(t.cpu_manager_policy, "static");
+  EXPECT_EQ(t.exclusive, api::ConditionStatus::kTrue) << t.message;
+  EXPECT_EQ(t.as_many_as_asked, api::ConditionStatus::kTrue) << t.message;
+  EXPECT_EQ(CpuList(t.cpus).size(), 1u) << t.cpus;
+  EXPECT_EQ(CpuList(t.cpus).count(0), 0u) << "the reserved CPU";
+  EXPECT_EQ(t.cpus, host_cpus) << "the pod's own view and the host's differ";
+  EXPECT_EQ(t.memory_limit, api::MemoryQuantity{64LL << 20}) << "the limit the kubelet set";
 }
 
 // Catches: a test that would pass whatever the policy: with the kubelet's
@@ -133,6 +215,17 @@ TEST_F(RealKubeletTest, TheNonePolicySharesEveryCpuWithAGuaranteedPod) {
   const std::set<int> shared = Cpus("shared");
   EXPECT_EQ(static_cast<int>(own.size()), get_nprocs()) << "every CPU of the node";
   EXPECT_EQ(own, shared);
+
+  // fairbench sees it from inside its target pod, and says why.
+  std::string host_cpus;
+  const api::TargetCpus t = DeployTarget(&host_cpus);
+  EXPECT_EQ(t.cpu_manager_policy, "none");
+  EXPECT_EQ(t.exclusive, api::ConditionStatus::kFalse) << t.message;
+  EXPECT_EQ(CpuList(t.cpus), CpuList(t.node_cpus));
+  EXPECT_EQ(t.cpus, host_cpus);
+  EXPECT_EQ(t.cpu_quota, api::CpuQuantity{1000}) << "a CFS quota of the one CPU it asked for";
+  EXPECT_NE(controller::CpusNotExclusiveMessage(t).find("kubelet CPU manager policy is none"), std::string::npos)
+      << controller::CpusNotExclusiveMessage(t);
 }
 
 }  // namespace

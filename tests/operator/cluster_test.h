@@ -230,12 +230,15 @@ class ClusterTest : public ::testing::Test {
   }
   // A test kubelet as node `node`, with the node's own certificate,
   // serving HTTPS in the cluster's node network namespace.
-  void Kubelet(const std::string& node, const std::string& cpus, const std::string& labels, const std::string& ip_base) {
+  // `extra`: more of its flags (--cpu-manager-policy static …).
+  void Kubelet(const std::string& node, const std::string& cpus, const std::string& labels, const std::string& ip_base,
+               const std::vector<std::string>& extra = {}) {
     std::vector<std::string> argv = {testing::BinaryPath("fairbench-test-kubelet"), "--node", node, "--cpus", cpus,
                                      "--memory", "4Gi", "--labels", labels, "--images",
                                      (root_ / "images.yaml").string(), "--pod-ip-base", ip_base, "--listen",
                                      cluster_->node_address() + ":0", "--log-dir", (root_ / node).string(),
                                      "--heartbeat", "1s"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
     auto creds = cluster_->Node(node);
     ASSERT_TRUE(creds.ok()) << creds.status().ToString();
     argv.insert(argv.end(), {"--kubeconfig", creds->kubeconfig, "--tls-cert-file", creds->cert,

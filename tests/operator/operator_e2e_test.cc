@@ -13,6 +13,7 @@
 #include <regex>
 #include <set>
 
+#include "common/cpu_view.h"
 #include "tests/operator/cluster_test.h"
 
 namespace fairbench::operator_test {
@@ -67,12 +68,17 @@ class OperatorE2eTest : public ClusterTest {
     // ServiceAccount.
     if (!installations_.count(ns)) installations_[ns] = ns == "default" ? controller_kubeconfig_ : Installation(ns);
     const std::string kubeconfig = installations_[ns];
-    Start(id, {testing::BinaryPath("fairbench-controller"), "--kubeconfig", kubeconfig, "--identity", id,
+    std::vector<std::string> argv;
+    if (!controller_cpus_.empty()) argv = {"taskset", "-c", controller_cpus_};
+    argv.insert(argv.end(), {testing::BinaryPath("fairbench-controller"), "--kubeconfig", kubeconfig, "--identity", id,
                "--namespace", ns, "--pod-namespace", ns, "--leader-election-id", election, "--agent-listen", agent,
                "--agent-address", agent, "--agent-image", "example.org/fairbench/agent:dev", "--nofile-helper-path",
                testing::BinaryPath("fairbench-nofile"), "--agent-timeout", "60s", "--leader-lease-duration", "4s",
                "--leader-renew-deadline", "3s", "--leader-retry-period", "500ms"});
+    Start(id, std::move(argv));
   }
+  // The CPUs the controllers run on (taskset -c); empty: every CPU.
+  std::string controller_cpus_;
   std::map<std::string, std::string> installations_;  // namespace → its controllers' kubeconfig
   bool Finishes(const std::string& run, const std::string& ns = "default", std::chrono::seconds timeout = 120s) {
     return Eventually(
@@ -770,6 +776,109 @@ TEST_F(OperatorUnderFaultsTest, EveryRunCompletesWithEachCellOnceAndTheRetriesLo
   for (const auto& [code, n] : retries_by_code) retried += " " + code + "×" + std::to_string(n);
   std::cout << "faults injected: " << injected.ToString() << "\nretries logged by code:" << retried << "; leaderships " << leaderships << "; runs done in "
             << seconds << " s\n";
+}
+
+// What a target pod got, read from inside it, on a node whose kubelet
+// runs each CPU manager policy: the target's node has both CPUs with CPU 0
+// reserved, the load node and the controller run on CPU 0 (the shared
+// pool), so a Guaranteed target asking for one CPU gets CPU 1 alone under
+// the static policy and shares both under none.
+class OperatorCpusTest : public OperatorE2eTest {
+ protected:
+  void SetUp() override {}
+  void Layout(const std::string& policy) {
+    Prepare("fairbench-cpus");
+    Cluster();
+    Kubelet("node-target", "0-1", "fairbench.dev/role=target", "127.0.14",
+            {"--cpu-manager-policy", policy, "--reserved-cpus", policy == "static" ? "0" : ""});
+    Kubelet("node-load-1", "0", "fairbench.dev/role=load", "127.0.15");
+    ASSERT_TRUE(Eventually([&] { return Run({"get", "nodes"}).out.find("node-load-1") != std::string::npos; }, 20s))
+        << Run({"get", "nodes"}).err;
+    controller_cpus_ = "0";
+    Controller("ctl-1");
+  }
+  // The target server's CPUs as the host's /proc shows them (found by its
+  // request log in its command line).
+  std::string HostCpus(const std::string& target) {
+    const std::string needle = (root_ / (target + ".requests")).string();
+    for (const auto& entry : fs::directory_iterator("/proc")) {
+      const std::string cmdline = ReadFile(entry.path() / "cmdline");
+      if (cmdline.find(needle) != std::string::npos && cmdline.find("fairbench-target-") != std::string::npos) {
+        return ReadCpuView(std::stoi(entry.path().filename())).cpus;
+      }
+    }
+    return "";
+  }
+  json Fetched(const std::string& run) {
+    const fs::path dir = root_ / ("fetched-" + run);
+    auto fetch = kube::RunCommand(testing::BinaryPath("fairbench"),
+                                  {"fetch", run, "--kubeconfig", kubeconfig_, "--output", dir.string()}, {}, 60s);
+    EXPECT_TRUE(fetch.ok() && fetch->exit_code == 0) << (fetch.ok() ? fetch->err : fetch.status().ToString());
+    return json::parse(ReadFile(dir / "results.json"), nullptr, false);
+  }
+};
+
+// Catches: status.cpus missing or judged wrong on a static node (its CPU
+// list not what the kernel gives the server, the policy not read from the
+// kubelet's /configz, the agents not compared), or a SharedCpus flag on an
+// exclusive target's cells.
+TEST_F(OperatorCpusTest, UnderTheStaticPolicyTheTargetsCpuIsItsOwn) {
+  Layout("static");
+  ApplyRun("own", Target("alpha", "cpp-httplib-debian"), "1s", "default", "[8]", 1);
+  std::string host_cpus;
+  ASSERT_TRUE(Eventually([&] { return !(host_cpus = HostCpus("alpha")).empty(); }, 60s)) << Logs();
+  ASSERT_TRUE(Finishes("own")) << Logs();
+  const json status = Get("br/own")["status"];
+  ASSERT_EQ(status["phase"], "Succeeded") << status.dump(1) << Logs();
+  ASSERT_EQ(status["cpus"].size(), 1u) << status.dump(1);
+  const json& t = status["cpus"][0];
+  EXPECT_EQ(t["target"], "alpha");
+  EXPECT_EQ(t["node"], "node-target");
+  EXPECT_EQ(t["cpus"], "1") << t.dump(1);
+  EXPECT_EQ(t["cpus"], host_cpus) << "the pod's own view differs from the host's";
+  EXPECT_EQ(t["cpuManagerPolicy"], "static");
+  EXPECT_EQ(t["exclusive"], "True") << t.dump(1);
+  EXPECT_EQ(t["disjointFromAgents"], "True") << t.dump(1);
+  EXPECT_EQ(t["asManyAsAsked"], "True") << t.dump(1);
+  ASSERT_EQ(t["agents"].size(), 1u);
+  EXPECT_EQ(t["agents"][0]["cpus"], "0");
+  EXPECT_EQ(t["agents"][0]["sameMachine"], true);
+  const json record = Fetched("own");
+  for (const json& c : record["cells"]) {
+    EXPECT_EQ(std::count(c["flags"].begin(), c["flags"].end(), "SharedCpus"), 0) << c["flags"].dump();
+  }
+}
+
+// Catches: the kubelet's default policy passing unnoticed (no SharedCpus
+// flag), or requireExclusiveCpus not failing the cells before any load
+// with the node's policy named.
+TEST_F(OperatorCpusTest, UnderTheNonePolicyCellsAreFlaggedOrFailWhenExclusivityIsRequired) {
+  Layout("none");
+  ApplyRun("shared", Target("alpha", "cpp-httplib-debian"), "1s", "default", "[8]", 1);
+  ASSERT_TRUE(Finishes("shared")) << Logs();
+  const json status = Get("br/shared")["status"];
+  ASSERT_EQ(status["phase"], "Succeeded") << status.dump(1) << Logs();
+  const json& t = status["cpus"][0];
+  EXPECT_EQ(t["cpus"], "0-1") << t.dump(1);
+  EXPECT_EQ(t["cpuManagerPolicy"], "none");
+  EXPECT_EQ(t["exclusive"], "False") << t.dump(1);
+  EXPECT_NE(t["message"].get<std::string>().find("CPU manager policy none"), std::string::npos) << t.dump(1);
+  const json record = Fetched("shared");
+  ASSERT_EQ(record["cells"].size(), 1u);
+  EXPECT_EQ(std::count(record["cells"][0]["flags"].begin(), record["cells"][0]["flags"].end(), "SharedCpus"), 1)
+      << record["cells"][0]["flags"].dump();
+
+  std::string required = RunText("required", Target("beta", "cpp-httplib-debian"), "1s", "default", "[8]", 1);
+  required += "    requireExclusiveCpus: true\n";
+  Apply("required", required);
+  ASSERT_TRUE(Finishes("required")) << Logs();
+  const json failed = Get("br/required")["status"];
+  ASSERT_EQ(failed["results"].size(), 1u) << failed.dump(1);
+  EXPECT_EQ(failed["results"][0]["state"], "Failed");
+  EXPECT_EQ(failed["results"][0]["reason"], "CpusNotExclusive");
+  EXPECT_NE(failed["results"][0]["message"].get<std::string>().find("node node-target's kubelet CPU manager policy is none"),
+            std::string::npos)
+      << failed["results"][0].dump(1);
 }
 
 }  // namespace

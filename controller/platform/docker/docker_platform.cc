@@ -199,6 +199,30 @@ class DockerTarget final : public TargetInstance {
     return u;
   }
 
+  void SetPinnedCpus(size_t count) { pinned_cpus_ = count; }
+
+  // The container's process, by the kernel's account of it (its /proc and
+  // cgroups, from the host: the engine runs here): the platform's pinning
+  // is all that keeps agents off its CPUs.
+  TargetCpuFacts Cpus() override {
+    TargetCpuFacts f;
+    if (pinned_cpus_ > 0) f.asked = api::CpuQuantity{static_cast<int64_t>(pinned_cpus_) * 1000};
+    auto inspect = client_->InspectContainer(id_);
+    const int64_t pid = inspect.ok() ? jr::Int(jr::Object(*inspect, "State"), "Pid") : 0;
+    if (pid <= 0) {
+      f.not_read = "the container's process could not be found (" +
+                   (inspect.ok() ? std::string("no State.Pid") : inspect.status().message()) + ")";
+      return f;
+    }
+    CpuView v = ReadCpuView(static_cast<int>(pid));
+    if (v.cpus.empty()) {
+      f.not_read = v.unread.empty() ? "no CPU list for the container's process" : v.unread.front();
+    } else {
+      f.view = std::move(v);
+    }
+    return f;
+  }
+
   std::vector<std::string> ReadBack() override {
     std::vector<std::string> facts;
     if (port_chosen_) facts.push_back("port: " + std::to_string(port_) + " (chosen at run time)");
@@ -291,6 +315,7 @@ class DockerTarget final : public TargetInstance {
   std::string description_;
   int64_t nofile_;
   bool port_chosen_;
+  size_t pinned_cpus_ = 0;
   std::chrono::milliseconds grace_;
   std::string capped_;
   std::optional<report::TargetExit> gone_;
@@ -456,9 +481,11 @@ Result<std::unique_ptr<TargetInstance>> DockerPlatform::Deploy(const DeployReque
                                   std::to_string(port) + ")";
   ran_[target.name] = description;
   spdlog::info("started target {} as container {} ({})", target.name, id->substr(0, 12), description);
-  return std::unique_ptr<TargetInstance>(new DockerTarget(
+  auto instance = std::make_unique<DockerTarget>(
       client_, live_, target.name, *id, port, ReadyCheck::For(target, "127.0.0.1", port), log, description, nofile, wants_port, options_.local.target_stop_grace, capped,
-      notes_));
+      notes_);
+  instance->SetPinnedCpus(local_->target_cpus().size());
+  return std::unique_ptr<TargetInstance>(std::move(instance));
 }
 
 Result<std::vector<std::string>> DockerPlatform::EnsureAgents(const AgentRequest& request, std::stop_token stop) {

@@ -189,9 +189,10 @@ class KubeTarget final : public TargetInstance {
  public:
   KubeTarget(kube::Client& client, const KubernetesPlatformOptions& options, std::string ns, std::string pod,
              std::string target, std::string node, uint16_t port, std::string description, bool wrapped,
-             int64_t nofile)
+             int64_t nofile, std::optional<api::CpuQuantity> asked)
       : wrapped_(wrapped),
         nofile_(nofile),
+        asked_(asked),
         client_(client),
         options_(options),
         pods_(kube::PodClient(client)),
@@ -289,6 +290,38 @@ class KubeTarget final : public TargetInstance {
     return gone_;
   }
 
+  // fairbench-nofile read them inside the container before it ran the
+  // target ("fairbench-cpus: {JSON}" on the target's log); the node's CPU
+  // manager policy comes from its kubelet's /configz, through the API
+  // server's node proxy.
+  TargetCpuFacts Cpus() override {
+    TargetCpuFacts f;
+    f.asked = asked_;
+    f.kubelet = true;
+    f.node = node_;
+    if (!wrapped_) {
+      f.not_read = "the target runs its image's own entrypoint (no command), so fairbench-nofile did not start it";
+    } else {
+      auto log = client_.GetText(kube::resources::Pods(), ns_, pod_, "log",
+                                 {{"container", std::string(k8s::kTargetContainer)}, {"limitBytes", "65536"}},
+                                 options_.api_call_timeout);
+      if (!log.ok()) {
+        f.not_read = "the target's log could not be read (" + log.error().ToString() + ")";
+      } else if (auto v = CpuViewFromLog(*log)) {
+        f.view = std::move(*v);
+      } else {
+        f.not_read = "fairbench-nofile's fairbench-cpus line is missing from the target's log";
+      }
+    }
+    auto config = client_.Get(kube::resources::Nodes(), "", node_ + "/proxy/configz", Timeout(options_.api_call_timeout));
+    if (!config.ok()) {
+      f.policy_not_read = "the kubelet's /configz through the node proxy: " + config.error().ToString();
+    } else {
+      f.cpu_manager_policy = k8s::CpuManagerPolicy(*config, &f.policy_not_read);
+    }
+    return f;
+  }
+
   Result<TargetUsage> Usage() override {
     // The node proxy path travels as the node "name": the client has no call
     // for a raw path (the query string rides along unescaped).
@@ -312,6 +345,7 @@ class KubeTarget final : public TargetInstance {
 
   const bool wrapped_;    // started through fairbench-nofile
   const int64_t nofile_;  // asked for
+  const std::optional<api::CpuQuantity> asked_;  // resources.cpu
   kube::Client& client_;
   const KubernetesPlatformOptions options_;
   kube::TypedClient<kube::Pod> pods_;
@@ -483,7 +517,8 @@ Result<std::unique_ptr<TargetInstance>> KubernetesPlatform::Deploy(const DeployR
   const std::string description = "pod " + ns_ + "/" + pod_name + " (image " + target.image + ") on node " + node;
   return std::unique_ptr<TargetInstance>(new KubeTarget(client_, options_, ns_, pod_name, target.name, node,
                                                         static_cast<uint16_t>(target.port), description,
-                                                        !params.command.empty(), target.nofile));
+                                                        !params.command.empty(), target.nofile,
+                                                        target.resources.cpu));
 }
 
 Result<std::vector<std::string>> KubernetesPlatform::EnsureAgents(const AgentRequest& request, std::stop_token stop) {

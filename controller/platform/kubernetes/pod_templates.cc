@@ -256,6 +256,14 @@ PodTemplate TargetPod(const TargetPodParams& p) {
                         std::to_string(t.nofile) + ")");
   }
   spec["containers"] = Json::array({std::move(container)});
+  if (t.host_network) {
+    // The node's network: ports bound by the server are the node's; Services
+    // still resolve (ClusterFirstWithHostNet).
+    spec["hostNetwork"] = true;
+    spec["dnsPolicy"] = "ClusterFirstWithHostNet";
+    out.notes.push_back("target " + t.name + ": on its node's network (hostNetwork): agents reach it at the node's "
+                        "address, port " + std::to_string(t.port));
+  }
   if (t.resources.cpu && t.resources.memory) {
     out.notes.push_back("target " + t.name + ": Guaranteed QoS (requests == limits: cpu " +
                         api::FormatCpu(*t.resources.cpu) + ", memory " + api::FormatMemory(*t.resources.memory) + ")" +

@@ -3,6 +3,7 @@
 //   FAIRBENCH_UPDATE_GOLDEN=1 ctest --test-dir BUILD -R PodTemplates
 // and review the diff.
 #include "controller/platform/kubernetes/pod_templates.h"
+#include "controller/platform/kubernetes/stats_summary.h"
 #include "controller/platform/kubernetes/pod_templates_test_params.h"
 
 #include <gtest/gtest.h>
@@ -72,6 +73,31 @@ TEST(PodTemplatesTest, TargetPodWithoutCommandMatchesGolden) {
   ASSERT_EQ(t.notes.size(), 3u);
   EXPECT_NE(t.notes[0].find("nofile was left to the container runtime"), std::string::npos) << t.notes[0];
   EXPECT_NE(t.notes[1].find("not Guaranteed QoS"), std::string::npos) << t.notes[1];
+}
+
+// Catches: spec.targets[].hostNetwork ignored, or the pod on the node's
+// network without the DNS policy that keeps Services resolving.
+TEST(PodTemplatesTest, HostNetworkPutsTheTargetOnItsNodesNetwork) {
+  TargetPodParams p = Drogon();
+  EXPECT_FALSE(TargetPod(p).pod["spec"].contains("hostNetwork"));
+  p.target.host_network = true;
+  const PodTemplate t = TargetPod(p);
+  EXPECT_EQ(t.pod["spec"]["hostNetwork"], true);
+  EXPECT_EQ(t.pod["spec"]["dnsPolicy"], "ClusterFirstWithHostNet");
+  EXPECT_EQ(t.notes[1], "target drogon: on its node's network (hostNetwork): agents reach it at the node's address, port 8080");
+}
+
+// Catches: the kubelet's CPU manager policy read from the wrong place of
+// its /configz, or an answer without one taken for a policy.
+TEST(PodTemplatesTest, CpuManagerPolicyComesFromTheKubeletsConfigz) {
+  std::string why;
+  EXPECT_EQ(CpuManagerPolicy(Json::parse(R"({"kubeletconfig": {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0"}})"), &why),
+            "static");
+  EXPECT_EQ(CpuManagerPolicy(Json::parse(R"({"kubeletconfig": {"cpuManagerPolicy": "none"}})"), &why), "none");
+  EXPECT_EQ(CpuManagerPolicy(Json::parse(R"({"cpuManagerPolicy": "static"})"), &why), "");
+  EXPECT_EQ(why, "/configz has no kubeletconfig object");
+  EXPECT_EQ(CpuManagerPolicy(Json::parse(R"({"kubeletconfig": {}})"), &why), "");
+  EXPECT_EQ(why, "/configz's kubeletconfig has no cpuManagerPolicy");
 }
 
 // Catches: an agent pod that cannot dial (args), learn its id and node

@@ -49,4 +49,18 @@ Result<TargetUsage> UsageFromSummary(const Json& summary, std::string_view ns, s
   return Status::NotFound(where + ": not in the summary");
 }
 
+std::string CpuManagerPolicy(const Json& configz, std::string* why) {
+  if (!configz.is_object() || !configz.contains("kubeletconfig") || !configz["kubeletconfig"].is_object()) {
+    *why = "/configz has no kubeletconfig object";
+    return "";
+  }
+  const Json& config = configz["kubeletconfig"];
+  if (!config.contains("cpuManagerPolicy") || !config["cpuManagerPolicy"].is_string() ||
+      config["cpuManagerPolicy"].get<std::string>().empty()) {
+    *why = "/configz's kubeletconfig has no cpuManagerPolicy";
+    return "";
+  }
+  return config["cpuManagerPolicy"].get<std::string>();
+}
+
 }  // namespace fairbench::controller::k8s

@@ -28,4 +28,9 @@ Result<TargetUsage> UsageFromSummary(const nlohmann::json& summary, std::string_
 // The path of a node's summary through the API server's node proxy.
 std::string SummaryPath(std::string_view node);
 
+// The kubelet's CPU manager policy ("static", "none") out of its /configz
+// ({"kubeletconfig": {"cpuManagerPolicy": …}}); empty, with `why` set, when
+// the answer has none.
+std::string CpuManagerPolicy(const nlohmann::json& configz, std::string* why);
+
 }  // namespace fairbench::controller::k8s

@@ -85,6 +85,22 @@ class LocalTarget final : public TargetInstance {
 
   // The port came from "{port}" in the command: say which one was used.
   void SetPortChosen() { port_chosen_ = true; }
+  void SetPinnedCpus(size_t count) { pinned_cpus_ = count; }
+
+  // Read from the target's process by the kernel's account of it (its
+  // /proc and cgroups): the local platform's pinning is all that keeps
+  // agents off its CPUs.
+  TargetCpuFacts Cpus() override {
+    TargetCpuFacts f;
+    if (pinned_cpus_ > 0) f.asked = api::CpuQuantity{static_cast<int64_t>(pinned_cpus_) * 1000};
+    CpuView v = ReadCpuView(process_.pid());
+    if (v.cpus.empty()) {
+      f.not_read = v.unread.empty() ? "no CPU list for its process" : v.unread.front();
+    } else {
+      f.view = std::move(v);
+    }
+    return f;
+  }
   void SetProfiling(std::string perf_program, std::string file_prefix) {
     perf_program_ = std::move(perf_program);
     profile_prefix_ = std::move(file_prefix);
@@ -186,6 +202,7 @@ class LocalTarget final : public TargetInstance {
   int64_t nofile_;
   std::chrono::milliseconds stop_grace_{10000};
   bool port_chosen_ = false;
+  size_t pinned_cpus_ = 0;
   std::string perf_program_ = "perf";
   std::string profile_prefix_;
   int profiles_ = 0;
@@ -310,6 +327,7 @@ Result<std::unique_ptr<TargetInstance>> LocalPlatform::Deploy(const DeployReques
                                                 ReadyCheck::For(target, "127.0.0.1", port), o.log_file, description,
                                                 target.nofile);
   if (wants_port) instance->SetPortChosen();
+  instance->SetPinnedCpus(o.cpus.size());
   instance->SetStopGrace(options_.target_stop_grace);
   instance->SetProfiling(options_.perf_program,
                          (std::filesystem::path(options_.log_dir) / ("profile-" + target.name)).string());

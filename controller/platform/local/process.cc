@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
+#include <filesystem>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -307,5 +309,26 @@ std::vector<int> AllowedCpus() {
   }
   return out;
 }
+
+namespace {
+
+// sched_setaffinity for every thread of this process (/proc/self/task).
+void PinEveryThread(const std::vector<int>& cpus) {
+  if (cpus.empty()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) CPU_SET(c, &set);
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    const pid_t tid = static_cast<pid_t>(std::atoi(task.path().filename().c_str()));
+    if (tid > 0) sched_setaffinity(tid, sizeof set, &set);
+  }
+}
+
+}  // namespace
+
+ProcessPin::ProcessPin(const std::vector<int>& cpus) : before_(AllowedCpus()) { PinEveryThread(cpus); }
+
+ProcessPin::~ProcessPin() { PinEveryThread(before_); }
 
 }  // namespace fairbench::controller

@@ -83,4 +83,18 @@ std::vector<pid_t> ProcessTreePids(pid_t root);
 // The CPUs this process may run on.
 std::vector<int> AllowedCpus();
 
+// Every thread of this process pinned to `cpus` while it lives — the
+// controller beside its agents, off the targets' CPUs — and given back the
+// CPUs the process had when it goes (threads started meanwhile included).
+class ProcessPin {
+ public:
+  explicit ProcessPin(const std::vector<int>& cpus);
+  ~ProcessPin();
+  ProcessPin(const ProcessPin&) = delete;
+  ProcessPin& operator=(const ProcessPin&) = delete;
+
+ private:
+  std::vector<int> before_;
+};
+
 }  // namespace fairbench::controller

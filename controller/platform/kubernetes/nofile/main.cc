@@ -10,8 +10,10 @@
 // limit it first tries to raise the hard limit to N as well (this needs
 // CAP_SYS_RESOURCE and N <= fs.nr_open). It then reads back the limit in
 // force. Below N: one line on stderr and exit 2, or with --at-most a warning
-// and the command runs anyway. Then "fairbench-nofile: nofile S" on stderr
-// and execvp(COMMAND). Exit codes: 2 bad usage or limit not reached, 126/127
+// and the command runs anyway. Then "fairbench-nofile: nofile S" on stderr,
+// then what the container really got, read from inside it (common/cpu_view.h:
+// the CPUs it may run on, the CPUs online, its CPU quota and memory limit,
+// the kernel's boot id) as "fairbench-cpus: {JSON}", and execvp(COMMAND). Exit codes: 2 bad usage or limit not reached, 126/127
 // the command cannot be run.
 //
 // --install DEST copies this executable to DEST (mode 0755), for an init
@@ -26,6 +28,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+
+#include "common/cpu_view.h"
 
 namespace {
 
@@ -175,6 +179,8 @@ int main(int argc, char** argv) {
     if (!at_most) return 2;
   }
   std::fprintf(stderr, "fairbench-nofile: nofile %s\n", LimitText(lim.rlim_cur).c_str());
+  const std::string cpus = fairbench::CpuViewToJson(fairbench::ReadCpuView()).dump();
+  std::fprintf(stderr, "%s%s\n", std::string(fairbench::kCpuViewPrefix).c_str(), cpus.c_str());
   std::fflush(stderr);
   execvp(argv[i], argv + i);
   const int e = errno;

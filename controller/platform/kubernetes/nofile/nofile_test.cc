@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/cpu_view.h"
+
 namespace {
 
 struct Outcome {
@@ -109,6 +111,15 @@ Outcome RunHelper(const std::vector<std::string>& argv, std::optional<rlim_t> so
 
 const std::string kHelper = NOFILE_BIN;
 
+// The helper's stderr without its "fairbench-cpus: {...}" line (tested on
+// its own below), which is the last line before the command runs.
+std::string WithoutCpus(const std::string& err) {
+  const size_t at = err.find(fairbench::kCpuViewPrefix);
+  if (at == std::string::npos) return err;
+  const size_t end = err.find('\n', at);
+  return err.substr(0, at) + (end == std::string::npos ? "" : err.substr(end + 1));
+}
+
 // Catches: the soft limit not raised to the request (the target keeps the
 // runtime's default, often 1024), or a report that differs from what the
 // command actually gets.
@@ -116,7 +127,7 @@ TEST(NofileHelperTest, RaisesSoftLimitToRequest) {
   const Outcome o = RunHelper({kHelper, "--nofile=4096", "--", "/bin/sh", "-c", "ulimit -n"}, rlim_t{1024}, rlim_t{8192});
   EXPECT_EQ(o.exit_code, 0) << o.err;
   EXPECT_EQ(o.out, "4096\n");
-  EXPECT_EQ(o.err, "fairbench-nofile: nofile 4096\n");
+  EXPECT_EQ(WithoutCpus(o.err), "fairbench-nofile: nofile 4096\n");
 }
 
 // Catches: a limit above the request left in place (nofile is part of the
@@ -145,7 +156,7 @@ TEST(NofileHelperTest, AtMostWarnsAndContinuesAtTheHardLimit) {
       RunHelper({kHelper, "--nofile=65536", "--at-most", "--", "/bin/sh", "-c", "ulimit -n"}, rlim_t{512}, rlim_t{1024});
   EXPECT_EQ(o.exit_code, 0) << o.err;
   EXPECT_EQ(o.out, "1024\n");
-  EXPECT_EQ(o.err,
+  EXPECT_EQ(WithoutCpus(o.err),
             "fairbench-nofile: asked for nofile 65536, the hard limit is 1024 and cannot be raised (no "
             "CAP_SYS_RESOURCE); continuing with less (--at-most)\nfairbench-nofile: nofile 1024\n");
 }
@@ -167,6 +178,25 @@ TEST(NofileHelperTest, PassesArgumentsThroughAndExecs) {
                          "--nofile=9", "--at-most"});
   EXPECT_EQ(o.exit_code, 0) << o.err;
   EXPECT_EQ(o.out, "--nofile=9 --at-most\n");
+}
+
+// What the container got, read by the helper before it runs the target,
+// against what the target itself is given by the kernel (its own
+// /proc/self/status, read by the command after the exec).
+// Catches: the line missing, printed after the exec (never), or read from
+// another process than the one the target becomes.
+TEST(NofileHelperTest, SaysTheCpusTheCommandGets) {
+  const Outcome o =
+      RunHelper({kHelper, "--nofile=256", "--", "/bin/sh", "-c", "sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status"});
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  const auto view = fairbench::CpuViewFromLog(o.err);
+  ASSERT_TRUE(view.has_value()) << o.err;
+  EXPECT_EQ(view->cpus + "\n", o.out);
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  boot >> id;
+  EXPECT_EQ(view->boot_id, id);
+  EXPECT_FALSE(view->online.empty());
 }
 
 // Catches: bad usage running something anyway, or exiting 0.
