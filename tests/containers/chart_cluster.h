@@ -111,18 +111,22 @@ class ChartCluster : public operator_test::ClusterTest {
   // charts/fairbench's values as a user sets them: the images built from
   // this checkout, short leader leases so that a standby takes over in
   // seconds, free ports, each controller listening on its pod's own IP (the
-  // pods of these nodes share the machine's network). Chosen once.
+  // pods of these nodes share the machine's network), then a test's own
+  // (more_values_, set before SetUp). Chosen once.
   std::vector<std::string> Values() {
     if (agent_port_ == 0) {
       agent_port_ = FreePort();
       metrics_port_ = FreePort();
     }
-    return {"--namespace", kNamespace, "--set", "image.registry=fairbench.test", "--set", "image.tag=test",
-            "--set", "controller.listenAddress=$(POD_IP)", "--set",
-            "controller.agentPort=" + std::to_string(agent_port_), "--set",
-            "controller.metricsPort=" + std::to_string(metrics_port_), "--set",
-            "controller.leaderElection.leaseDuration=4s", "--set", "controller.leaderElection.renewDeadline=3s",
-            "--set", "controller.leaderElection.retryPeriod=500ms", "--set", "controller.agentTimeout=90s"};
+    std::vector<std::string> values = {
+        "--namespace", kNamespace, "--set", "image.registry=fairbench.test", "--set", "image.tag=test",
+        "--set", "controller.listenAddress=$(POD_IP)", "--set",
+        "controller.agentPort=" + std::to_string(agent_port_), "--set",
+        "controller.metricsPort=" + std::to_string(metrics_port_), "--set",
+        "controller.leaderElection.leaseDuration=4s", "--set", "controller.leaderElection.renewDeadline=3s",
+        "--set", "controller.leaderElection.retryPeriod=500ms", "--set", "controller.agentTimeout=90s"};
+    values.insert(values.end(), more_values_.begin(), more_values_.end());
+    return values;
   }
   kube::CommandResult Helm(std::vector<std::string> args) {
     args.insert(args.end(), {"--kubeconfig", kubeconfig_});
@@ -150,7 +154,8 @@ class ChartCluster : public operator_test::ClusterTest {
     ASSERT_NE(r.out.find("STATUS: deployed"), std::string::npos) << r.out;
     // One controller leads and is Ready; the other stands by.
     ASSERT_TRUE(Eventually([&] { return !Leader().empty() && ReadyControllers() == 1; }, 90s))
-        << Run({"get", "pods", "-n", kNamespace, "-o", "wide"}).out << Logs();
+        << Run({"get", "pods", "-n", kNamespace, "-o", "wide"}).out << Run({"describe", "pods", "-n", kNamespace}).out
+        << Logs();
   }
 
   std::string Leader() {
@@ -213,6 +218,7 @@ class ChartCluster : public operator_test::ClusterTest {
 
   std::string helm_;
   int metrics_port_ = 0;
+  std::vector<std::string> more_values_;  // helm flags of a test's own, after the common ones
 };
 
 }  // namespace fairbench::containers
