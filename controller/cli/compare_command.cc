@@ -20,26 +20,6 @@ int Bad(const std::string& message) {
   return 2;
 }
 
-Result<report::RunRecord> Load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::InvalidArgument(path + ": cannot be read");
-  std::stringstream text;
-  text << in.rdbuf();
-  // Not a record at all: one line that says so, not every field it lacks.
-  const auto json = nlohmann::json::parse(text.str(), nullptr, false);
-  if (!json.is_discarded() && (!json.is_object() || json.value("kind", "") != "BenchmarkResults")) {
-    return Status::InvalidArgument(path + ": not a fairbench results.json (no \"kind\": \"BenchmarkResults\")");
-  }
-  auto record = report::RunRecordFromJsonText(text.str(), path);
-  if (record.ok()) return record;
-  // A damaged record: its first problem, and how many more.
-  const std::string& all = record.status().message();
-  const size_t lines = static_cast<size_t>(std::count(all.begin(), all.end(), '\n')) + 1;
-  std::string first = all.substr(0, all.find('\n'));
-  if (lines > 1) first += " (and " + std::to_string(lines - 1) + " more problems)";
-  return Status::InvalidArgument(first);
-}
-
 // "5%", "5 %" or "5" → 0.05; a share must be in (0, 100] percent.
 Result<std::optional<double>> ParseLimit(const std::string& text, const std::string& flag) {
   if (text.empty()) return std::optional<double>();
@@ -59,6 +39,26 @@ Result<std::optional<double>> ParseLimit(const std::string& text, const std::str
 }
 
 }  // namespace
+
+Result<report::RunRecord> LoadResultsFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::InvalidArgument(path + ": cannot be read");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto record = report::RunRecordFromJsonText(text.str(), path);
+  if (record.ok()) return record;
+  // Not a record at all: one line that says so, not every field it lacks.
+  const auto json = nlohmann::json::parse(text.str(), nullptr, false);
+  if (!json.is_discarded() && (!json.is_object() || json.value("kind", "") != "BenchmarkResults")) {
+    return Status::InvalidArgument(path + ": not a fairbench results.json (no \"kind\": \"BenchmarkResults\")");
+  }
+  // A damaged record: its first problem, and how many more.
+  const std::string& all = record.status().message();
+  const size_t lines = static_cast<size_t>(std::count(all.begin(), all.end(), '\n')) + 1;
+  std::string first = all.substr(0, all.find('\n'));
+  if (lines > 1) first += " (and " + std::to_string(lines - 1) + " more problems)";
+  return Status::InvalidArgument(first);
+}
 
 CLI::App* AddCompareCommand(CLI::App& app, CompareFlags& flags) {
   CLI::App* cmd = app.add_subcommand("compare", "Compare two runs' results.json cell by cell, with their noise");
@@ -81,9 +81,9 @@ int RunCompareCommand(const CompareFlags& flags) {
   if (!p99_limit.ok()) return Bad(p99_limit.status().message());
   options.fail_on_regression = *rate_limit;
   options.fail_on_p99_regression = *p99_limit;
-  auto base = Load(flags.base);
+  auto base = LoadResultsFile(flags.base);
   if (!base.ok()) return Bad(base.status().message());
-  auto next = Load(flags.next);
+  auto next = LoadResultsFile(flags.next);
   if (!next.ok()) return Bad(next.status().message());
   auto comparison = report::Compare(*base, *next, options);
   if (!comparison.ok()) return Bad(flags.base + " and " + flags.next + ": " + comparison.status().message());

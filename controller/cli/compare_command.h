@@ -9,6 +9,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/report/run_record.h"
+#include "common/status.h"
+
 namespace fairbench::controller {
 
 struct CompareFlags {
@@ -25,5 +28,10 @@ CLI::App* AddCompareCommand(CLI::App& app, CompareFlags& flags);
 // run record, records with no cell in common, a bad limit) — one line on
 // stderr, nothing on stdout.
 int RunCompareCommand(const CompareFlags& flags);
+
+// A results.json file read as compare and import read it: a file that is
+// not a record at all is one line saying so; a damaged record its first
+// problem, naming the field, and how many more. InvalidArgument.
+Result<report::RunRecord> LoadResultsFile(const std::string& path);
 
 }  // namespace fairbench::controller

@@ -3,6 +3,8 @@
 //   fairbench run FILE... [--output DIR] [--resume]   on this machine, targets and agents pinned to CPUs
 //   fairbench fetch RUN --output DIR                  a Kubernetes run's record into a folder
 //   fairbench compare BASE.json NEW.json              two runs cell by cell, with their noise
+//   fairbench import FILE... --store PATH             results.json files into a result store
+//   fairbench history [series] --store PATH           the runs of a result store, or one series over time
 //   fairbench crd                                     the BenchmarkRun CRD, for kubectl apply
 #include <cstdio>
 #include <string>
@@ -14,6 +16,8 @@
 #include "common/cli.h"
 #include "controller/cli/compare_command.h"
 #include "controller/cli/fetch_command.h"
+#include "controller/cli/history_command.h"
+#include "controller/cli/import_command.h"
 #include "controller/cli/run_command.h"
 
 int main(int argc, char** argv) {
@@ -27,11 +31,17 @@ int main(int argc, char** argv) {
   CLI::App* fetch_cmd = fairbench::controller::AddFetchCommand(app, fetch);
   fairbench::controller::CompareFlags compare;
   CLI::App* compare_cmd = fairbench::controller::AddCompareCommand(app, compare);
+  fairbench::controller::ImportFlags import;
+  CLI::App* import_cmd = fairbench::controller::AddImportCommand(app, import);
+  fairbench::controller::HistoryFlags history;
+  const fairbench::controller::HistoryCommand history_cmd = fairbench::controller::AddHistoryCommand(app, history);
   CLI::App* crd_cmd = app.add_subcommand("crd", "Print the BenchmarkRun CustomResourceDefinition (YAML)");
   if (auto code = fairbench::ParseCommandLine(app, argc, argv, "fairbench")) return *code;
   if (run_cmd->parsed()) return fairbench::controller::RunRunCommand(run);
   if (fetch_cmd->parsed()) return fairbench::controller::RunFetchCommand(fetch);
   if (compare_cmd->parsed()) return fairbench::controller::RunCompareCommand(compare);
+  if (import_cmd->parsed()) return fairbench::controller::RunImportCommand(import);
+  if (history_cmd.history->parsed()) return fairbench::controller::RunHistoryCommand(history_cmd, history);
   if (crd_cmd->parsed()) {
     std::fputs(fairbench::api::BenchmarkRunCrdYaml().c_str(), stdout);
     return 0;

@@ -5,6 +5,7 @@
 #include "common/api/cells.h"
 #include "common/report/html.h"
 #include "common/report/markdown.h"
+#include "controller/cli/store_flag.h"
 #include "controller/kube/client.h"
 #include "controller/kube/kubeconfig.h"
 #include "controller/store/configmap_run_store.h"
@@ -35,6 +36,7 @@ CLI::App* AddFetchCommand(CLI::App& app, FetchFlags& f) {
   cmd->add_option("--context", f.context, "kubeconfig context (default: its current context)");
   cmd->add_option("-n,--namespace", f.ns, "The run's namespace (default: the context's)");
   cmd->add_option("--timeout", f.timeout_seconds, "Seconds per API call (default 30)")->check(CLI::Range(1, 3600));
+  AddStoreOption(*cmd, f.store, "Also store the record in this result store");
   return cmd;
 }
 
@@ -97,7 +99,7 @@ int RunFetchCommand(const FetchFlags& f) {
   const std::string phase = r.run.status.phase ? std::string(api::ToString(*r.run.status.phase)) : "no phase";
   std::fprintf(stderr, "fairbench: run %s/%s (%s, %zu of %lld cells) written to %s\n", ns.c_str(), f.run.c_str(),
                phase.c_str(), r.cells.size(), static_cast<long long>(r.run.status.progress.total), f.output.c_str());
-  return 0;
+  return StoreFinishedRun(f.store, r, f.output, false) ? 0 : 1;
 }
 
 }  // namespace fairbench::controller

@@ -7,7 +7,9 @@
 //   DIR/report.md      RenderMarkdown of the record
 //   DIR/report.html    RenderHtml of the record
 //
-// A run still in progress is fetched as far as it has got. Existing files
+// A run still in progress is fetched as far as it has got (and, with
+// --store, stored so; fetched again when finished, the store keeps the
+// finished record). Existing files
 // in DIR are replaced.
 #pragma once
 
@@ -28,11 +30,13 @@ struct FetchFlags {
   std::string context;     // empty: the kubeconfig's current context
   std::string ns;          // empty: the context's namespace
   int timeout_seconds = 30;  // per API call
+  std::string store;         // --store: the record is stored there too (store_flag.h)
 };
 
 CLI::App* AddFetchCommand(CLI::App& app, FetchFlags& flags);
 // Exit codes: 0 written; 1 the API server cannot be reached (or the folder
-// cannot be written); 2 bad input: no such run, no record yet, a damaged
+// cannot be written, or, with --store, the record could not be stored: the
+// folder is written all the same); 2 bad input: no such run, no record yet, a damaged
 // record, an unusable kubeconfig. Each failure is one line on stderr.
 int RunFetchCommand(const FetchFlags& flags);
 

@@ -14,6 +14,7 @@
 #include "common/api/cells.h"
 #include "common/report/html.h"
 #include "common/report/markdown.h"
+#include "controller/results/result_store.h"
 #include "controller/store/configmap_run_store.h"
 #include "controller/store/file_run_store.h"
 #include "controller/store/test_records.h"
@@ -89,10 +90,11 @@ class FetchCommandTest : public kube::testenv::KubeTest {
     EXPECT_TRUE(store.Save(r).ok());
     return r;
   }
-  int Fetch(const std::string& run, std::string* err, const std::string& kubeconfig = "") {
+  int Fetch(const std::string& run, std::string* err, const std::string& kubeconfig = "", const std::string& store = "") {
     FetchFlags f;
     f.run = run;
     f.output = (dir_ / "fetched").string();
+    f.store = store;
     f.kubeconfig = kubeconfig.empty() ? kubeconfig_ : kubeconfig;
     f.timeout_seconds = 2;
     ::testing::internal::CaptureStderr();
@@ -168,6 +170,36 @@ TEST_F(FetchCommandTest, UnreachableServerExitsOne) {
   EXPECT_EQ(Fetch("demo", &err, kc), 1);
   EXPECT_NE(err.find("cannot reach the API server at http://127.0.0.1:1"), std::string::npos) << err;
   EXPECT_EQ(Fetch("demo", &err, (dir_ / "no-such-kubeconfig").string()), 2) << err;
+}
+
+// Catches: `fetch --store` not storing the record, storing another text
+// than the folder's results.json, storing it twice when fetched twice, or
+// a store that fails taking the folder with it or passing silently.
+TEST_F(FetchCommandTest, StoresTheRecordAndWritesTheFolderWhenTheStoreFails) {
+  kube::Json run = tr::CreateRun(*client_, "demo", ns());
+  const report::RunRecord record = StoredRecord(run["metadata"].value("uid", ""));
+  const std::string db = (dir_ / "results.db").string();
+  std::string err;
+  ASSERT_EQ(Fetch("demo", &err, "", db), 0) << err;
+  EXPECT_NE(err.find("run demo: stored as run 1 in " + db), std::string::npos) << err;
+  ASSERT_EQ(Fetch("demo", &err, "", db), 0) << err;
+  EXPECT_NE(err.find("run demo: already stored as run 1"), std::string::npos) << err;
+  auto store = results::OpenResultStore(db);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto text = (*store)->LoadResultsJson(1);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_TRUE(*text == ReadTree(dir_ / "fetched").at("results.json"));
+  auto runs = (*store)->ListRuns({});
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ((*runs)[0].uid, record.run.metadata.uid);
+  EXPECT_EQ((*runs)[0].ns, record.run.metadata.namespace_);
+  EXPECT_EQ((*runs)[0].cells, static_cast<int64_t>(record.cells.size()));
+
+  fs::remove_all(dir_ / "fetched");
+  EXPECT_EQ(Fetch("demo", &err, "", (dir_ / "no" / "dir" / "results.db").string()), 1);
+  EXPECT_NE(err.find("the run was not stored"), std::string::npos) << err;
+  EXPECT_TRUE(fs::exists(dir_ / "fetched" / "results.json"));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "common/api/well_known.h"
 #include "common/report/html.h"
 #include "common/report/markdown.h"
+#include "controller/cli/store_flag.h"
 #include "controller/platform/docker/docker_platform.h"
 #include "controller/platform/local/local_platform.h"
 #include "controller/platform/local/process.h"
@@ -195,6 +196,7 @@ bool CarryOutRun(const api::BenchmarkRun& run, const std::string& base_dir, size
   c.progress.Finish();
   if (!record.ok()) return ReportRunError(run, record.status(), store, exit_code);
   Report(*record, output, c, exit_code);
+  if (!StoreFinishedRun(f.store, *record, output, f.quiet) && *exit_code == 0) *exit_code = 1;
   return true;
 }
 

@@ -18,6 +18,7 @@
 #include "controller/bootstrap/shutdown_signals.h"
 #include "controller/cli/local_run.h"
 #include "controller/cli/progress.h"
+#include "controller/cli/store_flag.h"
 #include "controller/orchestrator/observer_fanout.h"
 #include "controller/platform/docker/image_port.h"
 
@@ -191,6 +192,7 @@ CLI::App* AddRunCommand(CLI::App& app, RunFlags& f) {
                   "Cap every target's nofile at N (a container cannot get more than the machine's hard limit); the "
                   "report says so")
       ->check(CLI::PositiveNumber);
+  AddStoreOption(*cmd, f.store, "Also store each finished run in this result store");
   AddHubFlags(*cmd, f.hub);
   cmd->add_option("--agent-tls-ca", f.agent_tls_ca, "With --hub-tls-cert: the CA the agents verify the hub against");
   cmd->add_option("--agent-tls-cert", f.agent_tls_cert, "The agents' client certificate (for --hub-tls-client-ca)");

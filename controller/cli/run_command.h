@@ -45,6 +45,8 @@ struct RunFlags {
   std::string docker_host;  // empty: $DOCKER_HOST, else unix:///var/run/docker.sock
   // --max-nofile: each target's nofile is at most this (0: not capped).
   int64_t max_nofile = 0;
+  // --store: each finished run is stored there too (store_flag.h); empty: not stored.
+  std::string store;
 };
 
 CLI::App* AddRunCommand(CLI::App& app, RunFlags& flags);
@@ -55,7 +57,8 @@ CLI::App* AddRunCommand(CLI::App& app, RunFlags& flags);
 // 128 + the signal's number when interrupted: 130 by SIGINT, 143 by SIGTERM
 // (the load is stopped, targets and agents are stopped, and results.json
 // says where the run stopped; a second signal exits at once, the children
-// dying with the process).
+// dying with the process). With --store, a run that could not be stored
+// turns an exit code of 0 into 1 (its files are written all the same).
 int RunRunCommand(const RunFlags& flags);
 
 }  // namespace fairbench::controller
