@@ -4,7 +4,7 @@
 //   fairbench fetch RUN --output DIR                  a Kubernetes run's record into a folder
 //   fairbench compare BASE.json NEW.json              two runs cell by cell, with their noise
 //   fairbench import FILE... --store PATH             results.json files into a result store
-//   fairbench history [series] --store PATH           the runs of a result store, or one series over time
+//   fairbench history [series|check] --store PATH     the runs of a result store, one series, the CI gate
 //   fairbench crd                                     the BenchmarkRun CRD, for kubectl apply
 #include <cstdio>
 #include <string>

@@ -1,11 +1,18 @@
 #include "controller/cli/history_command.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <map>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "common/api/time_text.h"
+#include "common/changes/change_points.h"
 #include "common/report/format.h"
 #include "common/units.h"
 #include "controller/cli/store_flag.h"
@@ -213,11 +220,389 @@ int ShowSeries(const HistoryFlags& f) {
   return 0;
 }
 
+// history check ------------------------------------------------------------
+
+struct Metric {
+  const char* flag;   // --metric, and the JUnit test case's name
+  const char* json;   // the JSON's name
+  const char* title;  // for people
+  changes::Better better;
+  double results::SeriesPoint::*field;
+};
+constexpr Metric kRps{"rps", "requestsPerSecond", "requests/s", changes::Better::kHigher,
+                      &results::SeriesPoint::requests_per_second};
+constexpr Metric kP99{"p99", "p99Us", "p99", changes::Better::kLower, &results::SeriesPoint::p99_us};
+
+struct Finding {
+  changes::ChangePoint change;
+  // Regressions: how much worse the newest segment is than the one before
+  // the change, in percent; in force while at least half the change is left.
+  double still_worse_percent = 0;
+  bool in_force = false;
+  // A regression of at least the threshold, still at least the threshold worse.
+  bool failing = false;
+};
+
+struct MetricCheck {
+  const Metric* metric = nullptr;
+  size_t points = 0;  // runs with a measurement
+  bool judged = false;  // enough of them for a change on either side
+  std::vector<Finding> findings;
+  bool failed = false;
+};
+
+struct SeriesCheck {
+  results::SeriesKey key;
+  results::Series series;  // the points kept (--label, --since)
+  std::vector<MetricCheck> metrics;
+};
+
+struct RunFacts {
+  std::string uid;
+};
+
+std::string SeriesName(const results::SeriesKey& k) {
+  return k.target + "/" + k.scenario + " at " + std::to_string(k.connections) + " connections" +
+         (k.rate > 0 ? ", " + std::to_string(k.rate) + " requests/s" : "");
+}
+
+std::string LoadName(const results::SeriesKey& k) {
+  return std::to_string(k.connections) + (k.rate > 0 ? "@" + std::to_string(k.rate) : "");
+}
+
+std::string Percent(double p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f %%", p);
+  return buf;
+}
+
+std::string PValue(double p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", p);
+  return buf;
+}
+
+// "5%", "5 %", "5", "2.5%": a percentage, at least 0.
+Result<double> ParsePercent(const char* flag, std::string text) {
+  const std::string bad = std::string(flag) + ": expected a percentage such as 5%, got '" + text + "'";
+  while (!text.empty() && (text.back() == '%' || text.back() == ' ')) text.pop_back();
+  if (text.empty()) return Status::InvalidArgument(bad);
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (...) {
+    return Status::InvalidArgument(bad);
+  }
+  if (used != text.size() || !std::isfinite(v) || v < 0) return Status::InvalidArgument(bad);
+  return v;
+}
+
+MetricCheck CheckMetric(const Metric& m, const results::Series& series, double threshold,
+                        const changes::Options& base) {
+  MetricCheck mc;
+  mc.metric = &m;
+  std::vector<changes::Point> points;
+  points.reserve(series.points.size());
+  for (size_t i = 0; i < series.points.size(); ++i) {
+    const results::SeriesPoint& p = series.points[i];
+    const double y = p.succeeded > 0 ? p.*(m.field) : std::nan("");
+    if (std::isfinite(y)) ++mc.points;
+    points.push_back({static_cast<double>(i), y});
+  }
+  mc.judged = mc.points >= 2 * base.min_segment;
+  if (!mc.judged) return mc;
+  changes::Options o = base;
+  o.better = m.better;
+  const std::vector<changes::ChangePoint> found = changes::FindChangePoints(points, o);
+  if (found.empty()) return mc;
+  const double newest = found.back().mean_after;
+  for (const changes::ChangePoint& c : found) {
+    Finding f;
+    f.change = c;
+    if (c.kind == changes::Kind::kRegression && c.mean_before != 0) {
+      const double ratio = newest / c.mean_before;
+      f.still_worse_percent = (m.better == changes::Better::kHigher ? 1 - ratio : ratio - 1) * 100;
+      f.in_force = f.still_worse_percent > 0 && f.still_worse_percent >= std::fabs(c.change_percent) / 2;
+      f.failing = std::fabs(c.change_percent) >= threshold && f.still_worse_percent >= threshold;
+    }
+    mc.failed = mc.failed || f.failing;
+    mc.findings.push_back(f);
+  }
+  return mc;
+}
+
+std::string XmlEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+struct CheckReport {
+  std::vector<SeriesCheck> series;
+  std::map<int64_t, RunFacts> runs;
+  double threshold = 0;
+  changes::Options options;
+  int failures = 0;
+};
+
+std::string RunText(const results::SeriesPoint& p) {
+  return "run " + std::to_string(p.run_id) + " " + p.run_name + " (" + TimeText(p.start_ns) + ")";
+}
+
+std::string FindingLine(const SeriesCheck& s, const MetricCheck& m, const Finding& f, double threshold) {
+  const results::SeriesPoint& before = s.series.points[static_cast<size_t>(f.change.x_before)];
+  const results::SeriesPoint& after = s.series.points[static_cast<size_t>(f.change.x_after)];
+  const bool regression = f.change.kind == changes::Kind::kRegression;
+  std::string line = std::string(m.metric->title) + " " + (regression ? "regression " : "improvement ") +
+                     Percent(f.change.change_percent) + " between " + RunText(before) + " and " + RunText(after) +
+                     ", p=" + PValue(f.change.p_value);
+  if (f.failing) {
+    line += ": FAIL, still " + Percent(-f.still_worse_percent * (f.change.change_percent < 0 ? 1 : -1)) +
+            " at the newest run";
+  } else if (regression) {
+    line += f.in_force ? " (in force, below the " + PValue(threshold) + " % threshold)" : " (no longer in force)";
+  }
+  return line;
+}
+
+std::string CheckText(const CheckReport& r) {
+  std::string out;
+  int judged = 0, unjudged = 0, changed = 0;
+  for (const SeriesCheck& s : r.series) {
+    std::vector<std::string> lines;
+    for (const MetricCheck& m : s.metrics) {
+      (m.judged ? judged : unjudged) += 1;
+      for (const Finding& f : m.findings) lines.push_back("  " + FindingLine(s, m, f, r.threshold));
+    }
+    if (lines.empty()) continue;
+    ++changed;
+    out += SeriesName(s.key) + ", fingerprint " + s.series.fingerprint.substr(0, 12) + ", " +
+           std::to_string(s.series.points.size()) + " runs:\n";
+    for (const std::string& l : lines) out += l + "\n";
+  }
+  out += std::to_string(r.series.size()) + " series, " + std::to_string(judged) + " metrics checked";
+  if (unjudged > 0) {
+    out += " (" + std::to_string(unjudged) + " more with fewer than " + std::to_string(2 * r.options.min_segment) +
+           " runs: not judged)";
+  }
+  out += "; changes in " + std::to_string(changed) + " series; ";
+  out += r.failures == 0 ? "no regression of " + PValue(r.threshold) + " % or more in force: passed\n"
+                         : std::to_string(r.failures) + " regression" + (r.failures == 1 ? "" : "s") + " of " +
+                               PValue(r.threshold) + " % or more in force: failed\n";
+  return out;
+}
+
+nlohmann::ordered_json RunJson(const CheckReport& r, const results::SeriesPoint& p) {
+  nlohmann::ordered_json j;
+  j["run"] = p.run_id;
+  j["name"] = p.run_name;
+  auto it = r.runs.find(p.run_id);
+  j["uid"] = it == r.runs.end() ? "" : it->second.uid;
+  j["startTime"] = TimeJson(p.start_ns);
+  return j;
+}
+
+std::string CheckJson(const CheckReport& r) {
+  nlohmann::ordered_json j;
+  j["threshold"] = r.threshold;
+  j["minSegment"] = r.options.min_segment;
+  j["significance"] = r.options.significance;
+  j["permutations"] = r.options.permutations;
+  j["minChangePercent"] = r.options.min_change_percent;
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const SeriesCheck& s : r.series) {
+    nlohmann::ordered_json sj;
+    sj["target"] = s.key.target;
+    sj["scenario"] = s.key.scenario;
+    sj["connections"] = s.key.connections;
+    sj["rate"] = s.key.rate;
+    sj["fingerprint"] = s.series.fingerprint;
+    sj["runs"] = s.series.points.size();
+    sj["runsUnderOtherFingerprints"] = s.series.runs_elsewhere;
+    nlohmann::ordered_json metrics = nlohmann::ordered_json::array();
+    for (const MetricCheck& m : s.metrics) {
+      nlohmann::ordered_json mj;
+      mj["metric"] = m.metric->json;
+      mj["points"] = m.points;
+      mj["judged"] = m.judged;
+      mj["failed"] = m.failed;
+      nlohmann::ordered_json cs = nlohmann::ordered_json::array();
+      for (const Finding& f : m.findings) {
+        nlohmann::ordered_json c;
+        c["kind"] = f.change.kind == changes::Kind::kRegression ? "regression" : "improvement";
+        c["changePercent"] = std::isfinite(f.change.change_percent) ? nlohmann::ordered_json(f.change.change_percent)
+                                                                    : nlohmann::ordered_json(nullptr);
+        c["meanBefore"] = f.change.mean_before;
+        c["meanAfter"] = f.change.mean_after;
+        c["pValue"] = f.change.p_value;
+        c["inForce"] = f.in_force;
+        c["stillWorsePercent"] = f.still_worse_percent;
+        c["failing"] = f.failing;
+        c["before"] = RunJson(r, s.series.points[static_cast<size_t>(f.change.x_before)]);
+        c["after"] = RunJson(r, s.series.points[static_cast<size_t>(f.change.x_after)]);
+        cs.push_back(std::move(c));
+      }
+      mj["changes"] = cs;
+      metrics.push_back(std::move(mj));
+    }
+    sj["metrics"] = metrics;
+    list.push_back(std::move(sj));
+  }
+  j["series"] = list;
+  j["failures"] = r.failures;
+  j["passed"] = r.failures == 0;
+  return j.dump(2) + "\n";
+}
+
+std::string CheckJunit(const CheckReport& r) {
+  int tests = 0, skipped = 0;
+  std::string cases;
+  for (const SeriesCheck& s : r.series) {
+    for (const MetricCheck& m : s.metrics) {
+      ++tests;
+      cases += "    <testcase classname=\"" + XmlEscape(s.key.target + "/" + s.key.scenario) + "\" name=\"" +
+               XmlEscape(LoadName(s.key) + "/" + m.metric->flag) + "\">\n";
+      if (!m.judged) {
+        ++skipped;
+        cases += "      <skipped message=\"" +
+                 XmlEscape(std::to_string(m.points) + " runs, fewer than " + std::to_string(2 * r.options.min_segment)) +
+                 "\"/>\n";
+      }
+      std::string lines;
+      for (const Finding& f : m.findings) lines += FindingLine(s, m, f, r.threshold) + "\n";
+      for (const Finding& f : m.findings) {
+        if (!f.failing) continue;
+        cases += "      <failure type=\"regression\" message=\"" +
+                 XmlEscape(std::string(m.metric->title) + " regression " + Percent(f.change.change_percent) +
+                           " in force") +
+                 "\">" + XmlEscape(lines) + "</failure>\n";
+        break;
+      }
+      if (!lines.empty()) cases += "      <system-out>" + XmlEscape(lines) + "</system-out>\n";
+      cases += "    </testcase>\n";
+    }
+  }
+  const std::string counts = "tests=\"" + std::to_string(tests) + "\" failures=\"" + std::to_string(r.failures) +
+                             "\" errors=\"0\" skipped=\"" + std::to_string(skipped) + "\"";
+  return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"fairbench history check\" " + counts +
+         ">\n  <testsuite name=\"fairbench history check\" " + counts + ">\n" + cases + "  </testsuite>\n</testsuites>\n";
+}
+
+int CheckSeries(const HistoryFlags& f) {
+  auto threshold = ParsePercent("--threshold", f.threshold);
+  if (!threshold.ok()) return Fail(2, threshold.status().message());
+  auto min_change = ParsePercent("--min-change", f.min_change);
+  if (!min_change.ok()) return Fail(2, min_change.status().message());
+  std::vector<const Metric*> metrics;
+  if (f.metric == "rps" || f.metric == "both") metrics.push_back(&kRps);
+  if (f.metric == "p99" || f.metric == "both") metrics.push_back(&kP99);
+  if (metrics.empty()) return Fail(2, "--metric: expected rps, p99 or both, got '" + f.metric + "'");
+  if (f.format != "text" && f.format != "json" && f.format != "junit") {
+    return Fail(2, "--format: expected text, json or junit, got '" + f.format + "'");
+  }
+  results::RunFilter filter;
+  filter.limit = 0;
+  for (const std::string& l : f.check_labels) {
+    const size_t eq = l.find('=');
+    if (eq == std::string::npos || eq == 0) return Fail(2, "--label: expected KEY=VALUE, got '" + l + "'");
+    filter.labels.emplace_back(l.substr(0, eq), l.substr(eq + 1));
+  }
+  if (!f.check_since.empty()) {
+    auto since = ParseSince(f.check_since, std::chrono::system_clock::now());
+    if (!since.ok()) return Fail(2, since.status().message());
+    filter.since_ns = *since;
+  }
+
+  results::OpenOptions oo;
+  oo.create = false;
+  auto store = results::OpenResultStore(f.check_store, oo);
+  if (!store.ok()) return Fail(ExitCodeFor(store.status()), store.status().message());
+  auto keys = (*store)->ListSeries(f.check_target, f.check_scenario);
+  if (!keys.ok()) return Fail(ExitCodeFor(keys.status()), keys.status().message());
+  if (keys->empty() && (!f.check_target.empty() || !f.check_scenario.empty())) {
+    return Fail(2, "no stored run has " + (f.check_target.empty() ? std::string("any target") : f.check_target) + "/" +
+                       (f.check_scenario.empty() ? std::string("any scenario") : f.check_scenario));
+  }
+  // The runs --label and --since keep, and every run's uid.
+  auto runs = (*store)->ListRuns(filter);
+  if (!runs.ok()) return Fail(ExitCodeFor(runs.status()), runs.status().message());
+  CheckReport report;
+  report.threshold = *threshold;
+  report.options.min_change_percent = *min_change;
+  for (const results::StoredRun& r : *runs) report.runs[r.id] = RunFacts{r.uid};
+  const bool filtered = !filter.labels.empty() || filter.since_ns.has_value();
+
+  for (const results::SeriesKey& k : *keys) {
+    results::SeriesQuery q;
+    q.target = k.target;
+    q.scenario = k.scenario;
+    q.connections = k.connections;
+    q.rate = k.rate;
+    auto series = (*store)->QuerySeries(q);
+    if (!series.ok()) return Fail(ExitCodeFor(series.status()), series.status().message());
+    SeriesCheck sc;
+    sc.key = k;
+    sc.series = std::move(*series);
+    if (filtered) {
+      std::erase_if(sc.series.points, [&](const results::SeriesPoint& p) { return !report.runs.contains(p.run_id); });
+      if (sc.series.points.empty()) continue;
+    }
+    sc.metrics.resize(metrics.size());
+    report.series.push_back(std::move(sc));
+  }
+  // The analysis is pure and most of the time (1,000 series of 300 runs:
+  // seconds): one series and metric at a time per core.
+  const size_t jobs = report.series.size() * metrics.size();
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < jobs; i = next++) {
+      SeriesCheck& sc = report.series[i / metrics.size()];
+      sc.metrics[i % metrics.size()] =
+          CheckMetric(*metrics[i % metrics.size()], sc.series, report.threshold, report.options);
+    }
+  };
+  std::vector<std::thread> workers;
+  const size_t cores = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
+  for (size_t t = 1; t < std::min(cores, jobs); ++t) workers.emplace_back(work);
+  work();
+  for (std::thread& t : workers) t.join();
+  for (const SeriesCheck& sc : report.series) {
+    for (const MetricCheck& m : sc.metrics) report.failures += m.failed ? 1 : 0;
+  }
+
+  const std::string text = CheckText(report);
+  const std::string formatted = f.format == "json" ? CheckJson(report) : f.format == "junit" ? CheckJunit(report) : text;
+  if (!f.output.empty()) {
+    std::ofstream out(f.output, std::ios::binary | std::ios::trunc);
+    out << formatted;
+    out.close();
+    if (!out) return Fail(2, "--output: cannot write " + f.output);
+  }
+  // With --output, the text still goes to stdout for the CI log, unless the
+  // file holds it already.
+  if (f.output.empty() || f.format != "text") {
+    const std::string& shown = f.output.empty() ? formatted : text;
+    std::fwrite(shown.data(), 1, shown.size(), stdout);
+    std::fflush(stdout);
+  }
+  return report.failures > 0 ? 1 : 0;
+}
+
 }  // namespace
 
 HistoryCommand AddHistoryCommand(CLI::App& app, HistoryFlags& f) {
   HistoryCommand c;
-  c.history = app.add_subcommand("history", "List the runs of a result store, or one series over time");
+  c.history = app.add_subcommand("history", "List the runs of a result store, one series over time, or check every series for changes");
   c.history->require_subcommand(0, 1);
   AddStoreOption(*c.history, f.store, "The result store", false);
   c.history->add_option("--target", f.target, "Runs with this target");
@@ -237,10 +622,30 @@ HistoryCommand AddHistoryCommand(CLI::App& app, HistoryFlags& f) {
   c.series->add_option("--fingerprint", f.fingerprint,
                        "The environment fingerprint (a prefix, as history prints it; default: the latest run's)");
   c.series->add_flag("--json", f.series_json, "JSON on stdout instead of a table");
+
+  c.check = c.history->add_subcommand("check", "Change points in every series; fails for a regression still in force");
+  AddStoreOption(*c.check, f.check_store, "The result store", false);
+  c.check->add_option("--target", f.check_target, "Only this target's series");
+  c.check->add_option("--scenario", f.check_scenario, "Only this scenario's series");
+  c.check->add_option("--label", f.check_labels, "Only runs with this label, KEY=VALUE (repeat: all of them)")
+      ->allow_extra_args(false);
+  c.check->add_option("--since", f.check_since, "Only runs started since: a time, a date or an age (30d)");
+  c.check->add_option("--threshold", f.threshold, "Fail for a regression of at least this much in force (default 5%)");
+  c.check->add_option("--min-change", f.min_change,
+                      "Report changes of at least this much (default 1%; smaller ones are the noise's)");
+  c.check->add_option("--metric", f.metric, "rps, p99 or both (default)");
+  c.check->add_option("--format", f.format, "text (default), json or junit");
+  c.check->add_option("--output", f.output, "Write the report here (json, junit: the text still goes to stdout)");
   return c;
 }
 
 int RunHistoryCommand(const HistoryCommand& c, const HistoryFlags& f) {
+  if (c.check->parsed()) {
+    HistoryFlags check = f;
+    if (check.check_store.empty()) check.check_store = f.store;
+    if (check.check_store.empty()) return Fail(2, "--store: required (or set FAIRBENCH_STORE)");
+    return CheckSeries(check);
+  }
   if (c.series->parsed()) {
     HistoryFlags series = f;
     if (series.series_store.empty()) series.series_store = f.store;  // `history --store P series …`

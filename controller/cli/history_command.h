@@ -11,6 +11,18 @@
 //     runs under others are counted, not mixed in), oldest first: per run
 //     the mean requests/s and p99 over its succeeded repetitions and the
 //     errors of all of them.
+//   fairbench history check --store PATH [--target T] [--scenario S]
+//                     [--label k=v]... [--since TIME] [--threshold 5%]
+//                     [--metric rps|p99|both] [--format text|json|junit]
+//                     [--min-change 1%] [--output FILE]
+//     every series (as `history series` makes it: the latest fingerprint
+//     of each) through change-point detection (common/changes/) on
+//     requests/s and p99: each change with its size, regression or
+//     improvement, the runs before and after and its p-value. Fails (exit
+//     1) when a regression of at least the threshold is still in force at
+//     the newest run: the series' newest segment is still at least the
+//     threshold worse than the segment before the change. --label and
+//     --since keep the runs they match in each series.
 //
 // --since takes an RFC 3339 time (2026-12-01T00:00:00Z), a date
 // (2026-12-01, UTC) or an age (36h, 7d). The store must exist: history
@@ -39,17 +51,28 @@ struct HistoryFlags {
   int64_t rate = 0;
   std::string fingerprint;
   bool series_json = false;
+  // history check
+  std::string check_store;
+  std::string check_target, check_scenario;
+  std::vector<std::string> check_labels;
+  std::string check_since;
+  std::string threshold = "5%";
+  std::string min_change = "1%";
+  std::string metric = "both";
+  std::string format = "text";
+  std::string output;
 };
 
 struct HistoryCommand {
   CLI::App* history = nullptr;
   CLI::App* series = nullptr;
+  CLI::App* check = nullptr;
 };
 
 HistoryCommand AddHistoryCommand(CLI::App& app, HistoryFlags& flags);
-// Exit codes: 0 listed (an empty list too); 1 the store cannot be opened
-// or read; 2 bad input: a bad flag, no such series. Failures are one line
-// on stderr.
+// Exit codes: 0 listed (an empty list too), or no regression in force;
+// 1 the store cannot be opened or read, or (check) a regression in force;
+// 2 bad input: a bad flag, no such series. Failures are one line on stderr.
 int RunHistoryCommand(const HistoryCommand& command, const HistoryFlags& flags);
 
 }  // namespace fairbench::controller

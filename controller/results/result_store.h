@@ -91,6 +91,13 @@ struct SeriesPoint {
   uint64_t errors = 0;             // summed over every repetition
 };
 
+// One series' identity: what `history check` walks.
+struct SeriesKey {
+  std::string target, scenario;
+  int64_t connections = 0;
+  int64_t rate = 0;
+};
+
 struct Series {
   std::string fingerprint;  // the full one the points share
   std::vector<SeriesPoint> points;  // oldest first
@@ -105,6 +112,10 @@ class ResultStore {
   virtual Result<StoreReceipt> Store(const report::RunRecord& record) = 0;
   virtual Result<std::vector<StoredRun>> ListRuns(const RunFilter& filter) = 0;
   virtual Result<Series> QuerySeries(const SeriesQuery& query) = 0;
+  // Every series in the store, under any fingerprint, ordered by target,
+  // scenario, connections and rate; `target` and `scenario` (empty: any)
+  // narrow them.
+  virtual Result<std::vector<SeriesKey>> ListSeries(const std::string& target, const std::string& scenario) = 0;
   // The record's results.json as stored (report::ToJsonText); NotFound
   // for an unknown id.
   virtual Result<std::string> LoadResultsJson(int64_t id) = 0;

@@ -544,6 +544,18 @@ Result<Series> SqliteResultStore::QuerySeries(const SeriesQuery& q) {
   return series;
 }
 
+Result<std::vector<SeriesKey>> SqliteResultStore::ListSeries(const std::string& target, const std::string& scenario) {
+  // Reads cells_by_series alone (its leading columns).
+  Statement q(db_,
+              "SELECT DISTINCT target, scenario, connections, rate FROM cells WHERE (?1 = '' OR target = ?1) AND "
+              "(?2 = '' OR scenario = ?2) ORDER BY target, scenario, connections, rate");
+  q.Bind(target, scenario);
+  std::vector<SeriesKey> keys;
+  while (q.Step()) keys.push_back(SeriesKey{q.Text(0), q.Text(1), q.Int(2), q.Int(3)});
+  if (!q.ok()) return Fail("cannot list the series");
+  return keys;
+}
+
 Result<std::string> SqliteResultStore::LoadResultsJson(int64_t id) {
   Statement q(db_, "SELECT encoding, bytes, results FROM run_records WHERE run_id = ?");
   if (!q.Bind(id).Step()) {

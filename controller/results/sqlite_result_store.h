@@ -64,6 +64,7 @@ class SqliteResultStore final : public ResultStore {
   Result<StoreReceipt> Store(const report::RunRecord& record) override;
   Result<std::vector<StoredRun>> ListRuns(const RunFilter& filter) override;
   Result<Series> QuerySeries(const SeriesQuery& query) override;
+  Result<std::vector<SeriesKey>> ListSeries(const std::string& target, const std::string& scenario) override;
   Result<std::string> LoadResultsJson(int64_t id) override;
   std::string Describe() const override { return "SQLite store " + path_; }
 

@@ -392,6 +392,34 @@ TEST_F(SqliteResultStoreTest, ASeriesIsOneLoadUnderOneFingerprintOverTime) {
   EXPECT_EQ(store->QuerySeries(q).status().code(), Status::Code::kNotFound);
 }
 
+// Catches: a series listed once per run or per repetition, one missing
+// (another connection level, another fingerprint), filters that do not
+// filter, an order other than target, scenario, connections.
+TEST_F(SqliteResultStoreTest, EverySeriesIsListedOnce) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->Store(MakeRun("a", 1'700'000'100, {1000, 1100}, "Linux 6.1.0", {100, 10})).ok());
+  ASSERT_TRUE(store->Store(MakeRun("b", 1'700'000'200, {1000}, "Linux 6.12.0", {1000})).ok());
+  auto text = [](const std::vector<SeriesKey>& keys) {
+    std::string out;
+    for (const SeriesKey& k : keys) {
+      out += k.target + "/" + k.scenario + "@" + std::to_string(k.connections) + "," + std::to_string(k.rate) + " ";
+    }
+    return out;
+  };
+  auto all = store->ListSeries("", "");
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ(text(*all),
+            "drogon/hello@10,0 drogon/hello@100,0 drogon/hello@1000,0 nginx/hello@10,0 nginx/hello@100,0 "
+            "nginx/hello@1000,0 ");
+  auto nginx = store->ListSeries("nginx", "hello");
+  ASSERT_TRUE(nginx.ok());
+  EXPECT_EQ(text(*nginx), "nginx/hello@10,0 nginx/hello@100,0 nginx/hello@1000,0 ");
+  auto none = store->ListSeries("", "json");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
 // Catches: list filters that do not filter (target, scenario, label, since),
 // a limit that keeps the oldest instead of the latest.
 TEST_F(SqliteResultStoreTest, RunsAreListedLatestFirstAndFiltered) {
