@@ -598,6 +598,40 @@ int CheckSeries(const HistoryFlags& f) {
   return report.failures > 0 ? 1 : 0;
 }
 
+// history prune ------------------------------------------------------------
+
+int Prune(const HistoryFlags& f) {
+  if (f.older_than.empty() && f.keep == 0) return Fail(2, "history prune: give --older-than, --keep or both");
+  results::PruneRule rule;
+  rule.dry_run = f.dry_run;
+  if (!f.older_than.empty()) {
+    auto before = ParseSince(f.older_than, std::chrono::system_clock::now());
+    if (!before.ok()) {
+      std::string why = before.status().message();
+      if (why.rfind("--since", 0) == 0) why = "--older-than" + why.substr(7);
+      return Fail(2, why);
+    }
+    rule.older_than_ns = *before;
+  }
+  if (f.keep > 0) rule.keep_per_series = f.keep;
+  results::OpenOptions oo;
+  oo.create = false;
+  auto store = results::OpenResultStore(f.prune_store, oo);
+  if (!store.ok()) return Fail(ExitCodeFor(store.status()), store.status().message());
+  auto gone = (*store)->Prune(rule);
+  if (!gone.ok()) return Fail(ExitCodeFor(gone.status()), gone.status().message());
+  std::string out;
+  for (const results::PrunedRun& r : *gone) {
+    out += (f.dry_run ? "would remove run " : "removed run ") + std::to_string(r.id) + " " + r.name + " (" +
+           (r.start_ns ? api::FormatTime(api::Time(std::chrono::nanoseconds(*r.start_ns))) : std::string("never started")) +
+           ")\n";
+  }
+  out += std::to_string(gone->size()) + (gone->size() == 1 ? " run " : " runs ") +
+         (f.dry_run ? "would be removed" : "removed") + " from " + (*store)->Describe() + "\n";
+  std::fputs(out.c_str(), stdout);
+  return 0;
+}
+
 }  // namespace
 
 HistoryCommand AddHistoryCommand(CLI::App& app, HistoryFlags& f) {
@@ -636,10 +670,23 @@ HistoryCommand AddHistoryCommand(CLI::App& app, HistoryFlags& f) {
   c.check->add_option("--metric", f.metric, "rps, p99 or both (default)");
   c.check->add_option("--format", f.format, "text (default), json or junit");
   c.check->add_option("--output", f.output, "Write the report here (json, junit: the text still goes to stdout)");
+
+  c.prune = c.history->add_subcommand("prune", "Remove old runs: by age, or all but the newest N of each series");
+  AddStoreOption(*c.prune, f.prune_store, "The result store", false);
+  c.prune->add_option("--older-than", f.older_than, "Runs started before this: an age (90d) or a time");
+  c.prune->add_option("--keep", f.keep, "Keep the newest N runs of each series; remove runs that are in none's")
+      ->check(CLI::PositiveNumber);
+  c.prune->add_flag("--dry-run", f.dry_run, "Say which runs would go; remove nothing");
   return c;
 }
 
 int RunHistoryCommand(const HistoryCommand& c, const HistoryFlags& f) {
+  if (c.prune->parsed()) {
+    HistoryFlags prune = f;
+    if (prune.prune_store.empty()) prune.prune_store = f.store;
+    if (prune.prune_store.empty()) return Fail(2, "--store: required (or set FAIRBENCH_STORE)");
+    return Prune(prune);
+  }
   if (c.check->parsed()) {
     HistoryFlags check = f;
     if (check.check_store.empty()) check.check_store = f.store;

@@ -24,6 +24,12 @@
 //     threshold worse than the segment before the change. --label and
 //     --since keep the runs they match in each series.
 //
+//   fairbench history prune --store PATH [--older-than AGE|TIME] [--keep N]
+//                     [--dry-run]
+//     removes the runs started before --older-than, and those that are
+//     not among the newest N runs of any series of theirs (--keep), in
+//     one transaction; --dry-run says which would go.
+//
 // --since takes an RFC 3339 time (2026-12-01T00:00:00Z), a date
 // (2026-12-01, UTC) or an age (36h, 7d). The store must exist: history
 // never creates one.
@@ -61,12 +67,18 @@ struct HistoryFlags {
   std::string metric = "both";
   std::string format = "text";
   std::string output;
+  // history prune
+  std::string prune_store;
+  std::string older_than;
+  int64_t keep = 0;
+  bool dry_run = false;
 };
 
 struct HistoryCommand {
   CLI::App* history = nullptr;
   CLI::App* series = nullptr;
   CLI::App* check = nullptr;
+  CLI::App* prune = nullptr;
 };
 
 HistoryCommand AddHistoryCommand(CLI::App& app, HistoryFlags& flags);

@@ -168,6 +168,34 @@ TEST_F(HistoryCommandTest, BadFilesAreRefusedNamingTheFieldAndNothingOfThemIsSto
   EXPECT_NE(o.err.find("--store"), std::string::npos) << o.err;
 }
 
+// Catches: prune without a rule or with a bad one doing anything, a dry
+// run that removes, --older-than not removing an old run.
+TEST_F(HistoryCommandTest, PruneRemovesOldRunsAndSaysWhich) {
+  ASSERT_EQ(Fairbench("import " + kLocalRun + " --store " + db_).code, 0);
+  Outcome o = Fairbench("history prune --store " + db_);
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("--older-than, --keep or both"), std::string::npos) << o.err;
+  o = Fairbench("history prune --store " + db_ + " --older-than soon");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("--older-than"), std::string::npos) << o.err;
+  o = Fairbench("history prune --store " + db_ + " --keep 1 --dry-run");
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("0 runs would be removed"), std::string::npos) << o.out;
+  // The record's run started 2026-12-05T20:41:48Z.
+  o = Fairbench("history prune --store " + db_ + " --older-than 2026-12-05T20:41:48Z");
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("0 runs removed"), std::string::npos) << o.out;
+  o = Fairbench("history prune --store " + db_ + " --older-than 2026-12-06 --dry-run");
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("would remove run 1 "), std::string::npos) << o.out;
+  EXPECT_EQ(Sql("SELECT count(*) FROM runs"), "1\n");
+  o = Fairbench("history prune --store " + db_ + " --older-than 2026-12-06");
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("1 run removed"), std::string::npos) << o.out;
+  EXPECT_EQ(Sql("SELECT count(*) FROM runs"), "0\n");
+  EXPECT_EQ(Sql("SELECT count(*) FROM cells"), "0\n");
+}
+
 // Catches: `run --store` not storing the finished run, or a store that
 // fails taking the run's files with it, or failing silently (exit 0).
 TEST_F(HistoryCommandTest, RunStoresTheFinishedRunAndKeepsItsFilesWhenTheStoreFails) {

@@ -105,6 +105,24 @@ struct Series {
   std::vector<std::string> other_fingerprints;  // those fingerprints
 };
 
+// Retention (`history prune`): a run goes when it started before
+// `older_than_ns`, or when it is not among the newest `keep_per_series`
+// runs of any series it is part of (a series as history makes it: target,
+// scenario, connections and rate under one fingerprint; a run without
+// cells is in no series). Either rule, or both (a run goes when either
+// says so).
+struct PruneRule {
+  std::optional<int64_t> older_than_ns;
+  std::optional<int64_t> keep_per_series;
+  bool dry_run = false;  // say what would go, remove nothing
+};
+
+struct PrunedRun {
+  int64_t id = 0;
+  std::string name;
+  std::optional<int64_t> start_ns;
+};
+
 class ResultStore {
  public:
   virtual ~ResultStore() = default;
@@ -119,6 +137,10 @@ class ResultStore {
   // The record's results.json as stored (report::ToJsonText); NotFound
   // for an unknown id.
   virtual Result<std::string> LoadResultsJson(int64_t id) = 0;
+  // Removes the runs `rule` selects, their records and index rows with
+  // them, in one transaction; the runs removed (or that would be), oldest
+  // first.
+  virtual Result<std::vector<PrunedRun>> Prune(const PruneRule& rule) = 0;
   // "SQLite store /path/results.db": for messages.
   virtual std::string Describe() const = 0;
 };

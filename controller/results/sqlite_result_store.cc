@@ -568,4 +568,32 @@ Result<std::string> SqliteResultStore::LoadResultsJson(int64_t id) {
   return std::move(*text);
 }
 
+Result<std::vector<PrunedRun>> SqliteResultStore::Prune(const PruneRule& rule) {
+  if (!rule.older_than_ns && !rule.keep_per_series) return Status::InvalidArgument("prune: no rule given");
+  if (rule.keep_per_series && *rule.keep_per_series < 1) return Status::InvalidArgument("prune: keep at least 1 run");
+  Transaction tx(db_);
+  // Runs the age rule removes, and those among the newest N of no series.
+  Statement q(db_,
+              "WITH series_runs AS (SELECT DISTINCT c.run_id, c.target, c.scenario, c.connections, c.rate, "
+              "r.fingerprint, r.start_ns FROM cells c JOIN runs r ON r.id = c.run_id), "
+              "ranked AS (SELECT run_id, ROW_NUMBER() OVER (PARTITION BY target, scenario, connections, rate, "
+              "fingerprint ORDER BY start_ns DESC, run_id DESC) AS newest FROM series_runs) "
+              "SELECT id, name, start_ns FROM runs WHERE "
+              "(?1 IS NOT NULL AND start_ns IS NOT NULL AND start_ns < ?1) OR "
+              "(?2 IS NOT NULL AND id NOT IN (SELECT run_id FROM ranked WHERE newest <= ?2)) "
+              "ORDER BY start_ns, id");
+  q.Bind(rule.older_than_ns, rule.keep_per_series);
+  std::vector<PrunedRun> gone;
+  while (q.Step()) gone.push_back(PrunedRun{q.Int(0), q.Text(1), q.OptionalInt(2)});
+  if (!q.ok()) return Fail("cannot select the runs to prune");
+  if (rule.dry_run) return gone;
+  Statement del(db_, "DELETE FROM runs WHERE id = ?");
+  for (const PrunedRun& r : gone) {
+    // The records, targets, cells and labels go with the run (ON DELETE CASCADE).
+    if (!del.Bind(r.id).Run()) return Fail("cannot remove run " + std::to_string(r.id));
+  }
+  if (!tx.Commit()) return Fail("cannot commit the pruning");
+  return gone;
+}
+
 }  // namespace fairbench::results

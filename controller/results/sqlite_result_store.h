@@ -66,6 +66,7 @@ class SqliteResultStore final : public ResultStore {
   Result<Series> QuerySeries(const SeriesQuery& query) override;
   Result<std::vector<SeriesKey>> ListSeries(const std::string& target, const std::string& scenario) override;
   Result<std::string> LoadResultsJson(int64_t id) override;
+  Result<std::vector<PrunedRun>> Prune(const PruneRule& rule) override;
   std::string Describe() const override { return "SQLite store " + path_; }
 
   int schema_version() const { return schema_version_; }

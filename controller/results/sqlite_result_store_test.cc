@@ -420,6 +420,57 @@ TEST_F(SqliteResultStoreTest, EverySeriesIsListedOnce) {
   EXPECT_TRUE(none->empty());
 }
 
+// Retention: all but the newest N runs of each series (a run that is among
+// the newest of any of its series stays), or by age; the records, cells,
+// targets and labels of a removed run go with it. Counted with sqlite3's
+// CLI on the file.
+// Catches: a run removed while another series still needs it, the
+// fingerprint left out of a series, a dry run that removes, rows of a
+// removed run left behind.
+TEST_F(SqliteResultStoreTest, PruneKeepsTheNewestRunsOfEachSeriesOrRemovesByAge) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->Store(MakeRun("a1", 100, {1000})).ok());
+  ASSERT_TRUE(store->Store(MakeRun("a2", 200, {1000})).ok());
+  ASSERT_TRUE(store->Store(MakeRun("a3", 300, {1000})).ok());
+  ASSERT_TRUE(store->Store(MakeRun("b1", 150, {1000}, "Linux 6.1.0", {1000})).ok());   // its own load
+  ASSERT_TRUE(store->Store(MakeRun("k1", 250, {1000}, "Linux 6.12.0")).ok());         // its own machine
+  auto names = [](const std::vector<PrunedRun>& runs) {
+    std::string out;
+    for (const PrunedRun& r : runs) out += r.name + " ";
+    return out;
+  };
+  PruneRule keep;
+  keep.keep_per_series = 2;
+  keep.dry_run = true;
+  auto would = store->Prune(keep);
+  ASSERT_TRUE(would.ok()) << would.status().ToString();
+  EXPECT_EQ(names(*would), "a1 ");
+  EXPECT_EQ(Sql("SELECT count(*) FROM runs"), "5\n") << "a dry run removed something";
+  keep.dry_run = false;
+  auto gone = store->Prune(keep);
+  ASSERT_TRUE(gone.ok());
+  EXPECT_EQ(names(*gone), "a1 ");
+  EXPECT_EQ(Sql("SELECT group_concat(name, ' ') FROM (SELECT name FROM runs ORDER BY start_ns)"), "b1 a2 k1 a3\n");
+  for (const char* table : {"cells", "run_records", "run_targets", "run_labels"}) {
+    EXPECT_EQ(Sql(std::string("SELECT count(*) FROM ") + table + " WHERE run_id NOT IN (SELECT id FROM runs)"), "0\n")
+        << table;
+  }
+  EXPECT_EQ(Sql("PRAGMA integrity_check"), "ok\n");
+
+  PruneRule old;
+  old.older_than_ns = int64_t{260} * 1'000'000'000;
+  auto aged = store->Prune(old);
+  ASSERT_TRUE(aged.ok());
+  EXPECT_EQ(names(*aged), "b1 a2 k1 ");
+  EXPECT_EQ(Sql("SELECT name FROM runs"), "a3\n");
+
+  PruneRule none;
+  EXPECT_FALSE(store->Prune(none).ok());
+  none.keep_per_series = 0;
+  EXPECT_FALSE(store->Prune(none).ok());
+}
+
 // Catches: list filters that do not filter (target, scenario, label, since),
 // a limit that keeps the oldest instead of the latest.
 TEST_F(SqliteResultStoreTest, RunsAreListedLatestFirstAndFiltered) {
