@@ -273,6 +273,7 @@ TEST_F(ChartE2eTest, AHelmUpgradeRollsTheControllersAndTheRunInFlightFinishes) {
       [&] {
         if (revision() != "2") return false;
         const json pods = Get("pods", "-l", "app.kubernetes.io/component=controller");
+        if (!pods.is_object()) return false;  // kubectl failed (the API server busy with the upgrade): ask again
         int new_ones = 0;
         for (const json& p : pods.value("items", json::array())) {
           const json& c = p["spec"]["containers"][0];

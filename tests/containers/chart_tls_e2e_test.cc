@@ -183,6 +183,7 @@ TEST_F(ChartTlsE2eTest, AgentsReachTheControllerOverMutualTlsAndNothingElseDoes)
         leader = Leader();
         if (leader.empty() || leader == old_leader || ReadyControllers() != 1) return false;
         const json pods = Get("pods", "-l", "app.kubernetes.io/component=controller");
+        if (!pods.is_object()) return false;  // kubectl failed (the API server busy with the upgrade): ask again
         for (const json& p : pods.value("items", json::array())) {
           if (p["metadata"].contains("deletionTimestamp")) return false;
           if (p["spec"]["containers"][0]["args"].dump().find("--log-level=debug") == std::string::npos) return false;
