@@ -205,6 +205,11 @@ class ClusterTest : public ::testing::Test {
     const json listed = json::parse(ReadFile(listed_file), nullptr, false);
     ASSERT_FALSE(listed.is_discarded()) << listed_file;
     std::set<json> known(listed["requests"].begin(), listed["requests"].end());
+    // Granted by the chart though not reached every time (tests/chart/
+    // chart_rbac_test.cc, UnreachedRequests): an Event repeated within the
+    // recorder's aggregation window is patched, which only some runs (under
+    // faults, retries) bring about.
+    known.insert(json{{"verb", "patch"}, {"apiGroup", ""}, {"resource", "events"}, {"namespaced", true}});
     for (const json& kind : used) {
       EXPECT_TRUE(known.count(kind) != 0)
           << "fairbench-controller made a request " << listed_file
