@@ -1,5 +1,7 @@
 #include "common/cpu_view.h"
 
+#include "common/log_lines.h"
+
 #include <unistd.h>
 
 #include <charconv>
@@ -221,17 +223,8 @@ std::optional<CpuView> CpuViewFromJson(const nlohmann::json& j) {
 }
 
 std::optional<CpuView> CpuViewFromLog(std::string_view log) {
-  size_t at = 0;
-  while (at < log.size()) {
-    size_t end = log.find('\n', at);
-    if (end == std::string_view::npos) end = log.size();
-    std::string_view line = log.substr(at, end - at);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.substr(0, kCpuViewPrefix.size()) == kCpuViewPrefix) {
-      const auto json = nlohmann::json::parse(line.substr(kCpuViewPrefix.size()), nullptr, false);
-      if (auto v = CpuViewFromJson(json)) return v;
-    }
-    at = end + 1;
+  for (std::string_view rest : LinesAfter(log, kCpuViewPrefix)) {
+    if (auto v = CpuViewFromJson(nlohmann::json::parse(rest, nullptr, false))) return v;
   }
   return std::nullopt;
 }

@@ -2,20 +2,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/log_lines.h"
+
 namespace fairbench::controller {
 
 std::optional<std::string> TargetFactsFromLog(std::string_view log) {
-  constexpr std::string_view kPrefix = "fairbench-target-facts: ";
-  size_t at = 0;
-  while (at < log.size()) {
-    size_t end = log.find('\n', at);
-    if (end == std::string_view::npos) end = log.size();
-    const std::string_view line = log.substr(at, end - at);
-    if (line.substr(0, kPrefix.size()) == kPrefix) {
-      const auto facts = nlohmann::json::parse(line.substr(kPrefix.size()), nullptr, false);
-      if (facts.is_object()) return "facts: " + facts.dump();
-    }
-    at = end + 1;
+  for (std::string_view rest : LinesAfter(log, "fairbench-target-facts: ")) {
+    const auto facts = nlohmann::json::parse(rest, nullptr, false);
+    if (facts.is_object()) return "facts: " + facts.dump();
   }
   return std::nullopt;
 }

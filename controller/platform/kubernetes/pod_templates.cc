@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "common/api/cells.h"
+#include "common/log_lines.h"
 #include "common/api/quantity.h"
 
 namespace fairbench::controller::k8s {
@@ -141,19 +142,9 @@ Json OwnerReferences(const RunIdentity& run) {
 }
 
 std::optional<std::string> NofileInForce(std::string_view log) {
-  constexpr std::string_view kPrefix = "fairbench-nofile: nofile ";
-  size_t at = 0;
-  while (at < log.size()) {
-    size_t end = log.find('\n', at);
-    if (end == std::string_view::npos) end = log.size();
-    std::string_view line = log.substr(at, end - at);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.substr(0, kPrefix.size()) == kPrefix) {
-      const std::string_view value = line.substr(kPrefix.size());
-      const bool number = !value.empty() && value.find_first_not_of("0123456789") == std::string_view::npos;
-      if (number || value == "unlimited") return std::string(value);
-    }
-    at = end + 1;
+  for (std::string_view value : LinesAfter(log, "fairbench-nofile: nofile ")) {
+    const bool number = !value.empty() && value.find_first_not_of("0123456789") == std::string_view::npos;
+    if (number || value == "unlimited") return std::string(value);
   }
   return std::nullopt;
 }
