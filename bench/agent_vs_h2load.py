@@ -23,7 +23,9 @@ fairbench-agent (`fairbench-agent load --h2c|--h2 --streams S`) is
 compared when it has those flags; otherwise that part is skipped with a
 message and h2load's figures are printed alone. The ratios printed are
 fairbench-agent ÷ h2load, the median of the pairs' ratios (targets:
-requests/s ≥ 1.0, CPU per request ≤ 0.9).
+requests/s ≥ 1.0, CPU per request ≤ 0.9, each judged by the pairs' 95 %
+interval, bench/verdicts.py: met, not worse or missed; none from fewer
+than 7 pairs).
 
     bench/agent_vs_h2load.py [--protocols h2c,h2] [--streams 10,100] [--connections 10] [--runs 3]
                              [--duration 10] [--agent build/bin/fairbench-agent] [--json out.json]
@@ -41,8 +43,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agent_vs_wrk import (free_port, idle_line, parse_output, process_cpu, ratio_stats, run_measured, served,  # noqa: E402
-                          spread_text, verdict, wait_port)
+from agent_vs_wrk import free_port, idle_line, parse_output, process_cpu, run_measured, served, wait_port  # noqa: E402
+from verdicts import ratio_stats, spread_text, verdict  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -253,7 +255,7 @@ def main():
                 idle = sorted({r["idle"] for r in runs["fairbench"] if r.get("idle")})
                 if idle:
                     print(f"   fairbench-agent's idle wait: {'; '.join(idle)}")
-                print(f"   targets (within the pairs' 95% interval): requests/s (server/window) ≥ 1.0 "
+                print(f"   targets (by the pairs' 95% interval, bench/verdicts.py): requests/s (server/window) ≥ 1.0 "
                       f"{verdict(stats['server_rps_window'], 1.0, False)}; CPU per request ≤ 0.9 "
                       f"{verdict(stats['cpu_per_request_us'], 0.9, True)}; nginx CPU per request ≤ 1.0 "
                       f"{verdict(stats['server_cpu_per_request_us'], 1.0, True)}")

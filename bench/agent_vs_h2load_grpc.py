@@ -24,7 +24,9 @@ counted than served is invalid. The pairs are interleaved (the order turns
 each run) and the ratios printed are the median of the pairs' ratios with
 their range and the 95 % interval of the mean: fairbench ÷ h2load (targets:
 calls/s ≥ 1.0, CPU per call ≤ 0.9), and fairbench ÷ agent-h2c for CPU per
-call (the cost of gRPC's framing and status accounting).
+call (the cost of gRPC's framing and status accounting). Each target's
+verdict comes from the pairs' 95 % interval (bench/verdicts.py: met, not
+worse or missed; none from fewer than 7 pairs).
 
     bench/agent_vs_h2load_grpc.py [--streams 10,100] [--connections 10] [--runs 7] [--duration 5]
                                   [--api callback|sync] [--server-threads 1]
@@ -44,7 +46,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agent_vs_wrk import free_port, process_cpu, ratio_stats, run_measured, spread_text, verdict, wait_port  # noqa: E402
+from agent_vs_wrk import free_port, process_cpu, run_measured, wait_port  # noqa: E402
+from verdicts import ratio_stats, spread_text, verdict  # noqa: E402
 from agent_vs_h2load import parse_h2load  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -218,7 +221,7 @@ def main():
             print(f"   {'peak RSS MiB':30}" + "".join(f"{med[t]['rss_kb'] / 1024:>12.1f}" for t in tools))
             print(f"   agent CPU per gRPC call ÷ per HTTP/2 request (same bytes): "
                   f"{vs_h2c['cpu_per_call_us']['median']:.2f}  {spread_text(vs_h2c['cpu_per_call_us'])}")
-            print(f"   targets (within the pairs' 95% interval): calls/s (server/window) ≥ 1.0 "
+            print(f"   targets (by the pairs' 95% interval, bench/verdicts.py): calls/s (server/window) ≥ 1.0 "
                   f"{verdict(vs_h2load['server_rps_window'], 1.0, False)}; CPU per call ≤ 0.9 "
                   f"{verdict(vs_h2load['cpu_per_call_us'], 0.9, True)}")
         if args.json:

@@ -29,7 +29,10 @@ Per tool it also prints the generator's CPU seconds per request served
 separate, shorter run under strace -c -f) and peak RSS — and fairbench's
 ratio to wrk; and nginx's own CPU time per request served and its busy
 share of the run's wall time (from /proc), which show whether the server
-was the bottleneck and what each tool's requests cost it.
+was the bottleneck and what each tool's requests cost it. Its targets
+(requests/s ≥ 1.0, CPU per request ≤ 0.9, nginx's CPU per request ≤ 1.0)
+are judged by the pairs' 95 % interval (bench/verdicts.py: met, not worse
+or missed; none from fewer than 7 pairs).
 
 HTTPS (--modes https,https-short): nginx also listens with TLS (a
 self-signed ECDSA P-256 certificate made with `openssl req -x509` for the
@@ -55,6 +58,8 @@ import statistics
 import subprocess
 import tempfile
 import time
+
+from verdicts import ratio_stats, spread_text, verdict
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -92,35 +97,6 @@ TLS_SERVER = """  server {{
     location / {{ default_type text/plain; return 200 "Hello, World!"; }}
   }}
 """
-
-
-# Student's t, 97.5 % quantile, for 1..30 degrees of freedom (then 1.96).
-T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
-
-
-def ratio_stats(values):
-    """The pairs' ratios: median, mean with its 95 % confidence interval (Student's t, as `fairbench compare`
-    gives a mean), and range."""
-    n = len(values)
-    mean = statistics.fmean(values)
-    half = 0.0
-    if n > 1:
-        t = T975[n - 2] if n - 2 < len(T975) else 1.96
-        half = t * statistics.stdev(values) / n ** 0.5
-    return {"median": statistics.median(values), "mean": mean, "ci95": [mean - half, mean + half],
-            "min": min(values), "max": max(values), "n": n}
-
-
-def spread_text(st):
-    """"1.03 [0.98–1.07], 95 % CI of the mean 1.00–1.05": the median ratio, the range, the interval."""
-    return f"[{st['min']:.2f}–{st['max']:.2f}]  mean {st['mean']:.3f}, 95% CI {st['ci95'][0]:.3f}–{st['ci95'][1]:.3f}"
-
-
-def verdict(st, target, at_most):
-    """A target met within the pairs' 95 % interval: for "≤ target", the interval reaches down to it."""
-    ok = st["ci95"][0] <= target if at_most else st["ci95"][1] >= target
-    return "met" if ok else "MISSED"
 
 
 def free_port():
@@ -396,7 +372,7 @@ def main():
             if idle:
                 print(f"   fairbench-agent's idle wait: {'; '.join(idle)}")
             if runs["mode"] != "https-short":
-                print(f"   targets (within the pairs' 95% interval): requests/s (server/window) ≥ 1.0 "
+                print(f"   targets (by the pairs' 95% interval, bench/verdicts.py): requests/s (server/window) ≥ 1.0 "
                       f"{verdict(stats['server_rps_window'], 1.0, False)}; CPU per request ≤ 0.9 "
                       f"{verdict(stats['cpu_per_request_us'], 0.9, True)}; nginx CPU per request ≤ 1.0 "
                       f"{verdict(stats['server_cpu_per_request_us'], 1.0, True)}")

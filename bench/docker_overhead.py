@@ -9,7 +9,8 @@
    (stub_status) over the agent's own window; CPU per request is the agent's
    own figure (its summary's "Generator CPU" line: the same code measures
    both). Ratios are container / process, median of the pairs with their
-   range (targets: requests/s >= 0.97, CPU per request <= 1.03).
+   range and the 95 % interval of their mean (targets: requests/s >= 0.97,
+   CPU per request <= 1.03, judged by that interval: bench/verdicts.py).
 
 2. Wall time between cells: the same two reference targets (Boost.Beast and
    cpp-httplib), one scenario, 1 s cells, run locally (processes) and with
@@ -39,6 +40,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from agent_vs_wrk import NGINX_CONF, free_port, parse_output, process_cpu, served, wait_port  # noqa: E402
+from verdicts import ratio_stats, verdict  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -96,12 +98,15 @@ def part_agent(args, results):
                       f"{r['cpu_per_request_us']:5.2f} us CPU/req  nginx {r['nginx_cpu_per_request_us']:5.2f} us/req")
         rps = [c["server_rps_window"] / p["server_rps_window"] for p, c in zip(runs["process"], runs["container"])]
         cpu = [c["cpu_per_request_us"] / p["cpu_per_request_us"] for p, c in zip(runs["process"], runs["container"])]
-        m, lo, hi = spread(rps)
+        rps_st, cpu_st = ratio_stats(rps), ratio_stats(cpu)
         print(f"\nagent in a container / as a process, {args.pairs} pairs, c={args.connections}, {args.duration}s:")
-        print(f"  requests/s (nginx's count)  {m:.3f}  [{lo:.3f} – {hi:.3f}]   target >= 0.97")
-        m2, lo2, hi2 = spread(cpu)
-        print(f"  CPU per request (agent's)   {m2:.3f}  [{lo2:.3f} – {hi2:.3f}]   target <= 1.03")
-        results["agent"] = {"runs": runs, "rps_ratio": [m, lo, hi], "cpu_ratio": [m2, lo2, hi2]}
+        for label, st, target, at_most in (("requests/s (nginx's count)", rps_st, 0.97, False),
+                                           ("CPU per request (agent's) ", cpu_st, 1.03, True)):
+            print(f"  {label}  {st['median']:.3f}  [{st['min']:.3f} – {st['max']:.3f}]  95% CI {st['ci95'][0]:.3f} – "
+                  f"{st['ci95'][1]:.3f}   target {'<=' if at_most else '>='} {target}: {verdict(st, target, at_most)}")
+        results["agent"] = {"runs": runs, "rps_ratio": [rps_st["median"], rps_st["min"], rps_st["max"]],
+                            "cpu_ratio": [cpu_st["median"], cpu_st["min"], cpu_st["max"]],
+                            "rps_ratio_stats": rps_st, "cpu_ratio_stats": cpu_st}
     finally:
         nginx.terminate()
         nginx.wait()
