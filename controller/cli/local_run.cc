@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
@@ -13,7 +14,9 @@
 #include "common/api/well_known.h"
 #include "common/report/html.h"
 #include "common/report/markdown.h"
+#include "controller/cli/hlog_recorder.h"
 #include "controller/cli/store_flag.h"
+#include "controller/orchestrator/observer_fanout.h"
 #include "controller/platform/docker/docker_platform.h"
 #include "controller/platform/local/local_platform.h"
 #include "controller/platform/local/process.h"
@@ -184,7 +187,12 @@ bool CarryOutRun(const api::BenchmarkRun& run, const std::string& base_dir, size
 
   OrchestratorOptions oo;
   oo.fairbench_version = FAIRBENCH_VERSION;
-  Orchestrator orchestrator(*platform->platform, c.agents, oo, c.observer);
+  // Each cell's intervals as HdrHistogram logs, beside the other observers.
+  HlogRecorder hlogs(std::filesystem::path(output) / "hlog", "Logged with fairbench " FAIRBENCH_VERSION);
+  std::vector<RunObserver*> observers{&hlogs};
+  if (c.observer != nullptr) observers.insert(observers.begin(), c.observer);
+  ObserverFanout fanout(std::move(observers));
+  Orchestrator orchestrator(*platform->platform, c.agents, oo, &fanout);
   c.running(&orchestrator);
   if (!f.quiet) {
     std::fprintf(stderr, "fairbench: run %s: %zu cells; targets on CPUs %s, agents on CPUs %s; output in %s\n",
