@@ -5,6 +5,7 @@
 //   fairbench compare BASE.json NEW.json              two runs cell by cell, with their noise
 //   fairbench import FILE... --store PATH             results.json files into a result store
 //   fairbench history [series|check] --store PATH     the runs of a result store, one series, the CI gate
+//   fairbench serve --store PATH [--listen H:P]       a read-only web page over a result store
 //   fairbench crd                                     the BenchmarkRun CRD, for kubectl apply
 #include <cstdio>
 #include <string>
@@ -19,6 +20,7 @@
 #include "controller/cli/history_command.h"
 #include "controller/cli/import_command.h"
 #include "controller/cli/run_command.h"
+#include "controller/cli/serve_command.h"
 
 int main(int argc, char** argv) {
   fairbench::KeepLargeBlocksInTheHeap();
@@ -35,6 +37,8 @@ int main(int argc, char** argv) {
   CLI::App* import_cmd = fairbench::controller::AddImportCommand(app, import);
   fairbench::controller::HistoryFlags history;
   const fairbench::controller::HistoryCommand history_cmd = fairbench::controller::AddHistoryCommand(app, history);
+  fairbench::controller::ServeFlags serve;
+  CLI::App* serve_cmd = fairbench::controller::AddServeCommand(app, serve);
   CLI::App* crd_cmd = app.add_subcommand("crd", "Print the BenchmarkRun CustomResourceDefinition (YAML)");
   if (auto code = fairbench::ParseCommandLine(app, argc, argv, "fairbench")) return *code;
   if (run_cmd->parsed()) return fairbench::controller::RunRunCommand(run);
@@ -42,6 +46,7 @@ int main(int argc, char** argv) {
   if (compare_cmd->parsed()) return fairbench::controller::RunCompareCommand(compare);
   if (import_cmd->parsed()) return fairbench::controller::RunImportCommand(import);
   if (history_cmd.history->parsed()) return fairbench::controller::RunHistoryCommand(history_cmd, history);
+  if (serve_cmd->parsed()) return fairbench::controller::RunServeCommand(serve);
   if (crd_cmd->parsed()) {
     std::fputs(fairbench::api::BenchmarkRunCrdYaml().c_str(), stdout);
     return 0;

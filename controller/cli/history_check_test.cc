@@ -66,7 +66,10 @@ class HistoryCheckTest : public ::testing::Test {
   // and at 20 connections, two repetitions each); `rps(run, connections)`
   // is the level around which each repetition's requests/s lies (±1 %);
   // p99 stays near 500 µs throughout.
-  void Fill(const std::function<double(int run, int connections)>& rps) {
+  // `build(run)`, when given, is which build of beast the run ran (its
+  // "identity:" note).
+  void Fill(const std::function<double(int run, int connections)>& rps,
+            const std::function<std::string(int run)>& build = nullptr) {
     uint64_t noise = 43;
     std::string files;
     for (int i = 0; i < kRuns; ++i) {
@@ -79,6 +82,7 @@ class HistoryCheckTest : public ::testing::Test {
       d["run"]["metadata"]["uid"] = std::string("uid-") + name;
       d["run"]["status"]["startTime"] = start;
       d["run"]["status"]["completionTime"] = end;
+      if (build) d["environment"]["notes"].push_back("target beast: identity: " + build(i));
       for (auto& c : d["cells"]) {
         auto& r = c["result"];
         r["requestsPerSecond"] = std::round(rps(i, r["connections"].get<int>()) * (1 + Noise(noise)));
@@ -170,6 +174,42 @@ TEST_F(HistoryCheckTest, FindsTheOneRegressionAtItsRunAndGatesOnTheThreshold) {
 
 // Catches: an improvement (requests/s up) that fails the gate; a
 // regression since undone that still fails it.
+// Catches: a change point whose runs ran different builds of the target
+// not saying so (the first thing a reader asks), one saying so where the
+// build stayed, and the series table without the build of each run.
+TEST_F(HistoryCheckTest, AChangeWhereTheBuildChangedSaysSo) {
+  auto build = [](int run) { return run >= kStepAt ? "image sha256:bbbbbbbbbbbbbbbb" : "image sha256:aaaaaaaaaaaaaaaa"; };
+  Fill([](int run, int connections) { return connections == 10 && run >= kStepAt ? 36000.0 : 40000.0; }, build);
+  Outcome o = Fairbench("history check --store " + db_ + " --threshold 5%");
+  ASSERT_EQ(o.code, 1) << o.err << o.out;
+  EXPECT_NE(o.out.find("between run 12 nightly-11 (2026-11-12T02:00:00Z) and run 13 nightly-12 (2026-11-13T02:00:00Z)"),
+            std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("; the target's build changed: image sha256:aaaaaaaaaaaaaaaa -> image sha256:bbbbbbbbbbbbbbbb"),
+            std::string::npos)
+      << o.out;
+  o = Fairbench("history check --store " + db_ + " --threshold 5% --format json");
+  const auto j = nlohmann::json::parse(o.out);
+  int changes = 0;
+  for (const auto& s : j["series"]) {
+    for (const auto& m : s["metrics"]) {
+      for (const auto& c : m["changes"]) {
+        ++changes;
+        EXPECT_TRUE(c["buildChanged"].get<bool>());
+        EXPECT_EQ(c["before"]["identity"], "image sha256:aaaaaaaaaaaaaaaa");
+        EXPECT_EQ(c["after"]["identity"], "image sha256:bbbbbbbbbbbbbbbb");
+      }
+    }
+  }
+  EXPECT_EQ(changes, 1);
+  o = Fairbench("history series --store " + db_ + " --target beast --scenario hello --connections 10");
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("BUILD"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("nightly-12"), std::string::npos);
+  const size_t row = o.out.find("nightly-12");
+  EXPECT_NE(o.out.substr(row, o.out.find('\n', row) - row).find("sha256:bbbbbbbbbbbb"), std::string::npos) << o.out;
+}
+
 TEST_F(HistoryCheckTest, ImprovementsAndRegressionsUndonePass) {
   Fill([](int run, int connections) {
     if (connections == 10) return run >= kStepAt ? 44000.0 : 40000.0;  // 10 % better

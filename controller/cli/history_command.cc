@@ -17,6 +17,7 @@
 #include "common/units.h"
 #include "controller/cli/store_flag.h"
 #include "controller/results/result_store.h"
+#include "controller/results/series_changes.h"
 
 namespace fairbench::controller {
 namespace {
@@ -50,6 +51,14 @@ Result<int64_t> ParseSince(const std::string& text, std::chrono::system_clock::t
 std::string TimeText(const std::optional<int64_t>& ns) {
   if (!ns) return "-";
   return api::FormatTimeSeconds(api::Time(std::chrono::nanoseconds(*ns)));
+}
+
+// "sha256:0123456789ab" of "image sha256:0123…" or "binary /usr/bin/x
+// sha256:…": enough to tell builds apart in a column; the whole otherwise.
+std::string ShortIdentity(const std::string& identity) {
+  const size_t at = identity.rfind("sha256:");
+  if (at == std::string::npos) return identity.empty() ? "-" : identity;
+  return identity.substr(at, std::string("sha256:").size() + 12);
 }
 
 // Columns padded to their widest cell, counted in characters (µs is one).
@@ -129,6 +138,11 @@ int ListRuns(const HistoryFlags& f) {
       j["cells"] = r.cells;
       j["totalCells"] = r.cells_total;
       j["targets"] = r.targets;
+      nlohmann::ordered_json builds = nlohmann::ordered_json::object();
+      for (size_t i = 0; i < r.targets.size() && i < r.identities.size(); ++i) {
+        if (!r.identities[i].empty()) builds[r.targets[i]] = r.identities[i];
+      }
+      j["identities"] = builds;
       list.push_back(std::move(j));
     }
     out = nlohmann::ordered_json{{"runs", list}}.dump(2) + "\n";
@@ -189,6 +203,7 @@ int ShowSeries(const HistoryFlags& f) {
         pj["p99Us"] = nullptr;
       }
       pj["errors"] = p.errors;
+      pj["identity"] = p.identity;
       points.push_back(std::move(pj));
     }
     j["points"] = points;
@@ -200,14 +215,22 @@ int ShowSeries(const HistoryFlags& f) {
           (q.rate > 0 ? ", " + std::to_string(q.rate) + " requests/s" : "") + ", fingerprint " +
           series->fingerprint.substr(0, 12) + ": " + std::to_string(series->points.size()) + " runs\n";
     std::vector<std::vector<std::string>> rows = {{"RUN", "STARTED", "NAME", "REQUESTS/S", "P99", "ERRORS", "REPS"}};
+    // Which build ran, when the runs say: a change of build beside a change
+    // of the numbers.
+    const bool builds = std::any_of(series->points.begin(), series->points.end(),
+                                    [](const results::SeriesPoint& p) { return !p.identity.empty(); });
+    if (builds) rows[0].push_back("BUILD");
     for (const results::SeriesPoint& p : series->points) {
       const bool any = p.succeeded > 0;
       rows.push_back({std::to_string(p.run_id), TimeText(p.start_ns), p.run_name,
                       any ? report::FormatRate(p.requests_per_second) : "failed",
                       any ? report::FormatLatency(p.p99_us) : "-", report::FormatCount(static_cast<double>(p.errors)),
                       std::to_string(p.succeeded) + "/" + std::to_string(p.repetitions)});
+      if (builds) rows.back().push_back(ShortIdentity(p.identity));
     }
-    out += Table(rows, {true, false, false, true, true, true, true});
+    std::vector<bool> right = {true, false, false, true, true, true, true};
+    if (builds) right.push_back(false);
+    out += Table(rows, right);
     if (series->runs_elsewhere > 0) {
       std::vector<std::string> shorts;
       for (const std::string& fp : series->other_fingerprints) shorts.push_back(fp.substr(0, 12));
@@ -222,34 +245,13 @@ int ShowSeries(const HistoryFlags& f) {
 
 // history check ------------------------------------------------------------
 
-struct Metric {
-  const char* flag;   // --metric, and the JUnit test case's name
-  const char* json;   // the JSON's name
-  const char* title;  // for people
-  changes::Better better;
-  double results::SeriesPoint::*field;
-};
-constexpr Metric kRps{"rps", "requestsPerSecond", "requests/s", changes::Better::kHigher,
-                      &results::SeriesPoint::requests_per_second};
-constexpr Metric kP99{"p99", "p99Us", "p99", changes::Better::kLower, &results::SeriesPoint::p99_us};
-
-struct Finding {
-  changes::ChangePoint change;
-  // Regressions: how much worse the newest segment is than the one before
-  // the change, in percent; in force while at least half the change is left.
-  double still_worse_percent = 0;
-  bool in_force = false;
-  // A regression of at least the threshold, still at least the threshold worse.
-  bool failing = false;
-};
-
-struct MetricCheck {
-  const Metric* metric = nullptr;
-  size_t points = 0;  // runs with a measurement
-  bool judged = false;  // enough of them for a change on either side
-  std::vector<Finding> findings;
-  bool failed = false;
-};
+// The analysis of one series is results::FindSeriesChanges, shared with
+// `fairbench serve`'s series page.
+using Metric = results::SeriesMetric;
+using Finding = results::SeriesFinding;
+using MetricCheck = results::MetricChanges;
+constexpr const Metric& kRps = results::kRequestsPerSecondMetric;
+constexpr const Metric& kP99 = results::kP99Metric;
 
 struct SeriesCheck {
   results::SeriesKey key;
@@ -298,40 +300,6 @@ Result<double> ParsePercent(const char* flag, std::string text) {
   return v;
 }
 
-MetricCheck CheckMetric(const Metric& m, const results::Series& series, double threshold,
-                        const changes::Options& base) {
-  MetricCheck mc;
-  mc.metric = &m;
-  std::vector<changes::Point> points;
-  points.reserve(series.points.size());
-  for (size_t i = 0; i < series.points.size(); ++i) {
-    const results::SeriesPoint& p = series.points[i];
-    const double y = p.succeeded > 0 ? p.*(m.field) : std::nan("");
-    if (std::isfinite(y)) ++mc.points;
-    points.push_back({static_cast<double>(i), y});
-  }
-  mc.judged = mc.points >= 2 * base.min_segment;
-  if (!mc.judged) return mc;
-  changes::Options o = base;
-  o.better = m.better;
-  const std::vector<changes::ChangePoint> found = changes::FindChangePoints(points, o);
-  if (found.empty()) return mc;
-  const double newest = found.back().mean_after;
-  for (const changes::ChangePoint& c : found) {
-    Finding f;
-    f.change = c;
-    if (c.kind == changes::Kind::kRegression && c.mean_before != 0) {
-      const double ratio = newest / c.mean_before;
-      f.still_worse_percent = (m.better == changes::Better::kHigher ? 1 - ratio : ratio - 1) * 100;
-      f.in_force = f.still_worse_percent > 0 && f.still_worse_percent >= std::fabs(c.change_percent) / 2;
-      f.failing = std::fabs(c.change_percent) >= threshold && f.still_worse_percent >= threshold;
-    }
-    mc.failed = mc.failed || f.failing;
-    mc.findings.push_back(f);
-  }
-  return mc;
-}
-
 std::string XmlEscape(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -355,6 +323,14 @@ struct CheckReport {
   int failures = 0;
 };
 
+// "the target's build changed: image sha256:aaa… → image sha256:bbb…" when
+// the runs on either side of a change ran different builds; "" otherwise
+// (the same build, or one of them not recorded).
+std::string BuildChange(const results::SeriesPoint& before, const results::SeriesPoint& after) {
+  if (before.identity.empty() || after.identity.empty() || before.identity == after.identity) return "";
+  return "the target's build changed: " + before.identity + " -> " + after.identity;
+}
+
 std::string RunText(const results::SeriesPoint& p) {
   return "run " + std::to_string(p.run_id) + " " + p.run_name + " (" + TimeText(p.start_ns) + ")";
 }
@@ -362,6 +338,7 @@ std::string RunText(const results::SeriesPoint& p) {
 std::string FindingLine(const SeriesCheck& s, const MetricCheck& m, const Finding& f, double threshold) {
   const results::SeriesPoint& before = s.series.points[static_cast<size_t>(f.change.x_before)];
   const results::SeriesPoint& after = s.series.points[static_cast<size_t>(f.change.x_after)];
+  const std::string build = BuildChange(before, after);
   const bool regression = f.change.kind == changes::Kind::kRegression;
   std::string line = std::string(m.metric->title) + " " + (regression ? "regression " : "improvement ") +
                      Percent(f.change.change_percent) + " between " + RunText(before) + " and " + RunText(after) +
@@ -372,6 +349,7 @@ std::string FindingLine(const SeriesCheck& s, const MetricCheck& m, const Findin
   } else if (regression) {
     line += f.in_force ? " (in force, below the " + PValue(threshold) + " % threshold)" : " (no longer in force)";
   }
+  if (!build.empty()) line += "; " + build;
   return line;
 }
 
@@ -409,6 +387,7 @@ nlohmann::ordered_json RunJson(const CheckReport& r, const results::SeriesPoint&
   auto it = r.runs.find(p.run_id);
   j["uid"] = it == r.runs.end() ? "" : it->second.uid;
   j["startTime"] = TimeJson(p.start_ns);
+  j["identity"] = p.identity;
   return j;
 }
 
@@ -450,6 +429,9 @@ std::string CheckJson(const CheckReport& r) {
         c["failing"] = f.failing;
         c["before"] = RunJson(r, s.series.points[static_cast<size_t>(f.change.x_before)]);
         c["after"] = RunJson(r, s.series.points[static_cast<size_t>(f.change.x_after)]);
+        c["buildChanged"] = !BuildChange(s.series.points[static_cast<size_t>(f.change.x_before)],
+                                         s.series.points[static_cast<size_t>(f.change.x_after)])
+                                 .empty();
         cs.push_back(std::move(c));
       }
       mj["changes"] = cs;
@@ -568,7 +550,7 @@ int CheckSeries(const HistoryFlags& f) {
     for (size_t i = next++; i < jobs; i = next++) {
       SeriesCheck& sc = report.series[i / metrics.size()];
       sc.metrics[i % metrics.size()] =
-          CheckMetric(*metrics[i % metrics.size()], sc.series, report.threshold, report.options);
+          results::FindSeriesChanges(*metrics[i % metrics.size()], sc.series, report.threshold, report.options);
     }
   };
   std::vector<std::thread> workers;

@@ -1,5 +1,6 @@
 #include "controller/results/result_store.h"
 
+#include "controller/results/pg_result_store.h"
 #include "controller/results/sqlite_result_store.h"
 
 namespace fairbench::results {
@@ -36,8 +37,11 @@ std::string ReceiptText(const StoreReceipt& r) {
 
 Result<std::unique_ptr<ResultStore>> OpenResultStore(const std::string& location, const OpenOptions& options) {
   if (location.starts_with("postgres://") || location.starts_with("postgresql://")) {
-    return Status::InvalidArgument("--store " + location +
-                                   ": PostgreSQL stores are not supported yet; give the path of an SQLite file");
+    PgStoreOptions po;
+    po.create = options.create;
+    auto store = PgResultStore::Open(location, po);
+    if (!store.ok()) return store.status();
+    return std::unique_ptr<ResultStore>(std::move(*store));
   }
   SqliteStoreOptions so;
   so.create = options.create;

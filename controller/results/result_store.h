@@ -3,10 +3,11 @@
 // label and time, and the series of one target, scenario and load under one
 // environment fingerprint over time (run_index.h says what is indexed).
 //
-// SQLite (sqlite_result_store.h) is the first backend; a PostgreSQL one
-// goes behind the same interface. OpenResultStore picks the backend from
-// the location: a file path is SQLite; postgres:// and postgresql:// URLs
-// are refused until that backend exists.
+// Two backends answer alike: SQLite (sqlite_result_store.h), the default,
+// and PostgreSQL (pg_result_store.h). OpenResultStore picks the backend
+// from the location: postgres:// and postgresql:// URLs are PostgreSQL
+// (with create false the database must hold a store already), anything
+// else is the path of an SQLite file.
 //
 // Storing is one transaction: a writer killed midway leaves the store as
 // it was. The same run stored again keeps one copy (RunIndex::key): the
@@ -17,7 +18,8 @@
 //
 // Errors: kUnavailable for a store that cannot be opened, read or written
 // (no such directory, permissions, a file that is not a database, a newer
-// schema); kInvalidArgument for a bad query. A store object is used by one
+// schema, a database server that does not answer or refuses the login);
+// kInvalidArgument for a bad query. A store object is used by one
 // thread at a time; several processes may share the file.
 #pragma once
 
@@ -70,6 +72,7 @@ struct StoredRun {
   std::map<std::string, std::string> labels;
   int64_t cells = 0, cells_total = 0;
   std::vector<std::string> targets;  // in spec order
+  std::vector<std::string> identities;  // per target, as targets: TargetRow::identity ("" not recorded)
 };
 
 struct SeriesQuery {
@@ -89,6 +92,7 @@ struct SeriesPoint {
   double requests_per_second = 0;  // mean
   double p99_us = 0;               // mean
   uint64_t errors = 0;             // summed over every repetition
+  std::string identity;            // the target's build in that run (TargetRow::identity); "" not recorded
 };
 
 // One series' identity: what `history check` walks.
@@ -141,7 +145,8 @@ class ResultStore {
   // them, in one transaction; the runs removed (or that would be), oldest
   // first.
   virtual Result<std::vector<PrunedRun>> Prune(const PruneRule& rule) = 0;
-  // "SQLite store /path/results.db": for messages.
+  // "SQLite store /path/results.db", "PostgreSQL store
+  // postgresql://user@host:5432/db" (never a password): for messages.
   virtual std::string Describe() const = 0;
 };
 

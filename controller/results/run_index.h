@@ -15,8 +15,8 @@
 //     numbers comparable — platform, CPU model, CPU count, kernel and the
 //     CPUs the targets and the agents were pinned to. The host name is left
 //     out on purpose: two machines of one kind give comparable numbers;
-//   - per target: its image, its local command, and the record's notes
-//     about it ("target beast ran /usr/bin/…": which binary ran);
+//   - per target: its image, its local command, the record's notes about
+//     it, and its identity (which image or binary ran, with its digest);
 //   - per cell: the figures a series is made of.
 //
 // Pure functions of the record; thread-compatible.
@@ -36,6 +36,10 @@ struct TargetRow {
   std::string image;    // empty: none given
   std::string command;  // local.command joined by spaces; empty: none
   std::vector<std::string> facts;  // the environment notes about this target
+  // Which build ran, from its "identity:" note: "image sha256:…" (the
+  // engine's or the kubelet's id of the image) or "binary /usr/bin/x
+  // sha256:…" (the program's bytes); empty: not recorded.
+  std::string identity;
 };
 
 struct CellRow {

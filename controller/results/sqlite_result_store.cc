@@ -96,6 +96,18 @@ CREATE TABLE run_labels (
 CREATE INDEX run_labels_by_label ON run_labels (key, value, run_id);
 INSERT INTO run_labels (run_id, key, value) SELECT runs.id, l.key, l.value FROM runs, json_each(runs.labels) AS l;
 )sql",
+    // 3: which build of each target ran (its "identity:" note), filled
+    // from the notes of the runs already stored.
+    R"sql(
+ALTER TABLE run_targets ADD COLUMN identity TEXT NOT NULL DEFAULT '';
+UPDATE run_targets SET identity = COALESCE((
+  SELECT substr(f.value, length('target ' || run_targets.name || ': identity: ') + 1)
+  FROM json_each(run_targets.facts) AS f
+  WHERE substr(f.value, 1, length('target ' || run_targets.name || ': identity: ')) =
+        'target ' || run_targets.name || ': identity: '
+    AND substr(f.value, length('target ' || run_targets.name || ': identity: ') + 1, 7) <> 'unknown'
+  ORDER BY f.key DESC LIMIT 1), '');
+)sql",
 };
 static_assert(std::size(kMigrations) == kSqliteSchemaVersion);
 
@@ -390,9 +402,15 @@ Result<StoreReceipt> SqliteResultStore::Store(const report::RunRecord& record) {
   }
   hook("run");
 
-  Statement target(db_, "INSERT INTO run_targets (run_id, name, image, command, facts) VALUES (?, ?, ?, ?, ?)");
+  Statement target(db_, schema_version_ >= 3
+                            ? "INSERT INTO run_targets (run_id, name, image, command, facts, identity) "
+                              "VALUES (?, ?, ?, ?, ?, ?)"
+                            : "INSERT INTO run_targets (run_id, name, image, command, facts) VALUES (?, ?, ?, ?, ?)");
   for (const TargetRow& t : x.targets) {
-    if (!target.Bind(receipt.id, t.name, t.image, t.command, JsonArray(t.facts)).Run()) {
+    const bool inserted = schema_version_ >= 3
+                              ? target.Bind(receipt.id, t.name, t.image, t.command, JsonArray(t.facts), t.identity).Run()
+                              : target.Bind(receipt.id, t.name, t.image, t.command, JsonArray(t.facts)).Run();
+    if (!inserted) {
       return Fail("cannot insert target " + t.name);
     }
     hook("target " + t.name);
@@ -466,10 +484,14 @@ Result<std::vector<StoredRun>> SqliteResultStore::ListRuns(const RunFilter& f) {
     runs.push_back(std::move(r));
   }
   if (!q.ok()) return Fail("cannot query runs");
-  Statement targets(db_, "SELECT name FROM run_targets WHERE run_id = ? ORDER BY rowid");
+  Statement targets(db_, schema_version_ >= 3 ? "SELECT name, identity FROM run_targets WHERE run_id = ? ORDER BY rowid"
+                                               : "SELECT name, '' FROM run_targets WHERE run_id = ? ORDER BY rowid");
   for (StoredRun& r : runs) {
     targets.Bind(r.id);
-    while (targets.Step()) r.targets.push_back(targets.Text(0));
+    while (targets.Step()) {
+      r.targets.push_back(targets.Text(0));
+      r.identities.push_back(targets.Text(1));
+    }
     if (!targets.ok()) return Fail("cannot query run targets");
   }
   return runs;
@@ -509,11 +531,16 @@ Result<Series> SqliteResultStore::QuerySeries(const SeriesQuery& q) {
     series.fingerprint = found[0];
   }
 
+  const std::string identity =
+      schema_version_ >= 3
+          ? "COALESCE((SELECT t.identity FROM run_targets t WHERE t.run_id = r.id AND t.name = c.target), '')"
+          : "''";
   Statement points(db_, (std::string("SELECT r.id, r.name, r.start_ns, COUNT(*), "
                                      "SUM(CASE WHEN c.state = 'Succeeded' THEN 1 ELSE 0 END), "
                                      "AVG(CASE WHEN c.state = 'Succeeded' THEN c.requests_per_second END), "
-                                     "AVG(CASE WHEN c.state = 'Succeeded' THEN c.p99_us END), SUM(c.errors_total) "
-                                     "FROM cells c JOIN runs r ON r.id = c.run_id WHERE ") +
+                                     "AVG(CASE WHEN c.state = 'Succeeded' THEN c.p99_us END), SUM(c.errors_total), "
+                                     "MAX(") + identity + ") "
+                                     "FROM cells c JOIN runs r ON r.id = c.run_id WHERE " +
                          kSeries + " AND r.fingerprint = ? GROUP BY r.id, r.name, r.start_ns ORDER BY r.start_ns, r.id")
                             .c_str());
   points.Bind(q.target, q.scenario, q.connections, q.rate, series.fingerprint);
@@ -527,6 +554,7 @@ Result<Series> SqliteResultStore::QuerySeries(const SeriesQuery& q) {
     p.requests_per_second = points.IsNull(5) ? 0 : points.Double(5);
     p.p99_us = points.IsNull(6) ? 0 : points.Double(6);
     p.errors = static_cast<uint64_t>(points.Int(7));
+    p.identity = points.Text(8);
     series.points.push_back(std::move(p));
   }
   if (!points.ok()) return Fail("cannot query the series");

@@ -16,6 +16,7 @@
 //                p99_us, p999_us, errors_total, cpu_us_per_request,
 //                memory_loaded_bytes, flags)
 //   run_labels  (run_id, key, value)                       since version 2
+//   run_targets.identity: which build ran (TargetRow)      since version 3
 //
 // Times are nanoseconds since the epoch (UTC); latencies microseconds.
 // Opening a store migrates it: the migrations from its version up to this
@@ -42,7 +43,7 @@
 
 namespace fairbench::results {
 
-inline constexpr int kSqliteSchemaVersion = 2;
+inline constexpr int kSqliteSchemaVersion = 3;
 
 struct SqliteStoreOptions {
   bool create = true;  // false: the file must exist

@@ -195,6 +195,45 @@ TEST_F(SqliteResultStoreTest, AnOlderStoreIsMigratedAndKeepsItsRuns) {
             "old|branch|release-1\nold|commit|0ld\nnew|branch|main\n");
 }
 
+// Catches: no identity (which build of a target ran) in the index, a note
+// saying it is unknown taken for one, the identity missing from a run's
+// listing or from a series' points, and a store of version 2 not given the
+// identities of the runs it already held (the migration reads their notes).
+TEST_F(SqliteResultStoreTest, WhichBuildRanIsIndexedAndMigratedFromTheNotes) {
+  auto with_identity = [](report::RunRecord r, const std::string& drogon) {
+    r.environment.notes = {"target drogon: nofile in force: 1024", "target drogon: identity: " + drogon,
+                           "target nginx: identity: unknown, the engine did not say which image ran"};
+    return r;
+  };
+  {
+    SqliteStoreOptions v2;
+    v2.schema_version = 2;
+    auto store = Open(v2);
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->Store(with_identity(MakeRun("before", 1'700'000'000, {1000}), "image sha256:aaa")).ok());
+  }
+  EXPECT_NE(Sql("SELECT identity FROM run_targets").find("no such column"), std::string::npos);
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->Store(with_identity(MakeRun("after", 1'700'000'100, {1100}), "binary /usr/bin/x sha256:bbb")).ok());
+  EXPECT_EQ(Sql("SELECT r.name, t.name, t.identity FROM run_targets t JOIN runs r ON r.id = t.run_id ORDER BY r.id, t.name"),
+            "before|drogon|image sha256:aaa\nbefore|nginx|\nafter|drogon|binary /usr/bin/x sha256:bbb\nafter|nginx|\n");
+  auto runs = store->ListRuns({});
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 2u);
+  EXPECT_EQ((*runs)[0].identities, (std::vector<std::string>{"binary /usr/bin/x sha256:bbb", ""}));
+  EXPECT_EQ((*runs)[1].identities, (std::vector<std::string>{"image sha256:aaa", ""}));
+  SeriesQuery q;
+  q.target = "drogon";
+  q.scenario = "hello";
+  q.connections = 100;
+  auto series = store->QuerySeries(q);
+  ASSERT_TRUE(series.ok()) << series.status().ToString();
+  ASSERT_EQ(series->points.size(), 2u);
+  EXPECT_EQ(series->points[0].identity, "image sha256:aaa");
+  EXPECT_EQ(series->points[1].identity, "binary /usr/bin/x sha256:bbb");
+}
+
 // Catches: a newer store written to by an older build (its data misread),
 // or refused without saying which versions.
 TEST_F(SqliteResultStoreTest, ANewerStoreIsRefusedNamingBothVersions) {

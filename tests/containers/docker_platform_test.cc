@@ -220,6 +220,19 @@ TEST_F(DockerPlatformTest, TwoTargetsRunOneAtATimeWithTheirLimitsEnforced) {
   EXPECT_TRUE(std::filesystem::exists(Path("out/logs/beast.log")));
   const std::string report = ReadFile(Path("out/report.md"));
   EXPECT_NE(report.find("nofile in force: 4096"), std::string::npos) << report.substr(0, 3000);
+  // Which image ran, as the engine names it. Catches: no identity of the
+  // target in the record (a result store could not tell two builds apart),
+  // or the tag's name where the image's id belongs.
+  for (const auto& [target, image] : {std::pair{"beast", Image("fairbench-target-beast")},
+                                      std::pair{"httplib", Image("fairbench-target-cpp-httplib-debian")}}) {
+    auto id = Docker({"image", "inspect", "--format", "{{.Id}}", image});
+    ASSERT_EQ(id.exit_code, 0) << id.err;
+    std::string want = id.out;
+    while (!want.empty() && want.back() == '\n') want.pop_back();
+    EXPECT_NE(record["environment"]["notes"].dump().find(std::string("target ") + target + ": identity: image " + want),
+              std::string::npos)
+        << record["environment"]["notes"].dump(1);
+  }
   // The peak memory of each container, noted at its teardown: above what
   // was seen loaded, below its limit. Catches: the peak read after the
   // container (and its cgroup) was removed, or never noted.

@@ -230,6 +230,10 @@ class DockerTarget final : public TargetInstance {
     const std::string asked = "asked for " + std::to_string(nofile_);
     auto inspect = client_->InspectContainer(id_);
     const int64_t pid = inspect.ok() ? jr::Int(jr::Object(*inspect, "State"), "Pid") : 0;
+    // Which image ran: the engine's id of it (the digest of its config).
+    const std::string image_id = inspect.ok() ? jr::String(*inspect, "Image") : "";
+    facts.push_back(image_id.empty() ? "identity: unknown, the engine did not say which image ran"
+                                     : "identity: image " + image_id);
     std::string soft;
     if (pid > 0) {
       std::ifstream in("/proc/" + std::to_string(pid) + "/limits");

@@ -15,6 +15,7 @@
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "controller/kube/api_fields.h"
+#include "controller/kube/json_read.h"
 #include "controller/kube/resource.h"
 #include "controller/kube/typed_client.h"
 #include "controller/platform/kubernetes/pod_templates.h"
@@ -26,6 +27,7 @@ namespace {
 using Json = nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
 namespace f = kube::fields;
+namespace jr = kube::json_read;
 
 // The container command of a target on Kubernetes: spec.targets[].command
 // and args with "{port}" replaced; none when no command is given (the
@@ -232,7 +234,21 @@ class KubeTarget final : public TargetInstance {
     if (log.ok()) {
       if (auto f = TargetFactsFromLog(*log)) facts.push_back(*f);
     }
+    facts.push_back(Identity());
     return facts;
+  }
+
+  // Which image ran: the kubelet's imageID of the target container (the
+  // runtime's digest of what it pulled).
+  std::string Identity() {
+    auto pod = client_.Get(kube::resources::Pods(), ns_, pod_);
+    if (!pod.ok()) return "identity: unknown, the pod could not be read (" + pod.error().ToString() + ")";
+    for (const kube::Json& c : jr::Array(jr::Object(*pod, "status"), "containerStatuses")) {
+      if (jr::String(c, "name") != k8s::kTargetContainer) continue;
+      const std::string id = jr::String(c, "imageID");
+      if (!id.empty()) return "identity: image " + id;
+    }
+    return "identity: unknown, the kubelet gave no imageID for the target container";
   }
 
   Status WaitReady(SteadyClock::time_point deadline, std::stop_token stop) override {

@@ -1,5 +1,7 @@
 #include "controller/platform/local/local_platform.h"
 
+#include <openssl/evp.h>
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/file.h>
@@ -76,6 +78,36 @@ std::optional<std::string> SoftNofile(pid_t pid) {
   return std::nullopt;
 }
 
+// Which binary ran: the program of the target's process (/proc/PID/exe,
+// whatever PATH or a wrapper resolved) and the SHA-256 of its bytes.
+std::string BinaryIdentity(pid_t pid) {
+  const std::string exe = "/proc/" + std::to_string(pid) + "/exe";
+  std::error_code ec;
+  const std::filesystem::path program = std::filesystem::read_symlink(exe, ec);
+  if (ec) return "identity: unknown, " + exe + " could not be read (" + ec.message() + ")";
+  std::ifstream in(exe, std::ios::binary);
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  if (!in || ctx == nullptr || EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) != 1) {
+    EVP_MD_CTX_free(ctx);
+    return "identity: binary " + program.string() + ", unknown digest (" + exe + " could not be read)";
+  }
+  std::vector<char> buffer(1 << 16);
+  while (in.read(buffer.data(), static_cast<std::streamsize>(buffer.size())) || in.gcount() > 0) {
+    EVP_DigestUpdate(ctx, buffer.data(), static_cast<size_t>(in.gcount()));
+  }
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx, digest, &len);
+  EVP_MD_CTX_free(ctx);
+  static const char* hex = "0123456789abcdef";
+  std::string text;
+  for (unsigned int i = 0; i < len; ++i) {
+    text += hex[digest[i] >> 4];
+    text += hex[digest[i] & 15];
+  }
+  return "identity: binary " + program.string() + " sha256:" + text;
+}
+
 class LocalTarget final : public TargetInstance {
  public:
   LocalTarget(std::string name, Process process, std::unique_ptr<TargetCgroup> cgroup, uint16_t port,
@@ -134,6 +166,7 @@ class LocalTarget final : public TargetInstance {
     in.read(head.data(), static_cast<std::streamsize>(head.size()));
     head.resize(static_cast<size_t>(in.gcount()));
     if (auto f = TargetFactsFromLog(head)) facts.push_back(*f);
+    facts.push_back(BinaryIdentity(process_.pid()));
     return facts;
   }
 

@@ -42,7 +42,7 @@ std::vector<std::string> ReadBackAll(LocalPlatform& platform, const api::Target&
 
 std::string ReadBackOf(LocalPlatform& platform, int64_t nofile) {
   const std::vector<std::string> facts = ReadBackAll(platform, Sleeper(nofile));
-  EXPECT_EQ(facts.size(), 1u);
+  EXPECT_EQ(facts.size(), 2u);  // and the identity of the binary
   return facts.empty() ? "" : facts[0];
 }
 
@@ -88,11 +88,12 @@ TEST(LocalPlatformTest, ReadsBackTheFactsATargetPrints) {
   ASSERT_TRUE(platform.ok()) << platform.status().ToString();
   const auto facts =
       ReadBackAll(**platform, Sleeper(1000, R"(fairbench-target-facts: {"framework": "drogon", "threads": 4})"));
-  ASSERT_EQ(facts.size(), 2u);
+  ASSERT_EQ(facts.size(), 3u);
   EXPECT_EQ(facts[1], R"(facts: {"framework":"drogon","threads":4})");
+  EXPECT_EQ(facts[2].rfind("identity: binary ", 0), 0u) << facts[2];
   api::Target broken = Sleeper(1000, "fairbench-target-facts: {broken");
   broken.name = "broken";  // a log file of its own
-  EXPECT_EQ(ReadBackAll(**platform, broken).size(), 1u);
+  EXPECT_EQ(ReadBackAll(**platform, broken).size(), 2u);
 }
 
 TEST(TargetFactsFromLogTest, FindsTheLineAnywhereInTheLog) {
@@ -218,6 +219,45 @@ TEST_F(LocalProfileTest, APortChosenAtRunTimeIsReadBack) {
   ASSERT_FALSE(facts.empty());
   EXPECT_EQ(facts[0], "port: " + std::to_string(target->placement().port) + " (chosen at run time)");
   EXPECT_NE(target->placement().port, 8080);
+}
+
+}  // namespace
+}  // namespace fairbench::controller
+
+namespace fairbench::controller {
+namespace {
+
+// Catches: no identity of the binary that ran in the record (a result store
+// could not tell two builds of a target apart), the program named from the
+// command rather than what the process runs (`sh -c "exec sleep"` runs
+// sleep), or a digest of anything but the program's bytes (checked against
+// coreutils' sha256sum).
+TEST_F(LocalProfileTest, TheBinaryThatRanIsNamedWithItsDigest) {
+  auto platform = Platform();
+  ASSERT_TRUE(platform);
+  auto target = Deploy(*platform, {"sh", "-c", "exec sleep 30", "{port}"});
+  ASSERT_TRUE(target);
+  // Read once the shell has exec'd sleep (a target is read once ready).
+  std::vector<std::string> facts;
+  for (int i = 0; i < 500; ++i) {
+    facts = target->ReadBack();
+    if (facts.back().find("sleep") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(target->Teardown().ok());
+  // sha256sum prints "HASH  PATH" for the program PATH finds, resolved.
+  FILE* p = ::popen("sha256sum \"$(readlink -f \"$(command -v sleep)\")\"", "r");
+  ASSERT_NE(p, nullptr);
+  char line[512] = {};
+  ASSERT_NE(std::fgets(line, sizeof line, p), nullptr);
+  ::pclose(p);
+  std::string text(line);
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  ASSERT_GT(text.size(), 66u) << text;
+  const std::string digest = text.substr(0, 64);
+  const std::string sleep = text.substr(66);
+  EXPECT_NE(std::find(facts.begin(), facts.end(), "identity: binary " + sleep + " sha256:" + digest), facts.end())
+      << ::testing::PrintToString(facts);
 }
 
 }  // namespace
