@@ -610,6 +610,17 @@ struct TargetCpus {
   friend bool operator==(const TargetCpus&, const TargetCpus&) = default;
 };
 
+// Where the controller stored the finished run's record (status.stored):
+// the result store of its --result-store (controller/results). Set once
+// the run is in a terminal phase; unset when no store is configured.
+struct StoredResult {
+  int64_t id = 0;            // the run's id in the store; 0: not stored yet (error says why)
+  std::string store;         // "PostgreSQL store postgresql://fairbench@db:5432/results" (never a password)
+  std::optional<Time> time;  // when it was stored
+  std::string error;         // why the latest attempt failed; empty once stored
+  friend bool operator==(const StoredResult&, const StoredResult&) = default;
+};
+
 struct BenchmarkRunStatus {
   std::optional<RunPhase> phase;  // unset until the controller first sees the run
   int64_t observed_generation = 0;
@@ -620,6 +631,7 @@ struct BenchmarkRunStatus {
   std::optional<Time> completion_time;
   std::vector<CellResult> results;  // in cell order; finished cells only
   std::vector<TargetCpus> cpus;     // per target deployed, in spec order
+  std::optional<StoredResult> stored;
   std::vector<Condition> conditions;
   friend bool operator==(const BenchmarkRunStatus&, const BenchmarkRunStatus&) = default;
 };

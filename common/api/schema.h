@@ -307,7 +307,17 @@ void Describe(V& v, S& s) {
   v.Field("completionTime", s.completion_time);
   v.Field("results", s.results);
   v.Field("cpus", s.cpus);
+  v.Field("stored", s.stored);
   v.Field("conditions", s.conditions);
+}
+
+template <typename V, typename S>
+  requires Is<S, StoredResult>
+void Describe(V& v, S& s) {
+  v.Field("id", s.id, kOmitZero);
+  v.Field("store", s.store);
+  v.Field("time", s.time);
+  v.Field("error", s.error);
 }
 
 template <typename V, typename S>

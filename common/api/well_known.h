@@ -108,6 +108,8 @@ inline constexpr char kCellFailed[] = "CellFailed";
 inline constexpr char kRunSucceeded[] = "RunSucceeded";
 inline constexpr char kRunFailed[] = "RunFailed";
 inline constexpr char kRunCancelled[] = "RunCancelled";
+inline constexpr char kResultStored[] = "ResultStored";
+inline constexpr char kResultStoreFailed[] = "ResultStoreFailed";
 }  // namespace reason
 
 // Why a cell did not succeed (status.results[].reason; unset for a cell

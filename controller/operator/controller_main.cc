@@ -50,6 +50,7 @@
 #include "controller/operator/agent_token.h"
 #include "controller/operator/executor.h"
 #include "controller/operator/operator_runs.h"
+#include "controller/operator/result_archiver.h"
 #include "controller/operator/run_controller.h"
 #include "controller/operator/run_status_client.h"
 #include "controller/platform/kubernetes/kubernetes_platform.h"
@@ -82,6 +83,7 @@ struct Flags {
   HubFlags hub;
   std::string agent_tls_secret;       // the agent pods mount it: ca.crt (tls.crt, tls.key with mutual TLS)
   std::string agent_tls_server_name;  // the name the agents expect in the hub's certificate
+  std::string result_store;           // "" = none: finished runs stay in their ConfigMaps only
 };
 
 // Waiting for the API server (its first answer, the BenchmarkRun CRD): 1 s
@@ -282,6 +284,13 @@ int Main(const Flags& f) {
                                 [&starter] { starter->RequeueAll(); });
   ReconcilerOptions ro;
   ro.pod_namespace = pod_ns;
+  // Every finished run into the result store, when there is one.
+  std::unique_ptr<ResultArchiver> archiver;
+  if (!f.result_store.empty()) {
+    archiver = std::make_unique<ResultArchiver>(client, run_status, &events, ResultArchiverOptions{f.result_store});
+    ro.on_finished = [&archiver](const api::BenchmarkRun& run) { archiver->Offer(run); };
+    spdlog::info("finished runs go to the result store {}", RedactStoreLocation(f.result_store));
+  }
   starter = std::make_unique<RunControllerStarter>(client, f.watch_namespace, executor, &events, ro, kApiServerWait);
 
   // Every way out is _exit: a standby takes over the runs (their records
@@ -355,6 +364,10 @@ int main(int argc, char** argv) {
   app.add_option("--load-slot-name", f.load_slot_name, "Name of the load-slot Lease");
   app.add_option("--agent-timeout", f.agent_timeout, "How long agents may take to start and connect (default 5m)");
   app.add_option("--slot-timeout", f.slot_timeout, "How long a target waits for the load slot (default 24h)");
+  app.add_option("--result-store", f.result_store,
+                 "Store each finished run in this result store: an SQLite file or a postgresql:// URL "
+                 "(default: $FAIRBENCH_RESULT_STORE; none: runs stay in their ConfigMaps only)")
+      ->envname("FAIRBENCH_RESULT_STORE");
   app.add_option("--log-level", f.log_level, "trace, debug, info, warn or error");
   fairbench::controller::AddHubFlags(app, f.hub);
   app.add_option("--agent-tls-secret", f.agent_tls_secret,

@@ -195,6 +195,19 @@ Reconciler::Outcome Reconciler::Reconcile(const std::string& key) {
   const std::optional<api::RunPhase> phase = PhaseOf(object);
   if (Terminal(phase)) {
     if (active) executor_.Cancel(key);  // cannot happen unless someone rewrote the status
+    if (options_.on_finished && !active) {
+      const Json* stored_id = nullptr;
+      if (auto st = object.find("status"); st != object.end() && st->is_object()) {
+        if (auto sd = st->find("stored"); sd != st->end() && sd->is_object()) {
+          if (auto id = sd->find("id"); id != sd->end() && id->is_number_integer() && id->get<int64_t>() > 0) {
+            stored_id = &*id;
+          }
+        }
+      }
+      if (stored_id == nullptr) {
+        if (auto run = api::FromKubernetesObject(object); run.ok()) options_.on_finished(*run);
+      }
+    }
     // The cache has just learnt that a run finished: with the executor
     // idle, the next run goes (it may have been passed over while the
     // cache still showed this one runnable).

@@ -8,7 +8,9 @@
 //                            created (pods, ConfigMaps with its label) is
 //                            deleted and the finalizer removed
 //   no finalizer             the finalizer is added
-//   terminal phase           nothing (Succeeded, Failed, Cancelled)
+//   terminal phase           nothing (Succeeded, Failed, Cancelled), but
+//                            offered to the result store (on_finished)
+//                            while its status names no stored id
 //   refused by the model     Failed, with a condition and a Warning event
 //                            naming the field, as `fairbench run` names it
 //   no phase                 Queued, with a condition and an event
@@ -57,6 +59,9 @@ struct ReconcilerOptions {
   // Where the controller puts pods; runs in other namespaces have theirs
   // found there by label at cleanup. Empty: the run's own namespace.
   std::string pod_namespace;
+  // Called with each run seen in a terminal phase whose status names no
+  // stored id (ResultArchiver::Offer); null: no result store.
+  std::function<void(const api::BenchmarkRun&)> on_finished;
 };
 
 class Reconciler {

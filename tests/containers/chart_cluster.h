@@ -89,8 +89,12 @@ class ChartCluster : public operator_test::ClusterTest {
     Ok({"create", "namespace", kNamespace});
     Ok({"label", "namespace", kNamespace, "pod-security.kubernetes.io/enforce=restricted",
         "pod-security.kubernetes.io/warn=restricted"});
+    BeforeInstall();
     Install();
   }
+  // What a test puts in the namespace before the chart goes in (a Secret
+  // its values name).
+  virtual void BeforeInstall() {}
 
   void TearDown() override {
     // SIGTERM: each kubelet removes its pods' containers as it stops.

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "common/cpu_view.h"
+#include "controller/results/result_store.h"
 #include "tests/operator/cluster_test.h"
 
 namespace fairbench::operator_test {
@@ -75,8 +76,11 @@ class OperatorE2eTest : public ClusterTest {
                "--agent-address", agent, "--agent-image", "example.org/fairbench/agent:dev", "--nofile-helper-path",
                testing::BinaryPath("fairbench-nofile"), "--agent-timeout", "60s", "--leader-lease-duration", "4s",
                "--leader-renew-deadline", "3s", "--leader-retry-period", "500ms"});
+    if (!result_store_.empty()) argv.insert(argv.end(), {"--result-store", result_store_});
     Start(id, std::move(argv));
   }
+  // The controllers' --result-store; empty: none.
+  std::string result_store_;
   // The CPUs the controllers run on (taskset -c); empty: every CPU.
   std::string controller_cpus_;
   std::map<std::string, std::string> installations_;  // namespace → its controllers' kubeconfig
@@ -576,6 +580,67 @@ TEST_F(OperatorE2eTest, WhenTheLeaderDiesTheStandbyResumesKeepingFinishedCells) 
     EXPECT_TRUE(kept) << "lost: " << old.dump();
   }
   EXPECT_NE(ReadFile(root_ / (standby + ".log")).find("resuming:"), std::string::npos) << Logs();
+}
+
+// Catches: a controller with a result store that does not store a finished
+// run, or does not name its id in status.stored; a store that cannot be
+// written losing the run (the next controller must store it: the offer
+// comes from the run's phase, not from the end of its execution); the
+// stored record differing from what `fairbench fetch` reads from the
+// cluster; `fairbench history` not finding it.
+TEST_F(OperatorE2eTest, AFinishedRunGoesToTheResultStoreAfterARestartToo) {
+  for (const char* c : {"ctl-1", "ctl-2"}) processes_.erase(c);
+  const fs::path folder = root_ / "store";
+  const std::string db = (folder / "results.db").string();
+  result_store_ = db;  // its folder does not exist yet: the store cannot be made
+  Controller("ctl-3");
+  ApplyRun("kept", Target("alpha", "cpp-httplib-debian"));
+  ASSERT_TRUE(Finishes("kept")) << Logs();
+  json run;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        run = Get("br/kept");
+        return run["status"].contains("stored");
+      },
+      30s))
+      << run["status"].dump(1) << Logs();
+  EXPECT_FALSE(run["status"]["stored"].contains("id")) << run["status"]["stored"];
+  EXPECT_NE(run["status"]["stored"].value("error", "").find("no directory " + folder.string()), std::string::npos)
+      << run["status"]["stored"];
+  EXPECT_NE(Run({"get", "events", "--field-selector", "reason=ResultStoreFailed"}).out.find("kept"), std::string::npos);
+
+  // That controller goes before the store can be made; the next one stores
+  // the run.
+  processes_.erase("ctl-3");
+  fs::create_directories(folder);
+  Controller("ctl-4");
+  ASSERT_TRUE(Eventually(
+      [&] {
+        run = Get("br/kept");
+        return run["status"].contains("stored") && run["status"]["stored"].contains("id");
+      },
+      60s))
+      << run["status"].dump(1) << Logs();
+  EXPECT_EQ(run["status"]["stored"]["store"], "SQLite store " + db);
+  EXPECT_FALSE(run["status"]["stored"].contains("error"));
+  const int64_t id = run["status"]["stored"]["id"].get<int64_t>();
+
+  const fs::path fetched = root_ / "fetched-kept";
+  auto fetch = kube::RunCommand(testing::BinaryPath("fairbench"),
+                                {"fetch", "kept", "--kubeconfig", kubeconfig_, "--output", fetched.string()}, {}, 60s);
+  ASSERT_TRUE(fetch.ok() && fetch->exit_code == 0) << (fetch.ok() ? fetch->err : fetch.status().ToString());
+  auto history = kube::RunCommand(testing::BinaryPath("fairbench"), {"history", "--store", db, "--json"}, {}, 30s);
+  ASSERT_TRUE(history.ok() && history->exit_code == 0) << (history.ok() ? history->err : "");
+  const json listed = json::parse(history->out)["runs"];
+  ASSERT_EQ(listed.size(), 1u) << listed.dump(1);
+  EXPECT_EQ(listed[0]["id"], id);
+  EXPECT_EQ(listed[0]["name"], "kept");
+  EXPECT_EQ(listed[0]["uid"], run["metadata"]["uid"]);
+  auto store = results::OpenResultStore(db, {.create = false});
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto record = (*store)->LoadResultsJson(id);
+  ASSERT_TRUE(record.ok()) << record.status().ToString();
+  EXPECT_EQ(*record, ReadFile(fetched / "results.json"));
 }
 
 // Catches: the load slot not shared between installations (two targets
