@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -531,16 +532,11 @@ Result<Series> SqliteResultStore::QuerySeries(const SeriesQuery& q) {
     series.fingerprint = found[0];
   }
 
-  const std::string identity =
-      schema_version_ >= 3
-          ? "COALESCE((SELECT t.identity FROM run_targets t WHERE t.run_id = r.id AND t.name = c.target), '')"
-          : "''";
   Statement points(db_, (std::string("SELECT r.id, r.name, r.start_ns, COUNT(*), "
                                      "SUM(CASE WHEN c.state = 'Succeeded' THEN 1 ELSE 0 END), "
                                      "AVG(CASE WHEN c.state = 'Succeeded' THEN c.requests_per_second END), "
-                                     "AVG(CASE WHEN c.state = 'Succeeded' THEN c.p99_us END), SUM(c.errors_total), "
-                                     "MAX(") + identity + ") "
-                                     "FROM cells c JOIN runs r ON r.id = c.run_id WHERE " +
+                                     "AVG(CASE WHEN c.state = 'Succeeded' THEN c.p99_us END), SUM(c.errors_total) "
+                                     "FROM cells c JOIN runs r ON r.id = c.run_id WHERE ") +
                          kSeries + " AND r.fingerprint = ? GROUP BY r.id, r.name, r.start_ns ORDER BY r.start_ns, r.id")
                             .c_str());
   points.Bind(q.target, q.scenario, q.connections, q.rate, series.fingerprint);
@@ -554,10 +550,23 @@ Result<Series> SqliteResultStore::QuerySeries(const SeriesQuery& q) {
     p.requests_per_second = points.IsNull(5) ? 0 : points.Double(5);
     p.p99_us = points.IsNull(6) ? 0 : points.Double(6);
     p.errors = static_cast<uint64_t>(points.Int(7));
-    p.identity = points.Text(8);
     series.points.push_back(std::move(p));
   }
   if (!points.ok()) return Fail("cannot query the series");
+  // Which build of the target each run ran: a second pass over the
+  // target's rows that say (most runs of a long series say nothing).
+  if (schema_version_ >= 3 && !series.points.empty()) {
+    std::map<int64_t, std::string> builds;
+    Statement identities(db_,
+                         "SELECT t.run_id, t.identity FROM run_targets t JOIN runs r ON r.id = t.run_id "
+                         "WHERE t.name = ? AND t.identity <> '' AND r.fingerprint = ?");
+    identities.Bind(q.target, series.fingerprint);
+    while (identities.Step()) builds[identities.Int(0)] = identities.Text(1);
+    if (!identities.ok()) return Fail("cannot query the series' builds");
+    for (SeriesPoint& p : series.points) {
+      if (auto it = builds.find(p.run_id); it != builds.end()) p.identity = it->second;
+    }
+  }
 
   Statement others(db_, (std::string("SELECT r.fingerprint, COUNT(DISTINCT r.id) FROM cells c JOIN runs r ON r.id = "
                                      "c.run_id WHERE ") +
