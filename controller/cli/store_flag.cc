@@ -9,7 +9,8 @@ namespace fairbench::controller {
 CLI::Option* AddStoreOption(CLI::App& cmd, std::string& store, const std::string& what, bool creates) {
   return cmd
       .add_option("--store", store,
-                  what + (creates ? " (an SQLite file, made if missing" : " (an SQLite file") +
+                  what + (creates ? " (an SQLite file, made if missing, or a postgresql:// URL"
+                                  : " (an SQLite file or a postgresql:// URL") +
                       "; default: $FAIRBENCH_STORE)")
       ->envname("FAIRBENCH_STORE");
 }
