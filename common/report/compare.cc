@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "common/api/cells.h"
@@ -126,7 +127,144 @@ std::string Interval(const Estimate& e, bool latency) {
   return f(e.mean) + " (" + f(e.low) + " – " + f(e.high) + ")";
 }
 
+bool OverRepetitions(const CellComparison& c) { return c.method.rfind("repetitions", 0) == 0; }
+
+Key KeyOf(const CellComparison& c) { return {c.target, c.scenario, c.connections}; }
+
+// The record with only the cells of `keys` (every repetition, any state).
+RunRecord OnlyCells(const RunRecord& r, const std::set<Key>& keys) {
+  RunRecord out = r;
+  std::erase_if(out.cells, [&keys](const CellRecord& c) {
+    return !keys.count({c.result.target, c.result.scenario, c.result.connections});
+  });
+  return out;
+}
+
+std::string Percent(double share) { return FormatDecimal(share * 100, 1); }
+
+// "failed 1 of 12 same-versus-same comparisons (8.3 %, 95 % interval 1.5–35.4 %)"
+std::string RateText(const FailureRate& r) {
+  return "failed " + std::to_string(r.failed) + " of " + std::to_string(r.pairs) +
+         " same-versus-same comparisons (" + Percent(r.pairs ? static_cast<double>(r.failed) / r.pairs : 0) +
+         " %, 95 % interval " + Percent(r.low) + "–" + Percent(r.high) + " %)";
+}
+
 }  // namespace
+
+FailureRate Wilson95(int failed, int pairs) {
+  FailureRate r;
+  r.failed = failed;
+  r.pairs = pairs;
+  if (pairs <= 0) {
+    r.low = 0;
+    r.high = 1;
+    return r;
+  }
+  constexpr double z = 1.959963984540054;  // the normal distribution's 97.5 % quantile
+  const double n = pairs;
+  const double p = static_cast<double>(failed) / n;
+  const double denominator = 1 + z * z / n;
+  const double centre = (p + z * z / (2 * n)) / denominator;
+  const double half = z / denominator * std::sqrt(p * (1 - p) / n + z * z / (4 * n * n));
+  r.low = std::clamp(centre - half, 0.0, 1.0);
+  r.high = std::clamp(centre + half, 0.0, 1.0);
+  if (failed == 0) r.low = 0;  // exact at the ends, not 1e-17
+  if (failed == pairs) r.high = 1;
+  return r;
+}
+
+Result<SameRuns> SplitRepetitions(const Comparison& compared, const RunRecord& record, const std::string& name) {
+  std::set<Key> keys;
+  for (const CellComparison& c : compared.cells) keys.insert(KeyOf(c));
+  RunRecord first = OnlyCells(record, {}), second = first;
+  const RunRecord compared_cells = OnlyCells(record, keys);  // Groups points into it
+  for (const auto& [key, cells] : Groups(compared_cells)) {
+    if (cells.size() < 4) {
+      return Status::InvalidArgument(name + ": cell " + KeyText(key) + " has " + std::to_string(cells.size()) +
+                                     " succeeded repetitions; splitting into same-versus-same halves needs four "
+                                     "or more (two per half)");
+    }
+    std::vector<const CellRecord*> ordered = cells;
+    std::stable_sort(ordered.begin(), ordered.end(), [](const CellRecord* a, const CellRecord* b) {
+      return a->result.repetition < b->result.repetition;
+    });
+    const size_t half = ordered.size() / 2;
+    for (size_t i = 0; i < ordered.size(); ++i) (i < half ? first : second).cells.push_back(*ordered[i]);
+  }
+  for (const Key& key : keys) {
+    if (first.cells.empty() || !Groups(first).count(key)) {
+      return Status::InvalidArgument(name + ": cell " + KeyText(key) + " has no succeeded repetition to split");
+    }
+  }
+  SameRuns out;
+  out.names = {name + " (first half of its repetitions)", name + " (second half)"};
+  out.records = {std::move(first), std::move(second)};
+  return out;
+}
+
+Result<GateCalibration> CalibrateGate(const Comparison& compared, const std::vector<SameRuns>& groups,
+                                      const CompareOptions& options) {
+  if (!options.fail_on_regression && !options.fail_on_p99_regression) {
+    return Status::InvalidArgument("no gate to calibrate: set a requests/s or p99 regression limit");
+  }
+  std::set<Key> keys;
+  std::map<Key, bool> over_repetitions;
+  for (const CellComparison& c : compared.cells) {
+    keys.insert(KeyOf(c));
+    over_repetitions[KeyOf(c)] = OverRepetitions(c);
+  }
+  GateCalibration out;
+  int rate_failed = 0, p99_failed = 0, any_failed = 0, pairs = 0;
+  for (const SameRuns& group : groups) {
+    if (group.records.size() < 2) {
+      return Status::InvalidArgument(
+          "only one same-versus-same run" + (group.names.empty() ? std::string() : " (" + group.names[0] + ")") +
+          ": a false-positive rate needs two or more runs of the same thing");
+    }
+    std::vector<RunRecord> runs;
+    for (size_t i = 0; i < group.records.size(); ++i) {
+      runs.push_back(OnlyCells(group.records[i], keys));
+      const auto present = Groups(runs.back());
+      for (const Key& key : keys) {
+        if (!present.count(key)) {
+          return Status::InvalidArgument(group.names[i] + ": no succeeded cell " + KeyText(key) +
+                                         ", which the comparison has: same-versus-same runs must hold its cells");
+        }
+      }
+    }
+    out.runs += static_cast<int>(runs.size());
+    for (size_t i = 0; i < runs.size(); ++i) {
+      for (size_t j = 0; j < runs.size(); ++j) {
+        if (i == j) continue;
+        auto c = Compare(runs[i], runs[j], options);
+        if (!c.ok()) return Status::InvalidArgument(group.names[i] + " and " + group.names[j] + ": " + c.status().message());
+        bool rate = false, p99 = false;
+        for (const CellComparison& x : c->cells) {
+          if (OverRepetitions(x) != over_repetitions[KeyOf(x)]) {
+            return Status::InvalidArgument(
+                group.names[i] + " and " + group.names[j] + ": cell " + KeyText(KeyOf(x)) + " is compared over " +
+                x.method + ", the comparison it calibrates over " + (over_repetitions[KeyOf(x)] ? "repetitions" :
+                "per-second samples") + ": give same-versus-same runs with as many repetitions");
+          }
+          rate = rate || x.rate_gate_failed;
+          p99 = p99 || x.p99_gate_failed;
+        }
+        ++pairs;
+        rate_failed += rate;
+        p99_failed += p99;
+        any_failed += rate || p99;
+        for (const std::string& why : c->regressions) {
+          out.failures.push_back(group.names[i] + " → " + group.names[j] + ": " + why);
+        }
+      }
+    }
+  }
+  if (pairs == 0) return Status::InvalidArgument("no same-versus-same runs given");
+  if (options.fail_on_regression) out.rate = Wilson95(rate_failed, pairs);
+  if (options.fail_on_p99_regression) out.p99 = Wilson95(p99_failed, pairs);
+  out.any = Wilson95(any_failed, pairs);
+  return out;
+}
 
 Result<Comparison> Compare(const RunRecord& base, const RunRecord& next, const CompareOptions& options) {
   Comparison out;
@@ -175,12 +313,12 @@ Result<Comparison> Compare(const RunRecord& base, const RunRecord& next, const C
                     : c.p99_change && *c.p99_change > 0 ? "higher (worse)"
                                                         : "lower (better)";
     if (options.fail_on_regression && rate_sig && c.rate_change && *c.rate_change <= -*options.fail_on_regression) {
-      c.regression = true;
+      c.regression = c.rate_gate_failed = true;
       out.regressions.push_back(KeyText(key) + ": requests/s " + Pct(c.rate_change) + " (p = " + PValue(c.rate_test) +
                                 "), past the " + FormatShare(*options.fail_on_regression) + " allowed");
     }
     if (options.fail_on_p99_regression && p99_sig && c.p99_change && *c.p99_change >= *options.fail_on_p99_regression) {
-      c.regression = true;
+      c.regression = c.p99_gate_failed = true;
       out.regressions.push_back(KeyText(key) + ": p99 " + Pct(c.p99_change) + " (p = " + PValue(c.p99_test) +
                                 "), past the " + FormatShare(*options.fail_on_p99_regression) + " allowed");
     }
@@ -246,6 +384,38 @@ Document CompareDocument(const Comparison& c, const std::string& base_name, cons
       for (const std::string& r : c.regressions) list.items.push_back(Paragraph{{Span{Span::Style::kPlain, r}}});
       gate.blocks.push_back(std::move(list));
     }
+    if (!c.calibration) {
+      gate.blocks.push_back(Paragraph{{Span{
+          Span::Style::kPlain,
+          "False-positive rate not measured: no same-versus-same runs given (--calibrate-with RUN RUN … or "
+          "--repeat-split), so how often this gate fails on noise alone is unknown."}}});
+    } else {
+      const GateCalibration& k = *c.calibration;
+      BulletList list;
+      auto line = [&list](const std::string& text) { list.items.push_back(Paragraph{{Span{Span::Style::kPlain, text}}}); };
+      if (k.rate) line("The requests/s gate at " + FormatShare(*options.fail_on_regression) + " " + RateText(*k.rate) + ".");
+      if (k.p99) line("The p99 gate at " + FormatShare(*options.fail_on_p99_regression) + " " + RateText(*k.p99) + ".");
+      if (k.rate && k.p99) line("Either gate (as the exit code applies them) " + RateText(k.any) + ".");
+      gate.blocks.push_back(Paragraph{{Span{
+          Span::Style::kPlain,
+          "False-positive rate, measured: " + std::to_string(k.runs) +
+              " runs of the same thing, every ordered pair within them compared as base and new with the same "
+              "gate on the same cells — any failure there is a false positive. The 95 % interval is Wilson's; the "
+              "pairs share runs, so it is narrower than their true uncertainty."}}});
+      gate.blocks.push_back(std::move(list));
+      if (!k.failures.empty()) {
+        BulletList why;
+        constexpr size_t kShown = 10;
+        for (size_t i = 0; i < k.failures.size() && i < kShown; ++i) {
+          why.items.push_back(Paragraph{{Span{Span::Style::kPlain, "false positive: " + k.failures[i]}}});
+        }
+        if (k.failures.size() > kShown) {
+          why.items.push_back(Paragraph{{Span{Span::Style::kPlain, "and " + std::to_string(k.failures.size() - kShown) +
+                                                                       " more (all in --json)"}}});
+        }
+        gate.blocks.push_back(std::move(why));
+      }
+    }
     d.sections.push_back(std::move(gate));
   }
   return d;
@@ -276,6 +446,28 @@ nlohmann::ordered_json CompareJson(const Comparison& c, const CompareOptions& op
   }
   J out{{"alpha", options.alpha}, {"differences", c.differences}, {"cells", cells}, {"onlyInBase", c.only_in_base},
         {"onlyInNew", c.only_in_new}, {"regressions", c.regressions}};
+  if (options.fail_on_regression || options.fail_on_p99_regression) {
+    auto rate = [](const FailureRate& r) {
+      return J{{"failed", r.failed},
+               {"pairs", r.pairs},
+               {"rate", r.pairs ? static_cast<double>(r.failed) / r.pairs : 0.0},
+               {"low95", r.low},
+               {"high95", r.high}};
+    };
+    auto limit = [](std::optional<double> v) { return v ? J(*v) : J(nullptr); };
+    J gate{{"requestsPerSecondLimit", limit(options.fail_on_regression)},
+           {"p99Limit", limit(options.fail_on_p99_regression)},
+           {"falsePositiveRate", nullptr}};
+    if (c.calibration) {
+      const GateCalibration& k = *c.calibration;
+      gate["falsePositiveRate"] = J{{"runs", k.runs},
+                                    {"requestsPerSecond", k.rate ? rate(*k.rate) : J(nullptr)},
+                                    {"p99Us", k.p99 ? rate(*k.p99) : J(nullptr)},
+                                    {"any", rate(k.any)},
+                                    {"failures", k.failures}};
+    }
+    out["gate"] = std::move(gate);
+  }
   return out;
 }
 

@@ -9,6 +9,11 @@
 // Differences of environment and spec come first, since they may explain
 // any change.
 //
+// A gate's false-positive rate is measured, not assumed: CalibrateGate
+// compares every ordered pair of runs of the same thing (same-versus-same,
+// where any failure is a false positive) with the same options, and counts
+// how often each gate failed, with a Wilson score interval.
+//
 // Pure functions; thread-safe.
 #pragma once
 
@@ -43,6 +48,32 @@ struct CellComparison {
   TTest rate_test, p99_test;
   std::string rate_verdict, p99_verdict;
   bool regression = false;  // a gate of the options failed on this cell
+  bool rate_gate_failed = false, p99_gate_failed = false;  // which one
+};
+
+// k failures of n trials, with the 95 % Wilson score interval of the rate.
+struct FailureRate {
+  int failed = 0, pairs = 0;
+  double low = 0, high = 0;  // of the share failed, 0 – 1
+};
+// The Wilson score interval of k of n (0 ≤ k ≤ n, n ≥ 1) at 95 %; {0, 1}
+// for n = 0.
+FailureRate Wilson95(int failed, int pairs);
+
+// Runs that measured the same thing; only pairs within one group are
+// same-versus-same.
+struct SameRuns {
+  std::vector<std::string> names;
+  std::vector<RunRecord> records;
+};
+
+struct GateCalibration {
+  int runs = 0;
+  // Only the gates the options set are counted; `any` is a pair failing at
+  // least one of them (the gate as the exit code applies it).
+  std::optional<FailureRate> rate, p99;
+  FailureRate any;
+  std::vector<std::string> failures;  // "base → new: why", one per failing pair, gate and cell
 };
 
 struct Comparison {
@@ -50,10 +81,29 @@ struct Comparison {
   std::vector<CellComparison> cells;
   std::vector<std::string> only_in_base, only_in_new;  // "target/scenario/c100"
   std::vector<std::string> regressions;                // why the gates failed, one per line
+  // The gates' measured false-positive rate, when same-versus-same runs were
+  // given (CalibrateGate); the report says "not measured" otherwise.
+  std::optional<GateCalibration> calibration;
 };
 
 // InvalidArgument when the two records have no succeeded cell in common.
 Result<Comparison> Compare(const RunRecord& base, const RunRecord& next, const CompareOptions& options = {});
+
+// The gates of `options` applied to every ordered pair (i, j), i ≠ j, of
+// runs within each group, over the cells `compared` holds only (so the
+// count is of the same gate on the same cells). InvalidArgument, naming the
+// run and the cell, when: no gate is set; fewer than two runs in a group; a
+// run lacks a succeeded compared cell; a run would be compared by another
+// method than `compared` used for that cell (repetitions against per-second
+// samples).
+Result<GateCalibration> CalibrateGate(const Comparison& compared, const std::vector<SameRuns>& groups,
+                                      const CompareOptions& options);
+
+// A record cut into two by repetition, over the cells `compared` holds: the
+// first half of each cell's succeeded repetitions, and the rest.
+// InvalidArgument when a cell has fewer than four (each half needs two for
+// a t-test over repetitions).
+Result<SameRuns> SplitRepetitions(const Comparison& compared, const RunRecord& record, const std::string& name);
 
 Document CompareDocument(const Comparison& c, const std::string& base_name, const std::string& new_name,
                          const CompareOptions& options);

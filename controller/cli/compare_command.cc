@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -38,6 +39,12 @@ Result<std::optional<double>> ParseLimit(const std::string& text, const std::str
   return std::optional<double>(v / 100);
 }
 
+// A run given as its folder stands for the results.json inside it.
+std::string ResultsPath(const std::string& path) {
+  std::error_code error;
+  return std::filesystem::is_directory(path, error) ? (std::filesystem::path(path) / "results.json").string() : path;
+}
+
 }  // namespace
 
 Result<report::RunRecord> LoadResultsFile(const std::string& path) {
@@ -62,14 +69,21 @@ Result<report::RunRecord> LoadResultsFile(const std::string& path) {
 
 CLI::App* AddCompareCommand(CLI::App& app, CompareFlags& flags) {
   CLI::App* cmd = app.add_subcommand("compare", "Compare two runs' results.json cell by cell, with their noise");
-  cmd->add_option("BASE", flags.base, "The earlier run's results.json")->required();
-  cmd->add_option("NEW", flags.next, "The later run's results.json")->required();
+  cmd->add_option("BASE", flags.base, "The earlier run's results.json (or its folder)")->required();
+  cmd->add_option("NEW", flags.next, "The later run's results.json (or its folder)")->required();
   auto* html = cmd->add_flag("--html", flags.html, "HTML on stdout instead of Markdown");
   cmd->add_flag("--json", flags.json, "JSON on stdout instead of Markdown")->excludes(html);
   cmd->add_option("--fail-on-regression", flags.fail_on_regression,
                   "Exit 1 when a cell's requests/s dropped by at least this much, significantly (e.g. 5%)");
   cmd->add_option("--fail-on-p99-regression", flags.fail_on_p99_regression,
                   "Exit 1 when a cell's p99 rose by at least this much, significantly (e.g. 10%)");
+  cmd->add_option("--calibrate-with", flags.calibrate_with,
+                  "Two or more runs of the same thing (results.json or its folder): every pair is compared with "
+                  "the same gate, and the report states how often it failed (its false-positive rate)")
+      ->expected(1, -1);
+  cmd->add_flag("--repeat-split", flags.repeat_split,
+                "Measure the gate's false-positive rate on each run's own repetitions, split in halves "
+                "(four or more per cell)");
   return cmd;
 }
 
@@ -81,12 +95,39 @@ int RunCompareCommand(const CompareFlags& flags) {
   if (!p99_limit.ok()) return Bad(p99_limit.status().message());
   options.fail_on_regression = *rate_limit;
   options.fail_on_p99_regression = *p99_limit;
-  auto base = LoadResultsFile(flags.base);
+  auto base = LoadResultsFile(ResultsPath(flags.base));
   if (!base.ok()) return Bad(base.status().message());
-  auto next = LoadResultsFile(flags.next);
+  auto next = LoadResultsFile(ResultsPath(flags.next));
   if (!next.ok()) return Bad(next.status().message());
   auto comparison = report::Compare(*base, *next, options);
   if (!comparison.ok()) return Bad(flags.base + " and " + flags.next + ": " + comparison.status().message());
+  if (!flags.calibrate_with.empty() || flags.repeat_split) {
+    if (!options.fail_on_regression && !options.fail_on_p99_regression) {
+      return Bad("--calibrate-with and --repeat-split measure a gate's false-positive rate: give "
+                 "--fail-on-regression or --fail-on-p99-regression too");
+    }
+    std::vector<report::SameRuns> groups;
+    if (!flags.calibrate_with.empty()) {
+      report::SameRuns same;
+      for (const std::string& arg : flags.calibrate_with) {
+        auto record = LoadResultsFile(ResultsPath(arg));
+        if (!record.ok()) return Bad(record.status().message());
+        same.names.push_back(arg);
+        same.records.push_back(std::move(*record));
+      }
+      groups.push_back(std::move(same));
+    }
+    if (flags.repeat_split) {
+      for (const auto& [record, name] : {std::pair{&*base, flags.base}, std::pair{&*next, flags.next}}) {
+        auto halves = report::SplitRepetitions(*comparison, *record, name);
+        if (!halves.ok()) return Bad("--repeat-split: " + halves.status().message());
+        groups.push_back(std::move(*halves));
+      }
+    }
+    auto calibration = report::CalibrateGate(*comparison, groups, options);
+    if (!calibration.ok()) return Bad(calibration.status().message());
+    comparison->calibration = std::move(*calibration);
+  }
   std::string out;
   if (flags.json) {
     out = report::CompareJson(*comparison, options).dump(2) + "\n";

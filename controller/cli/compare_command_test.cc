@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -57,6 +60,13 @@ class CompareCommandTest : public ::testing::Test {
       r.run.status.results.push_back(c.result);
     }
     return Write(name, report::ToJson(r).dump());
+  }
+  // A run as its folder, results.json inside, as `fairbench run` leaves it.
+  std::string WriteRunFolder(const std::string& name, const std::vector<double>& rates) {
+    std::filesystem::create_directories(dir_->path() / name);
+    const std::string file = WriteRecord(name + ".json", rates);
+    std::filesystem::rename(file, dir_->path() / name / "results.json");
+    return (dir_->path() / name).string();
   }
   Outcome Compare(const std::vector<std::string>& args) {
     std::string cmd = testing::BinaryPath("fairbench") + " compare";
@@ -139,6 +149,110 @@ TEST_F(CompareCommandTest, BadInputIsOneLineAndExitCode2) {
   EXPECT_EQ(o.code, 2) << o.err;
   EXPECT_NE(o.err.find("no succeeded cell in common"), std::string::npos) << o.err;
   EXPECT_TRUE(o.out.empty());
+}
+
+// Same-versus-same runs with known noise: each run's level drawn from a
+// seeded normal distribution (σ 2 % of 1000 requests/s, the noise between
+// runs), its three repetitions ±0.5 around it (the noise within, far
+// smaller), so every gap of levels past a limit is significant by orders of
+// magnitude and a pair (base i → new j) fails exactly when
+// level j ÷ level i − 1 ≤ −limit. The test counts that from the levels
+// alone and the binary must say the same.
+// Catches: a calibration count that disagrees with the gate it calibrates
+// (another limit, unordered pairs, a pair counted per cell), a report
+// without the line, a loose gate that "fails" on noise, run folders not
+// read as their results.json.
+TEST_F(CompareCommandTest, CalibrationCountsTheGatesFailuresOnSameVersusSameRuns) {
+  std::mt19937 random(44);
+  std::normal_distribution<double> noise(1000, 20);
+  std::vector<double> levels;
+  std::vector<std::string> runs;
+  for (int i = 0; i < 5; ++i) {
+    levels.push_back(std::round(noise(random) * 10) / 10);
+    const double l = levels.back();
+    runs.push_back(WriteRunFolder("same" + std::to_string(i), {l - 0.5, l, l + 0.5}));
+  }
+  const std::string base = WriteRecord("base.json", {1000, 1001, 999});
+  const std::string next = WriteRecord("next.json", {1000, 1001, 999});
+  for (const double limit : {0.01, 0.5}) {
+    int expected = 0;
+    for (size_t i = 0; i < levels.size(); ++i) {
+      for (size_t j = 0; j < levels.size(); ++j) expected += i != j && levels[j] / levels[i] - 1 <= -limit;
+    }
+    if (limit == 0.01) {
+      ASSERT_GT(expected, 0) << "the seed gives no failing pair: the test would prove nothing";
+    }
+    std::vector<std::string> args = {base, next, "--fail-on-regression", std::to_string(limit * 100) + "%",
+                                     "--calibrate-with"};
+    args.insert(args.end(), runs.begin(), runs.end());
+    Outcome o = Compare(args);
+    ASSERT_EQ(o.code, 0) << o.err;
+    char share[16];
+    std::snprintf(share, sizeof share, "%.1f", 100.0 * expected / 20);
+    const std::string line = "failed " + std::to_string(expected) + " of 20 same-versus-same comparisons (" + share +
+                             " %, 95 % interval ";
+    EXPECT_NE(o.out.find("The requests/s gate at " + std::string(limit == 0.01 ? "1.0" : "50.0") + " % " + line),
+              std::string::npos)
+        << o.out;
+    args.push_back("--json");
+    o = Compare(args);
+    ASSERT_EQ(o.code, 0) << o.err;
+    const auto j = nlohmann::json::parse(o.out, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << o.out;
+    const auto& rate = j["gate"]["falsePositiveRate"]["requestsPerSecond"];
+    EXPECT_EQ(rate["failed"], expected) << limit;
+    EXPECT_EQ(rate["pairs"], 20);
+    EXPECT_EQ(j["gate"]["falsePositiveRate"]["failures"].size(), static_cast<size_t>(expected));
+  }
+  // Without same-versus-same runs the report says the rate is unknown.
+  const Outcome o = Compare({base, next, "--fail-on-regression", "1%"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("False-positive rate not measured"), std::string::npos) << o.out;
+}
+
+// Catches: --repeat-split ignored, or its halves paired across the two
+// runs: BASE's repetitions drift by −5 % from its first half to its
+// second, so of the 4 same-versus-same pairs (each run's halves, both ways)
+// exactly one fails a 2 % gate.
+TEST_F(CompareCommandTest, RepeatSplitCalibratesFromTheRunsThemselves) {
+  const std::string base = WriteRecord("base.json", {1000, 1001, 999, 950, 951, 949});
+  const std::string next = WriteRecord("next.json", {1000, 1001, 999, 1000, 1001, 999});
+  const Outcome o = Compare({base, next, "--fail-on-regression", "2%", "--repeat-split"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("The requests/s gate at 2.0 % failed 1 of 4 same-versus-same comparisons (25.0 %"),
+            std::string::npos)
+      << o.out;
+}
+
+// Catches: calibration input that cannot measure the gate accepted (a rate
+// from one run, from other cells, or of no gate), or its error not naming
+// the run: one line on stderr, exit code 2, nothing on stdout.
+TEST_F(CompareCommandTest, CalibrationBadInputIsNamed) {
+  const std::string base = WriteRecord("base.json", {1000, 1010, 990});
+  const std::string same = WriteRecord("same.json", {1000, 1010, 990});
+  std::string crow_text;
+  {
+    std::stringstream s;
+    s << std::ifstream(same).rdbuf();
+    crow_text = s.str();
+  }
+  for (size_t at; (at = crow_text.find("drogon")) != std::string::npos;) crow_text.replace(at, 6, "crow");
+  const std::string crow = Write("crow.json", crow_text);
+  for (const auto& [args, needle] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{base, base, "--fail-on-regression", "5%", "--calibrate-with", same},
+            "only one same-versus-same run (" + same + ")"},
+           {{base, base, "--fail-on-regression", "5%", "--calibrate-with", same, crow},
+            crow + ": no succeeded cell drogon/hello/c100"},
+           {{base, base, "--calibrate-with", same, same}, "give --fail-on-regression or --fail-on-p99-regression"},
+           {{base, base, "--fail-on-regression", "5%", "--repeat-split"},
+            "--repeat-split: " + base + ": cell drogon/hello/c100 has 3 succeeded repetitions"},
+       }) {
+    const Outcome o = Compare(args);
+    EXPECT_EQ(o.code, 2) << needle << ": " << o.err;
+    EXPECT_TRUE(o.out.empty()) << o.out;
+    EXPECT_NE(o.err.find(needle), std::string::npos) << o.err;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+  }
 }
 
 }  // namespace
