@@ -6,6 +6,7 @@
 //   fairbench import FILE... --store PATH             results.json files into a result store
 //   fairbench history [series|check] --store PATH     the runs of a result store, one series, the CI gate
 //   fairbench serve --store PATH [--listen H:P]       a read-only web page over a result store
+//   fairbench selftest [--stall 500ms] [--json]      test the tester: a known stall, both load models
 //   fairbench crd                                     the BenchmarkRun CRD, for kubectl apply
 #include <cstdio>
 #include <string>
@@ -20,6 +21,7 @@
 #include "controller/cli/history_command.h"
 #include "controller/cli/import_command.h"
 #include "controller/cli/run_command.h"
+#include "controller/cli/selftest_command.h"
 #include "controller/cli/serve_command.h"
 
 int main(int argc, char** argv) {
@@ -39,6 +41,8 @@ int main(int argc, char** argv) {
   const fairbench::controller::HistoryCommand history_cmd = fairbench::controller::AddHistoryCommand(app, history);
   fairbench::controller::ServeFlags serve;
   CLI::App* serve_cmd = fairbench::controller::AddServeCommand(app, serve);
+  fairbench::controller::SelftestFlags selftest;
+  CLI::App* selftest_cmd = fairbench::controller::AddSelftestCommand(app, selftest);
   CLI::App* crd_cmd = app.add_subcommand("crd", "Print the BenchmarkRun CustomResourceDefinition (YAML)");
   if (auto code = fairbench::ParseCommandLine(app, argc, argv, "fairbench")) return *code;
   if (run_cmd->parsed()) return fairbench::controller::RunRunCommand(run);
@@ -47,6 +51,7 @@ int main(int argc, char** argv) {
   if (import_cmd->parsed()) return fairbench::controller::RunImportCommand(import);
   if (history_cmd.history->parsed()) return fairbench::controller::RunHistoryCommand(history_cmd, history);
   if (serve_cmd->parsed()) return fairbench::controller::RunServeCommand(serve);
+  if (selftest_cmd->parsed()) return fairbench::controller::RunSelftestCommand(selftest);
   if (crd_cmd->parsed()) {
     std::fputs(fairbench::api::BenchmarkRunCrdYaml().c_str(), stdout);
     return 0;
