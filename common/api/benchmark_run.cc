@@ -17,6 +17,7 @@ std::string_view ToString(CellState v) { return schema::NameOf(v); }
 std::string_view ToString(ConditionStatus v) { return schema::NameOf(v); }
 std::string_view ToString(RepetitionOrder v) { return schema::NameOf(v); }
 std::string_view ToString(IdleWaitMode v) { return schema::NameOf(v); }
+std::string_view ToString(LimiterKind v) { return schema::NameOf(v); }
 std::string_view ToString(GrpcCode v) { return schema::NameOf(v); }
 
 RepetitionOrder EffectiveRepetitionOrder(const BenchmarkRunSpec& spec) {

@@ -532,6 +532,21 @@ struct StatusClasses {
   friend bool operator==(const StatusClasses&, const StatusClasses&) = default;
 };
 
+// What limited a cell's throughput — "why not double?" — judged from what
+// the cell measured (common/report/limiter.h has the rules and thresholds):
+// the target's CPU at its quota or its CPUs, the load generator's CPU, every
+// connection busy in a closed loop (or unable to carry an open model's
+// rate), the rate offered, errors, the target's memory limit; Unknown when
+// nothing measured identifies it.
+enum class LimiterKind { kTargetCpu, kGeneratorCpu, kConnections, kOfferedRate, kErrors, kMemoryLimit, kUnknown };
+
+struct Limiter {
+  LimiterKind kind = LimiterKind::kUnknown;
+  // One sentence with the numbers: "target CPU 0.98 cores of its CPU quota of 1."
+  std::string evidence;
+  friend bool operator==(const Limiter&, const Limiter&) = default;
+};
+
 // One cell's outcome. Metrics cover the measurement window only.
 struct CellResult {
   std::string target;
@@ -553,6 +568,7 @@ struct CellResult {
   std::optional<uint64_t> memory_loaded;  // bytes, at the end of this cell's window
   std::optional<double> target_cpu;       // cores, mean over the window
   std::optional<double> agent_cpu;        // cores, summed over agents
+  std::optional<Limiter> limiter;         // succeeded cells; unset: failed, skipped, or recorded before it
   std::optional<TlsHandshakes> tls;       // https targets only
   std::optional<GrpcCalls> grpc;          // gRPC targets only
   std::optional<Time> start_time;         // measurement window
@@ -652,6 +668,7 @@ std::string_view ToString(CellState v);
 std::string_view ToString(ConditionStatus v);
 std::string_view ToString(RepetitionOrder v);
 std::string_view ToString(IdleWaitMode v);
+std::string_view ToString(LimiterKind v);
 
 RepetitionOrder EffectiveRepetitionOrder(const BenchmarkRunSpec& spec);
 

@@ -127,6 +127,9 @@ TEST(CatalogueTest, YamlAndJsonSpellingsAgree) {
   EXPECT_EQ(run.status.progress, (Progress{4, 36}));
   EXPECT_EQ(run.status.results[0].status_classes.c2xx, 15472807u);
   EXPECT_EQ(run.status.results[1].state, CellState::kFailed);
+  // Catches: the limiter verdict not read from status.results, or spelt apart in YAML and JSON.
+  EXPECT_EQ(run.status.results[0].limiter,
+            (Limiter{LimiterKind::kTargetCpu, "target CPU 3.97 cores of its 4 CPUs (0-3)."}));
   EXPECT_EQ(run.status.conditions[0].status, ConditionStatus::kTrue);
 }
 

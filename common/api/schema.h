@@ -386,10 +386,18 @@ void Describe(V& v, S& s) {
   v.Field("memoryLoaded", s.memory_loaded);
   v.Field("targetCpu", s.target_cpu);
   v.Field("agentCpu", s.agent_cpu);
+  v.Field("limiter", s.limiter);
   v.Field("tls", s.tls);
   v.Field("grpc", s.grpc);
   v.Field("startTime", s.start_time);
   v.Field("endTime", s.end_time);
+}
+
+template <typename V, typename S>
+  requires Is<S, Limiter>
+void Describe(V& v, S& s) {
+  v.Field("kind", s.kind);
+  v.Field("evidence", s.evidence);
 }
 
 template <typename V, typename S>
@@ -553,6 +561,19 @@ struct EnumNames<IdleWaitMode> {
       {IdleWaitMode::kBlock, "Block"},
       {IdleWaitMode::kNap, "Nap"},
       {IdleWaitMode::kPoll, "Poll"},
+  }};
+};
+
+template <>
+struct EnumNames<LimiterKind> {
+  static constexpr std::array<std::pair<LimiterKind, std::string_view>, 7> kNames{{
+      {LimiterKind::kTargetCpu, "TargetCpu"},
+      {LimiterKind::kGeneratorCpu, "GeneratorCpu"},
+      {LimiterKind::kConnections, "Connections"},
+      {LimiterKind::kOfferedRate, "OfferedRate"},
+      {LimiterKind::kErrors, "Errors"},
+      {LimiterKind::kMemoryLimit, "MemoryLimit"},
+      {LimiterKind::kUnknown, "Unknown"},
   }};
 };
 

@@ -18,6 +18,7 @@
 #include "common/report/analysis.h"
 #include "common/report/cell_checks.h"
 #include "common/report/format.h"
+#include "common/report/limiter.h"
 #include "common/report/stats.h"
 #include "common/units.h"
 
@@ -78,6 +79,7 @@ struct Context {
   const RunRecord& record;
   const RunIndex& index;
   bool show_repetition;  // a repetition column is needed
+  bool show_limiter;     // some cell carries a limiter verdict (records before them carry none)
   std::vector<std::string> ranked_targets;
   std::map<std::string, int> slots;  // target → colour slot
 };
@@ -173,6 +175,11 @@ std::string TailSpread(const Context& ctx, const std::string& scenario, int64_t 
   if (n < 2) return "";
   return "Across " + std::to_string(n) + " targets the average latency spans " + FormatFactor(max_avg / min_avg) +
          ", the maximum " + FormatFactor(max_max / min_max) + ".";
+}
+
+// The kind of a cell's limiter verdict, or kMissing.
+std::string LimiterText(const api::CellResult& r) {
+  return r.limiter ? std::string(api::ToString(r.limiter->kind)) : kMissing;
 }
 
 // ---------------------------------------------------------------- preamble
@@ -510,13 +517,20 @@ std::vector<Section> Rankings(const Context& ctx) {
                                   std::string(ctx.show_repetition
                                                   ? " Each row is the repetition with the median requests/s."
                                                   : "") +
-                                  std::string(kFlagMark) + " marks a cell listed under Flags.")}));
+                                  std::string(kFlagMark) + " marks a cell listed under Flags." +
+                                  std::string(ctx.show_limiter ? " Limited by: what set the cell's requests/s "
+                                                                 "(see Why not double?)."
+                                                               : ""))}));
   out.push_back(std::move(intro));
   for (const auto& [scenario, level] : Groups(ctx.index)) {
     Section s{"ranking-" + scenario + "-" + std::to_string(level), scenario + " · " + ConnsText(level), 3, {}};
     s.blocks.push_back(P({Code(RequestText(ctx.index.FindScenario(scenario)))}));
     Table t{{"#", "target", "requests/s", "vs best", "avg", "stdev", "p99", "p99.9", "max"}, Aligns(2, 7), {}};
     t.align[0] = Align::kRight;
+    if (ctx.show_limiter) {
+      t.header.push_back("limited by");
+      t.align.push_back(Align::kLeft);
+    }
     LadderChart ladder;
     ladder.title = "Latency of " + scenario + " at " + ConnsText(level) + " (log scale)";
     ladder.marks = {"avg", "p50", "p90", "p99", "p99.9", "max"};
@@ -548,6 +562,7 @@ std::vector<Section> Rankings(const Context& ctx) {
       t.rows.push_back({(tied ? "=" : "") + std::to_string(shown_rank), e.target + (e.cell->flags.empty() ? "" : kFlagMark),
                         Rate(r.requests_per_second), e.share_of_best > 0 ? FormatShare(e.share_of_best) : kMissing,
                         Latency(l.mean), Latency(l.stdev), Latency(l.p99), Latency(l.p999), Latency(l.max)});
+      if (ctx.show_limiter) t.rows.back().push_back(LimiterText(r));
       ladder.rows.push_back(e.target);
       ladder.row_slots.push_back(ctx.slots.at(e.target));
       std::vector<std::optional<double>> v;
@@ -678,6 +693,46 @@ std::vector<Section> Scaling(const Context& ctx) {
 }
 
 // ---------------------------------------------------------------- errors, resources, bytes
+
+// Why not double: each cell's limiter verdict with its evidence
+// (limiter.h); nullopt for a record whose cells carry none.
+std::optional<Section> WhyNotDouble(const Context& ctx) {
+  if (!ctx.show_limiter) return std::nullopt;
+  Section s{"limiter", "Why not double?", 2, {}};
+  const LimiterThresholds th;
+  s.blocks.push_back(P(
+      "What limited each cell's requests/s, judged from what the cell measured against the ceilings its target "
+      "and agents read from their kernels: " +
+      std::string("Errors (at least ") + FormatShare(th.error_share, 0) +
+      " of the requests attempted failed), GeneratorCpu (the agents' CPU at " + FormatShare(th.saturated, 0) +
+      " or more of what their threads, CPUs and quotas allow), TargetCpu (the target's CPU at " +
+      FormatShare(th.saturated, 0) + " or more of its CPU quota or its CPUs), MemoryLimit (its memory at " +
+      FormatShare(th.saturated, 0) +
+      " or more of its limit) — named in this order when several hold, the others in the evidence; then, with "
+      "nothing at its ceiling, OfferedRate (a constant rate achieved to " + FormatShare(th.offered_share, 0) +
+      ") or Connections (every connection busy by Little's law — requests/s × mean latency within " +
+      FormatShare(th.busy, 0) + " – " + FormatShare(th.busy_high, 0) +
+      " of the connections' requests in flight — with room to double: the target's and the agents' CPU measured "
+      "below " + FormatShare(th.headroom, 0) +
+      " of their ceilings, on CPUs not shared: the connections' concurrency set the rate; whether more connections "
+      "carry more depends on what the target waited on, which its CPU time per request beside the latency hints "
+      "and a higher connection level shows). Unknown when the numbers identify none: never a guess."));
+  std::vector<std::string> header = CellColumns(ctx);
+  const size_t left = header.size();
+  header.push_back("limited by");
+  header.push_back("evidence");
+  Table t{header, Aligns(left + 2, 0), {}};
+  t.align[2] = Align::kRight;
+  for (const CellRecord* c : CellsInReportOrder(ctx)) {
+    if (c->result.state != api::CellState::kSucceeded) continue;
+    std::vector<std::string> row = CellCells(ctx, c->result);
+    row.push_back(LimiterText(c->result));
+    row.push_back(c->result.limiter ? c->result.limiter->evidence : "not judged");
+    t.rows.push_back(std::move(row));
+  }
+  s.blocks.push_back(std::move(t));
+  return s;
+}
 
 Section Errors(const Context& ctx) {
   Section s{"errors", "Errors", 2, {}};
@@ -1368,7 +1423,9 @@ std::optional<Section> RawOutput(const Context& ctx) {
 
 Document BuildDocument(const RunRecord& record) {
   const RunIndex index(record);
-  Context ctx{record, index, index.MaxRepetitions() > 1, index.TargetsByBaselineRank(), {}};
+  const bool show_limiter = std::any_of(record.cells.begin(), record.cells.end(),
+                                        [](const CellRecord& c) { return c.result.limiter.has_value(); });
+  Context ctx{record, index, index.MaxRepetitions() > 1, show_limiter, index.TargetsByBaselineRank(), {}};
   // Colours follow the baseline ranking, so the leaders get the most distinct ones.
   for (size_t i = 0; i < ctx.ranked_targets.size(); ++i) ctx.slots[ctx.ranked_targets[i]] = static_cast<int>(i);
 
@@ -1382,6 +1439,7 @@ Document BuildDocument(const RunRecord& record) {
   for (Section& s : Rankings(ctx)) doc.sections.push_back(std::move(s));
   if (auto s = Baseline(ctx)) doc.sections.push_back(std::move(*s));
   for (Section& s : Scaling(ctx)) doc.sections.push_back(std::move(s));
+  if (auto s = WhyNotDouble(ctx)) doc.sections.push_back(std::move(*s));
   doc.sections.push_back(Errors(ctx));
   if (auto s = TlsSection(ctx)) doc.sections.push_back(std::move(*s));
   if (auto s = GrpcSection(ctx)) doc.sections.push_back(std::move(*s));

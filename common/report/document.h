@@ -7,7 +7,8 @@
 // (targets, resources, scenarios, load, what "latency" means here); results
 // at a glance; per scenario and connection level a ranking; the drop of each
 // scenario versus the hello-world baseline; scaling across connection
-// levels; errors; memory and CPU; bytes per response and transfer/s; flags
+// levels; why not double (each cell's limiter verdict, also a column of
+// each ranking); errors; memory and CPU; bytes per response and transfer/s; flags
 // that need a second look; repetitions and their spread; failed and skipped
 // cells; the profiled cells (where the target spent its CPU; flame graphs in
 // HTML); and, for the HTML report only, charts (requests/s per scenario and

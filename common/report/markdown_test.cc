@@ -441,6 +441,39 @@ TEST(MarkdownTest, SmallRecordExactTables) {
   EXPECT_TRUE(HasLine(md, "Run **small**: Succeeded. 6 of 6 cells finished: 5 succeeded, 1 failed, 0 skipped."));
 }
 
+// Catches: the limiter verdict missing from the ranking's column or from
+// "Why not double?" (kind and evidence, every succeeded cell, the failed
+// one left out), the column shown for a record whose cells carry none.
+TEST(MarkdownTest, LimiterColumnAndWhyNotDouble) {
+  RunRecord record = SmallRecord();
+  EXPECT_EQ(RenderMarkdown(record).find("Why not double?"), std::string::npos);
+  EXPECT_EQ(RenderMarkdown(record).find("limited by"), std::string::npos);
+  for (CellRecord& c : record.cells) {
+    if (c.result.state != api::CellState::kSucceeded) continue;
+    c.result.limiter = api::Limiter{api::LimiterKind::kTargetCpu, "target CPU 1.50 cores of its 2 CPUs (0-1)."};
+  }
+  record.cells[4].result.limiter = api::Limiter{api::LimiterKind::kGeneratorCpu, "agents' CPU 1.90 cores of their 2 threads."};
+  record.cells[2].result.limiter.reset();  // alpha json @ 10: recorded before verdicts
+  const std::string md = RenderMarkdown(record);
+  EXPECT_EQ(Rows(Section(md, "### hello · 100 connections")),
+            (std::vector<std::string>{
+                "| # | target | requests/s | vs best | avg | stdev | p99 | p99.9 | max | limited by |",
+                "| 1 | alpha | 1,500 | 100.0 % | 66.00 ms | 5.00 ms | 200.00 ms | 240.00 ms | 250.00 ms | TargetCpu |",
+                "| 2 | beta ⚑ | 1,200 | 80.0 % | 200.00 ms | 40.00 ms | 900.00 ms | 1.50 s | 1.90 s | GeneratorCpu |",
+            }))
+      << md;
+  const std::string why = Section(md, "## Why not double?");
+  EXPECT_NE(why.find("Unknown when the numbers identify none"), std::string::npos) << why;
+  EXPECT_EQ(Rows(why), (std::vector<std::string>{
+                           "| target | scenario | connections | limited by | evidence |",
+                           "| beta | hello | 10 | TargetCpu | target CPU 1.50 cores of its 2 CPUs (0-1). |",
+                           "| alpha | hello | 10 | TargetCpu | target CPU 1.50 cores of its 2 CPUs (0-1). |",
+                           "| beta | hello | 100 | GeneratorCpu | agents' CPU 1.90 cores of their 2 threads. |",
+                           "| alpha | hello | 100 | TargetCpu | target CPU 1.50 cores of its 2 CPUs (0-1). |",
+                           "| alpha | json | 10 | – | not judged |",
+                       }));
+}
+
 // Catches: targets ranked by noise: two targets whose repetitions' 95 %
 // intervals of requests/s overlap are marked tied (=) with the reason; one
 // clearly apart keeps its own rank.

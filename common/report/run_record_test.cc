@@ -99,6 +99,7 @@ RunRecord RichRecord() {
   ok.result.memory_loaded = 96520601;
   ok.result.target_cpu = 3.9876;
   ok.result.agent_cpu = 2.5;
+  ok.result.limiter = api::Limiter{api::LimiterKind::kTargetCpu, "target CPU 1.98 cores of its 2 CPUs (2-3)."};
   ok.result.start_time = *api::ParseTime("2026-09-28T12:00:05.000000001Z");
   ok.result.end_time = *api::ParseTime("2026-09-28T12:00:35Z");
   ok.timeline = {Point(1, Phase::kWarmup, 0), Point(2, Phase::kMeasure, 1.000123456789)};
@@ -213,6 +214,9 @@ TEST(RunRecordTest, LayoutHasAHeaderAndEachResultOnce) {
   EXPECT_EQ(j["cells"][0]["flags"], (nlohmann::ordered_json{"SnapshotGap", "Errors"}));
   EXPECT_EQ(j["cells"][0]["timeline"][1]["phase"], "measure");
   EXPECT_EQ(j["cells"][1]["result"]["reason"], "TargetExited");
+  // Catches: the limiter verdict left out of results.json, or spelt other than the API's names.
+  EXPECT_EQ(j["cells"][0]["result"]["limiter"],
+            (nlohmann::ordered_json{{"kind", "TargetCpu"}, {"evidence", "target CPU 1.98 cores of its 2 CPUs (2-3)."}}));
   EXPECT_EQ(j["environment"]["agentCpus"], "4-5,8");
 }
 

@@ -13,6 +13,7 @@
 #include "controller/orchestrator/cpu_verdict.h"
 #include "common/mutex.h"
 #include "common/report/format.h"
+#include "common/report/limiter.h"
 #include "common/units.h"
 #include "controller/hub/cell_aggregator.h"
 #include "controller/orchestrator/cell_jobs.h"
@@ -841,6 +842,12 @@ report::CellRecord Orchestrator::RunCell(RunState& state, const api::Cell& cell,
     rec.flags.push_back(report::CellFlag::kSharedCpus);
     std::sort(rec.flags.begin(), rec.flags.end());
   }
+  // Why not double: judged here, where every platform's cells end, from
+  // the ceilings the target and the agents read from their kernels.
+  std::vector<std::optional<CpuView>> agent_views;
+  for (const AgentCpuView& a : agent_cpus) agent_views.push_back(a.view);
+  rec.result.limiter = report::JudgeLimiter(
+      rec, report::LimiterContextFor(settings, cell.connections, state.cpu_facts[cell.target_index].view, agent_views));
   rec.profile = profiling.Finish(stop);
   if (rec.profile && rec.profile->state != report::ProfileState::kRecorded &&
       state.profile_messages.insert(rec.profile->message).second) {

@@ -288,6 +288,10 @@ TEST_F(OrchestratorTest, InterleavedRepetitionsDeployEveryTargetOncePerRoundInTh
     EXPECT_TRUE(cells[i].Matches(record->cells[i].result)) << "cell " << i << " is " << record->cells[i].result.target;
     EXPECT_TRUE(cells[i].Matches(record->run.status.results[i])) << "status.results[" << i << "]";
     EXPECT_EQ(record->run.status.results[i], record->cells[i].result) << i;
+    // Catches: no limiter verdict judged where every platform's cells end
+    // (the fakes read no CPUs: nothing identifies a limiter).
+    ASSERT_TRUE(record->run.status.results[i].limiter.has_value()) << i;
+    EXPECT_EQ(record->run.status.results[i].limiter->kind, api::LimiterKind::kUnknown) << i;
   }
   EXPECT_EQ(record->run.status.progress.completed, 9);
   std::vector<std::string> deployed;
@@ -443,6 +447,13 @@ TEST_F(OrchestratorTest, SharedCpusFlagTheCellsAndStatusSaysWhy) {
   ASSERT_TRUE(exclusive.ok());
   EXPECT_EQ(std::count(exclusive->cells[0].flags.begin(), exclusive->cells[0].flags.end(), report::CellFlag::kSharedCpus), 0);
   EXPECT_EQ(exclusive->run.status.cpus[0].exclusive, api::ConditionStatus::kTrue);
+  // Catches: the CPUs read from inside the target not reaching the cell's
+  // limiter verdict (the fake target uses 1.5 cores; its one CPU caps it).
+  ASSERT_TRUE(exclusive->cells[0].result.limiter.has_value());
+  EXPECT_EQ(exclusive->cells[0].result.limiter->kind, api::LimiterKind::kTargetCpu)
+      << exclusive->cells[0].result.limiter->evidence;
+  EXPECT_EQ(exclusive->cells[0].result.limiter->evidence.rfind("target CPU 1.50 cores of its 1 CPU (2)", 0), 0u)
+      << exclusive->cells[0].result.limiter->evidence;
 }
 
 // Catches: requireExclusiveCpus ignored, checked only after the load, or
