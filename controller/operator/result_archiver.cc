@@ -6,6 +6,7 @@
 
 #include "common/api/time_text.h"
 #include "common/api/well_known.h"
+#include "controller/results/pg_result_store.h"
 #include "controller/store/configmap_run_store.h"
 
 namespace fairbench::controller {
@@ -18,15 +19,12 @@ bool Terminal(const std::optional<api::RunPhase>& p) {
 }  // namespace
 
 std::string RedactStoreLocation(const std::string& location) {
-  const size_t scheme = location.find("://");
-  if (scheme == std::string::npos) return location;
-  const size_t host_start = scheme + 3;
-  const size_t at = location.find('@', host_start);
-  const size_t slash = location.find('/', host_start);
-  if (at == std::string::npos || (slash != std::string::npos && slash < at)) return location;
-  const size_t colon = location.find(':', host_start);
-  if (colon == std::string::npos || colon > at) return location;
-  return location.substr(0, colon) + ":***" + location.substr(at);
+  // The PostgreSQL store's own spelling of its URL without the password
+  // (in the user part or a ?password= parameter alike).
+  if (location.starts_with("postgres://") || location.starts_with("postgresql://")) {
+    return results::PgUrlWithoutPassword(location);
+  }
+  return location;
 }
 
 ResultArchiver::ResultArchiver(kube::Client& client, RunStatusClient& run_status, kube::EventRecorder* events,

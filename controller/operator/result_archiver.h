@@ -60,8 +60,8 @@ struct ResultArchiverStats {
   std::string last_error;
 };
 
-// `location` with the password of a URL's user replaced by ***
-// ("postgresql://fb:***@db/results"); anything else as it is.
+// A postgresql:// URL as the PostgreSQL store names itself, without its
+// password ("postgresql://fb@db:5432/results"); anything else as it is.
 std::string RedactStoreLocation(const std::string& location);
 
 class ResultArchiver {
