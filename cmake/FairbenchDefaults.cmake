@@ -117,6 +117,17 @@ function(fairbench_requires_kubernetes target)
     "endforeach()\n")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${script}")
 endfunction()
+# Every test gtest finds in `target` holds CTest's lock `lock`: for tests
+# that share something of the machine's outside their own folders (a real
+# kubelet's node cgroups are named after the node, machine-wide).
+function(fairbench_resource_lock target lock)
+  set(script "${CMAKE_CURRENT_BINARY_DIR}/${target}_lock.cmake")
+  file(WRITE "${script}"
+    "foreach(test IN LISTS ${target}_TESTS)\n"
+    "  set_tests_properties(\"\${test}\" PROPERTIES RESOURCE_LOCK ${lock})\n"
+    "endforeach()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${script}")
+endfunction()
 # Every test gtest finds in `target` runs in the shared cluster. (CTest's
 # scripts know set_tests_properties, not set_property(TEST).)
 function(fairbench_uses_kubernetes_cluster target)
