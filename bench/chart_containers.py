@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The operator from the chart with pods as containers: what it costs in time.
 
-Follows the README's "On this machine, without a cluster" steps: the Docker
+Follows the steps of docs/local-cluster.md: the Docker
 engine (scripts/docker-engine), the images around build/bin
 (scripts/images --prebuilt), Kubernetes' own control plane with three test
 kubelets in container mode as its nodes (scripts/kube up --nodes), a namespace

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`fairbench history check` over 1,000 series (README, "Results that last").
+"""`fairbench history check` over 1,000 series (docs/results.md, "Results that last").
 
 Makes a store of --runs runs (default 10,000) of 30 cells each: 3 of 100
 targets per run x 2 scenarios x 5 connection levels, so 1,000 series of

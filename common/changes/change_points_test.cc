@@ -179,7 +179,7 @@ TEST(ChangePointsTest, OneChangedSeriesAmongTwoHundredIsTheOneFlagged) {
   EXPECT_LE(flagged_at_all, 22);
 }
 
-// The false-positive rate at the defaults, as the README quotes it.
+// The false-positive rate at the defaults, as docs/results.md quotes it.
 // Under no change the points are exchangeable, so the first permutation
 // test rejects with probability ⌊0.05 × 101⌋ / 101 = 4.95 % (p is
 // (count + 1) / 101); further changes are only looked for after a first.

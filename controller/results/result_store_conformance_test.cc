@@ -217,7 +217,7 @@ std::vector<StoredRun> ExpectedRuns(const std::vector<Entry>& entries, const Run
   return out;
 }
 
-// The series as the README defines it, from the records.
+// The series as docs/results.md defines it, from the records.
 Series ExpectedSeries(const std::vector<Entry>& entries, const SeriesKey& k, const std::string& fingerprint) {
   std::vector<Entry> with;
   for (const Entry& e : entries) {

@@ -10,7 +10,7 @@
 // built from its Go module, within the server's version skew) with the
 // images this build made (containers.images) into namespace "fairbench",
 // created and labelled with kubectl to enforce the restricted Pod
-// Security Standard — the README's steps. Nothing else is given to the
+// Security Standard — docs/local-cluster.md's steps. Nothing else is given to the
 // controllers: they run as the chart's Deployment, with in-cluster
 // configuration and the chart's service account and RBAC.
 #pragma once

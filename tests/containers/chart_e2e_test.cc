@@ -84,7 +84,7 @@ class ChartE2eTest : public ChartCluster {
 // Catches: an image that does not run under the chart's securityContext or
 // in a restricted namespace; in-cluster configuration or a chart RBAC rule
 // missing (a 403 here); two targets loaded at once (the engine's own view);
-// an agent on the target node; kubectl columns or Events the README names
+// an agent on the target node; kubectl columns or Events docs/operator.md names
 // missing; the record not fetched; the run's securityContext not reaching
 // the pod, or admission not enforced; OOMKilled not reported from the engine;
 // a container left after deletion (kubelet, operator or Deployment GC);
@@ -111,7 +111,7 @@ TEST_F(ChartE2eTest, TheChartInstalledAsAUserWouldRunsTheOperatorEndToEnd) {
   EXPECT_EQ(watch.most_targets, 1) << "two target containers ran at once";
   EXPECT_EQ(watch.target_nodes, (std::set<std::string>{"chart-target"}));
   EXPECT_EQ(watch.agent_nodes, (std::set<std::string>{"chart-load-1", "chart-load-2"}));
-  // kubectl shows what the README says: PHASE and PROGRESS, then the
+  // kubectl shows what docs/operator.md says: PHASE and PROGRESS, then the
   // conditions and the Events cell by cell.
   const std::string got = Ok({"get", "br", "duo", "-n", kNamespace});
   EXPECT_TRUE(std::regex_search(got, std::regex(R"(duo\s+Succeeded\s+2/2)"))) << got;

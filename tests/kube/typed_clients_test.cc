@@ -258,7 +258,7 @@ class Helm : public Kubectl {
     return RunTool(helm_, std::move(args));
   }
   std::vector<std::string> Chart(const char* verb, const std::string& tag) const {
-    // The values the README's test-cluster steps use.
+    // The values docs/local-cluster.md's test-cluster steps use.
     return {verb, "fairbench", std::string(FAIRBENCH_SOURCE_DIR) + "/charts/fairbench", "--set",
             "image.registry=fairbench.test", "--set", "image.tag=" + tag, "--set",
             "controller.listenAddress=$(POD_IP)", "--set", "crds.enabled=false"};
