@@ -110,6 +110,14 @@ Result<EngineOptions> OptionsFromJob(const wire::JobSpec& job, const std::vector
     o.h2.max_streams = job.streams;
     if (Status s = BuildH2Requests(o, specs, host_header); !s.ok()) return s;
   }
+  if (job.vary) {
+    auto plan = std::make_shared<VaryPlan>();
+    plan->seed = job.vary->seed;
+    plan->verify_every = job.vary->verify_every;
+    plan->request = VaryRequest(specs.front(), host_header, job.keep_alive);
+    plan->expect = VaryExpect(job.vary->expect_json ? VaryExpect::Kind::kJson : VaryExpect::Kind::kBody, job.vary->expect);
+    o.vary = std::move(plan);
+  }
   if (job.script) {
     auto created = ScriptFromJob(job, o);
     if (!created.ok()) return created.status();

@@ -13,6 +13,7 @@
 
 #include "testing/delay_server/delay_server_fixture.h"
 #include "testing/support/bin_dir.h"
+#include "testing/support/misbehaving_server_fixture.h"
 #include "testing/support/nginx_fixture.h"
 #include "testing/support/subprocess.h"
 #include "testing/support/temp_dir.h"
@@ -120,6 +121,9 @@ TEST_F(AgentCliTest, BadInputGetsOneLineAndExitCodeTwo) {
       {{"load", "http://127.0.0.1:1/", "--h2c", "-H", "Connection: close"}, "Connection"},
       {{"load", "http://127.0.0.1:1/", "--idle-wait", "spin"}, "--idle-wait: must be auto, block, nap or poll, got 'spin'"},
       {{"load", "http://127.0.0.1:1/", "--busy-poll", "--idle-wait", "nap"}, "excludes"},
+      {{"load", "http://127.0.0.1:1/e/{n}", "--vary-every", "10"}, "--vary-every: needs --expect-body or --expect-json with {n}"},
+      {{"load", "http://127.0.0.1:1/e/{n}", "--vary-every", "10", "--h2c", "--expect-body", "{n}"}, "--vary-every: one request over HTTP/1.1"},
+      {{"load", "http://127.0.0.1:1/", "--expect-body", "x"}, "--expect-body and --expect-json are for --vary-every"},
   };
   for (const auto& [args, expected] : cases) {
     const Outcome o = Agent(args);
@@ -127,6 +131,28 @@ TEST_F(AgentCliTest, BadInputGetsOneLineAndExitCodeTwo) {
     EXPECT_NE(o.err.find(expected), std::string::npos) << "stderr: " << o.err;
     EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << "one line, not: " << o.err;
     EXPECT_TRUE(o.out.empty() || o.out.find("Running") == 0) << o.out;
+  }
+}
+
+// Catches: --vary-every not reaching the engine (the request would go out
+// with "{n}" in it and nothing would be checked), or the sampled answers
+// missing from the summary and the JSON.
+TEST_F(AgentCliTest, VaryEveryChecksAnswers) {
+  for (const auto mode : {testing::MisbehavingMode::kEcho, testing::MisbehavingMode::kEchoCached}) {
+    testing::MisbehavingFixtureOptions fo;
+    fo.mode = mode;
+    auto server = testing::MisbehavingServerFixture::Start(fo);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    const std::string json_path = (dir_->path() / "vary.json").string();
+    const Outcome o = Agent({"load", "http://127.0.0.1:" + std::to_string((*server)->port()) + "/echo/{n}", "-t", "1", "-c",
+                             "2", "-d", "500ms", "--vary-every", "10", "--expect-body", "{n}", "--json", json_path});
+    ASSERT_EQ(o.code, 0) << o.err;
+    EXPECT_NE(o.out.find("Answers sampled and verified: "), std::string::npos) << o.out;
+    std::ifstream in(json_path);
+    const nlohmann::json j = nlohmann::json::parse(in);
+    const uint64_t verified = j["answers"]["verified"].get<uint64_t>();
+    EXPECT_GT(verified, 0u);
+    EXPECT_EQ(j["answers"]["failed"].get<uint64_t>(), mode == testing::MisbehavingMode::kEcho ? 0u : verified) << j["answers"];
   }
 }
 

@@ -83,6 +83,13 @@ Status ValidateOptions(const EngineOptions& o) {
     if (o.script == nullptr && o.h2_requests.size() != o.requests.size()) return Status::InvalidArgument("HTTP/2 requests not built");
     if (Status s = ValidateH2Options(o.h2); !s.ok()) return s;
   }
+  if (o.vary != nullptr) {
+    if (o.script != nullptr) return Status::InvalidArgument("vary cannot be combined with a script: the script makes the requests");
+    if (o.requests.size() != 1) return Status::InvalidArgument("vary needs exactly one request, not a mix");
+    if (o.protocol != HttpProtocol::kHttp1) return Status::InvalidArgument("vary is for HTTP/1.1 only");
+    if (o.pipeline > 1) return Status::InvalidArgument("vary cannot be combined with pipelining");
+    if (o.vary->verify_every == 0) return Status::InvalidArgument("vary's verify_every must be ≥ 1");
+  }
   for (const BuiltRequest& r : o.requests) {
     if (r.weight == 0) return Status::InvalidArgument("request '" + r.name + "' has weight 0");
     if (r.bytes.size() > (1u << 30)) return Status::InvalidArgument("request '" + r.name + "' is larger than 1 GiB");

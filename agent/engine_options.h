@@ -13,6 +13,7 @@
 #include "agent/request.h"
 #include "agent/tls_context.h"
 #include "agent/url.h"
+#include "agent/vary.h"
 #include "common/metrics.h"
 
 namespace fairbench::agent {
@@ -74,6 +75,13 @@ struct EngineOptions {
   // static request, or request()'s texts) to its thread.addr. Not owned;
   // must outlive the engine. `requests` may then be empty.
   Script* script = nullptr;
+  // Answers that cannot be cached (agent/vary.h): set, the one request of
+  // `requests` (HTTP/1.1, pipeline 1, no script) is built anew for each
+  // number of its connection's sequence, and every verify_every-th answer
+  // of a connection is checked (Counters::answers). `requests` keeps the
+  // request with "{n}" as it is, for its name. Unset: requests are sent as
+  // built, at no cost.
+  std::shared_ptr<const VaryPlan> vary;
 };
 
 // Builds h2_requests from the specs `requests` were built from, with the

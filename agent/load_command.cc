@@ -120,6 +120,13 @@ CLI::App* AddLoadCommand(CLI::App& app, LoadFlags& f) {
   cmd->add_option("--deadline", f.deadline, "gRPC: the call's deadline, sent as grpc-timeout, e.g. 100ms");
   cmd->add_option("--max-message-size", f.max_message_size,
                   "gRPC: a response message above this many bytes is a protocol error (default 4M)");
+  cmd->add_option("--vary-every", f.vary_every,
+                  "Replace {n} in the URL's path, the headers and the body with a new number for each request, and "
+                  "check every Nth answer of each connection against --expect-body or --expect-json");
+  cmd->add_option("--vary-seed", f.vary_seed, "--vary-every: the seed of the numbers (default 24301)");
+  auto* expect_body = cmd->add_option("--expect-body", f.expect_body, "--vary-every: the answer's body, {n} its request's number");
+  cmd->add_option("--expect-json", f.expect_json, "--vary-every: the answer as JSON, {n} in its strings the request's number")
+      ->excludes(expect_body);
   return cmd;
 }
 
@@ -382,6 +389,23 @@ int RunLoadCommand(const LoadFlags& f) {
     opt.script = script.get();
     opt.requests.clear();
     opt.h2_requests.clear();
+  }
+  if (f.vary_every > 0) {
+    if (!f.script.empty() || !f.requests_file.empty() || grpc || h2 || f.pipeline > 1) {
+      return BadInput("--vary-every: one request over HTTP/1.1 (not with -s, --requests, --grpc, --h2, --h2c or --pipeline)");
+    }
+    const std::string& expect = f.expect_json.empty() ? f.expect_body : f.expect_json;
+    if (expect.find(kVaryToken) == std::string::npos) {
+      return BadInput("--vary-every: needs --expect-body or --expect-json with {n}, the request's number, in it");
+    }
+    auto plan = std::make_shared<VaryPlan>();
+    plan->seed = f.vary_seed;
+    plan->verify_every = f.vary_every;
+    plan->request = VaryRequest(specs.front(), url->HostHeader(), !f.no_keep_alive);
+    plan->expect = VaryExpect(f.expect_json.empty() ? VaryExpect::Kind::kBody : VaryExpect::Kind::kJson, expect);
+    opt.vary = std::move(plan);
+  } else if (!f.expect_body.empty() || !f.expect_json.empty()) {
+    return BadInput("--expect-body and --expect-json are for --vary-every");
   }
   if (!f.cpus.empty()) {
     auto cpus = ParseCpusFlag(f.cpus);

@@ -53,6 +53,13 @@ struct LoadFlags {
   std::vector<std::string> metadata{};
   std::string deadline{};
   std::string max_message_size{};
+  // Vary (agent/vary.h): "{n}" in the URL's path, the headers and the body
+  // becomes a new number for each request, and every vary_every-th answer
+  // of a connection is checked against expect_body or expect_json.
+  uint32_t vary_every = 0;  // 0: off
+  uint64_t vary_seed = 0x5eed;
+  std::string expect_body{};
+  std::string expect_json{};
 };
 
 // Registers the subcommand's options on `app`.

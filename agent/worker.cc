@@ -64,6 +64,7 @@ Worker::Worker(LoadCoordinator& coordinator, const EngineOptions& options, uint3
       requests_(&RequestsOf(options, index)),
       h2_requests_(options.script != nullptr ? &options.script->thread(index).h2_requests() : &options.h2_requests),
       address_(options.script != nullptr ? &options.script->thread(index).address() : &options.addresses.front()),
+      vary_(options.vary.get()),
       timeout_ns_(options.timeout.count()) {
   if (script_ != nullptr) {
     dynamic_ = script_->dynamic();
@@ -106,6 +107,7 @@ Status Worker::Init() {
   for (uint32_t i = 0; i < conns_.size(); ++i) {
     Conn& c = conns_[i];
     c.id = first_conn_ + i;
+    if (vary_ != nullptr) c.numbers = VarySequence(vary_->seed, c.id);
     if (opt_.pipeline > 1) c.batch = std::make_unique<uint32_t[]>(opt_.pipeline);
   }
   return Status::Ok();
@@ -219,6 +221,7 @@ void Worker::Close(Conn& c) {
   c.pending = 0;
   c.write_off = c.write_len = 0;
   c.delayed = false;
+  c.sampled = false;
   c.capture.clear();
   if (c.h2 != nullptr) {
     c.h2.reset();
@@ -324,7 +327,16 @@ void Worker::Send(Conn& c, int64_t now, int64_t intended) {
     c.text_head = c.text.compare(0, 5, "HEAD ") == 0;
   } else if (depth == 1) {
     c.req = schedule_.Next();
-    len = static_cast<uint32_t>((*requests_)[c.req].bytes.size());
+    if (vary_ != nullptr) {
+      // The request for the connection's next number, built into the
+      // connection's own buffer (grown once, then reused).
+      c.n = c.numbers.Next();
+      vary_->request.Build(c.n, c.text);
+      c.sampled = ++c.varied % vary_->verify_every == 0;
+      len = static_cast<uint32_t>(c.text.size());
+    } else {
+      len = static_cast<uint32_t>((*requests_)[c.req].bytes.size());
+    }
   } else {
     for (uint32_t i = 0; i < depth; ++i) {
       c.batch[i] = schedule_.Next();
@@ -348,7 +360,7 @@ void Worker::ContinueWrite(Conn& c, int64_t now) {
     iovec iov[kMaxIov];
     size_t count = 0;
     if (dynamic_ || opt_.pipeline == 1) {
-      const std::string& bytes = dynamic_ ? c.text : (*requests_)[c.req].bytes;
+      const std::string& bytes = dynamic_ || vary_ != nullptr ? c.text : (*requests_)[c.req].bytes;
       iov[0].iov_base = const_cast<char*>(bytes.data() + c.write_off);
       iov[0].iov_len = c.write_len - c.write_off;
       count = 1;
@@ -442,7 +454,7 @@ bool Worker::OnBytes(Conn& c, const char* data, size_t len) {
     }
     size_t used = 0;
     const ResponseParser::Outcome o = c.parser.Feed(data, len, &used);
-    if (capture_) c.capture.append(data, o == ResponseParser::Outcome::kError ? 0 : used);
+    if (capture_ || c.sampled) c.capture.append(data, o == ResponseParser::Outcome::kError ? 0 : used);
     if (o == ResponseParser::Outcome::kNeedMore) return true;
     if (o == ResponseParser::Outcome::kError) {
       Fail(c, Why::kRead, NowNs());
@@ -472,6 +484,11 @@ bool Worker::OnResponse(Conn& c, int64_t now) {
   const bool keep = c.parser.keep_alive();
   --c.pending;
   ++c.answered;
+  if (c.sampled) {
+    c.sampled = false;
+    if (!draining_) CheckAnswer(c, status, now);
+    c.capture.clear();
+  }
   if (capture_) {
     // response(): an error in it halts the worker in the loop; the response
     // still counts.
@@ -515,6 +532,28 @@ bool Worker::OnResponse(Conn& c, int64_t now) {
     return false;
   }
   return true;
+}
+
+void Worker::CheckAnswer(Conn& c, int status, int64_t now) {
+  if (status > 399) return;  // an error already, counted as one
+  AnswerCounts& a = cur_.counters.answers;
+  ++a.verified;
+  char digits[24];
+  const std::string_view n(digits, FormatVaryNumber(c.n, digits));
+  std::string_view date;
+  if (!SplitAnswer(c.capture, answer_body_, &date) || !vary_->expect.Matches(answer_body_, n, expected_)) ++a.failed;
+  if (date.empty()) {
+    ++a.without_date;
+    return;
+  }
+  // HTTP dates change every second: one seen again more than 2 s after it
+  // first came is a clock that stopped (or an answer kept from earlier).
+  if (date != date_) {
+    date_.assign(date);
+    date_since_ns_ = now;
+  } else if (now - date_since_ns_ > 2'000'000'000) {
+    ++a.date_frozen;
+  }
 }
 
 void Worker::OnEof(Conn& c) {

@@ -69,6 +69,13 @@
 // connections and opens none until the end; after a script error it also
 // counts a `script` error and stops the whole load (StopLoad).
 //
+// Vary (opt.vary, HTTP/1.1 with one request, pipeline 1): each request is
+// built for its connection's next number into the connection's own
+// buffer (`text`, grown once and reused), and every verify_every-th
+// answer of a connection is kept while it arrives (`capture`) and checked
+// against the expectation for its number; its Date is looked at too
+// (Counters::answers). Without vary, nothing of this runs.
+//
 // The worker knows its coordinator (the engine) only as a LoadCoordinator:
 // in its loop it reads the coordinator's LoadState (the stop flag, the
 // start, the boundaries) without a call; it calls it once per interval
@@ -157,6 +164,13 @@ class Worker {
     std::string capture;
     bool text_head = false;
     bool delayed = false;
+    // Vary (opt.vary): the connection's numbers, the number of the request
+    // in flight (its bytes are built into `text`), requests sent, and
+    // whether this answer is kept in `capture` and checked.
+    VarySequence numbers;
+    uint64_t n = 0;
+    uint64_t varied = 0;
+    bool sampled = false;
     // HTTP/2: the codec (while open), the streams awaiting their outcome,
     // and when the armed timeout timer fires (0: none).
     std::unique_ptr<H2Connection> h2;
@@ -210,6 +224,8 @@ class Worker {
   // HTTP/2 with request(): submits the next stream from request()'s texts;
   // false when nothing was submitted. `intended`: when it was due.
   bool H2SubmitScripted(Conn& c, int64_t now, int64_t intended);
+  // Vary: checks the sampled answer in c.capture against c.n's expectation.
+  void CheckAnswer(Conn& c, int status, int64_t now);
   // Constant rate: the requests due before `at` that their connections
   // have not sent, but for one a free connection's timer is about to send.
   uint64_t Unsent(int64_t at) const;
@@ -313,6 +329,11 @@ class Worker {
   const std::vector<BuiltRequest>* requests_;
   const std::vector<std::shared_ptr<const H2Request>>* h2_requests_;
   const SocketAddress* address_;
+  const VaryPlan* const vary_;  // opt_.vary, or null
+  std::string answer_body_;     // vary: a sampled answer's body, reused
+  std::string expected_;        // vary: its expectation, reused
+  std::string date_;            // vary: the last Date seen in a sampled answer
+  int64_t date_since_ns_ = 0;   // when it was first seen
   bool dynamic_ = false;  // the script has request()
   bool capture_ = false;  // the script has response()
   bool halted_ = false;

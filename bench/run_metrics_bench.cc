@@ -34,7 +34,7 @@ void OnInterval(benchmark::State& state, bool remote) {
   if (remote) o.remote = &sink;
   RunMetrics m(registry, o);
   const Snapshot s = Realistic(2);
-  const api::CurrentCell cell{"drogon", "hello", 100, 1, std::nullopt};
+  const api::CurrentCell cell{"drogon", "hello", 100, 1, std::nullopt, std::nullopt};
   api::Time end(std::chrono::seconds(1'700'000'000));
   for (auto _ : state) {
     m.OnInterval("study", cell, s, end);
@@ -55,7 +55,7 @@ void BM_Scrape(benchmark::State& state) {
   const Snapshot s = Realistic(2);
   for (const char* t : {"a", "b", "c", "d", "e", "f"}) {
     for (const char* sc : {"hello", "json", "echo", "users"}) {
-      for (int64_t c : {100, 1000}) m.OnInterval("study", {t, sc, c, 1, std::nullopt}, s, api::Time{});
+      for (int64_t c : {100, 1000}) m.OnInterval("study", {t, sc, c, 1, std::nullopt, std::nullopt}, s, api::Time{});
     }
   }
   size_t bytes = 0;
@@ -75,7 +75,7 @@ void BM_EncodeAndCompressOneInterval(benchmark::State& state) {
   RunMetricsOptions o;
   o.remote = &sink;
   RunMetrics m(registry, o);
-  m.OnInterval("study", {"drogon", "hello", 100, 1, std::nullopt}, Realistic(2), api::Time{});
+  m.OnInterval("study", {"drogon", "hello", 100, 1, std::nullopt, std::nullopt}, Realistic(2), api::Time{});
   size_t bytes = 0;
   for (auto _ : state) {
     const std::string body = SnappyCompress(EncodeWriteRequest(sink.last));

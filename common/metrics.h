@@ -97,6 +97,25 @@ struct GrpcCounts {
   bool operator==(const GrpcCounts&) const = default;
 };
 
+// A scenario with vary (agent/vary.h): the sampled answers (every
+// verifyEvery-th of a connection) checked against the expectation for
+// their request's number, those that failed, those without a Date header,
+// and those whose Date had already been seen more than 2 s earlier (a
+// frozen clock). Answers with an error status are not sampled.
+struct AnswerCounts {
+  uint64_t verified = 0;
+  uint64_t failed = 0;
+  uint64_t without_date = 0;
+  uint64_t date_frozen = 0;
+  void Add(const AnswerCounts& o) {
+    verified += o.verified;
+    failed += o.failed;
+    without_date += o.without_date;
+    date_frozen += o.date_frozen;
+  }
+  bool operator==(const AnswerCounts&) const = default;
+};
+
 // gRPC's name of a status code (grpc/status.h: "OK" … "UNAUTHENTICATED"); "OTHER" above 16.
 const char* GrpcStatusName(int code);
 
@@ -121,6 +140,7 @@ struct Counters {
   // never sent (the target fell behind the schedule). Counted once, in the
   // last interval.
   uint64_t unsent = 0;
+  AnswerCounts answers{};  // a scenario with vary only
 
   void Add(const Counters& o) {
     requests += o.requests;
@@ -136,6 +156,7 @@ struct Counters {
     tls_resumed += o.tls_resumed;
     grpc.Add(o.grpc);
     unsent += o.unsent;
+    answers.Add(o.answers);
   }
   bool operator==(const Counters&) const = default;
 };

@@ -78,6 +78,15 @@ void ToProto(const Counters& in, v1::Counters* out) {
   out->set_tls_handshake_time_us(in.tls_handshake_time_us);
   out->set_tls_resumed(in.tls_resumed);
   out->set_unsent(in.unsent);
+  if (in.answers == AnswerCounts{}) {
+    out->clear_answers();
+  } else {
+    v1::AnswerCounts* a = out->mutable_answers();
+    a->set_verified(in.answers.verified);
+    a->set_failed(in.answers.failed);
+    a->set_without_date(in.answers.without_date);
+    a->set_date_frozen(in.answers.date_frozen);
+  }
   if (in.grpc == GrpcCounts{}) {
     out->clear_grpc();
     return;
@@ -145,6 +154,10 @@ Counters FromProto(const v1::Counters& in) {
   c.tls_handshake_time_us = in.tls_handshake_time_us();
   c.tls_resumed = in.tls_resumed();
   c.unsent = in.unsent();
+  c.answers.verified = in.answers().verified();
+  c.answers.failed = in.answers().failed();
+  c.answers.without_date = in.answers().without_date();
+  c.answers.date_frozen = in.answers().date_frozen();
   const v1::GrpcCounts& g = in.grpc();
   for (int i = 0; i < g.status_size() && i < static_cast<int>(c.grpc.status.size()); ++i) {
     c.grpc.status[static_cast<size_t>(i)] = g.status(i);

@@ -172,6 +172,13 @@ void ToProto(const JobSpec& in, v1::LoadJob* out) {
     g->set_max_message_size(in.grpc->max_message);
     g->set_kind(in.grpc->kind);
   }
+  if (in.vary) {
+    v1::Vary* v = out->mutable_vary();
+    v->set_seed(in.vary->seed);
+    v->set_verify_every(in.vary->verify_every);
+    v->set_expect(in.vary->expect);
+    v->set_expect_json(in.vary->expect_json);
+  }
 }
 
 Result<JobSpec> FromProto(const v1::LoadJob& in) {
@@ -281,6 +288,18 @@ Result<JobSpec> FromProto(const v1::LoadJob& in) {
   if (j.send_offset >= j.interval) {
     return Invalid("send_offset_ns", "must be less than interval_ns (got " + std::to_string(j.send_offset.count()) +
                                          " ns for an interval of " + std::to_string(j.interval.count()) + " ns)");
+  }
+  if (in.has_vary()) {
+    JobVary v;
+    v.seed = in.vary().seed();
+    if (in.vary().verify_every() != 0) v.verify_every = in.vary().verify_every();
+    v.expect = in.vary().expect();
+    v.expect_json = in.vary().expect_json();
+    if (j.script || j.grpc) return Invalid("vary", "only with requests (not with a script or a gRPC call)");
+    if (j.requests.size() != 1) return Invalid("vary", "needs exactly one request (got " + std::to_string(j.requests.size()) + ")");
+    if (j.protocol != Protocol::kHttp1) return Invalid("vary", "HTTP/1.1 only");
+    if (j.pipeline > 1) return Invalid("vary", "not with pipeline > 1");
+    j.vary = std::move(v);
   }
   return j;
 }

@@ -58,6 +58,18 @@ struct JobGrpc {
   bool operator==(const JobGrpc&) const = default;
 };
 
+// A job whose request varies (proto Vary): "{n}" in its one request
+// becomes a number of the sequence seeded by `seed`, and every
+// verify_every-th answer of a connection must be `expect` with the same
+// number for its "{n}" (the body exactly, or equal JSON).
+struct JobVary {
+  uint64_t seed = 0;
+  uint32_t verify_every = 100;
+  std::string expect;
+  bool expect_json = false;
+  bool operator==(const JobVary&) const = default;
+};
+
 struct JobSpec {
   std::string job_id;
   std::string host;  // name or IP, resolved by the agent
@@ -70,6 +82,7 @@ struct JobSpec {
   std::vector<JobRequest> requests;  // empty with a script or a gRPC call
   std::optional<JobScript> script;
   std::optional<JobGrpc> grpc;  // gRPC load: protocol is h2 or h2c
+  std::optional<JobVary> vary;  // one HTTP/1.1 request, pipeline 1
   bool probe = false;  // a script's first request only, no load (proto LoadJob.probe)
   uint32_t connections = 0;  // this agent's share
   uint32_t threads = 1;

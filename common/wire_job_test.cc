@@ -175,6 +175,7 @@ TEST(WireJobTest, ToProtoWritesEveryProtoField) {
   spec.script = JobScript{"post.lua", "wrk.method = 'POST'", {"a"}};
   spec.probe = true;
   spec.grpc = JobGrpc{"a.B/C", "m", {{"k", "v"}}, nanoseconds(1), 7, "unary"};
+  spec.vary = JobVary{9, 10, "{n}", true};
   v1::LoadJob msg;
   ToProto(spec, &msg);
   auto check = [](const google::protobuf::Message& m) {
@@ -189,6 +190,7 @@ TEST(WireJobTest, ToProtoWritesEveryProtoField) {
   check(msg);
   check(msg.script());
   check(msg.grpc());
+  check(msg.vary());
   for (const v1::Request& r : msg.requests()) {
     check(r);
     for (const v1::Header& h : r.headers()) check(h);
@@ -346,6 +348,42 @@ TEST(WireJobTest, GrpcJobRoundTripsAndIsChecked) {
     auto r = FromProto(bad);
     ASSERT_FALSE(r.ok()) << c.prefix;
     EXPECT_EQ(r.status().message().rfind(c.prefix, 0), 0u) << r.status().message();
+  }
+}
+
+// Catches: vary lost or changed on the wire (the agent would send "{n}" as
+// it is, or check against another expectation), its verify_every default
+// not applied, or a job the engine cannot vary let through to it.
+TEST(WireJobTest, VaryJobRoundTripsAndIsChecked) {
+  JobSpec spec = FullSpec();
+  spec.requests.resize(1);
+  spec.pipeline = 1;
+  spec.rate = 0;
+  spec.protocol = Protocol::kHttp1;
+  spec.https = false;
+  spec.vary = JobVary{0xfedcba9876543210ull, 7, R"({"n":"{n}"})", true};
+  EXPECT_EQ(RoundTrip(spec), spec);
+  v1::LoadJob msg;
+  ToProto(spec, &msg);
+  msg.mutable_vary()->set_verify_every(0);
+  auto r = FromProto(msg);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->vary->verify_every, 100u);
+  struct Case {
+    const char* prefix;
+    std::function<void(v1::LoadJob&)> mutate;
+  };
+  const std::vector<Case> cases = {
+      {"job.vary: needs exactly one request", [](v1::LoadJob& m) { *m.add_requests() = m.requests(0); }},
+      {"job.vary: not with pipeline > 1", [](v1::LoadJob& m) { m.set_pipeline(2); }},
+      {"job.vary: HTTP/1.1 only", [](v1::LoadJob& m) { m.set_protocol("h2c"); }},
+  };
+  for (const Case& c : cases) {
+    v1::LoadJob bad = msg;
+    c.mutate(bad);
+    auto refused = FromProto(bad);
+    ASSERT_FALSE(refused.ok()) << c.prefix;
+    EXPECT_EQ(refused.status().message().rfind(c.prefix, 0), 0u) << refused.status().message();
   }
 }
 

@@ -29,6 +29,7 @@ TEST(WireTest, SnapshotRoundTripsExactly) {
   s.stats.counters.tls_handshake_time_us = 5555;
   s.stats.counters.tls_resumed = 10;
   s.stats.counters.unsent = 12;  // catches: requests behind a constant rate's schedule dropped on the wire
+  s.stats.counters.answers = AnswerCounts{31, 32, 33, 34};  // catches: sampled answers' counts dropped or swapped
   // gRPC: every code and kind its own number, so that a field dropped or
   // two swapped on either side shows.
   for (size_t i = 0; i < s.stats.counters.grpc.status.size(); ++i) s.stats.counters.grpc.status[i] = 100 + i;

@@ -220,6 +220,14 @@ std::string RenderText(const SummaryContext& ctx, const RunTotals& totals, const
   if (k.requests > 0) {
     out += Printf("  Bytes/response: %.1f\n", static_cast<double>(k.bytes_read) / static_cast<double>(k.requests));
   }
+  if (k.answers != AnswerCounts{}) {
+    const AnswerCounts& a = k.answers;
+    out += Printf("  Answers sampled and verified: %llu, of which %llu differed from what their requests asked for",
+                  static_cast<unsigned long long>(a.verified), static_cast<unsigned long long>(a.failed));
+    if (a.without_date > 0) out += Printf(", %llu without Date", static_cast<unsigned long long>(a.without_date));
+    if (a.date_frozen > 0) out += ", Date frozen";
+    out += "\n";
+  }
   out += Printf("  Connections: %u requested, %u established at peak", end.connections_requested, end.connections_peak);
   if (k.connects > 0) out += Printf(", mean connect time %s", FormatTimeUs(static_cast<double>(k.connect_time_us) / static_cast<double>(k.connects)).c_str());
   if (k.closes_by_server > 0) out += Printf(", %llu closed by the server", static_cast<unsigned long long>(k.closes_by_server));
@@ -349,6 +357,12 @@ nlohmann::json RenderJson(const SummaryContext& ctx, const RunTotals& totals, co
   j["connects"] = k.connects;
   j["meanConnectUs"] = k.connects ? static_cast<double>(k.connect_time_us) / static_cast<double>(k.connects) : 0.0;
   j["closesByServer"] = k.closes_by_server;
+  if (k.answers != AnswerCounts{}) {
+    j["answers"] = {{"verified", k.answers.verified},
+                    {"failed", k.answers.failed},
+                    {"withoutDate", k.answers.without_date},
+                    {"dateFrozen", k.answers.date_frozen}};
+  }
   j["tlsHandshakes"] = k.tls_handshakes;
   j["tlsResumed"] = k.tls_resumed;
   j["meanTlsHandshakeUs"] = k.tls_handshakes ? static_cast<double>(k.tls_handshake_time_us) / static_cast<double>(k.tls_handshakes) : 0.0;

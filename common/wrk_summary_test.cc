@@ -66,5 +66,38 @@ TEST(RunTotalsTest, WithoutTheTimelineTheTotalsAndTheSummaryAreTheSame) {
   EXPECT_EQ(a, b);
 }
 
+// Catches: sampled answers (a scenario with vary) summed wrong across
+// snapshots, or missing from the text and the JSON — and their line shown
+// for a run without vary.
+TEST(RunTotalsTest, AnswersAreSummedAndShown) {
+  RunTotals totals;
+  Snapshot a = MakeSnapshot(1, Phase::kMeasure, 100);
+  a.stats.counters.answers = AnswerCounts{10, 1, 2, 0};
+  Snapshot b = MakeSnapshot(2, Phase::kMeasure, 100);
+  b.stats.counters.answers = AnswerCounts{10, 0, 3, 1};
+  totals.Add(a);
+  totals.Add(b);
+  EXPECT_EQ(totals.measure().counters.answers, (AnswerCounts{20, 1, 5, 1}));
+  SummaryContext ctx;
+  ctx.url = "http://127.0.0.1:8080/echo/{n}";
+  ctx.threads = 1;
+  ctx.connections = 4;
+  ctx.duration_s = 2;
+  EndReport end;
+  end.measure_seconds = 2;
+  EXPECT_NE(RenderText(ctx, totals, end)
+                .find("Answers sampled and verified: 20, of which 1 differed from what their requests asked for, 5 "
+                      "without Date, Date frozen\n"),
+            std::string::npos)
+      << RenderText(ctx, totals, end);
+  const nlohmann::json j = RenderJson(ctx, totals, end);
+  EXPECT_EQ(j["answers"]["verified"], 20);
+  EXPECT_EQ(j["answers"]["failed"], 1);
+  RunTotals plain;
+  plain.Add(MakeSnapshot(1, Phase::kMeasure, 100));
+  EXPECT_EQ(RenderText(ctx, plain, end).find("Answers"), std::string::npos);
+  EXPECT_FALSE(RenderJson(ctx, plain, end).contains("answers"));
+}
+
 }  // namespace
 }  // namespace fairbench

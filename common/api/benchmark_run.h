@@ -316,6 +316,36 @@ struct GrpcCallSpec {
   }
 };
 
+// A constant rate a scenario's cells are measured at (scenarios[].rates):
+// requests/s over all agents, or a share of the target's capacity — the
+// requests/s of a closed-loop cell at the same connections and repetition,
+// measured just before. Exactly one of the two is set. Written 2000 (or
+// "2k") and "50%".
+struct RateLevel {
+  int64_t per_second = 0;
+  int32_t percent = 0;  // 1..100
+  bool is_share() const { return percent > 0; }
+  friend bool operator==(const RateLevel&, const RateLevel&) = default;
+};
+
+// Answers that cannot be cached: each request carries the next number n of
+// a seeded sequence wherever the request has "{n}" (its path, body and
+// header values; a bodyFile's content is sent as it is), printed in
+// decimal. Every verifyEvery-th answer of a connection is kept and checked
+// against expect.body or expect.json with the same n put in for their
+// "{n}", so a server that caches or hard-codes its answers fails the
+// cell. The agents also look at the Date header of those answers (missing,
+// or the same value over more than 2 s). HTTP/1.1 targets, one request
+// (no mix, no script), pipeline 1.
+struct Vary {
+  std::optional<int64_t> seed;  // unset: spec.seed when set, else kDefaultVarySeed
+  int32_t verify_every = 100;   // ≥ 1
+  friend bool operator==(const Vary&, const Vary&) = default;
+};
+inline constexpr int64_t kDefaultVarySeed = 0x5eed;
+// What "{n}" is, in a request and in an expectation.
+inline constexpr std::string_view kVaryToken = "{n}";
+
 struct Scenario {
   std::string name;  // DNS-1123 label, unique in the run
   // Exactly one of the four: one request, a weighted mix, a script, or a
@@ -328,6 +358,13 @@ struct Scenario {
   std::vector<int64_t> connections;  // empty: spec.load.connections
   std::optional<Duration> duration;  // unset: spec.load.duration
   std::optional<Slo> slo;            // set: each cell searches the capacity under it
+  std::optional<Vary> vary;          // set: "{n}" varies each request; answers are sampled and checked
+  // Set: efficiency at fixed offered rates. Each connection level is
+  // measured at each rate (open model, latency corrected for coordinated
+  // omission), after a closed-loop cell when a rate is a share of
+  // capacity. A cell that achieved less than 98 % of the rate it was
+  // offered is flagged RateNotAchieved and never ranked.
+  std::vector<RateLevel> rates;
   friend bool operator==(const Scenario&, const Scenario&) = default;
 };
 
@@ -414,6 +451,19 @@ struct Profile {
   friend bool operator==(const Profile&, const Profile&) = default;
 };
 
+// The harness tested on this machine before the run's targets (`fairbench
+// run` only): the project's delay server stopped for `stall` in the middle
+// of an open-model cell at `rate` and of a closed-loop cell, each measured
+// for `duration`, and what each reported judged against what the stall
+// must show (controller/cli/calibration.h). Kept in results.json and the
+// report.
+struct Calibration {
+  Duration stall = std::chrono::milliseconds(500);
+  int64_t rate = 1000;  // the open model's requests/s
+  Duration duration = std::chrono::seconds(4);
+  friend bool operator==(const Calibration&, const Calibration&) = default;
+};
+
 struct BenchmarkRunSpec {
   std::vector<Target> targets;
   std::vector<Scenario> scenarios;
@@ -427,6 +477,7 @@ struct BenchmarkRunSpec {
   std::optional<int64_t> seed;
   Duration cooldown = std::chrono::seconds(10);  // idle time after each cell
   std::optional<Profile> profile;  // unset: no cell is profiled
+  std::optional<Calibration> calibration;  // unset: the harness is not tested first
   friend bool operator==(const BenchmarkRunSpec&, const BenchmarkRunSpec&) = default;
 };
 
@@ -456,6 +507,7 @@ struct CurrentCell {
   int64_t connections = 0;
   int32_t repetition = 0;
   std::optional<Stage> stage;
+  std::optional<RateLevel> rate_level;  // a cell of scenarios[].rates
   friend bool operator==(const CurrentCell&, const CurrentCell&) = default;
 };
 
@@ -547,12 +599,31 @@ struct Limiter {
   friend bool operator==(const Limiter&, const Limiter&) = default;
 };
 
+// Scenarios with vary: what the agents found in the answers they sampled
+// (every verifyEvery-th of each connection), and what the check before the
+// load found in one answer read to the end of its connection.
+struct AnswerChecks {
+  uint64_t verified = 0;      // sampled answers checked against the expectation
+  uint64_t failed = 0;        // of them, answers that differed from it
+  uint64_t without_date = 0;  // sampled answers with no Date header
+  bool date_frozen = false;   // the same Date in sampled answers more than 2 s apart
+  // The answer read before the load, when its Content-Length disagreed
+  // with the bytes that followed its headers until the server closed.
+  std::optional<uint64_t> content_length;
+  std::optional<uint64_t> body_bytes;
+  bool date_missing = false;  // that answer had no Date header
+  friend bool operator==(const AnswerChecks&, const AnswerChecks&) = default;
+};
+
 // One cell's outcome. Metrics cover the measurement window only.
 struct CellResult {
   std::string target;
   std::string scenario;
   int64_t connections = 0;
   int32_t repetition = 1;  // 1-based
+  // The cell's level of scenarios[].rates; unset: not one of them (a
+  // closed loop, or spec.load.rate).
+  std::optional<RateLevel> rate_level;
   CellState state = CellState::kSucceeded;
   std::optional<CellReason> reason;  // for Failed and Skipped (well_known.h)
   std::string message;  // one line for people
@@ -568,9 +639,13 @@ struct CellResult {
   std::optional<uint64_t> memory_loaded;  // bytes, at the end of this cell's window
   std::optional<double> target_cpu;       // cores, mean over the window
   std::optional<double> agent_cpu;        // cores, summed over agents
+  // Requests/s offered (a constant rate: spec.load.rate or the cell's rate
+  // level resolved); unset: a closed loop.
+  std::optional<double> offered_rate;
   std::optional<Limiter> limiter;         // succeeded cells; unset: failed, skipped, or recorded before it
   std::optional<TlsHandshakes> tls;       // https targets only
   std::optional<GrpcCalls> grpc;          // gRPC targets only
+  std::optional<AnswerChecks> answers;    // scenarios with vary only
   std::optional<Time> start_time;         // measurement window
   std::optional<Time> end_time;
   friend bool operator==(const CellResult&, const CellResult&) = default;

@@ -9,15 +9,33 @@ const std::vector<int64_t>& Levels(const BenchmarkRunSpec& spec, const Scenario&
   return scenario.connections.empty() ? spec.load.connections : scenario.connections;
 }
 
+// What each connection level of `scenario` is measured at, in run order:
+// a closed loop alone; or its rates, after a closed loop when one of them
+// is a share of the capacity that loop measures.
+std::vector<std::optional<RateLevel>> RateSteps(const Scenario& scenario) {
+  if (scenario.rates.empty()) return {std::nullopt};
+  std::vector<std::optional<RateLevel>> steps;
+  for (const RateLevel& r : scenario.rates) {
+    if (r.is_share()) {
+      steps.push_back(std::nullopt);
+      break;
+    }
+  }
+  for (const RateLevel& r : scenario.rates) steps.push_back(r);
+  return steps;
+}
+
 }  // namespace
 
 std::string Cell::Key() const {
-  return target + "/" + scenario + "/c" + std::to_string(connections) + "/r" + std::to_string(repetition);
+  std::string key = target + "/" + scenario + "/c" + std::to_string(connections);
+  if (rate) key += rate->is_share() ? "/q" + std::to_string(rate->percent) + "pct" : "/q" + std::to_string(rate->per_second);
+  return key + "/r" + std::to_string(repetition);
 }
 
 bool Cell::Matches(const CellResult& r) const {
   return r.target == target && r.scenario == scenario && r.connections == connections &&
-         r.repetition == repetition;
+         r.rate_level == rate && r.repetition == repetition;
 }
 
 std::vector<Cell> ExpandCells(const BenchmarkRunSpec& spec) {
@@ -27,16 +45,19 @@ std::vector<Cell> ExpandCells(const BenchmarkRunSpec& spec) {
     for (size_t s = 0; s < spec.scenarios.size(); ++s) {
       const Scenario& scenario = spec.scenarios[s];
       for (const int64_t connections : Levels(spec, scenario)) {
-        for (int32_t r = 1; r <= spec.repetitions; ++r) {
-          Cell c;
-          c.index = cells.size();
-          c.target_index = t;
-          c.scenario_index = s;
-          c.target = spec.targets[t].name;
-          c.scenario = scenario.name;
-          c.connections = connections;
-          c.repetition = r;
-          cells.push_back(std::move(c));
+        for (const std::optional<RateLevel>& rate : RateSteps(scenario)) {
+          for (int32_t r = 1; r <= spec.repetitions; ++r) {
+            Cell c;
+            c.index = cells.size();
+            c.target_index = t;
+            c.scenario_index = s;
+            c.target = spec.targets[t].name;
+            c.scenario = scenario.name;
+            c.connections = connections;
+            c.rate = rate;
+            c.repetition = r;
+            cells.push_back(std::move(c));
+          }
         }
       }
     }
@@ -60,7 +81,7 @@ std::vector<std::vector<size_t>> TargetRounds(const BenchmarkRunSpec& spec, Repe
 
 size_t CountCells(const BenchmarkRunSpec& spec) {
   size_t per_target = 0;
-  for (const Scenario& s : spec.scenarios) per_target += Levels(spec, s).size();
+  for (const Scenario& s : spec.scenarios) per_target += Levels(spec, s).size() * RateSteps(s).size();
   const size_t repetitions = spec.repetitions > 0 ? static_cast<size_t>(spec.repetitions) : 0;
   return spec.targets.size() * per_target * repetitions;
 }
@@ -87,6 +108,10 @@ ScenarioSettings EffectiveSettings(const BenchmarkRunSpec& spec, const Scenario&
   }
   s.grpc = scenario.grpc;
   s.expect = scenario.expect;
+  if (scenario.vary) {
+    s.vary = scenario.vary;
+    if (!s.vary->seed) s.vary->seed = spec.seed.value_or(kDefaultVarySeed);
+  }
   s.connections = Levels(spec, scenario);
   s.duration = scenario.duration.value_or(spec.load.duration);
   s.warmup = spec.load.warmup;
@@ -125,6 +150,12 @@ std::string SubstitutePort(std::string_view text, int32_t port) {
   }
   out.append(text.substr(start));
   return out;
+}
+
+const CellResult* CapacityResult(const BenchmarkRunStatus& status, const Cell& cell) {
+  Cell closed = cell;
+  closed.rate.reset();
+  return FindResult(status, closed);
 }
 
 const CellResult* FindResult(const BenchmarkRunStatus& status, const Cell& cell) {

@@ -1,10 +1,12 @@
 // Cells: the units of work a BenchmarkRun expands into, and the settings
 // that apply to each.
 //
-// A cell is (target, scenario, connection level, repetition). ExpandCells
-// lists them in run order — target outermost (a target is deployed once for
-// all its cells), then scenario in spec order, then connection level in the
-// order written, then repetition innermost. The orchestrator runs them in
+// A cell is (target, scenario, connection level, rate level, repetition).
+// ExpandCells lists them in run order — target outermost (a target is
+// deployed once for all its cells), then scenario in spec order, then
+// connection level in the order written, then the scenario's rates in the
+// order written (after a closed-loop cell when one is a share of capacity),
+// then repetition innermost. The orchestrator runs them in
 // this order and resumes at the first cell without a result; reports use
 // the same order. EffectiveSettings resolves a scenario's overrides against
 // spec.load, so nothing downstream re-implements "scenario value, else load
@@ -31,9 +33,12 @@ struct Cell {
   std::string target;
   std::string scenario;
   int64_t connections = 0;
+  std::optional<RateLevel> rate;  // a level of scenarios[].rates; unset: closed loop (or spec.load.rate)
   int32_t repetition = 1;  // 1-based, as in status.results
 
-  // "drogon/hello/c1000/r1": stable across restarts, for logs and file names.
+  // "drogon/hello/c1000/r1", "drogon/hello/c1000/q2000/r1",
+  // "drogon/hello/c1000/q50pct/r1": stable across restarts, for logs and
+  // file names.
   std::string Key() const;
   bool Matches(const CellResult& result) const;
   friend bool operator==(const Cell&, const Cell&) = default;
@@ -66,6 +71,9 @@ struct ScenarioSettings {
   std::optional<ScenarioScript> script;   // the requests come from this wrk script
   std::optional<GrpcCallSpec> grpc;       // gRPC scenarios: the call (resolved: request_message and kind set)
   Expect expect;
+  // scenarios[].vary with its seed resolved (vary.seed, else spec.seed,
+  // else kDefaultVarySeed).
+  std::optional<Vary> vary;
   std::vector<int64_t> connections;  // levels
   Duration duration{};
   Duration warmup{};
@@ -103,5 +111,9 @@ bool IsProfiled(const BenchmarkRunSpec& spec, const Cell& cell);
 
 // The result recorded for `cell`, or nullptr.
 const CellResult* FindResult(const BenchmarkRunStatus& status, const Cell& cell);
+// The closed-loop cell that measured the capacity a share-of-capacity rate
+// level of `cell` is taken of (same target, scenario, connections and
+// repetition), or nullptr.
+const CellResult* CapacityResult(const BenchmarkRunStatus& status, const Cell& cell);
 
 }  // namespace fairbench::api

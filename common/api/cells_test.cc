@@ -131,6 +131,45 @@ TEST(CellsTest, FindsResults) {
   EXPECT_EQ(FindResult(status, cells[2]), nullptr);
 }
 
+// Catches: a rate level expanded without its closed-loop cell when it is a
+// share of capacity (nothing would measure the capacity), or with one when
+// none is (a cell nobody asked for), the levels out of the written order,
+// repetitions not innermost, CountCells disagreeing with ExpandCells, or a
+// rate level's result matching the closed-loop cell's.
+TEST(CellsTest, RateLevelsFollowTheirClosedLoopCell) {
+  BenchmarkRunSpec spec = Spec();
+  spec.scenarios[0].connections = {100};
+  spec.scenarios[0].rates = {RateLevel{2000, 0}, RateLevel{0, 50}};
+  spec.scenarios[1].rates = {RateLevel{300, 0}};
+  spec.targets.pop_back();
+  const std::vector<Cell> cells = ExpandCells(spec);
+  std::vector<std::string> keys;
+  for (const Cell& c : cells) keys.push_back(c.Key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"drogon/hello/c100/r1", "drogon/hello/c100/r2", "drogon/hello/c100/q2000/r1",
+                                            "drogon/hello/c100/q2000/r2", "drogon/hello/c100/q50pct/r1",
+                                            "drogon/hello/c100/q50pct/r2", "drogon/mix/c50/q300/r1",
+                                            "drogon/mix/c50/q300/r2"}));
+  EXPECT_EQ(CountCells(spec), cells.size());
+  EXPECT_FALSE(cells[0].rate.has_value());
+  EXPECT_EQ(cells[4].rate, (RateLevel{0, 50}));
+
+  BenchmarkRunStatus status;
+  CellResult closed;
+  closed.target = "drogon";
+  closed.scenario = "hello";
+  closed.connections = 100;
+  closed.repetition = 2;
+  status.results.push_back(closed);
+  CellResult at_share = closed;
+  at_share.rate_level = RateLevel{0, 50};
+  status.results.push_back(at_share);
+  EXPECT_EQ(FindResult(status, cells[1]), &status.results[0]);
+  EXPECT_EQ(FindResult(status, cells[5]), &status.results[1]);
+  EXPECT_EQ(FindResult(status, cells[3]), nullptr) << "the 2,000/s cell has no result";
+  EXPECT_EQ(CapacityResult(status, cells[5]), &status.results[0]);
+  EXPECT_EQ(CapacityResult(status, cells[4]), nullptr) << "repetition 1's closed loop has no result";
+}
+
 TEST(CellsTest, BodiesComeFromBodyOrFile) {
   Request r;
   EXPECT_EQ(r.EffectiveBody(), "");

@@ -377,6 +377,9 @@ class Decoder {
     TextValue(n, out, &ParseMemory, "a memory quantity such as \"1Gi\"");
   }
   void ScalarValue(const Node& n, CpuList& out) { TextValue(n, out, &ParseCpuList, "a CPU list such as \"0-3,8\""); }
+  void ScalarValue(const Node& n, RateLevel& out) {
+    TextValue(n, out, &ParseRateLevel, "requests/s such as 2000, or a share of capacity such as \"50%\"");
+  }
 
   void ScalarValue(const Node& n, Progress& out) {
     const auto bad = [&] { Error(n, "must be completed/total such as \"7/12\", got " + n.Describe()); };

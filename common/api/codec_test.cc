@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/api/cells.h"
 #include "common/api/json_text.h"
 #include "common/api/loader.h"
 #include "common/api/yaml_text.h"
@@ -72,6 +73,30 @@ TEST(CodecTest, AppliesDefaults) {
   EXPECT_TRUE(run.spec.local.target_cpus.empty());
 }
 
+// Catches: vary's fields misnamed or their defaults lost (verifyEvery 100;
+// the seed from spec.seed, else the fixed default), or vary dropped when
+// written back.
+TEST(CodecTest, VaryDefaultsAndRoundTrip) {
+  const std::string scenarios =
+      "  scenarios: [{name: s, request: {path: '/e/{n}'}, expect: {body: '{n}'}, vary: {}},\n"
+      "              {name: t, request: {path: '/e/{n}'}, expect: {body: '{n}'}, vary: {seed: -3, verifyEvery: 7}}]\n";
+  Decoded d = DecodeYaml(Doc("", "  targets: [{name: a, image: img}]\n", scenarios));
+  ASSERT_TRUE(d.diagnostics.empty()) << d.diagnostics.Format("");
+  ASSERT_TRUE(d.run.spec.scenarios[0].vary.has_value());
+  EXPECT_EQ(d.run.spec.scenarios[0].vary->verify_every, 100);
+  EXPECT_FALSE(d.run.spec.scenarios[0].vary->seed.has_value());
+  EXPECT_EQ(d.run.spec.scenarios[1].vary, (Vary{-3, 7}));
+  EXPECT_EQ(EffectiveSettings(d.run.spec, d.run.spec.scenarios[0]).vary->seed, kDefaultVarySeed);
+  BenchmarkRun with_seed = d.run;
+  with_seed.spec.seed = 99;
+  EXPECT_EQ(EffectiveSettings(with_seed.spec, with_seed.spec.scenarios[0]).vary->seed, 99);
+  EXPECT_EQ(EffectiveSettings(with_seed.spec, with_seed.spec.scenarios[1]).vary->seed, -3);
+  EXPECT_FALSE(EffectiveSettings(DecodeYaml(Doc()).run.spec, DecodeYaml(Doc()).run.spec.scenarios[0]).vary.has_value());
+  Decoded back = DecodeYaml(ToYaml(d.run));
+  ASSERT_TRUE(back.diagnostics.empty()) << back.diagnostics.Format("");
+  EXPECT_EQ(back.run, d.run);
+}
+
 TEST(CodecTest, LocalProcessDefaults) {
   Decoded d = DecodeYaml(
       "spec:\n  targets:\n  - name: a\n    local: {command: [./srv, --port, \"{port}\"]}\n");
@@ -106,6 +131,33 @@ TEST(CodecTest, ParsesDurationsAndCounts) {
   EXPECT_NE(yaml.find("warmup: 1500ms"), std::string::npos) << yaml;
   EXPECT_NE(yaml.find("connections: [1000, 10000, 100]"), std::string::npos) << yaml;
   EXPECT_NE(yaml.find("cooldown: 0s"), std::string::npos) << yaml;
+}
+
+// Catches: a rate level read as anything but requests/s or a share ("2k"
+// lost, "50%" taken for 50 requests/s), a share outside 1–100 % or a rate
+// of 0 accepted, an error without its field, or a level written back in a
+// form that does not read back the same (a share as a number).
+TEST(CodecTest, RateLevels) {
+  Decoded d = DecodeYaml(Doc("", "  targets: [{name: a, image: img}]\n",
+                             "  scenarios: [{name: s, request: {path: /}, rates: [2000, 2k, \"2500\", \"50%\"]}]\n"));
+  ASSERT_TRUE(d.diagnostics.empty()) << d.diagnostics.Format("");
+  EXPECT_EQ(d.run.spec.scenarios[0].rates,
+            (std::vector<RateLevel>{{2000, 0}, {2000, 0}, {2500, 0}, {0, 50}}));
+  const std::string yaml = ToYaml(d.run);
+  EXPECT_NE(yaml.find("rates: [2000, 2000, 2500, 50%]"), std::string::npos) << yaml;
+  Decoded again = DecodeYaml(yaml);
+  ASSERT_TRUE(again.diagnostics.empty()) << again.diagnostics.Format("");
+  EXPECT_EQ(again.run.spec.scenarios[0].rates, d.run.spec.scenarios[0].rates);
+  for (const char* bad : {"0", "\"150%\"", "\"0%\"", "\"2.5%\"", "fast", "-5"}) {
+    const std::string e =
+        Errors(Doc("", "  targets: [{name: a, image: img}]\n",
+                   std::string("  scenarios: [{name: s, request: {path: /}, rates: [1000, ") + bad + "]}]\n"));
+    EXPECT_NE(e.find("spec.scenarios[0].rates[1]: "), std::string::npos) << bad << ": " << e;
+  }
+  EXPECT_NE(Errors(Doc("", "  targets: [{name: a, image: img}]\n",
+                       "  scenarios: [{name: s, request: {path: /}, rates: [\"150%\"]}]\n"))
+                .find("a whole percentage from 1% to 100%"),
+            std::string::npos);
 }
 
 TEST(CodecTest, TypeErrorsNamePathPositionAndValue) {

@@ -74,6 +74,8 @@ class Encoder {
       return Node::String(FormatMemory(m));
     } else if constexpr (std::is_same_v<T, CpuList>) {
       return Node::String(FormatCpuList(m));
+    } else if constexpr (std::is_same_v<T, RateLevel>) {
+      return m.is_share() ? Node::String(FormatRateLevel(m)) : Node::Int(m.per_second);
     } else if constexpr (std::is_same_v<T, Progress>) {
       return Node::String(std::to_string(m.completed) + "/" + std::to_string(m.total));
     } else {

@@ -71,7 +71,8 @@ class SchemaBuilder {
       Json names = Json::array();
       for (const auto& [value, name] : schema::EnumNames<T>::kNames) names.push_back(std::string(name));
       return Json{{"type", "string"}, {"enum", std::move(names)}};
-    } else if constexpr (std::is_same_v<T, CpuQuantity> || std::is_same_v<T, MemoryQuantity>) {
+    } else if constexpr (std::is_same_v<T, CpuQuantity> || std::is_same_v<T, MemoryQuantity> ||
+                         std::is_same_v<T, RateLevel>) {
       return IntOrString();
     } else {
       static_assert(std::is_same_v<T, nlohmann::json>, "no schema for this type");

@@ -1,5 +1,6 @@
 #include "common/api/quantity.h"
 
+#include <charconv>
 #include <cstdint>
 #include <limits>
 
@@ -86,6 +87,32 @@ std::string FormatMemory(MemoryQuantity memory) {
     if (b % u.size == 0) return std::to_string(b / u.size) + u.suffix;
   }
   return std::to_string(b);
+}
+
+Result<RateLevel> ParseRateLevel(std::string_view text) {
+  RateLevel level;
+  if (!text.empty() && text.back() == '%') {
+    const std::string_view digits = text.substr(0, text.size() - 1);
+    int32_t percent = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), percent);
+    if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || percent < 1 || percent > 100) {
+      return Status::InvalidArgument("\"" + std::string(text) +
+                                     "\" is not a share of capacity: a whole percentage from 1% to 100%");
+    }
+    level.percent = percent;
+    return level;
+  }
+  Result<uint64_t> n = ParseCount(text);
+  if (!n.ok() || *n == 0 || *n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return Status::InvalidArgument("\"" + std::string(text) +
+                                   "\" is not a rate: requests/s such as 2000 or \"2k\", or a share of capacity such as \"50%\"");
+  }
+  level.per_second = static_cast<int64_t>(*n);
+  return level;
+}
+
+std::string FormatRateLevel(const RateLevel& level) {
+  return level.is_share() ? std::to_string(level.percent) + "%" : std::to_string(level.per_second);
 }
 
 }  // namespace fairbench::api

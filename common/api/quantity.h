@@ -22,4 +22,9 @@ std::string FormatCpu(CpuQuantity cpu);
 Result<MemoryQuantity> ParseMemory(std::string_view text);
 std::string FormatMemory(MemoryQuantity memory);
 
+// A rate level (scenarios[].rates): "2000", "2k" (common/units.h
+// ParseCount) or "50%" (1..100). Formatted "2000" or "50%".
+Result<RateLevel> ParseRateLevel(std::string_view text);
+std::string FormatRateLevel(const RateLevel& level);
+
 }  // namespace fairbench::api

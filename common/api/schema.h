@@ -75,6 +75,15 @@ void Describe(V& v, S& s) {
   v.Field("seed", s.seed);
   v.Field("cooldown", s.cooldown);
   v.Field("profile", s.profile);
+  v.Field("calibration", s.calibration);
+}
+
+template <typename V, typename S>
+  requires Is<S, Calibration>
+void Describe(V& v, S& s) {
+  v.Field("stall", s.stall);
+  v.Field("rate", s.rate);
+  v.Field("duration", s.duration);
 }
 
 template <typename V, typename S>
@@ -173,6 +182,27 @@ void Describe(V& v, S& s) {
   v.Field("connections", s.connections, kCount);
   v.Field("duration", s.duration);
   v.Field("slo", s.slo);
+  v.Field("vary", s.vary);
+  v.Field("rates", s.rates);
+}
+
+template <typename V, typename S>
+  requires Is<S, Vary>
+void Describe(V& v, S& s) {
+  v.Field("seed", s.seed);
+  v.Field("verifyEvery", s.verify_every);
+}
+
+template <typename V, typename S>
+  requires Is<S, AnswerChecks>
+void Describe(V& v, S& s) {
+  v.Field("verified", s.verified);
+  v.Field("failed", s.failed);
+  v.Field("withoutDate", s.without_date, kOmitZero);
+  v.Field("dateFrozen", s.date_frozen, kOmitZero);
+  v.Field("contentLength", s.content_length);
+  v.Field("bodyBytes", s.body_bytes);
+  v.Field("dateMissing", s.date_missing, kOmitZero);
 }
 
 template <typename V, typename S>
@@ -355,6 +385,7 @@ void Describe(V& v, S& s) {
   v.Field("connections", s.connections, kOmitZero);
   v.Field("repetition", s.repetition, kOmitZero);
   v.Field("stage", s.stage);
+  v.Field("rateLevel", s.rate_level);
 }
 
 template <typename V, typename S>
@@ -371,6 +402,7 @@ void Describe(V& v, S& s) {
   v.Field("scenario", s.scenario);
   v.Field("connections", s.connections);
   v.Field("repetition", s.repetition);
+  v.Field("rateLevel", s.rate_level);
   v.Field("state", s.state);
   v.Field("reason", s.reason);
   v.Field("message", s.message);
@@ -386,9 +418,11 @@ void Describe(V& v, S& s) {
   v.Field("memoryLoaded", s.memory_loaded);
   v.Field("targetCpu", s.target_cpu);
   v.Field("agentCpu", s.agent_cpu);
+  v.Field("offeredRate", s.offered_rate);
   v.Field("limiter", s.limiter);
   v.Field("tls", s.tls);
   v.Field("grpc", s.grpc);
+  v.Field("answers", s.answers);
   v.Field("startTime", s.start_time);
   v.Field("endTime", s.end_time);
 }

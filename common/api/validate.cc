@@ -132,6 +132,7 @@ class Checker {
     AtLeastOne(spec.repetitions, kMaxRepetitions);
     NotNegative(spec.cooldown);
     if (spec.profile.has_value()) CheckProfile(spec, *spec.profile);
+    if (spec.calibration.has_value()) CheckCalibrationSpec(*spec.calibration);
     const size_t cells = CountCells(spec);
     if (cells > kMaxCells) {
       Fail(spec, "expands into " + std::to_string(cells) +
@@ -277,6 +278,8 @@ class Checker {
       CheckLevels(s.connections, spec.load);
       if (s.duration.has_value()) Positive(*s.duration);
       if (s.slo) CheckSlo(*s.slo, spec);
+      if (!s.rates.empty()) CheckRates(s, spec);
+      CheckVary(s, spec);
     }
   }
 
@@ -374,6 +377,18 @@ class Checker {
     if (spec.load.pipeline > 1) Fail(slo, "cannot be used with load.pipeline > 1: the search uses a constant rate");
   }
 
+  // scenarios[].rates: fixed offered rates, each measured as its own cell.
+  void CheckRates(const Scenario& s, const BenchmarkRunSpec& spec) {
+    for (size_t i = 0; i < s.rates.size(); ++i) {
+      for (size_t j = 0; j < i; ++j) {
+        if (s.rates[j] == s.rates[i]) Fail(s.rates[i], "duplicate rate " + FormatRateLevel(s.rates[i]));
+      }
+    }
+    if (s.slo) Fail(s.rates, "cannot be used with slo: a scenario either searches its capacity or is measured at fixed rates");
+    if (spec.load.rate > 0) Fail(s.rates, "cannot be used with load.rate: each rate of the list is a cell of its own");
+    if (spec.load.pipeline > 1) Fail(s.rates, "cannot be used with load.pipeline > 1: a constant rate sends one request at a time");
+  }
+
   void CheckRequest(const Request& r) {
     if (!IsHttpToken(r.method)) {
       Fail(r.method, Quote(r.method) + " is not an HTTP method (a token such as GET or POST)");
@@ -437,6 +452,72 @@ class Checker {
       Fail(value, "TE may only be \"trailers\" in HTTP/2 (RFC 9113 §8.2.2): " + why);
     } else if (lower == "host" && value.empty()) {
       Fail(value, "must not be empty: it becomes the request's :authority in HTTP/2 (" + why + ")");
+    }
+  }
+
+  static bool HasVaryToken(std::string_view text) { return text.find(kVaryToken) != std::string_view::npos; }
+  static bool HasVaryTokenJson(const nlohmann::json& j) {
+    if (j.is_string()) return HasVaryToken(j.get_ref<const std::string&>());
+    if (j.is_object()) {
+      for (const auto& [key, value] : j.items()) {
+        if (HasVaryToken(key) || HasVaryTokenJson(value)) return true;
+      }
+    } else if (j.is_array()) {
+      for (const nlohmann::json& e : j) {
+        if (HasVaryTokenJson(e)) return true;
+      }
+    }
+    return false;
+  }
+
+  // scenarios[].vary, and "{n}" outside it: a "{n}" without vary would be
+  // sent as it is, and an expectation with it could never match.
+  void CheckVary(const Scenario& s, const BenchmarkRunSpec& spec) {
+    std::vector<const Request*> requests;
+    if (s.request) requests.push_back(&*s.request);
+    for (const WeightedRequest& w : s.requests) requests.push_back(&w.request);
+    if (!s.vary) {
+      const std::string why = "\"{n}\" is replaced only in a scenario with vary";
+      for (const Request* r : requests) {
+        if (HasVaryToken(r->path)) Fail(r->path, why);
+        if (r->body && HasVaryToken(*r->body)) Fail(*r->body, why);
+        for (const auto& [name, value] : r->headers) {
+          if (HasVaryToken(value)) Fail(value, why);
+        }
+      }
+      if (s.expect.body && HasVaryToken(*s.expect.body)) Fail(*s.expect.body, why);
+      if (s.expect.json && HasVaryTokenJson(*s.expect.json)) Fail(*s.expect.json, why);
+      return;
+    }
+    const Vary& v = *s.vary;
+    if (v.verify_every < 1) Fail(v.verify_every, "must be ≥ 1");
+    if (s.script) {
+      Fail(v, "cannot be used with script: the script makes the requests");
+      return;
+    }
+    if (s.grpc) {
+      Fail(v, "not for gRPC scenarios");
+      return;
+    }
+    if (!s.requests.empty()) {
+      Fail(v, "needs one request (request), not a weighted mix (requests)");
+      return;
+    }
+    if (!s.request) return;  // reported above
+    const Request& r = *s.request;
+    bool token = HasVaryToken(r.path) || (r.body && HasVaryToken(*r.body));
+    for (const auto& [name, value] : r.headers) token = token || HasVaryToken(value);
+    if (!token) Fail(v, "needs \"{n}\" in request.path, request.body or a header value of request.headers");
+    if (!(s.expect.body && HasVaryToken(*s.expect.body)) && !(s.expect.json && HasVaryTokenJson(*s.expect.json))) {
+      Fail(v, "needs \"{n}\" in expect.body or in a string of expect.json: answers are checked against it");
+    }
+    if (spec.load.pipeline > 1) Fail(v, "cannot be used with load.pipeline > 1");
+    for (const Target& t : spec.targets) {
+      const Protocol p = EffectiveProtocol(t);
+      if (p != Protocol::kHttp1) {
+        Fail(v, "HTTP/1.1 targets only: target " + Quote(t.name) + " is " + std::string(ToString(p)));
+        break;
+      }
     }
   }
 
@@ -565,6 +646,18 @@ class Checker {
 
   // spec.profile: each selector must name cells that exist, so that a typo
   // is not a run that silently profiles nothing.
+  void CheckCalibrationSpec(const Calibration& c) {
+    if (options_.platform == Platform::kKubernetes) {
+      return Fail(c, "only for fairbench run on one machine (the delay server runs as a process beside it), not on "
+                     "Kubernetes");
+    }
+    if (auto problem = CheckCalibration(c.stall, c.duration, c.rate)) {
+      if (problem->field == "stall") return Fail(c.stall, problem->message);
+      if (problem->field == "duration") return Fail(c.duration, problem->message);
+      return Fail(c.rate, problem->message);
+    }
+  }
+
   void CheckProfile(const BenchmarkRunSpec& spec, const Profile& p) {
     Range(p.frequency, 1, kMaxProfileFrequency);
     if (p.all && !p.cells.empty()) {
@@ -652,6 +745,23 @@ std::vector<std::string> Warnings(const BenchmarkRunSpec& spec) {
     }
   }
   return out;
+}
+
+std::optional<CalibrationProblem> CheckCalibration(Duration stall, Duration duration, int64_t rate) {
+  if (stall < std::chrono::milliseconds(50) || stall > std::chrono::seconds(10)) {
+    return CalibrationProblem{"stall", "between 50ms and 10s (shorter, the server's own delay and the machine's "
+                                       "noise blur it)"};
+  }
+  if (duration < 2 * stall + std::chrono::seconds(1)) {
+    return CalibrationProblem{"duration", "at least twice the stall plus 1s, so that the stall lies wholly inside "
+                                          "the measurement"};
+  }
+  if (rate < 10 || rate > 100000) return CalibrationProblem{"rate", "between 10 and 100000 requests/s"};
+  if (static_cast<double>(rate) * std::chrono::duration<double>(stall).count() < 40) {
+    return CalibrationProblem{"rate", "at least 40 requests due during the stall (rate × stall), or its percentiles "
+                                      "mean little"};
+  }
+  return std::nullopt;
 }
 
 }  // namespace fairbench::api

@@ -19,6 +19,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "common/api/benchmark_run.h"
@@ -58,6 +60,14 @@ inline constexpr std::string_view kPipelineWithRate =
     "(set pipeline to 1, or remove rate)";
 
 Diagnostics Validate(const BenchmarkRun& run, const ValidateOptions& options = {});
+
+// The bounds of a calibration (spec.calibration, `fairbench selftest`'s
+// flags): which of "stall", "duration" and "rate" is wrong, and why.
+struct CalibrationProblem {
+  std::string_view field;
+  std::string message;
+};
+std::optional<CalibrationProblem> CheckCalibration(Duration stall, Duration duration, int64_t rate);
 
 // What a valid spec may still get wrong, one line each, starting with the
 // field path: a target's CPU that is not a whole number of CPUs (it can get

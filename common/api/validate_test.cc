@@ -30,6 +30,61 @@ Lines Check(const BenchmarkRun& run, Platform platform = Platform::kAny) {
 
 TEST(ValidateTest, AValidRunHasNoDiagnostics) { EXPECT_EQ(Check(Valid()), Lines{}); }
 
+BenchmarkRun ValidVary() {
+  BenchmarkRun run = Valid();
+  Scenario& s = run.spec.scenarios[0];
+  s.request->path = "/echo/{n}";
+  s.expect.body = "{n}";
+  s.vary = Vary{};
+  return run;
+}
+
+// Catches: a scenario with vary that cannot vary or be checked let
+// through (its cells would run with "{n}" sent as it is, or check nothing),
+// or an error that does not name the field to fix.
+TEST(ValidateTest, Vary) {
+  EXPECT_EQ(Check(ValidVary()), Lines{});
+  BenchmarkRun run = ValidVary();
+  run.spec.scenarios[0].request->path = "/echo";
+  run.spec.scenarios[0].request->headers["X-Id"] = "{n}";
+  EXPECT_EQ(Check(run), Lines{}) << "a header value may carry the number";
+  run.spec.scenarios[0].request->headers.clear();
+  run.spec.scenarios[0].vary->verify_every = 0;
+  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].vary: needs \"{n}\" in request.path, request.body or a header "
+                               "value of request.headers",
+                               "spec.scenarios[0].vary.verifyEvery: must be ≥ 1"}));
+  run = ValidVary();
+  run.spec.scenarios[0].expect.body = "hello";
+  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].vary: needs \"{n}\" in expect.body or in a string of expect.json: "
+                               "answers are checked against it"}));
+  run.spec.scenarios[0].expect.body.reset();
+  run.spec.scenarios[0].expect.json = nlohmann::json{{"echo", {{"n", "{n}"}}}};
+  EXPECT_EQ(Check(run), Lines{}) << "a nested JSON string may carry the number";
+  run = ValidVary();
+  run.spec.load.pipeline = 4;
+  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].vary: cannot be used with load.pipeline > 1"}));
+  run = ValidVary();
+  run.spec.targets[0].protocol = Protocol::kH2c;
+  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].vary: HTTP/1.1 targets only: target \"a\" is h2c"}));
+  run = ValidVary();
+  run.spec.scenarios[0].requests = {WeightedRequest{*run.spec.scenarios[0].request, 1}};
+  run.spec.scenarios[0].request.reset();
+  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].vary: needs one request (request), not a weighted mix (requests)"}));
+}
+
+// Catches: "{n}" outside a scenario with vary let through: it would be
+// sent as it is, and an expectation with it could never match.
+TEST(ValidateTest, VaryTokenWithoutVary) {
+  BenchmarkRun run = ValidVary();
+  run.spec.scenarios[0].vary.reset();
+  run.spec.scenarios[0].request->body = "id={n}";
+  run.spec.scenarios[0].request->headers["X-Id"] = "{n}";
+  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].request.path: \"{n}\" is replaced only in a scenario with vary",
+                               "spec.scenarios[0].request.headers.X-Id: \"{n}\" is replaced only in a scenario with vary",
+                               "spec.scenarios[0].request.body: \"{n}\" is replaced only in a scenario with vary",
+                               "spec.scenarios[0].expect.body: \"{n}\" is replaced only in a scenario with vary"}));
+}
+
 TEST(ValidateTest, TypeMetaAndMetadata) {
   BenchmarkRun run = Valid();
   run.api_version = "fairbench.dev/v1";
@@ -157,6 +212,53 @@ TEST(ValidateTest, LatencyObjectives) {
   EXPECT_EQ(Check(run), Lines{});
   run.spec.load.rate = 1000;
   EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].slo: cannot be used with load.rate: the search sets the rate itself"}));
+}
+
+// Catches: fixed rates accepted beside what sets the rate otherwise (an
+// objective's search, load.rate) or beside pipelining, which a constant
+// rate cannot carry, or the same level twice (two cells with one key).
+TEST(ValidateTest, Rates) {
+  BenchmarkRun run = Valid();
+  run.spec.scenarios[0].rates = {RateLevel{1000, 0}, RateLevel{0, 50}};
+  EXPECT_EQ(Check(run), Lines{});
+  run.spec.scenarios[0].rates.push_back(RateLevel{0, 50});
+  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].rates[2]: duplicate rate 50%"}));
+  run.spec.scenarios[0].rates.pop_back();
+  run.spec.load.rate = 500;
+  EXPECT_EQ(Check(run),
+            (Lines{"spec.scenarios[0].rates: cannot be used with load.rate: each rate of the list is a cell of its own"}));
+  run.spec.load.rate = 0;
+  run.spec.load.pipeline = 4;
+  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].rates: cannot be used with load.pipeline > 1: a constant rate sends "
+                               "one request at a time"}));
+  run.spec.load.pipeline = 1;
+  run.spec.scenarios[0].slo = Slo{};
+  run.spec.scenarios[0].slo->p99 = std::chrono::milliseconds(10);
+  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].rates: cannot be used with slo: a scenario either searches its "
+                               "capacity or is measured at fixed rates"}));
+}
+
+// Catches: a calibration accepted on Kubernetes (no delay server runs
+// beside the controller there), or bounds that let a stall through that
+// the machine's noise would blur or that does not fit inside its cell.
+TEST(ValidateTest, Calibration) {
+  BenchmarkRun run = Valid();
+  run.spec.calibration = Calibration{};
+  EXPECT_EQ(Check(run), Lines{});
+  EXPECT_EQ(Check(run, Platform::kDocker), Lines{});
+  EXPECT_EQ(Check(run, Platform::kKubernetes),
+            (Lines{"spec.calibration: only for fairbench run on one machine (the delay server runs as a process beside "
+                   "it), not on Kubernetes"}));
+  run.spec.calibration->stall = std::chrono::milliseconds(20);
+  EXPECT_EQ(Check(run), (Lines{"spec.calibration.stall: between 50ms and 10s (shorter, the server's own delay and the "
+                               "machine's noise blur it)"}));
+  run.spec.calibration->stall = std::chrono::seconds(2);
+  EXPECT_EQ(Check(run), (Lines{"spec.calibration.duration: at least twice the stall plus 1s, so that the stall lies "
+                               "wholly inside the measurement"}));
+  run.spec.calibration->stall = std::chrono::milliseconds(100);
+  run.spec.calibration->rate = 100;
+  EXPECT_EQ(Check(run), (Lines{"spec.calibration.rate: at least 40 requests due during the stall (rate × stall), or "
+                               "its percentiles mean little"}));
 }
 
 TEST(ValidateTest, TargetsNeedAWayToRunOnThePlatform) {

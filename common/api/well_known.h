@@ -127,9 +127,11 @@ enum class CellReason {
   kSloUnreachable,      // the objective is missed even at the first rate
   kCancelled,           // the run was cancelled during the cell
   kCpusNotExclusive,    // spec.placement.requireExclusiveCpus, and the target's CPUs were not proven its own
+  kAnswersNotVerified,  // scenarios[].vary: sampled answers differed from what their requests asked for
+  kCapacityUnknown,     // a rate given as a share of capacity, and the closed-loop cell that measures it failed
 };
 
-inline constexpr std::array<std::pair<CellReason, std::string_view>, 12> kCellReasonNames{{
+inline constexpr std::array<std::pair<CellReason, std::string_view>, 14> kCellReasonNames{{
     {CellReason::kSlotUnavailable, "SlotUnavailable"},
     {CellReason::kSlotLost, "SlotLost"},
     {CellReason::kDeployFailed, "DeployFailed"},
@@ -142,6 +144,8 @@ inline constexpr std::array<std::pair<CellReason, std::string_view>, 12> kCellRe
     {CellReason::kSloUnreachable, "SloUnreachable"},
     {CellReason::kCancelled, "Cancelled"},
     {CellReason::kCpusNotExclusive, "CpusNotExclusive"},
+    {CellReason::kAnswersNotVerified, "AnswersNotVerified"},
+    {CellReason::kCapacityUnknown, "CapacityUnknown"},
 }};
 
 // The API spelling ("SlotLost"); "" for none.

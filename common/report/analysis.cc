@@ -26,6 +26,10 @@ RunIndex::RunIndex(const RunRecord& record) : record_(record) {
     const api::CellResult& r = cell.result;
     AddUnique(targets_, r.target);
     AddUnique(scenarios_, r.scenario);
+    if (r.rate_level) {
+      rate_cells_.push_back(&cell);
+      continue;
+    }
     levels_[r.scenario].push_back(r.connections);
     groups_[Key{r.target, r.scenario, r.connections}].push_back(&cell);
   }
@@ -143,6 +147,82 @@ Spread ComputeSpread(std::vector<double> values) {
     s.cv = std::sqrt(squares / static_cast<double>(values.size() - 1)) / std::fabs(s.mean);
   }
   return s;
+}
+
+std::optional<double> CpuMicrosPerRequest(const api::CellResult& r) {
+  if (!r.target_cpu || r.requests_per_second <= 0) return std::nullopt;
+  return *r.target_cpu / r.requests_per_second * 1e6;
+}
+
+bool ValidAtRate(const CellRecord& cell) {
+  return cell.result.state == api::CellState::kSucceeded &&
+         std::find(cell.flags.begin(), cell.flags.end(), CellFlag::kRateNotAchieved) == cell.flags.end();
+}
+
+std::vector<EfficiencyGroup> EfficiencyGroups(const RunIndex& index) {
+  std::vector<EfficiencyGroup> groups;
+  std::vector<std::vector<std::vector<const CellRecord*>>> by_target;  // group → target (index order) → cells
+  for (const CellRecord* c : index.RateCells()) {
+    const api::CellResult& r = c->result;
+    size_t g = 0;
+    while (g < groups.size() && !(groups[g].scenario == r.scenario && groups[g].connections == r.connections &&
+                                  groups[g].level == *r.rate_level)) {
+      ++g;
+    }
+    if (g == groups.size()) {
+      groups.push_back(EfficiencyGroup{r.scenario, r.connections, *r.rate_level, {}});
+      by_target.emplace_back(index.targets().size());
+    }
+    const auto t = std::find(index.targets().begin(), index.targets().end(), r.target);
+    by_target[g][static_cast<size_t>(t - index.targets().begin())].push_back(c);
+  }
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::vector<EfficiencyEntry> ranked, unranked;
+    for (size_t t = 0; t < index.targets().size(); ++t) {
+      const std::vector<const CellRecord*>& cells = by_target[g][t];
+      if (cells.empty()) continue;
+      EfficiencyEntry e;
+      e.target = index.targets()[t];
+      std::vector<const CellRecord*> valid;
+      for (const CellRecord* c : cells) {
+        if (ValidAtRate(*c)) valid.push_back(c);
+      }
+      e.valid = valid.size();
+      if (valid.empty()) {
+        double nearest = -1;
+        for (const CellRecord* c : cells) {
+          const api::CellResult& r = c->result;
+          const double share = r.state == api::CellState::kSucceeded && r.offered_rate && *r.offered_rate > 0
+                                   ? r.requests_per_second / *r.offered_rate
+                                   : 0;
+          if (e.invalid == nullptr || share > nearest) {
+            e.invalid = c;
+            nearest = share;
+          }
+        }
+        unranked.push_back(std::move(e));
+        continue;
+      }
+      // Cells without a CPU figure sort last; among the rest, the median.
+      std::stable_sort(valid.begin(), valid.end(), [](const CellRecord* a, const CellRecord* b) {
+        const auto x = CpuMicrosPerRequest(a->result), y = CpuMicrosPerRequest(b->result);
+        if (x.has_value() != y.has_value()) return x.has_value();
+        return x && *x < *y;
+      });
+      size_t with_cpu = 0;
+      while (with_cpu < valid.size() && CpuMicrosPerRequest(valid[with_cpu]->result)) ++with_cpu;
+      e.cell = with_cpu > 0 ? valid[(with_cpu - 1) / 2] : valid.front();
+      e.cpu_us_per_request = CpuMicrosPerRequest(e.cell->result);
+      ranked.push_back(std::move(e));
+    }
+    std::stable_sort(ranked.begin(), ranked.end(), [](const EfficiencyEntry& a, const EfficiencyEntry& b) {
+      if (a.cpu_us_per_request.has_value() != b.cpu_us_per_request.has_value()) return a.cpu_us_per_request.has_value();
+      return a.cpu_us_per_request && *a.cpu_us_per_request < *b.cpu_us_per_request;
+    });
+    groups[g].entries = std::move(ranked);
+    for (EfficiencyEntry& e : unranked) groups[g].entries.push_back(std::move(e));
+  }
+  return groups;
 }
 
 }  // namespace fairbench::report

@@ -2,7 +2,9 @@
 // a RunRecord so that the Markdown and the HTML report say the same thing.
 //
 // Cells are grouped by (target, scenario, connections); a group holds its
-// repetitions. Each table shows one repetition per group, the
+// repetitions. Cells of a scenario's fixed rates (scenarios[].rates) are in
+// no group: they measure what a load costs, not how much load a target
+// takes, and are never ranked by requests/s (EfficiencyGroups has them). Each table shows one repetition per group, the
 // *representative*: the succeeded repetition with the median requests/s
 // (the lower of the two middle ones for an even count), so that all numbers
 // in a row come from one measurement; the run-to-run spread is reported
@@ -61,6 +63,9 @@ class RunIndex {
   // The most repetitions any group has.
   size_t MaxRepetitions() const;
 
+  // The cells of scenarios[].rates, in record order.
+  const std::vector<const CellRecord*>& RateCells() const { return rate_cells_; }
+
  private:
   using Key = std::tuple<std::string, std::string, int64_t>;
   const RunRecord& record_;
@@ -68,8 +73,37 @@ class RunIndex {
   std::vector<std::string> scenarios_;
   std::map<std::string, std::vector<int64_t>, std::less<>> levels_;
   std::map<Key, std::vector<const CellRecord*>> groups_;
+  std::vector<const CellRecord*> rate_cells_;
   std::string baseline_;
 };
+
+// Efficiency at a fixed rate: the cells of one (scenario, connections, rate
+// level), per target. A cell is valid when it succeeded and is not flagged
+// RateNotAchieved; only valid cells are ranked, by the target's CPU time
+// per request (ascending; targets whose CPU was not measured follow).
+struct EfficiencyEntry {
+  std::string target;
+  // The valid repetition with the median CPU per request (the lower middle
+  // one of an even count); nullptr when none was valid.
+  const CellRecord* cell = nullptr;
+  size_t valid = 0;  // valid repetitions
+  // When none was valid: the repetition that came nearest its offered rate
+  // (or the first that did not succeed), for the reason.
+  const CellRecord* invalid = nullptr;
+  std::optional<double> cpu_us_per_request;  // the representative's
+};
+struct EfficiencyGroup {
+  std::string scenario;
+  int64_t connections = 0;
+  api::RateLevel level;
+  std::vector<EfficiencyEntry> entries;  // ranked, then the targets without a valid cell (spec order)
+};
+// In record order of each group's first cell.
+std::vector<EfficiencyGroup> EfficiencyGroups(const RunIndex& index);
+// Whether the cell counts in EfficiencyGroups' ranking.
+bool ValidAtRate(const CellRecord& cell);
+// Target CPU µs per request answered; unset without both figures.
+std::optional<double> CpuMicrosPerRequest(const api::CellResult& r);
 
 struct RankEntry {
   std::string target;

@@ -108,5 +108,57 @@ TEST(AnalysisTest, SpreadHasMedianAndCoefficientOfVariation) {
   EXPECT_EQ(ComputeSpread({}).count, 0u);
 }
 
+// A cell of a fixed rate: `cpu` cores for `rps` answered of `offered`.
+CellRecord AtRate(const std::string& target, int32_t repetition, double offered, double rps, std::optional<double> cpu) {
+  CellRecord c = Cell(target, "hello", 100, repetition, rps);
+  c.result.rate_level = api::RateLevel{0, 50};
+  c.result.offered_rate = offered;
+  c.result.target_cpu = cpu;
+  if (rps < 0.98 * offered) c.flags.push_back(CellFlag::kRateNotAchieved);
+  return c;
+}
+
+// Catches: fixed-rate cells ranked by requests/s with the closed loop
+// (they answer what they are offered), a cell flagged RateNotAchieved
+// ranked, the ranking not by CPU per request ascending, a target without
+// a CPU figure ranked before one with it, or the median repetition not the
+// one shown.
+TEST(AnalysisTest, EfficiencyRanksValidCellsByCpuPerRequest) {
+  RunRecord record;
+  for (const char* t : {"a", "b", "c", "d"}) {
+    api::Target target;
+    target.name = t;
+    record.run.spec.targets.push_back(target);
+  }
+  record.cells = {Cell("a", "hello", 100, 1, 20000), AtRate("a", 1, 10000, 10000, 0.5),
+                  AtRate("a", 2, 10000, 10000, 0.3), AtRate("a", 3, 10000, 10000, 0.4),
+                  Cell("b", "hello", 100, 1, 8000), AtRate("b", 1, 4000, 4000, 0.04),
+                  Cell("c", "hello", 100, 1, 30000), AtRate("c", 1, 15000, 9000, 0.01),
+                  Cell("d", "hello", 100, 1, 1000), AtRate("d", 1, 500, 500, std::nullopt)};
+  const RunIndex index(record);
+  EXPECT_EQ(index.RateCells().size(), 6u);
+  EXPECT_EQ(index.Cells("a", "hello", 100).size(), 1u) << "the closed loop alone";
+  EXPECT_EQ(Targets(Rank(index, "hello", 100)), (std::vector<std::string>{"c", "a", "b", "d"}));
+
+  const std::vector<EfficiencyGroup> groups = EfficiencyGroups(index);
+  ASSERT_EQ(groups.size(), 1u);
+  const EfficiencyGroup& g = groups[0];
+  EXPECT_EQ(g.level, (api::RateLevel{0, 50}));
+  std::vector<std::string> order;
+  for (const EfficiencyEntry& e : g.entries) order.push_back(e.target);
+  // b: 10 µs per request; a: 40 µs (the median of 30, 40, 50); d: no CPU
+  // figure; c: answered 60 % of its offer, not ranked.
+  EXPECT_EQ(order, (std::vector<std::string>{"b", "a", "d", "c"}));
+  ASSERT_NE(g.entries[1].cell, nullptr);
+  EXPECT_EQ(g.entries[1].cell->result.repetition, 3);
+  EXPECT_NEAR(*g.entries[1].cpu_us_per_request, 40.0, 1e-9);
+  EXPECT_EQ(g.entries[1].valid, 3u);
+  EXPECT_NE(g.entries[2].cell, nullptr);
+  EXPECT_FALSE(g.entries[2].cpu_us_per_request.has_value());
+  EXPECT_EQ(g.entries[3].cell, nullptr);
+  ASSERT_NE(g.entries[3].invalid, nullptr);
+  EXPECT_EQ(g.entries[3].invalid->result.requests_per_second, 9000);
+}
+
 }  // namespace
 }  // namespace fairbench::report

@@ -45,6 +45,19 @@ void CheckCell(const api::ScenarioSettings& settings, Protocol protocol, CellRec
 
   const api::ErrorCounts& e = r.errors;
   if (e.Total() > 0) cell.flags.push_back(CellFlag::kErrors);
+  const double offered = r.offered_rate.value_or(static_cast<double>(settings.rate));
+  if (offered > 0 && r.requests_per_second < thresholds.offered_rate_share * offered) {
+    cell.flags.push_back(CellFlag::kRateNotAchieved);
+  }
+  if (r.answers) {
+    const api::AnswerChecks& a = *r.answers;
+    if (a.content_length && a.body_bytes && *a.content_length != *a.body_bytes) {
+      cell.flags.push_back(CellFlag::kContentLengthMismatch);
+    }
+    if (a.date_missing || a.without_date > 0) cell.flags.push_back(CellFlag::kDateMissing);
+    if (a.date_frozen) cell.flags.push_back(CellFlag::kDateFrozen);
+    if (a.verified == 0 && r.requests > 0) cell.flags.push_back(CellFlag::kAnswersUnsampled);
+  }
 }
 
 void CheckCells(RunRecord& record, const CheckThresholds& thresholds) {

@@ -21,6 +21,18 @@
 //   Errors              any socket error (connect, read, write, timeout, port
 //                       exhaustion) or any response whose status differed
 //                       from the scenario's expected status.
+//   RateNotAchieved     a constant rate (settings.rate, or the cell's own
+//                       offered rate): requests/s answered < [98 %] of the
+//                       rate offered. The cell measured a server that could
+//                       not take the load, not its efficiency at that load:
+//                       invalid, and never ranked.
+//   ContentLengthMismatch, DateMissing, DateFrozen, AnswersUnsampled
+//                       scenarios with vary, from result.answers: the
+//                       answer read before the load had a Content-Length
+//                       other than its body's bytes; an answer (that one,
+//                       or one sampled under load) had no Date; sampled
+//                       answers carried the same Date more than 2 s apart;
+//                       no answer was sampled at all.
 //   SnapshotGap         not computed here: the orchestrator sees gaps in the
 //                       sequence numbers; CheckCell keeps the flag as found.
 //   SparseUsage         not computed here: the orchestrator counts the fresh
@@ -40,6 +52,7 @@ namespace fairbench::report {
 struct CheckThresholds {
   double generator_saturated_share = 0.90;  // of the agents' threads
   double littles_law_tolerance = 0.25;      // relative to connections × streams or pipeline
+  double offered_rate_share = 0.98;         // achieved ÷ offered, below which a constant-rate cell is invalid
 };
 
 // Recomputes cell.littles_law_connections, cell.littles_law_in_flight and

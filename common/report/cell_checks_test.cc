@@ -135,6 +135,27 @@ TEST(CellChecksTest, AnySocketErrorOrUnexpectedStatusIsFlagged) {
   }
 }
 
+// Catches: the validity gate at any share but 98 % (or ≤ instead of <),
+// a closed loop flagged, or a cell's own offered rate (a share of
+// capacity, resolved at run time) ignored for the scenario's setting.
+TEST(CellChecksTest, RateNotAchievedBelowNinetyEightPercentOfTheRateOffered) {
+  api::ScenarioSettings s = Settings();
+  s.rate = 1000;
+  CellRecord at = Cell(980, 1000, 10);
+  CheckCell(s, Protocol::kHttp1, at);
+  EXPECT_TRUE(at.flags.empty());
+  CellRecord below = Cell(979.9, 1000, 10);
+  CheckCell(s, Protocol::kHttp1, below);
+  EXPECT_EQ(below.flags, std::vector<CellFlag>{CellFlag::kRateNotAchieved});
+  CellRecord closed = Cell(10, 1000000, 10);
+  CheckCell(Settings(), Protocol::kHttp1, closed);
+  EXPECT_TRUE(closed.flags.empty()) << "a closed loop is offered nothing";
+  CellRecord own = Cell(1500, 1000, 10);
+  own.result.offered_rate = 2000;
+  CheckCell(s, Protocol::kHttp1, own);
+  EXPECT_EQ(own.flags, std::vector<CellFlag>{CellFlag::kRateNotAchieved}) << "1,500 of its own 2,000";
+}
+
 TEST(CellChecksTest, KeepsSnapshotGapAndOrdersFlags) {
   CellRecord c = Cell(226090, 2920);
   c.result.errors.timeout = 3;

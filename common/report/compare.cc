@@ -23,6 +23,9 @@ std::map<Key, std::vector<const CellRecord*>> Groups(const RunRecord& r) {
   std::map<Key, std::vector<const CellRecord*>> out;
   for (const CellRecord& c : r.cells) {
     if (c.result.state != api::CellState::kSucceeded) continue;
+    // A fixed rate's cells answer what was offered: their requests/s is
+    // the rate, not a figure of the target's to compare.
+    if (c.result.rate_level) continue;
     out[{c.result.target, c.result.scenario, c.result.connections}].push_back(&c);
   }
   return out;
@@ -135,7 +138,7 @@ Key KeyOf(const CellComparison& c) { return {c.target, c.scenario, c.connections
 RunRecord OnlyCells(const RunRecord& r, const std::set<Key>& keys) {
   RunRecord out = r;
   std::erase_if(out.cells, [&keys](const CellRecord& c) {
-    return !keys.count({c.result.target, c.result.scenario, c.result.connections});
+    return c.result.rate_level || !keys.count({c.result.target, c.result.scenario, c.result.connections});
   });
   return out;
 }

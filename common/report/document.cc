@@ -80,6 +80,7 @@ struct Context {
   const RunIndex& index;
   bool show_repetition;  // a repetition column is needed
   bool show_limiter;     // some cell carries a limiter verdict (records before them carry none)
+  bool show_rate;        // some cell ran at a rate level of scenarios[].rates
   std::vector<std::string> ranked_targets;
   std::map<std::string, int> slots;  // target → colour slot
 };
@@ -87,11 +88,22 @@ struct Context {
 // The first columns of a per-cell table.
 std::vector<std::string> CellColumns(const Context& ctx) {
   std::vector<std::string> h{"target", "scenario", "connections"};
+  if (ctx.show_rate) h.push_back("rate");
   if (ctx.show_repetition) h.push_back("repetition");
   return h;
 }
+// A cell's rate level as written, with what it resolved to: "2,000/s",
+// "50 % = 5,120/s"; "closed loop" for the others.
+std::string RateText(const api::CellResult& r) {
+  if (!r.rate_level) return r.offered_rate ? FormatRate(*r.offered_rate) + "/s" : "closed loop";
+  if (!r.rate_level->is_share()) return FormatRate(static_cast<double>(r.rate_level->per_second)) + "/s";
+  std::string text = std::to_string(r.rate_level->percent) + " % of capacity";
+  if (r.offered_rate) text += " = " + FormatRate(*r.offered_rate) + "/s";
+  return text;
+}
 std::vector<std::string> CellCells(const Context& ctx, const api::CellResult& r) {
   std::vector<std::string> row{r.target, r.scenario, Conns(r.connections)};
+  if (ctx.show_rate) row.push_back(RateText(r));
   if (ctx.show_repetition) row.push_back(std::to_string(r.repetition));
   return row;
 }
@@ -150,6 +162,7 @@ std::vector<const CellRecord*> CellsInReportOrder(const Context& ctx) {
       for (const CellRecord* c : ctx.index.Cells(target, scenario, level)) out.push_back(c);
     }
   }
+  out.insert(out.end(), ctx.index.RateCells().begin(), ctx.index.RateCells().end());
   return out;
 }
 
@@ -734,6 +747,108 @@ std::optional<Section> WhyNotDouble(const Context& ctx) {
   return s;
 }
 
+// spec.calibration: whether the harness measured a stall of known length
+// as it happened, on this machine, before the targets ran.
+std::optional<Section> CalibrationSection(const Context& ctx) {
+  if (!ctx.record.calibration) return std::nullopt;
+  const CalibrationRecord& c = *ctx.record.calibration;
+  Section s{"calibration", "Calibration: the harness on this machine", 2, {}};
+  if (!c.error.empty()) {
+    s.blocks.push_back(P("The calibration asked for (spec.calibration) could not be run on " +
+                         (c.host.empty() ? std::string("this machine") : c.host) + ": " + c.error +
+                         ". Whether this harness measures a stall as it happens is unknown here; `fairbench "
+                         "selftest` runs the same test on its own."));
+    return s;
+  }
+  s.blocks.push_back(P(
+      "Before the targets ran, the project's delay server (answering every request after " +
+      FormatDecimal(c.delay_ms, 0) + " ms) was stopped for " + FormatDecimal(c.stall_ms, 1) +
+      " ms in the middle of two measured cells: an open model at " + FormatRate(c.rate) +
+      " requests/s, which must count every request due during the stall (its max about the stall, half the "
+      "delayed requests above half of it), and a closed loop of " + std::to_string(c.closed_connections) +
+      " connections, which sends nothing while it waits, so that only its requests in flight see the stall "
+      "(coordinated omission: its max shows it, its p99 hides it). The harness " +
+      (c.passed ? std::string("passed") : std::string("FAILED")) + " on " + c.host + ": " +
+      (c.passed ? "every check below is within its bounds, so the latencies of this run are measured as they "
+                  "happen, with the error shown."
+                : "a check below is outside its bounds: read this run's latencies with care.") +
+      (c.uncorrected_would_pass ? "" : " Timed from each send instead of each due time, the open cell would fail.")));
+  Table t{{"cell", "check", "expected", "measured", "error", "verdict"}, Aligns(3, 3), {}};
+  for (const CalibrationCheck& k : c.checks) {
+    t.rows.push_back({k.cell, k.name, k.expected, FormatDecimal(k.measured, 2) + " " + k.unit,
+                      (k.error >= 0 ? "+" : "") + FormatDecimal(k.error, 2) + " " + k.unit,
+                      k.passed ? "passed" : "FAILED"});
+  }
+  s.blocks.push_back(std::move(t));
+  return s;
+}
+
+// scenarios[].rates: what each target spent to answer a load it was given,
+// ranked by CPU time per request, the cells that did not take the load
+// named and left out.
+std::vector<Section> Efficiency(const Context& ctx) {
+  const std::vector<EfficiencyGroup> groups = EfficiencyGroups(ctx.index);
+  std::vector<Section> out;
+  if (groups.empty()) return out;
+  const CheckThresholds th;
+  Section s{"efficiency", "Efficiency at fixed rates", 2, {}};
+  s.blocks.push_back(P(
+      "Each target offered the same constant rate (open model; latency corrected for coordinated omission), and "
+      "ranked by the CPU time it spent per request answered — its CPU (cores, mean over the window) ÷ requests/s — "
+      "beside its peak memory and tail latency. A rate given as a share of capacity is that share of the requests/s "
+      "the same target answered in the closed-loop cell just before it. A cell that answered fewer than " +
+      FormatShare(th.offered_rate_share, 0) +
+      " of the requests offered is invalid (RateNotAchieved): the server did not take the load, so what it spent says "
+      "nothing about its efficiency at that load; it is named below the ranking, never ranked. With repetitions, "
+      "the row is the valid repetition with the median CPU per request."));
+  for (const EfficiencyGroup& g : groups) {
+    const std::string level = g.level.is_share() ? std::to_string(g.level.percent) + " % of capacity"
+                                                 : FormatRate(static_cast<double>(g.level.per_second)) + " requests/s";
+    Section sub{"efficiency-" + g.scenario + "-c" + std::to_string(g.connections) + "-" +
+                    (g.level.is_share() ? std::to_string(g.level.percent) + "pct" : std::to_string(g.level.per_second)),
+                g.scenario + " at " + level + ", " + ConnsText(g.connections), 3, {}};
+    std::vector<std::string> header{"rank", "target", "offered", "answered", "CPU per request", "peak memory", "p99",
+                                    "p99.9"};
+    if (ctx.show_repetition) header.push_back("valid repetitions");
+    Table t{header, Aligns(2, header.size() - 2), {}};
+    size_t rank = 0;
+    std::vector<std::string> invalid;
+    for (const EfficiencyEntry& e : g.entries) {
+      if (e.cell == nullptr) {
+        const api::CellResult& r = e.invalid->result;
+        std::string why;
+        if (r.state != api::CellState::kSucceeded) {
+          why = StateText(r) + (r.message.empty() ? "" : ": " + r.message);
+        } else {
+          const double offered = r.offered_rate.value_or(0);
+          why = "answered " + FormatRate(r.requests_per_second) + " of " + FormatRate(offered) + " requests/s offered (" +
+                FormatShare(offered > 0 ? r.requests_per_second / offered : 0, 1) + ")";
+        }
+        invalid.push_back(e.target + ": " + why);
+        continue;
+      }
+      const api::CellResult& r = e.cell->result;
+      std::vector<std::string> row{std::to_string(++rank), e.target,
+                                   r.offered_rate ? FormatRate(*r.offered_rate) : "",
+                                   FormatRate(r.requests_per_second),
+                                   e.cpu_us_per_request ? FormatLatency(*e.cpu_us_per_request) : "not measured",
+                                   r.memory_loaded ? FormatBytes(static_cast<double>(*r.memory_loaded)) : "not measured",
+                                   FormatLatency(r.latency.p99), FormatLatency(r.latency.p999)};
+      if (ctx.show_repetition) row.push_back(std::to_string(e.valid));
+      t.rows.push_back(std::move(row));
+    }
+    if (!t.rows.empty()) sub.blocks.push_back(std::move(t));
+    if (!invalid.empty()) {
+      BulletList list;
+      for (const std::string& line : invalid) list.items.push_back(P("Invalid, not ranked — " + line + "."));
+      sub.blocks.push_back(std::move(list));
+    }
+    out.push_back(std::move(sub));
+  }
+  out.insert(out.begin(), std::move(s));
+  return out;
+}
+
 Section Errors(const Context& ctx) {
   Section s{"errors", "Errors", 2, {}};
   s.blocks.push_back(P("Socket errors by kind — connect, read (including a connection closed mid-response), write, "
@@ -1096,6 +1211,30 @@ std::string FlagDetail(const Context& ctx, const CellRecord& c, CellFlag flag) {
       if (e.script > 0) out += (out.empty() ? "" : ", ") + Count(e.script) + " script errors";
       return out + " (see Errors)";
     }
+    case CellFlag::kRateNotAchieved: {
+      const double offered = r.offered_rate.value_or(0);
+      return FormatRate(r.requests_per_second) + " requests/s answered of " + FormatRate(offered) + " offered (" +
+             FormatShare(offered > 0 ? r.requests_per_second / offered : 0, 1) +
+             "): invalid, not ranked";
+    }
+    case CellFlag::kContentLengthMismatch: {
+      const api::AnswerChecks a = r.answers.value_or(api::AnswerChecks{});
+      return "an answer said Content-Length " + Count(a.content_length.value_or(0)) + " and its body had " +
+             Count(a.body_bytes.value_or(0)) + " bytes (read to the end of its connection before the load)";
+    }
+    case CellFlag::kDateMissing: {
+      const api::AnswerChecks a = r.answers.value_or(api::AnswerChecks{});
+      std::string out = a.date_missing ? "the answer read before the load had no Date header" : "";
+      if (a.without_date > 0) {
+        out += (out.empty() ? "" : "; ") + Count(a.without_date) + " of " + Count(a.verified) +
+               " sampled answers had no Date header";
+      }
+      return out;
+    }
+    case CellFlag::kDateFrozen:
+      return "sampled answers carried the same Date more than 2 s apart: the server's clock, or its answers, stood still";
+    case CellFlag::kAnswersUnsampled:
+      return "no answer was sampled: fewer requests per connection than vary.verifyEvery; lower it to check answers";
   }
   return "";
 }
@@ -1125,6 +1264,20 @@ Section Flags(const Context& ctx) {
                                   "them, or its node's kubelet gave it shared CPUs (see CPUs).")}));
   legend.items.push_back(
       P({Code(FlagName(CellFlag::kErrors)), Plain(": socket errors or responses with an unexpected status.")}));
+  legend.items.push_back(P({Code(FlagName(CellFlag::kRateNotAchieved)),
+                            Plain(": a constant rate, and fewer than " + FormatShare(th.offered_rate_share, 0) +
+                                  " of the requests offered were answered: the server did not take the load, so the "
+                                  "cell's efficiency is not a figure to rank (it is left out of the efficiency tables).")}));
+  legend.items.push_back(P({Code(FlagName(CellFlag::kContentLengthMismatch)),
+                            Plain(": scenarios with vary: an answer read to the end of its connection had a "
+                                  "Content-Length other than the bytes of its body.")}));
+  legend.items.push_back(P({Code(FlagName(CellFlag::kDateMissing)),
+                            Plain(": scenarios with vary: answers without a Date header (HTTP requires one from a "
+                                  "server with a clock).")}));
+  legend.items.push_back(P({Code(FlagName(CellFlag::kDateFrozen)),
+                            Plain(": scenarios with vary: sampled answers carried the same Date more than 2 s apart.")}));
+  legend.items.push_back(P({Code(FlagName(CellFlag::kAnswersUnsampled)),
+                            Plain(": scenarios with vary: no answer was sampled and checked.")}));
   s.blocks.push_back(std::move(legend));
 
   std::vector<std::string> header = CellColumns(ctx);
@@ -1425,7 +1578,10 @@ Document BuildDocument(const RunRecord& record) {
   const RunIndex index(record);
   const bool show_limiter = std::any_of(record.cells.begin(), record.cells.end(),
                                         [](const CellRecord& c) { return c.result.limiter.has_value(); });
-  Context ctx{record, index, index.MaxRepetitions() > 1, show_limiter, index.TargetsByBaselineRank(), {}};
+  const bool show_rate = !index.RateCells().empty();
+  Context ctx{record, index, index.MaxRepetitions() > 1 || std::any_of(record.cells.begin(), record.cells.end(),
+                                                                       [](const CellRecord& c) { return c.result.repetition > 1; }),
+              show_limiter, show_rate, index.TargetsByBaselineRank(), {}};
   // Colours follow the baseline ranking, so the leaders get the most distinct ones.
   for (size_t i = 0; i < ctx.ranked_targets.size(); ++i) ctx.slots[ctx.ranked_targets[i]] = static_cast<int>(i);
 
@@ -1434,11 +1590,13 @@ Document BuildDocument(const RunRecord& record) {
               ": benchmark report";
   doc.preamble = Preamble(ctx);
   doc.sections.push_back(Method(ctx));
+  if (auto s = CalibrationSection(ctx)) doc.sections.push_back(std::move(*s));
   doc.sections.push_back(Overview(ctx));
   if (auto s = Capacity(ctx)) doc.sections.push_back(std::move(*s));
   for (Section& s : Rankings(ctx)) doc.sections.push_back(std::move(s));
   if (auto s = Baseline(ctx)) doc.sections.push_back(std::move(*s));
   for (Section& s : Scaling(ctx)) doc.sections.push_back(std::move(s));
+  for (Section& s : Efficiency(ctx)) doc.sections.push_back(std::move(s));
   if (auto s = WhyNotDouble(ctx)) doc.sections.push_back(std::move(*s));
   doc.sections.push_back(Errors(ctx));
   if (auto s = TlsSection(ctx)) doc.sections.push_back(std::move(*s));

@@ -20,7 +20,7 @@ namespace {
 using Json = nlohmann::json;
 using OrderedJson = nlohmann::ordered_json;
 
-constexpr std::array<std::pair<CellFlag, const char*>, 7> kFlagNames{{
+constexpr auto kFlagNames = std::to_array<std::pair<CellFlag, const char*>>({
     {CellFlag::kGeneratorSaturated, "GeneratorSaturated"},
     {CellFlag::kLittlesLawMismatch, "LittlesLawMismatch"},
     {CellFlag::kFewerConnections, "FewerConnections"},
@@ -28,7 +28,12 @@ constexpr std::array<std::pair<CellFlag, const char*>, 7> kFlagNames{{
     {CellFlag::kSparseUsage, "SparseUsage"},
     {CellFlag::kSharedCpus, "SharedCpus"},
     {CellFlag::kErrors, "Errors"},
-}};
+    {CellFlag::kRateNotAchieved, "RateNotAchieved"},
+    {CellFlag::kContentLengthMismatch, "ContentLengthMismatch"},
+    {CellFlag::kDateMissing, "DateMissing"},
+    {CellFlag::kDateFrozen, "DateFrozen"},
+    {CellFlag::kAnswersUnsampled, "AnswersUnsampled"},
+});
 
 constexpr const char* kHistogramEncoding = "HdrHistogram V2 compressed, base64; values in microseconds";
 
@@ -458,6 +463,37 @@ void ReadSchedule(const Json& j, const std::string& path, api::Diagnostics& d, S
   }
 }
 
+void ReadCalibration(const Json& j, const std::string& path, api::Diagnostics& d, CalibrationRecord& c) {
+  ObjectReader r(j, path, d);
+  if (!r.Valid()) return;
+  r.Read("passed", c.passed);
+  r.Read("host", c.host);
+  r.Read("stallMs", c.stall_ms);
+  r.Read("delayMs", c.delay_ms);
+  r.Read("rate", c.rate);
+  r.Read("closedConnections", c.closed_connections);
+  r.Read("uncorrectedWouldPass", c.uncorrected_would_pass);
+  r.Read("error", c.error);
+  const Json* checks = r.Find("checks");
+  if (checks == nullptr) return;
+  if (!checks->is_array()) return r.Error(r.PathOf("checks"), "must be a list", *checks);
+  for (size_t i = 0; i < checks->size(); ++i) {
+    ObjectReader k((*checks)[i], Index(r.PathOf("checks"), i), d);
+    if (!k.Valid()) continue;
+    CalibrationCheck check;
+    k.Read("cell", check.cell);
+    k.Read("name", check.name);
+    k.Read("expected", check.expected);
+    k.Read("unit", check.unit);
+    k.Read("measured", check.measured);
+    k.Read("low", check.low);
+    k.Read("high", check.high);
+    k.Read("error", check.error);
+    k.Read("passed", check.passed);
+    c.checks.push_back(std::move(check));
+  }
+}
+
 void ReadEnvironment(const Json& j, const std::string& path, api::Diagnostics& d, Environment& e) {
   ObjectReader r(j, path, d);
   if (!r.Valid()) return;
@@ -544,6 +580,20 @@ nlohmann::ordered_json ToJson(const RunRecord& record) {
   if (!record.schedule.order.empty()) {
     j["schedule"] = OrderedJson{{"order", record.schedule.order}, {"seed", record.schedule.seed}, {"rounds", record.schedule.rounds}};
   }
+  if (record.calibration) {
+    const CalibrationRecord& c = *record.calibration;
+    OrderedJson checks = OrderedJson::array();
+    for (const CalibrationCheck& k : c.checks) {
+      checks.push_back(OrderedJson{{"cell", k.cell}, {"name", k.name}, {"expected", k.expected}, {"unit", k.unit},
+                                   {"measured", k.measured}, {"low", k.low}, {"high", k.high}, {"error", k.error},
+                                   {"passed", k.passed}});
+    }
+    OrderedJson cj{{"passed", c.passed}, {"host", c.host}, {"stallMs", c.stall_ms}, {"delayMs", c.delay_ms},
+                   {"rate", c.rate}, {"closedConnections", c.closed_connections},
+                   {"uncorrectedWouldPass", c.uncorrected_would_pass}, {"checks", checks}};
+    if (!c.error.empty()) cj["error"] = c.error;
+    j["calibration"] = std::move(cj);
+  }
   OrderedJson cells = OrderedJson::array();
   for (const CellRecord& c : record.cells) cells.push_back(CellJson(c));
   j["cells"] = cells;
@@ -560,6 +610,7 @@ void WriteJsonText(const RunRecord& record, const std::function<void(std::string
     head.run = record.run;
     head.environment = record.environment;
     head.schedule = record.schedule;
+    head.calibration = record.calibration;
     // "cells" is the last member: the head's text ends with its empty array.
     std::string text = ToJson(head).dump(1);
     constexpr std::string_view kEmptyTail = "\"cells\": []\n}";
@@ -618,6 +669,10 @@ Result<RunRecord> Decode(const nlohmann::json& json, std::string_view source) {
     const Json* cells = top.Find("cells", /*required=*/true);
     if (environment != nullptr) ReadEnvironment(*environment, "environment", d, record.environment);
     if (const Json* schedule = top.Find("schedule")) ReadSchedule(*schedule, "schedule", d, record.schedule);
+    if (const Json* calibration = top.Find("calibration")) {
+      record.calibration.emplace();
+      ReadCalibration(*calibration, "calibration", d, *record.calibration);
+    }
     if (cells != nullptr && !cells->is_array()) top.Error("cells", "must be a list", *cells);
 
     if (run != nullptr) {

@@ -59,6 +59,12 @@ enum class CellFlag {
   kSparseUsage,           // the target's CPU and memory rest on too few fresh samples (set by the orchestrator)
   kSharedCpus,            // the target's CPUs were not its own (run.status.cpus; set by the orchestrator)
   kErrors,                // socket errors or unexpected statuses
+  kRateNotAchieved,       // a constant rate: achieved < 98 % of the rate offered; the cell is invalid, never ranked
+  // Scenarios with vary (result.answers):
+  kContentLengthMismatch,  // an answer's Content-Length disagreed with the bytes of its body
+  kDateMissing,            // answers without a Date header
+  kDateFrozen,             // the same Date in answers more than 2 s apart
+  kAnswersUnsampled,       // no answer was sampled (fewer requests per connection than verifyEvery)
 };
 const char* FlagName(CellFlag flag);
 std::optional<CellFlag> FlagFromName(std::string_view name);
@@ -158,10 +164,38 @@ struct Schedule {
   friend bool operator==(const Schedule&, const Schedule&) = default;
 };
 
+// spec.calibration: the harness tested on this machine before the run
+// (controller/cli/calibration.h) — a stall of known length injected into
+// the delay server mid-cell — and whether the open and the closed model
+// showed it as they must. One check per bound (selftest_judge.h).
+struct CalibrationCheck {
+  std::string cell;      // "open" or "closed"
+  std::string name;      // "max", "p93.75", "requests >= S/2", "p99"
+  std::string expected;  // the bounds in words
+  std::string unit;      // "ms" or "requests"
+  double measured = 0, low = 0, high = 0;
+  double error = 0;      // measured − the theoretical value
+  bool passed = false;
+  friend bool operator==(const CalibrationCheck&, const CalibrationCheck&) = default;
+};
+struct CalibrationRecord {
+  bool passed = false;
+  std::string host;
+  double stall_ms = 0;   // as injected in the open cell
+  double delay_ms = 0;   // the server's own, on every request
+  double rate = 0;       // the open model's offered requests/s
+  int64_t closed_connections = 0;
+  bool uncorrected_would_pass = false;  // the open cell timed from each send would pass too
+  std::vector<CalibrationCheck> checks;
+  std::string error;     // set: the calibration could not be run (and checks is empty)
+  friend bool operator==(const CalibrationRecord&, const CalibrationRecord&) = default;
+};
+
 struct RunRecord {
   api::BenchmarkRun run;            // spec and status (status.results mirrors cells[i].result)
   Environment environment;
   Schedule schedule;
+  std::optional<CalibrationRecord> calibration;  // spec.calibration
   std::vector<CellRecord> cells;    // finished cells, in cell order
 };
 

@@ -50,6 +50,17 @@ RunRecord RichRecord() {
   r.schedule.order = "Interleaved";
   r.schedule.seed = 1234567890123;
   r.schedule.rounds = {{"drogon", "crow"}, {"crow", "drogon"}};
+  CalibrationRecord cal;
+  cal.passed = false;
+  cal.host = "bench-1";
+  cal.stall_ms = 501.25;
+  cal.delay_ms = 1;
+  cal.rate = 1000;
+  cal.closed_connections = 4;
+  cal.uncorrected_would_pass = true;
+  cal.checks = {CalibrationCheck{"open", "max", "[500.0, 600.0] ms", "ms", 512.5, 500, 600, 11.25, true},
+                CalibrationCheck{"closed", "requests >= S/2", "at most 4", "requests", 9, 0, 4, 5, false}};
+  r.calibration = cal;
   api::BenchmarkRun& run = r.run;
   run.metadata.name = "nightly";
   run.metadata.namespace_ = "bench";
@@ -73,7 +84,7 @@ RunRecord RichRecord() {
   run.spec.repetitions = 2;
   run.status.phase = api::RunPhase::kRunning;
   run.status.observed_generation = 3;
-  run.status.current = api::CurrentCell{"drogon", "hello", 1000, 2, api::Stage::kMeasuring};
+  run.status.current = api::CurrentCell{"drogon", "hello", 1000, 2, api::Stage::kMeasuring, std::nullopt};
   run.status.progress = {2, 4};
   run.status.start_time = *api::ParseTime("2026-09-28T12:00:00.125Z");
   run.status.conditions.push_back(api::Condition{"Progressing", api::ConditionStatus::kTrue, "CellRunning",
@@ -162,6 +173,7 @@ void ExpectSameRecord(const RunRecord& a, const RunRecord& b) {
   EXPECT_EQ(a.environment.agent_cpus, b.environment.agent_cpus);
   EXPECT_EQ(a.environment.notes, b.environment.notes);
   EXPECT_EQ(a.schedule, b.schedule);
+  EXPECT_EQ(a.calibration, b.calibration);
   ASSERT_EQ(a.cells.size(), b.cells.size());
   for (size_t i = 0; i < a.cells.size(); ++i) {
     const CellRecord& x = a.cells[i];
@@ -259,7 +271,8 @@ TEST(RunRecordTest, DamagedFilesNameTheField) {
             "out/results.json: cells[0].agents: must be an integer, got 10000000000.0");
   EXPECT_EQ(ErrorAfter([](json& j) { j["cells"][0]["flags"][1] = "Slow"; }),
             "out/results.json: cells[0].flags[1]: unknown flag \"Slow\" (known: GeneratorSaturated, "
-            "LittlesLawMismatch, FewerConnections, SnapshotGap, SparseUsage, SharedCpus, Errors)");
+            "LittlesLawMismatch, FewerConnections, SnapshotGap, SparseUsage, SharedCpus, Errors, RateNotAchieved, "
+            "ContentLengthMismatch, DateMissing, DateFrozen, AnswersUnsampled)");
   EXPECT_EQ(ErrorAfter([](json& j) { j["cells"][0]["latencyHistogram"] = "AAAA"; }).rfind(
                 "out/results.json: cells[0].latencyHistogram: is not an HdrHistogram: ", 0),
             0u);

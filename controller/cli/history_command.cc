@@ -17,6 +17,7 @@
 #include "common/units.h"
 #include "controller/cli/store_flag.h"
 #include "controller/results/result_store.h"
+#include "controller/results/run_index.h"
 #include "controller/results/series_changes.h"
 
 namespace fairbench::controller {
@@ -170,7 +171,9 @@ int ShowSeries(const HistoryFlags& f) {
   q.target = f.series_target;
   q.scenario = f.series_scenario;
   q.connections = f.connections;
-  q.rate = f.rate;
+  Result<int64_t> rate = results::ParseSeriesRate(f.rate);
+  if (!rate.ok()) return Fail(2, "--rate: " + rate.status().message());
+  q.rate = *rate;
   q.fingerprint = f.fingerprint;
   results::OpenOptions oo;
   oo.create = false;
@@ -212,7 +215,7 @@ int ShowSeries(const HistoryFlags& f) {
     out = j.dump(2) + "\n";
   } else {
     out = q.target + "/" + q.scenario + " at " + std::to_string(q.connections) + " connections" +
-          (q.rate > 0 ? ", " + std::to_string(q.rate) + " requests/s" : "") + ", fingerprint " +
+          (q.rate != 0 ? ", " + results::SeriesRateText(q.rate) : "") + ", fingerprint " +
           series->fingerprint.substr(0, 12) + ": " + std::to_string(series->points.size()) + " runs\n";
     std::vector<std::vector<std::string>> rows = {{"RUN", "STARTED", "NAME", "REQUESTS/S", "P99", "ERRORS", "REPS"}};
     // Which build ran, when the runs say: a change of build beside a change
@@ -265,11 +268,12 @@ struct RunFacts {
 
 std::string SeriesName(const results::SeriesKey& k) {
   return k.target + "/" + k.scenario + " at " + std::to_string(k.connections) + " connections" +
-         (k.rate > 0 ? ", " + std::to_string(k.rate) + " requests/s" : "");
+         (k.rate != 0 ? ", " + results::SeriesRateText(k.rate) : "");
 }
 
 std::string LoadName(const results::SeriesKey& k) {
-  return std::to_string(k.connections) + (k.rate > 0 ? "@" + std::to_string(k.rate) : "");
+  return std::to_string(k.connections) +
+         (k.rate > 0 ? "@" + std::to_string(k.rate) : k.rate < 0 ? "@" + std::to_string(-k.rate) + "%" : "");
 }
 
 std::string Percent(double p) {
@@ -633,8 +637,9 @@ HistoryCommand AddHistoryCommand(CLI::App& app, HistoryFlags& f) {
   c.series->add_option("--target", f.series_target, "The target")->required();
   c.series->add_option("--scenario", f.series_scenario, "The scenario")->required();
   c.series->add_option("--connections", f.connections, "The connection level")->required()->check(CLI::PositiveNumber);
-  c.series->add_option("--rate", f.rate, "The offered rate of constant-rate runs (default 0: closed loop)")
-      ->check(CLI::NonNegativeNumber);
+  c.series->add_option("--rate", f.rate,
+                       "The offered rate of constant-rate cells: requests/s (2000, 2k), or a rate level's share of "
+                       "capacity (50%) (default 0: closed loop)");
   c.series->add_option("--fingerprint", f.fingerprint,
                        "The environment fingerprint (a prefix, as history prints it; default: the latest run's)");
   c.series->add_flag("--json", f.series_json, "JSON on stdout instead of a table");

@@ -54,7 +54,7 @@ struct HistoryFlags {
   std::string series_store;
   std::string series_target, series_scenario;
   int64_t connections = 0;
-  int64_t rate = 0;
+  std::string rate = "0";  // "2000", "2k", "50%" (results::ParseSeriesRate)
   std::string fingerprint;
   bool series_json = false;
   // history check

@@ -4,12 +4,20 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/api/cells.h"
+
 namespace fairbench::controller {
 namespace {
 
 // api::Cell::Key() of the cell.
 std::string Key(const api::CurrentCell& c) {
-  return c.target + "/" + c.scenario + "/c" + std::to_string(c.connections) + "/r" + std::to_string(c.repetition);
+  api::Cell cell;
+  cell.target = c.target;
+  cell.scenario = c.scenario;
+  cell.connections = c.connections;
+  cell.rate = c.rate_level;
+  cell.repetition = c.repetition;
+  return cell.Key();
 }
 
 }  // namespace

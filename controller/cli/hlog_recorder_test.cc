@@ -19,7 +19,7 @@ std::string ReadFile(const std::filesystem::path& path) {
 }
 
 api::CurrentCell Cell(int repetition = 1, std::optional<api::Stage> stage = std::nullopt) {
-  return api::CurrentCell{"beast", "hello", 8, repetition, stage};
+  return api::CurrentCell{"beast", "hello", 8, repetition, stage, std::nullopt};
 }
 
 // An interval of `n` requests of `latency_us` each, from start_ms to end_ms.

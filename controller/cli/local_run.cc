@@ -1,5 +1,7 @@
 #include "controller/cli/local_run.h"
 
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -12,8 +14,10 @@
 
 #include "common/api/cells.h"
 #include "common/api/well_known.h"
+#include "common/units.h"
 #include "common/report/html.h"
 #include "common/report/markdown.h"
+#include "controller/cli/calibration.h"
 #include "controller/cli/hlog_recorder.h"
 #include "controller/cli/store_flag.h"
 #include "controller/orchestrator/observer_fanout.h"
@@ -33,7 +37,7 @@ int BadInput(const std::string& message) {
 // The output folder of one run: made, with logs/ and the controller's log
 // in it; the record it holds checked against --resume. An exit code when
 // the run cannot start.
-std::optional<int> PrepareOutput(const std::string& output, size_t index, bool resume, FileRunStore& store) {
+std::optional<int> PrepareOutput(const std::string& output, bool resume, FileRunStore& store) {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(output) / "logs", ec);
   if (ec) {
@@ -41,8 +45,11 @@ std::optional<int> PrepareOutput(const std::string& output, size_t index, bool r
     return 1;
   }
   // The controller's own log goes to a file; the terminal shows progress.
-  auto logger = spdlog::basic_logger_mt("fairbench-" + std::to_string(index),
-                                        (std::filesystem::path(output) / "logs" / "controller.log").string());
+  // Named by its file: a calibration's runs (calibration.h) log to their
+  // own folders while the run that asked for them waits.
+  const std::string log = (std::filesystem::path(output) / "logs" / "controller.log").string();
+  spdlog::drop("fairbench:" + log);
+  auto logger = spdlog::basic_logger_mt("fairbench:" + log, log);
   logger->flush_on(spdlog::level::info);
   spdlog::set_default_logger(logger);
   if (resume) {
@@ -137,6 +144,46 @@ bool ReportRunError(const api::BenchmarkRun& run, const Status& error, FileRunSt
   return true;
 }
 
+// spec.calibration: the harness tested on this machine before the run's
+// targets, the two cells' runs in OUTPUT/calibration/ (made afresh: a
+// resumed run calibrates again, on the machine as it is now). A
+// calibration that could not be run is recorded with its error; the run
+// goes on either way.
+report::CalibrationRecord Calibrate(const api::Calibration& spec, const std::string& output,
+                                    const LocalRunContext& c) {
+  const std::filesystem::path dir = std::filesystem::path(output) / "calibration";
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "this machine");
+  CalibrationSettings s;
+  s.stall = spec.stall;
+  s.duration = spec.duration;
+  s.duration_text = FormatDuration(spec.duration);
+  s.rate = spec.rate;
+  s.lock_file = c.flags.lock_file;
+  if (!c.flags.quiet) {
+    std::fprintf(stderr, "fairbench: calibrating: a %s stall of the delay server in an open and a closed cell\n",
+                 FormatDuration(spec.stall).c_str());
+  }
+  int exit_code = 0;
+  const std::shared_ptr<spdlog::logger> log = spdlog::default_logger();  // the cells' runs set their own
+  auto outcome = RunCalibration(s, dir.string(), c, c.progress, &exit_code);
+  spdlog::set_default_logger(log);
+  report::CalibrationRecord r;
+  if (!outcome.ok()) {
+    r.host = host;
+    r.error = outcome.status().message();
+    std::fprintf(stderr, "fairbench: the calibration could not be run: %s\n", r.error.c_str());
+    return r;
+  }
+  r = CalibrationRecordOf(*outcome, host);
+  if (!c.flags.quiet) {
+    std::fprintf(stderr, "fairbench: the harness %s its calibration on %s\n", r.passed ? "passed" : "FAILED", host);
+  }
+  return r;
+}
+
 // The report: written next to results.json and printed.
 void Report(const report::RunRecord& record, const std::string& output, const LocalRunContext& c, int* exit_code) {
   const std::string markdown = report::RenderMarkdown(record);
@@ -165,7 +212,7 @@ void Report(const report::RunRecord& record, const std::string& output, const Lo
 
 }  // namespace
 
-bool CarryOutRun(const api::BenchmarkRun& run, const std::string& base_dir, size_t index, size_t count,
+bool CarryOutRun(const api::BenchmarkRun& run, const std::string& base_dir, size_t count,
                  const LocalRunContext& c, int* exit_code) {
   const RunFlags& f = c.flags;
   std::string output = f.output;
@@ -175,7 +222,7 @@ bool CarryOutRun(const api::BenchmarkRun& run, const std::string& base_dir, size
     output = (std::filesystem::path(output) / run.metadata.name).string();
   }
   FileRunStore store(output);
-  if (auto code = PrepareOutput(output, index, f.resume, store)) {
+  if (auto code = PrepareOutput(output, f.resume, store)) {
     *exit_code = *code;
     return false;
   }
@@ -193,16 +240,22 @@ bool CarryOutRun(const api::BenchmarkRun& run, const std::string& base_dir, size
   if (c.observer != nullptr) observers.insert(observers.begin(), c.observer);
   ObserverFanout fanout(std::move(observers));
   Orchestrator orchestrator(*platform->platform, c.agents, oo, &fanout);
-  c.running(&orchestrator);
   if (!f.quiet) {
     std::fprintf(stderr, "fairbench: run %s: %zu cells; targets on CPUs %s, agents on CPUs %s; output in %s\n",
                  run.metadata.name.c_str(), api::CountCells(run.spec), CpuListText(platform->target_cpus).c_str(),
                  CpuListText(platform->agent_cpus).c_str(), output.c_str());
   }
+  std::optional<report::CalibrationRecord> calibration;
+  if (run.spec.calibration && c.signals.first() == 0) calibration = Calibrate(*run.spec.calibration, output, c);
+  c.running(&orchestrator);
   auto record = orchestrator.Run(run, store, f.resume);
   c.running(nullptr);
   c.progress.Finish();
   if (!record.ok()) return ReportRunError(run, record.status(), store, exit_code);
+  if (calibration) {
+    record->calibration = std::move(calibration);
+    if (Status s = store.Save(*record); !s.ok()) return ReportRunError(run, s, store, exit_code);
+  }
   Report(*record, output, c, exit_code);
   if (!StoreFinishedRun(f.store, *record, output, f.quiet) && *exit_code == 0) *exit_code = 1;
   return true;

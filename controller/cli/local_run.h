@@ -41,11 +41,12 @@ struct LocalRunContext {
   std::function<void(Orchestrator*)> running;
 };
 
-// Carries out `run` (its files relative to `base_dir`; `index` of `count`
-// runs of the command). Sets *exit_code as RunRunCommand documents (1, 2,
+// Carries out `run` (its files relative to `base_dir`; one of `count`
+// runs of the command: more than one, each in its own folder under the
+// output). Sets *exit_code as RunRunCommand documents (1, 2,
 // 3, 128 + the signal; left as it was when the run succeeded); returns
 // false when the runs after it must not start.
-bool CarryOutRun(const api::BenchmarkRun& run, const std::string& base_dir, size_t index, size_t count,
+bool CarryOutRun(const api::BenchmarkRun& run, const std::string& base_dir, size_t count,
                  const LocalRunContext& context, int* exit_code);
 
 }  // namespace fairbench::controller

@@ -270,7 +270,7 @@ int RunRunCommand(const RunFlags& f) {
                           }};
   int exit_code = 0;
   for (size_t i = 0; i < runs->size() && signals.first() == 0; ++i) {
-    if (!CarryOutRun((*runs)[i].run, (*runs)[i].base_dir, i, runs->size(), context, &exit_code)) break;
+    if (!CarryOutRun((*runs)[i].run, (*runs)[i].base_dir, runs->size(), context, &exit_code)) break;
   }
   if (signals.first() != 0 && exit_code == 0) exit_code = 128 + signals.first();  // runs left out
 

@@ -21,11 +21,13 @@
 #include <nlohmann/json.hpp>
 
 #include "common/api/loader.h"
+#include "common/api/validate.h"
 #include "common/base64.h"
 #include "common/histogram.h"
 #include "common/units.h"
 #include "controller/bootstrap/agent_endpoint.h"
 #include "controller/bootstrap/shutdown_signals.h"
+#include "controller/cli/calibration.h"
 #include "controller/cli/local_run.h"
 #include "controller/cli/progress.h"
 #include "controller/cli/selftest_judge.h"
@@ -33,23 +35,6 @@
 
 namespace fairbench::controller {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-constexpr const char* kServerProgram = "fairbench-test-delay-server";
-constexpr std::chrono::milliseconds kServerDelay{1};
-// The open model's connections, C = R·S/5 (10 to 1000). Each sends one
-// request every C/R, so during the stall only C requests go out on time —
-// the first due on each connection — and the rest wait unsent: a harness
-// timing from the send (uncorrected) sees C < R·S/2 requests above S/2 and
-// fails, by a factor 2.5. When the server resumes each connection has R·S/C
-// = 5 requests queued, sent one after the other, which adds a few round
-// trips to the requests at the tail of its backlog.
-int64_t OpenConnections(int64_t rate, std::chrono::nanoseconds stall) {
-  const auto c = static_cast<int64_t>(static_cast<double>(rate) * std::chrono::duration<double>(stall).count() / 5);
-  return std::clamp<int64_t>(c, 10, 1000);
-}
-constexpr int64_t kClosedConnections = 4;  // "a few": each sees the stall once
 
 int BadInput(const std::string& message) {
   std::fprintf(stderr, "fairbench selftest: %s\n", message.c_str());
@@ -60,247 +45,6 @@ std::string SelfDir() {
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? std::string(".") : exe.parent_path().string();
-}
-
-// The parent of `pid` from /proc/PID/stat; 0 when unknown.
-pid_t ParentOf(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  std::getline(in, stat);
-  const size_t close = stat.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream rest(stat.substr(close + 1));
-  std::string state;
-  long ppid = 0;
-  rest >> state >> ppid;
-  return static_cast<pid_t>(ppid);
-}
-
-// The delay server this process started (a descendant running
-// kServerProgram); 0 when there is none.
-pid_t FindServer() {
-  const pid_t self = getpid();
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return 0;
-  pid_t found = 0;
-  while (dirent* e = readdir(proc)) {
-    char* end = nullptr;
-    const long pid = std::strtol(e->d_name, &end, 10);
-    if (pid <= 0 || *end != '\0' || pid == self) continue;
-    std::error_code ec;
-    const auto exe = std::filesystem::read_symlink("/proc/" + std::string(e->d_name) + "/exe", ec);
-    if (ec || exe.filename() != kServerProgram) continue;
-    pid_t p = static_cast<pid_t>(pid);
-    for (int depth = 0; depth < 16 && p > 1; ++depth) {
-      p = ParentOf(p);
-      if (p == self) {
-        found = static_cast<pid_t>(pid);
-        break;
-      }
-    }
-    if (found != 0) break;
-  }
-  closedir(proc);
-  return found;
-}
-
-// What happened to the stall of one cell.
-struct StallDone {
-  bool injected = false;
-  std::chrono::nanoseconds length{0};  // from SIGSTOP to SIGCONT, as sent
-  std::string error;
-};
-
-// An observer of one selftest run: passes everything to the progress,
-// keeps the cell's record, and when the cell starts measuring stops the
-// server for the stall, centred in the measurement. The server is always
-// resumed, whatever happens to the run.
-class StallInjector final : public RunObserver {
- public:
-  StallInjector(RunObserver& progress, std::chrono::nanoseconds offset, std::chrono::nanoseconds stall)
-      : progress_(progress), offset_(offset), stall_(stall) {}
-  ~StallInjector() override { Finish(); }
-
-  void OnStage(const api::BenchmarkRun& run, const api::CurrentCell& current) override {
-    progress_.OnStage(run, current);
-    if (current.stage == api::Stage::kMeasuring && !thread_.joinable()) {
-      thread_ = std::thread([this, start = Clock::now()] { Inject(start); });
-    }
-  }
-  void OnLive(const api::CurrentCell& current, double rps, double elapsed) override {
-    progress_.OnLive(current, rps, elapsed);
-  }
-  void OnCellDone(const report::RunRecord& record, const report::CellRecord& cell) override {
-    progress_.OnCellDone(record, cell);
-    cell_ = cell;
-  }
-  void OnMessage(const std::string& message) override { progress_.OnMessage(message); }
-
-  // Waits for the stall to be over (cancelling it if it has not begun).
-  StallDone Finish() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      cancelled_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-    std::lock_guard<std::mutex> lock(mu_);
-    return done_;
-  }
-  const std::optional<report::CellRecord>& cell() const { return cell_; }
-
- private:
-  void Inject(Clock::time_point measuring) {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (cv_.wait_until(lock, measuring + offset_, [&] { return cancelled_; })) {
-        done_.error = "the measurement ended before the stall was due";
-        return;
-      }
-    }
-    const pid_t server = FindServer();
-    if (server == 0) {
-      std::lock_guard<std::mutex> lock(mu_);
-      done_.error = std::string("no ") + kServerProgram + " started by this process was found";
-      return;
-    }
-    // Not cancellable from here: the server must be resumed on time.
-    const auto stopped = Clock::now();
-    if (kill(server, SIGSTOP) != 0) {
-      std::lock_guard<std::mutex> lock(mu_);
-      done_.error = "SIGSTOP: " + std::string(std::strerror(errno));
-      return;
-    }
-    std::this_thread::sleep_until(stopped + stall_);
-    kill(server, SIGCONT);
-    const auto resumed = Clock::now();
-    std::lock_guard<std::mutex> lock(mu_);
-    done_.injected = true;
-    done_.length = resumed - stopped;
-  }
-
-  RunObserver& progress_;
-  const std::chrono::nanoseconds offset_, stall_;
-  std::optional<report::CellRecord> cell_;  // the orchestrator's thread only
-  std::thread thread_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool cancelled_ = false;  // guarded by mu_
-  StallDone done_;          // guarded by mu_
-};
-
-// Standard output to /dev/null while it lives: the runs' reports go to
-// their folders only, so that stdout holds the verdict alone.
-class QuietStdout {
- public:
-  QuietStdout() {
-    std::fflush(stdout);
-    saved_ = dup(STDOUT_FILENO);
-    const int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-    if (saved_ >= 0 && null >= 0) dup2(null, STDOUT_FILENO);
-    if (null >= 0) close(null);
-  }
-  ~QuietStdout() {
-    std::fflush(stdout);
-    if (saved_ >= 0) {
-      dup2(saved_, STDOUT_FILENO);
-      close(saved_);
-    }
-  }
-  QuietStdout(const QuietStdout&) = delete;
-  QuietStdout& operator=(const QuietStdout&) = delete;
-
- private:
-  int saved_ = -1;
-};
-
-struct CellOutcome {
-  Histogram latency, uncorrected;
-  report::CellRecord record;
-  StallDone stall;
-};
-
-std::string RunYaml(const std::string& name, int64_t rate, int64_t connections, const std::string& duration,
-                    std::chrono::nanoseconds stall) {
-  const auto timeout_s = std::chrono::duration_cast<std::chrono::seconds>(stall).count() + 10;
-  std::ostringstream y;
-  y << "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: " << name << "}\nspec:\n"
-    << "  targets:\n  - name: delay-server\n"
-    << "    local: {command: [" << kServerProgram << ", --port, \"{port}\", --delay, " << kServerDelay.count()
-    << "ms]}\n"
-    << "  scenarios:\n  - name: stall\n    request: {method: GET, path: /}\n"
-    << "    expect: {status: 200, body: \"Hello, World!\"}\n"
-    << "  load: {threads: 1, agents: 1, connections: [" << connections << "], warmup: 1s, duration: " << duration
-    << ", timeout: " << timeout_s << "s, rate: " << rate << "}\n"
-    << "  cooldown: 0s\n";
-  return y.str();
-}
-
-Result<Histogram> DecodeHistogram(const std::string& base64) {
-  auto bytes = Base64Decode(base64);
-  if (!bytes.ok()) return bytes.status();
-  return Histogram::DecodeCompressed(*bytes);
-}
-
-// One cell through the real orchestrator on the local platform, with the
-// stall injected.
-Result<CellOutcome> RunCell(const std::string& name, size_t index, int64_t rate, int64_t connections,
-                            const SelftestFlags& f, std::chrono::nanoseconds duration, std::chrono::nanoseconds stall,
-                            const std::string& output, const LocalRunContext& base, Progress& progress,
-                            int* exit_code) {
-  api::ParseOptions po;
-  po.source = name;
-  po.validation.platform = api::Platform::kLocal;
-  auto run = api::ParseRun(RunYaml(name, rate, connections, f.duration, stall), po);
-  if (!run.ok()) return run.status();
-
-  RunFlags rf;
-  rf.files = {name};
-  rf.output = (std::filesystem::path(output) / name).string();
-  rf.quiet = true;
-  rf.lock_file = f.lock_file;
-  StallInjector injector(progress, (duration - stall) / 2, stall);
-  const LocalRunContext context{rf,
-                                base.target_cpus,
-                                base.agent_cpus,
-                                base.program_dir,
-                                base.agent_binary,
-                                base.agent_args,
-                                base.agents,
-                                base.token,
-                                base.controller_address,
-                                base.target_stop_grace,
-                                &injector,
-                                progress,
-                                base.signals,
-                                base.running};
-  {
-    QuietStdout quiet;
-    CarryOutRun(*run, output, index, 2, context, exit_code);
-  }
-  CellOutcome out;
-  out.stall = injector.Finish();
-  if (*exit_code != 0) {
-    return Status::Internal("the " + name + " cell's run ended with exit code " + std::to_string(*exit_code) +
-                            " (see " + rf.output + ")");
-  }
-  if (!injector.cell().has_value()) {
-    return Status::Internal("the " + name + " cell recorded nothing (see " + rf.output + ")");
-  }
-  out.record = *injector.cell();
-  if (out.record.result.state != api::CellState::kSucceeded) {
-    return Status::Internal("the " + name + " cell failed: " + out.record.result.message);
-  }
-  if (!out.stall.injected) return Status::Internal("the " + name + " cell: " + out.stall.error);
-  auto latency = DecodeHistogram(out.record.latency_histogram);
-  if (!latency.ok()) return latency.status();
-  out.latency = std::move(*latency);
-  if (!out.record.uncorrected_histogram.empty()) {
-    auto uncorrected = DecodeHistogram(out.record.uncorrected_histogram);
-    if (!uncorrected.ok()) return uncorrected.status();
-    out.uncorrected = std::move(*uncorrected);
-  }
-  return out;
 }
 
 double Ms(uint64_t us) { return static_cast<double>(us) / 1000.0; }
@@ -393,16 +137,14 @@ int RunSelftestCommand(const SelftestFlags& f) {
   if (!stall.ok()) return BadInput("--stall: " + stall.status().message());
   auto duration = ParseDuration(f.duration);
   if (!duration.ok()) return BadInput("--duration: " + duration.status().message());
-  if (*stall < std::chrono::milliseconds(50) || *stall > std::chrono::seconds(10)) {
-    return BadInput("--stall: between 50ms and 10s (shorter, the server's own delay and the machine's noise "
-                    "blur it)");
-  }
-  if (*duration < 2 * *stall + std::chrono::seconds(1)) {
-    return BadInput("--duration: at least twice the stall plus 1s, so that the stall lies wholly inside the "
-                    "measurement");
-  }
-  if (static_cast<double>(f.rate) * std::chrono::duration<double>(*stall).count() < 40) {
-    return BadInput("--rate × --stall: at least 40 requests due during the stall, or its percentiles mean little");
+  CalibrationSettings settings;
+  settings.stall = *stall;
+  settings.duration = *duration;
+  settings.duration_text = f.duration;
+  settings.rate = f.rate;
+  settings.lock_file = f.lock_file;
+  if (auto problem = api::CheckCalibration(settings.stall, settings.duration, settings.rate)) {
+    return BadInput("--" + std::string(problem->field) + ": " + problem->message);
   }
   const std::string program_dir = SelfDir();
   const std::string agent_binary = program_dir + "/fairbench-agent";
@@ -447,20 +189,9 @@ int RunSelftestCommand(const SelftestFlags& f) {
                        }};
 
   int exit_code = 0;
-  std::optional<CellOutcome> open, closed;
   std::string error;
-  auto cell = [&](const std::string& name, size_t index, int64_t rate,
-                  int64_t connections) -> std::optional<CellOutcome> {
-    if (signals.first() != 0 || !error.empty()) return std::nullopt;
-    auto c = RunCell(name, index, rate, connections, f, *duration, *stall, output, base, progress, &exit_code);
-    if (!c.ok()) {
-      error = c.status().message();
-      return std::nullopt;
-    }
-    return std::move(*c);
-  };
-  open = cell("selftest-open", 0, f.rate, OpenConnections(f.rate, *stall));
-  closed = cell("selftest-closed", 1, 0, kClosedConnections);
+  auto outcome = RunCalibration(settings, output, base, progress, &exit_code);
+  if (!outcome.ok()) error = outcome.status().message();
   endpoint.Shutdown();
   signals.Stop();
   // Kept when a cell failed, for its logs; an interrupted selftest leaves nothing.
@@ -474,16 +205,11 @@ int RunSelftestCommand(const SelftestFlags& f) {
     return 1;
   }
 
-  // Each cell's stall as it was sent (from SIGSTOP to SIGCONT: a busy
-  // machine wakes the injecting thread late by a few ms).
-  StallExpectation e;
-  e.stall = open->stall.length;
-  e.closed_stall = closed->stall.length;
-  e.delay = kServerDelay;
-  e.rate = static_cast<double>(f.rate);
-  e.closed_connections = kClosedConnections;
-  const StallVerdict verdict = JudgeStall(open->latency, closed->latency, e);
-  const StallVerdict naive = JudgeStall(open->uncorrected, closed->latency, e);
+  const StallExpectation& e = outcome->expectation;
+  const StallVerdict& verdict = outcome->verdict;
+  const StallVerdict& naive = outcome->naive;
+  const CellOutcome* open = &outcome->open;
+  const CellOutcome* closed = &outcome->closed;
   if (f.json) {
     nlohmann::json j = {{"passed", verdict.passed},
                         {"host", Hostname()},

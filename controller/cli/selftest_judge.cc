@@ -53,12 +53,14 @@ StallVerdict JudgeStall(const Histogram& open, const Histogram& closed, const St
   const double stall_ms = Ms(e.stall);
   const double delay_ms = Ms(e.delay);
   const double slack_ms = Ms(e.slack);
+  const double timing_ms = Ms(e.timing);
   const double half_ms = stall_ms / 2;
   auto ms = [](uint64_t us) { return static_cast<double>(us) / 1000.0; };
 
   // Open model: the longest wait is the whole stall; the value at rank
   // N − R·S/2 is S/2.
-  v.checks.push_back(Bounded("open", "max", ms(open.max()), stall_ms + delay_ms, stall_ms, stall_ms + slack_ms, "ms"));
+  v.checks.push_back(
+      Bounded("open", "max", ms(open.max()), stall_ms + delay_ms, stall_ms - timing_ms, stall_ms + slack_ms, "ms"));
   const double delayed_half = e.rate * std::chrono::duration<double>(e.stall).count() / 2;
   const auto n = static_cast<double>(open.count());
   const double p = n > 0 ? std::clamp(100.0 * (1.0 - delayed_half / n), 0.0, 100.0) : 100.0;
@@ -69,7 +71,8 @@ StallVerdict JudgeStall(const Histogram& open, const Histogram& closed, const St
   // flight when it began; the p99 stays far below it.
   const double closed_ms = e.closed_stall.count() > 0 ? Ms(e.closed_stall) : stall_ms;
   v.checks.push_back(
-      Bounded("closed", "max", ms(closed.max()), closed_ms + delay_ms, closed_ms, closed_ms + slack_ms, "ms"));
+      Bounded("closed", "max", ms(closed.max()), closed_ms + delay_ms, closed_ms - timing_ms, closed_ms + slack_ms,
+              "ms"));
   const auto connections = static_cast<double>(e.closed_connections);
   const auto half_us = static_cast<int64_t>(std::llround(closed_ms / 2 * 1000));
   v.checks.push_back(Bounded("closed", "requests >= S/2", static_cast<double>(CountAtOrAbove(closed, half_us)),

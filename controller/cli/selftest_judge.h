@@ -12,7 +12,7 @@
 // delayed, their latencies spread evenly over (0, S]: the longest ≈ S, and
 // R·S/2 of them take ≥ S/2. Of N requests measured, the value at rank
 // N − R·S/2 is therefore ≈ S/2.
-//   open max:         within [S, S + slack]
+//   open max:         within [S − timing, S + slack]
 //   open p(1 − R·S/2/N): within S/2 ± tolerance·S/2
 //
 // Closed model (C connections, each sending its next request when the last
@@ -20,7 +20,7 @@
 // in flight and sends nothing, so only C requests see the stall, however
 // long it lasts — coordinated omission. Its max still shows the stall, its
 // percentiles hide it.
-//   closed max:              within [S, S + slack]
+//   closed max:              within [S − timing, S + slack]
 //   closed requests ≥ S/2:   at most C (exactly C in theory)
 //   closed p99:              below S/10, while the open model's p99 is ≈ S
 //
@@ -50,6 +50,11 @@ struct StallExpectation {
   double rate = 0;                     // the open model's offered requests/s
   int64_t closed_connections = 0;
   std::chrono::nanoseconds slack{std::chrono::milliseconds(100)};  // above S for the max
+  // Below S for the max: the stall as recorded spans the injector's two
+  // kill() calls and the clock reads around them, so the server's real
+  // stall is that much shorter; a thread descheduled between them on a
+  // busy machine has been seen to add 0.6 ms.
+  std::chrono::nanoseconds timing{std::chrono::milliseconds(2)};
   double tolerance = 0.20;             // relative, around S/2
 };
 

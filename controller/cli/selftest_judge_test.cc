@@ -156,6 +156,23 @@ TEST(JudgeStallTest, NoStallFails) {
 // Catches: a count above a value that misses the bucket holding it, or
 // counts the bucket below. 250,000 and 250,100 share HdrHistogram's bucket
 // [249,984, 250,111] (128 µs wide between 2^17 and 2^18).
+// Catches: a max bound with no room for the injector's own timing (a
+// harness that measured the stall as it happened failing by 0.6 ms, as
+// one did here on a busy machine), or one so wide that a stall measured
+// short by more than that passes.
+TEST(JudgeStallTest, TheMaxMayFallShortOfTheRecordedStallByItsTimingOnly) {
+  const StallExpectation e = Expectation();
+  auto open_with_max = [](int64_t max_us) {
+    std::vector<int64_t> v = OpenLatencies(true, 0);
+    for (int64_t& x : v) x = std::min(x, max_us);
+    return Of(v);
+  };
+  const Histogram closed = Of(ClosedLatencies(kClosedConnections, true));
+  EXPECT_TRUE(Find(JudgeStall(open_with_max(kStallUs - 1'000), closed, e), "open", "max").passed);
+  EXPECT_FALSE(Find(JudgeStall(open_with_max(kStallUs - 3'000), closed, e), "open", "max").passed);
+  EXPECT_DOUBLE_EQ(Find(JudgeStall(open_with_max(kStallUs), closed, e), "open", "max").low, kStallUs / 1000.0 - 2);
+}
+
 TEST(JudgeStallTest, CountAtOrAbove) {
   const Histogram h = Of({10, 2047, 2048, 250'000, 250'100, 499'000});
   EXPECT_EQ(CountAtOrAbove(h, 2048), 4u);

@@ -42,7 +42,7 @@ api::BenchmarkRun MakeRun(const std::string& name) {
 }
 
 api::CurrentCell Cell(const std::string& target, std::optional<api::Stage> stage = std::nullopt, int32_t repetition = 1) {
-  return api::CurrentCell{target, "hello", 8, repetition, stage};
+  return api::CurrentCell{target, "hello", 8, repetition, stage, std::nullopt};
 }
 
 // One interval with `requests` responses of `latency_us` each.

@@ -19,13 +19,14 @@ using Steady = std::chrono::steady_clock;
 constexpr const char* kStatusFields[] = {"phase",          "observedGeneration", "current",   "nodes",
                                          "progress",       "completedCells",     "totalCells", "startTime",
                                          "completionTime", "results",            "cpus",       "conditions"};
-constexpr const char* kCurrentFields[] = {"target", "scenario", "connections", "repetition", "stage"};
+constexpr const char* kCurrentFields[] = {"target", "scenario", "connections", "repetition", "stage", "rateLevel"};
 
 std::string CellKey(const api::CellResult& r) {
   api::Cell c;
   c.target = r.target;
   c.scenario = r.scenario;
   c.connections = r.connections;
+  c.rate = r.rate_level;
   c.repetition = r.repetition;
   return c.Key();
 }

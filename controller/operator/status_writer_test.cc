@@ -89,7 +89,7 @@ class CountingTransport final : public kube::HttpTransport {
 };
 
 api::CurrentCell Current(int64_t connections, api::Stage stage) {
-  return api::CurrentCell{"drogon", "hello", connections, 1, stage};
+  return api::CurrentCell{"drogon", "hello", connections, 1, stage, std::nullopt};
 }
 
 // A record as the orchestrator persists it after `cells` cells of `total`.

@@ -1,7 +1,9 @@
 #include "controller/orchestrator/cell_jobs.h"
 
 #include <algorithm>
+#include <cmath>
 
+#include "common/api/quantity.h"
 #include "common/base64.h"
 #include "common/report/cell_checks.h"
 
@@ -52,6 +54,22 @@ std::string IdleWaitSetting(api::IdleWaitMode mode) {
   return "auto";
 }
 
+uint64_t AgentVarySeed(int64_t seed, const std::string& cell_key, int index) {
+  // SplitMix64's finaliser over the seed, an FNV-1a hash of the key and the index.
+  auto mix = [](uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : cell_key) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  constexpr uint64_t kGamma = 0x9E3779B97F4A7C15ull;
+  return mix(mix(static_cast<uint64_t>(seed)) ^ mix(h + kGamma) ^ mix(static_cast<uint64_t>(index) + 3 * kGamma));
+}
+
 std::chrono::nanoseconds StartLead(int64_t connections, int agents, int threads) {
   return std::chrono::milliseconds(100) + std::chrono::microseconds(25 * connections / std::max(1, agents * threads));
 }
@@ -85,6 +103,18 @@ std::vector<wire::JobSpec> BuildCellJobs(const api::ScenarioSettings& settings, 
     // A script goes to every agent whole: each runs setup() for its own
     // threads and its own done().
     if (settings.script) job.script = wire::JobScript{settings.script->name, settings.script->text, settings.script->args};
+    if (settings.vary) {
+      wire::JobVary v;
+      v.seed = AgentVarySeed(settings.vary->seed.value_or(api::kDefaultVarySeed), cell.Key(), i);
+      v.verify_every = static_cast<uint32_t>(std::max(1, settings.vary->verify_every));
+      if (settings.expect.json) {
+        v.expect = settings.expect.json->dump();
+        v.expect_json = true;
+      } else {
+        v.expect = settings.expect.body.value_or("");
+      }
+      job.vary = std::move(v);
+    }
     const int64_t conns = shares[static_cast<size_t>(i)];
     job.connections = static_cast<uint32_t>(conns);
     job.threads = static_cast<uint32_t>(std::max<int64_t>(1, std::min<int64_t>(settings.threads, conns)));
@@ -109,12 +139,32 @@ std::vector<wire::JobSpec> BuildCellJobs(const api::ScenarioSettings& settings, 
   return jobs;
 }
 
+Result<int64_t> OfferedRate(const api::BenchmarkRunStatus& status, const api::Cell& cell) {
+  if (!cell.rate) return Status::InvalidArgument("cell " + cell.Key() + " has no rate level");
+  if (!cell.rate->is_share()) return cell.rate->per_second;
+  const api::CellResult* capacity = api::CapacityResult(status, cell);
+  const std::string what = api::FormatRateLevel(*cell.rate) + " of capacity";
+  if (capacity == nullptr || capacity->state != api::CellState::kSucceeded) {
+    return Status::FailedPrecondition(what + ": the closed-loop cell that measures the capacity at " +
+                                      std::to_string(cell.connections) + " connections " +
+                                      (capacity == nullptr ? "has no result" : "did not succeed") +
+                                      (capacity != nullptr && !capacity->message.empty() ? " (" + capacity->message + ")" : ""));
+  }
+  if (capacity->requests_per_second <= 0) {
+    return Status::FailedPrecondition(what + ": the closed-loop cell at " + std::to_string(cell.connections) +
+                                      " connections answered no requests");
+  }
+  const double rate = std::round(capacity->requests_per_second * cell.rate->percent / 100.0);
+  return std::max<int64_t>(1, static_cast<int64_t>(rate));
+}
+
 report::CellRecord NotRunRecord(const api::Cell& cell, api::CellState state, std::optional<api::CellReason> reason,
                                 const std::string& message) {
   report::CellRecord rec;
   rec.result.target = cell.target;
   rec.result.scenario = cell.scenario;
   rec.result.connections = cell.connections;
+  rec.result.rate_level = cell.rate;
   rec.result.repetition = cell.repetition;
   rec.result.state = state;
   rec.result.reason = reason;
@@ -182,6 +232,23 @@ report::CellRecord CellRecordFrom(const api::ScenarioSettings& settings, const a
     tls.per_second = static_cast<double>(c.tls_handshakes) / secs;
     r.tls = tls;
   }
+  if (settings.vary) {
+    api::AnswerChecks a = m.answer_headers.value_or(api::AnswerChecks{});
+    a.verified = c.answers.verified;
+    a.failed = c.answers.failed;
+    a.without_date = c.answers.without_date;
+    a.date_frozen = c.answers.date_frozen > 0;
+    if (a.failed > 0) {
+      // A server that caches or makes up its answers is not measured
+      // doing the work: its numbers are kept, but the cell is not a result.
+      r.state = api::CellState::kFailed;
+      r.reason = api::CellReason::kAnswersNotVerified;
+      r.message = std::to_string(a.failed) + " of " + std::to_string(a.verified) +
+                  " sampled answers differed from the expectation with their own request's number for {n}: "
+                  "the server's answers are cached or made up";
+    }
+    r.answers = a;
+  }
   r.status_classes.c1xx = c.status_classes[1];
   r.status_classes.c2xx = c.status_classes[2];
   r.status_classes.c3xx = c.status_classes[3];
@@ -191,6 +258,7 @@ report::CellRecord CellRecordFrom(const api::ScenarioSettings& settings, const a
   if (m.memory_max > 0) r.memory_loaded = m.memory_max;
   if (m.usage_first && m.usage_last) r.target_cpu = CoresBetween(*m.usage_first, *m.usage_last);
   r.agent_cpu = m.totals.agent_cpu_seconds() / secs;
+  if (settings.rate > 0) r.offered_rate = static_cast<double>(settings.rate);
   r.start_time = m.measure_start;
   r.end_time = m.measure_start + std::chrono::nanoseconds(static_cast<int64_t>(secs * 1e9));
   rec.timeline = m.totals.timeline();

@@ -30,6 +30,12 @@ wire::JobGrpc GrpcJob(const api::GrpcCallSpec& call);
 
 std::chrono::nanoseconds StartLead(int64_t connections, int agents, int threads);
 
+// The vary seed of agent `index` of a cell, from the scenario's seed and
+// the cell's key (its target, scenario, connections and repetition): no
+// two agents of a cell, and no two cells, draw the same numbers, and the
+// same run draws the same numbers again.
+uint64_t AgentVarySeed(int64_t seed, const std::string& cell_key, int index);
+
 // One job per agent: the connections split evenly (the first agents get one
 // more), threads capped at the agent's connections, the rate split in
 // proportion, each agent's connection offset within the cell, the same
@@ -37,6 +43,13 @@ std::chrono::nanoseconds StartLead(int64_t connections, int agents, int threads)
 std::vector<wire::JobSpec> BuildCellJobs(const api::ScenarioSettings& settings, const api::Cell& cell,
                                          const TargetPlacement& target, int agents,
                                          std::chrono::system_clock::time_point start, const std::string& job_id);
+
+// The requests/s a cell of scenarios[].rates is offered: its level, or
+// its share of what the closed-loop cell before it (same target,
+// scenario, connections and repetition: api::CapacityResult) answered,
+// rounded, at least 1. An error, worded for the cell's message, when that
+// cell did not succeed or answered nothing.
+Result<int64_t> OfferedRate(const api::BenchmarkRunStatus& status, const api::Cell& cell);
 
 // A cell that produced no numbers: skipped, failed, or cancelled.
 report::CellRecord NotRunRecord(const api::Cell& cell, api::CellState state, std::optional<api::CellReason> reason,
@@ -58,6 +71,10 @@ struct CellMeasurement {
   std::vector<api::Time> usage_times;
   // A scripted scenario: what each agent's done() printed, by agent id.
   std::map<std::string, std::string> script_outputs;
+  // A scenario with vary: what the check before the load found in one
+  // answer read to its connection's end (content_length, body_bytes,
+  // date_missing).
+  std::optional<api::AnswerChecks> answer_headers;
 };
 
 // A cell's CPU and memory rest on too few fresh usage samples when fewer

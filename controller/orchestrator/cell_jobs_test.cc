@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "common/api/validate.h"
 
 namespace fairbench::controller {
@@ -312,6 +314,97 @@ TEST(CellJobsTest, HttpsTargetsCarryTheSchemeAndHandshakes) {
   EXPECT_FALSE(CellRecordFrom(Settings(), CellOf(4), {"n", "127.0.0.1", 80}, m).result.tls.has_value());
 }
 
+api::ScenarioSettings VarySettings() {
+  api::ScenarioSettings s = Settings();
+  api::WeightedRequest echo;
+  echo.request.path = "/echo/{n}";
+  s.requests = {echo};
+  s.rate = 0;
+  s.expect.json = nlohmann::json{{"n", "{n}"}};
+  s.vary = api::Vary{7, 25};
+  return s;
+}
+
+// Catches: vary not reaching the agents (they would send "{n}" as it is
+// and check nothing), agents of a cell sharing a seed (their connections
+// would send the same numbers), a seed that does not depend on the cell
+// (the next cell would repeat the last one's numbers to a server that may
+// have cached them), or the expectation lost on the wire.
+TEST(CellJobsTest, VaryReachesEveryJobWithItsOwnSeed) {
+  const auto start = std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000));
+  const auto jobs = BuildCellJobs(VarySettings(), CellOf(10), {"n", "127.0.0.1", 9}, 3, start, "j");
+  ASSERT_EQ(jobs.size(), 3u);
+  std::set<uint64_t> seeds;
+  for (const wire::JobSpec& job : jobs) {
+    ASSERT_TRUE(job.vary.has_value());
+    EXPECT_EQ(job.vary->verify_every, 25u);
+    EXPECT_TRUE(job.vary->expect_json);
+    EXPECT_EQ(nlohmann::json::parse(job.vary->expect), (nlohmann::json{{"n", "{n}"}}));
+    seeds.insert(job.vary->seed);
+    v1::LoadJob proto;
+    wire::ToProto(job, &proto);
+    auto back = wire::FromProto(proto);
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(*back, job);
+  }
+  EXPECT_EQ(seeds.size(), 3u);
+  const auto next = BuildCellJobs(VarySettings(), CellOf(20), {"n", "127.0.0.1", 9}, 3, start, "j");
+  EXPECT_EQ(seeds.count(next[0].vary->seed), 0u);
+  const auto again = BuildCellJobs(VarySettings(), CellOf(10), {"n", "127.0.0.1", 9}, 3, start, "j");
+  EXPECT_EQ(again[1].vary->seed, jobs[1].vary->seed) << "the same run must draw the same numbers";
+  EXPECT_FALSE(BuildCellJobs(Settings(), CellOf(10), {"n", "127.0.0.1", 9}, 1, start, "j")[0].vary.has_value());
+}
+
+// Catches: a cell whose sampled answers failed verification recorded as a
+// success (a server that caches would be ranked beside honest ones), the
+// answers' counts or the check before the load not reaching the result,
+// or their flags not raised.
+TEST(CellJobsTest, AnswersThatFailVerificationFailTheCell) {
+  CellMeasurement m;
+  Snapshot s;
+  s.sequence = 1;
+  s.end_ns = 2'000'000'000;
+  s.stats.counters.requests = 1000;
+  s.stats.counters.status_classes[2] = 1000;
+  s.stats.counters.answers = AnswerCounts{40, 0, 40, 3};
+  m.totals.Add(s);
+  m.end.measure_seconds = 2;
+  m.end.connections_peak = 4;
+  api::AnswerChecks before;
+  before.content_length = 5;
+  before.body_bytes = 6;
+  m.answer_headers = before;
+  report::CellRecord r = CellRecordFrom(VarySettings(), CellOf(4), {"n", "127.0.0.1", 80}, m);
+  EXPECT_EQ(r.result.state, api::CellState::kSucceeded);
+  ASSERT_TRUE(r.result.answers.has_value());
+  EXPECT_EQ(r.result.answers->verified, 40u);
+  EXPECT_EQ(r.result.answers->without_date, 40u);
+  EXPECT_TRUE(r.result.answers->date_frozen);
+  EXPECT_EQ(r.result.answers->content_length, 5u);
+  EXPECT_EQ(r.result.answers->body_bytes, 6u);
+  const std::vector<report::CellFlag> want = {report::CellFlag::kContentLengthMismatch, report::CellFlag::kDateMissing,
+                                              report::CellFlag::kDateFrozen};
+  EXPECT_EQ(r.flags, want);
+
+  m.totals = RunTotals();
+  s.stats.counters.answers = AnswerCounts{40, 40, 0, 0};
+  m.totals.Add(s);
+  r = CellRecordFrom(VarySettings(), CellOf(4), {"n", "127.0.0.1", 80}, m);
+  EXPECT_EQ(r.result.state, api::CellState::kFailed);
+  EXPECT_EQ(r.result.reason, api::CellReason::kAnswersNotVerified);
+  EXPECT_NE(r.result.message.find("40 of 40 sampled answers"), std::string::npos) << r.result.message;
+  EXPECT_EQ(r.result.requests, 1000u) << "the numbers are kept for whoever looks";
+
+  m.totals = RunTotals();
+  s.stats.counters.answers = AnswerCounts{};
+  m.totals.Add(s);
+  m.answer_headers.reset();
+  r = CellRecordFrom(VarySettings(), CellOf(4), {"n", "127.0.0.1", 80}, m);
+  EXPECT_EQ(r.flags, std::vector<report::CellFlag>{report::CellFlag::kAnswersUnsampled});
+  // Without vary there is nothing to check and nothing recorded.
+  EXPECT_FALSE(CellRecordFrom(Settings(), CellOf(4), {"n", "127.0.0.1", 80}, m).result.answers.has_value());
+}
+
 // Catches: the start lead not growing with connections per thread.
 TEST(CellJobsTest, StartLeadGrowsWithConnectionsPerThread) {
   EXPECT_EQ(StartLead(100, 1, 4), 100ms + 625us);
@@ -356,6 +449,68 @@ TEST(CellJobsTest, RecordFromMeasurement) {
   EXPECT_EQ(r.timeline.size(), 3u);
   EXPECT_EQ(r.idle, std::optional<IdleReport>(m.end.idle));  // catches: the agents' idle waiting dropped from the record
   EXPECT_NE(r.wrk_text.find("Idle wait: nap: 1234 naps of at most 40.00us"), std::string::npos) << r.wrk_text;
+}
+
+// Catches: a share of capacity taken of anything but the closed-loop cell
+// of the same connections and repetition (another repetition's, another
+// level's), not rounded, a rate of 0 offered after a capacity of almost
+// nothing, or a rate level run although its capacity cell failed.
+TEST(CellJobsTest, OfferedRateIsItsLevelOrItsShareOfTheClosedLoop) {
+  api::Cell cell = CellOf(100);
+  cell.repetition = 2;
+  cell.rate = api::RateLevel{2000, 0};
+  api::BenchmarkRunStatus status;
+  auto offered = OfferedRate(status, cell);
+  ASSERT_TRUE(offered.ok()) << offered.status().ToString();
+  EXPECT_EQ(*offered, 2000);
+
+  cell.rate = api::RateLevel{0, 50};
+  EXPECT_FALSE(OfferedRate(status, cell).ok());
+  auto closed = [](int64_t connections, int32_t repetition, double rps) {
+    api::CellResult r;
+    r.target = "nginx";
+    r.scenario = "mix";
+    r.connections = connections;
+    r.repetition = repetition;
+    r.requests_per_second = rps;
+    return r;
+  };
+  status.results = {closed(100, 1, 9000), closed(1000, 2, 7000), closed(100, 2, 10001)};
+  api::CellResult other_level = closed(100, 2, 2000);
+  other_level.rate_level = api::RateLevel{2000, 0};
+  status.results.push_back(other_level);
+  offered = OfferedRate(status, cell);
+  ASSERT_TRUE(offered.ok()) << offered.status().ToString();
+  EXPECT_EQ(*offered, 5001) << "half of 10,001, rounded";
+
+  status.results[2].requests_per_second = 0.4;
+  offered = OfferedRate(status, cell);
+  ASSERT_TRUE(offered.ok());
+  EXPECT_EQ(*offered, 1);
+
+  status.results[2].state = api::CellState::kFailed;
+  status.results[2].message = "target nginx exited";
+  offered = OfferedRate(status, cell);
+  ASSERT_FALSE(offered.ok());
+  EXPECT_EQ(offered.status().message(),
+            "50% of capacity: the closed-loop cell that measures the capacity at 100 connections did not succeed "
+            "(target nginx exited)");
+}
+
+// Catches: a record of a rate level that does not say which level it was
+// or what was offered (the report, compare and the store key on them).
+TEST(CellJobsTest, RecordsCarryTheRateLevelAndTheRateOffered) {
+  api::Cell cell = CellOf(10);
+  cell.rate = api::RateLevel{0, 25};
+  api::ScenarioSettings settings = Settings();
+  settings.rate = 1234;
+  CellMeasurement m;
+  const report::CellRecord rec = CellRecordFrom(settings, cell, TargetPlacement{}, m);
+  EXPECT_EQ(rec.result.rate_level, cell.rate);
+  EXPECT_EQ(rec.result.offered_rate, 1234.0);
+  EXPECT_EQ(NotRunRecord(cell, api::CellState::kSkipped, std::nullopt, "").result.rate_level, cell.rate);
+  settings.rate = 0;
+  EXPECT_FALSE(CellRecordFrom(settings, CellOf(10), TargetPlacement{}, m).result.offered_rate.has_value());
 }
 
 }  // namespace

@@ -72,6 +72,9 @@ struct Orchestrator::RunState {
   std::vector<std::string> earlier_notes;
   std::set<std::string> profile_messages = {};  // why profiles were not taken, each told once
   std::map<size_t, TargetCpuFacts> cpu_facts = {};  // target index → what its current deployment got
+  // Scenario index → what the check before the load found in one answer
+  // of the current target read to its end (scenarios with vary).
+  std::map<size_t, api::AnswerChecks> answer_headers = {};
 
   // status.cpus gets `cpus` in place of the target's earlier entry, in spec order.
   void PutCpus(api::TargetCpus cpus) {
@@ -121,6 +124,9 @@ Orchestrator::Orchestrator(Platform& platform, AgentPool& agents, OrchestratorOp
   if (!options_.verify) {
     options_.verify = [](const TargetPlacement& t, const api::ScenarioSettings& s) { return VerifyScenario(t.host, t.port, t.https, s, t.protocol); };
   }
+  if (!options_.read_answer) {
+    options_.read_answer = [](const TargetPlacement& t, const api::ScenarioSettings& s) { return ReadAnswerToEnd(t.host, t.port, s); };
+  }
 }
 
 void Orchestrator::Cancel(const std::string& reason) {
@@ -158,7 +164,7 @@ void Orchestrator::SetStage(const api::BenchmarkRun& run, const api::Cell& cell,
     position_detail_.clear();
   }
   if (observer_ == nullptr) return;
-  observer_->OnStage(run, api::CurrentCell{cell.target, cell.scenario, cell.connections, cell.repetition, stage});
+  observer_->OnStage(run, api::CurrentCell{cell.target, cell.scenario, cell.connections, cell.repetition, stage, cell.rate});
 }
 
 void Orchestrator::Message(const std::string& message) {
@@ -458,6 +464,17 @@ Orchestrator::TargetOutcome Orchestrator::RunTarget(RunState& state, size_t targ
     } else {
       broken[c->scenario_index] = "";
     }
+    state.answer_headers.erase(c->scenario_index);
+    if (settings.vary && broken[c->scenario_index].empty() && !where.https) {
+      // One answer read to the end of its connection: its Content-Length
+      // against its body, and its Date. What it finds flags the cells.
+      if (auto found = options_.read_answer(where, settings); found.ok()) {
+        state.answer_headers[c->scenario_index] = *found;
+      } else {
+        Message("target " + target.name + ", scenario " + sc.name + ": its answer could not be read to the end: " +
+                found.status().message());
+      }
+    }
   }
 
   SetStage(state.record.run, *todo.front(), Stage::kSamplingIdle);
@@ -469,7 +486,7 @@ Orchestrator::TargetOutcome Orchestrator::RunTarget(RunState& state, size_t targ
       const api::Cell& first = *todo.front();
       observer_->OnTargetUsage(run.metadata.name,
                                api::CurrentCell{target.name, first.scenario, first.connections, first.repetition,
-                                                Stage::kSamplingIdle},
+                                                Stage::kSamplingIdle, first.rate},
                                *u);
     }
   }
@@ -496,9 +513,21 @@ Orchestrator::TargetOutcome Orchestrator::RunTarget(RunState& state, size_t targ
       outcome = TargetOutcome::kSlotLost;
       break;
     }
+    std::optional<int64_t> rate;
+    if (cell.rate) {
+      const Result<int64_t> offered = OfferedRate(state.record.run.status, cell);
+      if (!offered.ok()) {
+        if (!record_cell(cell, NotRunRecord(cell, CellState::kSkipped, CellReason::kCapacityUnknown,
+                                            offered.status().message()))) {
+          break;
+        }
+        continue;
+      }
+      rate = *offered;
+    }
     report::CellRecord rec = run.spec.scenarios[cell.scenario_index].slo
                                  ? RunCapacity(state, cell, instance, **slot, memory_idle)
-                                 : RunCell(state, cell, instance, **slot, memory_idle);
+                                 : RunCell(state, cell, instance, **slot, memory_idle, rate);
     if (stop.stop_requested()) {  // an interrupted cell is not a result: a resume runs it again
       outcome = TargetOutcome::kStopped;
       break;
@@ -727,7 +756,7 @@ report::CellRecord Orchestrator::RunCell(RunState& state, const api::Cell& cell,
   const std::vector<wire::JobSpec> jobs = BuildCellJobs(settings, cell, where, agents, start_wall, job_id);
 
   auto aggregator = std::make_shared<CellAggregator>(static_cast<size_t>(agents));
-  const api::CurrentCell this_cell{cell.target, cell.scenario, cell.connections, cell.repetition, std::nullopt};
+  const api::CurrentCell this_cell{cell.target, cell.scenario, cell.connections, cell.repetition, std::nullopt, cell.rate};
   const api::Time start_time = std::chrono::time_point_cast<std::chrono::nanoseconds>(start_wall);
   if (observer_ != nullptr) {
     aggregator->SetIntervalCallback([observer = observer_, name = run.metadata.name, c = this_cell, start_time](
@@ -837,6 +866,9 @@ report::CellRecord Orchestrator::RunCell(RunState& state, const api::Cell& cell,
   m.consistent = aggregator->consistent();
   m.missing_snapshots = aggregator->missing_snapshots();
   m.script_outputs = aggregator->ScriptOutputs();
+  if (auto found = state.answer_headers.find(cell.scenario_index); found != state.answer_headers.end()) {
+    m.answer_headers = found->second;
+  }
   report::CellRecord rec = CellRecordFrom(settings, cell, where, m);
   if (shared_cpus && rec.result.state == CellState::kSucceeded) {
     rec.flags.push_back(report::CellFlag::kSharedCpus);

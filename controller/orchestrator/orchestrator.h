@@ -67,6 +67,9 @@ struct OrchestratorOptions {
   std::string fairbench_version;
   // Checks a scenario against the ready target; VerifyScenario by default.
   std::function<Status(const TargetPlacement&, const api::ScenarioSettings&)> verify;
+  // Scenarios with vary on plain HTTP/1.1 targets: one answer read to the
+  // end of its connection (ReadAnswerToEnd by default).
+  std::function<Result<api::AnswerChecks>(const TargetPlacement&, const api::ScenarioSettings&)> read_answer;
   // Every wait and every time the orchestrator reads (a cell's phases, the
   // agents' start, the record's timestamps); null: the system clock. A
   // platform's deadlines (WaitReady) are on it too.

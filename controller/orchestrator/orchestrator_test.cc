@@ -153,6 +153,43 @@ TEST_F(OrchestratorTest, ProfilesCoverTheMeasuredWindowOfTheSelectedCellsOnly) {
 
 // Where the platform cannot sample, the profiled cell still succeeds and
 // its profile says why; the reason is told once, not per cell.
+// Catches: the answer read before the load not asked for a scenario with
+// vary (or asked for one without), asked more than once per target and
+// scenario, or what it found not reaching every cell of that target
+// (another target's finding carried over), nor the jobs' vary.
+TEST_F(OrchestratorTest, VaryReadsOneAnswerPerTargetAndItsFindingsFlagTheCells) {
+  api::BenchmarkRun run = MakeRun({"alpha", "beta"}, {10, 20});
+  run.spec.scenarios[0].request->path = "/echo/{n}";
+  run.spec.scenarios[0].expect.body = "{n}";
+  run.spec.scenarios[0].vary = api::Vary{};
+  std::vector<std::string> read;
+  options_.read_answer = [&read](const TargetPlacement& where, const api::ScenarioSettings& s) -> Result<api::AnswerChecks> {
+    read.push_back(where.host + s.requests.front().request.path);
+    api::AnswerChecks found;
+    if (read.size() == 1) {  // alpha's
+      found.content_length = 5;
+      found.body_bytes = 6;
+    }
+    return found;
+  };
+  auto record = Make().Run(run, store_, false);
+  ASSERT_TRUE(record.ok()) << record.status().message();
+  ASSERT_EQ(read.size(), 2u);
+  ASSERT_EQ(record->cells.size(), 4u);
+  for (const report::CellRecord& c : record->cells) {
+    ASSERT_TRUE(c.result.answers.has_value()) << c.result.target;
+    const bool flagged = std::find(c.flags.begin(), c.flags.end(), report::CellFlag::kContentLengthMismatch) != c.flags.end();
+    EXPECT_EQ(flagged, c.result.target == "alpha") << c.result.target;
+    EXPECT_EQ(c.result.answers->content_length.has_value(), c.result.target == "alpha") << c.result.target;
+  }
+  for (const wire::JobSpec& job : agents_.Jobs()) EXPECT_TRUE(job.vary.has_value());
+  read.clear();
+  auto plain = Make().Run(MakeRun({"alpha"}, {10}), store_, false);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(read.empty());
+  EXPECT_FALSE(plain->cells[0].result.answers.has_value());
+}
+
 TEST_F(OrchestratorTest, AProfileThatCannotBeTakenSaysWhyAndTheRunGoesOn) {
   state_.profiling = false;
   api::BenchmarkRun run = MakeRun({"alpha"}, {10, 20});

@@ -651,7 +651,7 @@ Result<std::vector<StoredRun>> PgResultStore::ListRuns(const RunFilter& f) {
 Result<Series> PgResultStore::QuerySeries(const SeriesQuery& q) {
   constexpr const char* kSeries = "c.target = $1 AND c.scenario = $2 AND c.connections = $3 AND c.rate = $4";
   const std::string describe = q.target + "/" + q.scenario + " at " + std::to_string(q.connections) + " connections" +
-                               (q.rate > 0 ? ", " + std::to_string(q.rate) + " requests/s" : "");
+                               (q.rate != 0 ? ", " + SeriesRateText(q.rate) : "");
   Series series;
   // NULLS FIRST/LAST where SQLite's order (NULL below every number) is not
   // PostgreSQL's (NULL above).

@@ -1,5 +1,7 @@
 #include "controller/results/run_index.h"
 
+#include "common/api/quantity.h"
+
 #include <chrono>
 
 #include <nlohmann/json.hpp>
@@ -84,7 +86,7 @@ RunIndex IndexRun(const report::RunRecord& record, const std::string& canonical_
     row.target = r.target;
     row.scenario = r.scenario;
     row.connections = r.connections;
-    row.rate = run.spec.load.rate;
+    row.rate = SeriesRate(run.spec, r);
     row.repetition = r.repetition;
     row.state = std::string(api::ToString(r.state));
     row.requests_per_second = r.requests_per_second;
@@ -101,6 +103,24 @@ RunIndex IndexRun(const report::RunRecord& record, const std::string& canonical_
     x.cells.push_back(std::move(row));
   }
   return x;
+}
+
+int64_t SeriesRate(const api::BenchmarkRunSpec& spec, const api::CellResult& cell) {
+  if (!cell.rate_level) return spec.load.rate;
+  return cell.rate_level->is_share() ? -int64_t{cell.rate_level->percent} : cell.rate_level->per_second;
+}
+
+std::string SeriesRateText(int64_t rate) {
+  if (rate > 0) return std::to_string(rate) + " requests/s";
+  if (rate < 0) return std::to_string(-rate) + " % of capacity";
+  return "";
+}
+
+Result<int64_t> ParseSeriesRate(std::string_view text) {
+  if (text.empty() || text == "0") return int64_t{0};
+  Result<api::RateLevel> level = api::ParseRateLevel(text);
+  if (!level.ok()) return level.status();
+  return level->is_share() ? -int64_t{level->percent} : level->per_second;
 }
 
 }  // namespace fairbench::results

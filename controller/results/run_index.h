@@ -46,7 +46,7 @@ struct CellRow {
   int32_t position = 0;  // index in the record's cells
   std::string target, scenario;
   int64_t connections = 0;
-  int64_t rate = 0;  // spec.load.rate: requests/s offered; 0 closed loop
+  int64_t rate = 0;  // SeriesRate: requests/s offered, −P for P % of capacity, 0 closed loop
   int32_t repetition = 1;
   std::string state;  // "Succeeded", "Failed", "Skipped"
   double requests_per_second = 0;
@@ -76,6 +76,17 @@ struct RunIndex {
 // `canonical_text` is report::ToJsonText(record) (the caller has it: it is
 // what the store keeps).
 RunIndex IndexRun(const report::RunRecord& record, const std::string& canonical_text);
+
+// The load a cell's series is keyed by beside its connections: the
+// requests/s offered (spec.load.rate, or the cell's rate level); −P for a
+// rate level of P % of capacity, whose requests/s differ run by run while
+// the share stays; 0 for a closed loop.
+int64_t SeriesRate(const api::BenchmarkRunSpec& spec, const api::CellResult& cell);
+// How people and --rate write it: "2000 requests/s", "50 % of capacity";
+// "" for a closed loop.
+std::string SeriesRateText(int64_t rate);
+// --rate's text ("2000", "2k", "50%") as SeriesRate encodes it.
+Result<int64_t> ParseSeriesRate(std::string_view text);
 
 // The fingerprint alone (IndexRun uses it).
 std::string EnvironmentFingerprint(const report::Environment& environment);

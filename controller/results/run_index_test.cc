@@ -82,6 +82,34 @@ TEST(RunIndex, CellRowsCarryTheRecordsOwnFigures) {
   EXPECT_TRUE(x.targets[0].facts[0].starts_with("target beast ran ")) << x.targets[0].facts[0];
 }
 
+// Catches: a fixed rate's cells keyed like the closed loop of the same
+// connections (their series would mix), a share of capacity keyed by the
+// requests/s it resolved to (different in every run: no series would ever
+// have two points), or --rate's text read otherwise than the run file's.
+TEST(RunIndex, RateLevelsKeyTheirOwnSeries) {
+  api::BenchmarkRunSpec spec;
+  api::CellResult closed;
+  EXPECT_EQ(SeriesRate(spec, closed), 0);
+  spec.load.rate = 700;
+  EXPECT_EQ(SeriesRate(spec, closed), 700);
+  api::CellResult fixed;
+  fixed.rate_level = api::RateLevel{2000, 0};
+  fixed.offered_rate = 2000;
+  EXPECT_EQ(SeriesRate(spec, fixed), 2000);
+  api::CellResult share;
+  share.rate_level = api::RateLevel{0, 50};
+  share.offered_rate = 12345;
+  EXPECT_EQ(SeriesRate(spec, share), -50);
+  EXPECT_EQ(SeriesRateText(-50), "50 % of capacity");
+  EXPECT_EQ(SeriesRateText(2000), "2000 requests/s");
+  EXPECT_EQ(SeriesRateText(0), "");
+  EXPECT_EQ(*ParseSeriesRate("50%"), -50);
+  EXPECT_EQ(*ParseSeriesRate("2k"), 2000);
+  EXPECT_EQ(*ParseSeriesRate("0"), 0);
+  EXPECT_FALSE(ParseSeriesRate("150%").ok());
+  EXPECT_FALSE(ParseSeriesRate("fast").ok());
+}
+
 // Catches: a fingerprint over other facts than the documented ones (the
 // host name in it, the CPU layout left out) or over another spelling of
 // them than environment_json shows.

@@ -502,7 +502,7 @@ Result<Series> SqliteResultStore::QuerySeries(const SeriesQuery& q) {
   constexpr const char* kSeries =
       "c.target = ? AND c.scenario = ? AND c.connections = ? AND c.rate = ?";
   const std::string describe = q.target + "/" + q.scenario + " at " + std::to_string(q.connections) + " connections" +
-                               (q.rate > 0 ? ", " + std::to_string(q.rate) + " requests/s" : "");
+                               (q.rate != 0 ? ", " + SeriesRateText(q.rate) : "");
   Series series;
   if (q.fingerprint.empty()) {
     Statement latest(db_, (std::string("SELECT r.fingerprint FROM cells c JOIN runs r ON r.id = c.run_id WHERE ") +

@@ -10,6 +10,7 @@
 #include "common/report/compare.h"
 #include "common/report/format.h"
 #include "common/report/html.h"
+#include "controller/results/run_index.h"
 #include "controller/results/series_changes.h"
 #include "controller/serve/series_chart.h"
 
@@ -106,13 +107,14 @@ std::string SeriesHref(const std::string& target, const std::string& scenario, i
   std::string href = "/series?target=" + UrlEncode(target) + "&scenario=" + UrlEncode(scenario) +
                      "&connections=" + std::to_string(connections);
   if (rate > 0) href += "&rate=" + std::to_string(rate);
+  if (rate < 0) href += "&rate=" + std::to_string(-rate) + "%25";
   if (!fingerprint.empty()) href += "&fingerprint=" + UrlEncode(fingerprint);
   return href;
 }
 
 std::string SeriesName(const std::string& target, const std::string& scenario, int64_t connections, int64_t rate) {
   return target + "/" + scenario + " at " + std::to_string(connections) + " connections" +
-         (rate > 0 ? ", " + std::to_string(rate) + " requests/s" : "");
+         (rate != 0 ? ", " + results::SeriesRateText(rate) : "");
 }
 
 // `cells`: already HTML; `numeric[i]` right-aligns column i.
@@ -299,7 +301,7 @@ Page StoreSite::Index(const Params& params) {
       rows.push_back({"<a class=\"series\" href=\"" + EscapeHtml(href) + "\">" +
                           EscapeHtml(SeriesName(k.target, k.scenario, k.connections, k.rate)) + "</a>",
                       EscapeHtml(k.target), EscapeHtml(k.scenario), std::to_string(k.connections),
-                      k.rate > 0 ? std::to_string(k.rate) : "-"});
+                      k.rate > 0 ? std::to_string(k.rate) : k.rate < 0 ? std::to_string(-k.rate) + "%" : "-"});
     }
     body += Table("series", {"Series", "Target", "Scenario", "Connections", "Rate"}, {false, false, false, true, true},
                   rows);
@@ -355,8 +357,8 @@ Page StoreSite::SeriesPage(const Params& params) {
   if (!connections.ok()) return FromStatus(connections.status());
   q.connections = *connections;
   if (auto rate = Param(params, "rate"); rate && !rate->empty()) {
-    auto r = WholeNumber("rate", *rate, 0, "a whole number of requests/s (0: closed loop)");
-    if (!r.ok()) return FromStatus(r.status());
+    auto r = results::ParseSeriesRate(*rate);
+    if (!r.ok()) return FromStatus(BadParameter("rate", r.status().message()));
     q.rate = *r;
   }
   q.fingerprint = Param(params, "fingerprint").value_or("");

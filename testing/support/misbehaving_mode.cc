@@ -16,6 +16,11 @@ std::string_view ModeName(MisbehavingMode mode) {
     case MisbehavingMode::kCloseDelimited: return "close-delimited";
     case MisbehavingMode::kGarbage: return "garbage";
     case MisbehavingMode::kSlowAccept: return "slow-accept";
+    case MisbehavingMode::kEcho: return "echo";
+    case MisbehavingMode::kEchoCached: return "echo-cached";
+    case MisbehavingMode::kEchoWrongLength: return "echo-wrong-length";
+    case MisbehavingMode::kEchoNoDate: return "echo-no-date";
+    case MisbehavingMode::kEchoFrozenDate: return "echo-frozen-date";
   }
   return "unknown";
 }
@@ -26,6 +31,8 @@ const std::vector<MisbehavingMode>& AllModes() {
       MisbehavingMode::kCloseAfterHeaders, MisbehavingMode::kDelay,      MisbehavingMode::kStatus500,
       MisbehavingMode::kStatusMix,    MisbehavingMode::kChunked,          MisbehavingMode::kConnectionClose,
       MisbehavingMode::kCloseDelimited, MisbehavingMode::kGarbage,        MisbehavingMode::kSlowAccept,
+      MisbehavingMode::kEcho,         MisbehavingMode::kEchoCached,       MisbehavingMode::kEchoWrongLength,
+      MisbehavingMode::kEchoNoDate,   MisbehavingMode::kEchoFrozenDate,
   };
   return kAll;
 }

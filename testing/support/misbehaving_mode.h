@@ -27,6 +27,11 @@ enum class MisbehavingMode {
   kCloseDelimited,
   kGarbage,
   kSlowAccept,
+  kEcho,
+  kEchoCached,
+  kEchoWrongLength,
+  kEchoNoDate,
+  kEchoFrozenDate,
 };
 
 // "reset-mid-response" etc.; the names the --mode flag takes.

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <ctime>
 #include <mutex>
 #include <string_view>
 #include <thread>
@@ -37,7 +38,17 @@ bool IEquals(std::string_view a, std::string_view b) {
 
 struct Request {
   bool keep_alive = true;
+  std::string target;  // the request line's
 };
+
+// The current second as HTTP writes dates: "Sun, 06 Nov 1994 08:49:37 GMT".
+std::string HttpDate(time_t t) {
+  tm parts{};
+  gmtime_r(&t, &parts);
+  char text[64];
+  const size_t n = strftime(text, sizeof text, "%a, %d %b %Y %H:%M:%S GMT", &parts);
+  return std::string(text, n);
+}
 
 enum class ReadResult { kRequest, kClosed, kBad };
 
@@ -57,6 +68,10 @@ ReadResult ReadRequest(int fd, std::string* buf, Request* req) {
   size_t line_end = head.find("\r\n");
   std::string_view request_line = head.substr(0, line_end);
   req->keep_alive = request_line.size() < 8 || request_line.substr(request_line.size() - 8) != "HTTP/1.0";
+  if (const size_t sp = request_line.find(' '); sp != std::string_view::npos) {
+    const size_t end = request_line.find(' ', sp + 1);
+    req->target = std::string(request_line.substr(sp + 1, end == std::string_view::npos ? std::string_view::npos : end - sp - 1));
+  }
   size_t content_length = 0;
   size_t pos = line_end == std::string_view::npos ? head.size() : line_end + 2;
   while (pos < head.size()) {
@@ -137,6 +152,7 @@ Status MisbehavingServer::Listen() {
   socklen_t alen = sizeof(addr);
   getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &alen);
   port_ = ntohs(addr.ss_family == AF_INET ? v4->sin_port : v6->sin6_port);
+  start_date_ = HttpDate(time(nullptr));
   return Status::Ok();
 }
 
@@ -162,6 +178,26 @@ void MisbehavingServer::AcceptLoop() {
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     std::thread([this, fd] { HandleConnection(fd); }).detach();
   }
+}
+
+std::string MisbehavingServer::Echo(std::string_view target) {
+  static constexpr std::string_view kPrefix = "/echo/";
+  const MisbehavingMode mode = options_.mode;
+  std::string date;
+  if (mode == MisbehavingMode::kEchoFrozenDate) date = "Date: " + start_date_ + "\r\n";
+  else if (mode != MisbehavingMode::kEchoNoDate) date = "Date: " + HttpDate(time(nullptr)) + "\r\n";
+  if (!target.starts_with(kPrefix)) return Response(404, "Not Found", "Not Found", date);
+  std::string body(target.substr(kPrefix.size()));
+  if (mode == MisbehavingMode::kEchoCached) {
+    std::lock_guard lock(cache_mu_);
+    if (cached_.empty()) cached_ = body;
+    body = cached_;
+  }
+  if (mode == MisbehavingMode::kEchoWrongLength) {
+    std::string r = Response(200, "OK", body, date + "Connection: close\r\n");
+    return r + "\n";
+  }
+  return Response(200, "OK", body, date);
 }
 
 bool MisbehavingServer::WriteResponse(int fd, const std::string& data, bool count) {
@@ -261,6 +297,16 @@ void MisbehavingServer::HandleConnection(int fd) {
         break;
       case MisbehavingMode::kSlowAccept:
         break;  // never accepted, so never here
+      case MisbehavingMode::kEcho:
+      case MisbehavingMode::kEchoCached:
+      case MisbehavingMode::kEchoNoDate:
+      case MisbehavingMode::kEchoFrozenDate:
+        keep_open = WriteResponse(fd, Echo(req.target), true) && keep_open;
+        break;
+      case MisbehavingMode::kEchoWrongLength:
+        WriteResponse(fd, Echo(req.target), true);
+        keep_open = false;
+        break;
     }
     ++index;
     if (!keep_open) {

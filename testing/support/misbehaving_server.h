@@ -33,6 +33,20 @@
 //                       Content-Length: 13 and a body); keep-alive.
 //   slow-accept         listens with backlog 1 and never accepts.
 //
+// The echo modes answer a request for /echo/N with N as a text/plain body
+// (any other target: 404), keep-alive, with a Date header of the current
+// second (RFC 9110's IMF-fixdate):
+//   echo                honestly, each request its own answer.
+//   echo-cached         a server that caches: every /echo/* gets the first
+//                       answer it computed, whatever N was asked.
+//   echo-wrong-length   honestly, but the body is followed by one more
+//                       byte ("\n") than its Content-Length says; then
+//                       "Connection: close" and closes (FIN), so that the
+//                       stray byte ends no other answer.
+//   echo-no-date        honestly, without a Date header.
+//   echo-frozen-date    honestly, but Date is the second the server
+//                       started, forever.
+//
 // Counters (see MisbehavingStats) are atomics. requests_read is counted
 // before anything is written back, so a client never sees the answer to an
 // uncounted request; responses_written is counted right after the write,
@@ -44,6 +58,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <shared_mutex>
 #include <string>
 
@@ -78,6 +93,8 @@ class MisbehavingServer {
  private:
   void AcceptLoop();
   void HandleConnection(int fd);
+  // The echo modes' answer to `target`.
+  std::string Echo(std::string_view target);
   // Writes all of `data`; counts a response if `count` and it all went out.
   bool WriteResponse(int fd, const std::string& data, bool count);
 
@@ -90,6 +107,9 @@ class MisbehavingServer {
   std::atomic<uint64_t> responses_written_{0};
   std::atomic<uint64_t> partial_responses_{0};
   std::atomic<uint64_t> abandoned_responses_{0};
+  std::string cached_;  // echo-cached: the first answer's body (guarded by cache_mu_)
+  std::mutex cache_mu_;
+  std::string start_date_;  // echo-frozen-date: Date at Listen()
   uint64_t snapshots_ = 0;  // only the signal thread takes snapshots
 
   // Held shared by a connection while it writes a response and counts it,

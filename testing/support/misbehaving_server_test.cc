@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <poll.h>
+#include <sys/socket.h>
+
 #include <thread>
 
 #include "testing/support/http_client.h"
@@ -267,6 +270,78 @@ TEST(MisbehavingServerTest, HandlesHundredsOfConnections) {
 TEST(MisbehavingServerTest, UnknownModeFailsToStart) {
   EXPECT_EQ(ParseMode("nope").status().code(), Status::Code::kInvalidArgument);
   for (MisbehavingMode m : AllModes()) EXPECT_EQ(*ParseMode(ModeName(m)), m);
+}
+
+// Catches: an echo mode that does not do what the vary tests take it to
+// do — the honest one answering anything but N, the caching one answering
+// anything but the first N, a Content-Length that is not one short of the
+// body, a Date where there should be none or one that moves when frozen.
+TEST(MisbehavingServerTest, EchoModes) {
+  auto get = [](std::string_view path) { return BuildRequest("GET", path, "127.0.0.1"); };
+  {
+    auto s = StartServer(MisbehavingMode::kEcho);
+    ASSERT_TRUE(s);
+    auto c = MustConnect(*s);
+    for (const char* n : {"5", "123456"}) {
+      auto r = c.RoundTrip(get(std::string("/echo/") + n));
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      EXPECT_EQ(r->body, n);
+      EXPECT_TRUE(r->HasHeader("Date"));
+    }
+    EXPECT_EQ(c.RoundTrip(get("/other"))->status, 404);
+  }
+  {
+    auto s = StartServer(MisbehavingMode::kEchoCached);
+    ASSERT_TRUE(s);
+    auto c = MustConnect(*s);
+    EXPECT_EQ(c.RoundTrip(get("/echo/5"))->body, "5");
+    EXPECT_EQ(c.RoundTrip(get("/echo/6"))->body, "5");
+    auto other = MustConnect(*s);
+    EXPECT_EQ(other.RoundTrip(get("/echo/7"))->body, "5");
+  }
+  {
+    auto s = StartServer(MisbehavingMode::kEchoWrongLength);
+    ASSERT_TRUE(s);
+    auto c = MustConnect(*s);
+    ASSERT_TRUE(c.Send(get("/echo/42")).ok());
+    auto r = c.ReadResponse();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->Header("Content-Length"), "2");
+    EXPECT_EQ(r->body, "42");
+    EXPECT_EQ(r->Header("Connection"), "close");
+    // The byte past the Content-Length, then the close.
+    std::string rest = c.buffered();
+    for (;;) {
+      pollfd p{c.fd(), POLLIN, 0};
+      if (poll(&p, 1, 2000) != 1) break;
+      char buf[64];
+      const ssize_t n = recv(c.fd(), buf, sizeof buf, 0);
+      if (n <= 0) break;
+      rest.append(buf, static_cast<size_t>(n));
+    }
+    EXPECT_EQ(rest, "\n");
+  }
+  {
+    auto s = StartServer(MisbehavingMode::kEchoNoDate);
+    ASSERT_TRUE(s);
+    auto c = MustConnect(*s);
+    auto r = c.RoundTrip(get("/echo/1"));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->body, "1");
+    EXPECT_FALSE(r->HasHeader("Date"));
+  }
+  {
+    auto s = StartServer(MisbehavingMode::kEchoFrozenDate);
+    ASSERT_TRUE(s);
+    auto c = MustConnect(*s);
+    const std::string first = c.RoundTrip(get("/echo/1"))->Header("Date");
+    std::this_thread::sleep_for(milliseconds(1100));
+    const auto r = c.RoundTrip(get("/echo/2"));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->body, "2");
+    EXPECT_FALSE(first.empty());
+    EXPECT_EQ(r->Header("Date"), first);
+  }
 }
 
 }  // namespace

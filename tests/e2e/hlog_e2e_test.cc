@@ -19,21 +19,16 @@
 #include "testing/support/bin_dir.h"
 #include "testing/support/subprocess.h"
 #include "testing/support/temp_dir.h"
+#include "tests/e2e/fairbench_run.h"
 
 namespace fairbench {
 namespace {
 
 using namespace std::chrono_literals;
 using nlohmann::json;
+using e2e::ReadFile;
 
 const std::string kModules = FAIRBENCH_SOURCE_DIR "/.tools/node_modules";
-
-std::string ReadFile(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // Every interval of the log as hdr-histogram-js reads it, one JSON object a
 // line: tag, start and end (seconds after the log's BaseTime), total count,
@@ -110,17 +105,9 @@ TEST(HlogE2eTest, HdrHistogramJsReadsEachCellsIntervals) {
       "  scenarios:\n  - name: hello\n    request: {path: /}\n    expect: {status: 200, body: \"Hello, World!\"}\n"
       "  load: {threads: 1, connections: [4], warmup: 500ms, duration: 2s, timeout: 1s, agents: 2}\n"
       "  cooldown: 0s\n";
-  std::ofstream(d / "run.yaml") << run;
-  testing::SubprocessOptions o;
-  o.argv = {testing::BinaryPath("fairbench"), "run",       (d / "run.yaml").string(), "--output", (d / "out").string(),
-            "--lock-file",                    (d / "lock").string()};
-  o.stdout_to = testing::Redirect::File((d / "stdout.txt").string());
-  o.stderr_to = testing::Redirect::File((d / "stderr.txt").string());
-  auto p = testing::Subprocess::Start(o);
-  ASSERT_TRUE(p.ok()) << p.status().ToString();
-  auto status = p->Wait(90s);
-  ASSERT_TRUE(status.ok()) << "fairbench run did not finish";
-  ASSERT_EQ(status->exit_code, 0) << ReadFile(d / "stderr.txt");
+  const std::optional<int> exit_code = e2e::RunFairbench(d, run);
+  ASSERT_TRUE(exit_code.has_value());
+  ASSERT_EQ(*exit_code, 0) << ReadFile(d / "stderr.txt");
 
   const json record = json::parse(ReadFile(d / "out" / "results.json"));
   ASSERT_EQ(record["cells"].size(), 1u);

@@ -17,19 +17,14 @@
 #include "testing/support/bin_dir.h"
 #include "testing/support/subprocess.h"
 #include "testing/support/temp_dir.h"
+#include "tests/e2e/fairbench_run.h"
 
 namespace fairbench {
 namespace {
 
 using namespace std::chrono_literals;
 using nlohmann::json;
-
-std::string ReadFile(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using e2e::ReadFile;
 
 // Runs `targets` (YAML list items) with one scenario and `load`; the
 // record of the run, or an empty object after a failure reported here.
@@ -39,19 +34,9 @@ json RunFairbench(const std::filesystem::path& d, const std::string& targets, co
                           "  targets:\n" + targets +
                           "  scenarios:\n  - name: hello\n    request: {path: /}\n    expect: {status: 200}\n"
                           "  load: " + load + "\n  cooldown: 0s\n";
-  std::ofstream(d / "run.yaml") << run;
-  testing::SubprocessOptions o;
-  o.argv = {testing::BinaryPath("fairbench"), "run",       (d / "run.yaml").string(), "--output", (d / "out").string(),
-            "--lock-file",                    (d / "lock").string()};
-  o.stdout_to = testing::Redirect::File((d / "stdout.txt").string());
-  o.stderr_to = testing::Redirect::File((d / "stderr.txt").string());
-  auto p = testing::Subprocess::Start(o);
-  EXPECT_TRUE(p.ok()) << p.status().ToString();
-  if (!p.ok()) return json::object();
-  auto status = p->Wait(90s);
-  EXPECT_TRUE(status.ok()) << "fairbench run did not finish";
-  if (!status.ok()) return json::object();
-  EXPECT_EQ(status->exit_code, 0) << ReadFile(d / "stderr.txt");
+  const std::optional<int> exit_code = e2e::RunFairbench(d, run);
+  if (!exit_code.has_value()) return json::object();
+  EXPECT_EQ(*exit_code, 0) << ReadFile(d / "stderr.txt");
   if (report != nullptr) *report = ReadFile(d / "out" / "report.md");
   return json::parse(ReadFile(d / "out" / "results.json"));
 }
