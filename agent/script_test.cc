@@ -797,10 +797,14 @@ TEST_F(ScriptTest, WrksExampleScriptsRunAsUnderWrk) {
           EXPECT_LE(uris.size(), 101u) << tool;
         }
       } else if (name == "pipeline.lua") {
-        // Three pipelined requests, in order, on each connection.
+        // Three pipelined requests, in order, on each connection. A batch
+        // cut short shows only as the last: the tool closed the connection
+        // at the end with it in flight, and nginx logs what it answered
+        // (wrk's own last batch was seen logged as two of three). Any
+        // other short batch breaks the cycle for the requests after it.
         const std::vector<std::string> cycle = {"/?foo", "/?bar", "/?baz"};
         for (const auto& [conn, uris] : conns) {
-          EXPECT_EQ(uris.size() % 3, 0u) << tool;
+          ASSERT_GE(uris.size(), 3u) << tool;
           for (size_t i = 0; i < uris.size(); ++i) ASSERT_EQ(uris[i], cycle[i % 3]) << tool;
         }
       } else if (name == "post.lua") {
