@@ -38,6 +38,26 @@ bool Cell::Matches(const CellResult& r) const {
          r.rate_level == rate && r.repetition == repetition;
 }
 
+Cell CellOf(const CellResult& result) {
+  Cell c;
+  c.target = result.target;
+  c.scenario = result.scenario;
+  c.connections = result.connections;
+  c.rate = result.rate_level;
+  c.repetition = result.repetition;
+  return c;
+}
+
+Cell CellOf(const CurrentCell& current) {
+  Cell c;
+  c.target = current.target;
+  c.scenario = current.scenario;
+  c.connections = current.connections;
+  c.rate = current.rate_level;
+  c.repetition = current.repetition;
+  return c;
+}
+
 std::vector<Cell> ExpandCells(const BenchmarkRunSpec& spec) {
   std::vector<Cell> cells;
   cells.reserve(CountCells(spec));

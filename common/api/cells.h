@@ -45,6 +45,10 @@ struct Cell {
 };
 
 std::vector<Cell> ExpandCells(const BenchmarkRunSpec& spec);
+// The cell a result or status.current names (index, target_index and
+// scenario_index left 0): for its Key().
+Cell CellOf(const CellResult& result);
+Cell CellOf(const CurrentCell& current);
 
 // The order targets are deployed in, as rounds of target indices. Sequential:
 // one round, every target in spec order (each runs all its repetitions).

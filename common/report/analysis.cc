@@ -100,6 +100,7 @@ std::vector<std::string> RunIndex::TargetsByBaselineRank() const {
 size_t RunIndex::MaxRepetitions() const {
   size_t most = 0;
   for (const auto& [key, cells] : groups_) most = std::max(most, cells.size());
+  for (const CellRecord* c : rate_cells_) most = std::max(most, static_cast<size_t>(std::max(c->result.repetition, 1)));
   return most;
 }
 

@@ -60,7 +60,8 @@ class RunIndex {
   // targets without a result there follow in spec order.
   std::vector<std::string> TargetsByBaselineRank() const;
 
-  // The most repetitions any group has.
+  // The most repetitions any group has (the cells of a fixed rate: the
+  // highest repetition number among them).
   size_t MaxRepetitions() const;
 
   // The cells of scenarios[].rates, in record order.

@@ -1579,9 +1579,7 @@ Document BuildDocument(const RunRecord& record) {
   const bool show_limiter = std::any_of(record.cells.begin(), record.cells.end(),
                                         [](const CellRecord& c) { return c.result.limiter.has_value(); });
   const bool show_rate = !index.RateCells().empty();
-  Context ctx{record, index, index.MaxRepetitions() > 1 || std::any_of(record.cells.begin(), record.cells.end(),
-                                                                       [](const CellRecord& c) { return c.result.repetition > 1; }),
-              show_limiter, show_rate, index.TargetsByBaselineRank(), {}};
+  Context ctx{record, index, index.MaxRepetitions() > 1, show_limiter, show_rate, index.TargetsByBaselineRank(), {}};
   // Colours follow the baseline ranking, so the leaders get the most distinct ones.
   for (size_t i = 0; i < ctx.ranked_targets.size(); ++i) ctx.slots[ctx.ranked_targets[i]] = static_cast<int>(i);
 

@@ -10,15 +10,7 @@ namespace fairbench::controller {
 namespace {
 
 // api::Cell::Key() of the cell.
-std::string Key(const api::CurrentCell& c) {
-  api::Cell cell;
-  cell.target = c.target;
-  cell.scenario = c.scenario;
-  cell.connections = c.connections;
-  cell.rate = c.rate_level;
-  cell.repetition = c.repetition;
-  return cell.Key();
-}
+std::string Key(const api::CurrentCell& c) { return api::CellOf(c).Key(); }
 
 }  // namespace
 

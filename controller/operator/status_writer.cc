@@ -21,15 +21,7 @@ constexpr const char* kStatusFields[] = {"phase",          "observedGeneration",
                                          "completionTime", "results",            "cpus",       "conditions"};
 constexpr const char* kCurrentFields[] = {"target", "scenario", "connections", "repetition", "stage", "rateLevel"};
 
-std::string CellKey(const api::CellResult& r) {
-  api::Cell c;
-  c.target = r.target;
-  c.scenario = r.scenario;
-  c.connections = r.connections;
-  c.rate = r.rate_level;
-  c.repetition = r.repetition;
-  return c.Key();
-}
+std::string CellKey(const api::CellResult& r) { return api::CellOf(r).Key(); }
 
 std::string Rate(double rps) {
   char buf[64];
