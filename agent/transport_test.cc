@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -176,19 +177,29 @@ class TlsTransportTest : public ::testing::Test {
     pool_ = std::make_unique<SessionPool>(4);
   }
   void TearDown() override {
+    ReleaseServer();
     if (server_.joinable()) server_.join();
     if (server_ssl_ != nullptr) SSL_free(server_ssl_);
     if (ssl_ != nullptr) TlsContext::Release(ssl_);
     SSL_CTX_free(server_ctx_);
   }
 
-  // Runs `serve` on the server's accepted SSL in a thread.
-  void Serve(std::function<void(SSL*)> serve) {
+  // Runs `serve` on the server's accepted SSL in a thread. A held server
+  // starts its side of the handshake only after the client's first
+  // Handshake() call has returned, so that call must find nothing to read.
+  void Serve(std::function<void(SSL*)> serve, bool held = false) {
     server_ssl_ = SSL_new(server_ctx_);
     SSL_set_fd(server_ssl_, pair_.server);
-    server_ = std::thread([this, serve] {
+    std::shared_future<void> go = release_.get_future().share();
+    if (!held) ReleaseServer();
+    server_ = std::thread([this, serve, go] {
+      go.wait();
       if (SSL_accept(server_ssl_) == 1) serve(server_ssl_);
     });
+  }
+  void ReleaseServer() {
+    if (!released_) release_.set_value();
+    released_ = true;
   }
 
   // Attaches TLS to the client end and completes the handshake, waiting on
@@ -200,6 +211,7 @@ class TlsTransportTest : public ::testing::Test {
     int retries = 0;
     for (;;) {
       const IoResult r = t.Handshake();
+      ReleaseServer();
       if (r.status != Io::kRetry) {
         EXPECT_EQ(r.status, Io::kDone);
         return retries;
@@ -226,6 +238,8 @@ class TlsTransportTest : public ::testing::Test {
   std::shared_ptr<TlsContext> client_ctx_;
   std::unique_ptr<SessionPool> pool_;
   SSL* ssl_ = nullptr;
+  std::promise<void> release_;
+  bool released_ = false;
   std::thread server_;
 };
 
@@ -238,7 +252,7 @@ TEST_F(TlsTransportTest, HandshakeRetriesThenDataThenCloseNotifyIsClosed) {
     const int n = SSL_read(s, buf, sizeof buf);
     if (n == 4 && std::memcmp(buf, "ping", 4) == 0) SSL_write(s, "pong", 4);
     SSL_shutdown(s);
-  });
+  }, /*held=*/true);
   Transport t;
   EXPECT_GT(Handshake(t), 0);  // the server's flight had to be waited for
   ASSERT_EQ(t.kind(), Transport::Kind::kTls);
