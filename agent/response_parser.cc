@@ -123,249 +123,279 @@ ResponseParser::Outcome ResponseParser::HeadersDone() {
   return Outcome::kNeedMore;
 }
 
+// The steps below run once per byte or per span on every connection's read,
+// so they are forced inline: Feed() must stay one loop over one switch.
+#define FAIRBENCH_PARSER_STEP [[gnu::always_inline]] inline
+
+FAIRBENCH_PARSER_STEP ResponseParser::Outcome ResponseParser::StatusPrefixByte(char c) {
+  if (c != kStatusPrefix[pos_]) return Fail("malformed status line");
+  if (++pos_ == kStatusPrefixLen) {
+    pos_ = 0;
+    state_ = State::kStatusMinor;
+  }
+  return Outcome::kNeedMore;
+}
+
+FAIRBENCH_PARSER_STEP ResponseParser::Outcome ResponseParser::StatusMinorByte(char c) {
+  if (c != '0' && c != '1') return Fail("unsupported HTTP version");
+  minor_ = static_cast<uint8_t>(c - '0');
+  state_ = State::kStatusSpace;
+  return Outcome::kNeedMore;
+}
+
+FAIRBENCH_PARSER_STEP ResponseParser::Outcome ResponseParser::StatusSpaceByte(char c) {
+  if (c != ' ') return Fail("malformed status line");
+  state_ = State::kStatusCode;
+  return Outcome::kNeedMore;
+}
+
+FAIRBENCH_PARSER_STEP ResponseParser::Outcome ResponseParser::StatusCodeByte(char c) {
+  if (c < '0' || c > '9') return Fail("malformed status code");
+  status_ = static_cast<uint16_t>(status_ * 10 + (c - '0'));
+  if (++pos_ == 3) {
+    pos_ = 0;
+    state_ = State::kStatusRest;
+  }
+  return Outcome::kNeedMore;
+}
+
+FAIRBENCH_PARSER_STEP void ResponseParser::SkipLine(const char*& p, const char* end, State next) {
+  const void* lf = std::memchr(p, '\n', static_cast<size_t>(end - p));
+  if (lf == nullptr) {
+    p = end;
+    return;
+  }
+  p = static_cast<const char*>(lf) + 1;
+  state_ = next;
+}
+
+FAIRBENCH_PARSER_STEP bool ResponseParser::SkipCounted(const char*& p, const char* end) {
+  const auto avail = static_cast<uint64_t>(end - p);
+  const uint64_t take = avail < remaining_ ? avail : remaining_;
+  p += take;
+  remaining_ -= take;
+  return remaining_ == 0;
+}
+
+FAIRBENCH_PARSER_STEP void ResponseParser::StartHeaderValue() {
+  token_len_ = 0;
+  value_started_ = false;
+  length_done_ = false;
+  if (header_ == Header::kContentLength) remaining_ = 0;
+}
+
+// Fast path: the whole line [p, lf] is here, so the name is compared at once
+// and uninteresting values are skipped. A line split across reads goes
+// through the byte-wise states instead.
+FAIRBENCH_PARSER_STEP ResponseParser::Outcome ResponseParser::WholeHeaderLine(const char*& p, const char* lf) {
+  const auto* colon = static_cast<const char*>(std::memchr(p, ':', static_cast<size_t>(lf - p)));
+  if (colon == nullptr) return Fail("header line without a colon");
+  const auto name_len = static_cast<size_t>(colon - p);
+  // A CR before the colon ends the line for the byte-wise path; a line that
+  // arrives whole must fail the same way.
+  if (std::memchr(p, '\r', name_len) != nullptr) return Fail("header line without a colon");
+  header_ = NameIs(p, name_len, kNames[0])   ? Header::kContentLength
+            : NameIs(p, name_len, kNames[1]) ? Header::kTransferEncoding
+            : NameIs(p, name_len, kNames[2]) ? Header::kConnection
+                                             : Header::kNone;
+  if (header_ != Header::kNone) {
+    StartHeaderValue();
+    for (const char* v = colon + 1; v < lf; ++v) {
+      if (!ValueChar(*v)) return Outcome::kError;
+    }
+    EndHeaderValue();
+    if (error_ != nullptr) return Outcome::kError;
+  }
+  p = lf + 1;
+  return Outcome::kNeedMore;
+}
+
+FAIRBENCH_PARSER_STEP ResponseParser::Outcome ResponseParser::HeaderStart(const char*& p, const char* end) {
+  if (*p == '\r') {
+    ++p;
+    state_ = State::kHeadersEndLf;
+    return Outcome::kNeedMore;
+  }
+  if (*p == '\n') {
+    ++p;
+    return HeadersDone();
+  }
+  const auto* lf = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+  if (lf != nullptr) return WholeHeaderLine(p, lf);
+  name_mask_ = kAllNames;
+  pos_ = 0;
+  state_ = State::kHeaderName;
+  return Outcome::kNeedMore;
+}
+
+FAIRBENCH_PARSER_STEP ResponseParser::Outcome ResponseParser::HeadersEndLf(char c) {
+  if (c != '\n') return Fail("malformed end of headers");
+  return HeadersDone();
+}
+
+FAIRBENCH_PARSER_STEP ResponseParser::Outcome ResponseParser::HeaderNameByte(char c) {
+  if (c == ':') {
+    header_ = Header::kNone;
+    for (int i = 0; i < 3; ++i) {
+      if ((name_mask_ & (1u << i)) && kNames[i].size() == pos_) header_ = static_cast<Header>(i + 1);
+    }
+    StartHeaderValue();
+    state_ = header_ == Header::kNone ? State::kHeaderSkip : State::kHeaderValue;
+    return Outcome::kNeedMore;
+  }
+  if (c == '\n' || c == '\r') return Fail("header line without a colon");
+  if (name_mask_ != 0) {
+    const char lower = static_cast<char>(c | 0x20);
+    for (int i = 0; i < 3; ++i) {
+      if ((name_mask_ & (1u << i)) && (pos_ >= kNames[i].size() || kNames[i][pos_] != lower)) {
+        name_mask_ = static_cast<uint8_t>(name_mask_ & ~(1u << i));
+      }
+    }
+    if (pos_ < 255) ++pos_;
+  }
+  return Outcome::kNeedMore;
+}
+
+FAIRBENCH_PARSER_STEP ResponseParser::Outcome ResponseParser::HeaderValueByte(char c) {
+  if (c == '\n') {
+    EndHeaderValue();
+    if (error_ != nullptr) return Outcome::kError;
+    state_ = State::kHeaderStart;
+    return Outcome::kNeedMore;
+  }
+  return ValueChar(c) ? Outcome::kNeedMore : Outcome::kError;
+}
+
+FAIRBENCH_PARSER_STEP ResponseParser::Outcome ResponseParser::ChunkSizeByte(char c) {
+  const int d = HexDigit(c);
+  if (d >= 0) {
+    if (remaining_ > (UINT64_MAX >> 4)) return Fail("chunk size too large");
+    remaining_ = (remaining_ << 4) | static_cast<uint64_t>(d);
+    chunk_digits_ = true;
+    return Outcome::kNeedMore;
+  }
+  if (!chunk_digits_) return Fail("malformed chunk size");
+  if (c == ';' || c == ' ' || c == '\t' || c == '\r') {
+    state_ = State::kChunkExt;  // after CR, the LF follows
+    return Outcome::kNeedMore;
+  }
+  if (c != '\n') return Fail("malformed chunk size");
+  state_ = remaining_ == 0 ? State::kTrailerStart : State::kChunkData;
+  return Outcome::kNeedMore;
+}
+
+FAIRBENCH_PARSER_STEP ResponseParser::Outcome ResponseParser::ChunkDataLf(char c) {
+  if (c != '\n') return Fail("missing CRLF after chunk data");
+  chunk_digits_ = false;
+  remaining_ = 0;
+  state_ = State::kChunkSize;
+  return Outcome::kNeedMore;
+}
+
+// The CR after a chunk's data is optional; the LF is not.
+FAIRBENCH_PARSER_STEP ResponseParser::Outcome ResponseParser::ChunkDataCr(const char*& p) {
+  if (*p == '\r') {
+    ++p;
+    state_ = State::kChunkDataLf;
+    return Outcome::kNeedMore;
+  }
+  return ChunkDataLf(*p++);
+}
+
+FAIRBENCH_PARSER_STEP ResponseParser::Outcome ResponseParser::TrailerStart(const char*& p) {
+  if (*p == '\r') {
+    ++p;
+    state_ = State::kTrailerEndLf;
+    return Outcome::kNeedMore;
+  }
+  if (*p == '\n') {
+    ++p;
+    return Outcome::kComplete;
+  }
+  state_ = State::kTrailerSkip;
+  return Outcome::kNeedMore;
+}
+
+FAIRBENCH_PARSER_STEP ResponseParser::Outcome ResponseParser::TrailerEndLf(char c) {
+  if (c != '\n') return Fail("malformed end of trailers");
+  return Outcome::kComplete;
+}
+
+#undef FAIRBENCH_PARSER_STEP
+
 ResponseParser::Outcome ResponseParser::Feed(const char* data, size_t len, size_t* consumed) {
   const char* p = data;
   const char* const end = data + len;
   if (len > 0) seen_ = true;
-  auto complete = [&]() {
-    state_ = State::kDone;
-    *consumed = static_cast<size_t>(p - data);
-    return Outcome::kComplete;
-  };
   while (p < end) {
+    Outcome step = Outcome::kNeedMore;
     switch (state_) {
       case State::kStatusStart:
-        if (*p != kStatusPrefix[pos_]) return Fail("malformed status line");
-        ++p;
-        if (++pos_ == kStatusPrefixLen) {
-          pos_ = 0;
-          state_ = State::kStatusMinor;
-        }
+        step = StatusPrefixByte(*p++);
         break;
       case State::kStatusMinor:
-        if (*p != '0' && *p != '1') return Fail("unsupported HTTP version");
-        minor_ = static_cast<uint8_t>(*p - '0');
-        ++p;
-        state_ = State::kStatusSpace;
+        step = StatusMinorByte(*p++);
         break;
       case State::kStatusSpace:
-        if (*p != ' ') return Fail("malformed status line");
-        ++p;
-        state_ = State::kStatusCode;
+        step = StatusSpaceByte(*p++);
         break;
       case State::kStatusCode:
-        if (*p < '0' || *p > '9') return Fail("malformed status code");
-        status_ = static_cast<uint16_t>(status_ * 10 + (*p - '0'));
-        ++p;
-        if (++pos_ == 3) {
-          pos_ = 0;
-          state_ = State::kStatusRest;
-        }
+        step = StatusCodeByte(*p++);
         break;
-      case State::kStatusRest: {
-        const void* lf = std::memchr(p, '\n', static_cast<size_t>(end - p));
-        if (lf == nullptr) {
-          p = end;
-          break;
-        }
-        p = static_cast<const char*>(lf) + 1;
-        state_ = State::kHeaderStart;
+      case State::kStatusRest:
+      case State::kHeaderSkip:
+        SkipLine(p, end, State::kHeaderStart);
         break;
-      }
       case State::kHeaderStart:
-        if (*p == '\r') {
-          ++p;
-          state_ = State::kHeadersEndLf;
-          break;
-        }
-        if (*p == '\n') {
-          ++p;
-          const Outcome o = HeadersDone();
-          if (o == Outcome::kComplete) return complete();
-          break;
-        }
-        {
-          // Fast path: the whole line is here, so the name is compared at
-          // once and uninteresting values are skipped. A line split across
-          // reads goes through the byte-wise states below.
-          const auto* lf = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
-          if (lf != nullptr) {
-            const auto* colon = static_cast<const char*>(std::memchr(p, ':', static_cast<size_t>(lf - p)));
-            if (colon == nullptr) return Fail("header line without a colon");
-            const auto name_len = static_cast<size_t>(colon - p);
-            // A CR before the colon ends the line for the byte-wise path
-            // below; a line that arrives whole must fail the same way.
-            if (std::memchr(p, '\r', name_len) != nullptr) return Fail("header line without a colon");
-            header_ = NameIs(p, name_len, kNames[0])   ? Header::kContentLength
-                      : NameIs(p, name_len, kNames[1]) ? Header::kTransferEncoding
-                      : NameIs(p, name_len, kNames[2]) ? Header::kConnection
-                                                  : Header::kNone;
-            if (header_ != Header::kNone) {
-              token_len_ = 0;
-              value_started_ = false;
-              length_done_ = false;
-              if (header_ == Header::kContentLength) remaining_ = 0;
-              for (const char* v = colon + 1; v < lf; ++v) {
-                if (!ValueChar(*v)) return Outcome::kError;
-              }
-              EndHeaderValue();
-              if (error_ != nullptr) return Outcome::kError;
-            }
-            p = lf + 1;
-            break;
-          }
-        }
-        name_mask_ = kAllNames;
-        pos_ = 0;
-        state_ = State::kHeaderName;
+        step = HeaderStart(p, end);
         break;
-      case State::kHeadersEndLf: {
-        if (*p != '\n') return Fail("malformed end of headers");
-        ++p;
-        const Outcome o = HeadersDone();
-        if (o == Outcome::kComplete) return complete();
+      case State::kHeadersEndLf:
+        step = HeadersEndLf(*p++);
         break;
-      }
-      case State::kHeaderName: {
-        const char c = *p++;
-        if (c == ':') {
-          header_ = Header::kNone;
-          for (int i = 0; i < 3; ++i) {
-            if ((name_mask_ & (1u << i)) && kNames[i].size() == pos_) header_ = static_cast<Header>(i + 1);
-          }
-          token_len_ = 0;
-          value_started_ = false;
-          length_done_ = false;
-          if (header_ == Header::kContentLength) remaining_ = 0;
-          state_ = header_ == Header::kNone ? State::kHeaderSkip : State::kHeaderValue;
-          break;
-        }
-        if (c == '\n' || c == '\r') return Fail("header line without a colon");
-        if (name_mask_ != 0) {
-          const char lower = static_cast<char>(c | 0x20);
-          for (int i = 0; i < 3; ++i) {
-            if ((name_mask_ & (1u << i)) && (pos_ >= kNames[i].size() || kNames[i][pos_] != lower)) {
-              name_mask_ = static_cast<uint8_t>(name_mask_ & ~(1u << i));
-            }
-          }
-          if (pos_ < 255) ++pos_;
-        }
+      case State::kHeaderName:
+        step = HeaderNameByte(*p++);
         break;
-      }
-      case State::kHeaderSkip: {
-        const void* lf = std::memchr(p, '\n', static_cast<size_t>(end - p));
-        if (lf == nullptr) {
-          p = end;
-          break;
-        }
-        p = static_cast<const char*>(lf) + 1;
-        state_ = State::kHeaderStart;
+      case State::kHeaderValue:
+        step = HeaderValueByte(*p++);
         break;
-      }
-      case State::kHeaderValue: {
-        const char c = *p++;
-        if (c == '\n') {
-          EndHeaderValue();
-          if (error_ != nullptr) return Outcome::kError;
-          state_ = State::kHeaderStart;
-          break;
-        }
-        if (!ValueChar(c)) return Outcome::kError;
+      case State::kBodyLength:
+        if (SkipCounted(p, end)) step = Outcome::kComplete;
         break;
-      }
-      case State::kBodyLength: {
-        const auto avail = static_cast<uint64_t>(end - p);
-        const uint64_t take = avail < remaining_ ? avail : remaining_;
-        p += take;
-        remaining_ -= take;
-        if (remaining_ == 0) return complete();
-        break;
-      }
       case State::kBodyClose:
         p = end;
         break;
-      case State::kChunkSize: {
-        const char c = *p++;
-        const int d = HexDigit(c);
-        if (d >= 0) {
-          if (remaining_ > (UINT64_MAX >> 4)) return Fail("chunk size too large");
-          remaining_ = (remaining_ << 4) | static_cast<uint64_t>(d);
-          chunk_digits_ = true;
-          break;
-        }
-        if (!chunk_digits_) return Fail("malformed chunk size");
-        if (c == ';' || c == ' ' || c == '\t') {
-          state_ = State::kChunkExt;
-          break;
-        }
-        if (c == '\r') {
-          state_ = State::kChunkExt;  // LF follows
-          break;
-        }
-        if (c != '\n') return Fail("malformed chunk size");
-        state_ = remaining_ == 0 ? State::kTrailerStart : State::kChunkData;
+      case State::kChunkSize:
+        step = ChunkSizeByte(*p++);
         break;
-      }
-      case State::kChunkExt: {
-        const void* lf = std::memchr(p, '\n', static_cast<size_t>(end - p));
-        if (lf == nullptr) {
-          p = end;
-          break;
-        }
-        p = static_cast<const char*>(lf) + 1;
-        state_ = remaining_ == 0 ? State::kTrailerStart : State::kChunkData;
+      case State::kChunkExt:
+        SkipLine(p, end, remaining_ == 0 ? State::kTrailerStart : State::kChunkData);
         break;
-      }
-      case State::kChunkData: {
-        const auto avail = static_cast<uint64_t>(end - p);
-        const uint64_t take = avail < remaining_ ? avail : remaining_;
-        p += take;
-        remaining_ -= take;
-        if (remaining_ == 0) state_ = State::kChunkDataCr;
+      case State::kChunkData:
+        if (SkipCounted(p, end)) state_ = State::kChunkDataCr;
         break;
-      }
       case State::kChunkDataCr:
-        if (*p == '\r') {
-          ++p;
-          state_ = State::kChunkDataLf;
-          break;
-        }
-        [[fallthrough]];
+        step = ChunkDataCr(p);
+        break;
       case State::kChunkDataLf:
-        if (*p != '\n') return Fail("missing CRLF after chunk data");
-        ++p;
-        chunk_digits_ = false;
-        remaining_ = 0;
-        state_ = State::kChunkSize;
+        step = ChunkDataLf(*p++);
         break;
       case State::kTrailerStart:
-        if (*p == '\r') {
-          ++p;
-          state_ = State::kTrailerEndLf;
-          break;
-        }
-        if (*p == '\n') {
-          ++p;
-          return complete();
-        }
-        state_ = State::kTrailerSkip;
+        step = TrailerStart(p);
         break;
       case State::kTrailerEndLf:
-        if (*p != '\n') return Fail("malformed end of trailers");
-        ++p;
-        return complete();
-      case State::kTrailerSkip: {
-        const void* lf = std::memchr(p, '\n', static_cast<size_t>(end - p));
-        if (lf == nullptr) {
-          p = end;
-          break;
-        }
-        p = static_cast<const char*>(lf) + 1;
-        state_ = State::kTrailerStart;
+        step = TrailerEndLf(*p++);
         break;
-      }
+      case State::kTrailerSkip:
+        SkipLine(p, end, State::kTrailerStart);
+        break;
       case State::kDone:
         return Fail("bytes after a complete response");
+    }
+    if (step == Outcome::kError) return step;
+    if (step == Outcome::kComplete) {
+      state_ = State::kDone;
+      *consumed = static_cast<size_t>(p - data);
+      return step;
     }
   }
   *consumed = len;

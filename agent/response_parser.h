@@ -77,6 +77,33 @@ class ResponseParser {
     error_ = why;
     return Outcome::kError;
   }
+
+  // Feed()'s steps, one per state, defined inline in the .cc where the hot
+  // loop sees them. A step taking `char c` is given the byte Feed() just
+  // consumed; one taking `p` advances it past what it used. Each returns
+  // kNeedMore to go on, kComplete when the response ends at p, or kError
+  // with error_ set.
+  Outcome StatusPrefixByte(char c);
+  Outcome StatusMinorByte(char c);
+  Outcome StatusSpaceByte(char c);
+  Outcome StatusCodeByte(char c);
+  Outcome HeaderStart(const char*& p, const char* end);
+  Outcome WholeHeaderLine(const char*& p, const char* lf);
+  Outcome HeadersEndLf(char c);
+  Outcome HeaderNameByte(char c);
+  Outcome HeaderValueByte(char c);
+  Outcome ChunkSizeByte(char c);
+  Outcome ChunkDataLf(char c);
+  Outcome ChunkDataCr(const char*& p);
+  Outcome TrailerStart(const char*& p);
+  Outcome TrailerEndLf(char c);
+  // Skips to just after the next LF and moves to `next`; without one, the
+  // line continues in the next read.
+  void SkipLine(const char*& p, const char* end, State next);
+  // Skips body bytes counted by remaining_; true when none are left.
+  bool SkipCounted(const char*& p, const char* end);
+  // Clears what one interpreted header value accumulates.
+  void StartHeaderValue();
   // Decides the body mode after the blank line; returns kComplete when there
   // is no body, kNeedMore otherwise (or restarts for a 1xx).
   Outcome HeadersDone();

@@ -47,6 +47,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -256,199 +257,252 @@ int64_t SendOffsetNs(Schedule schedule, int i, int agents) {
   return 0;
 }
 
-Result RunOnce(int agents, int seconds, Schedule schedule, int controller_cpu) {
-  Result result;
-  const std::string token = fairbench::controller::NewAgentToken();
-  int port_pipe[2], out_pipe[2], quit_pipe[2];
-  if (pipe(port_pipe) != 0 || pipe(out_pipe) != 0 || pipe(quit_pipe) != 0) return result;
-  std::fflush(nullptr);
-  // The controller is this program again (exec'd: a fresh process, no state
-  // of this one's gRPC), told which descriptors to use.
-  const pid_t child = fork();
-  if (child < 0) return result;
-  if (child == 0) {
-    close(port_pipe[0]);
-    close(out_pipe[0]);
-    close(quit_pipe[1]);
-    if (controller_cpu >= 0) {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      CPU_SET(controller_cpu, &set);
-      sched_setaffinity(0, sizeof set, &set);
-    }
-    const std::string a = std::to_string(agents), sec = std::to_string(seconds), p = std::to_string(port_pipe[1]),
-                      o = std::to_string(out_pipe[1]), q = std::to_string(quit_pipe[0]);
-    execl("/proc/self/exe", "hub_load_bench", "--controller", token.c_str(), a.c_str(), sec.c_str(), p.c_str(),
-          o.c_str(), q.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  close(port_pipe[1]);
-  close(out_pipe[1]);
-  close(quit_pipe[0]);
-  struct Reaper {
-    pid_t pid;
-    int quit_fd;
-    ~Reaper() {
-      if (quit_fd >= 0) close(quit_fd);
-      for (int i = 0; i < 50; ++i) {  // up to 5 s to end by itself
-        if (waitpid(pid, nullptr, WNOHANG) == pid) return;
-        usleep(100'000);
+void PinTo(const cpu_set_t& set) { sched_setaffinity(0, sizeof set, &set); }
+
+// The controller process of one run: this program again (exec'd: a fresh
+// process, no state of this one's gRPC), told which descriptors to use.
+// Going, it closes the quit pipe and gives the controller up to 5 s to end
+// by itself before it is killed.
+class ControllerProcess {
+ public:
+  // nullptr when the pipes or the fork fail.
+  static std::unique_ptr<ControllerProcess> Start(const std::string& token, int agents, int seconds,
+                                                  int controller_cpu) {
+    int port_pipe[2], out_pipe[2], quit_pipe[2];
+    if (pipe(port_pipe) != 0 || pipe(out_pipe) != 0 || pipe(quit_pipe) != 0) return nullptr;
+    std::fflush(nullptr);
+    const pid_t child = fork();
+    if (child < 0) return nullptr;
+    if (child == 0) {
+      close(port_pipe[0]);
+      close(out_pipe[0]);
+      close(quit_pipe[1]);
+      if (controller_cpu >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(controller_cpu, &set);
+        PinTo(set);
       }
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
+      const std::string a = std::to_string(agents), sec = std::to_string(seconds), p = std::to_string(port_pipe[1]),
+                        o = std::to_string(out_pipe[1]), q = std::to_string(quit_pipe[0]);
+      execl("/proc/self/exe", "hub_load_bench", "--controller", token.c_str(), a.c_str(), sec.c_str(), p.c_str(),
+            o.c_str(), q.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
     }
-  } reaper{child, quit_pipe[1]};
-
-  int32_t port = 0;
-  if (!ReadAll(port_pipe[0], &port, sizeof port)) {
-    std::fprintf(stderr, "the controller did not start\n");
-    return result;
+    close(port_pipe[1]);
+    close(out_pipe[1]);
+    close(quit_pipe[0]);
+    return std::unique_ptr<ControllerProcess>(new ControllerProcess(child, port_pipe[0], out_pipe[0], quit_pipe[1]));
   }
-  close(port_pipe[0]);
-  const std::string address = "127.0.0.1:" + std::to_string(port);
-  if (controller_cpu >= 0) {  // the agents on the other CPUs
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    for (int c = 0; c < CPU_SETSIZE && c < static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)); ++c) {
-      if (c != controller_cpu) CPU_SET(c, &set);
+  ControllerProcess(const ControllerProcess&) = delete;
+  ControllerProcess& operator=(const ControllerProcess&) = delete;
+  ~ControllerProcess() {
+    if (quit_fd_ >= 0) close(quit_fd_);
+    for (int i = 0; i < 50; ++i) {  // up to 5 s to end by itself
+      if (waitpid(pid_, nullptr, WNOHANG) == pid_) return;
+      usleep(100'000);
     }
-    if (CPU_COUNT(&set) > 0) sched_setaffinity(0, sizeof set, &set);
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
   }
 
-  // One encoded snapshot per second of the job (the job id set per agent).
-  std::vector<v1::Snapshot> snapshots(static_cast<size_t>(seconds));
+  pid_t pid() const { return pid_; }
+  int port_fd() const { return port_fd_; }  // the controller's port, an int32
+  int out_fd() const { return out_fd_; }    // its arrival and merge times
+
+ private:
+  ControllerProcess(pid_t pid, int port_fd, int out_fd, int quit_fd)
+      : pid_(pid), port_fd_(port_fd), out_fd_(out_fd), quit_fd_(quit_fd) {}
+
+  const pid_t pid_;
+  const int port_fd_;
+  const int out_fd_;
+  const int quit_fd_;
+};
+
+// The agents on every CPU but the controller's.
+void PinAgentsAwayFrom(int controller_cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c = 0; c < CPU_SETSIZE && c < static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)); ++c) {
+    if (c != controller_cpu) CPU_SET(c, &set);
+  }
+  if (CPU_COUNT(&set) > 0) PinTo(set);
+}
+
+// One encoded snapshot per second of the job (the job id set per agent),
+// and the totals JobDone reports.
+struct Workload {
+  std::vector<v1::Snapshot> snapshots;
   fairbench::Counters totals;
-  for (int k = 0; k < seconds; ++k) {
-    const fairbench::Snapshot s = fairbench::bench::RealisticSnapshot(static_cast<uint64_t>(k) + 1);
-    fairbench::wire::ToProto(s, "", &snapshots[static_cast<size_t>(k)]);
-    totals.Add(s.stats.counters);
-  }
 
-  std::vector<int64_t> sent(static_cast<size_t>(agents) * static_cast<size_t>(seconds), 0);
-  std::vector<int64_t> written(sent.size(), 0);  // when Write returned
-  std::atomic<int64_t> start_ns{0};
-  std::atomic<int> ready{0}, failed{0};
-  std::atomic<uint64_t> finished_ok{0};
-  std::atomic<int> complaints{0};  // failures printed (the first few)
-  std::barrier sync(agents + 1);
-  std::vector<std::thread> threads;
-  for (int i = 0; i < agents; ++i) {
-    threads.emplace_back([&, i] {
-      grpc::ChannelArguments args;  // fairbench-agent's own, plus: a connection of its own
-      args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 500);
-      args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 500);
-      args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-      args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-      args.SetInt("fairbench.bench_agent", i);
-      auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-      auto stub = v1::AgentHub::NewStub(channel);
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds + 120));
-      auto stream = stub->Connect(&ctx);
-      v1::AgentMessage hello;
-      hello.mutable_hello()->set_agent_id("agent-" + std::to_string(i));
-      hello.mutable_hello()->set_node("bench");
-      hello.mutable_hello()->set_cores(1);
-      hello.mutable_hello()->set_version("hub_load_bench");
-      hello.mutable_hello()->set_token(token);
-      v1::ControllerMessage in;
-      std::string job_id;
-      // Welcome and the LoadJob, in either order (as the real agent takes
-      // them: the hub may queue the job before the Welcome).
-      bool ok = stream->Write(hello);
-      bool welcomed = false;
-      while (ok && (!welcomed || job_id.empty())) {
-        ok = stream->Read(&in);
-        if (ok && in.has_welcome()) welcomed = true;
-        if (ok && in.has_load_job()) job_id = in.load_job().job_id();
+  explicit Workload(int seconds) : snapshots(static_cast<size_t>(seconds)) {
+    for (int k = 0; k < seconds; ++k) {
+      const fairbench::Snapshot s = fairbench::bench::RealisticSnapshot(static_cast<uint64_t>(k) + 1);
+      fairbench::wire::ToProto(s, "", &snapshots[static_cast<size_t>(k)]);
+      totals.Add(s.stats.counters);
+    }
+  }
+};
+
+using AgentStream = grpc::ClientReaderWriter<v1::AgentMessage, v1::ControllerMessage>;
+
+// The agents of one run, a thread each: connect, take the job, wait for
+// every other agent, then send a snapshot per second on the schedule and
+// JobDone. Records when each snapshot was sent and when its Write returned.
+class AgentFleet {
+ public:
+  AgentFleet(std::string address, std::string token, int agents, int seconds, Schedule schedule,
+             const Workload& workload)
+      : address_(std::move(address)),
+        token_(std::move(token)),
+        agents_(agents),
+        seconds_(seconds),
+        schedule_(schedule),
+        workload_(workload),
+        sent_(static_cast<size_t>(agents) * static_cast<size_t>(seconds), 0),
+        written_(sent_.size(), 0),
+        sync_(agents + 1) {}
+
+  void Start() {
+    for (int i = 0; i < agents_; ++i) threads_.emplace_back([this, i] { RunAgent(i); });
+  }
+  int ready() const { return ready_.load(); }
+  int failed() const { return failed_.load(); }
+  uint64_t finished_ok() const { return finished_ok_.load(); }
+  // Sets the start of the first second, then lets every agent begin.
+  void SetStart(int64_t start_ns) { start_ns_.store(start_ns); }
+  int64_t start_ns() const { return start_ns_.load(); }
+  void Release() { sync_.arrive_and_wait(); }
+  void Join() {
+    for (auto& t : threads_) t.join();
+  }
+  // Per agent and second (agent-major), 0 where none was sent.
+  const std::vector<int64_t>& sent() const { return sent_; }
+  const std::vector<int64_t>& written() const { return written_; }
+
+ private:
+  void RunAgent(int i) {
+    grpc::ChannelArguments args;  // fairbench-agent's own, plus: a connection of its own
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 500);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 500);
+    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetInt("fairbench.bench_agent", i);
+    auto channel = grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
+    auto stub = v1::AgentHub::NewStub(channel);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds_ + 120));
+    auto stream = stub->Connect(&ctx);
+    std::string job_id;
+    bool ok = AwaitJob(*stream, i, &job_id);
+    // A read always outstanding, as the real agent has (its Run() reads
+    // the stream): it is what drives the transport here, keepalive ping
+    // acks included. Ends when the controller ends the stream.
+    std::thread reader([&stream] {
+      v1::ControllerMessage ignored;
+      while (stream->Read(&ignored)) {
       }
-      if (!ok) {
-        failed.fetch_add(1);
-        std::fprintf(stderr, "agent-%d: no Welcome and LoadJob (last message: %d)\n", i, static_cast<int>(in.body_case()));
-      }
-      // A read always outstanding, as the real agent has (its Run() reads
-      // the stream): it is what drives the transport here, keepalive ping
-      // acks included. Ends when the controller ends the stream.
-      std::thread reader([&stream] {
-        v1::ControllerMessage ignored;
-        while (stream->Read(&ignored)) {
-        }
-      });
-      ready.fetch_add(1);
-      sync.arrive_and_wait();  // every agent has its job
-      if (ok && failed.load() == 0) {
-        const int64_t offset = SendOffsetNs(schedule, i, agents);
-        for (int k = 0; k < seconds && ok; ++k) {
-          const int64_t when = start_ns.load() + int64_t{k + 1} * 1'000'000'000 + offset;
-          std::this_thread::sleep_until(Clock::time_point(std::chrono::nanoseconds(when)));
-          v1::AgentMessage m;
-          *m.mutable_snapshot() = snapshots[static_cast<size_t>(k)];
-          m.mutable_snapshot()->set_job_id(job_id);
-          sent[static_cast<size_t>(i) * static_cast<size_t>(seconds) + static_cast<size_t>(k)] = NowNs();
-          ok = stream->Write(m);
-          written[static_cast<size_t>(i) * static_cast<size_t>(seconds) + static_cast<size_t>(k)] = NowNs();
-        }
-        v1::AgentMessage done;
-        done.mutable_job_done()->set_job_id(job_id);
-        done.mutable_job_done()->set_last_sequence(static_cast<uint64_t>(seconds));
-        fairbench::wire::ToProto(totals, done.mutable_job_done()->mutable_totals());
-        done.mutable_job_done()->set_measure_seconds(seconds);
-        ok = ok && stream->Write(done);
-        if (!ok && complaints.fetch_add(1) < 3) std::fprintf(stderr, "agent-%d: a write failed\n", i);
-      }
-      stream->WritesDone();
-      if (!ok) ctx.TryCancel();
-      reader.join();
-      grpc::Status st = stream->Finish();
-      if (!st.ok() && complaints.fetch_add(1) < 3) {
-        std::fprintf(stderr, "agent-%d: stream ended: %s\n", i, st.error_message().c_str());
-      }
-      if (ok && st.ok()) finished_ok.fetch_add(1);
     });
-  }
-  // Wait (bounded by the agents' own deadlines) until every agent has its job.
-  for (int i = 0; i < 600 && ready.load() < agents; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  if (ready.load() < agents) {
-    std::fprintf(stderr, "only %d of %d agents connected\n", ready.load(), agents);
-    kill(child, SIGKILL);  // the streams break, the threads end
-  }
-  // The controller's baseline: every stream open, every job started, no
-  // snapshot yet (the keepalive pings of the agents only).
-  const double idle0 = CpuSeconds(child);
-  const int64_t idle_t0 = NowNs();
-  std::this_thread::sleep_for(std::chrono::seconds(3));
-  result.idle_cpu_percent = 100.0 * (CpuSeconds(child) - idle0) / (static_cast<double>(NowNs() - idle_t0) / 1e9);
-  start_ns.store(NowNs());
-  const double cpu0 = CpuSeconds(child);
-  const int64_t t0 = NowNs();
-  sync.arrive_and_wait();
-  // The window: from the start to just after the last send (plus the
-  // schedule's spread), the keepalive pings of 100 agents included.
-  std::this_thread::sleep_until(Clock::time_point(std::chrono::nanoseconds(
-      start_ns.load() + int64_t{seconds} * 1'000'000'000 + SendOffsetNs(schedule, agents - 1, agents) + 200'000'000)));
-  const double cpu1 = CpuSeconds(child);
-  const int64_t t1 = NowNs();
-  for (auto& t : threads) t.join();
-  result.connections_ok = finished_ok.load();
-  if (failed.load() > 0) {
-    std::fprintf(stderr, "%d agents were refused or got no job\n", failed.load());
-    return result;
+    ready_.fetch_add(1);
+    sync_.arrive_and_wait();  // every agent has its job
+    if (ok && failed_.load() == 0) {
+      ok = SendSnapshots(*stream, i, job_id);
+      if (!ok && complaints_.fetch_add(1) < 3) std::fprintf(stderr, "agent-%d: a write failed\n", i);
+    }
+    stream->WritesDone();
+    if (!ok) ctx.TryCancel();
+    reader.join();
+    grpc::Status st = stream->Finish();
+    if (!st.ok() && complaints_.fetch_add(1) < 3) {
+      std::fprintf(stderr, "agent-%d: stream ended: %s\n", i, st.error_message().c_str());
+    }
+    if (ok && st.ok()) finished_ok_.fetch_add(1);
   }
 
-  std::vector<int64_t> arrived(sent.size(), 0), merged(sent.size(), 0);
-  if (!ReadAll(out_pipe[0], arrived.data(), arrived.size() * sizeof(int64_t)) ||
-      !ReadAll(out_pipe[0], merged.data(), merged.size() * sizeof(int64_t))) {
-    std::fprintf(stderr, "no merge times from the controller\n");
-    return result;
+  // Hello with the token, then the Welcome and the LoadJob, in either order
+  // (as the real agent takes them: the hub may queue the job before the
+  // Welcome).
+  bool AwaitJob(AgentStream& stream, int i, std::string* job_id) {
+    v1::AgentMessage hello;
+    hello.mutable_hello()->set_agent_id("agent-" + std::to_string(i));
+    hello.mutable_hello()->set_node("bench");
+    hello.mutable_hello()->set_cores(1);
+    hello.mutable_hello()->set_version("hub_load_bench");
+    hello.mutable_hello()->set_token(token_);
+    v1::ControllerMessage in;
+    bool ok = stream.Write(hello);
+    bool welcomed = false;
+    while (ok && (!welcomed || job_id->empty())) {
+      ok = stream.Read(&in);
+      if (ok && in.has_welcome()) welcomed = true;
+      if (ok && in.has_load_job()) *job_id = in.load_job().job_id();
+    }
+    if (!ok) {
+      failed_.fetch_add(1);
+      std::fprintf(stderr, "agent-%d: no Welcome and LoadJob (last message: %d)\n", i, static_cast<int>(in.body_case()));
+    }
+    return ok;
   }
-  close(out_pipe[0]);
-  result.rss_mib = StatusKiB(child, "VmRSS") / 1024;
-  result.hwm_mib = StatusKiB(child, "VmHWM") / 1024;
 
+  // A snapshot at each second's boundary plus this agent's offset, then
+  // JobDone; false when a write failed.
+  bool SendSnapshots(AgentStream& stream, int i, const std::string& job_id) {
+    const int64_t offset = SendOffsetNs(schedule_, i, agents_);
+    bool ok = true;
+    for (int k = 0; k < seconds_ && ok; ++k) {
+      const int64_t when = start_ns_.load() + int64_t{k + 1} * 1'000'000'000 + offset;
+      std::this_thread::sleep_until(Clock::time_point(std::chrono::nanoseconds(when)));
+      v1::AgentMessage m;
+      *m.mutable_snapshot() = workload_.snapshots[static_cast<size_t>(k)];
+      m.mutable_snapshot()->set_job_id(job_id);
+      const size_t at = static_cast<size_t>(i) * static_cast<size_t>(seconds_) + static_cast<size_t>(k);
+      sent_[at] = NowNs();
+      ok = stream.Write(m);
+      written_[at] = NowNs();
+    }
+    v1::AgentMessage done;
+    done.mutable_job_done()->set_job_id(job_id);
+    done.mutable_job_done()->set_last_sequence(static_cast<uint64_t>(seconds_));
+    fairbench::wire::ToProto(workload_.totals, done.mutable_job_done()->mutable_totals());
+    done.mutable_job_done()->set_measure_seconds(seconds_);
+    return ok && stream.Write(done);
+  }
+
+  const std::string address_;
+  const std::string token_;
+  const int agents_;
+  const int seconds_;
+  const Schedule schedule_;
+  const Workload& workload_;
+  std::vector<int64_t> sent_;
+  std::vector<int64_t> written_;  // when Write returned
+  std::atomic<int64_t> start_ns_{0};
+  std::atomic<int> ready_{0}, failed_{0};
+  std::atomic<uint64_t> finished_ok_{0};
+  std::atomic<int> complaints_{0};  // failures printed (the first few)
+  std::barrier<> sync_;
+  std::vector<std::thread> threads_;
+};
+
+// p50, p99 and max of `v` (sorted here); left as they are when it is empty.
+void Percentiles(std::vector<double>& v, double* p50, double* p99, double* max) {
+  if (v.empty()) return;
+  std::sort(v.begin(), v.end());
+  auto at = [&](double p) { return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))]; };
+  *p50 = at(0.50);
+  *p99 = at(0.99);
+  *max = v.back();
+}
+
+// The ingest latency and its parts from the four stamps of each snapshot;
+// a snapshot missing one of them counts as missing.
+void ComputeLatencies(const std::vector<int64_t>& sent, const std::vector<int64_t>& written,
+                      const std::vector<int64_t>& arrived, const std::vector<int64_t>& merged, Result* result) {
   std::vector<double> lat, write, transport, merge;
   for (size_t i = 0; i < sent.size(); ++i) {
     if (sent[i] == 0 || merged[i] == 0 || arrived[i] == 0) {
-      ++result.missing;
+      ++result->missing;
       continue;
     }
     lat.push_back(static_cast<double>(merged[i] - sent[i]) / 1e3);
@@ -456,20 +510,73 @@ Result RunOnce(int agents, int seconds, Schedule schedule, int controller_cpu) {
     transport.push_back(static_cast<double>(arrived[i] - sent[i]) / 1e3);
     merge.push_back(static_cast<double>(merged[i] - arrived[i]) / 1e3);
   }
-  result.samples = lat.size();
-  auto pcts = [](std::vector<double>& v, double* p50, double* p99, double* max) {
-    if (v.empty()) return;
-    std::sort(v.begin(), v.end());
-    auto at = [&](double p) { return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))]; };
-    *p50 = at(0.50);
-    *p99 = at(0.99);
-    *max = v.back();
-  };
-  pcts(lat, &result.p50_us, &result.p99_us, &result.max_us);
-  pcts(write, &result.write[0], &result.write[1], &result.write[2]);
-  pcts(transport, &result.transport[0], &result.transport[1], &result.transport[2]);
-  pcts(merge, &result.merge[0], &result.merge[1], &result.merge[2]);
-  result.cpu_percent = 100.0 * (cpu1 - cpu0) / (static_cast<double>(t1 - t0) / 1e9);
+  result->samples = lat.size();
+  Percentiles(lat, &result->p50_us, &result->p99_us, &result->max_us);
+  Percentiles(write, &result->write[0], &result->write[1], &result->write[2]);
+  Percentiles(transport, &result->transport[0], &result->transport[1], &result->transport[2]);
+  Percentiles(merge, &result->merge[0], &result->merge[1], &result->merge[2]);
+}
+
+// The controller's CPU over `window`, as % of one core.
+double CpuPercentOver(pid_t pid, const std::function<void()>& window) {
+  const double cpu0 = CpuSeconds(pid);
+  const int64_t t0 = NowNs();
+  window();
+  return 100.0 * (CpuSeconds(pid) - cpu0) / (static_cast<double>(NowNs() - t0) / 1e9);
+}
+
+Result RunOnce(int agents, int seconds, Schedule schedule, int controller_cpu) {
+  Result result;
+  const std::string token = fairbench::controller::NewAgentToken();
+  const std::unique_ptr<ControllerProcess> controller = ControllerProcess::Start(token, agents, seconds, controller_cpu);
+  if (!controller) return result;
+  const pid_t child = controller->pid();
+  int32_t port = 0;
+  if (!ReadAll(controller->port_fd(), &port, sizeof port)) {
+    std::fprintf(stderr, "the controller did not start\n");
+    return result;
+  }
+  close(controller->port_fd());
+  if (controller_cpu >= 0) PinAgentsAwayFrom(controller_cpu);
+
+  const Workload workload(seconds);
+  AgentFleet fleet("127.0.0.1:" + std::to_string(port), token, agents, seconds, schedule, workload);
+  fleet.Start();
+  // Wait (bounded by the agents' own deadlines) until every agent has its job.
+  for (int i = 0; i < 600 && fleet.ready() < agents; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (fleet.ready() < agents) {
+    std::fprintf(stderr, "only %d of %d agents connected\n", fleet.ready(), agents);
+    kill(child, SIGKILL);  // the streams break, the threads end
+  }
+  // The controller's baseline: every stream open, every job started, no
+  // snapshot yet (the keepalive pings of the agents only).
+  result.idle_cpu_percent = CpuPercentOver(child, [] { std::this_thread::sleep_for(std::chrono::seconds(3)); });
+  fleet.SetStart(NowNs());
+  result.cpu_percent = CpuPercentOver(child, [&] {
+    fleet.Release();
+    // The window: from the start to just after the last send (plus the
+    // schedule's spread), the keepalive pings of 100 agents included.
+    std::this_thread::sleep_until(Clock::time_point(std::chrono::nanoseconds(
+        fleet.start_ns() + int64_t{seconds} * 1'000'000'000 + SendOffsetNs(schedule, agents - 1, agents) +
+        200'000'000)));
+  });
+  fleet.Join();
+  result.connections_ok = fleet.finished_ok();
+  if (fleet.failed() > 0) {
+    std::fprintf(stderr, "%d agents were refused or got no job\n", fleet.failed());
+    return result;
+  }
+
+  std::vector<int64_t> arrived(fleet.sent().size(), 0), merged(fleet.sent().size(), 0);
+  if (!ReadAll(controller->out_fd(), arrived.data(), arrived.size() * sizeof(int64_t)) ||
+      !ReadAll(controller->out_fd(), merged.data(), merged.size() * sizeof(int64_t))) {
+    std::fprintf(stderr, "no merge times from the controller\n");
+    return result;
+  }
+  close(controller->out_fd());
+  result.rss_mib = StatusKiB(child, "VmRSS") / 1024;
+  result.hwm_mib = StatusKiB(child, "VmHWM") / 1024;
+  ComputeLatencies(fleet.sent(), fleet.written(), arrived, merged, &result);
   result.ok = result.missing == 0;
   return result;
 }

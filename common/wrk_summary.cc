@@ -150,8 +150,11 @@ std::string GrpcText(const SummaryContext& ctx, const IntervalStats& m, const Er
 
 }  // namespace
 
-std::string RenderText(const SummaryContext& ctx, const RunTotals& totals, const EndReport& end) {
-  const IntervalStats& m = totals.measure();
+namespace {
+
+// The part wrk itself prints, in wrk's layout, so tools that read wrk's
+// output read ours.
+std::string WrkText(const SummaryContext& ctx, const IntervalStats& m, const EndReport& end) {
   const Counters& k = m.counters;
   const Histogram& lat = m.latency;
   const bool grpc = !ctx.grpc_method.empty();
@@ -188,14 +191,15 @@ std::string RenderText(const SummaryContext& ctx, const RunTotals& totals, const
   const double secs = Seconds(end);
   out += Printf(grpc ? "RPCs/sec: %13.2f\n" : "Requests/sec: %9.2f\n", static_cast<double>(k.requests) / secs);
   out += Printf("Transfer/sec: %10sB\n", FormatBinary(static_cast<double>(k.bytes_read) / secs).c_str());
+  return out;
+}
 
-  // What wrk does not say.
-  out += "--- fairbench\n";
-  if (ctx.protocol != "http1") {
-    out += Printf("  Protocol: %s, up to %u streams per connection (latency per stream: %s to response complete)\n",
-                  ctx.protocol.c_str(), ctx.streams, ctx.rate > 0 ? "due" : "submitted");
-  }
-  if (grpc) out += GrpcText(ctx, m, e);
+// Whether the latency above counts coordinated omission, and the latency the
+// other way; the percentiles when the distribution was not printed.
+std::string LatencyKindText(const SummaryContext& ctx, const IntervalStats& m) {
+  const Counters& k = m.counters;
+  const Histogram& lat = m.latency;
+  std::string out;
   if (ctx.rate > 0) {
     out += Printf("  Latency above is CORRECTED for coordinated omission: measured from each request's scheduled send time (rate %.2f/s).\n", ctx.rate);
     const Histogram& u = m.uncorrected;
@@ -206,7 +210,7 @@ std::string RenderText(const SummaryContext& ctx, const RunTotals& totals, const
     }
     if (k.unsent > 0) {
       out += Printf("  Behind schedule: %llu %s due by the end were never sent (the connections fell behind the rate).\n",
-                    static_cast<unsigned long long>(k.unsent), grpc ? "RPCs" : "requests");
+                    static_cast<unsigned long long>(k.unsent), ctx.grpc_method.empty() ? "requests" : "RPCs");
     }
   } else {
     out += "  Latency above is RAW: first byte written to last byte read; no coordinated-omission correction is added.\n";
@@ -217,17 +221,22 @@ std::string RenderText(const SummaryContext& ctx, const RunTotals& totals, const
                   FormatTimeUs(static_cast<double>(lat.ValueAtPercentile(99.9))).c_str(),
                   FormatTimeUs(static_cast<double>(lat.ValueAtPercentile(99.99))).c_str());
   }
-  if (k.requests > 0) {
-    out += Printf("  Bytes/response: %.1f\n", static_cast<double>(k.bytes_read) / static_cast<double>(k.requests));
-  }
-  if (k.answers != AnswerCounts{}) {
-    const AnswerCounts& a = k.answers;
-    out += Printf("  Answers sampled and verified: %llu, of which %llu differed from what their requests asked for",
-                  static_cast<unsigned long long>(a.verified), static_cast<unsigned long long>(a.failed));
-    if (a.without_date > 0) out += Printf(", %llu without Date", static_cast<unsigned long long>(a.without_date));
-    if (a.date_frozen > 0) out += ", Date frozen";
-    out += "\n";
-  }
+  return out;
+}
+
+std::string AnswersText(const AnswerCounts& a) {
+  std::string out = Printf("  Answers sampled and verified: %llu, of which %llu differed from what their requests asked for",
+                           static_cast<unsigned long long>(a.verified), static_cast<unsigned long long>(a.failed));
+  if (a.without_date > 0) out += Printf(", %llu without Date", static_cast<unsigned long long>(a.without_date));
+  if (a.date_frozen > 0) out += ", Date frozen";
+  out += "\n";
+  return out;
+}
+
+// Connections, status classes, port exhaustion and TLS handshakes.
+std::string ConnectionsText(const Counters& k, const EndReport& end) {
+  const ErrorCounts& e = k.errors;
+  std::string out;
   out += Printf("  Connections: %u requested, %u established at peak", end.connections_requested, end.connections_peak);
   if (k.connects > 0) out += Printf(", mean connect time %s", FormatTimeUs(static_cast<double>(k.connect_time_us) / static_cast<double>(k.connects)).c_str());
   if (k.closes_by_server > 0) out += Printf(", %llu closed by the server", static_cast<unsigned long long>(k.closes_by_server));
@@ -251,14 +260,20 @@ std::string RenderText(const SummaryContext& ctx, const RunTotals& totals, const
     out += Printf("  TLS handshakes: %llu (%llu resumed), mean %s, %.2f/s; handshake errors %llu\n",
                   static_cast<unsigned long long>(k.tls_handshakes), static_cast<unsigned long long>(k.tls_resumed),
                   FormatTimeUs(k.tls_handshakes ? static_cast<double>(k.tls_handshake_time_us) / static_cast<double>(k.tls_handshakes) : 0.0).c_str(),
-                  static_cast<double>(k.tls_handshakes) / secs, static_cast<unsigned long long>(e.handshake));
+                  static_cast<double>(k.tls_handshakes) / Seconds(end), static_cast<unsigned long long>(e.handshake));
   }
-  out += Printf("  After the end: %llu responses drained (not counted), %llu requests unanswered\n",
-                static_cast<unsigned long long>(end.drained), static_cast<unsigned long long>(end.abandoned));
+  return out;
+}
+
+// What the load generator itself cost and how its threads waited.
+std::string GeneratorText(const SummaryContext& ctx, const RunTotals& totals, const EndReport& end) {
+  const Counters& k = totals.measure().counters;
+  const double secs = Seconds(end);
+  std::string out;
   const double cores = totals.agent_cpu_seconds() / secs;
   out += Printf("  Generator CPU: %.2f cores for %u threads (%.1f us per %s)\n", cores, ctx.threads,
                 k.requests ? totals.agent_cpu_seconds() * 1e6 / static_cast<double>(k.requests) : 0.0,
-                grpc ? "RPC" : "request");
+                ctx.grpc_method.empty() ? "request" : "RPC");
   if (cores >= 0.9 * ctx.threads) {
     out += "  WARNING: the generator's threads were busy nearly all the time; it may have been the bottleneck.\n";
   }
@@ -276,6 +291,32 @@ std::string RenderText(const SummaryContext& ctx, const RunTotals& totals, const
                   static_cast<unsigned long long>(idle.empty_polls), static_cast<unsigned long long>(idle.polls), idle.spin_seconds,
                   worker_seconds > 0 ? 100 * idle.spin_seconds / worker_seconds : 0.0);
   }
+  return out;
+}
+
+}  // namespace
+
+std::string RenderText(const SummaryContext& ctx, const RunTotals& totals, const EndReport& end) {
+  const IntervalStats& m = totals.measure();
+  const Counters& k = m.counters;
+  std::string out = WrkText(ctx, m, end);
+
+  // What wrk does not say.
+  out += "--- fairbench\n";
+  if (ctx.protocol != "http1") {
+    out += Printf("  Protocol: %s, up to %u streams per connection (latency per stream: %s to response complete)\n",
+                  ctx.protocol.c_str(), ctx.streams, ctx.rate > 0 ? "due" : "submitted");
+  }
+  if (!ctx.grpc_method.empty()) out += GrpcText(ctx, m, k.errors);
+  out += LatencyKindText(ctx, m);
+  if (k.requests > 0) {
+    out += Printf("  Bytes/response: %.1f\n", static_cast<double>(k.bytes_read) / static_cast<double>(k.requests));
+  }
+  if (k.answers != AnswerCounts{}) out += AnswersText(k.answers);
+  out += ConnectionsText(k, end);
+  out += Printf("  After the end: %llu responses drained (not counted), %llu requests unanswered\n",
+                static_cast<unsigned long long>(end.drained), static_cast<unsigned long long>(end.abandoned));
+  out += GeneratorText(ctx, totals, end);
   if (end.stopped_early) out += "  Stopped early.\n";
   return out;
 }
@@ -291,40 +332,92 @@ nlohmann::json IdleJson(const IdleReport& idle) {
           {"spinSeconds", idle.spin_seconds}};
 }
 
+namespace {
+
+using nlohmann::json;
+
+json LatencyJson(const Histogram& h) {
+  json j;
+  j["count"] = h.count();
+  j["meanUs"] = h.Mean();
+  j["stdevUs"] = h.Stdev();
+  j["minUs"] = h.min();
+  j["maxUs"] = h.max();
+  j["withinStdevPercent"] = h.WithinStdevPercent();
+  json p;
+  for (double q : {50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999}) {
+    char key[16];
+    std::snprintf(key, sizeof key, "p%g", q);
+    p[key] = h.ValueAtPercentile(q);
+  }
+  j["percentilesUs"] = p;
+  j["histogram"] = Base64Encode(h.EncodeCompressed());
+  j["histogramEncoding"] = "HdrHistogram V2 compressed, base64; values in microseconds";
+  return j;
+}
+
+json ErrorsJson(const ErrorCounts& e) {
+  return json{{"connect", e.connect}, {"read", e.read},       {"write", e.write},
+              {"timeout", e.timeout}, {"status", e.status}, {"portExhaustion", e.port_exhaustion},
+              {"handshake", e.handshake}, {"goaway", e.goaway},   {"rstStream", e.rst_stream},
+              {"h2Protocol", e.h2_protocol}, {"script", e.script}};
+}
+
+json ClassesJson(const Counters& c) {
+  return json{{"other", c.status_classes[0]}, {"1xx", c.status_classes[1]}, {"2xx", c.status_classes[2]},
+              {"3xx", c.status_classes[3]},   {"4xx", c.status_classes[4]}, {"5xx", c.status_classes[5]}};
+}
+
+json TimelineJson(const std::vector<TimelinePoint>& points) {
+  json timeline = json::array();
+  for (const TimelinePoint& p : points) {
+    timeline.push_back({{"sequence", p.sequence},
+                        {"phase", PhaseName(p.phase)},
+                        {"start", p.start_s},
+                        {"end", p.end_s},
+                        {"requests", p.counters.requests},
+                        {"bytesRead", p.counters.bytes_read},
+                        {"errors", ErrorsJson(p.counters.errors)},
+                        {"statusClasses", ClassesJson(p.counters)},
+                        {"latencyUs", {{"mean", p.mean_us}, {"p50", p.p50_us}, {"p90", p.p90_us}, {"p99", p.p99_us}, {"max", p.max_us}}},
+                        {"connectionsOpen", p.connections_open},
+                        {"agentCpuSeconds", p.cpu_seconds}});
+  }
+  return timeline;
+}
+
+json GrpcJson(const SummaryContext& ctx, const IntervalStats& m) {
+  const Counters& k = m.counters;
+  const GrpcCounts& g = k.grpc;
+  json status = json::object();
+  for (size_t i = 0; i < g.status.size(); ++i) status[GrpcStatusName(static_cast<int>(i))] = g.status[i];
+  status["other"] = g.status_other;
+  json grpc_json = {{"method", ctx.grpc_method},
+                    {"kind", ctx.grpc_kind},
+                    {"calls", g.Calls()},
+                    {"messages", g.messages},
+                    {"status", status},
+                    {"timeouts", {{"deadlineExceeded", g.status[4]}, {"noAnswer", k.errors.timeout}}},
+                    {"protocolErrors",
+                     {{"noStatus", g.no_status},
+                      {"badStatus", g.bad_status},
+                      {"truncated", g.truncated},
+                      {"badFlag", g.bad_flag},
+                      {"tooLarge", g.too_large},
+                      {"unaryMessageCount", g.unary_messages}}}};
+  if (m.first_message.count() > 0 && ctx.grpc_kind != "unary") {
+    grpc_json["firstMessageLatency"] = LatencyJson(m.first_message);
+    grpc_json["lastMessageLatency"] = LatencyJson(m.last_message);
+  }
+  return grpc_json;
+}
+
+}  // namespace
+
 nlohmann::json RenderJson(const SummaryContext& ctx, const RunTotals& totals, const EndReport& end) {
-  using nlohmann::json;
   const IntervalStats& m = totals.measure();
   const Counters& k = m.counters;
   const double secs = Seconds(end);
-  auto latency_json = [](const Histogram& h) {
-    json j;
-    j["count"] = h.count();
-    j["meanUs"] = h.Mean();
-    j["stdevUs"] = h.Stdev();
-    j["minUs"] = h.min();
-    j["maxUs"] = h.max();
-    j["withinStdevPercent"] = h.WithinStdevPercent();
-    json p;
-    for (double q : {50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999}) {
-      char key[16];
-      std::snprintf(key, sizeof key, "p%g", q);
-      p[key] = h.ValueAtPercentile(q);
-    }
-    j["percentilesUs"] = p;
-    j["histogram"] = Base64Encode(h.EncodeCompressed());
-    j["histogramEncoding"] = "HdrHistogram V2 compressed, base64; values in microseconds";
-    return j;
-  };
-  auto errors_json = [](const ErrorCounts& e) {
-    return json{{"connect", e.connect}, {"read", e.read},       {"write", e.write},
-                {"timeout", e.timeout}, {"status", e.status}, {"portExhaustion", e.port_exhaustion},
-                {"handshake", e.handshake}, {"goaway", e.goaway},   {"rstStream", e.rst_stream},
-                {"h2Protocol", e.h2_protocol}, {"script", e.script}};
-  };
-  auto classes_json = [](const Counters& c) {
-    return json{{"other", c.status_classes[0]}, {"1xx", c.status_classes[1]}, {"2xx", c.status_classes[2]},
-                {"3xx", c.status_classes[3]},   {"4xx", c.status_classes[4]}, {"5xx", c.status_classes[5]}};
-  };
   json j;
   j["url"] = ctx.url;
   j["threads"] = ctx.threads;
@@ -343,15 +436,15 @@ nlohmann::json RenderJson(const SummaryContext& ctx, const RunTotals& totals, co
   j["transferPerSecond"] = static_cast<double>(k.bytes_read) / secs;
   j["bytesPerResponse"] = k.requests ? static_cast<double>(k.bytes_read) / static_cast<double>(k.requests) : 0.0;
   j["latencyKind"] = ctx.rate > 0 ? "corrected" : "raw";
-  j["latency"] = latency_json(m.latency);
+  j["latency"] = LatencyJson(m.latency);
   if (ctx.rate > 0) {
-    j["uncorrectedLatency"] = latency_json(m.uncorrected);
+    j["uncorrectedLatency"] = LatencyJson(m.uncorrected);
     j["unsent"] = k.unsent;
   }
   const SampleStats rs = ComputeSampleStats(m.rate_samples);
   j["threadRequestsPerSecond"] = {{"mean", rs.mean}, {"stdev", rs.stdev}, {"max", rs.max}, {"withinStdevPercent", rs.within}};
-  j["errors"] = errors_json(k.errors);
-  j["statusClasses"] = classes_json(k);
+  j["errors"] = ErrorsJson(k.errors);
+  j["statusClasses"] = ClassesJson(k);
   j["connectionsRequested"] = end.connections_requested;
   j["connectionsPeak"] = end.connections_peak;
   j["connects"] = k.connects;
@@ -371,45 +464,8 @@ nlohmann::json RenderJson(const SummaryContext& ctx, const RunTotals& totals, co
   j["agentCpuSeconds"] = totals.agent_cpu_seconds();
   j["stoppedEarly"] = end.stopped_early;
   j["idleWait"] = IdleJson(end.idle);
-  json timeline = json::array();
-  for (const TimelinePoint& p : totals.timeline()) {
-    timeline.push_back({{"sequence", p.sequence},
-                        {"phase", PhaseName(p.phase)},
-                        {"start", p.start_s},
-                        {"end", p.end_s},
-                        {"requests", p.counters.requests},
-                        {"bytesRead", p.counters.bytes_read},
-                        {"errors", errors_json(p.counters.errors)},
-                        {"statusClasses", classes_json(p.counters)},
-                        {"latencyUs", {{"mean", p.mean_us}, {"p50", p.p50_us}, {"p90", p.p90_us}, {"p99", p.p99_us}, {"max", p.max_us}}},
-                        {"connectionsOpen", p.connections_open},
-                        {"agentCpuSeconds", p.cpu_seconds}});
-  }
-  j["timeline"] = timeline;
-  if (!ctx.grpc_method.empty()) {
-    const GrpcCounts& g = k.grpc;
-    json status = json::object();
-    for (size_t i = 0; i < g.status.size(); ++i) status[GrpcStatusName(static_cast<int>(i))] = g.status[i];
-    status["other"] = g.status_other;
-    json grpc_json = {{"method", ctx.grpc_method},
-                      {"kind", ctx.grpc_kind},
-                      {"calls", g.Calls()},
-                      {"messages", g.messages},
-                      {"status", status},
-                      {"timeouts", {{"deadlineExceeded", g.status[4]}, {"noAnswer", k.errors.timeout}}},
-                      {"protocolErrors",
-                       {{"noStatus", g.no_status},
-                        {"badStatus", g.bad_status},
-                        {"truncated", g.truncated},
-                        {"badFlag", g.bad_flag},
-                        {"tooLarge", g.too_large},
-                        {"unaryMessageCount", g.unary_messages}}}};
-    if (m.first_message.count() > 0 && ctx.grpc_kind != "unary") {
-      grpc_json["firstMessageLatency"] = latency_json(m.first_message);
-      grpc_json["lastMessageLatency"] = latency_json(m.last_message);
-    }
-    j["grpc"] = grpc_json;
-  }
+  j["timeline"] = TimelineJson(totals.timeline());
+  if (!ctx.grpc_method.empty()) j["grpc"] = GrpcJson(ctx, m);
   return j;
 }
 

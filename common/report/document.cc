@@ -264,11 +264,8 @@ std::string IdleWaitSummary(const RunRecord& record) {
   return out;
 }
 
-Section Method(const Context& ctx) {
-  Section s{"method", "Environment and method", 2, {}};
-  const Environment& e = ctx.record.environment;
-  const api::BenchmarkRunSpec& spec = ctx.record.run.spec;
-
+BulletList EnvironmentList(const RunRecord& record) {
+  const Environment& e = record.environment;
   BulletList env;
   auto item = [&env](const std::string& name, const std::string& value) {
     if (!value.empty()) env.items.push_back(P({Strong(name + ":"), Plain(" " + value)}));
@@ -283,34 +280,53 @@ Section Method(const Context& ctx) {
   item("Target CPUs", api::FormatCpuList(api::CpuList{e.target_cpus}));
   item("Agent CPUs", api::FormatCpuList(api::CpuList{e.agent_cpus}));
   item("fairbench", e.fairbench_version);
-  item("Generators' idle wait", IdleWaitSummary(ctx.record));
-  // Facts the targets reported about their own builds get a table of their
-  // own below; the file limit in force joins the targets' table.
+  item("Generators' idle wait", IdleWaitSummary(record));
+  return env;
+}
+
+// The environment's notes that belong to one target, by target name.
+struct TargetNotes {
   std::map<std::string, nlohmann::json> facts;
   std::map<std::string, std::string> nofile_in_force;
   std::map<std::string, std::string> ports;
+};
+
+// Facts the targets reported about their own builds get a table of their own
+// below; the file limit in force and the port join the targets' table. Every
+// other note is added to `env` as it is.
+TargetNotes SortNotes(const Environment& e, BulletList& env) {
+  TargetNotes out;
   for (const std::string& note : e.notes) {
     const TargetNote n = SplitTargetNote(note);
     if (n.key == "facts") {
       auto j = nlohmann::json::parse(n.value, nullptr, false);
       if (j.is_object()) {
-        facts[n.target] = std::move(j);
+        out.facts[n.target] = std::move(j);
         continue;
       }
     }
-    if (n.key == "nofile in force") nofile_in_force[n.target] = n.value.substr(0, n.value.find(','));
+    if (n.key == "nofile in force") out.nofile_in_force[n.target] = n.value.substr(0, n.value.find(','));
     if (n.key == "port") {  // the port the target was given, shown in its table
-      ports[n.target] = n.value;
+      out.ports[n.target] = n.value;
       continue;
     }
     env.items.push_back(P(note));
   }
-  if (env.items.empty()) {
-    s.blocks.push_back(P("The environment was not recorded."));
-  } else {
-    s.blocks.push_back(std::move(env));
-  }
+  return out;
+}
 
+std::string TargetPort(const api::Target& t, const Environment& e, const TargetNotes& notes) {
+  if (auto it = notes.ports.find(t.name); it != notes.ports.end()) return it->second;
+  // A local command with "{port}" gets a free port when the target starts.
+  if (e.platform == "local" && t.local && !t.local->command.empty() &&
+      std::any_of(t.local->command.begin(), t.local->command.end(),
+                  [](const std::string& arg) { return arg.find("{port}") != std::string::npos; })) {
+    return "chosen at run time";
+  }
+  return std::to_string(t.port);
+}
+
+Table TargetsTable(const api::BenchmarkRunSpec& spec, const Environment& e, const TargetNotes& notes) {
   Table targets{{"target", "runs", "port", "CPU", "memory", "nofile"}, Aligns(2, 4), {}};
   for (const api::Target& t : spec.targets) {
     std::string runs = t.image;
@@ -319,46 +335,39 @@ Section Method(const Context& ctx) {
       for (const std::string& arg : t.local->command) runs += (runs.empty() ? "" : " ") + arg;
     }
     std::string nofile = FormatCount(static_cast<double>(t.nofile));
-    if (auto it = nofile_in_force.find(t.name); it != nofile_in_force.end()) nofile += " (in force: " + it->second + ")";
-    // A local command with "{port}" gets a free port when the target starts.
-    std::string port = std::to_string(t.port);
-    if (auto it = ports.find(t.name); it != ports.end()) {
-      port = it->second;
-    } else if (e.platform == "local" && t.local && !t.local->command.empty() &&
-               std::any_of(t.local->command.begin(), t.local->command.end(),
-                           [](const std::string& arg) { return arg.find("{port}") != std::string::npos; })) {
-      port = "chosen at run time";
+    if (auto it = notes.nofile_in_force.find(t.name); it != notes.nofile_in_force.end()) {
+      nofile += " (in force: " + it->second + ")";
     }
-    targets.rows.push_back({t.name, runs.empty() ? kMissing : runs, port,
+    targets.rows.push_back({t.name, runs.empty() ? kMissing : runs, TargetPort(t, e, notes),
                             t.resources.cpu ? api::FormatCpu(*t.resources.cpu) : "no limit",
                             t.resources.memory ? FormatBytes(static_cast<double>(t.resources.memory->bytes)) : "no limit",
                             nofile});
   }
-  if (!targets.rows.empty()) s.blocks.push_back(std::move(targets));
-  if (!facts.empty()) {
-    s.blocks.push_back(P("What each target reported about its own build when it started (from its source and "
-                         "build, not from the run file): servers that differ in how they work are compared as "
-                         "they are, and this says how."));
-    Table t{{"target", "framework", "worker model", "threads", "JSON", "allocator", "compiler and flags",
-             "differs from the study's server"},
-            Aligns(8, 0),
-            {}};
-    auto text = [](const nlohmann::json& j, const char* key) -> std::string {
-      if (!j.contains(key)) return kMissing;
-      const nlohmann::json& v = j[key];
-      return v.is_string() ? v.get<std::string>() : v.dump();
-    };
-    for (const auto& [name, j] : facts) {
-      std::string framework = text(j, "framework");
-      if (j.contains("version")) framework += " " + text(j, "version");
-      std::string build = text(j, "compiler");
-      if (j.contains("flags")) build += ", " + text(j, "flags");
-      t.rows.push_back({name, framework, text(j, "workerModel"), text(j, "threads"), text(j, "jsonLibrary"),
-                        text(j, "allocator"), build, j.contains("study") ? text(j, "study") : ""});
-    }
-    s.blocks.push_back(std::move(t));
-  }
+  return targets;
+}
 
+Table TargetFactsTable(const std::map<std::string, nlohmann::json>& facts) {
+  Table t{{"target", "framework", "worker model", "threads", "JSON", "allocator", "compiler and flags",
+           "differs from the study's server"},
+          Aligns(8, 0),
+          {}};
+  auto text = [](const nlohmann::json& j, const char* key) -> std::string {
+    if (!j.contains(key)) return kMissing;
+    const nlohmann::json& v = j[key];
+    return v.is_string() ? v.get<std::string>() : v.dump();
+  };
+  for (const auto& [name, j] : facts) {
+    std::string framework = text(j, "framework");
+    if (j.contains("version")) framework += " " + text(j, "version");
+    std::string build = text(j, "compiler");
+    if (j.contains("flags")) build += ", " + text(j, "flags");
+    t.rows.push_back({name, framework, text(j, "workerModel"), text(j, "threads"), text(j, "jsonLibrary"),
+                      text(j, "allocator"), build, j.contains("study") ? text(j, "study") : ""});
+  }
+  return t;
+}
+
+Table ScenariosTable(const api::BenchmarkRunSpec& spec) {
   Table scenarios{{"scenario", "request", "expected", "connections", "duration"}, Aligns(3, 2), {}};
   for (const api::Scenario& sc : spec.scenarios) {
     const api::ScenarioSettings settings = api::EffectiveSettings(spec, sc);
@@ -373,8 +382,10 @@ Section Method(const Context& ctx) {
     for (int64_t c : settings.connections) levels += (levels.empty() ? "" : ", ") + Conns(c);
     scenarios.rows.push_back({sc.name, request, expected, levels, FormatDuration(settings.duration)});
   }
-  if (!scenarios.rows.empty()) s.blocks.push_back(std::move(scenarios));
+  return scenarios;
+}
 
+std::string LoadText(const api::BenchmarkRunSpec& spec) {
   const api::Load& l = spec.load;
   std::string load = std::to_string(l.agents) + (l.agents == 1 ? " agent" : " agents") + " × " +
                      std::to_string(l.threads) + " threads; each cell measures for " + FormatDuration(l.duration) +
@@ -387,8 +398,11 @@ Section Method(const Context& ctx) {
                      : "closed loop (each connection sends its next request when the answer arrives).";
   load += " " + std::to_string(spec.repetitions) + (spec.repetitions == 1 ? " repetition" : " repetitions") +
           " per cell. Targets are loaded one at a time, never two at once.";
-  s.blocks.push_back(P({Strong("Load:"), Plain(" " + load)}));
+  return load;
+}
 
+// Whether the latencies count coordinated omission: raw, corrected, or mixed.
+Paragraph LatencyParagraph(const Context& ctx) {
   size_t corrected = 0;
   for (const CellRecord& c : ctx.record.cells) corrected += c.latency_corrected ? 1 : 0;
   const std::string raw_text =
@@ -398,15 +412,36 @@ Section Method(const Context& ctx) {
   const std::string corrected_text =
       "measured from the moment the constant rate scheduled each request, so time spent waiting to be sent "
       "counts (no coordinated omission); results.json also holds the uncorrected latency.";
-  if (corrected == 0) {
-    s.blocks.push_back(P({Strong("Latency is raw:"), Plain(" " + raw_text)}));
-  } else if (corrected == ctx.record.cells.size()) {
-    s.blocks.push_back(P({Strong("Latency is corrected:"), Plain(" " + corrected_text)}));
+  if (corrected == 0) return P({Strong("Latency is raw:"), Plain(" " + raw_text)});
+  if (corrected == ctx.record.cells.size()) return P({Strong("Latency is corrected:"), Plain(" " + corrected_text)});
+  return P({Strong("Latency is corrected"), Plain(" in the " + std::to_string(corrected) + " constant-rate cells (" +
+                                                  corrected_text + ") and raw in the others (" + raw_text + ")")});
+}
+
+Section Method(const Context& ctx) {
+  Section s{"method", "Environment and method", 2, {}};
+  const Environment& e = ctx.record.environment;
+  const api::BenchmarkRunSpec& spec = ctx.record.run.spec;
+
+  BulletList env = EnvironmentList(ctx.record);
+  const TargetNotes notes = SortNotes(e, env);
+  if (env.items.empty()) {
+    s.blocks.push_back(P("The environment was not recorded."));
   } else {
-    s.blocks.push_back(P({Strong("Latency is corrected"), Plain(" in the " + std::to_string(corrected) +
-                                                                 " constant-rate cells (" + corrected_text +
-                                                                 ") and raw in the others (" + raw_text + ")")}));
+    s.blocks.push_back(std::move(env));
   }
+  Table targets = TargetsTable(spec, e, notes);
+  if (!targets.rows.empty()) s.blocks.push_back(std::move(targets));
+  if (!notes.facts.empty()) {
+    s.blocks.push_back(P("What each target reported about its own build when it started (from its source and "
+                         "build, not from the run file): servers that differ in how they work are compared as "
+                         "they are, and this says how."));
+    s.blocks.push_back(TargetFactsTable(notes.facts));
+  }
+  Table scenarios = ScenariosTable(spec);
+  if (!scenarios.rows.empty()) s.blocks.push_back(std::move(scenarios));
+  s.blocks.push_back(P({Strong("Load:"), Plain(" " + LoadText(spec))}));
+  s.blocks.push_back(LatencyParagraph(ctx));
   s.blocks.push_back(P("Averages hide tails: the tables show the standard deviation, p99, p99.9 and the maximum "
                        "next to the average. Missing numbers print as " +
                        std::string(kMissing) + "."));

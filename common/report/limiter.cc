@@ -124,16 +124,12 @@ LimiterContext LimiterContextFor(const api::ScenarioSettings& settings, int64_t 
   return c;
 }
 
-std::optional<api::Limiter> JudgeLimiter(const CellRecord& cell, const LimiterContext& ctx,
-                                         const LimiterThresholds& th) {
-  const api::CellResult& r = cell.result;
-  if (r.state != api::CellState::kSucceeded) return std::nullopt;
-  const bool sparse = std::find(cell.flags.begin(), cell.flags.end(), CellFlag::kSparseUsage) != cell.flags.end();
-  // A plain pair rather than an optional: GCC's -Wmaybe-uninitialized
-  // misreads the optional's copy below.
-  const bool has_target_cpu = !sparse && r.target_cpu.has_value();
-  const double target_used = has_target_cpu ? *r.target_cpu : 0.0;
+namespace {
 
+// The ceilings the cell reached (errors count as one), the first one named
+// as the limiter; nullopt when nothing reached its ceiling.
+std::optional<api::Limiter> SaturatedLimiter(const api::CellResult& r, const LimiterContext& ctx,
+                                             const LimiterThresholds& th, bool has_target_cpu, double target_used) {
   std::vector<Saturation> saturated;
   const uint64_t errors = r.errors.Total();
   const uint64_t attempted = r.requests + errors - std::min(errors, r.errors.status);
@@ -159,20 +155,33 @@ std::optional<api::Limiter> JudgeLimiter(const CellRecord& cell, const LimiterCo
                          "target memory " + FormatBytes(static_cast<double>(*r.memory_loaded)) + " of its " +
                              FormatBytes(static_cast<double>(*ctx.memory_limit)) + " limit"});
   }
-  if (!saturated.empty()) {
-    std::string text = saturated.front().text;
-    for (size_t i = 1; i < saturated.size(); ++i) text += (i == 1 ? "; also " : ", ") + saturated[i].text;
-    return api::Limiter{saturated.front().kind, text + "."};
-  }
+  if (saturated.empty()) return std::nullopt;
+  std::string text = saturated.front().text;
+  for (size_t i = 1; i < saturated.size(); ++i) text += (i == 1 ? "; also " : ", ") + saturated[i].text;
+  return api::Limiter{saturated.front().kind, text + "."};
+}
 
-  // Nothing at its ceiling. What the rest of the machine had, for the evidence.
+// What the target and the agents used of their CPU ceilings, for the evidence.
+std::string HeadroomText(const api::CellResult& r, const LimiterContext& ctx, bool sparse, bool has_target_cpu,
+                         double target_used) {
   std::string headroom;
   auto add_headroom = [&](const std::string& part) { headroom += (headroom.empty() ? "" : ", ") + part; };
-  add_headroom(has_target_cpu ? "the target used " + Use(target_used, tgt)
+  add_headroom(has_target_cpu ? "the target used " + Use(target_used, ctx.target_cpu)
                           : std::string(sparse ? "the target's CPU rests on too few samples"
                                                : "the target's CPU was not measured"));
-  add_headroom(r.agent_cpu ? "the agents " + Use(*r.agent_cpu, gen) : "the agents' CPU was not measured");
+  add_headroom(r.agent_cpu ? "the agents " + Use(*r.agent_cpu, ctx.generator_cpu) : "the agents' CPU was not measured");
+  return headroom;
+}
 
+// Little's law applied to the cell: whether every connection was busy, and
+// the sum that says so.
+struct BusyConnections {
+  bool all_busy = false;
+  std::string text;
+};
+
+BusyConnections LittlesLaw(const CellRecord& cell, const LimiterThresholds& th) {
+  const api::CellResult& r = cell.result;
   const double in_flight = cell.littles_law_in_flight;
   const double littles = cell.littles_law_connections;
   const bool known = in_flight > 0 && littles > 0;
@@ -182,13 +191,22 @@ std::optional<api::Limiter> JudgeLimiter(const CellRecord& cell, const LimiterCo
                                                             ? (r.connections == 1 ? " connection" : " connections")
                                                             : " in flight on " + FormatCount(static_cast<double>(r.connections)) +
                                                                   " connections");
-  const std::string littles_text =
-      known ? FormatRate(r.requests_per_second) + " requests/s × " + FormatLatency(r.latency.mean) +
-                  " mean latency = " + FormatDecimal(littles, 1) + " requests in flight for " + carried
-            : "Little's law could not be applied (no rate or no latency)";
+  return {all_busy,
+          known ? FormatRate(r.requests_per_second) + " requests/s × " + FormatLatency(r.latency.mean) +
+                      " mean latency = " + FormatDecimal(littles, 1) + " requests in flight for " + carried
+                : "Little's law could not be applied (no rate or no latency)"};
+}
 
-  // Connections needs room to double on both sides: each CPU measured
-  // against an exact ceiling, below half of it, on CPUs not shared.
+// Why every connection busy does not prove the connections set the rate, or
+// nullopt when the headroom proves it. Connections needs room to double on
+// both sides: each CPU measured against an exact ceiling, below half of it,
+// on CPUs not shared.
+std::optional<std::string> ConnectionsUnproven(const CellRecord& cell, const LimiterContext& ctx,
+                                               const LimiterThresholds& th, bool has_target_cpu, double target_used,
+                                               const std::string& headroom) {
+  const api::CellResult& r = cell.result;
+  const Ceiling& gen = ctx.generator_cpu;
+  const Ceiling& tgt = ctx.target_cpu;
   const bool shared = std::find(cell.flags.begin(), cell.flags.end(), CellFlag::kSharedCpus) != cell.flags.end();
   std::vector<std::string> unproven, no_room;
   if (!has_target_cpu || tgt.value <= 0 || !tgt.exact || shared) {
@@ -202,53 +220,72 @@ std::optional<api::Limiter> JudgeLimiter(const CellRecord& cell, const LimiterCo
     no_room.push_back("the agents");
   }
   auto both = [](const std::vector<std::string>& v) { return v.size() == 2 ? v[0] + " and " + v[1] : v[0]; };
-  // Why every connection busy does not prove the connections set the
-  // rate, or nullopt when the headroom proves it.
-  auto connections_unproven = [&]() -> std::optional<std::string> {
-    if (!unproven.empty()) {
-      return both(unproven) + " CPU headroom is not known" + (shared ? " (its CPUs were shared)" : "") + ": " +
-             headroom;
-    }
-    if (!no_room.empty()) {
-      const bool one_target = no_room.size() == 1 && no_room[0] == "the target";
-      return both(no_room) + " used more than " + FormatShare(th.headroom, 0) + " of " +
-             (one_target ? "its CPU ceiling" : "their CPU ceilings") + ", below yet without room to double: " +
-             headroom;
-    }
-    return std::nullopt;
-  };
-
-  if (ctx.rate > 0) {
-    const double achieved = r.requests_per_second / static_cast<double>(ctx.rate);
-    const std::string rate_text = FormatRate(r.requests_per_second) + " of the " +
-                                  FormatRate(static_cast<double>(ctx.rate)) + " requests/s offered (" +
-                                  FormatShare(achieved) + ")";
-    if (achieved >= th.offered_share) {
-      return api::Limiter{api::LimiterKind::kOfferedRate,
-                          "achieved " + rate_text + " with nothing at its ceiling: " + headroom + "."};
-    }
-    if (!all_busy) {
-      return api::Limiter{api::LimiterKind::kUnknown, "only " + rate_text +
-                                                          " achieved, yet nothing measured was at its ceiling and "
-                                                          "not every connection was busy (" +
-                                                          littles_text + "); " + headroom + "."};
-    }
-    if (auto why = connections_unproven()) {
-      return api::Limiter{api::LimiterKind::kUnknown, "only " + rate_text + " achieved with every connection busy (" +
-                                                          littles_text + "), but " + *why + "."};
-    }
-    return api::Limiter{api::LimiterKind::kConnections,
-                        "every connection busy (" + littles_text + ") and only " + rate_text + " achieved while " +
-                            headroom + "."};
+  if (!unproven.empty()) {
+    return both(unproven) + " CPU headroom is not known" + (shared ? " (its CPUs were shared)" : "") + ": " + headroom;
   }
+  if (!no_room.empty()) {
+    const bool one_target = no_room.size() == 1 && no_room[0] == "the target";
+    return both(no_room) + " used more than " + FormatShare(th.headroom, 0) + " of " +
+           (one_target ? "its CPU ceiling" : "their CPU ceilings") + ", below yet without room to double: " + headroom;
+  }
+  return std::nullopt;
+}
 
-  if (!all_busy) {
+// A fixed-rate cell with nothing at its ceiling: it got the rate offered, or
+// the connections (or something unknown) held it below.
+api::Limiter FixedRateLimiter(const api::CellResult& r, const LimiterContext& ctx, const LimiterThresholds& th,
+                              const BusyConnections& busy, const std::string& headroom,
+                              const std::optional<std::string>& unproven) {
+  const double achieved = r.requests_per_second / static_cast<double>(ctx.rate);
+  const std::string rate_text = FormatRate(r.requests_per_second) + " of the " +
+                                FormatRate(static_cast<double>(ctx.rate)) + " requests/s offered (" +
+                                FormatShare(achieved) + ")";
+  if (achieved >= th.offered_share) {
+    return api::Limiter{api::LimiterKind::kOfferedRate,
+                        "achieved " + rate_text + " with nothing at its ceiling: " + headroom + "."};
+  }
+  if (!busy.all_busy) {
+    return api::Limiter{api::LimiterKind::kUnknown, "only " + rate_text +
+                                                        " achieved, yet nothing measured was at its ceiling and "
+                                                        "not every connection was busy (" +
+                                                        busy.text + "); " + headroom + "."};
+  }
+  if (unproven) {
+    return api::Limiter{api::LimiterKind::kUnknown, "only " + rate_text + " achieved with every connection busy (" +
+                                                        busy.text + "), but " + *unproven + "."};
+  }
+  return api::Limiter{api::LimiterKind::kConnections,
+                      "every connection busy (" + busy.text + ") and only " + rate_text + " achieved while " +
+                          headroom + "."};
+}
+
+}  // namespace
+
+std::optional<api::Limiter> JudgeLimiter(const CellRecord& cell, const LimiterContext& ctx,
+                                         const LimiterThresholds& th) {
+  const api::CellResult& r = cell.result;
+  if (r.state != api::CellState::kSucceeded) return std::nullopt;
+  const bool sparse = std::find(cell.flags.begin(), cell.flags.end(), CellFlag::kSparseUsage) != cell.flags.end();
+  // A plain pair rather than an optional: GCC's -Wmaybe-uninitialized
+  // misreads the optional's copy below.
+  const bool has_target_cpu = !sparse && r.target_cpu.has_value();
+  const double target_used = has_target_cpu ? *r.target_cpu : 0.0;
+  if (auto limiter = SaturatedLimiter(r, ctx, th, has_target_cpu, target_used)) return limiter;
+
+  // Nothing at its ceiling. What the rest of the machine had, for the evidence.
+  const std::string headroom = HeadroomText(r, ctx, sparse, has_target_cpu, target_used);
+  const BusyConnections busy = LittlesLaw(cell, th);
+  const std::optional<std::string> unproven =
+      ConnectionsUnproven(cell, ctx, th, has_target_cpu, target_used, headroom);
+  if (ctx.rate > 0) return FixedRateLimiter(r, ctx, th, busy, headroom, unproven);
+
+  if (!busy.all_busy) {
     return api::Limiter{api::LimiterKind::kUnknown,
                         "nothing measured was at its ceiling, and Little's law does not show every connection "
-                        "busy (" + littles_text + "); " + headroom + "."};
+                        "busy (" + busy.text + "); " + headroom + "."};
   }
-  if (auto why = connections_unproven()) {
-    return api::Limiter{api::LimiterKind::kUnknown, "every connection busy (" + littles_text + "), but " + *why + "."};
+  if (unproven) {
+    return api::Limiter{api::LimiterKind::kUnknown, "every connection busy (" + busy.text + "), but " + *unproven + "."};
   }
   // What the target spent of each request's time on its CPU: the rest it
   // waited (on a fixed delay, a lock, its own workers), which decides
@@ -256,7 +293,7 @@ std::optional<api::Limiter> JudgeLimiter(const CellRecord& cell, const LimiterCo
   // rather than guess.
   const double cpu_per_request_us = target_used / r.requests_per_second * 1e6;
   return api::Limiter{api::LimiterKind::kConnections,
-                      "every connection busy (" + littles_text + ") while " + headroom +
+                      "every connection busy (" + busy.text + ") while " + headroom +
                           ", under half of each ceiling: the rate is what the connections carried, and of each "
                           "request's " + FormatLatency(r.latency.mean) + " the target spent " +
                           FormatLatency(cpu_per_request_us) +

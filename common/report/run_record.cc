@@ -329,41 +329,31 @@ void ReadTimelinePoint(const Json& j, const std::string& path, api::Diagnostics&
 }
 
 // Everything of a cell but its compact result, which the API codec decodes.
-void ReadCellExtras(const Json& j, const std::string& path, api::Diagnostics& d, CellRecord& c) {
-  ObjectReader r(j, path, d);
-  if (!r.Valid()) return;
-  r.Find("result", /*required=*/true);
-  r.Read("agents", c.agents);
-  r.Read("connectionsPeak", c.connections_peak);
-  r.Read("drained", c.drained);
-  r.Read("abandoned", c.abandoned);
-  r.Read("measureSeconds", c.measure_seconds);
-  if (const Json* idle = r.Find("idleWait")) {
-    ObjectReader ir(*idle, r.PathOf("idleWait"), d);
-    if (ir.Valid()) {
-      IdleReport& out = c.idle.emplace();
-      std::string mode = "block";
-      ir.Read("mode", mode);
-      if (mode == "nap") {
-        out.mode = IdleWait::kNap;
-      } else if (mode == "poll") {
-        out.mode = IdleWait::kPoll;
-      } else if (mode != "block") {
-        ir.Error(ir.PathOf("mode"), "must be block, nap or poll", (*idle)["mode"]);
-      }
-      ir.Read("naps", out.naps);
-      ir.Read("napHits", out.nap_hits);
-      ir.Read("napSeconds", out.nap_seconds);
-      ir.Read("maxNapNs", out.max_nap_ns);
-      ir.Read("polls", out.polls);
-      ir.Read("emptyPolls", out.empty_polls);
-      ir.Read("spinSeconds", out.spin_seconds);
-    }
+// Set only when "idleWait" is an object.
+void ReadIdleWait(const Json& j, const std::string& path, api::Diagnostics& d, std::optional<IdleReport>& idle) {
+  ObjectReader ir(j, path, d);
+  if (!ir.Valid()) return;
+  IdleReport& out = idle.emplace();
+  std::string mode = "block";
+  ir.Read("mode", mode);
+  if (mode == "nap") {
+    out.mode = IdleWait::kNap;
+  } else if (mode == "poll") {
+    out.mode = IdleWait::kPoll;
+  } else if (mode != "block") {
+    ir.Error(ir.PathOf("mode"), "must be block, nap or poll", j["mode"]);
   }
-  r.Read("littlesLawConnections", c.littles_law_connections);
-  r.Read("littlesLawInFlight", c.littles_law_in_flight);
-  r.Read("usageSamples", c.usage_samples);
-  r.Read("usageSpanSeconds", c.usage_span_seconds);
+  ir.Read("naps", out.naps);
+  ir.Read("napHits", out.nap_hits);
+  ir.Read("napSeconds", out.nap_seconds);
+  ir.Read("maxNapNs", out.max_nap_ns);
+  ir.Read("polls", out.polls);
+  ir.Read("emptyPolls", out.empty_polls);
+  ir.Read("spinSeconds", out.spin_seconds);
+}
+
+// An unknown flag is reported (with the known ones) and left out.
+void ReadFlags(ObjectReader& r, api::Diagnostics& d, std::vector<CellFlag>& out) {
   std::vector<std::string> flags;
   r.Read("flags", flags);
   for (size_t i = 0; i < flags.size(); ++i) {
@@ -374,8 +364,72 @@ void ReadCellExtras(const Json& j, const std::string& path, api::Diagnostics& d,
       d.Add(Index(r.PathOf("flags"), i), "unknown flag " + api::Quote(flags[i]) + " (known: " + known + ")");
       continue;
     }
-    c.flags.push_back(*f);
+    out.push_back(*f);
   }
+}
+
+void ReadCapacityTrials(ObjectReader& cr, api::Diagnostics& d, std::vector<CapacityTrial>& out) {
+  const Json* trials = cr.Find("trials");
+  if (trials == nullptr) return;
+  if (!trials->is_array()) return cr.Error(cr.PathOf("trials"), "must be a list", *trials);
+  for (size_t i = 0; i < trials->size(); ++i) {
+    ObjectReader tr((*trials)[i], Index(cr.PathOf("trials"), i), d);
+    if (!tr.Valid()) continue;
+    CapacityTrial t;
+    tr.Read("offered", t.offered);
+    tr.Read("achieved", t.achieved);
+    tr.Read("p50Us", t.p50);
+    tr.Read("p90Us", t.p90);
+    tr.Read("p99Us", t.p99);
+    tr.Read("p999Us", t.p999);
+    tr.Read("errorRate", t.error_rate);
+    tr.Read("pass", t.pass);
+    out.push_back(t);
+  }
+}
+
+// Set only when "capacity" is an object.
+void ReadCapacity(const Json& j, const std::string& path, api::Diagnostics& d, std::optional<CapacitySearch>& capacity) {
+  ObjectReader cr(j, path, d);
+  if (!cr.Valid()) return;
+  CapacitySearch s;
+  cr.Read("objective", s.objective);
+  cr.Read("rate", s.rate);
+  cr.Read("bounded", s.bounded);
+  cr.Read("errorsBeganAt", s.errors_began_at);
+  ReadCapacityTrials(cr, d, s.trials);
+  capacity = std::move(s);
+}
+
+void ReadScriptOutputs(ObjectReader& r, api::Diagnostics& d, std::vector<ScriptOutput>& out) {
+  const Json* outputs = r.Find("scriptOutput");
+  if (outputs == nullptr) return;
+  if (!outputs->is_array()) return r.Error(r.PathOf("scriptOutput"), "must be a list", *outputs);
+  for (size_t i = 0; i < outputs->size(); ++i) {
+    ObjectReader o((*outputs)[i], Index(r.PathOf("scriptOutput"), i), d);
+    if (!o.Valid()) continue;
+    ScriptOutput script;
+    o.Read("agent", script.agent);
+    o.Read("text", script.text);
+    out.push_back(std::move(script));
+  }
+}
+
+void ReadCellExtras(const Json& j, const std::string& path, api::Diagnostics& d, CellRecord& c) {
+  ObjectReader r(j, path, d);
+  if (!r.Valid()) return;
+  r.Find("result", /*required=*/true);
+  r.Read("agents", c.agents);
+  r.Read("connectionsPeak", c.connections_peak);
+  r.Read("drained", c.drained);
+  r.Read("abandoned", c.abandoned);
+  r.Read("measureSeconds", c.measure_seconds);
+  if (const Json* idle = r.Find("idleWait")) ReadIdleWait(*idle, r.PathOf("idleWait"), d, c.idle);
+  r.Read("littlesLawConnections", c.littles_law_connections);
+  r.Read("littlesLawInFlight", c.littles_law_in_flight);
+  r.Read("usageSamples", c.usage_samples);
+  r.Read("usageSpanSeconds", c.usage_span_seconds);
+  ReadFlags(r, d, c.flags);
   r.Read("latencyCorrected", c.latency_corrected);
   r.ReadHistogram("latencyHistogram", c.latency_histogram);
   r.ReadHistogram("uncorrectedHistogram", c.uncorrected_histogram);
@@ -388,52 +442,9 @@ void ReadCellExtras(const Json& j, const std::string& path, api::Diagnostics& d,
     }
   }
   r.Read("wrkText", c.wrk_text);
-  if (const Json* cap = r.Find("capacity")) {
-    ObjectReader cr(*cap, r.PathOf("capacity"), d);
-    if (cr.Valid()) {
-      CapacitySearch s;
-      cr.Read("objective", s.objective);
-      cr.Read("rate", s.rate);
-      cr.Read("bounded", s.bounded);
-      cr.Read("errorsBeganAt", s.errors_began_at);
-      if (const Json* trials = cr.Find("trials")) {
-        if (!trials->is_array()) {
-          cr.Error(cr.PathOf("trials"), "must be a list", *trials);
-        } else {
-          for (size_t i = 0; i < trials->size(); ++i) {
-            ObjectReader tr((*trials)[i], Index(cr.PathOf("trials"), i), d);
-            if (!tr.Valid()) continue;
-            CapacityTrial t;
-            tr.Read("offered", t.offered);
-            tr.Read("achieved", t.achieved);
-            tr.Read("p50Us", t.p50);
-            tr.Read("p90Us", t.p90);
-            tr.Read("p99Us", t.p99);
-            tr.Read("p999Us", t.p999);
-            tr.Read("errorRate", t.error_rate);
-            tr.Read("pass", t.pass);
-            s.trials.push_back(t);
-          }
-        }
-      }
-      c.capacity = std::move(s);
-    }
-  }
+  if (const Json* cap = r.Find("capacity")) ReadCapacity(*cap, r.PathOf("capacity"), d, c.capacity);
   if (const Json* p = r.Find("profile")) ReadProfile(*p, r.PathOf("profile"), d, c.profile.emplace());
-  if (const Json* outputs = r.Find("scriptOutput")) {
-    if (!outputs->is_array()) {
-      r.Error(r.PathOf("scriptOutput"), "must be a list", *outputs);
-    } else {
-      for (size_t i = 0; i < outputs->size(); ++i) {
-        ObjectReader o((*outputs)[i], Index(r.PathOf("scriptOutput"), i), d);
-        if (!o.Valid()) continue;
-        ScriptOutput out;
-        o.Read("agent", out.agent);
-        o.Read("text", out.text);
-        c.script_output.push_back(std::move(out));
-      }
-    }
-  }
+  ReadScriptOutputs(r, d, c.script_output);
 }
 
 void ReadSchedule(const Json& j, const std::string& path, api::Diagnostics& d, Schedule& s) {

@@ -173,6 +173,232 @@ std::string FindingText(const results::MetricChanges& m, const results::SeriesFi
   return line;
 }
 
+// The front page's filters from its query string: target, scenario,
+// limit and any number of label=KEY=VALUE.
+Result<results::RunFilter> RunFilterFromParams(const Params& params) {
+  results::RunFilter filter;
+  filter.target = Param(params, "target").value_or("");
+  filter.scenario = Param(params, "scenario").value_or("");
+  if (auto limit = Param(params, "limit"); limit && !limit->empty()) {
+    auto n = WholeNumber("limit", *limit, 0, "a number of runs (0: all)");
+    if (!n.ok()) return n.status();
+    filter.limit = *n;
+  }
+  auto [from, to] = params.equal_range("label");
+  for (auto it = from; it != to; ++it) {
+    if (it->second.empty()) continue;
+    const size_t eq = it->second.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return BadParameter("label", "expected KEY=VALUE, got '" + it->second + "'");
+    }
+    filter.labels.emplace_back(it->second.substr(0, eq), it->second.substr(eq + 1));
+  }
+  return filter;
+}
+
+std::string FilterForm(const results::RunFilter& filter) {
+  std::vector<std::string> labels;
+  for (const auto& [k, v] : filter.labels) labels.push_back(k + "=" + v);
+  const std::string label_text = Join(labels, " ");
+  return "<form method=\"get\" action=\"/\" class=\"filters\">"
+         "<label>Target <input type=\"text\" name=\"target\" value=\"" + EscapeHtml(filter.target) + "\"></label>"
+         "<label>Scenario <input type=\"text\" name=\"scenario\" value=\"" + EscapeHtml(filter.scenario) + "\"></label>"
+         "<label>Label <input type=\"text\" name=\"label\" placeholder=\"key=value\" value=\"" +
+         EscapeHtml(filter.labels.size() == 1 ? label_text : "") + "\"></label>"
+         "<label>Latest <input type=\"number\" name=\"limit\" min=\"0\" value=\"" + std::to_string(filter.limit) +
+         "\"></label><button type=\"submit\">Filter</button></form>\n";
+}
+
+// The front page's query string for the same filters without the limit.
+std::string AllRunsQuery(const results::RunFilter& filter) {
+  std::string q = "limit=0";
+  if (!filter.target.empty()) q += "&target=" + UrlEncode(filter.target);
+  if (!filter.scenario.empty()) q += "&scenario=" + UrlEncode(filter.scenario);
+  for (const auto& [k, v] : filter.labels) q += "&label=" + UrlEncode(k + "=" + v);
+  return q;
+}
+
+std::string RunsTable(const std::vector<results::StoredRun>& runs) {
+  std::vector<std::vector<std::string>> rows;
+  for (const results::StoredRun& r : runs) {
+    std::vector<std::string> labels;
+    for (const auto& [k, v] : r.labels) labels.push_back(EscapeHtml(k + "=" + v));
+    rows.push_back({Link(RunHref(r.id), std::to_string(r.id)), EscapeHtml(TimeText(r.start_ns)),
+                    Link(RunHref(r.id), r.ns.empty() ? r.name : r.ns + "/" + r.name),
+                    EscapeHtml(r.phase.empty() ? "-" : r.phase),
+                    std::to_string(r.cells) + "/" + std::to_string(r.cells_total), EscapeHtml(Join(r.targets, ", ")),
+                    "<code>" + EscapeHtml(r.fingerprint.substr(0, 12)) + "</code>",
+                    labels.empty() ? "-" : Join(labels, "<br>")});
+  }
+  return Table("runs", {"Run", "Start", "Name", "Phase", "Cells", "Targets", "Fingerprint", "Labels"},
+               {true, false, false, false, true}, rows);
+}
+
+// The runs as the options of a select, the one at `selected` chosen.
+std::string RunOptions(const std::vector<results::StoredRun>& runs, size_t selected) {
+  std::string out;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const results::StoredRun& r = runs[i];
+    out += "<option value=\"" + std::to_string(r.id) + "\"" + (i == selected ? " selected" : "") + ">" +
+           EscapeHtml(std::to_string(r.id) + " " + r.name + " (" + TimeText(r.start_ns) + ")") + "</option>";
+  }
+  return out;
+}
+
+std::string RunsSection(const std::vector<results::StoredRun>& runs, const results::RunFilter& filter) {
+  std::string body = "<h2 id=\"runs\">Runs</h2>\n";
+  if (runs.empty()) return body + "<p>No run matches.</p>\n";
+  body += RunsTable(runs);
+  if (filter.limit > 0 && static_cast<int64_t>(runs.size()) == filter.limit) {
+    body += "<p class=\"muted\">The latest " + std::to_string(filter.limit) + " runs; <a href=\"/?" +
+            EscapeHtml(AllRunsQuery(filter)) + "\">all of them</a>.</p>\n";
+  }
+  // Two runs side by side: the older one is the base.
+  body += "<h2 id=\"compare\">Compare two runs</h2>\n<form method=\"get\" action=\"/compare\" class=\"compare\">"
+          "<label>Base <select name=\"a\">" + RunOptions(runs, runs.size() > 1 ? 1 : 0) + "</select></label>"
+          "<label>New <select name=\"b\">" + RunOptions(runs, 0) + "</select></label>"
+          "<button type=\"submit\">Compare</button></form>\n";
+  return body;
+}
+
+std::string SeriesSection(const std::vector<results::SeriesKey>& series) {
+  std::string body = "<h2 id=\"series\">Series</h2>\n";
+  if (series.empty()) return body + "<p>No series.</p>\n";
+  body += "<p class=\"muted\">One target, scenario and load over time, under the environment fingerprint of its "
+          "latest run.</p>\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const results::SeriesKey& k : series) {
+    const std::string href = SeriesHref(k.target, k.scenario, k.connections, k.rate);
+    rows.push_back({"<a class=\"series\" href=\"" + EscapeHtml(href) + "\">" +
+                        EscapeHtml(SeriesName(k.target, k.scenario, k.connections, k.rate)) + "</a>",
+                    EscapeHtml(k.target), EscapeHtml(k.scenario), std::to_string(k.connections),
+                    k.rate > 0 ? std::to_string(k.rate) : k.rate < 0 ? std::to_string(-k.rate) + "%" : "-"});
+  }
+  return body + Table("series", {"Series", "Target", "Scenario", "Connections", "Rate"},
+                      {false, false, false, true, true}, rows);
+}
+
+// The series page's query: target, scenario and connections required,
+// rate and a fingerprint (a prefix of lower-case hex digits) optional.
+Result<results::SeriesQuery> SeriesQueryFromParams(const Params& params) {
+  results::SeriesQuery q;
+  for (const char* name : {"target", "scenario", "connections"}) {
+    if (Param(params, name).value_or("").empty()) return BadParameter(name, "required");
+  }
+  q.target = *Param(params, "target");
+  q.scenario = *Param(params, "scenario");
+  auto connections = WholeNumber("connections", *Param(params, "connections"), 1, "a positive whole number");
+  if (!connections.ok()) return connections.status();
+  q.connections = *connections;
+  if (auto rate = Param(params, "rate"); rate && !rate->empty()) {
+    auto r = results::ParseSeriesRate(*rate);
+    if (!r.ok()) return BadParameter("rate", r.status().message());
+    q.rate = *r;
+  }
+  q.fingerprint = Param(params, "fingerprint").value_or("");
+  if (q.fingerprint.size() > 64 ||
+      q.fingerprint.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    return BadParameter("fingerprint", "expected lower-case hex digits (a prefix of one), got '" +
+                                           q.fingerprint + "'");
+  }
+  return q;
+}
+
+// The series page above its charts: the series' name, its fingerprint with
+// links to the same series under other fingerprints, and how change points
+// are found.
+std::string SeriesHeader(const std::string& name, const results::SeriesQuery& q, const results::Series& series,
+                         const changes::Options& options, double threshold) {
+  std::string body = "<h1>" + EscapeHtml(name) + "</h1>\n<p>Environment fingerprint <code>" +
+                     EscapeHtml(series.fingerprint) + "</code>; " + std::to_string(series.points.size()) +
+                     " runs, oldest first.</p>\n";
+  if (series.runs_elsewhere > 0) {
+    std::vector<std::string> others;
+    for (const std::string& fp : series.other_fingerprints) {
+      others.push_back("<a href=\"" + EscapeHtml(SeriesHref(q.target, q.scenario, q.connections, q.rate, fp)) +
+                       "\"><code>" + EscapeHtml(fp.substr(0, 12)) + "</code></a>");
+    }
+    body += "<p class=\"muted\">" + std::to_string(series.runs_elsewhere) +
+            " runs of this series under other fingerprints are left out: " + Join(others, ", ") + ".</p>\n";
+  }
+  body += "<p class=\"muted\">Change points as <code>fairbench history check</code> finds them at its defaults: "
+          "E-Divisive means, segments of at least " + std::to_string(options.min_segment) +
+          " runs, significance " + PValue(options.significance) + " over " + std::to_string(options.permutations) +
+          " permutations, changes of at least " + PValue(options.min_change_percent) +
+          " %; a regression of " + PValue(threshold) + " % or more still in force fails the check.</p>\n";
+  return body;
+}
+
+// One metric of the series as a chart: a point per run (linked to it), a
+// marker per change point and the mean level between them.
+SeriesChart MetricChart(const results::MetricChanges& m, const results::Series& series, const char* title,
+                        const char* y_label, report::ValueKind kind) {
+  SeriesChart c;
+  c.title = title;
+  c.y_label = y_label;
+  c.kind = kind;
+  for (const results::SeriesPoint& p : series.points) {
+    ChartPoint cp;
+    cp.run_id = p.run_id;
+    cp.label = std::to_string(p.run_id);
+    cp.href = RunHref(p.run_id);
+    if (p.succeeded > 0) cp.value = p.*(m.metric->field);
+    cp.title = "run " + std::to_string(p.run_id) + " " + p.run_name + " (" + TimeText(p.start_ns) + "): " +
+               (cp.value ? (kind == report::ValueKind::kRate ? report::FormatRate(*cp.value) + " requests/s"
+                                                             : report::FormatLatency(*cp.value))
+                         : std::string("failed"));
+    c.points.push_back(std::move(cp));
+  }
+  size_t first = 0;
+  for (const results::SeriesFinding& f : m.findings) {
+    ChartChange ch;
+    ch.index = f.change.index;
+    ch.regression = f.change.kind == changes::Kind::kRegression;
+    ch.title = FindingText(m, f, series);
+    c.changes.push_back(std::move(ch));
+    c.levels.push_back({first, f.change.index - 1, f.change.mean_before});
+    first = f.change.index;
+  }
+  if (!m.findings.empty()) c.levels.push_back({first, series.points.size() - 1, m.findings.back().change.mean_after});
+  return c;
+}
+
+// What the chart's change points say, as a list under it.
+std::string FindingsList(const results::MetricChanges& m, const results::Series& series,
+                         const changes::Options& options) {
+  if (!m.judged) {
+    return "<p class=\"muted\">" + std::to_string(m.points) + " runs measured, fewer than " +
+           std::to_string(2 * options.min_segment) + ": too few to judge.</p>\n";
+  }
+  if (m.findings.empty()) return "<p class=\"muted\">No change point.</p>\n";
+  std::string out = "<ul class=\"changes\">\n";
+  for (const results::SeriesFinding& f : m.findings) {
+    out += "<li class=\"" + std::string(f.change.kind == changes::Kind::kRegression ? "regression" : "improvement") +
+           "\">" + EscapeHtml(FindingText(m, f, series)) + "</li>\n";
+  }
+  return out + "</ul>\n";
+}
+
+std::string MetricSection(const results::MetricChanges& m, const results::Series& series,
+                          const changes::Options& options, const char* title, const char* y_label,
+                          report::ValueKind kind, const char* id) {
+  return RenderSeriesChart(MetricChart(m, series, title, y_label, kind), id) + FindingsList(m, series, options);
+}
+
+std::string SeriesRunsTable(const results::Series& series) {
+  std::vector<std::vector<std::string>> rows;
+  for (const results::SeriesPoint& p : series.points) {
+    const bool any = p.succeeded > 0;
+    rows.push_back({Link(RunHref(p.run_id), std::to_string(p.run_id)), EscapeHtml(TimeText(p.start_ns)),
+                    Link(RunHref(p.run_id), p.run_name), any ? report::FormatRate(p.requests_per_second) : "failed",
+                    any ? EscapeHtml(report::FormatLatency(p.p99_us)) : "-",
+                    report::FormatCount(static_cast<double>(p.errors)),
+                    std::to_string(p.succeeded) + "/" + std::to_string(p.repetitions)});
+  }
+  return Table("points", {"Run", "Start", "Name", "Requests/s", "p99", "Errors", "Repetitions"},
+               {true, false, false, true, true, true, true}, rows);
+}
+
 }  // namespace
 
 std::string UrlEncode(const std::string& text) {
@@ -205,26 +431,11 @@ Page ErrorPage(int status, const std::string& message) {
 }
 
 Page StoreSite::Index(const Params& params) {
-  results::RunFilter filter;
-  filter.target = Param(params, "target").value_or("");
-  filter.scenario = Param(params, "scenario").value_or("");
-  if (auto limit = Param(params, "limit"); limit && !limit->empty()) {
-    auto n = WholeNumber("limit", *limit, 0, "a number of runs (0: all)");
-    if (!n.ok()) return FromStatus(n.status());
-    filter.limit = *n;
-  }
-  auto [from, to] = params.equal_range("label");
-  for (auto it = from; it != to; ++it) {
-    if (it->second.empty()) continue;
-    const size_t eq = it->second.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return FromStatus(BadParameter("label", "expected KEY=VALUE, got '" + it->second + "'"));
-    }
-    filter.labels.emplace_back(it->second.substr(0, eq), it->second.substr(eq + 1));
-  }
-  auto runs = store_.ListRuns(filter);
+  auto filter = RunFilterFromParams(params);
+  if (!filter.ok()) return FromStatus(filter.status());
+  auto runs = store_.ListRuns(*filter);
   if (!runs.ok()) return FromStatus(runs.status());
-  auto series = store_.ListSeries(filter.target, filter.scenario);
+  auto series = store_.ListSeries(filter->target, filter->scenario);
   if (!series.ok()) return FromStatus(series.status());
 
   std::string body = "<h1>Result store</h1>\n<p class=\"muted\">" + EscapeHtml(store_.Describe()) +
@@ -232,80 +443,9 @@ Page StoreSite::Index(const Params& params) {
                      (runs->size() == 1 ? " run" : " runs") + "</a> · <a href=\"#series\">" +
                      std::to_string(series->size()) + " series</a>" +
                      (runs->size() > 0 ? " · <a href=\"#compare\">compare two runs</a>" : "") + "</p>\n";
-  const std::string label_text = Join([&] {
-    std::vector<std::string> l;
-    for (const auto& [k, v] : filter.labels) l.push_back(k + "=" + v);
-    return l;
-  }(), " ");
-  body += "<form method=\"get\" action=\"/\" class=\"filters\">"
-          "<label>Target <input type=\"text\" name=\"target\" value=\"" + EscapeHtml(filter.target) + "\"></label>"
-          "<label>Scenario <input type=\"text\" name=\"scenario\" value=\"" + EscapeHtml(filter.scenario) + "\"></label>"
-          "<label>Label <input type=\"text\" name=\"label\" placeholder=\"key=value\" value=\"" +
-          EscapeHtml(filter.labels.size() == 1 ? label_text : "") + "\"></label>"
-          "<label>Latest <input type=\"number\" name=\"limit\" min=\"0\" value=\"" + std::to_string(filter.limit) +
-          "\"></label><button type=\"submit\">Filter</button></form>\n";
-
-  body += "<h2 id=\"runs\">Runs</h2>\n";
-  if (runs->empty()) {
-    body += "<p>No run matches.</p>\n";
-  } else {
-    std::vector<std::vector<std::string>> rows;
-    for (const results::StoredRun& r : *runs) {
-      std::vector<std::string> labels;
-      for (const auto& [k, v] : r.labels) labels.push_back(EscapeHtml(k + "=" + v));
-      rows.push_back({Link(RunHref(r.id), std::to_string(r.id)), EscapeHtml(TimeText(r.start_ns)),
-                      Link(RunHref(r.id), r.ns.empty() ? r.name : r.ns + "/" + r.name),
-                      EscapeHtml(r.phase.empty() ? "-" : r.phase),
-                      std::to_string(r.cells) + "/" + std::to_string(r.cells_total), EscapeHtml(Join(r.targets, ", ")),
-                      "<code>" + EscapeHtml(r.fingerprint.substr(0, 12)) + "</code>",
-                      labels.empty() ? "-" : Join(labels, "<br>")});
-    }
-    body += Table("runs", {"Run", "Start", "Name", "Phase", "Cells", "Targets", "Fingerprint", "Labels"},
-                  {true, false, false, false, true}, rows);
-    if (filter.limit > 0 && static_cast<int64_t>(runs->size()) == filter.limit) {
-      body += "<p class=\"muted\">The latest " + std::to_string(filter.limit) + " runs; <a href=\"/?" +
-              EscapeHtml([&] {
-                std::string q = "limit=0";
-                if (!filter.target.empty()) q += "&target=" + UrlEncode(filter.target);
-                if (!filter.scenario.empty()) q += "&scenario=" + UrlEncode(filter.scenario);
-                for (const auto& [k, v] : filter.labels) q += "&label=" + UrlEncode(k + "=" + v);
-                return q;
-              }()) +
-              "\">all of them</a>.</p>\n";
-    }
-    // Two runs side by side: the older one is the base.
-    auto options = [&](size_t selected) {
-      std::string out;
-      for (size_t i = 0; i < runs->size(); ++i) {
-        const results::StoredRun& r = (*runs)[i];
-        out += "<option value=\"" + std::to_string(r.id) + "\"" + (i == selected ? " selected" : "") + ">" +
-               EscapeHtml(std::to_string(r.id) + " " + r.name + " (" + TimeText(r.start_ns) + ")") + "</option>";
-      }
-      return out;
-    };
-    body += "<h2 id=\"compare\">Compare two runs</h2>\n<form method=\"get\" action=\"/compare\" class=\"compare\">"
-            "<label>Base <select name=\"a\">" + options(runs->size() > 1 ? 1 : 0) + "</select></label>"
-            "<label>New <select name=\"b\">" + options(0) + "</select></label>"
-            "<button type=\"submit\">Compare</button></form>\n";
-  }
-
-  body += "<h2 id=\"series\">Series</h2>\n";
-  if (series->empty()) {
-    body += "<p>No series.</p>\n";
-  } else {
-    body += "<p class=\"muted\">One target, scenario and load over time, under the environment fingerprint of its "
-            "latest run.</p>\n";
-    std::vector<std::vector<std::string>> rows;
-    for (const results::SeriesKey& k : *series) {
-      const std::string href = SeriesHref(k.target, k.scenario, k.connections, k.rate);
-      rows.push_back({"<a class=\"series\" href=\"" + EscapeHtml(href) + "\">" +
-                          EscapeHtml(SeriesName(k.target, k.scenario, k.connections, k.rate)) + "</a>",
-                      EscapeHtml(k.target), EscapeHtml(k.scenario), std::to_string(k.connections),
-                      k.rate > 0 ? std::to_string(k.rate) : k.rate < 0 ? std::to_string(-k.rate) + "%" : "-"});
-    }
-    body += Table("series", {"Series", "Target", "Scenario", "Connections", "Rate"}, {false, false, false, true, true},
-                  rows);
-  }
+  body += FilterForm(*filter);
+  body += RunsSection(*runs, *filter);
+  body += SeriesSection(*series);
   Page page;
   page.body = Shell("fairbench result store", body);
   return page;
@@ -347,26 +487,9 @@ Page StoreSite::RunJson(const std::string& id_text) {
 }
 
 Page StoreSite::SeriesPage(const Params& params) {
-  results::SeriesQuery q;
-  for (const char* name : {"target", "scenario", "connections"}) {
-    if (Param(params, name).value_or("").empty()) return FromStatus(BadParameter(name, "required"));
-  }
-  q.target = *Param(params, "target");
-  q.scenario = *Param(params, "scenario");
-  auto connections = WholeNumber("connections", *Param(params, "connections"), 1, "a positive whole number");
-  if (!connections.ok()) return FromStatus(connections.status());
-  q.connections = *connections;
-  if (auto rate = Param(params, "rate"); rate && !rate->empty()) {
-    auto r = results::ParseSeriesRate(*rate);
-    if (!r.ok()) return FromStatus(BadParameter("rate", r.status().message()));
-    q.rate = *r;
-  }
-  q.fingerprint = Param(params, "fingerprint").value_or("");
-  if (q.fingerprint.size() > 64 ||
-      q.fingerprint.find_first_not_of("0123456789abcdef") != std::string::npos) {
-    return FromStatus(BadParameter("fingerprint", "expected lower-case hex digits (a prefix of one), got '" +
-                                                      q.fingerprint + "'"));
-  }
+  auto query = SeriesQueryFromParams(params);
+  if (!query.ok()) return FromStatus(query.status());
+  const results::SeriesQuery& q = *query;
   auto series = store_.QuerySeries(q);
   if (!series.ok()) {
     Status s = series.status();
@@ -385,85 +508,13 @@ Page StoreSite::SeriesPage(const Params& params) {
   const results::MetricChanges p99 = results::FindSeriesChanges(results::kP99Metric, *series, threshold, options);
 
   const std::string name = SeriesName(q.target, q.scenario, q.connections, q.rate);
-  std::string body = "<h1>" + EscapeHtml(name) + "</h1>\n<p>Environment fingerprint <code>" +
-                     EscapeHtml(series->fingerprint) + "</code>; " + std::to_string(series->points.size()) +
-                     " runs, oldest first.</p>\n";
-  if (series->runs_elsewhere > 0) {
-    std::vector<std::string> others;
-    for (const std::string& fp : series->other_fingerprints) {
-      others.push_back("<a href=\"" + EscapeHtml(SeriesHref(q.target, q.scenario, q.connections, q.rate, fp)) +
-                       "\"><code>" + EscapeHtml(fp.substr(0, 12)) + "</code></a>");
-    }
-    body += "<p class=\"muted\">" + std::to_string(series->runs_elsewhere) +
-            " runs of this series under other fingerprints are left out: " + Join(others, ", ") + ".</p>\n";
-  }
-  body += "<p class=\"muted\">Change points as <code>fairbench history check</code> finds them at its defaults: "
-          "E-Divisive means, segments of at least " + std::to_string(options.min_segment) +
-          " runs, significance " + PValue(options.significance) + " over " + std::to_string(options.permutations) +
-          " permutations, changes of at least " + PValue(options.min_change_percent) +
-          " %; a regression of " + PValue(threshold) + " % or more still in force fails the check.</p>\n";
-
-  auto chart = [&](const results::MetricChanges& m, const char* title, const char* y_label, report::ValueKind kind,
-                   const char* id) {
-    SeriesChart c;
-    c.title = title;
-    c.y_label = y_label;
-    c.kind = kind;
-    for (const results::SeriesPoint& p : series->points) {
-      ChartPoint cp;
-      cp.run_id = p.run_id;
-      cp.label = std::to_string(p.run_id);
-      cp.href = RunHref(p.run_id);
-      if (p.succeeded > 0) cp.value = p.*(m.metric->field);
-      cp.title = "run " + std::to_string(p.run_id) + " " + p.run_name + " (" + TimeText(p.start_ns) + "): " +
-                 (cp.value ? (kind == report::ValueKind::kRate ? report::FormatRate(*cp.value) + " requests/s"
-                                                               : report::FormatLatency(*cp.value))
-                           : std::string("failed"));
-      c.points.push_back(std::move(cp));
-    }
-    size_t first = 0;
-    for (const results::SeriesFinding& f : m.findings) {
-      ChartChange ch;
-      ch.index = f.change.index;
-      ch.regression = f.change.kind == changes::Kind::kRegression;
-      ch.title = FindingText(m, f, *series);
-      c.changes.push_back(std::move(ch));
-      c.levels.push_back({first, f.change.index - 1, f.change.mean_before});
-      first = f.change.index;
-    }
-    if (!m.findings.empty()) c.levels.push_back({first, series->points.size() - 1, m.findings.back().change.mean_after});
-    std::string out = RenderSeriesChart(c, id);
-    if (!m.judged) {
-      out += "<p class=\"muted\">" + std::to_string(m.points) + " runs measured, fewer than " +
-             std::to_string(2 * options.min_segment) + ": too few to judge.</p>\n";
-    } else if (m.findings.empty()) {
-      out += "<p class=\"muted\">No change point.</p>\n";
-    } else {
-      out += "<ul class=\"changes\">\n";
-      for (const results::SeriesFinding& f : m.findings) {
-        out += "<li class=\"" + std::string(f.change.kind == changes::Kind::kRegression ? "regression" : "improvement") +
-               "\">" + EscapeHtml(FindingText(m, f, *series)) + "</li>\n";
-      }
-      out += "</ul>\n";
-    }
-    return out;
-  };
+  std::string body = SeriesHeader(name, q, *series, options, threshold);
   body += "<h2 id=\"rps\">Requests per second</h2>\n" +
-          chart(rps, "Requests per second", "requests/s", report::ValueKind::kRate, "chart-rps");
-  body += "<h2 id=\"p99\">p99 latency</h2>\n" + chart(p99, "p99 latency", "p99", report::ValueKind::kLatencyUs, "chart-p99");
-
-  std::vector<std::vector<std::string>> rows;
-  for (const results::SeriesPoint& p : series->points) {
-    const bool any = p.succeeded > 0;
-    rows.push_back({Link(RunHref(p.run_id), std::to_string(p.run_id)), EscapeHtml(TimeText(p.start_ns)),
-                    Link(RunHref(p.run_id), p.run_name), any ? report::FormatRate(p.requests_per_second) : "failed",
-                    any ? EscapeHtml(report::FormatLatency(p.p99_us)) : "-",
-                    report::FormatCount(static_cast<double>(p.errors)),
-                    std::to_string(p.succeeded) + "/" + std::to_string(p.repetitions)});
-  }
-  body += "<h2 id=\"runs\">Runs</h2>\n" +
-          Table("points", {"Run", "Start", "Name", "Requests/s", "p99", "Errors", "Repetitions"},
-                {true, false, false, true, true, true, true}, rows);
+          MetricSection(rps, *series, options, "Requests per second", "requests/s", report::ValueKind::kRate,
+                        "chart-rps");
+  body += "<h2 id=\"p99\">p99 latency</h2>\n" +
+          MetricSection(p99, *series, options, "p99 latency", "p99", report::ValueKind::kLatencyUs, "chart-p99");
+  body += "<h2 id=\"runs\">Runs</h2>\n" + SeriesRunsTable(*series);
   Page page;
   page.body = Shell(name, body);
   return page;

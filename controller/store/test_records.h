@@ -12,6 +12,7 @@
 #include <memory>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -81,31 +82,30 @@ inline std::string RandomHistogram(std::mt19937_64& rng, int samples) {
 
 inline api::Time TimeAt(int64_t unix_ns) { return api::Time(std::chrono::nanoseconds(unix_ns)); }
 
-// A record of `cells` cells over two targets; `histogram_samples` latencies
-// per histogram (more samples: larger, less compressible histograms).
-inline report::RunRecord Record(const std::string& name, size_t cells, uint64_t seed = 1,
-                                int histogram_samples = 2000, const std::string& ns = "default") {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> unit(0.0, 1.0);
-  report::RunRecord r;
-  r.run.metadata.name = name;
-  r.run.metadata.namespace_ = ns;
+// A number in [0, 1) from `rng`.
+inline double Unit(std::mt19937_64& rng) { return std::uniform_real_distribution<double>(0.0, 1.0)(rng); }
+
+// The run of Record(): two targets, one scenario, running, with a
+// condition and progress.
+inline void FillRun(api::BenchmarkRun& run, const std::string& name, const std::string& ns, size_t cells) {
+  run.metadata.name = name;
+  run.metadata.namespace_ = ns;
   for (const char* t : {"drogon", "nginx"}) {
     api::Target target;
     target.name = t;
     target.image = std::string("example.org/fairbench/") + t + ":1";
     target.port = 8080;
-    r.run.spec.targets.push_back(target);
+    run.spec.targets.push_back(target);
   }
   api::Scenario hello;
   hello.name = "hello";
   hello.request = api::Request{};
   hello.request->path = "/";
   hello.expect.body = "Hello, World!";
-  r.run.spec.scenarios.push_back(hello);
-  r.run.status.phase = api::RunPhase::kRunning;
-  r.run.status.observed_generation = 1;
-  r.run.status.start_time = TimeAt(1'790'000'000'123'456'789);
+  run.spec.scenarios.push_back(hello);
+  run.status.phase = api::RunPhase::kRunning;
+  run.status.observed_generation = 1;
+  run.status.start_time = TimeAt(1'790'000'000'123'456'789);
   api::Condition progressing;
   progressing.type = "Progressing";
   progressing.status = api::ConditionStatus::kTrue;
@@ -113,94 +113,128 @@ inline report::RunRecord Record(const std::string& name, size_t cells, uint64_t 
   progressing.message = "0 of " + std::to_string(cells) + " cells finished";
   progressing.last_transition_time = TimeAt(1'790'000'000'000'000'000);
   progressing.observed_generation = 1;
-  r.run.status.conditions.push_back(progressing);
-  r.run.status.progress = {static_cast<int64_t>(cells), static_cast<int64_t>(cells) + 2};
+  run.status.conditions.push_back(progressing);
+  run.status.progress = {static_cast<int64_t>(cells), static_cast<int64_t>(cells) + 2};
+}
 
-  r.environment.hostname = "node-1";
-  r.environment.kernel = "6.1.0-test";
-  r.environment.cpu_model = "AMD EPYC (test)";
-  r.environment.cpus = 2;
-  r.environment.memory_bytes = uint64_t{8} << 30;
-  r.environment.platform = "kubernetes";
-  r.environment.fairbench_version = "0.1.0";
-  r.environment.target_cpus = {0};
-  r.environment.agent_cpus = {1};
-  r.environment.notes = {"container runtime: test", "sysctl net.core.somaxconn=4096"};
+inline report::Environment TestEnvironment() {
+  report::Environment e;
+  e.hostname = "node-1";
+  e.kernel = "6.1.0-test";
+  e.cpu_model = "AMD EPYC (test)";
+  e.cpus = 2;
+  e.memory_bytes = uint64_t{8} << 30;
+  e.platform = "kubernetes";
+  e.fairbench_version = "0.1.0";
+  e.target_cpus = {0};
+  e.agent_cpus = {1};
+  e.notes = {"container runtime: test", "sysctl net.core.somaxconn=4096"};
+  return e;
+}
 
+// Cell i's result: every seventh fails; three draws of `rng`.
+inline api::CellResult TestCellResult(size_t i, std::mt19937_64& rng) {
+  api::CellResult res;
+  res.target = i % 2 == 0 ? "drogon" : "nginx";
+  res.scenario = "hello";
+  res.connections = 100 * static_cast<int64_t>(i / 2 + 1);
+  res.repetition = 1;
+  res.state = i % 7 == 3 ? api::CellState::kFailed : api::CellState::kSucceeded;
+  if (res.state == api::CellState::kFailed) {
+    res.reason = api::CellReason::kTargetExited;
+    res.message = "the target exited: OOMKilled";
+  }
+  res.requests_per_second = 100000.0 * Unit(rng) + 0.125;
+  res.latency = {812.5 + Unit(rng), 157.03, 5840, 837, 900, 1010, 1340, 2480, 5000};
+  res.errors = {1, 2, 3, 4, 5, 6};
+  res.status_classes = {1, 1136866, 2, 7, 1};
+  res.requests = 1136866 + i;
+  res.bytes = 183035426;
+  res.bytes_per_response = 161.0;
+  res.transfer_per_second = 18303542.6;
+  res.memory_idle = uint64_t{4} << 20;
+  res.memory_loaded = uint64_t{12} << 20;
+  res.target_cpu = 0.98 + Unit(rng) / 100;
+  res.agent_cpu = 0.9;
+  res.start_time = TimeAt(1'790'000'100'000'000'001 + static_cast<int64_t>(i) * 1'000'000'000);
+  res.end_time = TimeAt(1'790'000'110'500'000'000 + static_cast<int64_t>(i) * 1'000'000'000);
+  return res;
+}
+
+// Second `s` of a cell's timeline (two of warm-up, then measured).
+inline TimelinePoint RandomTimelinePoint(uint64_t s, std::mt19937_64& rng) {
+  TimelinePoint p;
+  p.sequence = s;
+  p.phase = s < 2 ? Phase::kWarmup : Phase::kMeasure;
+  p.start_s = static_cast<double>(s);
+  p.end_s = static_cast<double>(s + 1);
+  p.counters.requests = rng() % 200000;
+  p.counters.bytes_read = rng() % 40000000;
+  p.counters.bytes_written = rng() % 4000000;
+  p.counters.status_classes[2] = p.counters.requests;
+  p.counters.connects = rng() % 100;
+  p.counters.connect_time_us = rng() % 10000;
+  p.p50_us = 800 + rng() % 100;
+  p.p90_us = 1000 + rng() % 100;
+  p.p99_us = 1300 + rng() % 100;
+  p.max_us = 5000 + rng() % 1000;
+  p.mean_us = 850.25 + Unit(rng);
+  p.connections_open = 100;
+  p.cpu_seconds = 0.9 + Unit(rng) / 10;
+  return p;
+}
+
+// Cell i's idle report: none for every third cell, else nap or poll.
+inline std::optional<IdleReport> TestIdleReport(size_t i) {
+  if (i % 3 == 0) return std::nullopt;
+  IdleReport idle;
+  idle.mode = i % 3 == 1 ? IdleWait::kNap : IdleWait::kPoll;
+  idle.naps = 1000 + i;
+  idle.nap_hits = 900 + i;
+  idle.nap_seconds = 0.125;
+  idle.max_nap_ns = 25'000;
+  idle.polls = 50'000 + i;
+  idle.empty_polls = 40'000;
+  idle.spin_seconds = 1.5;
+  return idle;
+}
+
+// Cell i of Record(), its result included (in c.result).
+inline report::CellRecord TestCell(size_t i, std::mt19937_64& rng, int histogram_samples) {
+  report::CellRecord c;
+  c.result = TestCellResult(i, rng);
+  const api::CellResult& res = c.result;
+  for (uint64_t s = 0; s < 12; ++s) c.timeline.push_back(RandomTimelinePoint(s, rng));
+  c.latency_histogram = RandomHistogram(rng, histogram_samples);
+  if (i % 3 == 0) {
+    c.latency_corrected = true;
+    c.uncorrected_histogram = RandomHistogram(rng, histogram_samples / 2);
+  }
+  c.wrk_text = "Running 10s test @ http://10.0.0.1:8080/\n  1 threads and " + std::to_string(res.connections) +
+               " connections\nRequests/sec: " + std::to_string(res.requests_per_second) + "\n";
+  c.agents = 1;
+  c.connections_peak = static_cast<uint32_t>(res.connections);
+  c.drained = 100;
+  c.abandoned = i;
+  c.measure_seconds = 10.000125;
+  c.idle = TestIdleReport(i);
+  c.littles_law_connections = 98.5;
+  c.littles_law_in_flight = 100;
+  if (i % 4 == 1) c.flags = {report::CellFlag::kGeneratorSaturated, report::CellFlag::kErrors};
+  return c;
+}
+
+// A record of `cells` cells over two targets; `histogram_samples` latencies
+// per histogram (more samples: larger, less compressible histograms).
+inline report::RunRecord Record(const std::string& name, size_t cells, uint64_t seed = 1,
+                                int histogram_samples = 2000, const std::string& ns = "default") {
+  std::mt19937_64 rng(seed);
+  report::RunRecord r;
+  FillRun(r.run, name, ns, cells);
+  r.environment = TestEnvironment();
   for (size_t i = 0; i < cells; ++i) {
-    report::CellRecord c;
-    api::CellResult& res = c.result;
-    res.target = i % 2 == 0 ? "drogon" : "nginx";
-    res.scenario = "hello";
-    res.connections = 100 * static_cast<int64_t>(i / 2 + 1);
-    res.repetition = 1;
-    res.state = i % 7 == 3 ? api::CellState::kFailed : api::CellState::kSucceeded;
-    if (res.state == api::CellState::kFailed) {
-      res.reason = api::CellReason::kTargetExited;
-      res.message = "the target exited: OOMKilled";
-    }
-    res.requests_per_second = 100000.0 * unit(rng) + 0.125;
-    res.latency = {812.5 + unit(rng), 157.03, 5840, 837, 900, 1010, 1340, 2480, 5000};
-    res.errors = {1, 2, 3, 4, 5, 6};
-    res.status_classes = {1, 1136866, 2, 7, 1};
-    res.requests = 1136866 + i;
-    res.bytes = 183035426;
-    res.bytes_per_response = 161.0;
-    res.transfer_per_second = 18303542.6;
-    res.memory_idle = uint64_t{4} << 20;
-    res.memory_loaded = uint64_t{12} << 20;
-    res.target_cpu = 0.98 + unit(rng) / 100;
-    res.agent_cpu = 0.9;
-    res.start_time = TimeAt(1'790'000'100'000'000'001 + static_cast<int64_t>(i) * 1'000'000'000);
-    res.end_time = TimeAt(1'790'000'110'500'000'000 + static_cast<int64_t>(i) * 1'000'000'000);
-    for (uint64_t s = 0; s < 12; ++s) {
-      TimelinePoint p;
-      p.sequence = s;
-      p.phase = s < 2 ? Phase::kWarmup : Phase::kMeasure;
-      p.start_s = static_cast<double>(s);
-      p.end_s = static_cast<double>(s + 1);
-      p.counters.requests = rng() % 200000;
-      p.counters.bytes_read = rng() % 40000000;
-      p.counters.bytes_written = rng() % 4000000;
-      p.counters.status_classes[2] = p.counters.requests;
-      p.counters.connects = rng() % 100;
-      p.counters.connect_time_us = rng() % 10000;
-      p.p50_us = 800 + rng() % 100;
-      p.p90_us = 1000 + rng() % 100;
-      p.p99_us = 1300 + rng() % 100;
-      p.max_us = 5000 + rng() % 1000;
-      p.mean_us = 850.25 + unit(rng);
-      p.connections_open = 100;
-      p.cpu_seconds = 0.9 + unit(rng) / 10;
-      c.timeline.push_back(p);
-    }
-    c.latency_histogram = RandomHistogram(rng, histogram_samples);
-    if (i % 3 == 0) {
-      c.latency_corrected = true;
-      c.uncorrected_histogram = RandomHistogram(rng, histogram_samples / 2);
-    }
-    c.wrk_text = "Running 10s test @ http://10.0.0.1:8080/\n  1 threads and " + std::to_string(res.connections) +
-                 " connections\nRequests/sec: " + std::to_string(res.requests_per_second) + "\n";
-    c.agents = 1;
-    c.connections_peak = static_cast<uint32_t>(res.connections);
-    c.drained = 100;
-    c.abandoned = i;
-    c.measure_seconds = 10.000125;
-    if (i % 3 != 0) {
-      IdleReport& idle = c.idle.emplace();
-      idle.mode = i % 3 == 1 ? IdleWait::kNap : IdleWait::kPoll;
-      idle.naps = 1000 + i;
-      idle.nap_hits = 900 + i;
-      idle.nap_seconds = 0.125;
-      idle.max_nap_ns = 25'000;
-      idle.polls = 50'000 + i;
-      idle.empty_polls = 40'000;
-      idle.spin_seconds = 1.5;
-    }
-    c.littles_law_connections = 98.5;
-    c.littles_law_in_flight = 100;
-    if (i % 4 == 1) c.flags = {report::CellFlag::kGeneratorSaturated, report::CellFlag::kErrors};
-    r.run.status.results.push_back(res);
+    report::CellRecord c = TestCell(i, rng, histogram_samples);
+    r.run.status.results.push_back(c.result);
     r.cells.push_back(std::move(c));
   }
   return r;

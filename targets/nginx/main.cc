@@ -31,6 +31,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -143,119 +144,243 @@ bool WaitForSignalHandlers(pid_t pid, const std::string& pid_file, int* raw, int
   return false;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"fairbench reference target on Debian's nginx"};
+struct LauncherOptions {
   fairbench::targets::TargetFlags flags;
-  fairbench::targets::AddTargetFlags(app, &flags);
   std::string nginx = "/usr/sbin/nginx";
   std::string work_dir;
   bool print_config = false;
-  app.add_option("--nginx", nginx, "the nginx binary")->capture_default_str();
-  app.add_option("--work-dir", work_dir, "directory for config, logs and pid file (kept); default: a temp dir");
-  app.add_flag("--print-config", print_config, "print the config and exit");
   bool tls = false;
   bool http2 = false;
   std::string cert_file;
   std::string key_file;
-  app.add_flag("--tls", tls, "serve HTTPS (a self-signed certificate unless --cert and --key)");
-  app.add_flag("--http2", http2, "serve HTTP/2: h2 by ALPN with --tls, h2c (prior knowledge only) without");
-  app.add_option("--cert", cert_file, "the certificate (PEM, a chain) for --tls");
-  app.add_option("--key", key_file, "the certificate's private key (PEM) for --tls");
-  CLI11_PARSE(app, argc, argv);
-  if ((!cert_file.empty() || !key_file.empty()) && !tls) {
+};
+
+void AddLauncherFlags(CLI::App& app, LauncherOptions* o) {
+  fairbench::targets::AddTargetFlags(app, &o->flags);
+  app.add_option("--nginx", o->nginx, "the nginx binary")->capture_default_str();
+  app.add_option("--work-dir", o->work_dir, "directory for config, logs and pid file (kept); default: a temp dir");
+  app.add_flag("--print-config", o->print_config, "print the config and exit");
+  app.add_flag("--tls", o->tls, "serve HTTPS (a self-signed certificate unless --cert and --key)");
+  app.add_flag("--http2", o->http2, "serve HTTP/2: h2 by ALPN with --tls, h2c (prior knowledge only) without");
+  app.add_option("--cert", o->cert_file, "the certificate (PEM, a chain) for --tls");
+  app.add_option("--key", o->key_file, "the certificate's private key (PEM) for --tls");
+}
+
+// Checks --tls, --cert and --key together and makes the certificate's
+// paths absolute; false (having said why) when they do not fit.
+bool CheckTlsFlags(LauncherOptions* o) {
+  if ((!o->cert_file.empty() || !o->key_file.empty()) && !o->tls) {
     std::fprintf(stderr, "--cert and --key need --tls\n");
-    return 2;
+    return false;
   }
-  if (cert_file.empty() != key_file.empty()) {
+  if (o->cert_file.empty() != o->key_file.empty()) {
     std::fprintf(stderr, "--cert and --key go together: give both or neither\n");
-    return 2;
+    return false;
   }
-  if (!cert_file.empty()) {
-    auto cert = fairbench::tls::ReadCertificates(cert_file, "--cert");
-    auto key = cert.ok() ? fairbench::tls::ReadPrivateKey(key_file, "--key") : cert.status();
-    const fairbench::Status fits = key.ok() ? fairbench::tls::CheckKeyPair(*cert, *key, "--cert and --key") : key.status();
-    if (!fits.ok()) {
-      std::fprintf(stderr, "%s\n", fits.message().c_str());
-      return 2;
+  if (o->cert_file.empty()) return true;
+  auto cert = fairbench::tls::ReadCertificates(o->cert_file, "--cert");
+  auto key = cert.ok() ? fairbench::tls::ReadPrivateKey(o->key_file, "--key") : cert.status();
+  const fairbench::Status fits = key.ok() ? fairbench::tls::CheckKeyPair(*cert, *key, "--cert and --key") : key.status();
+  if (!fits.ok()) {
+    std::fprintf(stderr, "%s\n", fits.message().c_str());
+    return false;
+  }
+  // nginx resolves relative paths against its prefix, the work dir.
+  o->cert_file = std::filesystem::absolute(o->cert_file).string();
+  o->key_file = std::filesystem::absolute(o->key_file).string();
+  return true;
+}
+
+// The directory nginx runs in: --work-dir, kept, or a temp dir removed
+// when this goes.
+class WorkDir {
+ public:
+  WorkDir(const WorkDir&) = delete;
+  WorkDir& operator=(const WorkDir&) = delete;
+  ~WorkDir() {
+    std::error_code ignored;
+    if (temp_) std::filesystem::remove_all(path_, ignored);
+  }
+
+  static Result<std::unique_ptr<WorkDir>> Make(const std::string& given) {
+    std::string path = given;
+    if (given.empty()) {
+      auto made = MakeTempDir();
+      if (!made.ok()) return made.status();
+      path = *made;
     }
-    // nginx resolves relative paths against its prefix, the work dir.
-    cert_file = std::filesystem::absolute(cert_file).string();
-    key_file = std::filesystem::absolute(key_file).string();
+    // When we are root, nginx's workers run as nobody and need to reach the
+    // temp paths inside.
+    chmod(path.c_str(), 0755);
+    return std::unique_ptr<WorkDir>(new WorkDir(path, given.empty()));
   }
+
+  const std::string& path() const { return path_; }
+
+ private:
+  WorkDir(std::string path, bool temp) : path_(std::move(path)), temp_(temp) {}
+
+  std::string path_;
+  bool temp_;
+};
+
+fairbench::targets::NginxTargetConfig ConfigFor(const LauncherOptions& o, const std::string& work_dir) {
+  fairbench::targets::NginxTargetConfig config;
+  config.host = o.flags.host;
+  config.port = o.flags.port;
+  config.workers = o.flags.threads;
+  config.dir = work_dir;
+  config.access_log = !o.flags.request_log.empty();
+  config.tls = o.tls;
+  config.http2 = o.http2;
+  const bool self_signed = o.tls && o.cert_file.empty();
+  config.cert_file = self_signed ? work_dir + "/tls.crt" : o.cert_file;
+  config.key_file = self_signed ? work_dir + "/tls.key" : o.key_file;
+  return config;
+}
+
+bool WriteConfig(const std::string& work_dir, const std::string& text) {
+  std::ofstream out(work_dir + "/nginx.conf");
+  out << text;
+  if (!out) {
+    std::fprintf(stderr, "cannot write %s/nginx.conf\n", work_dir.c_str());
+    return false;
+  }
+  return true;
+}
+
+bool WriteSelfSignedCertificate(const LauncherOptions& o, const fairbench::targets::NginxTargetConfig& config) {
+  auto pair = fairbench::tls::IssueCertificate(
+      fairbench::tls::ServerSpec("fairbench-target-nginx", fairbench::tls::SubjectAltNamesFor(o.flags.host)));
+  const bool written =
+      pair.ok() && WriteNewFile(config.cert_file, pair->cert_pem, 0644) && WriteNewFile(config.key_file, pair->key_pem, 0600);
+  if (!written) {
+    std::fprintf(stderr, "cannot make a self-signed certificate in %s: %s\n", config.dir.c_str(),
+                 pair.ok() ? "write failed" : pair.status().ToString().c_str());
+  }
+  return written;
+}
+
+void PrintStarted(const LauncherOptions& o, pid_t pid, const fairbench::targets::NginxTargetConfig& config,
+                  bool self_signed) {
+  const char* protocols = o.tls ? (o.http2 ? "h2 and https" : "https") : (o.http2 ? "h2c" : "http");
+  std::printf("fairbench-target-nginx: nginx pid %d on %s:%u (%s) with %d workers, config %s/nginx.conf%s%s\n",
+              static_cast<int>(pid), o.flags.host.c_str(), static_cast<unsigned>(o.flags.port), protocols,
+              o.flags.threads, config.dir.c_str(), self_signed ? ", self-signed certificate " : "",
+              self_signed ? config.cert_file.c_str() : "");
+  std::fflush(stdout);
+}
+
+// Turns nginx's access log into request-log lines on a thread of its own
+// while nginx runs; Finish() takes the rest once nginx has ended.
+class AccessLogPump {
+ public:
+  AccessLogPump(const std::string& access_log, fairbench::targets::RequestLog* log)
+      : tail_(access_log, log), thread_([this] { Run(); }) {}
+  AccessLogPump(const AccessLogPump&) = delete;
+  AccessLogPump& operator=(const AccessLogPump&) = delete;
+  ~AccessLogPump() {
+    if (thread_.joinable()) Finish();
+  }
+
+  void Finish() {
+    stop_.store(true);
+    thread_.join();
+    if (Status s = tail_.Finish(); !s.ok()) std::fprintf(stderr, "%s\n", s.ToString().c_str());
+  }
+
+ private:
+  void Run() {
+    while (!stop_.load()) {
+      // The log may not exist yet (nginx creates it on its first
+      // request); the next poll tries again.
+      (void)tail_.Poll(fairbench::targets::UnixMillisNow());
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+
+  std::atomic<bool> stop_{false};
+  fairbench::targets::AccessLogTail tail_;
+  std::thread thread_;
+};
+
+// How nginx ended: its wait status, and whether we asked it to stop.
+struct NginxEnd {
+  int raw = 0;
+  bool asked_to_stop = false;
+};
+
+// Waits for nginx to exit by itself, or for SIGTERM/SIGINT, which stop it
+// gracefully (SIGQUIT), then harder the longer it takes.
+NginxEnd Supervise(pid_t pid, const std::string& work_dir, const fairbench::BlockedSignals& signals) {
+  NginxEnd end;
+  while (true) {
+    const int sig = signals.Wait();
+    if (sig == SIGCHLD) {
+      if (waitpid(pid, &end.raw, WNOHANG) == pid) return end;
+      continue;
+    }
+    end.asked_to_stop = true;
+    if (WaitForSignalHandlers(pid, work_dir + "/nginx.pid", &end.raw, 5000)) return end;
+    kill(pid, SIGQUIT);  // graceful: finish (and log) the requests in flight
+    if (WaitChild(pid, &end.raw, 5000)) return end;
+    kill(pid, SIGTERM);
+    if (WaitChild(pid, &end.raw, 2000)) return end;
+    kill(pid, SIGKILL);
+    waitpid(pid, &end.raw, 0);
+    return end;
+  }
+}
+
+// 0 after a clean exit; else says why with nginx's error log, and returns
+// 1 when we stopped it, nginx's exit code (1 if killed) when it ended alone.
+int ExitCode(const NginxEnd& end, const std::string& work_dir) {
+  const int raw = end.raw;
+  if (WIFEXITED(raw) && WEXITSTATUS(raw) == 0) return 0;
+  std::fprintf(stderr, "fairbench-target-nginx: nginx ended (%s %d); error log:\n%s\n",
+               WIFEXITED(raw) ? "exit" : "signal", WIFEXITED(raw) ? WEXITSTATUS(raw) : WTERMSIG(raw),
+               ReadWholeFile(work_dir + "/error.log").c_str());
+  if (end.asked_to_stop) return 1;
+  return WIFEXITED(raw) ? WEXITSTATUS(raw) : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"fairbench reference target on Debian's nginx"};
+  LauncherOptions o;
+  AddLauncherFlags(app, &o);
+  CLI11_PARSE(app, argc, argv);
+  if (!CheckTlsFlags(&o)) return 2;
 
   signal(SIGPIPE, SIG_IGN);
   const fairbench::BlockedSignals signals({SIGTERM, SIGINT, SIGCHLD});
 
-  const bool temp_dir = work_dir.empty();
-  if (temp_dir) {
-    auto made = MakeTempDir();
-    if (!made.ok()) {
-      std::fprintf(stderr, "%s\n", made.status().ToString().c_str());
-      return 1;
-    }
-    work_dir = *made;
+  auto dir = WorkDir::Make(o.work_dir);
+  if (!dir.ok()) {
+    std::fprintf(stderr, "%s\n", dir.status().ToString().c_str());
+    return 1;
   }
-  // When we are root, nginx's workers run as nobody and need to reach the
-  // temp paths inside.
-  chmod(work_dir.c_str(), 0755);
-  auto cleanup = [&] {
-    std::error_code ignored;
-    if (temp_dir) std::filesystem::remove_all(work_dir, ignored);
-  };
-
-  fairbench::targets::NginxTargetConfig config;
-  config.host = flags.host;
-  config.port = flags.port;
-  config.workers = flags.threads;
-  config.dir = work_dir;
-  config.access_log = !flags.request_log.empty();
-  config.tls = tls;
-  config.http2 = http2;
-  const bool self_signed = tls && cert_file.empty();
-  config.cert_file = self_signed ? work_dir + "/tls.crt" : cert_file;
-  config.key_file = self_signed ? work_dir + "/tls.key" : key_file;
+  const std::string& work_dir = (*dir)->path();
+  const fairbench::targets::NginxTargetConfig config = ConfigFor(o, work_dir);
+  const bool self_signed = o.tls && o.cert_file.empty();
   auto text = fairbench::targets::RenderNginxConfig(config);
   if (!text.ok()) {
     std::fprintf(stderr, "%s\n", text.status().ToString().c_str());
-    cleanup();
     return 1;
   }
-  if (print_config) {
+  if (o.print_config) {
     std::fputs(text->c_str(), stdout);
-    cleanup();
     return 0;
   }
-  {
-    std::ofstream out(work_dir + "/nginx.conf");
-    out << *text;
-    if (!out) {
-      std::fprintf(stderr, "cannot write %s/nginx.conf\n", work_dir.c_str());
-      cleanup();
-      return 1;
-    }
-  }
-
-  if (self_signed) {
-    auto pair = fairbench::tls::IssueCertificate(
-        fairbench::tls::ServerSpec("fairbench-target-nginx", fairbench::tls::SubjectAltNamesFor(flags.host)));
-    const bool written =
-        pair.ok() && WriteNewFile(config.cert_file, pair->cert_pem, 0644) && WriteNewFile(config.key_file, pair->key_pem, 0600);
-    if (!written) {
-      std::fprintf(stderr, "cannot make a self-signed certificate in %s: %s\n", work_dir.c_str(),
-                   pair.ok() ? "write failed" : pair.status().ToString().c_str());
-      cleanup();
-      return 1;
-    }
-  }
+  if (!WriteConfig(work_dir, *text)) return 1;
+  if (self_signed && !WriteSelfSignedCertificate(o, config)) return 1;
 
   std::unique_ptr<fairbench::targets::RequestLog> log;
-  if (!flags.request_log.empty()) {
-    auto opened = fairbench::targets::RequestLog::Open(flags.request_log);
+  if (!o.flags.request_log.empty()) {
+    auto opened = fairbench::targets::RequestLog::Open(o.flags.request_log);
     if (!opened.ok()) {
       std::fprintf(stderr, "%s\n", opened.status().ToString().c_str());
-      cleanup();
       return 1;
     }
     log = std::move(*opened);
@@ -263,66 +388,16 @@ int main(int argc, char** argv) {
 
   // A kept --work-dir may hold the pid file of an earlier nginx.
   unlink((work_dir + "/nginx.pid").c_str());
-  auto pid = StartNginx(nginx, work_dir);
+  auto pid = StartNginx(o.nginx, work_dir);
   if (!pid.ok()) {
     std::fprintf(stderr, "%s\n", pid.status().ToString().c_str());
-    cleanup();
     return 1;
   }
-  const char* protocols = tls ? (http2 ? "h2 and https" : "https") : (http2 ? "h2c" : "http");
-  std::printf("fairbench-target-nginx: nginx pid %d on %s:%u (%s) with %d workers, config %s/nginx.conf%s%s\n",
-              static_cast<int>(*pid), flags.host.c_str(), static_cast<unsigned>(flags.port), protocols, flags.threads,
-              work_dir.c_str(), self_signed ? ", self-signed certificate " : "",
-              self_signed ? config.cert_file.c_str() : "");
-  std::fflush(stdout);
+  PrintStarted(o, *pid, config, self_signed);
 
-  std::atomic<bool> stop_tail{false};
-  std::unique_ptr<fairbench::targets::AccessLogTail> tail;
-  std::thread tailer;
-  if (log) {
-    tail = std::make_unique<fairbench::targets::AccessLogTail>(work_dir + "/access.log", log.get());
-    tailer = std::thread([&] {
-      while (!stop_tail.load()) {
-        // The log may not exist yet (nginx creates it on its first
-        // request); the next poll tries again.
-        (void)tail->Poll(fairbench::targets::UnixMillisNow());
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
-    });
-  }
-
-  int raw = 0;
-  bool asked_to_stop = false;
-  while (true) {
-    const int sig = signals.Wait();
-    if (sig == SIGCHLD) {
-      if (waitpid(*pid, &raw, WNOHANG) == *pid) break;
-      continue;
-    }
-    asked_to_stop = true;
-    if (WaitForSignalHandlers(*pid, work_dir + "/nginx.pid", &raw, 5000)) break;
-    kill(*pid, SIGQUIT);  // graceful: finish (and log) the requests in flight
-    if (WaitChild(*pid, &raw, 5000)) break;
-    kill(*pid, SIGTERM);
-    if (WaitChild(*pid, &raw, 2000)) break;
-    kill(*pid, SIGKILL);
-    waitpid(*pid, &raw, 0);
-    break;
-  }
-
-  if (tail) {
-    stop_tail.store(true);
-    tailer.join();
-    if (Status s = tail->Finish(); !s.ok()) std::fprintf(stderr, "%s\n", s.ToString().c_str());
-  }
-  const bool clean = WIFEXITED(raw) && WEXITSTATUS(raw) == 0;
-  if (!clean) {
-    std::fprintf(stderr, "fairbench-target-nginx: nginx ended (%s %d); error log:\n%s\n",
-                 WIFEXITED(raw) ? "exit" : "signal", WIFEXITED(raw) ? WEXITSTATUS(raw) : WTERMSIG(raw),
-                 ReadWholeFile(work_dir + "/error.log").c_str());
-  }
-  cleanup();
-  if (clean) return 0;
-  if (asked_to_stop) return 1;
-  return WIFEXITED(raw) ? WEXITSTATUS(raw) : 1;
+  std::unique_ptr<AccessLogPump> pump;
+  if (log) pump = std::make_unique<AccessLogPump>(work_dir + "/access.log", log.get());
+  const NginxEnd end = Supervise(*pid, work_dir, signals);
+  if (pump) pump->Finish();
+  return ExitCode(end, work_dir);
 }

@@ -15,6 +15,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "common/base64.h"
 #include "controller/kube/json_read.h"
@@ -456,6 +457,71 @@ void PodWorker::RefreshHosts() {
   if (n == static_cast<ssize_t>(text.size())) hosts_text_ = text;
 }
 
+namespace {
+
+using EnvList = std::vector<std::pair<std::string, std::string>>;
+
+// command and args, $(VAR) expanded with the container's environment.
+void AddCommand(const Json& container, const EnvList& env, ContainerInputs* in) {
+  for (const Json& a : container.value("command", Json::array())) {
+    if (a.is_string()) in->command.push_back(ExpandWith(a.get<std::string>(), env));
+  }
+  for (const Json& a : container.value("args", Json::array())) {
+    if (a.is_string()) in->args.push_back(ExpandWith(a.get<std::string>(), env));
+  }
+  in->has_command = !in->command.empty();
+  in->has_args = !in->args.empty();
+}
+
+// What every container of a pod sees: its hostname, and where the API
+// server is (the kubelet adds these whatever enableServiceLinks says),
+// then the container's own environment.
+void AddPodEnv(const std::string& hostname, const KubeletConfig& config, const EnvList& env, ContainerInputs* in) {
+  in->env.emplace_back("HOSTNAME", hostname);
+  if (!config.api_host.empty()) {
+    const std::string port = std::to_string(config.api_port);
+    in->env.emplace_back("KUBERNETES_SERVICE_HOST", config.api_host);
+    in->env.emplace_back("KUBERNETES_SERVICE_PORT", port);
+    in->env.emplace_back("KUBERNETES_SERVICE_PORT_HTTPS", port);
+    in->env.emplace_back("KUBERNETES_PORT", "tcp://" + config.api_host + ":" + port);
+  }
+  in->env.insert(in->env.end(), env.begin(), env.end());
+}
+
+// Volume mounts onto the pod's host directories (`volume_dir`), and the
+// service account's token where the container does not mount it itself.
+void AddMounts(const Json& pod, const Json& container, const std::function<std::string(const Json&)>& volume_dir,
+               const std::string& pod_dir, ContainerInputs* in) {
+  std::map<std::string, std::string> volume_dirs;
+  for (const Json& v : pod.value("spec", Json::object()).value("volumes", Json::array())) {
+    volume_dirs[jr::String(v, "name")] = volume_dir(v);
+  }
+  bool sa_mounted = false;
+  for (const Json& vm : container.value("volumeMounts", Json::array())) {
+    const std::string dir = volume_dirs[jr::String(vm, "name")];
+    if (dir.empty()) continue;
+    std::string host = dir;
+    if (!jr::String(vm, "subPath").empty()) host += "/" + jr::String(vm, "subPath");
+    in->mounts.push_back({host, jr::String(vm, "mountPath"), vm.value("readOnly", false)});
+    sa_mounted |= jr::String(vm, "mountPath") == kServiceAccountDir;
+  }
+  const std::string sa_dir = pod_dir + "/volumes/kubernetes.io~projected/" + kServiceAccountVolume;
+  if (!sa_mounted && std::filesystem::exists(sa_dir)) in->mounts.push_back({sa_dir, kServiceAccountDir, true});
+}
+
+// Creates container `name`, replacing one of that name left by an earlier
+// kubelet of this node.
+Result<std::string> CreateReplacing(docker::DockerClient& engine, const std::string& name, const Json& body) {
+  auto id = engine.CreateContainer(name, body);
+  if (!id.ok() && id.status().code() == Status::Code::kFailedPrecondition) {
+    (void)engine.RemoveContainer(name);
+    id = engine.CreateContainer(name, body);
+  }
+  return id;
+}
+
+}  // namespace
+
 void PodWorker::StartDockerContainer(Container& c, const std::vector<std::pair<std::string, std::string>>& env) {
   docker::DockerClient& engine = *config_.docker;
   auto wait = [&](const std::string& reason, const std::string& message, std::chrono::milliseconds retry) {
@@ -479,41 +545,9 @@ void PodWorker::StartDockerContainer(Container& c, const std::vector<std::pair<s
   in.pod = pod_;
   in.container = c.spec;
   in.image_user = image_user;
-  for (const Json& a : c.spec.value("command", Json::array())) {
-    if (a.is_string()) in.command.push_back(ExpandWith(a.get<std::string>(), env));
-  }
-  for (const Json& a : c.spec.value("args", Json::array())) {
-    if (a.is_string()) in.args.push_back(ExpandWith(a.get<std::string>(), env));
-  }
-  in.has_command = !in.command.empty();
-  in.has_args = !in.args.empty();
-  // What every container of a pod sees: its hostname, and where the API
-  // server is (the kubelet adds these whatever enableServiceLinks says).
-  in.env.emplace_back("HOSTNAME", name_);
-  if (!config_.api_host.empty()) {
-    const std::string port = std::to_string(config_.api_port);
-    in.env.emplace_back("KUBERNETES_SERVICE_HOST", config_.api_host);
-    in.env.emplace_back("KUBERNETES_SERVICE_PORT", port);
-    in.env.emplace_back("KUBERNETES_SERVICE_PORT_HTTPS", port);
-    in.env.emplace_back("KUBERNETES_PORT", "tcp://" + config_.api_host + ":" + port);
-  }
-  in.env.insert(in.env.end(), env.begin(), env.end());
-  // Volume mounts onto the pod's host directories.
-  std::map<std::string, std::string> volume_dirs;
-  for (const Json& v : pod_.value("spec", Json::object()).value("volumes", Json::array())) {
-    volume_dirs[jr::String(v, "name")] = VolumeDir(v);
-  }
-  bool sa_mounted = false;
-  for (const Json& vm : c.spec.value("volumeMounts", Json::array())) {
-    const std::string dir = volume_dirs[jr::String(vm, "name")];
-    if (dir.empty()) continue;
-    std::string host = dir;
-    if (!jr::String(vm, "subPath").empty()) host += "/" + jr::String(vm, "subPath");
-    in.mounts.push_back({host, jr::String(vm, "mountPath"), vm.value("readOnly", false)});
-    sa_mounted |= jr::String(vm, "mountPath") == kServiceAccountDir;
-  }
-  const std::string sa_dir = PodDir() + "/volumes/kubernetes.io~projected/" + kServiceAccountVolume;
-  if (!sa_mounted && std::filesystem::exists(sa_dir)) in.mounts.push_back({sa_dir, kServiceAccountDir, true});
+  AddCommand(c.spec, env, &in);
+  AddPodEnv(name_, config_, env, &in);
+  AddMounts(pod_, c.spec, [this](const Json& v) { return VolumeDir(v); }, PodDir(), &in);
   in.hosts_file = PodDir() + "/etc-hosts";
   c.cpus = ContainerCpus(c);
   in.cpus = c.cpus;
@@ -541,12 +575,7 @@ void PodWorker::StartDockerContainer(Container& c, const std::vector<std::pair<s
   // dockershim's names: k8s_<container>_<pod>_<namespace>_<uid>_<attempt>.
   const std::string cname =
       "k8s_" + c.name + "_" + name_ + "_" + ns_ + "_" + uid_ + "_" + std::to_string(c.restart_count);
-  auto id = engine.CreateContainer(cname, *body);
-  if (!id.ok() && id.status().code() == Status::Code::kFailedPrecondition) {
-    // A container of that name left by an earlier kubelet of this node.
-    (void)engine.RemoveContainer(cname);
-    id = engine.CreateContainer(cname, *body);
-  }
+  auto id = CreateReplacing(engine, cname, *body);
   if (!id.ok()) {
     wait("CreateContainerError", id.status().message(), config_.restart_backoff);
     Event(true, "Failed", "Error: " + id.status().message());

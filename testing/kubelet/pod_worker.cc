@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <random>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -224,18 +225,49 @@ PodRequests PodWorker::requests() const {
   return ComputeRequests(pod_.value("spec", Json::object()));
 }
 
-Result<std::vector<std::pair<std::string, std::string>>> PodWorker::BuildEnv(const Json& container) {
-  std::vector<std::pair<std::string, std::string>> env;
-  const Json& md = pod_["metadata"];
-  const Json spec = pod_.value("spec", Json::object());
-  auto field = [&](const std::string& path) -> std::optional<std::string> {
-    if (path == "metadata.name") return name_;
-    if (path == "metadata.namespace") return ns_;
-    if (path == "metadata.uid") return uid_;
+namespace {
+
+using EnvList = std::vector<std::pair<std::string, std::string>>;
+
+// What a pod's downward API fields (fieldRef) resolve to.
+struct PodFields {
+  std::string name, ns, uid, pod_ip, node_ip;
+};
+
+// One container's environment as the kubelet builds it: envFrom first,
+// then env in order ($(VAR) in a value expands what came before it).
+// Secrets and ConfigMaps are read once per container start.
+class EnvBuilder {
+ public:
+  EnvBuilder(kube::Client& client, Json& pod, PodFields fields, size_t node_cpus)
+      : client_(client), pod_(pod), fields_(std::move(fields)), node_cpus_(node_cpus) {}
+
+  Result<EnvList> Build(const Json& container) {
+    EnvList env;
+    if (container.contains("envFrom") && container["envFrom"].is_array()) {
+      for (const Json& from : container["envFrom"]) {
+        if (Status s = AddEnvFrom(from, env); !s.ok()) return s;
+      }
+    }
+    if (container.contains("env") && container["env"].is_array()) {
+      for (const Json& e : container["env"]) {
+        if (Status s = AddEnv(e, container, env); !s.ok()) return s;
+      }
+    }
+    return env;
+  }
+
+ private:
+  std::optional<std::string> Field(const std::string& path) {
+    const Json& md = pod_["metadata"];
+    const Json spec = pod_.value("spec", Json::object());
+    if (path == "metadata.name") return fields_.name;
+    if (path == "metadata.namespace") return fields_.ns;
+    if (path == "metadata.uid") return fields_.uid;
     if (path == "spec.nodeName") return jr::String(spec, "nodeName");
     if (path == "spec.serviceAccountName") return jr::String(spec, "serviceAccountName");
-    if (path == "status.podIP" || path == "status.podIPs") return admission_.pod_ip;
-    if (path == "status.hostIP" || path == "status.hostIPs") return config_.node_ip;
+    if (path == "status.podIP" || path == "status.podIPs") return fields_.pod_ip;
+    if (path == "status.hostIP" || path == "status.hostIPs") return fields_.node_ip;
     for (const char* map : {"labels", "annotations"}) {
       const std::string prefix = std::string("metadata.") + map + "['";
       if (path.rfind(prefix, 0) == 0 && path.size() > prefix.size() + 2 && path.substr(path.size() - 2) == "']") {
@@ -245,19 +277,21 @@ Result<std::vector<std::pair<std::string, std::string>>> PodWorker::BuildEnv(con
       }
     }
     return std::nullopt;
-  };
-  // Secrets and ConfigMaps are read once per container start.
-  std::map<std::string, Json> fetched;
-  auto object = [&](bool secret, const std::string& oname) -> std::optional<Json> {
+  }
+
+  std::optional<Json> Object(bool secret, const std::string& oname) {
     const std::string key = (secret ? "s/" : "c/") + oname;
-    if (auto it = fetched.find(key); it != fetched.end()) return it->second;
+    if (auto it = fetched_.find(key); it != fetched_.end()) return it->second;
     const kube::ResourceType r = secret ? kube::resources::Secrets() : kube::resources::ConfigMaps();
-    auto got = client_.Get(r, ns_, oname);
+    auto got = client_.Get(r, fields_.ns, oname);
     if (!got.ok()) return std::nullopt;
-    fetched[key] = *got;
+    fetched_[key] = *got;
     return *got;
-  };
-  auto data_value = [&](bool secret, const Json& obj, const std::string& key) -> std::optional<std::string> {
+  }
+
+  // A Secret's key decoded (data, else stringData), a ConfigMap's as it is
+  // (data, else binaryData decoded).
+  static std::optional<std::string> DataValue(bool secret, const Json& obj, const std::string& key) {
     const Json data = obj.value("data", Json::object());
     if (!data.contains(key) || !data[key].is_string()) {
       const Json bin = obj.value("binaryData", Json::object());
@@ -275,91 +309,111 @@ Result<std::vector<std::pair<std::string, std::string>>> PodWorker::BuildEnv(con
     auto d = Base64Decode(data[key].get<std::string>());
     if (!d.ok()) return std::nullopt;
     return *d;
-  };
-  if (container.contains("envFrom") && container["envFrom"].is_array()) {
-    for (const Json& from : container["envFrom"]) {
-      const std::string prefix = jr::String(from, "prefix");
-      const bool secret = from.contains("secretRef");
-      const Json ref = secret ? from["secretRef"] : from.value("configMapRef", Json::object());
+  }
+
+  // Every key of a Secret or ConfigMap, named with the prefix.
+  Status AddEnvFrom(const Json& from, EnvList& env) {
+    const std::string prefix = jr::String(from, "prefix");
+    const bool secret = from.contains("secretRef");
+    const Json ref = secret ? from["secretRef"] : from.value("configMapRef", Json::object());
+    const std::string oname = jr::String(ref, "name");
+    auto obj = Object(secret, oname);
+    if (!obj) {
+      if (ref.value("optional", false)) return Status::Ok();
+      return Status::NotFound(std::string(secret ? "secret" : "configmap") + " \"" + oname + "\" not found");
+    }
+    for (const char* dk : {"data", "binaryData", "stringData"}) {
+      const Json keys = obj->value(dk, Json::object());  // named: items() would outlive a temporary
+      for (const auto& [k, unused] : keys.items()) {
+        (void)unused;
+        auto v = DataValue(secret, *obj, k);
+        if (v) env.emplace_back(prefix + k, *v);
+      }
+    }
+    return Status::Ok();
+  }
+
+  // One entry of env: a value, or one from a field, a key of a Secret or
+  // ConfigMap (skipped when optional and missing), or a resource.
+  Status AddEnv(const Json& e, const Json& container, EnvList& env) {
+    const std::string ename = jr::String(e, "name");
+    if (e.contains("value")) {
+      env.emplace_back(ename, ExpandWith(jr::String(e, "value"), env));
+      return Status::Ok();
+    }
+    if (!e.contains("valueFrom")) {
+      env.emplace_back(ename, "");
+      return Status::Ok();
+    }
+    const Json& from = e["valueFrom"];
+    if (from.contains("fieldRef")) {
+      const std::string path = jr::String(from["fieldRef"], "fieldPath");
+      auto v = Field(path);
+      if (!v) return Status::InvalidArgument("unsupported fieldRef \"" + path + "\"");
+      env.emplace_back(ename, *v);
+    } else if (from.contains("secretKeyRef") || from.contains("configMapKeyRef")) {
+      const bool secret = from.contains("secretKeyRef");
+      const Json ref = secret ? from["secretKeyRef"] : from["configMapKeyRef"];
       const std::string oname = jr::String(ref, "name");
-      auto obj = object(secret, oname);
+      const std::string key = jr::String(ref, "key");
+      const bool optional = ref.value("optional", false);
+      auto obj = Object(secret, oname);
       if (!obj) {
-        if (ref.value("optional", false)) continue;
+        if (optional) return Status::Ok();
         return Status::NotFound(std::string(secret ? "secret" : "configmap") + " \"" + oname + "\" not found");
       }
-      for (const char* dk : {"data", "binaryData", "stringData"}) {
-        const Json keys = obj->value(dk, Json::object());  // named: items() would outlive a temporary
-        for (const auto& [k, unused] : keys.items()) {
-          (void)unused;
-          auto v = data_value(secret, *obj, k);
-          if (v) env.emplace_back(prefix + k, *v);
-        }
+      auto v = DataValue(secret, *obj, key);
+      if (!v) {
+        if (optional) return Status::Ok();
+        return Status::NotFound("couldn't find key " + key + " in " + (secret ? "Secret " : "ConfigMap ") +
+                                fields_.ns + "/" + oname);
       }
+      env.emplace_back(ename, *v);
+    } else if (from.contains("resourceFieldRef")) {
+      env.emplace_back(ename, ResourceValue(from["resourceFieldRef"], container));
+    } else {
+      env.emplace_back(ename, "");
     }
+    return Status::Ok();
   }
-  if (container.contains("env") && container["env"].is_array()) {
-    for (const Json& e : container["env"]) {
-      const std::string ename = jr::String(e, "name");
-      if (e.contains("value")) {
-        env.emplace_back(ename, ExpandWith(jr::String(e, "value"), env));
-        continue;
-      }
-      if (!e.contains("valueFrom")) {
-        env.emplace_back(ename, "");
-        continue;
-      }
-      const Json& from = e["valueFrom"];
-      if (from.contains("fieldRef")) {
-        const std::string path = jr::String(from["fieldRef"], "fieldPath");
-        auto v = field(path);
-        if (!v) return Status::InvalidArgument("unsupported fieldRef \"" + path + "\"");
-        env.emplace_back(ename, *v);
-      } else if (from.contains("secretKeyRef") || from.contains("configMapKeyRef")) {
-        const bool secret = from.contains("secretKeyRef");
-        const Json ref = secret ? from["secretKeyRef"] : from["configMapKeyRef"];
-        const std::string oname = jr::String(ref, "name");
-        const std::string key = jr::String(ref, "key");
-        const bool optional = ref.value("optional", false);
-        auto obj = object(secret, oname);
-        if (!obj) {
-          if (optional) continue;
-          return Status::NotFound(std::string(secret ? "secret" : "configmap") + " \"" + oname + "\" not found");
-        }
-        auto v = data_value(secret, *obj, key);
-        if (!v) {
-          if (optional) continue;
-          return Status::NotFound("couldn't find key " + key + " in " + (secret ? "Secret " : "ConfigMap ") + ns_ +
-                                  "/" + oname);
-        }
-        env.emplace_back(ename, *v);
-      } else if (from.contains("resourceFieldRef")) {
-        const Json ref = from["resourceFieldRef"];
-        const std::string res = jr::String(ref, "resource");
-        const Json resources = container.value("resources", Json::object());
-        const std::string kind = res.substr(0, res.find('.'));
-        const std::string what = res.substr(res.find('.') + 1);
-        const Json m = resources.value(kind, Json::object());
-        std::string v;
-        if (m.contains(what)) {
-          const std::string q = m[what].is_string() ? m[what].get<std::string>() : m[what].dump();
-          if (what == "cpu") {
-            auto milli = ParseCpuMillis(q);
-            // The divisor defaults to 1 core; the value is rounded up.
-            if (milli.ok()) v = std::to_string((*milli + 999) / 1000);
-          } else {
-            auto b = ParseMemoryBytes(q);
-            if (b.ok()) v = std::to_string(*b);
-          }
-        } else if (what == "cpu") {
-          v = std::to_string(config_.cpus.size());
-        }
-        env.emplace_back(ename, v);
+
+  // requests.cpu, limits.memory, ...: whole cores rounded up, bytes; a cpu
+  // limit not set is the node's CPUs.
+  std::string ResourceValue(const Json& ref, const Json& container) const {
+    const std::string res = jr::String(ref, "resource");
+    const Json resources = container.value("resources", Json::object());
+    const std::string kind = res.substr(0, res.find('.'));
+    const std::string what = res.substr(res.find('.') + 1);
+    const Json m = resources.value(kind, Json::object());
+    std::string v;
+    if (m.contains(what)) {
+      const std::string q = m[what].is_string() ? m[what].get<std::string>() : m[what].dump();
+      if (what == "cpu") {
+        auto milli = ParseCpuMillis(q);
+        // The divisor defaults to 1 core; the value is rounded up.
+        if (milli.ok()) v = std::to_string((*milli + 999) / 1000);
       } else {
-        env.emplace_back(ename, "");
+        auto b = ParseMemoryBytes(q);
+        if (b.ok()) v = std::to_string(*b);
       }
+    } else if (what == "cpu") {
+      v = std::to_string(node_cpus_);
     }
+    return v;
   }
-  return env;
+
+  kube::Client& client_;
+  Json& pod_;
+  const PodFields fields_;
+  const size_t node_cpus_;
+  std::map<std::string, Json> fetched_;
+};
+
+}  // namespace
+
+Result<std::vector<std::pair<std::string, std::string>>> PodWorker::BuildEnv(const Json& container) {
+  EnvBuilder builder(client_, pod_, {name_, ns_, uid_, admission_.pod_ip, config_.node_ip}, config_.cpus.size());
+  return builder.Build(container);
 }
 
 std::optional<std::vector<std::pair<std::string, std::string>>> PodWorker::ContainerEnv(Container& c) {
@@ -373,6 +427,66 @@ std::optional<std::vector<std::pair<std::string, std::string>>> PodWorker::Conta
   c.restart_at = Clock::now() + std::chrono::seconds(1);
   return std::nullopt;
 }
+
+namespace {
+
+// Volume mounts: the mount path, where it appears in argv, env and the
+// working directory, becomes the volume's host directory (`volume_dir`).
+EnvList HostMounts(const Json& pod, const Json& container,
+                   const std::function<std::string(const Json&)>& volume_dir) {
+  EnvList mounts;
+  std::map<std::string, Json> volumes;
+  for (const Json& v : pod.value("spec", Json::object()).value("volumes", Json::array())) {
+    volumes[jr::String(v, "name")] = v;
+  }
+  for (const Json& vm : container.value("volumeMounts", Json::array())) {
+    auto v = volumes.find(jr::String(vm, "name"));
+    if (v == volumes.end()) continue;
+    const std::string dir = volume_dir(v->second);
+    if (dir.empty() || !std::filesystem::exists(dir)) continue;  // kinds this kubelet does not set up
+    std::string host = dir;
+    if (!jr::String(vm, "subPath").empty()) {
+      host = dir + "/" + jr::String(vm, "subPath");
+      if (v->second.contains("emptyDir")) {
+        std::error_code ec;
+        std::filesystem::create_directories(host, ec);
+      }
+    }
+    mounts.emplace_back(jr::String(vm, "mountPath"), host);
+  }
+  return mounts;
+}
+
+// The container's command, environment (HOSTNAME first) and working
+// directory as a process runs them, mount paths made host paths.
+controller::ProcessOptions ProcessOptionsFor(const ImageEntry& image, const Json& container, const EnvList& env,
+                                             const EnvList& mounts, const std::string& hostname) {
+  EnvList full_env = {{"HOSTNAME", hostname}};
+  for (auto& [k, v] : env) full_env.emplace_back(k, SubstituteMounts(v, mounts));
+  controller::ProcessOptions po;
+  for (const std::string& a : ComposeArgv(image, container)) {
+    po.argv.push_back(SubstituteMounts(ExpandWith(a, env), mounts));
+  }
+  for (const auto& [k, v] : full_env) po.env[k] = v;
+  po.working_dir = SubstituteMounts(jr::String(container, "workingDir"), mounts);
+  return po;
+}
+
+// resources.limits of the container: memory in bytes, cpu in millicores.
+void ResourceLimits(const Json& container, std::optional<int64_t>* memory, std::optional<int64_t>* cpu) {
+  const Json limits = container.value("resources", Json::object()).value("limits", Json::object());
+  if (limits.contains("memory")) {
+    auto b = ParseMemoryBytes(limits["memory"].is_string() ? limits["memory"].get<std::string>()
+                                                           : limits["memory"].dump());
+    if (b.ok()) *memory = *b;
+  }
+  if (limits.contains("cpu")) {
+    auto m = ParseCpuMillis(limits["cpu"].is_string() ? limits["cpu"].get<std::string>() : limits["cpu"].dump());
+    if (m.ok()) *cpu = *m;
+  }
+}
+
+}  // namespace
 
 void PodWorker::StartContainer(Container& c) {
   c.ready = false;
@@ -408,36 +522,8 @@ void PodWorker::StartContainer(Container& c) {
   }
   auto env = ContainerEnv(c);
   if (!env) return;
-  // Volume mounts: the mount path, where it appears in argv, env and the
-  // working directory, becomes the volume's host directory.
-  std::vector<std::pair<std::string, std::string>> mounts;
-  std::map<std::string, Json> volumes;
-  for (const Json& v : pod_.value("spec", Json::object()).value("volumes", Json::array())) {
-    volumes[jr::String(v, "name")] = v;
-  }
-  for (const Json& vm : c.spec.value("volumeMounts", Json::array())) {
-    auto v = volumes.find(jr::String(vm, "name"));
-    if (v == volumes.end()) continue;
-    const std::string dir = VolumeDir(v->second);
-    if (dir.empty() || !std::filesystem::exists(dir)) continue;  // kinds this kubelet does not set up
-    std::string host = dir;
-    if (!jr::String(vm, "subPath").empty()) {
-      host = dir + "/" + jr::String(vm, "subPath");
-      if (v->second.contains("emptyDir")) {
-        std::error_code ec;
-        std::filesystem::create_directories(host, ec);
-      }
-    }
-    mounts.emplace_back(jr::String(vm, "mountPath"), host);
-  }
-  std::vector<std::pair<std::string, std::string>> full_env = {{"HOSTNAME", name_}};
-  for (auto& [k, v] : *env) full_env.emplace_back(k, SubstituteMounts(v, mounts));
-  controller::ProcessOptions po;
-  for (const std::string& a : ComposeArgv(image->second, c.spec)) {
-    po.argv.push_back(SubstituteMounts(ExpandWith(a, *env), mounts));
-  }
-  for (const auto& [k, v] : full_env) po.env[k] = v;
-  po.working_dir = SubstituteMounts(jr::String(c.spec, "workingDir"), mounts);
+  const EnvList mounts = HostMounts(pod_, c.spec, [this](const Json& v) { return VolumeDir(v); });
+  controller::ProcessOptions po = ProcessOptionsFor(image->second, c.spec, *env, mounts, name_);
   c.cpus = ContainerCpus(c);
   po.cpus = c.cpus;
   po.nofile = kNofile;
@@ -451,18 +537,9 @@ void PodWorker::StartContainer(Container& c) {
   po.log_file = c.log_path;
   c.cgroup.reset();
   if (config_.cgroups) {
-    const Json limits = c.spec.value("resources", Json::object()).value("limits", Json::object());
     std::optional<int64_t> mem;
     std::optional<int64_t> cpu;
-    if (limits.contains("memory")) {
-      auto b = ParseMemoryBytes(limits["memory"].is_string() ? limits["memory"].get<std::string>()
-                                                             : limits["memory"].dump());
-      if (b.ok()) mem = *b;
-    }
-    if (limits.contains("cpu")) {
-      auto m = ParseCpuMillis(limits["cpu"].is_string() ? limits["cpu"].get<std::string>() : limits["cpu"].dump());
-      if (m.ok()) cpu = *m;
-    }
+    ResourceLimits(c.spec, &mem, &cpu);
     auto cg = controller::TargetCgroup::Create(
         "kubelet-" + config_.node_name + "-" + uid_.substr(0, 8) + "-" + c.name + "-" + std::to_string(c.restart_count),
         mem, cpu);
@@ -890,130 +967,157 @@ void PodWorker::RunProbes() {
   }
 }
 
+namespace {
+
+// One container's entry of containerStatuses. A template over the worker's
+// container record, which is private to PodWorker.
+template <typename ContainerT>
+Json ContainerStatusJson(const ContainerT& c) {
+  using State = typename ContainerT::State;
+  Json s = {{"name", c.name},
+            {"image", c.image},
+            {"imageID", c.image_id},
+            {"ready", c.ready},
+            {"restartCount", c.restart_count},
+            {"started", c.state == State::kRunning && c.started},
+            {"lastState", c.last_state}};
+  switch (c.state) {
+    case State::kWaiting: {
+      Json w = {{"reason", c.waiting_reason}};
+      if (!c.waiting_message.empty()) w["message"] = c.waiting_message;
+      s["state"] = {{"waiting", w}};
+      break;
+    }
+    case State::kRunning:
+      s["state"] = {{"running", {{"startedAt", api::FormatTimeSeconds(c.started_at)}}}};
+      break;
+    case State::kTerminated:
+      s["state"] = {{"terminated", TerminatedJson(c.term_reason, c.term_message, c.exit_code, c.signal,
+                                                  c.started_at, c.finished_at, c.container_id)}};
+      break;
+  }
+  if (c.ever_started) s["containerID"] = c.container_id;
+  return s;
+}
+
+// The main containers by state, as the kubelet's getPhase counts them (a
+// container waiting to restart after it ran counts as stopped).
+struct ContainerCounts {
+  int running = 0, waiting = 0, stopped = 0, succeeded = 0;
+};
+
+template <typename ContainerPtrs>
+ContainerCounts CountContainers(const ContainerPtrs& containers) {
+  ContainerCounts n;
+  for (const auto& cp : containers) {
+    using State = typename std::decay_t<decltype(*cp)>::State;
+    switch (cp->state) {
+      case State::kRunning: n.running++; break;
+      case State::kWaiting:
+        if (cp->last_state.contains("terminated")) {
+          n.stopped++;
+        } else {
+          n.waiting++;
+        }
+        break;
+      case State::kTerminated:
+        n.stopped++;
+        if (cp->exit_code == 0) n.succeeded++;
+        break;
+    }
+  }
+  return n;
+}
+
+// The phase of a pod past its init containers (kubelet getPhase).
+std::string MainPhase(const ContainerCounts& n, bool finished, const std::string& policy) {
+  if (finished) {
+    // Terminated by deletion: a terminal phase, as kubelets since 1.27 write.
+    return (n.waiting == 0 && n.running == 0 && n.stopped > 0 && n.stopped == n.succeeded) ? "Succeeded" : "Failed";
+  }
+  if (n.waiting > 0) return "Pending";
+  if (n.running > 0) return "Running";
+  if (n.stopped == 0) return "Pending";
+  if (policy == "Always") return "Running";
+  if (n.stopped == n.succeeded) return "Succeeded";
+  if (policy == "Never") return "Failed";
+  return "Running";
+}
+
+std::string BracketList(const std::vector<std::string>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? " " : "") + v[i];
+  return s + "]";
+}
+
+// Pod conditions, each with the time its status last changed (kept in
+// `transitions`: type → (status, time)).
+class Conditions {
+ public:
+  Conditions(std::map<std::string, std::pair<std::string, std::string>>& transitions, std::string now_text)
+      : transitions_(transitions), now_text_(std::move(now_text)) {}
+
+  void Add(const std::string& type, bool value, const std::string& why, const std::string& text) {
+    const std::string v = value ? "True" : "False";
+    auto& tr = transitions_[type];
+    if (tr.first != v) tr = {v, now_text_};
+    Json c = {{"type", type}, {"status", v}, {"lastProbeTime", nullptr}, {"lastTransitionTime", tr.second}};
+    if (!value && !why.empty()) c["reason"] = why;
+    if (!value && !text.empty()) c["message"] = text;
+    list_.push_back(std::move(c));
+  }
+  const Json& list() const { return list_; }
+
+ private:
+  std::map<std::string, std::pair<std::string, std::string>>& transitions_;
+  const std::string now_text_;
+  Json list_ = Json::array();
+};
+
+}  // namespace
+
 Json PodWorker::BuildStatus() {
   const Json spec = pod_.value("spec", Json::object());
   const std::string policy = jr::String(spec, "restartPolicy").empty() ? "Always" : jr::String(spec, "restartPolicy");
-  auto container_status = [&](const Container& c) {
-    Json s = {{"name", c.name},
-              {"image", c.image},
-              {"imageID", c.image_id},
-              {"ready", c.ready},
-              {"restartCount", c.restart_count},
-              {"started", c.state == Container::State::kRunning && c.started},
-              {"lastState", c.last_state}};
-    switch (c.state) {
-      case Container::State::kWaiting: {
-        Json w = {{"reason", c.waiting_reason}};
-        if (!c.waiting_message.empty()) w["message"] = c.waiting_message;
-        s["state"] = {{"waiting", w}};
-        break;
-      }
-      case Container::State::kRunning:
-        s["state"] = {{"running", {{"startedAt", api::FormatTimeSeconds(c.started_at)}}}};
-        break;
-      case Container::State::kTerminated:
-        s["state"] = {{"terminated", TerminatedJson(c.term_reason, c.term_message, c.exit_code, c.signal,
-                                                    c.started_at, c.finished_at, c.container_id)}};
-        break;
-    }
-    if (c.ever_started) s["containerID"] = c.container_id;
-    return s;
-  };
   Json status = Json::object();
   // Phase (kubelet getPhase).
   std::string phase;
-  std::string reason;
-  std::string message;
   if (!admission_.reject_reason.empty()) {
     phase = "Failed";
-    reason = admission_.reject_reason;
-    message = admission_.reject_message;
+    status["reason"] = admission_.reject_reason;
+    if (!admission_.reject_message.empty()) status["message"] = admission_.reject_message;
   } else if (init_failed_) {
     phase = "Failed";
   } else if (stage_ == Stage::kInit) {
     phase = "Pending";
   } else {
-    int running = 0, waiting = 0, stopped = 0, succeeded = 0;
-    for (const auto& cp : main_) {
-      switch (cp->state) {
-        case Container::State::kRunning: running++; break;
-        case Container::State::kWaiting:
-          if (cp->last_state.contains("terminated")) {
-            stopped++;
-          } else {
-            waiting++;
-          }
-          break;
-        case Container::State::kTerminated:
-          stopped++;
-          if (cp->exit_code == 0) succeeded++;
-          break;
-      }
-    }
-    if (stage_ == Stage::kFinished) {
-      // Terminated by deletion: a terminal phase, as kubelets since 1.27 write.
-      phase = (waiting == 0 && running == 0 && stopped > 0 && stopped == succeeded) ? "Succeeded" : "Failed";
-    } else if (waiting > 0) {
-      phase = "Pending";
-    } else if (running > 0) {
-      phase = "Running";
-    } else if (stopped > 0) {
-      if (policy == "Always") {
-        phase = "Running";
-      } else if (stopped == succeeded) {
-        phase = "Succeeded";
-      } else if (policy == "Never") {
-        phase = "Failed";
-      } else {
-        phase = "Running";
-      }
-    } else {
-      phase = "Pending";
-    }
+    phase = MainPhase(CountContainers(main_), stage_ == Stage::kFinished, policy);
   }
   status["phase"] = phase;
-  if (!reason.empty()) status["reason"] = reason;
-  if (!message.empty()) status["message"] = message;
   // Conditions.
   const bool terminal = phase == "Succeeded" || phase == "Failed";
   std::vector<std::string> incomplete;
-  for (size_t i = 0; i < init_.size(); ++i) {
-    const Container& c = *init_[i];
-    if (!(c.state == Container::State::kTerminated && c.exit_code == 0)) incomplete.push_back(c.name);
+  for (const auto& cp : init_) {
+    if (!(cp->state == Container::State::kTerminated && cp->exit_code == 0)) incomplete.push_back(cp->name);
   }
   std::vector<std::string> unready;
   for (const auto& cp : main_) {
     if (!cp->ready) unready.push_back(cp->name);
   }
-  auto list = [](const std::vector<std::string>& v) {
-    std::string s = "[";
-    for (size_t i = 0; i < v.size(); ++i) s += (i ? " " : "") + v[i];
-    return s + "]";
-  };
-  const std::string now_text = api::FormatTimeSeconds(SysClock::now());
-  auto condition = [&](const std::string& type, bool value, const std::string& why, const std::string& text) REQUIRES(mu_) {
-    const std::string v = value ? "True" : "False";
-    auto& tr = transitions_[type];
-    if (tr.first != v) tr = {v, now_text};
-    Json c = {{"type", type}, {"status", v}, {"lastProbeTime", nullptr}, {"lastTransitionTime", tr.second}};
-    if (!value && !why.empty()) c["reason"] = why;
-    if (!value && !text.empty()) c["message"] = text;
-    return c;
-  };
-  Json conditions = Json::array();
+  Conditions conditions(transitions_, api::FormatTimeSeconds(SysClock::now()));
   const bool rejected = !admission_.reject_reason.empty();
   if (!rejected && !admission_.adopt_terminal) {
-    conditions.push_back(condition("PodReadyToStartContainers", stage_ != Stage::kFinished, "", ""));
-    conditions.push_back(condition("Initialized", incomplete.empty(), "ContainersNotInitialized",
-                                   "containers with incomplete status: " + list(incomplete)));
+    conditions.Add("PodReadyToStartContainers", stage_ != Stage::kFinished, "", "");
+    conditions.Add("Initialized", incomplete.empty(), "ContainersNotInitialized",
+                   "containers with incomplete status: " + BracketList(incomplete));
     const bool ready = unready.empty() && !terminal;
     const std::string why = terminal ? "PodCompleted" : "ContainersNotReady";
-    const std::string text = terminal ? "" : "containers with unready status: " + list(unready);
-    conditions.push_back(condition("Ready", ready, why, text));
-    conditions.push_back(condition("ContainersReady", ready, why, text));
+    const std::string text = terminal ? "" : "containers with unready status: " + BracketList(unready);
+    conditions.Add("Ready", ready, why, text);
+    conditions.Add("ContainersReady", ready, why, text);
   }
-  conditions.push_back(condition("PodScheduled", true, "", ""));
-  status["conditions"] = conditions;
+  conditions.Add("PodScheduled", true, "", "");
+  status["conditions"] = conditions.list();
   status["hostIP"] = config_.node_ip;
   status["hostIPs"] = Json::array({{{"ip", config_.node_ip}}});
   if (!admission_.pod_ip.empty()) {
@@ -1024,11 +1128,11 @@ Json PodWorker::BuildStatus() {
   status["qosClass"] = QosClassName(ComputeQos(spec));
   if (!rejected) {
     Json cs = Json::array();
-    for (const auto& cp : main_) cs.push_back(container_status(*cp));
+    for (const auto& cp : main_) cs.push_back(ContainerStatusJson(*cp));
     status["containerStatuses"] = cs;
     if (!init_.empty()) {
       Json is = Json::array();
-      for (const auto& cp : init_) is.push_back(container_status(*cp));
+      for (const auto& cp : init_) is.push_back(ContainerStatusJson(*cp));
       status["initContainerStatuses"] = is;
     }
   }

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 
@@ -98,7 +99,147 @@ struct FaultProxy::Watch {
     Cut();
     if (thread.joinable()) thread.join();
   }
+  static void Send(const std::shared_ptr<Watch>& w, httplib::Request up);
+  // Passes the watch's events on to `res` one by one as they arrive;
+  // `forget` runs once the client's stream has ended.
+  static void PassOnStream(const std::shared_ptr<Watch>& w, const std::string& content_type, FaultInjector& faults,
+                           FaultInjector* drops, bool expiring, const std::function<void()>& forget,
+                           httplib::Response& res);
 };
+
+namespace {
+
+void Reply(const StatusReply& reply, httplib::Response& res) {
+  res.status = reply.code;
+  for (const auto& [k, v] : reply.headers) res.set_header(k, v);
+  res.set_content(reply.body.dump(), "application/json");
+}
+
+// A client of the API server for one request: as the proxy's own user (the
+// client certificate) when the request has no credentials of its own.
+std::unique_ptr<httplib::SSLClient> UpstreamClient(const FaultProxyOptions& options, bool anonymous, bool watch) {
+  const std::string hostport = options.upstream.substr(std::string("https://").size());
+  const size_t colon = hostport.rfind(':');
+  const std::string host = hostport.substr(0, colon);
+  const int port = std::stoi(hostport.substr(colon + 1));
+  std::unique_ptr<httplib::SSLClient> client;
+  if (anonymous) {
+    client = std::make_unique<httplib::SSLClient>(host, port, options.client_cert_file, options.client_key_file);
+  } else {
+    client = std::make_unique<httplib::SSLClient>(host, port);
+  }
+  client->set_ca_cert_path(options.ca_file.c_str());
+  client->enable_server_certificate_verification(true);
+  client->set_connection_timeout(5, 0);
+  client->set_read_timeout(watch ? 3600 : 120, 0);
+  client->set_write_timeout(30, 0);
+  client->set_keep_alive(false);
+  return client;
+}
+
+// The request as the API server is to see it.
+httplib::Request UpstreamRequest(const httplib::Request& req) {
+  httplib::Request up;
+  up.method = req.method;
+  up.path = req.target;
+  for (const auto& [k, v] : req.headers) {
+    if (!HopByHop(k)) up.headers.emplace(k, v);
+  }
+  up.headers.emplace("Accept-Encoding", "identity");
+  up.body = req.body;
+  return up;
+}
+
+// Copies the API server's end-to-end headers into `res`; returns its
+// Content-Type (JSON when it gave none).
+std::string PassOnHeaders(const httplib::Headers& headers, httplib::Response& res) {
+  std::string content_type = "application/json";
+  for (const auto& [k, v] : headers) {
+    if (HopByHop(k)) continue;
+    if (k == "Content-Type") {
+      content_type = v;
+      continue;
+    }
+    res.headers.emplace(k, v);
+  }
+  return content_type;
+}
+
+// The API server's answer, once whole; `broken` when it never came.
+struct WholeAnswer {
+  int status = 0;
+  bool broken = false;
+  httplib::Headers headers;
+  std::string body;
+};
+
+// Passes on an answer that is not a stream, or what a fault makes of it.
+void PassOnWhole(const WholeAnswer& answer, const FaultPlan& plan, bool watch, FaultInjector& faults,
+                 httplib::Response& res) {
+  if (answer.broken && watch) {
+    // Cut before the API server answered (DropWatches, a lost connection):
+    // the client's stream breaks, as a real cut breaks it.
+    res.status = 200;
+    res.set_chunked_content_provider("application/json", [](size_t, httplib::DataSink&) { return false; });
+    return;
+  }
+  if (answer.broken) {
+    res.status = 502;
+    res.set_content("the API server did not answer", "text/plain");
+    return;
+  }
+  if (plan.compact_history && answer.status == 410) faults.CountExpired();
+  if (plan.compact_history && watch && answer.body.find("\"code\":410") != std::string::npos) faults.CountExpired();
+  if (plan.lose_reply) {
+    // The API server handled it (a write took effect); the client hears
+    // that its request timed out.
+    Reply(FaultInjector::TimeoutReply(), res);
+    return;
+  }
+  res.status = answer.status;
+  const std::string content_type = PassOnHeaders(answer.headers, res);
+  res.set_content(answer.body, content_type);
+}
+
+}  // namespace
+
+// Sends `up` on the watch's thread; what arrives goes into the watch.
+void FaultProxy::Watch::Send(const std::shared_ptr<Watch>& w, httplib::Request up) {
+  up.response_handler = [w](const httplib::Response& r) {
+    {
+      std::lock_guard<std::mutex> lock(w->mu);
+      w->status = r.status;
+      w->headers = r.headers;
+    }
+    w->cv.notify_all();
+    return true;
+  };
+  up.content_receiver = [w](const char* data, size_t n, uint64_t, uint64_t) {
+    {
+      std::lock_guard<std::mutex> lock(w->mu);
+      if (w->cut) return false;
+      w->buffer.append(data, n);
+    }
+    w->cv.notify_all();
+    return true;
+  };
+  w->thread = std::thread([w, up = std::move(up)]() mutable {
+    httplib::Response r;
+    httplib::Error error = httplib::Error::Success;
+    const bool ok = w->client->send(up, r, error);
+    {
+      std::lock_guard<std::mutex> lock(w->mu);
+      w->done = true;
+      w->broken = !ok;
+      if (w->status == 0 && ok) {
+        w->status = r.status;
+        w->headers = r.headers;
+      }
+    }
+    w->cv.notify_all();
+  });
+}
+
 
 Result<std::unique_ptr<FaultProxy>> FaultProxy::Start(FaultProxyOptions options) {
   std::unique_ptr<FaultProxy> p(new FaultProxy());
@@ -183,80 +324,20 @@ void FaultProxy::Handle(const void* request, void* response) {
   FaultPlan plan = faults_.Plan(req.method, req.path, user, watch, resumes);
   if (plan.delay.count() > 0) std::this_thread::sleep_for(plan.delay);
   if (plan.reply) {
-    res.status = plan.reply->code;
-    for (const auto& [k, v] : plan.reply->headers) res.set_header(k, v);
-    res.set_content(plan.reply->body.dump(), "application/json");
+    Reply(*plan.reply, res);
     return;
   }
   if (plan.compact_history && options_.compact) (void)options_.compact();
 
-  // The request as the API server is to see it.
-  const std::string hostport = options_.upstream.substr(std::string("https://").size());
-  const size_t colon = hostport.rfind(':');
-  const std::string host = hostport.substr(0, colon);
-  const int port = std::stoi(hostport.substr(colon + 1));
-  std::unique_ptr<httplib::SSLClient> client;
-  if (authorization.empty()) {
-    client = std::make_unique<httplib::SSLClient>(host, port, options_.client_cert_file, options_.client_key_file);
-  } else {
-    client = std::make_unique<httplib::SSLClient>(host, port);
-  }
-  client->set_ca_cert_path(options_.ca_file.c_str());
-  client->enable_server_certificate_verification(true);
-  client->set_connection_timeout(5, 0);
-  client->set_read_timeout(watch ? 3600 : 120, 0);
-  client->set_write_timeout(30, 0);
-  client->set_keep_alive(false);
-
-  httplib::Request up;
-  up.method = req.method;
-  up.path = req.target;
-  for (const auto& [k, v] : req.headers) {
-    if (!HopByHop(k)) up.headers.emplace(k, v);
-  }
-  up.headers.emplace("Accept-Encoding", "identity");
-  up.body = req.body;
-  forwarded_.fetch_add(1);
-
   auto w = std::make_shared<Watch>();
-  w->client = std::move(client);
-  up.response_handler = [w](const httplib::Response& r) {
-    {
-      std::lock_guard<std::mutex> lock(w->mu);
-      w->status = r.status;
-      w->headers = r.headers;
-    }
-    w->cv.notify_all();
-    return true;
-  };
-  up.content_receiver = [w](const char* data, size_t n, uint64_t, uint64_t) {
-    {
-      std::lock_guard<std::mutex> lock(w->mu);
-      if (w->cut) return false;
-      w->buffer.append(data, n);
-    }
-    w->cv.notify_all();
-    return true;
-  };
+  w->client = UpstreamClient(options_, authorization.empty(), watch);
+  httplib::Request up = UpstreamRequest(req);
+  forwarded_.fetch_add(1);
   if (watch) {
     MutexLock lock(mu_);
     watches_.insert(w);
   }
-  w->thread = std::thread([w, up = std::move(up)]() mutable {
-    httplib::Response r;
-    httplib::Error error = httplib::Error::Success;
-    const bool ok = w->client->send(up, r, error);
-    {
-      std::lock_guard<std::mutex> lock(w->mu);
-      w->done = true;
-      w->broken = !ok;
-      if (w->status == 0 && ok) {
-        w->status = r.status;
-        w->headers = r.headers;
-      }
-    }
-    w->cv.notify_all();
-  });
+  Watch::Send(w, std::move(up));
   auto forget = [this, w] {
     w->Join();
     MutexLock lock(mu_);
@@ -268,74 +349,35 @@ void FaultProxy::Handle(const void* request, void* response) {
   w->cv.wait_for(lock, 150s, [&] { return w->done || (watch && w->status != 0); });
   if (!watch || w->status != 200 || w->done) {
     w->cv.wait_for(lock, 150s, [&] { return w->done; });
-    const int status = w->status;
-    const bool broken = w->broken && status == 0;
-    httplib::Headers headers = w->headers;
-    std::string body = std::move(w->buffer);
+    WholeAnswer answer{w->status, w->broken && w->status == 0, w->headers, std::move(w->buffer)};
     lock.unlock();
     forget();
-    if (broken && watch) {
-      // Cut before the API server answered (DropWatches, a lost connection):
-      // the client's stream breaks, as a real cut breaks it.
-      res.status = 200;
-      res.set_chunked_content_provider("application/json", [](size_t, httplib::DataSink&) { return false; });
-      return;
-    }
-    if (broken) {
-      res.status = 502;
-      res.set_content("the API server did not answer", "text/plain");
-      return;
-    }
-    if (plan.compact_history && status == 410) faults_.CountExpired();
-    if (plan.compact_history && watch && body.find("\"code\":410") != std::string::npos) faults_.CountExpired();
-    if (plan.lose_reply) {
-      // The API server handled it (a write took effect); the client hears
-      // that its request timed out.
-      const StatusReply lost = FaultInjector::TimeoutReply();
-      res.status = lost.code;
-      for (const auto& [k, v] : lost.headers) res.set_header(k, v);
-      res.set_content(lost.body.dump(), "application/json");
-      return;
-    }
-    res.status = status;
-    std::string content_type = "application/json";
-    for (const auto& [k, v] : headers) {
-      if (HopByHop(k)) continue;
-      if (k == "Content-Type") {
-        content_type = v;
-        continue;
-      }
-      res.headers.emplace(k, v);
-    }
-    res.set_content(body, content_type);
+    PassOnWhole(answer, plan, watch, faults_, res);
     return;
   }
-  std::string content_type = "application/json";
-  for (const auto& [k, v] : w->headers) {
-    if (HopByHop(k)) continue;
-    if (k == "Content-Type") {
-      content_type = v;
-      continue;
-    }
-    res.headers.emplace(k, v);
-  }
+  const std::string content_type = PassOnHeaders(w->headers, res);
   lock.unlock();
-  const bool protobuf = content_type.find("protobuf") != std::string::npos;
   // A watch streams event by event; httplib would gzip a stream whole.
   const_cast<httplib::Request&>(req).headers.erase("Accept-Encoding");
   FaultInjector* drops = faults_.Applies(req.method, req.path, user) ? &faults_ : nullptr;
-  const bool expiring = plan.compact_history;
+  Watch::PassOnStream(w, content_type, faults_, drops, plan.compact_history, forget, res);
+}
+
+void FaultProxy::Watch::PassOnStream(const std::shared_ptr<Watch>& w, const std::string& content_type,
+                                     FaultInjector& faults, FaultInjector* drops, bool expiring,
+                                     const std::function<void()>& forget, httplib::Response& res) {
+  const bool protobuf = content_type.find("protobuf") != std::string::npos;
   res.status = 200;
   res.set_chunked_content_provider(
       content_type,
-      [this, w, drops, protobuf, expiring, first = true](size_t, httplib::DataSink& sink) mutable {
+      [&faults, w, drops, protobuf, expiring, first = true](size_t, httplib::DataSink& sink) mutable {
         std::unique_lock<std::mutex> l(w->mu);
         w->cv.wait_for(l, 250ms, [&] { return w->cut || w->done || NextEvent(w->buffer, protobuf) > 0; });
         if (w->cut) return false;
         for (size_t n; (n = NextEvent(w->buffer, protobuf)) > 0;) {
           std::string event = w->buffer.substr(0, n);
           w->buffer.erase(0, n);
-          if (first && expiring && event.find("\"code\":410") != std::string::npos) faults_.CountExpired();
+          if (first && expiring && event.find("\"code\":410") != std::string::npos) faults.CountExpired();
           first = false;
           l.unlock();
           if (!sink.write(event.data(), event.size())) return false;

@@ -159,33 +159,30 @@ std::optional<std::string> NofileShortfall(std::string_view log) {
   return std::string(line);
 }
 
-PodTemplate TargetPod(const TargetPodParams& p) {
-  const api::Target& t = p.target;
-  PodTemplate out;
+namespace {
+
+Json TargetLabels(const TargetPodParams& p) {
   Json labels = {{api::label::kManagedBy, api::label::kFairbench},
                  {api::label::kName, api::label::kTargetApp},
                  {api::label::kRun, LabelValue(p.run.name)},
-                 {api::label::kTarget, LabelValue(t.name)}};
+                 {api::label::kTarget, LabelValue(p.target.name)}};
   if (!p.run_namespace.empty()) labels[api::label::kRunNamespace] = LabelValue(p.run_namespace);
-  const Json resources = Resources(t.resources.cpu, t.resources.memory);
+  return labels;
+}
+
+// The target's readinessProbe: the readiness path over HTTP(S), or, where
+// the kubelet cannot speak the target's protocol, a port or gRPC probe.
+Json TargetReadinessProbe(const api::Target& t) {
   const api::Readiness readiness = api::EffectiveReadiness(t);
   const auto timeout_s = std::chrono::ceil<std::chrono::seconds>(readiness.timeout).count();
-
-  Json container = {{"name", kTargetContainer},
-                    {"image", t.image},
-                    {"ports", Json::array({{{"name", "http"}, {"containerPort", t.port}, {"protocol", "TCP"}}})},
-                    {"readinessProbe",
-                     {{"httpGet", {{"path", readiness.path}, {"port", t.port}, {"scheme", t.scheme == Scheme::kHttps ? "HTTPS" : "HTTP"}}},
-                      {"periodSeconds", 1},
-                      {"timeoutSeconds", 1},
-                      {"successThreshold", 1},
-                      {"failureThreshold", std::max<int64_t>(1, timeout_s)}}},
-                    {"resources", resources},
-                    {"securityContext", TargetSecurityContext(t)}};
+  Json probe = {{"httpGet", {{"path", readiness.path}, {"port", t.port}, {"scheme", t.scheme == Scheme::kHttps ? "HTTPS" : "HTTP"}}},
+                {"periodSeconds", 1},
+                {"timeoutSeconds", 1},
+                {"successThreshold", 1},
+                {"failureThreshold", std::max<int64_t>(1, timeout_s)}};
   if (api::EffectiveProtocol(t) == Protocol::kH2c) {
     // The kubelet's httpGet speaks HTTP/1.1 (or h2 by ALPN over TLS): an
     // h2c listener (HTTP/2 with prior knowledge only) is probed as a port.
-    Json& probe = container["readinessProbe"];
     probe.erase("httpGet");
     probe["tcpSocket"] = {{"port", t.port}};
   }
@@ -194,7 +191,6 @@ PodTemplate TargetPod(const TargetPodParams& p) {
     // SERVING. The kubelet speaks it without TLS only, and cannot call a
     // named method: those targets are probed as a port, and the controller
     // calls the method (readiness.grpc.method) once the pod is ready.
-    Json& probe = container["readinessProbe"];
     probe.erase("httpGet");
     const bool health = !(readiness.grpc && readiness.grpc->method);
     if (health && t.scheme == Scheme::kHttp) {
@@ -205,42 +201,96 @@ PodTemplate TargetPod(const TargetPodParams& p) {
       probe["tcpSocket"] = {{"port", t.port}};
     }
   }
+  return probe;
+}
+
+Json TargetContainer(const api::Target& t, const Json& resources) {
+  Json container = {{"name", kTargetContainer},
+                    {"image", t.image},
+                    {"ports", Json::array({{{"name", "http"}, {"containerPort", t.port}, {"protocol", "TCP"}}})},
+                    {"readinessProbe", TargetReadinessProbe(t)},
+                    {"resources", resources},
+                    {"securityContext", TargetSecurityContext(t)}};
   if (!t.env.empty()) {
     Json env = Json::array();
     for (const auto& [k, v] : t.env) env.push_back({{"name", k}, {"value", v}});
     container["env"] = std::move(env);
   }
-  Json spec = BaseSpec(p.grace_period_seconds);
-  Place(spec, p.node, p.placement);
-  // Without CAP_SYS_RESOURCE (restricted drops every capability) the
-  // helper can raise the soft limit only up to the hard one: it does, runs
-  // the target, and says what it could not reach (read back into the
-  // record). Given the capability, falling short is an error again.
+  return container;
+}
+
+// Without CAP_SYS_RESOURCE (restricted drops every capability) the
+// helper can raise the soft limit only up to the hard one: it does, runs
+// the target, and says what it could not reach (read back into the
+// record). Given the capability, falling short is an error again.
+bool AddsSysResource(const api::Target& t) {
   bool sys_resource = false;
   if (t.security_context && t.security_context->capabilities) {
     for (const std::string& c : t.security_context->capabilities->add) sys_resource |= c == "SYS_RESOURCE" || c == "ALL";
   }
+  return sys_resource;
+}
+
+// Runs the target's command under fairbench-nofile, which an init
+// container copies into a volume the two share; returns the note for the
+// report.
+std::string WrapInNofileHelper(const TargetPodParams& p, const Json& resources, Json& container, Json& spec) {
+  const api::Target& t = p.target;
+  const bool sys_resource = AddsSysResource(t);
+  Json args = Json::array({"--nofile=" + std::to_string(t.nofile)});
+  if (!sys_resource) args.push_back("--at-most");
+  args.push_back("--");
+  for (const std::string& a : p.command) args.push_back(a);
+  container["command"] = Json::array({kHelperInPod});
+  container["args"] = std::move(args);
+  container["volumeMounts"] = Json::array({{{"name", "fairbench-bin"}, {"mountPath", kHelperDir}, {"readOnly", true}}});
+  // The init container gets the target's resources, so the pod stays in
+  // the same QoS class and asks for nothing more.
+  spec["initContainers"] = Json::array(
+      {{{"name", kNofileContainer},
+        {"image", p.helper_image},
+        {"command", Json::array({p.helper_path, "--install", kHelperInPod})},
+        {"volumeMounts", Json::array({{{"name", "fairbench-bin"}, {"mountPath", kHelperDir}}})},
+        {"resources", resources},
+        {"securityContext", RestrictedContainer()}}});
+  spec["volumes"] = Json::array({{{"name", "fairbench-bin"}, {"emptyDir", Json::object()}}});
+  return "target " + t.name + ": nofile " + std::to_string(t.nofile) +
+         " set by the fairbench-nofile wrapper (soft limit raised, up to the runtime's hard limit" +
+         (sys_resource ? "; the hard limit too, with CAP_SYS_RESOURCE)" : ")");
+}
+
+std::string QosNote(const api::Target& t) {
+  if (t.resources.cpu && t.resources.memory) {
+    return "target " + t.name + ": Guaranteed QoS (requests == limits: cpu " + api::FormatCpu(*t.resources.cpu) +
+           ", memory " + api::FormatMemory(*t.resources.memory) + ")" +
+           (t.resources.cpu->millicores % 1000 == 0 ? "" : "; a fractional CPU gets no exclusive cores");
+  }
+  return "target " + t.name + ": not Guaranteed QoS (spec.targets[].resources lacks " +
+         std::string(!t.resources.cpu && !t.resources.memory ? "cpu and memory"
+                     : !t.resources.cpu                      ? "cpu"
+                                                             : "memory") +
+         "): no exclusive cores";
+}
+
+std::string SecurityNote(const api::Target& t) {
+  return "target " + t.name + ": " +
+         (t.security_context ? "securityContext from the run (" + TargetSecurityContext(t).dump() +
+                                   "), the rest as the restricted Pod Security Standard asks"
+                             : std::string("runs as the restricted Pod Security Standard asks (non-root, no privilege "
+                                           "escalation, every capability dropped, RuntimeDefault seccomp)"));
+}
+
+}  // namespace
+
+PodTemplate TargetPod(const TargetPodParams& p) {
+  const api::Target& t = p.target;
+  PodTemplate out;
+  const Json resources = Resources(t.resources.cpu, t.resources.memory);
+  Json container = TargetContainer(t, resources);
+  Json spec = BaseSpec(p.grace_period_seconds);
+  Place(spec, p.node, p.placement);
   if (!p.command.empty()) {
-    Json args = Json::array({"--nofile=" + std::to_string(t.nofile)});
-    if (!sys_resource) args.push_back("--at-most");
-    args.push_back("--");
-    for (const std::string& a : p.command) args.push_back(a);
-    container["command"] = Json::array({kHelperInPod});
-    container["args"] = std::move(args);
-    container["volumeMounts"] = Json::array({{{"name", "fairbench-bin"}, {"mountPath", kHelperDir}, {"readOnly", true}}});
-    // The init container gets the target's resources, so the pod stays in
-    // the same QoS class and asks for nothing more.
-    spec["initContainers"] = Json::array(
-        {{{"name", kNofileContainer},
-          {"image", p.helper_image},
-          {"command", Json::array({p.helper_path, "--install", kHelperInPod})},
-          {"volumeMounts", Json::array({{{"name", "fairbench-bin"}, {"mountPath", kHelperDir}}})},
-          {"resources", resources},
-          {"securityContext", RestrictedContainer()}}});
-    spec["volumes"] = Json::array({{{"name", "fairbench-bin"}, {"emptyDir", Json::object()}}});
-    out.notes.push_back("target " + t.name + ": nofile " + std::to_string(t.nofile) +
-                        " set by the fairbench-nofile wrapper (soft limit raised, up to the runtime's hard limit" +
-                        (sys_resource ? "; the hard limit too, with CAP_SYS_RESOURCE)" : ")"));
+    out.notes.push_back(WrapInNofileHelper(p, resources, container, spec));
   } else {
     out.notes.push_back("target " + t.name + ": nofile was left to the container runtime (no command in the spec, so "
                         "the image's entrypoint cannot be wrapped; asked for " +
@@ -255,27 +305,11 @@ PodTemplate TargetPod(const TargetPodParams& p) {
     out.notes.push_back("target " + t.name + ": on its node's network (hostNetwork): agents reach it at the node's "
                         "address, port " + std::to_string(t.port));
   }
-  if (t.resources.cpu && t.resources.memory) {
-    out.notes.push_back("target " + t.name + ": Guaranteed QoS (requests == limits: cpu " +
-                        api::FormatCpu(*t.resources.cpu) + ", memory " + api::FormatMemory(*t.resources.memory) + ")" +
-                        (t.resources.cpu->millicores % 1000 == 0 ? ""
-                                                                 : "; a fractional CPU gets no exclusive cores"));
-  } else {
-    out.notes.push_back("target " + t.name + ": not Guaranteed QoS (spec.targets[].resources lacks " +
-                        std::string(!t.resources.cpu && !t.resources.memory ? "cpu and memory"
-                                    : !t.resources.cpu                      ? "cpu"
-                                                                            : "memory") +
-                        "): no exclusive cores");
-  }
-  out.notes.push_back(
-      "target " + t.name + ": " +
-      (t.security_context ? "securityContext from the run (" + TargetSecurityContext(t).dump() +
-                                "), the rest as the restricted Pod Security Standard asks"
-                          : std::string("runs as the restricted Pod Security Standard asks (non-root, no privilege "
-                                        "escalation, every capability dropped, RuntimeDefault seccomp)")));
+  out.notes.push_back(QosNote(t));
+  out.notes.push_back(SecurityNote(t));
   out.pod = {{"apiVersion", "v1"},
              {"kind", "Pod"},
-             {"metadata", Metadata(TargetPodName(p.run.name, t.name), p.run, std::move(labels))},
+             {"metadata", Metadata(TargetPodName(p.run.name, t.name), p.run, TargetLabels(p))},
              {"spec", std::move(spec)}};
   return out;
 }

@@ -38,131 +38,187 @@ ExitInfo FromWaitStatus(int status) {
   return e;
 }
 
+// The child's argv and environment as the arrays execvpe takes. Built
+// before fork: after it, only async-signal-safe calls. Not copyable or
+// movable, since the arrays point into the strings.
+class ExecArgs {
+ public:
+  explicit ExecArgs(const ProcessOptions& options) : args_(options.argv) {
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string kv(*e);
+      const std::string key = kv.substr(0, kv.find('='));
+      if (options.env.count(key) == 0) env_strings_.push_back(kv);
+    }
+    for (const auto& [k, v] : options.env) env_strings_.push_back(k + "=" + v);
+    for (std::string& s : env_strings_) envp_.push_back(s.data());
+    envp_.push_back(nullptr);
+    for (std::string& s : args_) argv_.push_back(s.data());
+    argv_.push_back(nullptr);
+  }
+  ExecArgs(const ExecArgs&) = delete;
+  ExecArgs& operator=(const ExecArgs&) = delete;
+
+  char* const* argv() const { return argv_.data(); }
+  char* const* envp() const { return envp_.data(); }
+
+ private:
+  std::vector<std::string> env_strings_;
+  std::vector<std::string> args_;
+  std::vector<char*> envp_;
+  std::vector<char*> argv_;
+};
+
+// The CPU mask and open-files limit the child sets on itself.
+struct ChildLimits {
+  cpu_set_t cpus;
+  rlimit nofile{};
+
+  explicit ChildLimits(const ProcessOptions& options) {
+    CPU_ZERO(&cpus);
+    for (int c : options.cpus) CPU_SET(c, &cpus);
+    getrlimit(RLIMIT_NOFILE, &nofile);
+    if (options.nofile > 0) nofile.rlim_cur = std::min<rlim_t>(options.nofile, nofile.rlim_max);
+  }
+};
+
+// The descriptors opened for the child before fork: its stdin, stdout and
+// stderr, the cgroup.procs files it joins, and the close-on-exec pipe on
+// which it reports why it could not exec (end of file: the exec happened).
+struct ChildFds {
+  int log = -1;
+  int err = -1;
+  int null = -1;
+  std::vector<int> cgroups;
+  int err_pipe[2] = {-1, -1};
+
+  // The parent's copies of all but the pipe's read end.
+  void CloseAllButPipeReader() {
+    for (int* fd : {&err_pipe[1], &log, &err, &null}) CloseOne(fd);
+    for (int f : cgroups) close(f);
+    cgroups.clear();
+  }
+  void CloseAll() {
+    CloseAllButPipeReader();
+    CloseOne(&err_pipe[0]);
+  }
+
+ private:
+  static void CloseOne(int* fd) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+  }
+};
+
+int OpenForAppend(const std::string& path) {
+  return open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+}
+
+// Opens everything in ChildFds; on failure, closes what it opened.
+Status OpenChildFds(const ProcessOptions& options, ChildFds& fds) {
+  fds.log = options.log_file.empty() ? open("/dev/null", O_WRONLY | O_CLOEXEC) : OpenForAppend(options.log_file);
+  if (fds.log < 0) return Status::IoError("cannot open log file '" + options.log_file + "': " + std::strerror(errno));
+  fds.err = options.stderr_file.empty() ? dup(fds.log) : OpenForAppend(options.stderr_file);
+  if (fds.err < 0) {
+    const int e = errno;
+    fds.CloseAll();
+    return Status::IoError("cannot open log file '" + options.stderr_file + "': " + std::strerror(e));
+  }
+  fcntl(fds.err, F_SETFD, FD_CLOEXEC);
+  fds.null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  for (const std::string& procs : options.cgroup_procs) {
+    const int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+      const int e = errno;
+      fds.CloseAll();
+      return Status::IoError("cannot open '" + procs + "': " + std::strerror(e));
+    }
+    fds.cgroups.push_back(fd);
+  }
+  if (pipe2(fds.err_pipe, O_CLOEXEC) != 0) {
+    const int e = errno;
+    fds.CloseAll();
+    return Status::IoError(std::string("pipe: ") + std::strerror(e));
+  }
+  return Status::Ok();
+}
+
+// In the child: hands errno to the parent through the pipe and exits.
+[[noreturn]] void ReportErrnoAndExit(int err_pipe_writer) {
+  const int e = errno;
+  [[maybe_unused]] ssize_t n = write(err_pipe_writer, &e, sizeof e);
+  _exit(127);
+}
+
+// In the child: writes its pid to each cgroup.procs file, formatted by hand
+// (no allocation after fork).
+void JoinCgroups(const ChildFds& fds) {
+  char digits[24];
+  int n = 0;
+  for (pid_t self = getpid(); self > 0; self /= 10) digits[n++] = static_cast<char>('0' + self % 10);
+  char text[24];
+  for (int i = 0; i < n; ++i) text[i] = digits[n - 1 - i];
+  for (int fd : fds.cgroups) {
+    if (write(fd, text, static_cast<size_t>(n)) != n) ReportErrnoAndExit(fds.err_pipe[1]);
+  }
+}
+
+// In the child, between fork and exec: async-signal-safe calls only.
+[[noreturn]] void RunChild(const ProcessOptions& options, const ExecArgs& exec, const ChildLimits& limits,
+                           const ChildFds& fds, pid_t parent) {
+  setpgid(0, 0);
+  // Join the cgroups first: everything the child does from here is charged there.
+  JoinCgroups(fds);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);  // the controller died between fork and prctl
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  signal(SIGPIPE, SIG_DFL);
+  if (!options.cpus.empty()) sched_setaffinity(0, sizeof limits.cpus, &limits.cpus);
+  if (options.nofile > 0) setrlimit(RLIMIT_NOFILE, &limits.nofile);
+  dup2(fds.null, 0);
+  dup2(fds.log, 1);
+  dup2(fds.err, 2);
+  if (!options.working_dir.empty() && chdir(options.working_dir.c_str()) != 0) ReportErrnoAndExit(fds.err_pipe[1]);
+  execvpe(exec.argv()[0], exec.argv(), exec.envp());
+  ReportErrnoAndExit(fds.err_pipe[1]);
+}
+
+// In the parent: waits for the exec (the pipe closes) or the child's errno
+// (then reaps it and says why).
+Status AwaitExec(const ProcessOptions& options, pid_t pid, int err_pipe_reader) {
+  int child_errno = 0;
+  const ssize_t n = read(err_pipe_reader, &child_errno, sizeof child_errno);
+  close(err_pipe_reader);
+  if (n != sizeof child_errno) return Status::Ok();
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const std::string what = options.working_dir.empty() ? "" : " in '" + options.working_dir + "'";
+  return Status::InvalidArgument("cannot run '" + options.argv[0] + "'" + what + ": " + std::strerror(child_errno));
+}
+
 }  // namespace
 
 Result<Process> Process::Start(const ProcessOptions& options) {
   if (options.argv.empty()) return Status::InvalidArgument("no command to run");
   // Everything the child needs is prepared before fork: after it, only
   // async-signal-safe calls.
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string kv(*e);
-    const std::string key = kv.substr(0, kv.find('='));
-    if (options.env.count(key) == 0) env_strings.push_back(kv);
-  }
-  for (const auto& [k, v] : options.env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (std::string& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = options.argv;
-  std::vector<char*> argv;
-  for (std::string& s : args) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  for (int c : options.cpus) CPU_SET(c, &cpus);
-  rlimit nofile{};
-  getrlimit(RLIMIT_NOFILE, &nofile);
-  if (options.nofile > 0) nofile.rlim_cur = std::min<rlim_t>(options.nofile, nofile.rlim_max);
-  int log_fd = options.log_file.empty() ? open("/dev/null", O_WRONLY | O_CLOEXEC)
-                                        : open(options.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0) return Status::IoError("cannot open log file '" + options.log_file + "': " + std::strerror(errno));
-  int err_fd = options.stderr_file.empty()
-                   ? dup(log_fd)
-                   : open(options.stderr_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (err_fd < 0) {
-    close(log_fd);
-    return Status::IoError("cannot open log file '" + options.stderr_file + "': " + std::strerror(errno));
-  }
-  fcntl(err_fd, F_SETFD, FD_CLOEXEC);
-  int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  std::vector<int> cgroup_fds;
-  for (const std::string& procs : options.cgroup_procs) {
-    const int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) {
-      for (int f : cgroup_fds) close(f);
-      close(log_fd);
-      close(err_fd);
-      close(null_fd);
-      return Status::IoError("cannot open '" + procs + "': " + std::strerror(errno));
-    }
-    cgroup_fds.push_back(fd);
-  }
-  auto close_cgroup_fds = [&] {
-    for (int f : cgroup_fds) close(f);
-  };
-  int err_pipe[2];
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-    close_cgroup_fds();
-    close(log_fd);
-    close(err_fd);
-    close(null_fd);
-    return Status::IoError(std::string("pipe: ") + std::strerror(errno));
-  }
+  const ExecArgs exec(options);
+  const ChildLimits limits(options);
+  ChildFds fds;
+  if (Status s = OpenChildFds(options, fds); !s.ok()) return s;
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
-    close_cgroup_fds();
-    close(log_fd);
-    close(err_fd);
-    close(null_fd);
-    close(err_pipe[0]);
-    close(err_pipe[1]);
-    return Status::IoError(std::string("fork: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    setpgid(0, 0);
-    // Join the cgroups first: everything the child does from here is charged there.
-    {
-      char digits[24];
-      int n = 0;
-      for (pid_t self = getpid(); self > 0; self /= 10) digits[n++] = static_cast<char>('0' + self % 10);
-      char text[24];
-      for (int i = 0; i < n; ++i) text[i] = digits[n - 1 - i];
-      for (int fd : cgroup_fds) {
-        if (write(fd, text, static_cast<size_t>(n)) != n) {
-          const int e = errno;
-          [[maybe_unused]] ssize_t w = write(err_pipe[1], &e, sizeof e);
-          _exit(127);
-        }
-      }
-    }
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);  // the controller died between fork and prctl
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    signal(SIGPIPE, SIG_DFL);
-    if (!options.cpus.empty()) sched_setaffinity(0, sizeof cpus, &cpus);
-    if (options.nofile > 0) setrlimit(RLIMIT_NOFILE, &nofile);
-    dup2(null_fd, 0);
-    dup2(log_fd, 1);
-    dup2(err_fd, 2);
-    if (!options.working_dir.empty() && chdir(options.working_dir.c_str()) != 0) {
-      const int e = errno;
-      [[maybe_unused]] ssize_t n = write(err_pipe[1], &e, sizeof e);
-      _exit(127);
-    }
-    execvpe(argv[0], argv.data(), envp.data());
     const int e = errno;
-    [[maybe_unused]] ssize_t n = write(err_pipe[1], &e, sizeof e);
-    _exit(127);
+    fds.CloseAll();
+    return Status::IoError(std::string("fork: ") + std::strerror(e));
   }
-  close(err_pipe[1]);
-  close_cgroup_fds();
-  close(log_fd);
-  close(err_fd);
-  close(null_fd);
+  if (pid == 0) RunChild(options, exec, limits, fds, parent);
+  const int err_pipe_reader = fds.err_pipe[0];
+  fds.CloseAllButPipeReader();
   setpgid(pid, pid);  // also in the parent, so the group exists before we signal it
-  int child_errno = 0;
-  const ssize_t n = read(err_pipe[0], &child_errno, sizeof child_errno);
-  close(err_pipe[0]);
-  if (n == sizeof child_errno) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    const std::string what = options.working_dir.empty() ? "" : " in '" + options.working_dir + "'";
-    return Status::InvalidArgument("cannot run '" + options.argv[0] + "'" + what + ": " + std::strerror(child_errno));
-  }
+  if (Status s = AwaitExec(options, pid, err_pipe_reader); !s.ok()) return s;
   Process p;
   p.pid_ = pid;
   return p;
