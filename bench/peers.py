@@ -24,6 +24,11 @@ For every mode a peer supports, fairbench-agent and the peer run alternately
                      (fairbench-target-grpc); ghz only
   mem10k             closed loop at 10,000 connections (nginx): peak RSS (and requests/s)
 
+Besides the peers, "fortio-uniform" is fortio with -uniform (each
+connection's requests spread evenly over the period, as the agent spaces
+them, where fortio's default starts every connection's ticker at once), for
+the rate and accuracy modes.
+
 Requests are counted by the server: nginx's stub_status counter (read before
 and after each run), the gRPC target's --request-log; only the delay server
 is not asked (accuracy compares latency, not counts). Per run: the server's
@@ -31,8 +36,11 @@ count over the tool's own window (its reported duration; Locust's -t, which
 is --locust-ramp seconds longer: starting its users takes seconds) and
 over the tool's wall time; the generator's CPU (user + system of the process
 and its children, from wait4 by GNU time, which also gives the peak RSS) and
-the server's CPU (from /proc/PID/stat) per request served; the tool's own
-p50 and p99. A run with errors the tool reported (a request cut off by the
+the server's CPU (from /proc/PID/stat) per request served; how often each
+slept per request served (the generator's voluntary context switches from
+wait4, the server's summed over /proc/PID/task/*/status: at a light load
+each sleep is a wake-up to pay for, so these say why a CPU figure moved);
+the tool's own p50 and p99. A run with errors the tool reported (a request cut off by the
 end of the run is not one) or a server count below the tool's is invalid,
 and so is its pair; statistics are over valid pairs.
 
@@ -79,7 +87,13 @@ SUPPORTS = {
     "fortio": HTTP_MODES | {"h2"},
     "locust": {"http100", "http1000", "rate", "accuracy", "https"},  # geventhttpclient: HTTP/1.1 only
     "ghz": {"grpc"},
+    # fortio -uniform: each connection's requests spread evenly over the
+    # period, as fairbench-agent spaces them (fortio's default starts every
+    # connection's ticker at once, so requests leave in bursts): the
+    # constant-rate modes only, to tell the schedule's cost from the tool's.
+    "fortio-uniform": {"rate", "accuracy"},
 }
+PEER_BINARY = {"fortio-uniform": "fortio"}  # a variant run by another peer's binary
 CONNECTIONS = {"http100": 100, "http1000": 1000, "rate": 100, "accuracy": 50, "https": 100, "h2": 10,
                "grpc": 10, "mem10k": 10000}
 STREAMS = 10  # h2, grpc: in flight per connection
@@ -257,7 +271,8 @@ def parse_ghz(text):
 
 
 PARSERS = {"fairbench": parse_agent, "oha": parse_oha, "hey": parse_hey, "fortio": parse_fortio,
-           "vegeta": parse_vegeta, "locust": parse_locust, "ghz": parse_ghz}
+           "vegeta": parse_vegeta, "locust": parse_locust, "ghz": parse_ghz,
+           "fortio-uniform": parse_fortio}
 
 
 # ---------------------------------------------------------------- running
@@ -344,11 +359,13 @@ class Case:
             if self.mode == "h2":
                 argv += ["-h2"]
             return argv + [url], None, None
-        if tool == "fortio":
+        if tool in ("fortio", "fortio-uniform"):
             n = c * STREAMS if self.mode == "h2" else c
             argv = [binary, "load", "-quiet", "-qps", str(r or 0), "-c", str(n), "-t", f"{d}s", "-json", out, "-k"]
             if self.mode == "h2":
                 argv += ["-h2"]
+            if tool == "fortio-uniform":
+                argv += ["-uniform"]
             return argv + [url], None, out
         if tool == "vegeta":
             n = c * STREAMS if self.mode == "h2" else c
@@ -389,9 +406,10 @@ class Case:
 
 
 def run_timed(argv, env, timeout):
-    """argv under GNU time: (output, cpu seconds of it and its children, peak RSS KiB, exit code, wall seconds)."""
+    """argv under GNU time: (output, cpu seconds of it and its children, peak RSS KiB, exit code, wall seconds,
+    voluntary context switches: how often it slept)."""
     start = time.monotonic()
-    p = subprocess.Popen(["/usr/bin/time", "-f", "FAIRBENCH-TIME %U %S %M"] + argv, stdout=subprocess.PIPE,
+    p = subprocess.Popen(["/usr/bin/time", "-f", "FAIRBENCH-TIME %U %S %M %w"] + argv, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
     try:
         out, _ = p.communicate(timeout=timeout)
@@ -399,15 +417,28 @@ def run_timed(argv, env, timeout):
         os.killpg(p.pid, signal.SIGKILL)
         out, _ = p.communicate()
     wall = time.monotonic() - start
-    m = re.search(r"^FAIRBENCH-TIME ([\d.]+) ([\d.]+) (\d+)$", out, re.M)
+    m = re.search(r"^FAIRBENCH-TIME ([\d.]+) ([\d.]+) (\d+) (\d+)$", out, re.M)
     if not m:
-        return out, 0.0, 0, p.returncode or 1, wall
-    return out, float(m.group(1)) + float(m.group(2)), int(m.group(3)), p.returncode, wall
+        return out, 0.0, 0, p.returncode or 1, wall, 0
+    return out, float(m.group(1)) + float(m.group(2)), int(m.group(3)), p.returncode, wall, int(m.group(4))
 
 
 def process_cpu(pid):
     from agent_vs_wrk import process_cpu as cpu
     return cpu(pid)
+
+
+def process_sleeps(pid):
+    """How often a process (all its threads) has slept so far: the sum of voluntary_ctxt_switches under
+    /proc/PID/task/*/status. At a light load each sleep is one wake-up to pay for."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                total += int(re.search(r"^voluntary_ctxt_switches:\s+(\d+)", f.read(), re.M).group(1))
+        except (OSError, AttributeError):
+            pass  # a thread that ended in between
+    return total
 
 
 def one_run(tool, binary, case, tmp, index):
@@ -416,9 +447,9 @@ def one_run(tool, binary, case, tmp, index):
     argv = ["taskset", "-c", case.args.client_cpu] + argv
     before = case.served()
     pid = case.server_pid()
-    server_cpu = process_cpu(pid)
-    text, cpu, rss, code, wall = run_timed(argv, case.env(tool), case.args.duration * 3 + 60)
-    server_cpu = process_cpu(pid) - server_cpu
+    server_cpu, server_sleeps = process_cpu(pid), process_sleeps(pid)
+    text, cpu, rss, code, wall, sleeps = run_timed(argv, case.env(tool), case.args.duration * 3 + 60)
+    server_cpu, server_sleeps = process_cpu(pid) - server_cpu, process_sleeps(pid) - server_sleeps
     after = case.served()
     if post:
         subprocess.run(post, capture_output=True, timeout=120)
@@ -442,6 +473,8 @@ def one_run(tool, binary, case, tmp, index):
     r["server_rps_wall"] = basis / wall
     r["cpu_per_request_us"] = cpu / max(basis, 1) * 1e6
     r["server_cpu_per_request_us"] = server_cpu / max(basis, 1) * 1e6
+    r["sleeps_per_request"] = sleeps / max(basis, 1)
+    r["server_sleeps_per_request"] = server_sleeps / max(basis, 1)
     if case.mode == "accuracy" and r.get("p50_us") is not None:
         r["p50_error_us"] = r["p50_us"] - case.args.delay_us
     why = []
@@ -520,6 +553,9 @@ FIGURES = {
     "rate": [("server_rps_window", "requests/s reached (server)", None, False),
              ("cpu_per_request_us", "generator CPU us/request", True, False),
              ("server_cpu_per_request_us", "server CPU us/request", True, False),
+             # Why: each sleep is a wake-up to pay for; shown, not judged.
+             ("sleeps_per_request", "generator sleeps/request", None, False),
+             ("server_sleeps_per_request", "server sleeps/request", None, False),
              ("p50_us", "p50 latency us (tool's own)", None, False),
              ("p99_us", "p99 latency us (tool's own)", None, False)],
     "accuracy": [("p50_error_us", "p50 error us (p50 - D)", None, False),
@@ -603,7 +639,7 @@ def main():
             raise SystemExit("k6 is left out: its licence (AGPL) rules it out")
         if peer not in SUPPORTS:
             raise SystemExit(f"--peers: unknown peer '{peer}' ({', '.join(SUPPORTS)})")
-        binary, version = peer_bin(peer)
+        binary, version = peer_bin(PEER_BINARY.get(peer, peer))
         if not binary:
             print(f"{peer} {version}: not installed, skipped (bench/peers-setup installs it)")
             continue
@@ -650,7 +686,8 @@ def main():
                         print(f"  {mode:<8} {peer:<7} pair {i + 1} {tool:<9} {r['server_rps_window']:>9.0f} req/s "
                               f"(server/window; {r['requests']} by the tool, {r['server_requests']} by the server)  "
                               f"{r['cpu_per_request_us']:6.2f} us CPU/req  server {r['server_cpu_per_request_us']:6.2f}"
-                              f" us/req  rss {r['rss_kb'] / 1024:6.1f} MiB{lat}"
+                              f" us/req  sleeps/req {r['sleeps_per_request']:.2f} server {r['server_sleeps_per_request']:.2f}"
+                              f"  rss {r['rss_kb'] / 1024:6.1f} MiB{lat}"
                               f"{'' if r['valid'] else '  INVALID: ' + r['why']}", flush=True)
                     else:
                         print(f"  {mode:<8} {peer:<7} pair {i + 1} {tool:<9} INVALID: {r['why']}", flush=True)
@@ -667,13 +704,18 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _num(v):
+    """A figure as printed: two decimals below 10 (sleeps per request), one above."""
+    return f"{v:.2f}" if abs(v) < 10 else f"{v:.1f}"
+
+
 def print_summary(mode, peer, s):
     print(f"== {mode}, fairbench ÷ {peer} ({s['valid_pairs']} valid pairs of {s['pairs']}; medians, "
           f"ratio [range] mean and 95% interval)")
     for key, fig in s["figures"].items():
         st = fig.get("stats")
         spread = f"{st['median']:>8.2f}  {spread_text(st)}" if st else ""
-        print(f"   {fig['label']:34}{fig['fairbench']:>12.1f}{fig[peer]:>12.1f}{spread}  {fig.get('verdict', '')}")
+        print(f"   {fig['label']:34}{_num(fig['fairbench']):>12}{_num(fig[peer]):>12}{spread}  {fig.get('verdict', '')}")
     print(flush=True)
 
 
@@ -685,7 +727,7 @@ def print_table(results):
         for key, fig in s["figures"].items():
             st = fig.get("stats")
             ci = f"{st['median']:.2f} ({st['ci95'][0]:.2f}–{st['ci95'][1]:.2f})" if st else "–"
-            print(f"| {mode} | {peer} | {fig['label']} | {fig['fairbench']:.1f} | {fig[peer]:.1f} | {ci} | "
+            print(f"| {mode} | {peer} | {fig['label']} | {_num(fig['fairbench'])} | {_num(fig[peer])} | {ci} | "
                   f"{fig.get('verdict', '–')} |")
 
 
