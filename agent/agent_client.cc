@@ -6,7 +6,7 @@
 #include <random>
 
 #include "agent/grpc_call.h"
-#include "agent/idle_wait.h"
+#include "agent/job_options.h"
 #include "agent/request.h"
 #include "agent/request_text.h"
 #include "agent/script.h"
@@ -33,99 +33,6 @@ grpc::ChannelArguments ChannelArgs() {
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   args.SetInt(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, 64 * 1024 * 1024);
   return args;
-}
-
-// A job's wrk script, set up for the job's threads against its target:
-// setup() and init() run here, before any load.
-Result<std::unique_ptr<Script>> ScriptFromJob(const wire::JobSpec& job, const EngineOptions& o) {
-  ScriptOptions so;
-  so.source = ScriptSource{job.script->name, job.script->text};
-  so.scheme = ToString(job.https ? Scheme::kHttps : Scheme::kHttp);
-  so.host = job.host;
-  so.port = std::to_string(job.port);
-  so.path = "/";
-  so.headers = {{"Host", job.EffectiveHostHeader()}};
-  so.url = so.scheme + "://" + job.EffectiveHostHeader() + "/";
-  so.args = job.script->args;
-  so.threads = o.threads;
-  so.addresses = o.addresses;
-  if (IsHttp2(job.protocol)) so.h2_scheme = ToString(job.protocol == Protocol::kH2 ? Scheme::kHttps : Scheme::kHttp);
-  return Script::Create(so);
-}
-
-// The engine's options for a decoded job (wire::FromProto applied the
-// defaults and refused what cannot run); resolves the target. With a
-// script, *script holds it (set up) and the options point to it.
-Result<EngineOptions> OptionsFromJob(const wire::JobSpec& job, const std::vector<int>& cpus,
-                                     std::unique_ptr<Script>* script) {
-  EngineOptions o;
-  auto addrs = Resolve(job.host, job.port);
-  if (!addrs.ok()) return addrs.status();
-  o.addresses = std::move(*addrs);
-  const std::string host_header = job.EffectiveHostHeader();
-  std::vector<RequestSpec> specs;
-  for (size_t i = 0; i < job.requests.size(); ++i) {
-    const wire::JobRequest& r = job.requests[i];
-    RequestSpec spec;
-    spec.name = r.name;
-    spec.method = r.method;
-    spec.target = r.target;
-    spec.headers = r.headers;
-    spec.body = r.body;
-    spec.weight = r.weight;
-    if (Status s = ValidateRequest(spec, "job.requests[" + std::to_string(i) + "]: "); !s.ok()) return s;
-    o.requests.push_back(BuildRequest(spec, host_header, job.keep_alive));
-    specs.push_back(std::move(spec));
-  }
-  if (job.grpc) {
-    // Every stream is the call; HTTP/2 by the job's protocol.
-    const wire::JobGrpc& g = *job.grpc;
-    RequestSpec spec = GrpcRequest(g.method, g.message, g.metadata, g.deadline);
-    if (Status s = ValidateRequest(spec, "job.grpc: "); !s.ok()) return s;
-    o.requests.push_back(BuildRequest(spec, host_header, job.keep_alive));
-    specs.push_back(std::move(spec));
-    o.h2.grpc = true;
-    o.h2.grpc_max_message = g.max_message;
-    o.grpc_unary = g.kind == "unary";
-  }
-  o.threads = job.threads;
-  o.connections = job.connections;
-  o.warmup = job.warmup;
-  o.duration = job.duration;
-  o.timeout = job.timeout;
-  o.interval = job.interval;
-  o.keep_alive = job.keep_alive;
-  o.pipeline = job.pipeline;
-  o.rate = job.rate;
-  o.connection_offset = job.connection_offset;
-  o.total_connections = job.total_connections;
-  o.cpus = cpus;
-  o.start_at = job.start;
-  // FromProto let only the four settings through.
-  o.idle_wait = ResolveIdleWait(ParseIdleWait(job.idle_wait).value_or(IdleWaitSetting::kAuto), o.addresses.front());
-  if (job.https) o.tls = MakeTlsOptions(job.host, "", false, "");
-  if (IsHttp2(job.protocol)) {
-    o.protocol = job.protocol == Protocol::kH2 ? HttpProtocol::kH2 : HttpProtocol::kH2c;
-    o.tls.alpn_h2 = o.protocol == HttpProtocol::kH2;
-    o.h2.max_streams = job.streams;
-    if (Status s = BuildH2Requests(o, specs, host_header); !s.ok()) return s;
-  }
-  if (job.vary) {
-    auto plan = std::make_shared<VaryPlan>();
-    plan->seed = job.vary->seed;
-    plan->verify_every = job.vary->verify_every;
-    plan->request = VaryRequest(specs.front(), host_header, job.keep_alive);
-    plan->expect = VaryExpect(job.vary->expect_json ? VaryExpect::Kind::kJson : VaryExpect::Kind::kBody, job.vary->expect);
-    o.vary = std::move(plan);
-  }
-  if (job.script) {
-    auto created = ScriptFromJob(job, o);
-    if (!created.ok()) return created.status();
-    *script = std::move(*created);
-    o.script = script->get();
-  }
-  if (Status s = ValidateOptions(o); !s.ok()) return s;
-  return o;
 }
 
 }  // namespace
@@ -321,7 +228,9 @@ void AgentClient::RunJob(v1::LoadJob job) {
   auto spec = wire::FromProto(job);
   if (!spec.ok()) return fail(spec.status().message());
   std::unique_ptr<Script> script;  // outlives the engine
-  auto options = OptionsFromJob(*spec, options_.cpus, &script);
+  JobLocal local;
+  local.cpus = options_.cpus;
+  auto options = BuildEngineOptions(*spec, local, &script);
   if (!options.ok()) return fail(options.status().message());
   if (spec->probe) {
     // The script's first request, for the controller's check of the

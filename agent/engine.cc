@@ -8,6 +8,7 @@
 
 #include "agent/script.h"
 #include "agent/worker.h"
+#include "common/load_rules.h"
 #include "common/mutex.h"
 
 namespace fairbench::agent {
@@ -61,7 +62,8 @@ Status ValidateOptions(const EngineOptions& o) {
     }
   }
   if (o.threads == 0) return Status::InvalidArgument("threads must be ≥ 1");
-  if (o.threads > 1024) return Status::InvalidArgument("threads must be ≤ 1024");
+  const uint64_t max_threads = load_rules::RangeOf(load_rules::Count::kThreads).max;
+  if (o.threads > max_threads) return Status::InvalidArgument("threads must be ≤ " + std::to_string(max_threads));
   if (o.connections < o.threads) {
     return Status::InvalidArgument(std::to_string(o.connections) + " connections cannot be spread over " +
                                    std::to_string(o.threads) + " threads (connections must be ≥ threads)");
@@ -69,11 +71,14 @@ Status ValidateOptions(const EngineOptions& o) {
   if (o.duration.count() <= 0) return Status::InvalidArgument("duration must be > 0");
   if (o.warmup.count() < 0) return Status::InvalidArgument("warmup must be ≥ 0");
   if (o.timeout.count() <= 0) return Status::InvalidArgument("timeout must be > 0");
-  if (o.interval.count() < 10'000'000) return Status::InvalidArgument("interval must be ≥ 10ms");
-  if (o.pipeline == 0 || o.pipeline > 1024) return Status::InvalidArgument("pipeline depth must be between 1 and 1024");
+  if (o.interval.count() < load_rules::kMinIntervalNs) return Status::InvalidArgument("interval must be ≥ 10ms");
+  if (!load_rules::InRange(load_rules::Count::kPipeline, o.pipeline)) {
+    return Status::InvalidArgument("pipeline depth must be between 1 and " +
+                                   std::to_string(load_rules::RangeOf(load_rules::Count::kPipeline).max));
+  }
   if (o.rate < 0 || !std::isfinite(o.rate)) return Status::InvalidArgument("rate must be ≥ 0");
   if (o.rate > 0 && o.pipeline > 1) return Status::InvalidArgument("a constant rate cannot be combined with pipelining");
-  if (o.rate > 0 && o.rate < 1e-3) return Status::InvalidArgument("rate must be at least 0.001 requests/s");
+  if (o.rate > 0 && o.rate < load_rules::kMinRate) return Status::InvalidArgument("rate must be at least 0.001 requests/s");
   if (o.protocol != HttpProtocol::kHttp1) {
     const std::string p = HttpProtocolName(o.protocol);
     if (o.protocol == HttpProtocol::kH2 && !o.tls.enabled) return Status::InvalidArgument("h2 needs TLS (an https target)");

@@ -7,6 +7,7 @@
 
 #include "agent/grpc_frame.h"
 #include "common/grpc_message.h"
+#include "common/load_rules.h"
 #include "common/units.h"
 
 namespace fairbench::agent {
@@ -36,7 +37,7 @@ Result<std::string> ResolveMethod(const GrpcCallFlags& f, GrpcCall* call, std::s
   if (!set.ok()) return Status::InvalidArgument("--descriptor-set: " + set.status().message());
   auto info = set->Method(f.method);
   if (!info.ok()) return Status::InvalidArgument("--grpc: " + info.status().message());
-  call->kind = info->kind == GrpcMethodKind::kServerStreaming ? GrpcCallKind::kServerStreaming : GrpcCallKind::kUnary;
+  call->kind = info->kind;
   call->input_type = info->input_type;
   if (!f.message_file.empty()) {
     if (auto st = set->CheckParses(*info, message, f.message_file); !st.ok()) {
@@ -92,12 +93,15 @@ Result<GrpcCall> BuildGrpcCall(const GrpcCallFlags& f) {
     if (!h.ok()) return Status::InvalidArgument("--metadata: " + h.status().message());
     std::string key = h->first;
     std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
-    if (key == "content-type" || key == "te" || key == "grpc-timeout" || key.rfind("grpc-", 0) == 0) {
+    if (load_rules::IsGrpcOwnMetadata(key)) {
       return Status::InvalidArgument("--metadata: '" + h->first + "' is gRPC's own (set by --grpc and --deadline)");
     }
     metadata.emplace_back(std::move(key), std::move(h->second));
   }
   call.request = GrpcRequest(name, message, metadata, call.deadline);
+  call.method = name;
+  call.message = std::move(message);
+  call.metadata = std::move(metadata);
   return call;
 }
 

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "common/load_rules.h"
+
 namespace fairbench::agent {
 namespace {
 
@@ -24,8 +26,10 @@ const char* H2ErrorName(H2Error e) {
 }
 
 Status ValidateH2Options(const H2Options& o) {
-  if (o.max_streams == 0 || o.max_streams > 65536) {
-    return Status::InvalidArgument("--streams must be between 1 and 65536, got " + std::to_string(o.max_streams));
+  if (!load_rules::InRange(load_rules::Count::kStreams, o.max_streams)) {
+    return Status::InvalidArgument("--streams must be between 1 and " +
+                                   std::to_string(load_rules::RangeOf(load_rules::Count::kStreams).max) + ", got " +
+                                   std::to_string(o.max_streams));
   }
   if (o.stream_window == 0 || o.stream_window > kMaxWindow) {
     return Status::InvalidArgument("--h2-stream-window must be between 1 and 2147483647, got " +

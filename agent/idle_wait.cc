@@ -37,14 +37,6 @@ bool SameHost(const sockaddr* a, const sockaddr* b) {
 
 }  // namespace
 
-std::optional<IdleWaitSetting> ParseIdleWait(std::string_view text) {
-  if (text.empty() || text == "auto") return IdleWaitSetting::kAuto;
-  if (text == "block") return IdleWaitSetting::kBlock;
-  if (text == "nap") return IdleWaitSetting::kNap;
-  if (text == "poll") return IdleWaitSetting::kPoll;
-  return std::nullopt;
-}
-
 bool IsThisMachine(const SocketAddress& addr) {
   const auto* target = reinterpret_cast<const sockaddr*>(&addr.storage);
   if (Loopback(target)) return true;
@@ -58,12 +50,12 @@ bool IsThisMachine(const SocketAddress& addr) {
   return found;
 }
 
-IdleWait ResolveIdleWait(IdleWaitSetting setting, const SocketAddress& target) {
+IdleWait ResolveIdleWait(IdleWaitMode setting, const SocketAddress& target) {
   switch (setting) {
-    case IdleWaitSetting::kBlock: return IdleWait::kBlock;
-    case IdleWaitSetting::kNap: return IdleWait::kNap;
-    case IdleWaitSetting::kPoll: return IdleWait::kPoll;
-    case IdleWaitSetting::kAuto: break;
+    case IdleWaitMode::kBlock: return IdleWait::kBlock;
+    case IdleWaitMode::kNap: return IdleWait::kNap;
+    case IdleWaitMode::kPoll: return IdleWait::kPoll;
+    case IdleWaitMode::kAuto: break;
   }
   return IsThisMachine(target) ? IdleWait::kNap : IdleWait::kBlock;
 }

@@ -1,7 +1,7 @@
 // Choosing how a load worker waits when nothing is ready (IdleWait,
-// common/metrics.h): the setting as users write it (--idle-wait, a
-// LoadJob's idle_wait, a BenchmarkRun's load.idleWait) and what "auto"
-// becomes for a given target.
+// common/metrics.h): what a setting (IdleWaitMode, common/protocol.h:
+// --idle-wait, a LoadJob's idle_wait, a BenchmarkRun's load.idleWait) and
+// in particular "auto" becomes for a given target.
 //
 // "auto" naps when the target shares this machine (its address is a
 // loopback address or one of this machine's interfaces' addresses): only
@@ -11,25 +11,17 @@
 // reads the interfaces (getifaddrs) once per call: call it before the load.
 #pragma once
 
-#include <optional>
-#include <string_view>
-
 #include "agent/url.h"
 #include "common/metrics.h"
+#include "common/protocol.h"
 
 namespace fairbench::agent {
-
-enum class IdleWaitSetting : uint8_t { kAuto, kBlock, kNap, kPoll };
-
-// "auto", "block", "nap", "poll"; nullopt for anything else. An empty
-// string is "auto" (a LoadJob from a controller that does not set it).
-std::optional<IdleWaitSetting> ParseIdleWait(std::string_view text);
 
 // Whether `addr` is an address of this machine: loopback (127.0.0.0/8,
 // ::1, ::ffff:127.0.0.0/104) or an address of one of its interfaces.
 bool IsThisMachine(const SocketAddress& addr);
 
 // The setting made concrete for a target at `target`.
-IdleWait ResolveIdleWait(IdleWaitSetting setting, const SocketAddress& target);
+IdleWait ResolveIdleWait(IdleWaitMode setting, const SocketAddress& target);
 
 }  // namespace fairbench::agent

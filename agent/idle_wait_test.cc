@@ -16,16 +16,16 @@ SocketAddress Addr(const char* host) {
   return r.ok() ? r->front() : SocketAddress{};
 }
 
-// Catches: a misspelt or missing setting accepted, or "" (a controller that
-// sends none) refused instead of meaning auto.
+// Catches: a misspelt or missing setting accepted by --idle-wait's parser.
 TEST(IdleWaitTest, ParsesTheFourSettings) {
-  EXPECT_EQ(ParseIdleWait("auto"), IdleWaitSetting::kAuto);
-  EXPECT_EQ(ParseIdleWait(""), IdleWaitSetting::kAuto);
-  EXPECT_EQ(ParseIdleWait("block"), IdleWaitSetting::kBlock);
-  EXPECT_EQ(ParseIdleWait("nap"), IdleWaitSetting::kNap);
-  EXPECT_EQ(ParseIdleWait("poll"), IdleWaitSetting::kPoll);
-  EXPECT_EQ(ParseIdleWait("Nap"), std::nullopt);
-  EXPECT_EQ(ParseIdleWait("spin"), std::nullopt);
+  EXPECT_EQ(ParseIdleWaitMode("auto"), IdleWaitMode::kAuto);
+  EXPECT_EQ(ParseIdleWaitMode("block"), IdleWaitMode::kBlock);
+  EXPECT_EQ(ParseIdleWaitMode("nap"), IdleWaitMode::kNap);
+  EXPECT_EQ(ParseIdleWaitMode("poll"), IdleWaitMode::kPoll);
+  EXPECT_EQ(ParseIdleWaitMode("Nap"), std::nullopt);
+  EXPECT_EQ(ParseIdleWaitMode("spin"), std::nullopt);
+  EXPECT_EQ(ParseIdleWaitMode(""), std::nullopt);
+  for (const auto& [mode, name] : kIdleWaitModeNames) EXPECT_EQ(ParseIdleWaitMode(ToString(mode)), mode) << name;
 }
 
 // Catches: only 127.0.0.1 taken for loopback (the test kubelet gives pods
@@ -66,11 +66,11 @@ TEST(IdleWaitTest, AnInterfaceAddressIsThisMachine) {
 // Catches: auto resolved the same way everywhere, or an explicit setting
 // overridden by the address.
 TEST(IdleWaitTest, AutoNapsOnlyForATargetOnThisMachine) {
-  EXPECT_EQ(ResolveIdleWait(IdleWaitSetting::kAuto, Addr("127.0.0.1")), IdleWait::kNap);
-  EXPECT_EQ(ResolveIdleWait(IdleWaitSetting::kAuto, Addr("192.0.2.1")), IdleWait::kBlock);
-  EXPECT_EQ(ResolveIdleWait(IdleWaitSetting::kBlock, Addr("127.0.0.1")), IdleWait::kBlock);
-  EXPECT_EQ(ResolveIdleWait(IdleWaitSetting::kNap, Addr("192.0.2.1")), IdleWait::kNap);
-  EXPECT_EQ(ResolveIdleWait(IdleWaitSetting::kPoll, Addr("192.0.2.1")), IdleWait::kPoll);
+  EXPECT_EQ(ResolveIdleWait(IdleWaitMode::kAuto, Addr("127.0.0.1")), IdleWait::kNap);
+  EXPECT_EQ(ResolveIdleWait(IdleWaitMode::kAuto, Addr("192.0.2.1")), IdleWait::kBlock);
+  EXPECT_EQ(ResolveIdleWait(IdleWaitMode::kBlock, Addr("127.0.0.1")), IdleWait::kBlock);
+  EXPECT_EQ(ResolveIdleWait(IdleWaitMode::kNap, Addr("192.0.2.1")), IdleWait::kNap);
+  EXPECT_EQ(ResolveIdleWait(IdleWaitMode::kPoll, Addr("192.0.2.1")), IdleWait::kPoll);
 }
 
 }  // namespace

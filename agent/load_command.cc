@@ -22,11 +22,13 @@
 #include "agent/engine.h"
 #include "agent/grpc_call.h"
 #include "agent/idle_wait.h"
+#include "agent/job_options.h"
 #include "agent/request.h"
 #include "agent/request_mix.h"
 #include "agent/script.h"
 #include "agent/url.h"
 #include "common/api/cpu_list.h"
+#include "common/load_rules.h"
 #include "common/tls_files.h"
 #include "common/signals.h"
 #include "common/units.h"
@@ -188,249 +190,341 @@ Status CheckAlpnH2(const std::vector<SocketAddress>& addresses, const TlsContext
 
 }  // namespace
 
-int RunLoadCommand(const LoadFlags& f) {
-  auto url = ParseUrl(f.url);
-  if (!url.ok()) return BadInput(url.status().message());
+// --- flags → job -----------------------------------------------------------
+
+namespace {
+
+// The limits: common/load_rules.h, as the run file and the wire check them.
+using load_rules::Count;
+using load_rules::InRange;
+using load_rules::RangeOf;
+
+Status Bad(const std::string& message) { return Status::InvalidArgument(message); }
+
+// -t, -c, -d, --warmup, --timeout, --rate, --pipeline, --no-keep-alive.
+Status ParsePace(const LoadFlags& f, wire::JobSpec* job) {
   auto threads = ParseCount(f.threads);
-  if (!threads.ok()) return BadInput("-t/--threads: " + threads.status().message());
+  if (!threads.ok()) return Bad("-t/--threads: " + threads.status().message());
   auto connections = ParseCount(f.connections);
-  if (!connections.ok()) return BadInput("-c/--connections: " + connections.status().message());
+  if (!connections.ok()) return Bad("-c/--connections: " + connections.status().message());
   auto duration = ParseDuration(f.duration);
-  if (!duration.ok()) return BadInput("-d/--duration: " + duration.status().message());
+  if (!duration.ok()) return Bad("-d/--duration: " + duration.status().message());
   auto warmup = ParseDuration(f.warmup);
-  if (!warmup.ok()) return BadInput("--warmup: " + warmup.status().message());
+  if (!warmup.ok()) return Bad("--warmup: " + warmup.status().message());
   auto timeout = ParseDuration(f.timeout);
-  if (!timeout.ok()) return BadInput("--timeout: " + timeout.status().message());
-  if (*threads == 0) return BadInput("-t/--threads: must be ≥ 1");
-  if (*connections == 0) return BadInput("-c/--connections: must be ≥ 1");
+  if (!timeout.ok()) return Bad("--timeout: " + timeout.status().message());
+  if (*threads == 0) return Bad("-t/--threads: must be ≥ 1");
+  if (*connections == 0) return Bad("-c/--connections: must be ≥ 1");
   if (*connections < *threads) {
-    return BadInput("-c/--connections: " + std::to_string(*connections) + " connections cannot be spread over " +
-                    std::to_string(*threads) + " threads (connections must be ≥ threads)");
+    return Bad("-c/--connections: " + std::to_string(*connections) + " connections cannot be spread over " +
+               std::to_string(*threads) + " threads (connections must be ≥ threads)");
   }
-  if (*connections > 1'000'000 || *threads > 1024) return BadInput("-c/-t: too large");
-  if (duration->count() <= 0) return BadInput("-d/--duration: must be > 0");
-  if (timeout->count() <= 0) return BadInput("--timeout: must be > 0");
-  if (f.rate < 0) return BadInput("--rate: must be ≥ 0");
-  if (f.pipeline == 0) return BadInput("--pipeline: must be ≥ 1");
-  // --grpc: the request is the call; HTTP/2 follows from the URL's scheme.
-  std::optional<GrpcCall> grpc;
-  if (!f.grpc.empty()) {
-    if (!f.method.empty() || !f.body.empty() || !f.body_file.empty() || !f.requests_file.empty() || !f.script.empty()) {
-      return BadInput("--grpc: the request is the call; -m, --body, --body-file, --requests and -s do not apply");
-    }
-    if (!f.headers.empty()) return BadInput("-H: with --grpc, give metadata with --metadata 'key: value'");
-    if (url->target != "/") {
-      return BadInput("--grpc: the URL names the server only (http[s]://host:port), not '" + url->target +
-                      "'; the method is --grpc SERVICE/METHOD");
-    }
-    GrpcCallFlags g{f.grpc, f.message_file, f.message_json, f.descriptor_set, f.metadata, f.deadline, f.max_message_size};
-    auto call = BuildGrpcCall(g);
-    if (!call.ok()) return BadInput(call.status().message());
-    grpc = std::move(*call);
-  } else if (!f.message_file.empty() || !f.message_json.empty() || !f.descriptor_set.empty() || !f.metadata.empty() ||
-             !f.deadline.empty() || !f.max_message_size.empty()) {
-    return BadInput("--message-file, --message-json, --descriptor-set, --metadata, --deadline and --max-message-size "
-                    "are for --grpc SERVICE/METHOD");
+  if (!InRange(Count::kConnections, static_cast<int64_t>(*connections)) ||
+      !InRange(Count::kThreads, static_cast<int64_t>(*threads))) {
+    return Bad("-c/-t: too large");
   }
-  if (f.h2 && f.h2c) return BadInput("--h2 and --h2c exclude each other (--h2: https with ALPN; --h2c: http, prior knowledge)");
-  if (f.h2 && !url->https) return BadInput("--h2: needs an https:// URL (HTTP/2 over TLS); for http:// use --h2c");
-  if (f.h2c && url->https) return BadInput("--h2c: needs an http:// URL (HTTP/2 without TLS); for https:// use --h2");
-  const bool h2 = f.h2 || f.h2c || grpc.has_value();
+  if (duration->count() <= 0) return Bad("-d/--duration: must be > 0");
+  if (timeout->count() <= 0) return Bad("--timeout: must be > 0");
+  if (f.rate < 0) return Bad("--rate: must be ≥ 0");
+  if (f.pipeline == 0) return Bad("--pipeline: must be ≥ 1");
+  job->threads = static_cast<uint32_t>(*threads);
+  job->connections = static_cast<uint32_t>(*connections);
+  job->duration = *duration;
+  job->warmup = *warmup;
+  job->timeout = *timeout;
+  job->rate = f.rate;
+  job->pipeline = f.pipeline;
+  job->keep_alive = !f.no_keep_alive;
+  return Status::Ok();
+}
+
+// --grpc: the request is the call; HTTP/2 follows from the URL's scheme.
+// Its message, metadata and deadline flags are for it only.
+Result<std::optional<GrpcCall>> ParseGrpcFlags(const LoadFlags& f, const Url& url) {
+  if (f.grpc.empty()) {
+    if (!f.message_file.empty() || !f.message_json.empty() || !f.descriptor_set.empty() || !f.metadata.empty() ||
+        !f.deadline.empty() || !f.max_message_size.empty()) {
+      return Bad("--message-file, --message-json, --descriptor-set, --metadata, --deadline and --max-message-size "
+                 "are for --grpc SERVICE/METHOD");
+    }
+    return std::optional<GrpcCall>();
+  }
+  if (!f.method.empty() || !f.body.empty() || !f.body_file.empty() || !f.requests_file.empty() || !f.script.empty()) {
+    return Bad("--grpc: the request is the call; -m, --body, --body-file, --requests and -s do not apply");
+  }
+  if (!f.headers.empty()) return Bad("-H: with --grpc, give metadata with --metadata 'key: value'");
+  if (url.target != "/") {
+    return Bad("--grpc: the URL names the server only (http[s]://host:port), not '" + url.target +
+               "'; the method is --grpc SERVICE/METHOD");
+  }
+  GrpcCallFlags g{f.grpc, f.message_file, f.message_json, f.descriptor_set, f.metadata, f.deadline, f.max_message_size};
+  auto call = BuildGrpcCall(g);
+  if (!call.ok()) return call.status();
+  return std::optional<GrpcCall>(std::move(*call));
+}
+
+// --h2, --h2c (or --grpc), --streams and the windows.
+Status ParseHttp2Flags(const LoadFlags& f, const Url& url, bool grpc, wire::JobSpec* job, JobLocal* local) {
+  if (f.h2 && f.h2c) return Bad("--h2 and --h2c exclude each other (--h2: https with ALPN; --h2c: http, prior knowledge)");
+  if (f.h2 && url.scheme != Scheme::kHttps) return Bad("--h2: needs an https:// URL (HTTP/2 over TLS); for http:// use --h2c");
+  if (f.h2c && url.scheme == Scheme::kHttps) return Bad("--h2c: needs an http:// URL (HTTP/2 without TLS); for https:// use --h2");
+  const bool h2 = f.h2 || f.h2c || grpc;
   if (!h2) {
-    if (!f.streams.empty()) return BadInput("--streams: only with --h2, --h2c or --grpc");
-    if (!f.h2_stream_window.empty()) return BadInput("--h2-stream-window: only with --h2, --h2c or --grpc");
-    if (!f.h2_connection_window.empty()) return BadInput("--h2-connection-window: only with --h2, --h2c or --grpc");
+    if (!f.streams.empty()) return Bad("--streams: only with --h2, --h2c or --grpc");
+    if (!f.h2_stream_window.empty()) return Bad("--h2-stream-window: only with --h2, --h2c or --grpc");
+    if (!f.h2_connection_window.empty()) return Bad("--h2-connection-window: only with --h2, --h2c or --grpc");
+    return Status::Ok();
   }
-  H2Options h2_options;
-  h2_options.max_streams = 1;
   if (!f.streams.empty()) {
     auto n = ParseCount(f.streams);
-    if (!n.ok()) return BadInput("--streams: " + n.status().message());
-    if (*n == 0 || *n > 65536) return BadInput("--streams: must be between 1 and 65536, got " + f.streams);
-    h2_options.max_streams = static_cast<uint32_t>(*n);
+    if (!n.ok()) return Bad("--streams: " + n.status().message());
+    if (!InRange(Count::kStreams, static_cast<int64_t>(*n))) {
+      return Bad("--streams: must be between 1 and " + std::to_string(RangeOf(Count::kStreams).max) + ", got " + f.streams);
+    }
+    job->streams = static_cast<uint32_t>(*n);
   }
   if (!f.h2_stream_window.empty()) {
     auto w = ParseWindow(f.h2_stream_window, "--h2-stream-window");
-    if (!w.ok()) return BadInput(w.status().message());
-    h2_options.stream_window = *w;
+    if (!w.ok()) return w.status();
+    local->h2_stream_window = *w;
   }
   if (!f.h2_connection_window.empty()) {
     auto w = ParseWindow(f.h2_connection_window, "--h2-connection-window");
-    if (!w.ok()) return BadInput(w.status().message());
-    h2_options.connection_window = *w;
+    if (!w.ok()) return w.status();
+    local->h2_connection_window = *w;
   }
-  if (h2) {
-    const char* flag = grpc ? "--grpc" : f.h2 ? "--h2" : "--h2c";
-    if (f.pipeline > 1) return BadInput(std::string("--pipeline cannot be combined with ") + flag + " (use --streams)");
-    if (f.no_keep_alive) return BadInput(std::string("--no-keep-alive cannot be combined with ") + flag);
-  }
-  if (!url->https) {
-    if (f.verify) return BadInput("--verify: only for https:// URLs");
-    if (!f.target_ca_file.empty()) return BadInput("--target-ca-file: only for https:// URLs");
-    if (!f.sni.empty()) return BadInput("--sni: only for https:// URLs");
+  const char* flag = grpc ? "--grpc" : f.h2 ? "--h2" : "--h2c";
+  if (f.pipeline > 1) return Bad(std::string("--pipeline cannot be combined with ") + flag + " (use --streams)");
+  if (f.no_keep_alive) return Bad(std::string("--no-keep-alive cannot be combined with ") + flag);
+  job->protocol = url.scheme == Scheme::kHttps ? Protocol::kH2 : Protocol::kH2c;
+  return Status::Ok();
+}
+
+// --verify, --target-ca-file and --sni: https only.
+Status ParseTlsFlags(const LoadFlags& f, const Url& url, JobLocal* local) {
+  if (url.scheme != Scheme::kHttps) {
+    if (f.verify) return Bad("--verify: only for https:// URLs");
+    if (!f.target_ca_file.empty()) return Bad("--target-ca-file: only for https:// URLs");
+    if (!f.sni.empty()) return Bad("--sni: only for https:// URLs");
   }
   if (!f.target_ca_file.empty()) {
-    if (!f.verify) return BadInput("--target-ca-file: only used with --verify (certificates are not checked without it)");
+    if (!f.verify) return Bad("--target-ca-file: only used with --verify (certificates are not checked without it)");
     auto pem = tls::ReadCertificates(f.target_ca_file, "--target-ca-file");
-    if (!pem.ok()) return BadInput(pem.status().message());
+    if (!pem.ok()) return pem.status();
   }
-  if (!f.sni.empty()) {
-    for (char c : f.sni) {
-      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.' && c != '_') {
-        return BadInput("--sni: '" + f.sni + "' is not a host name");
-      }
+  for (char c : f.sni) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.' && c != '_') {
+      return Bad("--sni: '" + f.sni + "' is not a host name");
     }
   }
+  local->verify = f.verify;
+  local->target_ca_file = f.target_ca_file;
+  local->sni = f.sni;
+  return Status::Ok();
+}
 
-  if (f.script.empty() && !f.script_args.empty()) {
-    return BadInput("'" + f.script_args.front() + "': arguments after the URL are for a script's init(); give one with -s");
-  }
-  std::vector<RequestSpec> specs;
-  if (grpc) {
-    specs.push_back(grpc->request);
-  } else if (!f.requests_file.empty()) {
-    auto mix = LoadRequestMix(f.requests_file);
-    if (!mix.ok()) return BadInput(mix.status().message());
-    specs = std::move(*mix);
+Result<std::string> ReadBodyFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Bad("--body-file: cannot read '" + path + "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return Bad("--body-file: cannot read '" + path + "'");
+  return ss.str();
+}
+
+// The one request of the URL, -m, -H and --body or --body-file.
+Result<RequestSpec> RequestFromFlags(const LoadFlags& f, const Url& url) {
+  RequestSpec spec;
+  spec.target = url.target;
+  if (!f.body_file.empty()) {
+    auto body = ReadBodyFile(f.body_file);
+    if (!body.ok()) return body.status();
+    spec.body = std::move(*body);
   } else {
-    RequestSpec spec;
-    spec.target = url->target;
-    if (!f.body_file.empty()) {
-      std::ifstream in(f.body_file, std::ios::binary);
-      if (!in) return BadInput("--body-file: cannot read '" + f.body_file + "'");
-      std::ostringstream ss;
-      ss << in.rdbuf();
-      if (in.bad()) return BadInput("--body-file: cannot read '" + f.body_file + "'");
-      spec.body = ss.str();
-    } else {
-      spec.body = f.body;
-    }
-    spec.method = !f.method.empty() ? f.method : (spec.body.empty() ? "GET" : "POST");
-    for (const std::string& h : f.headers) {
-      auto header = ParseHeader(h);
-      if (!header.ok()) return BadInput("-H: " + header.status().message());
-      spec.headers.push_back(std::move(*header));
-    }
-    if (Status s = ValidateRequest(spec, ""); !s.ok()) return BadInput(s.message());
-    specs.push_back(std::move(spec));
+    spec.body = f.body;
+  }
+  spec.method = !f.method.empty() ? f.method : (spec.body.empty() ? "GET" : "POST");
+  for (const std::string& h : f.headers) {
+    auto header = ParseHeader(h);
+    if (!header.ok()) return Bad("-H: " + header.status().message());
+    spec.headers.push_back(std::move(*header));
+  }
+  if (Status s = ValidateRequest(spec, ""); !s.ok()) return s;
+  return spec;
+}
+
+// The --requests mix, with -H added to every request of it.
+Result<std::vector<RequestSpec>> MixFromFlags(const LoadFlags& f) {
+  auto mix = LoadRequestMix(f.requests_file);
+  if (!mix.ok()) return mix.status();
+  for (const std::string& h : f.headers) {
+    auto header = ParseHeader(h);
+    if (!header.ok()) return Bad("-H: " + header.status().message());
+    for (RequestSpec& s : *mix) s.headers.push_back(*header);
+  }
+  return std::move(*mix);
+}
+
+// The job's requests: the gRPC call, the --requests mix or the URL's one.
+Status ParseRequests(const LoadFlags& f, const Url& url, const std::optional<GrpcCall>& grpc, wire::JobSpec* job) {
+  if (grpc) {
+    job->grpc = wire::JobGrpc{grpc->method, grpc->message, grpc->metadata, grpc->deadline, grpc->max_message,
+                              grpc->kind};
+    return Status::Ok();
   }
   if (!f.requests_file.empty()) {
-    // -H applies to every request of the mix too.
-    for (const std::string& h : f.headers) {
-      auto header = ParseHeader(h);
-      if (!header.ok()) return BadInput("-H: " + header.status().message());
-      for (RequestSpec& s : specs) s.headers.push_back(*header);
-    }
+    auto mix = MixFromFlags(f);
+    if (!mix.ok()) return mix.status();
+    job->requests = std::move(*mix);
+  } else {
+    auto spec = RequestFromFlags(f, url);
+    if (!spec.ok()) return spec.status();
+    job->requests.push_back(std::move(*spec));
   }
+  return Status::Ok();
+}
 
-  auto addresses = Resolve(url->host, url->port);
-  if (!addresses.ok()) return BadInput(addresses.status().message());
-  const std::optional<IdleWaitSetting> idle = f.busy_poll ? IdleWaitSetting::kPoll : ParseIdleWait(f.idle_wait);
-  if (!idle) return BadInput("--idle-wait: must be auto, block, nap or poll, got '" + f.idle_wait + "'");
+// The CLI's words for a script its flags cannot run with.
+Status CheckScriptAgainstFlags(const Script& script, const EngineOptions& o) {
+  if (script.has_delay() && o.rate > 0) {
+    return Bad("--rate cannot be combined with the script's delay(): each would set the pace of requests");
+  }
+  if (script.dynamic() && o.pipeline > 1) {
+    return Bad("--pipeline cannot be combined with a script's request(): return several requests from it instead");
+  }
+  return Status::Ok();
+}
 
-  EngineOptions opt;
-  opt.addresses = std::move(*addresses);
-  for (const RequestSpec& s : specs) opt.requests.push_back(BuildRequest(s, url->HostHeader(), !f.no_keep_alive));
-  opt.threads = static_cast<uint32_t>(*threads);
-  opt.connections = static_cast<uint32_t>(*connections);
-  opt.duration = *duration;
-  opt.warmup = *warmup;
-  opt.timeout = *timeout;
-  // The server's DEADLINE_EXCEEDED must come before the agent gives up.
-  if (grpc && grpc->deadline.count() > 0 && opt.timeout < grpc->deadline + std::chrono::seconds(1)) {
-    opt.timeout = grpc->deadline + std::chrono::seconds(1);
+// -s and its arguments: the script is read now, set up by the builder.
+Status ParseScriptFlags(const LoadFlags& f, wire::JobSpec* job, JobLocal* local) {
+  if (f.script.empty()) return Status::Ok();
+  auto source = ReadScriptFile(f.script);
+  if (!source.ok()) return Bad("-s: " + source.status().message());
+  job->script = wire::JobScript{std::move(source->name), std::move(source->text), f.script_args};
+  local->check_script = CheckScriptAgainstFlags;
+  return Status::Ok();
+}
+
+// --vary-every, --vary-seed, --expect-body and --expect-json.
+Status ParseVaryFlags(const LoadFlags& f, wire::JobSpec* job) {
+  if (f.vary_every == 0) {
+    if (!f.expect_body.empty() || !f.expect_json.empty()) return Bad("--expect-body and --expect-json are for --vary-every");
+    return Status::Ok();
   }
-  opt.keep_alive = !f.no_keep_alive;
-  opt.pipeline = f.pipeline;
-  opt.rate = f.rate;
-  opt.idle_wait = ResolveIdleWait(*idle, opt.addresses.front());
-  if (url->https) opt.tls = MakeTlsOptions(url->host, f.sni, f.verify, f.target_ca_file);
-  if (h2) {
-    const bool over_tls = url->https;
-    opt.protocol = over_tls ? HttpProtocol::kH2 : HttpProtocol::kH2c;
-    opt.tls.alpn_h2 = over_tls;
-    opt.h2 = h2_options;
-    if (grpc) {
-      opt.h2.grpc = true;
-      opt.h2.grpc_max_message = grpc->max_message;
-      opt.grpc_unary = grpc->kind == GrpcCallKind::kUnary;
-    }
-    if (Status s = BuildH2Requests(opt, specs, url->HostHeader()); !s.ok()) return BadInput(s.message());
+  if (!f.script.empty() || !f.requests_file.empty() || job->grpc || IsHttp2(job->protocol) || f.pipeline > 1) {
+    return Bad("--vary-every: one request over HTTP/1.1 (not with -s, --requests, --grpc, --h2, --h2c or --pipeline)");
   }
-  // A wrk script: loaded, set up and initialised now, so that any error in
-  // it is bad input before the load.
-  std::unique_ptr<Script> script;
-  if (!f.script.empty()) {
-    auto source = ReadScriptFile(f.script);
-    if (!source.ok()) return BadInput("-s: " + source.status().message());
-    ScriptOptions so;
-    so.source = std::move(*source);
-    so.scheme = url->https ? "https" : "http";
-    so.host = url->host;
-    so.port = url->explicit_port ? std::to_string(url->port) : "";
-    so.path = url->target;
-    so.headers = specs.front().headers;
-    so.method = specs.front().method;
-    so.body = specs.front().body;
-    so.url = f.url;
-    so.args = f.script_args;
-    so.threads = opt.threads;
-    so.addresses = opt.addresses;
-    if (h2) so.h2_scheme = f.h2 ? "https" : "http";
-    auto created = Script::Create(so);
-    if (!created.ok()) return BadInput(created.status().message());
-    script = std::move(*created);
-    if (script->has_delay() && f.rate > 0) {
-      return BadInput("--rate cannot be combined with the script's delay(): each would set the pace of requests");
-    }
-    if (script->dynamic() && f.pipeline > 1) {
-      return BadInput("--pipeline cannot be combined with a script's request(): return several requests from it instead");
-    }
-    opt.script = script.get();
-    opt.requests.clear();
-    opt.h2_requests.clear();
+  const std::string& expect = f.expect_json.empty() ? f.expect_body : f.expect_json;
+  if (expect.find(kVaryToken) == std::string::npos) {
+    return Bad("--vary-every: needs --expect-body or --expect-json with {n}, the request's number, in it");
   }
-  if (f.vary_every > 0) {
-    if (!f.script.empty() || !f.requests_file.empty() || grpc || h2 || f.pipeline > 1) {
-      return BadInput("--vary-every: one request over HTTP/1.1 (not with -s, --requests, --grpc, --h2, --h2c or --pipeline)");
-    }
-    const std::string& expect = f.expect_json.empty() ? f.expect_body : f.expect_json;
-    if (expect.find(kVaryToken) == std::string::npos) {
-      return BadInput("--vary-every: needs --expect-body or --expect-json with {n}, the request's number, in it");
-    }
-    auto plan = std::make_shared<VaryPlan>();
-    plan->seed = f.vary_seed;
-    plan->verify_every = f.vary_every;
-    plan->request = VaryRequest(specs.front(), url->HostHeader(), !f.no_keep_alive);
-    plan->expect = VaryExpect(f.expect_json.empty() ? VaryExpect::Kind::kBody : VaryExpect::Kind::kJson, expect);
-    opt.vary = std::move(plan);
-  } else if (!f.expect_body.empty() || !f.expect_json.empty()) {
-    return BadInput("--expect-body and --expect-json are for --vary-every");
+  job->vary = wire::JobVary{f.vary_seed, f.vary_every, expect, !f.expect_json.empty()};
+  return Status::Ok();
+}
+
+// The target: the URL's host and port, the Host header as the URL gives it.
+void SetTarget(const LoadFlags& f, const Url& url, wire::JobSpec* job, JobLocal* local) {
+  job->host = url.host;
+  job->port = url.port;
+  job->scheme = url.scheme;
+  job->host_header = url.HostHeader();
+  local->url = f.url;
+  local->port_implicit = !url.explicit_port;
+}
+
+// gRPC: the URL with the method's path, as the summary names it.
+std::string ShownUrl(const LoadFlags& f, const std::optional<GrpcCall>& grpc) {
+  std::string shown = f.url;
+  if (!grpc) return shown;
+  while (!shown.empty() && shown.back() == '/') shown.pop_back();
+  return shown + grpc->request.target;
+}
+
+}  // namespace
+
+Result<FlagsJob> JobFromFlags(const LoadFlags& f) {
+  FlagsJob out;
+  auto url = ParseUrl(f.url);
+  if (!url.ok()) return url.status();
+  SetTarget(f, *url, &out.job, &out.local);
+  if (Status s = ParsePace(f, &out.job); !s.ok()) return s;
+  auto grpc = ParseGrpcFlags(f, *url);
+  if (!grpc.ok()) return grpc.status();
+  if (Status s = ParseHttp2Flags(f, *url, grpc->has_value(), &out.job, &out.local); !s.ok()) return s;
+  if (Status s = ParseTlsFlags(f, *url, &out.local); !s.ok()) return s;
+  if (f.script.empty() && !f.script_args.empty()) {
+    return Bad("'" + f.script_args.front() + "': arguments after the URL are for a script's init(); give one with -s");
   }
+  if (Status s = ParseRequests(f, *url, *grpc, &out.job); !s.ok()) return s;
+  const std::optional<IdleWaitMode> idle = f.busy_poll ? IdleWaitMode::kPoll : ParseIdleWaitMode(f.idle_wait);
+  if (!idle) return Bad("--idle-wait: must be auto, block, nap or poll, got '" + f.idle_wait + "'");
+  out.job.idle_wait = *idle;
+  if (Status s = ParseScriptFlags(f, &out.job, &out.local); !s.ok()) return s;
+  if (Status s = ParseVaryFlags(f, &out.job); !s.ok()) return s;
   if (!f.cpus.empty()) {
     auto cpus = ParseCpusFlag(f.cpus);
-    if (!cpus.ok()) return BadInput("--cpus: " + cpus.status().message());
-    opt.cpus = std::move(*cpus);
+    if (!cpus.ok()) return Bad("--cpus: " + cpus.status().message());
+    out.local.cpus = std::move(*cpus);
   }
-  if (Status s = ValidateOptions(opt); !s.ok()) return BadInput(s.message());
-  if (opt.tls.enabled) {
-    auto ctx = TlsContext::Create(opt.tls);
-    if (!ctx.ok()) return BadInput((f.target_ca_file.empty() ? "--verify: " : "--target-ca-file: ") + ctx.status().message());
-    opt.tls_context = std::move(*ctx);
-    if (opt.protocol == HttpProtocol::kH2) {
-      if (Status s = CheckAlpnH2(opt.addresses, *opt.tls_context, opt.timeout, grpc.has_value()); !s.ok()) {
-        std::fprintf(stderr, "fairbench-agent: %s\n", s.message().c_str());
-        return 1;
-      }
-    }
-  }
+  out.shown_url = ShownUrl(f, *grpc);
+  return out;
+}
 
+// --- run and print ---------------------------------------------------------
+
+namespace {
+
+// https: the context is made now, so that a bad CA file, or a server that
+// does not choose h2, is named before the load. 0, or the exit code.
+int PrepareTls(const LoadFlags& f, bool grpc, EngineOptions& opt) {
+  if (!opt.tls.enabled) return 0;
+  auto ctx = TlsContext::Create(opt.tls);
+  if (!ctx.ok()) return BadInput((f.target_ca_file.empty() ? "--verify: " : "--target-ca-file: ") + ctx.status().message());
+  opt.tls_context = std::move(*ctx);
+  if (opt.protocol != HttpProtocol::kH2) return 0;
+  if (Status s = CheckAlpnH2(opt.addresses, *opt.tls_context, opt.timeout, grpc); !s.ok()) {
+    std::fprintf(stderr, "fairbench-agent: %s\n", s.message().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+// 0, or the exit code when the open-file limit cannot hold the connections.
+int CheckFileLimit(const EngineOptions& opt) {
   const uint64_t limit = RaiseFileLimit();
   if (opt.connections + 32 > limit) {
     return BadInput(std::to_string(opt.connections) + " connections need about " + std::to_string(opt.connections + 32) +
                     " open files, but the limit is " + std::to_string(limit) + " (raise it with ulimit -n)");
   }
+  return 0;
+}
 
+void PrintProgress(const Snapshot& snap) {
+  const double secs = static_cast<double>(snap.end_ns - snap.start_ns) / 1e9;
+  std::fprintf(stderr, "[%6.1fs %-7s] %10.0f req/s  p50 %9s  p99 %9s  errors %llu  open %u\n",
+               static_cast<double>(snap.end_ns) / 1e9, PhaseName(snap.phase),
+               secs > 0 ? static_cast<double>(snap.stats.counters.requests) / secs : 0.0,
+               FormatTimeUs(static_cast<double>(snap.stats.latency.ValueAtPercentile(50))).c_str(),
+               FormatTimeUs(static_cast<double>(snap.stats.latency.ValueAtPercentile(99))).c_str(),
+               static_cast<unsigned long long>(snap.stats.counters.errors.SocketErrors() + snap.stats.counters.errors.status),
+               snap.connections_open);
+}
+
+// Room for the run's snapshots, taken up front; the per-interval timeline
+// is only kept for the JSON file.
+void PrepareTotals(const EngineOptions& opt, bool keep_timeline, RunTotals* totals) {
+  totals->set_keep_timeline(keep_timeline);
+  const double seconds = static_cast<double>((opt.warmup + opt.duration).count()) / 1e9;
+  const double interval_s = static_cast<double>(opt.interval.count()) / 1e9;
+  constexpr double kMost = 1 << 20;  // a longer run grows as it goes
+  totals->Reserve(static_cast<size_t>(std::min(kMost, seconds / interval_s + 4)),
+                  static_cast<size_t>(std::min(kMost, (seconds * 10 + 2) * opt.threads)));
+}
+
+// Runs the load to its end (or SIGINT/SIGTERM), printing wrk's first two
+// lines before it and --progress during it.
+Status RunEngine(const EngineOptions& opt, const LoadFlags& f, const std::string& shown_url, RunTotals* totals,
+                 EndReport* end) {
   // SIGINT/SIGTERM end the run early, with a summary; SIGPIPE is never wanted.
   // Blocked before the engine's threads start (they inherit the mask); the
   // watcher takes them once the engine has started.
@@ -438,101 +532,108 @@ int RunLoadCommand(const LoadFlags& f) {
   const BlockedSignals stop_signals({SIGINT, SIGTERM});
 
   Engine engine(opt);
-  // gRPC: the URL with the method's path, as the summary names it.
-  std::string shown_url = f.url;
-  if (grpc) {
-    while (!shown_url.empty() && shown_url.back() == '/') shown_url.pop_back();
-    shown_url += grpc->request.target;
-  }
   std::printf("Running %s test @ %s\n", FormatTimeS(static_cast<double>(opt.duration.count()) / 1e9).c_str(), shown_url.c_str());
   std::printf("  %u threads and %u connections\n", opt.threads, opt.connections);
   std::fflush(stdout);
-  if (Status s = engine.Start(); !s.ok()) {
-    std::fprintf(stderr, "fairbench-agent: %s\n", s.message().c_str());
-    return 1;
-  }
+  if (Status s = engine.Start(); !s.ok()) return s;
   SignalWatcher signal_watcher({SIGINT, SIGTERM}, [&engine](int) { engine.Stop(); });
-
-  RunTotals totals;
-  // The per-interval timeline is only written to the JSON file.
-  totals.set_keep_timeline(!f.json_file.empty());
-  {
-    const double seconds = static_cast<double>((opt.warmup + opt.duration).count()) / 1e9;
-    const double interval_s = static_cast<double>(opt.interval.count()) / 1e9;
-    constexpr double kMost = 1 << 20;  // a longer run grows as it goes
-    totals.Reserve(static_cast<size_t>(std::min(kMost, seconds / interval_s + 4)),
-                   static_cast<size_t>(std::min(kMost, (seconds * 10 + 2) * opt.threads)));
-  }
+  PrepareTotals(opt, !f.json_file.empty(), totals);
   while (auto snap = engine.NextSnapshot()) {
-    if (f.progress) {
-      const double secs = static_cast<double>(snap->end_ns - snap->start_ns) / 1e9;
-      std::fprintf(stderr, "[%6.1fs %-7s] %10.0f req/s  p50 %9s  p99 %9s  errors %llu  open %u\n",
-                   static_cast<double>(snap->end_ns) / 1e9, PhaseName(snap->phase),
-                   secs > 0 ? static_cast<double>(snap->stats.counters.requests) / secs : 0.0,
-                   FormatTimeUs(static_cast<double>(snap->stats.latency.ValueAtPercentile(50))).c_str(),
-                   FormatTimeUs(static_cast<double>(snap->stats.latency.ValueAtPercentile(99))).c_str(),
-                   static_cast<unsigned long long>(snap->stats.counters.errors.SocketErrors() + snap->stats.counters.errors.status),
-                   snap->connections_open);
-    }
-    totals.Add(*snap);
+    if (f.progress) PrintProgress(*snap);
+    totals->Add(*snap);
   }
-  const EndReport end = engine.Finish();
+  *end = engine.Finish();
   signal_watcher.Stop();
+  return Status::Ok();
+}
 
+SummaryContext SummaryFor(const EngineOptions& opt, const FlagsJob& load, bool latency) {
   SummaryContext ctx;
-  ctx.url = shown_url;
+  ctx.url = load.shown_url;
   ctx.threads = opt.threads;
   ctx.connections = opt.connections;
   ctx.duration_s = static_cast<double>(opt.duration.count()) / 1e9;
   ctx.rate = opt.rate;
   ctx.keep_alive = opt.keep_alive;
   ctx.pipeline = opt.pipeline;
-  ctx.latency_distribution = f.latency;
+  ctx.latency_distribution = latency;
   ctx.protocol = HttpProtocolName(opt.protocol);
   ctx.streams = opt.protocol != HttpProtocol::kHttp1 ? opt.h2.max_streams : 0;
-  if (grpc) {
-    ctx.grpc_method = grpc->request.target;
-    ctx.grpc_kind = grpc->kind == GrpcCallKind::kUnary             ? "unary"
-                    : grpc->kind == GrpcCallKind::kServerStreaming ? "server-streaming"
-                                                                   : "unknown";
+  if (load.job.grpc) {
+    ctx.grpc_method = GrpcRequest(load.job.grpc->method, "", {}, std::chrono::nanoseconds(0)).target;
+    ctx.grpc_kind = std::string(ToString(load.job.grpc->kind));
   }
+  return ctx;
+}
+
+// The script's done() and what stopped its load; 0 or 1.
+int FinishScript(Script& script, const RunTotals& totals, const EndReport& end) {
+  int code = 0;
+  const std::string load_error = script.LoadError();
+  if (Status s = script.Done(SummaryForDone(totals.measure(), end), nullptr); !s.ok()) {
+    std::fprintf(stderr, "fairbench-agent: %s\n", s.message().c_str());
+    code = 1;
+  }
+  if (!load_error.empty()) {
+    // The load stopped on it; what was measured until then is above.
+    std::fprintf(stderr, "fairbench-agent: %s\n", load_error.c_str());
+    code = 1;
+  }
+  return code;
+}
+
+// --json: every number, to a file or ('-') stdout; 0 or 1.
+int WriteJson(const std::string& path, const SummaryContext& ctx, const RunTotals& totals, const EndReport& end) {
+  nlohmann::json doc = RenderJson(ctx, totals, end);
+  const std::string json = doc.dump(2) + "\n";
+  if (path == "-") {
+    std::fputs(json.c_str(), stdout);
+    return 0;
+  }
+  std::ofstream out(path);
+  out << json;
+  if (!out) {
+    std::fprintf(stderr, "fairbench-agent: cannot write '%s'\n", path.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+// wrk's lines, then what the script's done() prints (as wrk), then ours,
+// then the JSON file. Returns the exit code.
+int PrintSummary(const EngineOptions& opt, const FlagsJob& load, const LoadFlags& f, Script* script,
+                 const RunTotals& totals, const EndReport& end) {
+  const SummaryContext ctx = SummaryFor(opt, load, f.latency);
   std::string text = RenderText(ctx, totals, end);
   // The first two lines were printed at the start, as wrk does.
   for (int skip = 0; skip < 2; ++skip) text.erase(0, text.find('\n') + 1);
-  // wrk's lines, then what the script's done() prints (as wrk), then ours.
   const size_t ours = text.find("--- fairbench\n");
   std::fputs(text.substr(0, ours).c_str(), stdout);
   std::fflush(stdout);
-  int code = 0;
-  if (script != nullptr) {
-    const std::string load_error = script->LoadError();
-    if (Status s = script->Done(SummaryForDone(totals.measure(), end), nullptr); !s.ok()) {
-      std::fprintf(stderr, "fairbench-agent: %s\n", s.message().c_str());
-      code = 1;
-    }
-    if (!load_error.empty()) {
-      // The load stopped on it; what was measured until then is above.
-      std::fprintf(stderr, "fairbench-agent: %s\n", load_error.c_str());
-      code = 1;
-    }
-  }
+  const int code = script != nullptr ? FinishScript(*script, totals, end) : 0;
   if (ours != std::string::npos) std::fputs(text.substr(ours).c_str(), stdout);
   std::fflush(stdout);
-  if (!f.json_file.empty()) {
-    nlohmann::json doc = RenderJson(ctx, totals, end);
-    const std::string json = doc.dump(2) + "\n";
-    if (f.json_file == "-") {
-      std::fputs(json.c_str(), stdout);
-    } else {
-      std::ofstream out(f.json_file);
-      out << json;
-      if (!out) {
-        std::fprintf(stderr, "fairbench-agent: cannot write '%s'\n", f.json_file.c_str());
-        return 1;
-      }
-    }
-  }
+  if (!f.json_file.empty() && WriteJson(f.json_file, ctx, totals, end) != 0) return 1;
   return code;
+}
+
+}  // namespace
+
+int RunLoadCommand(const LoadFlags& f) {
+  auto load = JobFromFlags(f);
+  if (!load.ok()) return BadInput(load.status().message());
+  std::unique_ptr<Script> script;
+  auto opt = BuildEngineOptions(load->job, load->local, &script);
+  if (!opt.ok()) return BadInput(opt.status().message());
+  if (int code = PrepareTls(f, load->job.grpc.has_value(), *opt); code != 0) return code;
+  if (int code = CheckFileLimit(*opt); code != 0) return code;
+  RunTotals totals;
+  EndReport end;
+  if (Status s = RunEngine(*opt, f, load->shown_url, &totals, &end); !s.ok()) {
+    std::fprintf(stderr, "fairbench-agent: %s\n", s.message().c_str());
+    return 1;
+  }
+  return PrintSummary(*opt, *load, f, script.get(), totals, end);
 }
 
 }  // namespace fairbench::agent

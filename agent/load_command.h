@@ -1,4 +1,7 @@
 // The standalone "fairbench-agent load" command: wrk's interface and output.
+// RunLoadCommand's steps: the flags become a job (JobFromFlags), the job the
+// engine's options (BuildEngineOptions, as for a hub's job), then the load
+// runs and wrk's summary is printed.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -6,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "agent/job_options.h"
 #include "common/status.h"
+#include "common/wire_job.h"
 
 namespace fairbench::agent {
 
@@ -61,6 +66,19 @@ struct LoadFlags {
   std::string expect_body{};
   std::string expect_json{};
 };
+
+// The load the flags describe: the job a hub would send for it (built into
+// the engine's options by the same BuildEngineOptions), what only this
+// machine knows, and the URL the summary names (gRPC: with the method's path).
+struct FlagsJob {
+  wire::JobSpec job;
+  JobLocal local;
+  std::string shown_url;
+};
+
+// Checks the flags and reads the files they name (body, request mix,
+// script, gRPC message). Errors are one line naming the flag (exit code 2).
+Result<FlagsJob> JobFromFlags(const LoadFlags& flags);
 
 // Registers the subcommand's options on `app`.
 CLI::App* AddLoadCommand(CLI::App& app, LoadFlags& flags);

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "agent/grpc_frame.h"
+#include "common/load_rules.h"
 
 namespace fairbench::agent {
 namespace {
@@ -17,12 +18,10 @@ bool IEquals(const std::string& a, const char* b) {
   return true;
 }
 
-bool IsTokenChar(char c) {
-  if (std::isalnum(static_cast<unsigned char>(c))) return true;
-  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-bool HasCrLf(const std::string& s) { return s.find_first_of("\r\n") != std::string::npos; }
+// The syntax: common/load_rules.h, shared with the run file's validation
+// and the wire codec.
+using load_rules::HasLineBreak;
+using load_rules::IsToken;
 
 }  // namespace
 
@@ -73,30 +72,28 @@ Result<std::pair<std::string, std::string>> ParseHeader(const std::string& text)
   std::string value = text.substr(colon + 1);
   while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.erase(value.begin());
   while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.pop_back();
-  if (name.empty() || !std::all_of(name.begin(), name.end(), IsTokenChar)) {
+  if (!IsToken(name)) {
     return Status::InvalidArgument("header '" + text + "' has an invalid name");
   }
-  if (HasCrLf(value)) return Status::InvalidArgument("header '" + name + "' contains a line break");
+  if (HasLineBreak(value)) return Status::InvalidArgument("header '" + name + "' contains a line break");
   return std::make_pair(std::move(name), std::move(value));
 }
 
 Status ValidateRequest(const RequestSpec& spec, const std::string& where) {
-  if (spec.method.empty() || !std::all_of(spec.method.begin(), spec.method.end(), IsTokenChar)) {
+  if (!IsToken(spec.method)) {
     return Status::InvalidArgument(where + "method '" + spec.method + "' is not an HTTP method token");
   }
-  if (spec.target.empty() || (spec.target.front() != '/' && spec.target != "*")) {
+  if (!load_rules::StartsLikeTarget(spec.target)) {
     return Status::InvalidArgument(where + "path '" + spec.target + "' must start with '/'");
   }
-  for (char c : spec.target) {
-    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {
-      return Status::InvalidArgument(where + "path '" + spec.target + "' contains spaces or control characters");
-    }
+  if (load_rules::HasSpaceOrControl(spec.target)) {
+    return Status::InvalidArgument(where + "path '" + spec.target + "' contains spaces or control characters");
   }
   for (const auto& [name, value] : spec.headers) {
-    if (name.empty() || !std::all_of(name.begin(), name.end(), IsTokenChar)) {
+    if (!IsToken(name)) {
       return Status::InvalidArgument(where + "header name '" + name + "' is not a token");
     }
-    if (HasCrLf(value)) return Status::InvalidArgument(where + "header '" + name + "' contains a line break");
+    if (HasLineBreak(value)) return Status::InvalidArgument(where + "header '" + name + "' contains a line break");
   }
   if (spec.weight == 0) return Status::InvalidArgument(where + "weight must be ≥ 1");
   return Status::Ok();

@@ -17,18 +17,13 @@
 #include <utility>
 #include <vector>
 
+#include "common/request_spec.h"
 #include "common/status.h"
 
 namespace fairbench::agent {
 
-struct RequestSpec {
-  std::string name;  // label in reports; defaults to "METHOD path"
-  std::string method = "GET";
-  std::string target = "/";  // path and query
-  std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;
-  uint32_t weight = 1;
-};
+// The request as its settings say it (common/request_spec.h).
+using RequestSpec = fairbench::RequestSpec;
 
 struct BuiltRequest {
   std::string name;

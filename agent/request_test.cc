@@ -103,14 +103,14 @@ TEST(UrlTest, ParsesWhatWrkAccepts) {
 
   u = ParseUrl("HTTPS://example.org/a");
   ASSERT_TRUE(u.ok());
-  EXPECT_TRUE(u->https);
+  EXPECT_EQ(u->scheme, Scheme::kHttps);
   EXPECT_EQ(u->port, 443);
   EXPECT_EQ(u->HostHeader(), "example.org");
   u = ParseUrl("https://127.0.0.1:8443");
   ASSERT_TRUE(u.ok());
-  EXPECT_TRUE(u->https);
+  EXPECT_EQ(u->scheme, Scheme::kHttps);
   EXPECT_EQ(u->port, 8443);
-  EXPECT_FALSE(ParseUrl("http://localhost")->https);
+  EXPECT_EQ(ParseUrl("http://localhost")->scheme, Scheme::kHttp);
 
   u = ParseUrl("http://[::1]:9000/x#frag");
   ASSERT_TRUE(u.ok());

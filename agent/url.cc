@@ -27,8 +27,8 @@ Result<Url> ParseUrl(std::string_view text) {
   if (scheme != "http" && scheme != "https") {
     return Status::InvalidArgument("invalid URL " + quoted + ": unsupported scheme '" + scheme + "' (http or https)");
   }
-  url.https = scheme == "https";
-  url.port = url.https ? 443 : 80;
+  url.scheme = scheme == "https" ? Scheme::kHttps : Scheme::kHttp;
+  url.port = url.scheme == Scheme::kHttps ? 443 : 80;
   rest.remove_prefix(scheme_end + 3);
 
   const size_t path_start = rest.find_first_of("/?#");

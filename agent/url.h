@@ -12,13 +12,14 @@
 #include <string_view>
 #include <vector>
 
+#include "common/protocol.h"
 #include "common/status.h"
 
 namespace fairbench::agent {
 
 struct Url {
   std::string host;         // without brackets
-  bool https = false;
+  Scheme scheme = Scheme::kHttp;
   uint16_t port = 80;       // 443 for https
   bool explicit_port = false;
   std::string target = "/";  // path and query, as sent on the request line

@@ -170,7 +170,7 @@ Result<MethodInfo> DescriptorSet::Method(std::string_view text) const {
   }
   MethodInfo info;
   info.name = std::move(*name);
-  info.kind = md->server_streaming() ? GrpcMethodKind::kServerStreaming : GrpcMethodKind::kUnary;
+  info.kind = md->server_streaming() ? GrpcCallKind::kServerStreaming : GrpcCallKind::kUnary;
   info.input_type = md->input_type()->full_name();
   info.output_type = md->output_type()->full_name();
   return info;

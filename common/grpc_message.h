@@ -20,11 +20,11 @@
 #include <string_view>
 #include <vector>
 
+#include "common/protocol.h"
 #include "common/status.h"
 
 namespace fairbench {
 
-enum class GrpcMethodKind : uint8_t { kUnary, kServerStreaming };
 
 // "package.Service/Method" (a leading '/' allowed) split in two; no
 // whitespace, '?' or '#'.
@@ -37,7 +37,7 @@ Result<GrpcMethodName> ParseGrpcMethodName(std::string_view text);
 
 struct MethodInfo {
   GrpcMethodName name;
-  GrpcMethodKind kind = GrpcMethodKind::kUnary;
+  GrpcCallKind kind = GrpcCallKind::kUnary;  // never kUnknown
   std::string input_type;   // full names, e.g. "fairbench.echo.v1.EchoRequest"
   std::string output_type;
 };

@@ -73,7 +73,7 @@ TEST(GrpcMessageTest, MethodKindAndTypes) {
   const DescriptorSet set = Load();
   auto unary = set.Method("demo.v1.Svc/Unary");
   ASSERT_TRUE(unary.ok()) << unary.status().ToString();
-  EXPECT_EQ(unary->kind, GrpcMethodKind::kUnary);
+  EXPECT_EQ(unary->kind, GrpcCallKind::kUnary);
   EXPECT_EQ(unary->input_type, "demo.v1.Req");
   EXPECT_EQ(unary->output_type, "demo.v1.Reply");
   EXPECT_EQ(unary->name.path(), "/demo.v1.Svc/Unary");
@@ -81,7 +81,7 @@ TEST(GrpcMessageTest, MethodKindAndTypes) {
                                                      "demo.v1.Svc/Both"}));
   auto down = set.Method("/demo.v1.Svc/Down");
   ASSERT_TRUE(down.ok()) << down.status().ToString();
-  EXPECT_EQ(down->kind, GrpcMethodKind::kServerStreaming);
+  EXPECT_EQ(down->kind, GrpcCallKind::kServerStreaming);
 }
 
 // Each refusal is one line naming the set and the method (catches a

@@ -2,7 +2,9 @@
 // the run file (spec.targets[].scheme and .protocol, decoded once by the API
 // codec), the controller's probes and jobs, the wire to the agents and the
 // agent's engine. Text appears only at the edges: the spellings below, read
-// by Parse* and written by ToString.
+// by Parse* and written by ToString. IdleWaitMode and GrpcCallKind, the
+// other settings a job carries to the agent, follow the same pattern (on the
+// wire as proto enums, mapped by the codec in common/wire_job.cc).
 //
 // Constants and pure functions; thread-safe.
 #pragma once
@@ -55,6 +57,59 @@ constexpr std::optional<Scheme> ParseScheme(std::string_view text) {
 
 constexpr std::optional<Protocol> ParseProtocol(std::string_view text) {
   for (const auto& [value, name] : kProtocolNames) {
+    if (name == text) return value;
+  }
+  return std::nullopt;
+}
+
+// What a load worker does when nothing is ready while requests are in
+// flight: block on its sockets, nap on its own timer, poll without sleeping,
+// or auto: nap when the target is on the agent's machine, else block (the
+// agent resolves it: agent/idle_wait.h). The run file's load.idleWait, a
+// job's idle_wait and the CLI's --idle-wait. What a worker then did is
+// IdleWait (common/metrics.h).
+enum class IdleWaitMode : uint8_t { kAuto, kBlock, kNap, kPoll };
+
+// A gRPC call's kind, known from its descriptor set: a unary call answered
+// OK must carry exactly one message; unknown is not checked.
+enum class GrpcCallKind : uint8_t { kUnknown, kUnary, kServerStreaming };
+
+inline constexpr std::array<std::pair<IdleWaitMode, std::string_view>, 4> kIdleWaitModeNames{{
+    {IdleWaitMode::kAuto, "auto"},
+    {IdleWaitMode::kBlock, "block"},
+    {IdleWaitMode::kNap, "nap"},
+    {IdleWaitMode::kPoll, "poll"},
+}};
+
+inline constexpr std::array<std::pair<GrpcCallKind, std::string_view>, 3> kGrpcCallKindNames{{
+    {GrpcCallKind::kUnknown, "unknown"},
+    {GrpcCallKind::kUnary, "unary"},
+    {GrpcCallKind::kServerStreaming, "server-streaming"},
+}};
+
+constexpr std::string_view ToString(IdleWaitMode m) {
+  for (const auto& [value, name] : kIdleWaitModeNames) {
+    if (value == m) return name;
+  }
+  return "?";
+}
+
+constexpr std::string_view ToString(GrpcCallKind k) {
+  for (const auto& [value, name] : kGrpcCallKindNames) {
+    if (value == k) return name;
+  }
+  return "?";
+}
+
+constexpr std::optional<IdleWaitMode> ParseIdleWaitMode(std::string_view text) {
+  for (const auto& [value, name] : kIdleWaitModeNames) {
+    if (name == text) return value;
+  }
+  return std::nullopt;
+}
+
+constexpr std::optional<GrpcCallKind> ParseGrpcCallKind(std::string_view text) {
+  for (const auto& [value, name] : kGrpcCallKindNames) {
     if (name == text) return value;
   }
   return std::nullopt;

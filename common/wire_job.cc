@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "common/grpc_message.h"
+#include "common/load_rules.h"
 
 namespace fairbench::wire {
 namespace {
@@ -16,33 +17,20 @@ namespace {
 static_assert(std::ratio_less_equal_v<std::chrono::system_clock::period, std::nano>,
               "system_clock is coarser than a nanosecond");
 
-constexpr uint32_t kMaxThreads = 1024;
-constexpr uint32_t kMaxPipeline = 1024;
-constexpr int64_t kMinIntervalNs = 10'000'000;
-constexpr double kMinRate = 1e-3;
+// The limits and the syntax: common/load_rules.h, shared with the run
+// file's validation and the agent.
+using load_rules::Count;
+using load_rules::HasSpaceOrControl;
+using load_rules::IsToken;
+using load_rules::kMinIntervalNs;
+using load_rules::kMinRate;
+using load_rules::RangeOf;
+constexpr uint32_t kMaxConnections = static_cast<uint32_t>(RangeOf(Count::kConnections).max);
+constexpr uint32_t kMaxThreads = static_cast<uint32_t>(RangeOf(Count::kThreads).max);
+constexpr uint32_t kMaxPipeline = static_cast<uint32_t>(RangeOf(Count::kPipeline).max);
+constexpr uint32_t kMaxStreams = static_cast<uint32_t>(RangeOf(Count::kStreams).max);
 
-bool IsTokenChar(char c) {
-  const auto u = static_cast<unsigned char>(c);
-  if ((u >= '0' && u <= '9') || (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z')) return true;
-  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-bool IsToken(const std::string& s) {
-  if (s.empty()) return false;
-  for (char c : s) {
-    if (!IsTokenChar(c)) return false;
-  }
-  return true;
-}
-
-bool HasSpaceOrControl(const std::string& s) {
-  for (char c : s) {
-    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return true;
-  }
-  return false;
-}
-
-bool HasCrLf(const std::string& s) { return s.find_first_of("\r\n") != std::string::npos; }
+bool HasCrLf(const std::string& s) { return load_rules::HasLineBreak(s); }
 
 Status Invalid(const std::string& field, const std::string& what) {
   return Status::InvalidArgument("job." + field + ": " + what);
@@ -57,6 +45,56 @@ Status DecodeDuration(int64_t ns, const char* field, std::chrono::nanoseconds* o
   return Status::Ok();
 }
 
+// The proto enums and common/protocol.h's, value for value; nullopt for a
+// number the proto does not name (an open enum carries any).
+v1::Scheme EncodeScheme(Scheme s) { return s == Scheme::kHttps ? v1::SCHEME_HTTPS : v1::SCHEME_HTTP; }
+
+std::optional<Scheme> DecodeScheme(int v) {
+  switch (v) {
+    case v1::SCHEME_HTTP: return Scheme::kHttp;
+    case v1::SCHEME_HTTPS: return Scheme::kHttps;
+    default: return std::nullopt;
+  }
+}
+
+v1::IdleWaitMode EncodeIdleWait(IdleWaitMode m) {
+  switch (m) {
+    case IdleWaitMode::kAuto: break;
+    case IdleWaitMode::kBlock: return v1::IDLE_WAIT_MODE_BLOCK;
+    case IdleWaitMode::kNap: return v1::IDLE_WAIT_MODE_NAP;
+    case IdleWaitMode::kPoll: return v1::IDLE_WAIT_MODE_POLL;
+  }
+  return v1::IDLE_WAIT_MODE_AUTO;
+}
+
+std::optional<IdleWaitMode> DecodeIdleWait(int v) {
+  switch (v) {
+    case v1::IDLE_WAIT_MODE_AUTO: return IdleWaitMode::kAuto;
+    case v1::IDLE_WAIT_MODE_BLOCK: return IdleWaitMode::kBlock;
+    case v1::IDLE_WAIT_MODE_NAP: return IdleWaitMode::kNap;
+    case v1::IDLE_WAIT_MODE_POLL: return IdleWaitMode::kPoll;
+    default: return std::nullopt;
+  }
+}
+
+v1::GrpcCallKind EncodeGrpcCallKind(GrpcCallKind k) {
+  switch (k) {
+    case GrpcCallKind::kUnknown: break;
+    case GrpcCallKind::kUnary: return v1::GRPC_CALL_KIND_UNARY;
+    case GrpcCallKind::kServerStreaming: return v1::GRPC_CALL_KIND_SERVER_STREAMING;
+  }
+  return v1::GRPC_CALL_KIND_UNKNOWN;
+}
+
+std::optional<GrpcCallKind> DecodeGrpcCallKind(int v) {
+  switch (v) {
+    case v1::GRPC_CALL_KIND_UNKNOWN: return GrpcCallKind::kUnknown;
+    case v1::GRPC_CALL_KIND_UNARY: return GrpcCallKind::kUnary;
+    case v1::GRPC_CALL_KIND_SERVER_STREAMING: return GrpcCallKind::kServerStreaming;
+    default: return std::nullopt;
+  }
+}
+
 Result<JobRequest> DecodeRequest(const v1::Request& in, size_t index) {
   const std::string at = "requests[" + std::to_string(index) + "].";
   JobRequest r;
@@ -68,7 +106,7 @@ Result<JobRequest> DecodeRequest(const v1::Request& in, size_t index) {
   if (in.weight() != 0) r.weight = in.weight();
 
   if (!IsToken(r.method)) return Invalid(at + "method", Quoted(r.method) + " is not an HTTP method token");
-  if (r.target.front() != '/' && r.target != "*") return Invalid(at + "target", Quoted(r.target) + " must start with '/'");
+  if (!load_rules::StartsLikeTarget(r.target)) return Invalid(at + "target", Quoted(r.target) + " must start with '/'");
   if (HasSpaceOrControl(r.target)) {
     return Invalid(at + "target", Quoted(r.target) + " contains spaces or control characters");
   }
@@ -93,15 +131,15 @@ Result<JobGrpc> DecodeGrpc(const v1::GrpcCall& in) {
     const v1::Header& h = in.metadata(i);
     const std::string field = "grpc.metadata[" + std::to_string(i) + "]";
     if (!IsToken(h.name())) return Invalid(field + ".name", Quoted(h.name()) + " is not a header name token");
+    if (load_rules::IsGrpcOwnMetadata(h.name())) return Invalid(field + ".name", Quoted(h.name()) + " is gRPC's own");
     if (HasCrLf(h.value())) return Invalid(field + ".value", "contains a line break");
     g.metadata.emplace_back(h.name(), h.value());
   }
   if (Status s = DecodeDuration(in.deadline_ns(), "grpc.deadline_ns", &g.deadline); !s.ok()) return s;
   if (in.max_message_size() != 0) g.max_message = in.max_message_size();
-  g.kind = in.kind();
-  if (!g.kind.empty() && g.kind != "unary" && g.kind != "server-streaming") {
-    return Invalid("grpc.kind", "must be empty, unary or server-streaming (got " + Quoted(g.kind) + ")");
-  }
+  auto kind = DecodeGrpcCallKind(in.kind());
+  if (!kind) return Invalid("grpc.kind", "must be unknown, unary or server-streaming (got " + std::to_string(in.kind()) + ")");
+  g.kind = *kind;
   return g;
 }
 
@@ -139,10 +177,10 @@ void ToProto(const JobSpec& in, v1::LoadJob* out) {
   out->set_timeout_ns(in.timeout.count());
   out->set_interval_ns(in.interval.count());
   out->set_keep_alive(in.keep_alive);
-  out->set_https(in.https);
+  out->set_scheme(EncodeScheme(in.scheme));
   if (in.protocol != Protocol::kHttp1) out->set_protocol(std::string(ToString(in.protocol)));
   if (in.streams != 1) out->set_streams(in.streams);
-  if (in.idle_wait != "auto") out->set_idle_wait(in.idle_wait);
+  out->set_idle_wait(EncodeIdleWait(in.idle_wait));
   out->set_pipeline(in.pipeline);
   out->set_rate(in.rate);
   if (in.start) {
@@ -170,7 +208,7 @@ void ToProto(const JobSpec& in, v1::LoadJob* out) {
     }
     g->set_deadline_ns(in.grpc->deadline.count());
     g->set_max_message_size(in.grpc->max_message);
-    g->set_kind(in.grpc->kind);
+    g->set_kind(EncodeGrpcCallKind(in.grpc->kind));
   }
   if (in.vary) {
     v1::Vary* v = out->mutable_vary();
@@ -181,21 +219,27 @@ void ToProto(const JobSpec& in, v1::LoadJob* out) {
   }
 }
 
-Result<JobSpec> FromProto(const v1::LoadJob& in) {
-  JobSpec j;
-  j.job_id = in.job_id();
-  if (j.job_id.empty()) return Invalid("job_id", "empty");
+namespace {
 
-  j.host = in.host();
-  if (j.host.empty()) return Invalid("host", "empty");
-  if (HasSpaceOrControl(j.host)) return Invalid("host", Quoted(j.host) + " contains spaces or control characters");
+// job_id, host, port and Host header.
+Status DecodeTarget(const v1::LoadJob& in, JobSpec* j) {
+  j->job_id = in.job_id();
+  if (j->job_id.empty()) return Invalid("job_id", "empty");
+  j->host = in.host();
+  if (j->host.empty()) return Invalid("host", "empty");
+  if (HasSpaceOrControl(j->host)) return Invalid("host", Quoted(j->host) + " contains spaces or control characters");
   if (in.port() == 0 || in.port() > 65535) {
     return Invalid("port", "must be between 1 and 65535 (got " + std::to_string(in.port()) + ")");
   }
-  j.port = static_cast<uint16_t>(in.port());
-  j.host_header = in.host_header();
-  if (HasCrLf(j.host_header)) return Invalid("host_header", "contains a line break");
+  j->port = static_cast<uint16_t>(in.port());
+  j->host_header = in.host_header();
+  if (HasCrLf(j->host_header)) return Invalid("host_header", "contains a line break");
+  return Status::Ok();
+}
 
+// What makes the requests: a script, a gRPC call or the requests (one of
+// them), and the probe that only a script makes.
+Status DecodeWork(const v1::LoadJob& in, JobSpec* j) {
   if (in.has_script()) {
     JobScript s;
     s.name = in.script().name();
@@ -205,101 +249,136 @@ Result<JobSpec> FromProto(const v1::LoadJob& in) {
     if (s.text.empty()) return Invalid("script.text", "empty");
     if (in.requests_size() > 0) return Invalid("requests", "must be empty with a script (the script makes the requests)");
     if (in.has_grpc()) return Invalid("grpc", "not with a script");
-    j.script = std::move(s);
+    j->script = std::move(s);
   } else if (in.has_grpc()) {
     auto g = DecodeGrpc(in.grpc());
     if (!g.ok()) return g.status();
     if (in.requests_size() > 0) return Invalid("requests", "must be empty with grpc (every stream is the call)");
-    j.grpc = std::move(*g);
+    j->grpc = std::move(*g);
   } else if (in.requests().empty()) {
     return Invalid("requests", "at least one request (or a script or a gRPC call)");
   }
-  j.probe = in.probe();
-  if (j.probe && !j.script) return Invalid("probe", "only with a script");
+  j->probe = in.probe();
+  if (j->probe && !j->script) return Invalid("probe", "only with a script");
   for (int i = 0; i < in.requests_size(); ++i) {
     auto r = DecodeRequest(in.requests(i), static_cast<size_t>(i));
     if (!r.ok()) return r.status();
-    j.requests.push_back(std::move(*r));
+    j->requests.push_back(std::move(*r));
   }
+  return Status::Ok();
+}
 
-  j.connections = in.connections();
-  if (j.connections == 0) return Invalid("connections", "must be ≥ 1");
-  if (in.threads() != 0) j.threads = in.threads();
-  if (j.threads > kMaxThreads) {
-    return Invalid("threads", "must be ≤ " + std::to_string(kMaxThreads) + " (got " + std::to_string(j.threads) + ")");
+// Connections, threads and the durations.
+Status DecodeSize(const v1::LoadJob& in, JobSpec* j) {
+  j->connections = in.connections();
+  if (j->connections == 0) return Invalid("connections", "must be ≥ 1");
+  if (j->connections > kMaxConnections) {
+    return Invalid("connections", "must be ≤ " + std::to_string(kMaxConnections) + " (got " + std::to_string(j->connections) + ")");
   }
-  if (j.threads > j.connections) {
-    return Invalid("threads", std::to_string(j.threads) + " threads for " + std::to_string(j.connections) +
+  if (in.threads() != 0) j->threads = in.threads();
+  if (j->threads > kMaxThreads) {
+    return Invalid("threads", "must be ≤ " + std::to_string(kMaxThreads) + " (got " + std::to_string(j->threads) + ")");
+  }
+  if (j->threads > j->connections) {
+    return Invalid("threads", std::to_string(j->threads) + " threads for " + std::to_string(j->connections) +
                                   " connections (must be ≤ connections)");
   }
-
-  if (Status s = DecodeDuration(in.warmup_ns(), "warmup_ns", &j.warmup); !s.ok()) return s;
-  if (Status s = DecodeDuration(in.duration_ns(), "duration_ns", &j.duration); !s.ok()) return s;
-  if (Status s = DecodeDuration(in.timeout_ns(), "timeout_ns", &j.timeout); !s.ok()) return s;
-  if (Status s = DecodeDuration(in.interval_ns(), "interval_ns", &j.interval); !s.ok()) return s;
-  if (j.duration.count() > std::numeric_limits<int64_t>::max() - j.warmup.count()) {
+  if (Status s = DecodeDuration(in.warmup_ns(), "warmup_ns", &j->warmup); !s.ok()) return s;
+  if (Status s = DecodeDuration(in.duration_ns(), "duration_ns", &j->duration); !s.ok()) return s;
+  if (Status s = DecodeDuration(in.timeout_ns(), "timeout_ns", &j->timeout); !s.ok()) return s;
+  if (Status s = DecodeDuration(in.interval_ns(), "interval_ns", &j->interval); !s.ok()) return s;
+  if (j->duration.count() > std::numeric_limits<int64_t>::max() - j->warmup.count()) {
     return Invalid("duration_ns", "warmup + duration overflow 64-bit nanoseconds");
   }
-  if (j.interval.count() < kMinIntervalNs) {
-    return Invalid("interval_ns", "must be ≥ 10 ms (got " + std::to_string(j.interval.count()) + " ns)");
+  if (j->interval.count() < kMinIntervalNs) {
+    return Invalid("interval_ns", "must be ≥ 10 ms (got " + std::to_string(j->interval.count()) + " ns)");
   }
+  return Status::Ok();
+}
 
-  j.keep_alive = in.keep_alive();  // a proto3 bool: false and unset are the same
-  j.https = in.https();
+// Keep-alive, scheme, protocol, streams and idle wait.
+Status DecodeConnection(const v1::LoadJob& in, JobSpec* j) {
+  j->keep_alive = in.keep_alive();  // a proto3 bool: false and unset are the same
+  const std::optional<Scheme> scheme = DecodeScheme(in.scheme());
+  if (!scheme) return Invalid("scheme", "must be http or https (got " + std::to_string(in.scheme()) + ")");
+  j->scheme = *scheme;
+  const bool https = j->scheme == Scheme::kHttps;
   if (!in.protocol().empty()) {
     const std::optional<Protocol> p = ParseProtocol(in.protocol());
     if (!p) return Invalid("protocol", "must be http1, h2 or h2c (got " + Quoted(in.protocol()) + ")");
-    j.protocol = *p;
+    j->protocol = *p;
   }
-  if (j.protocol == Protocol::kGrpc) return Invalid("protocol", "must be http1, h2 or h2c (gRPC goes as h2 or h2c with grpc set)");
-  if (j.grpc && !IsHttp2(j.protocol)) return Invalid("grpc", "gRPC needs protocol h2 or h2c");
-  if (j.protocol == Protocol::kH2 && !j.https) return Invalid("protocol", "h2 needs https");
-  if (j.protocol == Protocol::kH2c && j.https) return Invalid("protocol", "h2c is HTTP/2 without TLS: not with https");
-  if (in.streams() != 0) j.streams = in.streams();
-  if (j.streams > 65536) return Invalid("streams", "must be ≤ 65536 (got " + std::to_string(j.streams) + ")");
-  if (!in.idle_wait().empty()) j.idle_wait = in.idle_wait();
-  if (j.idle_wait != "auto" && j.idle_wait != "block" && j.idle_wait != "nap" && j.idle_wait != "poll") {
-    return Invalid("idle_wait", "must be auto, block, nap or poll (got " + Quoted(j.idle_wait) + ")");
+  if (j->protocol == Protocol::kGrpc) return Invalid("protocol", "must be http1, h2 or h2c (gRPC goes as h2 or h2c with grpc set)");
+  if (j->grpc && !IsHttp2(j->protocol)) return Invalid("grpc", "gRPC needs protocol h2 or h2c");
+  if (j->protocol == Protocol::kH2 && !https) return Invalid("protocol", "h2 needs https");
+  if (j->protocol == Protocol::kH2c && https) return Invalid("protocol", "h2c is HTTP/2 without TLS: not with https");
+  if (in.streams() != 0) j->streams = in.streams();
+  if (j->streams > kMaxStreams) {
+    return Invalid("streams", "must be ≤ " + std::to_string(kMaxStreams) + " (got " + std::to_string(j->streams) + ")");
   }
-  if (in.pipeline() != 0) j.pipeline = in.pipeline();
-  if (j.pipeline > kMaxPipeline) {
-    return Invalid("pipeline", "must be ≤ " + std::to_string(kMaxPipeline) + " (got " + std::to_string(j.pipeline) + ")");
-  }
+  const std::optional<IdleWaitMode> idle = DecodeIdleWait(in.idle_wait());
+  if (!idle) return Invalid("idle_wait", "must be auto, block, nap or poll (got " + std::to_string(in.idle_wait()) + ")");
+  j->idle_wait = *idle;
+  return Status::Ok();
+}
 
-  j.rate = in.rate();
-  if (!std::isfinite(j.rate) || j.rate < 0) return Invalid("rate", "must be a finite number ≥ 0");
-  if (j.rate > 0 && j.rate < kMinRate) return Invalid("rate", "must be 0 or at least 0.001 requests/s");
-  if (j.rate > 0 && j.pipeline > 1) return Invalid("rate", "a constant rate cannot be combined with pipeline > 1");
+// Pipeline and rate.
+Status DecodePace(const v1::LoadJob& in, JobSpec* j) {
+  if (in.pipeline() != 0) j->pipeline = in.pipeline();
+  if (j->pipeline > kMaxPipeline) {
+    return Invalid("pipeline", "must be ≤ " + std::to_string(kMaxPipeline) + " (got " + std::to_string(j->pipeline) + ")");
+  }
+  j->rate = in.rate();
+  if (!std::isfinite(j->rate) || j->rate < 0) return Invalid("rate", "must be a finite number ≥ 0");
+  if (j->rate > 0 && j->rate < kMinRate) return Invalid("rate", "must be 0 or at least 0.001 requests/s");
+  if (j->rate > 0 && j->pipeline > 1) return Invalid("rate", "a constant rate cannot be combined with pipeline > 1");
+  return Status::Ok();
+}
 
+// The start, this agent's place among all agents' connections, and its
+// send offset.
+Status DecodeSchedule(const v1::LoadJob& in, JobSpec* j) {
   if (in.start_unix_ns() < 0) return Invalid("start_unix_ns", "must be ≥ 0 (got " + std::to_string(in.start_unix_ns()) + ")");
   if (in.start_unix_ns() > 0) {
-    j.start = std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
+    j->start = std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
         std::chrono::nanoseconds(in.start_unix_ns())));
   }
+  j->connection_offset = in.connection_offset();
+  j->total_connections = in.total_connections();
+  if (j->total_connections != 0 &&
+      uint64_t{j->total_connections} < uint64_t{j->connection_offset} + uint64_t{j->connections}) {
+    return Invalid("total_connections", std::to_string(j->total_connections) + " is less than connection_offset + connections (" +
+                                            std::to_string(uint64_t{j->connection_offset} + j->connections) + ")");
+  }
+  if (Status s = DecodeDuration(in.send_offset_ns(), "send_offset_ns", &j->send_offset); !s.ok()) return s;
+  if (j->send_offset >= j->interval) {
+    return Invalid("send_offset_ns", "must be less than interval_ns (got " + std::to_string(j->send_offset.count()) +
+                                         " ns for an interval of " + std::to_string(j->interval.count()) + " ns)");
+  }
+  return Status::Ok();
+}
 
-  j.connection_offset = in.connection_offset();
-  j.total_connections = in.total_connections();
-  if (j.total_connections != 0 &&
-      uint64_t{j.total_connections} < uint64_t{j.connection_offset} + uint64_t{j.connections}) {
-    return Invalid("total_connections", std::to_string(j.total_connections) + " is less than connection_offset + connections (" +
-                                            std::to_string(uint64_t{j.connection_offset} + j.connections) + ")");
-  }
-  if (Status s = DecodeDuration(in.send_offset_ns(), "send_offset_ns", &j.send_offset); !s.ok()) return s;
-  if (j.send_offset >= j.interval) {
-    return Invalid("send_offset_ns", "must be less than interval_ns (got " + std::to_string(j.send_offset.count()) +
-                                         " ns for an interval of " + std::to_string(j.interval.count()) + " ns)");
-  }
-  if (in.has_vary()) {
-    JobVary v;
-    v.seed = in.vary().seed();
-    if (in.vary().verify_every() != 0) v.verify_every = in.vary().verify_every();
-    v.expect = in.vary().expect();
-    v.expect_json = in.vary().expect_json();
-    if (j.script || j.grpc) return Invalid("vary", "only with requests (not with a script or a gRPC call)");
-    if (j.requests.size() != 1) return Invalid("vary", "needs exactly one request (got " + std::to_string(j.requests.size()) + ")");
-    if (j.protocol != Protocol::kHttp1) return Invalid("vary", "HTTP/1.1 only");
-    if (j.pipeline > 1) return Invalid("vary", "not with pipeline > 1");
-    j.vary = std::move(v);
+Status DecodeVary(const v1::LoadJob& in, JobSpec* j) {
+  if (!in.has_vary()) return Status::Ok();
+  JobVary v;
+  v.seed = in.vary().seed();
+  if (in.vary().verify_every() != 0) v.verify_every = in.vary().verify_every();
+  v.expect = in.vary().expect();
+  v.expect_json = in.vary().expect_json();
+  if (j->script || j->grpc) return Invalid("vary", "only with requests (not with a script or a gRPC call)");
+  if (j->requests.size() != 1) return Invalid("vary", "needs exactly one request (got " + std::to_string(j->requests.size()) + ")");
+  if (j->protocol != Protocol::kHttp1) return Invalid("vary", "HTTP/1.1 only");
+  if (j->pipeline > 1) return Invalid("vary", "not with pipeline > 1");
+  j->vary = std::move(v);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<JobSpec> FromProto(const v1::LoadJob& in) {
+  JobSpec j;
+  for (const auto decode : {DecodeTarget, DecodeWork, DecodeSize, DecodeConnection, DecodePace, DecodeSchedule, DecodeVary}) {
+    if (Status s = decode(in, &j); !s.ok()) return s;
   }
   return j;
 }

@@ -23,21 +23,14 @@
 #include <vector>
 
 #include "common/protocol.h"
+#include "common/request_spec.h"
 #include "common/status.h"
 #include "fairbench/v1/agent.pb.h"
 
 namespace fairbench::wire {
 
-struct JobRequest {
-  std::string name;  // label in reports; empty: "METHOD target"
-  std::string method = "GET";
-  std::string target = "/";  // path and query
-  std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;
-  uint32_t weight = 1;  // share in a weighted mix
-
-  bool operator==(const JobRequest&) const = default;
-};
+// A job's request: the agent's own RequestSpec (common/request_spec.h).
+using JobRequest = RequestSpec;
 
 // A wrk Lua script (agent/script.h) making a job's requests.
 struct JobScript {
@@ -54,7 +47,7 @@ struct JobGrpc {
   std::vector<std::pair<std::string, std::string>> metadata;  // lower-case keys
   std::chrono::nanoseconds deadline{0};                       // 0: none
   uint32_t max_message = 4u << 20;                            // response messages over it are protocol errors
-  std::string kind;  // "" (unknown), "unary" or "server-streaming"
+  GrpcCallKind kind = GrpcCallKind::kUnknown;
   bool operator==(const JobGrpc&) const = default;
 };
 
@@ -74,10 +67,10 @@ struct JobSpec {
   std::string job_id;
   std::string host;  // name or IP, resolved by the agent
   uint16_t port = 0;
-  bool https = false;       // TLS (the certificate not verified)
+  Scheme scheme = Scheme::kHttp;  // https: TLS (the certificate not verified)
   Protocol protocol = Protocol::kHttp1;  // h2 needs https, h2c not
   uint32_t streams = 1;            // HTTP/2: concurrent streams per connection
-  std::string idle_wait = "auto";  // "auto", "block", "nap" or "poll" (IdleWait, common/metrics.h)
+  IdleWaitMode idle_wait = IdleWaitMode::kAuto;
   std::string host_header;  // empty: "host:port"
   std::vector<JobRequest> requests;  // empty with a script or a gRPC call
   std::optional<JobScript> script;

@@ -42,10 +42,10 @@ JobSpec FullSpec() {
   j.timeout = nanoseconds(900'000'007);
   j.interval = nanoseconds(250'000'009);
   j.keep_alive = false;
-  j.https = true;
+  j.scheme = Scheme::kHttps;
   j.protocol = Protocol::kH2;
   j.streams = 10;
-  j.idle_wait = "nap";
+  j.idle_wait = IdleWaitMode::kNap;
   j.pipeline = 1;  // a rate excludes pipelining: FullPipelinedSpec covers pipeline
   j.rate = 1234.5;
   j.start = system_clock::time_point(nanoseconds(1'700'000'000'123'456'789));
@@ -115,7 +115,8 @@ TEST(WireJobTest, FullyPopulatedSpecRoundTripsExactly) {
   EXPECT_NE(full.timeout, d.timeout);
   EXPECT_NE(full.interval, d.interval);
   EXPECT_NE(full.keep_alive, d.keep_alive);
-  EXPECT_NE(full.https, d.https);
+  EXPECT_NE(full.scheme, d.scheme);
+  EXPECT_NE(full.idle_wait, d.idle_wait);
   EXPECT_NE(full.protocol, d.protocol);
   EXPECT_NE(full.streams, d.streams);
   EXPECT_NE(full.rate, d.rate);
@@ -137,24 +138,27 @@ TEST(WireJobTest, ProtocolIsChecked) {
   EXPECT_NE(FromProto(m).status().message().find("protocol"), std::string::npos);
   m.set_protocol("h2");
   EXPECT_FALSE(FromProto(m).ok()) << "h2 without https";
-  m.set_https(true);
+  m.set_scheme(v1::SCHEME_HTTPS);
   EXPECT_TRUE(FromProto(m).ok());
   m.set_protocol("h2c");
   EXPECT_FALSE(FromProto(m).ok()) << "h2c with https";
+  m.set_scheme(static_cast<v1::Scheme>(7));
+  EXPECT_EQ(FromProto(m).status().message(), "job.scheme: must be http or https (got 7)");
 }
 
-// Catches: an idle_wait setting other than the four let through (the agent
-// would fall back to auto silently), or "" not read as auto.
+// Catches: an idle_wait value other than the four let through (the agent
+// would fall back to auto silently), unset not read as auto, or the codec
+// mapping one mode to another.
 TEST(WireJobTest, IdleWaitIsOneOfFourSettings) {
   v1::LoadJob m = MinimalJob();
-  EXPECT_EQ(FromProto(m)->idle_wait, "auto");
-  for (const char* ok : {"auto", "block", "nap", "poll"}) {
-    m.set_idle_wait(ok);
-    ASSERT_TRUE(FromProto(m).ok()) << ok;
-    EXPECT_EQ(FromProto(m)->idle_wait, ok);
+  EXPECT_EQ(FromProto(m)->idle_wait, IdleWaitMode::kAuto);
+  for (const auto& [mode, name] : kIdleWaitModeNames) {
+    JobSpec spec = *FromProto(m);
+    spec.idle_wait = mode;
+    EXPECT_EQ(RoundTrip(spec).idle_wait, mode) << name;
   }
-  m.set_idle_wait("spin");
-  EXPECT_EQ(FromProto(m).status().message(), "job.idle_wait: must be auto, block, nap or poll (got 'spin')");
+  m.set_idle_wait(static_cast<v1::IdleWaitMode>(9));
+  EXPECT_EQ(FromProto(m).status().message(), "job.idle_wait: must be auto, block, nap or poll (got 9)");
 }
 
 // Catches: a dropped or mis-mapped pipeline field (pipelining cannot be
@@ -174,7 +178,7 @@ TEST(WireJobTest, ToProtoWritesEveryProtoField) {
   // (A script excludes requests when decoded; ToProto writes both.)
   spec.script = JobScript{"post.lua", "wrk.method = 'POST'", {"a"}};
   spec.probe = true;
-  spec.grpc = JobGrpc{"a.B/C", "m", {{"k", "v"}}, nanoseconds(1), 7, "unary"};
+  spec.grpc = JobGrpc{"a.B/C", "m", {{"k", "v"}}, nanoseconds(1), 7, GrpcCallKind::kUnary};
   spec.vary = JobVary{9, 10, "{n}", true};
   v1::LoadJob msg;
   ToProto(spec, &msg);
@@ -321,9 +325,9 @@ TEST(WireJobTest, GrpcJobRoundTripsAndIsChecked) {
   spec.requests.clear();
   spec.protocol = Protocol::kH2;
   spec.grpc = JobGrpc{"fairbench.echo.v1.Echo/Unary", std::string("\x0a\x02hi\0", 5), {{"x-tenant", "a b"}},
-                      nanoseconds(250'000'001), 1u << 20, "unary"};
+                      nanoseconds(250'000'001), 1u << 20, GrpcCallKind::kUnary};
   EXPECT_EQ(RoundTrip(spec), spec);
-  spec.grpc->kind = "server-streaming";
+  spec.grpc->kind = GrpcCallKind::kServerStreaming;
   EXPECT_EQ(RoundTrip(spec), spec);
   v1::LoadJob msg;
   ToProto(spec, &msg);  // every field written: ToProtoWritesEveryProtoField
@@ -337,7 +341,7 @@ TEST(WireJobTest, GrpcJobRoundTripsAndIsChecked) {
       {"job.grpc.metadata[0].name:", [](v1::LoadJob& m) { m.mutable_grpc()->mutable_metadata(0)->set_name("bad key"); }},
       {"job.grpc.metadata[0].value:", [](v1::LoadJob& m) { m.mutable_grpc()->mutable_metadata(0)->set_value("a\r\nb"); }},
       {"job.grpc.deadline_ns: must be ≥ 0", [](v1::LoadJob& m) { m.mutable_grpc()->set_deadline_ns(-1); }},
-      {"job.grpc.kind: must be", [](v1::LoadJob& m) { m.mutable_grpc()->set_kind("bidi"); }},
+      {"job.grpc.kind: must be", [](v1::LoadJob& m) { m.mutable_grpc()->set_kind(static_cast<v1::GrpcCallKind>(3)); }},
       {"job.requests: must be empty with grpc", [](v1::LoadJob& m) { m.add_requests()->set_target("/"); }},
       {"job.grpc: gRPC needs protocol h2 or h2c", [](v1::LoadJob& m) { m.clear_protocol(); }},
       {"job.protocol: must be http1, h2 or h2c", [](v1::LoadJob& m) { m.set_protocol("grpc"); }},
@@ -360,7 +364,7 @@ TEST(WireJobTest, VaryJobRoundTripsAndIsChecked) {
   spec.pipeline = 1;
   spec.rate = 0;
   spec.protocol = Protocol::kHttp1;
-  spec.https = false;
+  spec.scheme = Scheme::kHttp;
   spec.vary = JobVary{0xfedcba9876543210ull, 7, R"({"n":"{n}"})", true};
   EXPECT_EQ(RoundTrip(spec), spec);
   v1::LoadJob msg;

@@ -307,7 +307,9 @@ struct GrpcCallSpec {
   // above — the request message as sent, and whether the method streams
   // its answer (known with a descriptor set). Ignored by ==.
   std::string request_message;
-  enum class Kind : uint8_t { kUnknown, kUnary, kServerStreaming } kind = Kind::kUnknown;
+  // Known from the descriptor set; kUnknown without one.
+  using Kind = GrpcCallKind;  // common/protocol.h
+  GrpcCallKind kind = GrpcCallKind::kUnknown;
 
   friend bool operator==(const GrpcCallSpec& a, const GrpcCallSpec& b) {
     return a.method == b.method && a.message == b.message && a.message_file == b.message_file &&
@@ -371,7 +373,7 @@ struct Scenario {
 // What a load worker does when nothing is ready while requests are in
 // flight (IdleWait in common/metrics.h): Auto naps when the target is on the
 // agent's machine (the local platform) and blocks otherwise.
-enum class IdleWaitMode { kAuto, kBlock, kNap, kPoll };
+using IdleWaitMode = fairbench::IdleWaitMode;  // common/protocol.h
 
 struct Load {
   int32_t threads = 4;  // per agent

@@ -28,7 +28,7 @@ Diagnostics ResolveGrpcCalls(BenchmarkRun& run) {
       out.Add(Diagnostic{at + field, std::move(message), {}, {}});
     };
     g.request_message = g.message_file ? g.message_file_content : std::string();
-    g.kind = GrpcCallSpec::Kind::kUnknown;
+    g.kind = GrpcCallKind::kUnknown;
     if (!g.descriptor_set && !g.descriptor_set_config_map_ref) continue;  // validation asks for one with JSON
     auto set = LoadDescriptorSet(g.descriptor_set_content, SetName(g));
     if (!set.ok()) {
@@ -40,8 +40,7 @@ Diagnostics ResolveGrpcCalls(BenchmarkRun& run) {
       fail("grpc.method", method.status().message());
       continue;
     }
-    g.kind = method->kind == GrpcMethodKind::kServerStreaming ? GrpcCallSpec::Kind::kServerStreaming
-                                                               : GrpcCallSpec::Kind::kUnary;
+    g.kind = method->kind;
     if (g.message_file) {
       if (Status ok = set->CheckParses(*method, g.message_file_content, *g.message_file); !ok.ok()) {
         fail("grpc.messageFile", ok.message());

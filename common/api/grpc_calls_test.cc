@@ -49,13 +49,13 @@ TEST(GrpcCallsTest, JsonIsEncodedAsTheInputTypeAndTheKindIsKnown) {
   const GrpcCallSpec& got = *run.spec.scenarios[0].grpc;
   // payload = 1 (bytes): 0a 05 "hello"; messages = 4 (varint): 20 0a.
   EXPECT_EQ(got.request_message, std::string("\x0a\x05hello\x20\x0a", 9));
-  EXPECT_EQ(got.kind, GrpcCallSpec::Kind::kServerStreaming);
+  EXPECT_EQ(got.kind, GrpcCallKind::kServerStreaming);
   call.method = "fairbench.echo.v1.Echo/Unary";
   call.message.reset();
   run = RunWith(call);
   EXPECT_TRUE(ResolveGrpcCalls(run).empty());
   EXPECT_EQ(run.spec.scenarios[0].grpc->request_message, "");  // the empty message
-  EXPECT_EQ(run.spec.scenarios[0].grpc->kind, GrpcCallSpec::Kind::kUnary);
+  EXPECT_EQ(run.spec.scenarios[0].grpc->kind, GrpcCallKind::kUnary);
 }
 
 // Catches: errors that do not name the field, or a mistake let through to
@@ -122,7 +122,7 @@ TEST(GrpcCallsTest, TheLoaderReadsTheFilesOfTheExample) {
   auto run = LoadRunFile(std::string(FAIRBENCH_EXAMPLES_DIR) + "/grpc-api-variants.yaml");
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   const GrpcCallSpec& stream = *run->spec.scenarios[1].grpc;
-  EXPECT_EQ(stream.kind, GrpcCallSpec::Kind::kServerStreaming);
+  EXPECT_EQ(stream.kind, GrpcCallKind::kServerStreaming);
   EXPECT_EQ(stream.request_message, std::string("\x0a\x05hello\x20\x0a", 9));
 }
 

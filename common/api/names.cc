@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "common/api/node.h"
+#include "common/load_rules.h"
 
 namespace fairbench::api {
 namespace {
@@ -79,14 +80,7 @@ std::string CheckLabelValue(std::string_view value) {
   return "";
 }
 
-bool IsHttpToken(std::string_view s) {
-  if (s.empty()) return false;
-  for (const char c : s) {
-    if (!Alnum(c) && std::strchr("!#$%&'*+-.^_`|~", c) == nullptr) return false;
-    if (c == '\0') return false;
-  }
-  return true;
-}
+bool IsHttpToken(std::string_view s) { return load_rules::IsToken(s); }
 
 std::string CheckEnvName(std::string_view name) {
   if (name.empty()) return "an environment variable needs a name";

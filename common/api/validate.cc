@@ -23,9 +23,7 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
-bool HasControlOrSpace(std::string_view s) {
-  return std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f; });
-}
+bool HasControlOrSpace(std::string_view s) { return load_rules::HasSpaceOrControl(s); }
 
 bool HasLineBreak(std::string_view s) { return s.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos; }
 
@@ -348,7 +346,7 @@ class Checker {
       const std::string lower = Lower(key);
       if (!IsHttpToken(key)) {
         Fail(value, Quote(key) + " is not a valid metadata key");
-      } else if (lower == "content-type" || lower == "te" || lower.rfind("grpc-", 0) == 0) {
+      } else if (load_rules::IsGrpcOwnMetadata(lower)) {
         Fail(value, Quote(key) + " is gRPC's own (set from method and deadline)");
       } else if (lower == "content-length") {
         Fail(value, "set from the message; remove this key");
@@ -603,7 +601,7 @@ class Checker {
     AtLeastOne(l.pipeline, kMaxPipeline);
     if (l.rate > 0 && l.pipeline > 1) Fail(l.pipeline, std::string(kPipelineWithRate));
     if (l.streams) {
-      Range(*l.streams, int32_t{1}, int32_t{65536});
+      Range(*l.streams, int32_t{1}, kMaxStreams);
       bool h2 = false;
       for (const Target& t : run_.spec.targets) h2 = h2 || IsHttp2(EffectiveProtocol(t));
       if (!h2) Fail(*l.streams, "only for targets with protocol h2, h2c or grpc");

@@ -25,6 +25,7 @@
 
 #include "common/api/benchmark_run.h"
 #include "common/api/diagnostics.h"
+#include "common/load_rules.h"
 
 namespace fairbench::api {
 
@@ -40,11 +41,14 @@ struct ValidateOptions {
   Platform platform = Platform::kAny;
 };
 
-// Bounds: beyond these a spec is a typo, or would not fit.
-inline constexpr int32_t kMaxThreads = 1024;
-inline constexpr int64_t kMaxConnections = 1'000'000;
+// Bounds: beyond these a spec is a typo, or would not fit. Those an agent
+// also checks come from common/load_rules.h, so that the run file refuses
+// what an agent would.
+inline constexpr int32_t kMaxThreads = static_cast<int32_t>(load_rules::RangeOf(load_rules::Count::kThreads).max);
+inline constexpr int64_t kMaxConnections = static_cast<int64_t>(load_rules::RangeOf(load_rules::Count::kConnections).max);
 inline constexpr int32_t kMaxAgents = 256;
-inline constexpr int32_t kMaxPipeline = 1024;
+inline constexpr int32_t kMaxPipeline = static_cast<int32_t>(load_rules::RangeOf(load_rules::Count::kPipeline).max);
+inline constexpr int32_t kMaxStreams = static_cast<int32_t>(load_rules::RangeOf(load_rules::Count::kStreams).max);
 inline constexpr int32_t kMaxRepetitions = 100;
 inline constexpr int64_t kMaxNofile = 1 << 20;  // fs.nr_open's default
 inline constexpr int32_t kMaxProfileFrequency = 10'000;  // Hz; perf's own ceiling is usually lower

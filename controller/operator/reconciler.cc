@@ -14,6 +14,7 @@
 #include "common/base64.h"
 #include "controller/kube/api_fields.h"
 #include "controller/kube/json_read.h"
+#include "controller/operator/cached_run.h"
 
 namespace fairbench::controller {
 namespace {
@@ -30,19 +31,16 @@ bool Terminal(std::optional<api::RunPhase> p) {
   return p == api::RunPhase::kSucceeded || p == api::RunPhase::kFailed || p == api::RunPhase::kCancelled;
 }
 
-// Read straight from the object, not through a typed copy: NextRunnable
-// asks them of every cached run on each resync.
+// Read straight from the object, not through a typed copy (CachedRun, as
+// Reconcile reads its one run): NextRunnable asks them of every cached run
+// on each resync, and the live check of a run about to start asks them of
+// the server's object.
 const Json& Metadata(const Json& object) { return jr::Object(object, f::kMetadata); }
 
 bool HasFinalizer(const Json& object) {
   const Json& finalizers = jr::Array(Metadata(object), f::kFinalizers);
   return std::any_of(finalizers.begin(), finalizers.end(),
                      [](const Json& v) { return v.is_string() && v.get<std::string>() == api::kFinalizer; });
-}
-
-bool CancelRequested(const kube::ObjectMeta& meta) {
-  const auto it = meta.annotations.find(api::annotation::kCancel);
-  return it != meta.annotations.end() && !it->second.empty() && it->second != "false";
 }
 
 bool CancelRequested(const Json& object) {
@@ -138,152 +136,163 @@ std::string Reconciler::NextRunnable() const {
 }
 
 Reconciler::Outcome Reconciler::Reconcile(const std::string& key) {
-  Outcome out;
   const std::optional<Json> cached = runs_.Get(key);
   const bool active = executor_.Active() == key;
   // 1. Gone.
   if (!cached) {
     if (active) executor_.Cancel(key);
-    return out;
+    return {};
   }
-  const Json& object = *cached;
-  auto parsed = kube::ObjectMeta::FromJson(Metadata(object));
+  auto parsed = CachedRun::Parse(*cached);
   if (!parsed.ok()) {
     // The API server would not store such an object: nothing to do but say so.
     spdlog::warn("{}: {}", key, parsed.status().message());
-    return out;
+    return {};
   }
-  const kube::ObjectMeta& meta = *parsed;
-  const std::string& ns = meta.namespace_;
-  const std::string& name = meta.name;
-  const bool has_finalizer =
-      std::find(meta.finalizers.begin(), meta.finalizers.end(), api::kFinalizer) != meta.finalizers.end();
-
+  CachedRun& run = *parsed;
   // 2. Being deleted: stop it, remove what it created, let it go.
-  if (meta.deletion_timestamp) {
-    if (active) {
-      executor_.Cancel(key);
-      out.requeue_after = std::chrono::milliseconds(200);
-      return out;
-    }
-    if (!has_finalizer) return out;
-    if (Status s = Cleanup(meta); !s.ok()) {
-      out.status = s;
-      return out;
-    }
-    Json updated = object;
-    Json& finalizers = updated["metadata"]["finalizers"];
-    finalizers.erase(std::remove(finalizers.begin(), finalizers.end(), Json(api::kFinalizer)), finalizers.end());
-    auto r = client_.Update(kube::resources::BenchmarkRuns(), updated);
-    if (!r.ok() && r.error().reason != kube::Reason::kNotFound) {
-      out.status = Status::Unavailable("removing the finalizer of " + key + ": " + r.error().message);
-    }
-    return out;
-  }
-
+  if (run.meta.deletion_timestamp) return Release(key, run, active);
   // 3. The finalizer, so that a deletion waits for the cleanup.
-  if (!has_finalizer) {
-    Json updated = object;
-    updated["metadata"]["finalizers"].push_back(api::kFinalizer);
-    auto r = client_.Update(kube::resources::BenchmarkRuns(), updated);
-    // The informer brings the updated object back; it is reconciled then.
-    if (!r.ok()) out.status = Status::Unavailable("adding the finalizer to " + key + ": " + r.error().message);
-    return out;
-  }
-
+  if (!run.has_finalizer) return AddFinalizer(key, run);
   // 4. Finished: nothing to do.
-  const std::optional<api::RunPhase> phase = PhaseOf(object);
-  if (Terminal(phase)) {
-    if (active) executor_.Cancel(key);  // cannot happen unless someone rewrote the status
-    if (options_.on_finished && !active) {
-      const Json* stored_id = nullptr;
-      if (auto st = object.find("status"); st != object.end() && st->is_object()) {
-        if (auto sd = st->find("stored"); sd != st->end() && sd->is_object()) {
-          if (auto id = sd->find("id"); id != sd->end() && id->is_number_integer() && id->get<int64_t>() > 0) {
-            stored_id = &*id;
-          }
-        }
-      }
-      if (stored_id == nullptr) {
-        if (auto run = api::FromKubernetesObject(object); run.ok()) options_.on_finished(*run);
-      }
-    }
-    // The cache has just learnt that a run finished: with the executor
-    // idle, the next run goes (it may have been passed over while the
-    // cache still showed this one runnable).
-    if (!active && executor_.Active().empty()) out.also = NextRunnable();
-    return out;
-  }
-
+  if (Terminal(run.phase)) return Finished(key, run, active);
   // 5. What the CRD schema lets through but the model refuses.
-  auto run = api::FromKubernetesObject(object);
-  if (!run.ok()) {
-    out.status = FailInvalid(meta, run.status().message());
+  if (!run.run.ok()) {
+    Outcome out;
+    out.status = FailInvalid(run.meta, run.run.status().message());
     return out;
   }
-
-  // 6. First seen: queued (a script's ConfigMap is looked for now, so that
-  // a wrong name is a field error at once).
-  if (!phase) {
-    if (Status s = ReadConfigMaps(ns, *run); !s.ok()) {
-      out.status = s.code() == Status::Code::kInvalidArgument ? FailInvalid(meta, s.message()) : s;
-      return out;
-    }
-    api::BenchmarkRunStatus queued;
-    queued.phase = api::RunPhase::kQueued;
-    queued.observed_generation = meta.generation;
-    queued.progress.total = static_cast<int64_t>(api::CountCells(run->spec));
-    api::Condition c;
-    c.type = api::condition::kQueued;
-    c.status = api::ConditionStatus::kTrue;
-    c.reason = api::reason::kQueued;
-    c.message = "waiting for its turn: runs are executed one at a time, in order of creation";
-    c.observed_generation = meta.generation;
-    api::SetCondition(queued.conditions, c, WallNow());
-    out.status = PatchStatus(meta, queued);
-    if (out.status.ok()) {
-      Event(meta, false, api::reason::kQueued, std::to_string(queued.progress.total) + " cells queued");
-      for (const std::string& w : api::Warnings(run->spec)) Event(meta, true, api::reason::kSpecWarning, w);
-    }
-    return out;
-  }
-
+  // 6. First seen: queued.
+  if (!run.phase) return Enqueue(run);
   // 7. Cancel requested: the active run stops and keeps its record; a
   // queued one never starts.
-  if (CancelRequested(meta)) {
-    if (active) {
-      executor_.Cancel(key);
-      return out;
-    }
-    api::BenchmarkRunStatus status = run->status;
-    status.phase = api::RunPhase::kCancelled;
-    status.completion_time = WallNow();
-    status.current.reset();
-    api::Condition c;
-    c.type = api::condition::kProgressing;
-    c.status = api::ConditionStatus::kFalse;
-    c.reason = api::reason::kCancelled;
-    c.message = std::string("cancelled by the ") + api::annotation::kCancel + " annotation before it ran";
-    c.observed_generation = meta.generation;
-    api::SetCondition(status.conditions, c, WallNow());
-    out.status = PatchStatus(meta, status);
-    if (out.status.ok()) Event(meta, false, api::reason::kCancelled, c.message);
+  if (run.cancel_requested) return CancelRun(key, run, active);
+  // 8. The executor's turn: the oldest runnable run goes first.
+  return StartIfNext(key, run);
+}
+
+Reconciler::Outcome Reconciler::Release(const std::string& key, const CachedRun& run, bool active) {
+  Outcome out;
+  if (active) {
+    executor_.Cancel(key);
+    out.requeue_after = std::chrono::milliseconds(200);
     return out;
   }
+  if (!run.has_finalizer) return out;
+  if (Status s = Cleanup(run.meta); !s.ok()) {
+    out.status = s;
+    return out;
+  }
+  Json updated = run.object;
+  Json& finalizers = updated["metadata"]["finalizers"];
+  finalizers.erase(std::remove(finalizers.begin(), finalizers.end(), Json(api::kFinalizer)), finalizers.end());
+  auto r = client_.Update(kube::resources::BenchmarkRuns(), updated);
+  if (!r.ok() && r.error().reason != kube::Reason::kNotFound) {
+    out.status = Status::Unavailable("removing the finalizer of " + key + ": " + r.error().message);
+  }
+  return out;
+}
 
-  // 8. The executor's turn: the oldest runnable run goes first.
+Reconciler::Outcome Reconciler::AddFinalizer(const std::string& key, const CachedRun& run) {
+  Outcome out;
+  Json updated = run.object;
+  updated["metadata"]["finalizers"].push_back(api::kFinalizer);
+  auto r = client_.Update(kube::resources::BenchmarkRuns(), updated);
+  // The informer brings the updated object back; it is reconciled then.
+  if (!r.ok()) out.status = Status::Unavailable("adding the finalizer to " + key + ": " + r.error().message);
+  return out;
+}
+
+Reconciler::Outcome Reconciler::Finished(const std::string& key, const CachedRun& run, bool active) {
+  Outcome out;
+  if (active) executor_.Cancel(key);  // cannot happen unless someone rewrote the status
+  if (options_.on_finished && !active && !run.stored && run.run.ok()) options_.on_finished(*run.run);
+  // The cache has just learnt that a run finished: with the executor
+  // idle, the next run goes (it may have been passed over while the
+  // cache still showed this one runnable).
+  if (!active && executor_.Active().empty()) out.also = NextRunnable();
+  return out;
+}
+
+// A script's ConfigMap is looked for now, so that a wrong name is a field
+// error at once.
+Reconciler::Outcome Reconciler::Enqueue(CachedRun& run) {
+  Outcome out;
+  const kube::ObjectMeta& meta = run.meta;
+  if (Status s = ReadConfigMaps(meta.namespace_, *run.run); !s.ok()) {
+    out.status = s.code() == Status::Code::kInvalidArgument ? FailInvalid(meta, s.message()) : s;
+    return out;
+  }
+  api::BenchmarkRunStatus queued;
+  queued.phase = api::RunPhase::kQueued;
+  queued.observed_generation = meta.generation;
+  queued.progress.total = static_cast<int64_t>(api::CountCells(run.run->spec));
+  api::Condition c;
+  c.type = api::condition::kQueued;
+  c.status = api::ConditionStatus::kTrue;
+  c.reason = api::reason::kQueued;
+  c.message = "waiting for its turn: runs are executed one at a time, in order of creation";
+  c.observed_generation = meta.generation;
+  api::SetCondition(queued.conditions, c, WallNow());
+  out.status = PatchStatus(meta, queued);
+  if (out.status.ok()) {
+    Event(meta, false, api::reason::kQueued, std::to_string(queued.progress.total) + " cells queued");
+    for (const std::string& w : api::Warnings(run.run->spec)) Event(meta, true, api::reason::kSpecWarning, w);
+  }
+  return out;
+}
+
+Reconciler::Outcome Reconciler::CancelRun(const std::string& key, const CachedRun& run, bool active) {
+  Outcome out;
+  if (active) {
+    executor_.Cancel(key);
+    return out;
+  }
+  const kube::ObjectMeta& meta = run.meta;
+  api::BenchmarkRunStatus status = run.run->status;
+  status.phase = api::RunPhase::kCancelled;
+  status.completion_time = WallNow();
+  status.current.reset();
+  api::Condition c;
+  c.type = api::condition::kProgressing;
+  c.status = api::ConditionStatus::kFalse;
+  c.reason = api::reason::kCancelled;
+  c.message = std::string("cancelled by the ") + api::annotation::kCancel + " annotation before it ran";
+  c.observed_generation = meta.generation;
+  api::SetCondition(status.conditions, c, WallNow());
+  out.status = PatchStatus(meta, status);
+  if (out.status.ok()) Event(meta, false, api::reason::kCancelled, c.message);
+  return out;
+}
+
+Reconciler::Outcome Reconciler::StartIfNext(const std::string& key, CachedRun& run) {
+  Outcome out;
   if (!executor_.Active().empty()) return out;
   const std::string next = NextRunnable();
   if (next != key) {
     out.also = next;
     return out;
   }
-  // The cache may lag the server (a watch cut, a relist after 410 not
-  // done yet): the run just executed may still show Running there after
-  // its final status was written. Starting it again would redo its setup
-  // and rewrite a finished status, so the run is read from the server
-  // first; the informer brings the newer state and it is reconciled then.
-  auto live = client_.Get(kube::resources::BenchmarkRuns(), ns, name);
+  if (std::optional<Outcome> not_now = ConfirmRunnable(key, run.meta)) return *not_now;
+  // The scripts as they are now: a ConfigMap edited while the run waited is
+  // what it runs with.
+  if (Status s = ReadConfigMaps(run.meta.namespace_, *run.run); !s.ok()) {
+    out.status = s.code() == Status::Code::kInvalidArgument ? FailInvalid(run.meta, s.message()) : s;
+    return out;
+  }
+  out.status = executor_.Start(key, *run.run);
+  if (out.status.ok()) spdlog::info("started {}", key);
+  return out;
+}
+
+// The cache may lag the server (a watch cut, a relist after 410 not done
+// yet): the run just executed may still show Running there after its final
+// status was written. Starting it again would redo its setup and rewrite a
+// finished status, so the run is read from the server first; the informer
+// brings the newer state and it is reconciled then. nullopt: still runnable.
+std::optional<Reconciler::Outcome> Reconciler::ConfirmRunnable(const std::string& key, const kube::ObjectMeta& meta) {
+  Outcome out;
+  auto live = client_.Get(kube::resources::BenchmarkRuns(), meta.namespace_, meta.name);
   if (!live.ok()) {
     if (live.error().reason == kube::Reason::kNotFound) return out;
     out.status = Status::Unavailable("reading " + key + " before starting it: " + live.error().ToString());
@@ -299,15 +308,7 @@ Reconciler::Outcome Reconciler::Reconcile(const std::string& key) {
     out.requeue_after = std::chrono::milliseconds(500);
     return out;
   }
-  // The scripts as they are now: a ConfigMap edited while the run waited is
-  // what it runs with.
-  if (Status s = ReadConfigMaps(ns, *run); !s.ok()) {
-    out.status = s.code() == Status::Code::kInvalidArgument ? FailInvalid(meta, s.message()) : s;
-    return out;
-  }
-  out.status = executor_.Start(key, *run);
-  if (out.status.ok()) spdlog::info("started {}", key);
-  return out;
+  return std::nullopt;
 }
 
 Status Reconciler::FailInvalid(const kube::ObjectMeta& meta, const std::string& message) {

@@ -1,6 +1,7 @@
 // Reconciler: the level-based reconcile of BenchmarkRuns. For one key
 // ("namespace/name") it looks at the object as the informer's cache has it
-// and moves it one step towards where it should be:
+// (read once into a CachedRun) and moves it one step towards where it
+// should be:
 //
 //   gone from the cache      the active run with that key is cancelled
 //   being deleted            cancelled if active (and revisited until the
@@ -30,6 +31,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "common/api/benchmark_run.h"
@@ -37,6 +39,7 @@
 #include "controller/kube/client.h"
 #include "controller/kube/event_recorder.h"
 #include "controller/kube/informer.h"
+#include "controller/operator/cached_run.h"
 #include "controller/operator/run_status_client.h"
 
 namespace fairbench::controller {
@@ -83,6 +86,17 @@ class Reconciler {
   std::string NextRunnable() const;
 
  private:
+  // The steps of Reconcile, one per state of the cached object (see above).
+  Outcome Release(const std::string& key, const CachedRun& run, bool active);
+  Outcome AddFinalizer(const std::string& key, const CachedRun& run);
+  Outcome Finished(const std::string& key, const CachedRun& run, bool active);
+  Outcome Enqueue(CachedRun& run);
+  Outcome CancelRun(const std::string& key, const CachedRun& run, bool active);
+  Outcome StartIfNext(const std::string& key, CachedRun& run);
+  // Reads the run from the server before it starts; an outcome when the
+  // server does not show it runnable (the cache lags).
+  std::optional<Outcome> ConfirmRunnable(const std::string& key, const kube::ObjectMeta& meta);
+
   Status PatchStatus(const kube::ObjectMeta& meta, const api::BenchmarkRunStatus& status);
   // Reads each scenario's script.configMapRef and grpc.descriptorSetConfigMapRef
   // from the run's namespace into the script's and the descriptor set's

@@ -36,22 +36,8 @@ wire::JobGrpc GrpcJob(const api::GrpcCallSpec& call) {
     g.metadata.emplace_back(std::move(lower), value);
   }
   g.deadline = call.deadline.value_or(std::chrono::nanoseconds(0));
-  switch (call.kind) {
-    case api::GrpcCallSpec::Kind::kUnknown: break;
-    case api::GrpcCallSpec::Kind::kUnary: g.kind = "unary"; break;
-    case api::GrpcCallSpec::Kind::kServerStreaming: g.kind = "server-streaming"; break;
-  }
+  g.kind = call.kind;
   return g;
-}
-
-std::string IdleWaitSetting(api::IdleWaitMode mode) {
-  switch (mode) {
-    case api::IdleWaitMode::kAuto: return "auto";
-    case api::IdleWaitMode::kBlock: return "block";
-    case api::IdleWaitMode::kNap: return "nap";
-    case api::IdleWaitMode::kPoll: return "poll";
-  }
-  return "auto";
 }
 
 uint64_t AgentVarySeed(int64_t seed, const std::string& cell_key, int index) {
@@ -86,11 +72,11 @@ std::vector<wire::JobSpec> BuildCellJobs(const api::ScenarioSettings& settings, 
     job.job_id = job_id;
     job.host = target.host;
     job.port = target.port;
-    job.https = target.https;
-    job.protocol = WireProtocol(target.protocol, target.https ? Scheme::kHttps : Scheme::kHttp);
+    job.scheme = target.scheme;
+    job.protocol = WireProtocol(target.protocol, job.scheme);
     job.streams = static_cast<uint32_t>(std::max(1, settings.streams));
     if (settings.grpc) job.grpc = GrpcJob(*settings.grpc);
-    job.idle_wait = IdleWaitSetting(settings.idle_wait);
+    job.idle_wait = settings.idle_wait;
     for (const api::WeightedRequest& w : settings.requests) {
       wire::JobRequest r;
       r.method = w.request.method;
@@ -172,6 +158,103 @@ report::CellRecord NotRunRecord(const api::Cell& cell, api::CellState state, std
   return rec;
 }
 
+namespace {
+
+void PutErrors(const Counters& c, api::ErrorCounts& errors) {
+  errors.connect = c.errors.connect;
+  errors.read = c.errors.read;
+  errors.write = c.errors.write;
+  errors.timeout = c.errors.timeout;
+  errors.status = c.errors.status;
+  errors.port_exhaustion = c.errors.port_exhaustion;
+  errors.handshake = c.errors.handshake;
+  errors.goaway = c.errors.goaway;
+  errors.rst_stream = c.errors.rst_stream;
+  errors.h2_protocol = c.errors.h2_protocol;
+  errors.script = c.errors.script;
+}
+
+// Calls are the cell's requests; one that ended other than as expected is a
+// status error, one gRPC does not allow a protocol error.
+void PutGrpcCalls(const api::ScenarioSettings& settings, const IntervalStats& measured, api::CellResult& r) {
+  const GrpcCounts& g = measured.counters.grpc;
+  api::GrpcCalls calls;
+  for (size_t code = 0; code < g.status.size(); ++code) {
+    if (g.status[code] > 0) calls.statuses.push_back(api::GrpcStatusCount{static_cast<api::GrpcCode>(code), g.status[code]});
+  }
+  calls.status_other = g.status_other;
+  calls.no_status = g.no_status;
+  calls.bad_status = g.bad_status;
+  calls.truncated = g.truncated;
+  calls.bad_flag = g.bad_flag;
+  calls.too_large = g.too_large;
+  calls.unary_messages = g.unary_messages;
+  calls.messages = g.messages;
+  if (measured.first_message.count() > 0 && settings.grpc->kind != api::GrpcCallSpec::Kind::kUnary) {
+    calls.first_message_latency = LatencyOf(measured.first_message);
+    calls.last_message_latency = LatencyOf(measured.last_message);
+  }
+  const auto expected = static_cast<size_t>(settings.expect.grpc_status.value_or(api::GrpcCode::kOk));
+  r.errors.status += g.Calls() - g.status[expected];
+  r.errors.grpc_protocol = g.ProtocolErrors();
+  r.grpc = std::move(calls);
+}
+
+api::TlsHandshakes TlsOf(const Counters& c, double secs) {
+  api::TlsHandshakes tls;
+  tls.count = c.tls_handshakes;
+  tls.resumed = c.tls_resumed;
+  tls.mean = c.tls_handshakes ? static_cast<double>(c.tls_handshake_time_us) / static_cast<double>(c.tls_handshakes) : 0.0;
+  tls.per_second = static_cast<double>(c.tls_handshakes) / secs;
+  return tls;
+}
+
+// Scenarios with vary: what the agents found in the answers they sampled,
+// beside what the check before the load found in one answer.
+void PutAnswerChecks(const Counters& c, const std::optional<api::AnswerChecks>& before, api::CellResult& r) {
+  api::AnswerChecks a = before.value_or(api::AnswerChecks{});
+  a.verified = c.answers.verified;
+  a.failed = c.answers.failed;
+  a.without_date = c.answers.without_date;
+  a.date_frozen = c.answers.date_frozen > 0;
+  if (a.failed > 0) {
+    // A server that caches or makes up its answers is not measured
+    // doing the work: its numbers are kept, but the cell is not a result.
+    r.state = api::CellState::kFailed;
+    r.reason = api::CellReason::kAnswersNotVerified;
+    r.message = std::to_string(a.failed) + " of " + std::to_string(a.verified) +
+                " sampled answers differed from the expectation with their own request's number for {n}: "
+                "the server's answers are cached or made up";
+  }
+  r.answers = a;
+}
+
+// What the wrk-style text of a cell says about how it was run.
+SummaryContext SummaryOf(const api::ScenarioSettings& settings, const api::Cell& cell, const TargetPlacement& target,
+                         int agents) {
+  SummaryContext sc;
+  const std::string path = settings.requests.empty() ? "/" : settings.requests.front().request.path;
+  sc.url = std::string(ToString(target.scheme)) + "://" + target.host + ":" + std::to_string(target.port) + path;
+  sc.threads = static_cast<uint32_t>(std::min<int64_t>(settings.threads, cell.connections) * agents);
+  sc.connections = static_cast<uint32_t>(cell.connections);
+  sc.duration_s = std::chrono::duration<double>(settings.duration).count();
+  sc.rate = static_cast<double>(settings.rate);
+  sc.keep_alive = settings.keep_alive;
+  sc.pipeline = static_cast<uint32_t>(settings.pipeline);
+  sc.protocol = std::string(ToString(WireProtocol(target.protocol, target.scheme)));
+  if (IsHttp2(target.protocol)) sc.streams = static_cast<uint32_t>(settings.streams);
+  if (settings.grpc) {
+    const wire::JobGrpc call = GrpcJob(*settings.grpc);
+    sc.url = std::string(ToString(target.scheme)) + "://" + target.host + ":" + std::to_string(target.port);
+    sc.grpc_method = "/" + call.method;
+    sc.grpc_kind = std::string(ToString(call.kind));
+  }
+  sc.latency_distribution = true;
+  return sc;
+}
+
+}  // namespace
+
 report::CellRecord CellRecordFrom(const api::ScenarioSettings& settings, const api::Cell& cell,
                                   const TargetPlacement& target, const CellMeasurement& m) {
   EndReport end = m.end;
@@ -188,67 +271,10 @@ report::CellRecord CellRecordFrom(const api::ScenarioSettings& settings, const a
   r.transfer_per_second = static_cast<double>(c.bytes_read) / secs;
   r.bytes_per_response = c.requests ? static_cast<double>(c.bytes_read) / static_cast<double>(c.requests) : 0.0;
   r.latency = LatencyOf(measured.latency);
-  r.errors.connect = c.errors.connect;
-  r.errors.read = c.errors.read;
-  r.errors.write = c.errors.write;
-  r.errors.timeout = c.errors.timeout;
-  r.errors.status = c.errors.status;
-  r.errors.port_exhaustion = c.errors.port_exhaustion;
-  r.errors.handshake = c.errors.handshake;
-  r.errors.goaway = c.errors.goaway;
-  r.errors.rst_stream = c.errors.rst_stream;
-  r.errors.h2_protocol = c.errors.h2_protocol;
-  r.errors.script = c.errors.script;
-  if (settings.grpc) {
-    // Calls are the cell's requests; one that ended other than as expected
-    // is a status error, one gRPC does not allow a protocol error.
-    const GrpcCounts& g = c.grpc;
-    api::GrpcCalls calls;
-    for (size_t code = 0; code < g.status.size(); ++code) {
-      if (g.status[code] > 0) calls.statuses.push_back(api::GrpcStatusCount{static_cast<api::GrpcCode>(code), g.status[code]});
-    }
-    calls.status_other = g.status_other;
-    calls.no_status = g.no_status;
-    calls.bad_status = g.bad_status;
-    calls.truncated = g.truncated;
-    calls.bad_flag = g.bad_flag;
-    calls.too_large = g.too_large;
-    calls.unary_messages = g.unary_messages;
-    calls.messages = g.messages;
-    if (measured.first_message.count() > 0 && settings.grpc->kind != api::GrpcCallSpec::Kind::kUnary) {
-      calls.first_message_latency = LatencyOf(measured.first_message);
-      calls.last_message_latency = LatencyOf(measured.last_message);
-    }
-    const auto expected = static_cast<size_t>(settings.expect.grpc_status.value_or(api::GrpcCode::kOk));
-    r.errors.status += g.Calls() - g.status[expected];
-    r.errors.grpc_protocol = g.ProtocolErrors();
-    r.grpc = std::move(calls);
-  }
-  if (target.https) {
-    api::TlsHandshakes tls;
-    tls.count = c.tls_handshakes;
-    tls.resumed = c.tls_resumed;
-    tls.mean = c.tls_handshakes ? static_cast<double>(c.tls_handshake_time_us) / static_cast<double>(c.tls_handshakes) : 0.0;
-    tls.per_second = static_cast<double>(c.tls_handshakes) / secs;
-    r.tls = tls;
-  }
-  if (settings.vary) {
-    api::AnswerChecks a = m.answer_headers.value_or(api::AnswerChecks{});
-    a.verified = c.answers.verified;
-    a.failed = c.answers.failed;
-    a.without_date = c.answers.without_date;
-    a.date_frozen = c.answers.date_frozen > 0;
-    if (a.failed > 0) {
-      // A server that caches or makes up its answers is not measured
-      // doing the work: its numbers are kept, but the cell is not a result.
-      r.state = api::CellState::kFailed;
-      r.reason = api::CellReason::kAnswersNotVerified;
-      r.message = std::to_string(a.failed) + " of " + std::to_string(a.verified) +
-                  " sampled answers differed from the expectation with their own request's number for {n}: "
-                  "the server's answers are cached or made up";
-    }
-    r.answers = a;
-  }
+  PutErrors(c, r.errors);
+  if (settings.grpc) PutGrpcCalls(settings, measured, r);
+  if (target.scheme == Scheme::kHttps) r.tls = TlsOf(c, secs);
+  if (settings.vary) PutAnswerChecks(c, m.answer_headers, r);
   r.status_classes.c1xx = c.status_classes[1];
   r.status_classes.c2xx = c.status_classes[2];
   r.status_classes.c3xx = c.status_classes[3];
@@ -265,25 +291,7 @@ report::CellRecord CellRecordFrom(const api::ScenarioSettings& settings, const a
   rec.latency_histogram = Base64Encode(measured.latency.EncodeCompressed());
   if (settings.rate > 0) rec.uncorrected_histogram = Base64Encode(measured.uncorrected.EncodeCompressed());
   rec.latency_corrected = settings.rate > 0;
-  SummaryContext sc;
-  const std::string path = settings.requests.empty() ? "/" : settings.requests.front().request.path;
-  sc.url = std::string(target.https ? "https://" : "http://") + target.host + ":" + std::to_string(target.port) + path;
-  sc.threads = static_cast<uint32_t>(std::min<int64_t>(settings.threads, cell.connections) * m.agents);
-  sc.connections = static_cast<uint32_t>(cell.connections);
-  sc.duration_s = std::chrono::duration<double>(settings.duration).count();
-  sc.rate = static_cast<double>(settings.rate);
-  sc.keep_alive = settings.keep_alive;
-  sc.pipeline = static_cast<uint32_t>(settings.pipeline);
-  sc.protocol = std::string(ToString(WireProtocol(target.protocol, target.https ? Scheme::kHttps : Scheme::kHttp)));
-  if (IsHttp2(target.protocol)) sc.streams = static_cast<uint32_t>(settings.streams);
-  if (settings.grpc) {
-    const wire::JobGrpc call = GrpcJob(*settings.grpc);
-    sc.url = std::string(target.https ? "https://" : "http://") + target.host + ":" + std::to_string(target.port);
-    sc.grpc_method = "/" + call.method;
-    sc.grpc_kind = call.kind.empty() ? "unknown" : call.kind;
-  }
-  sc.latency_distribution = true;
-  rec.wrk_text = RenderText(sc, m.totals, end);
+  rec.wrk_text = RenderText(SummaryOf(settings, cell, target, m.agents), m.totals, end);
   rec.agents = static_cast<uint32_t>(m.agents);
   rec.connections_peak = end.connections_peak;
   rec.drained = end.drained;

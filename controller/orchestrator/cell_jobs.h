@@ -21,9 +21,6 @@ namespace fairbench::controller {
 // How long before the load's start the jobs are sent, so that every agent
 // has its connections open when it begins (agents open about 50 per
 // millisecond per thread, so the lead grows with the connections).
-// The LoadJob's idle_wait for a BenchmarkRun's load.idleWait.
-std::string IdleWaitSetting(api::IdleWaitMode mode);
-
 // A gRPC scenario's call as jobs carry it (resolved: request_message and
 // kind set by api::ResolveGrpcCalls); metadata keys lower-cased.
 wire::JobGrpc GrpcJob(const api::GrpcCallSpec& call);

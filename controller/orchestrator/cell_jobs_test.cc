@@ -49,14 +49,14 @@ TEST(CellJobsTest, ProtocolAndStreamsReachEveryJob) {
   settings.keep_alive = true;
   settings.streams = 10;
   TargetPlacement where{"node-a", "10.0.0.7", 8443};
-  where.https = true;
+  where.scheme = Scheme::kHttps;
   where.protocol = Protocol::kH2;
   const auto jobs = BuildCellJobs(settings, CellOf(4), where, 2, std::chrono::system_clock::now(), "j");
   ASSERT_EQ(jobs.size(), 2u);
   for (const wire::JobSpec& j : jobs) {
     EXPECT_EQ(j.protocol, Protocol::kH2);
     EXPECT_EQ(j.streams, 10u);
-    EXPECT_TRUE(j.https);
+    EXPECT_EQ(j.scheme, Scheme::kHttps);
   }
   where.protocol = Protocol::kHttp1;
   EXPECT_EQ(BuildCellJobs(settings, CellOf(4), where, 1, std::chrono::system_clock::now(), "j")[0].protocol,
@@ -97,12 +97,12 @@ TEST(CellJobsTest, GrpcCallsReachEveryJobAsHttp2) {
     EXPECT_EQ(j.grpc->message, "\x0a\x02hi");
     EXPECT_EQ(j.grpc->metadata, (std::vector<std::pair<std::string, std::string>>{{"x-tenant", "blue"}}));
     EXPECT_EQ(j.grpc->deadline, 3s);
-    EXPECT_EQ(j.grpc->kind, "server-streaming");
+    EXPECT_EQ(j.grpc->kind, GrpcCallKind::kServerStreaming);
     EXPECT_EQ(j.timeout, 4s);
     EXPECT_EQ(j.streams, 10u);
     EXPECT_TRUE(wire::FromProto([&] { v1::LoadJob m; wire::ToProto(j, &m); return m; }()).ok());
   }
-  where.https = true;
+  where.scheme = Scheme::kHttps;
   EXPECT_EQ(BuildCellJobs(GrpcSettings(), CellOf(4), where, 1, std::chrono::system_clock::now(), "j")[0].protocol,
             Protocol::kH2);
 }
@@ -158,14 +158,10 @@ TEST(CellJobsTest, GrpcRecordCountsCallsByStatusAgainstTheExpectedOne) {
 TEST(CellJobsTest, IdleWaitReachesEveryJob) {
   api::ScenarioSettings settings = Settings();
   const TargetPlacement where{"node-a", "10.0.0.7", 8080};
-  const std::pair<api::IdleWaitMode, const char*> cases[] = {{api::IdleWaitMode::kAuto, "auto"},
-                                                             {api::IdleWaitMode::kBlock, "block"},
-                                                             {api::IdleWaitMode::kNap, "nap"},
-                                                             {api::IdleWaitMode::kPoll, "poll"}};
-  for (const auto& [mode, setting] : cases) {
+  for (const auto& [mode, name] : kIdleWaitModeNames) {
     settings.idle_wait = mode;
     for (const wire::JobSpec& j : BuildCellJobs(settings, CellOf(4), where, 2, std::chrono::system_clock::now(), "j")) {
-      EXPECT_EQ(j.idle_wait, setting);
+      EXPECT_EQ(j.idle_wait, mode) << name;
     }
   }
 }
@@ -274,15 +270,15 @@ TEST(CellJobsTest, WhatTheAgentsRefuseOfRateAndPipelineTheSpecRefuses) {
 // from the cell's record, the wrk text naming http.
 TEST(CellJobsTest, HttpsTargetsCarryTheSchemeAndHandshakes) {
   TargetPlacement where{"n", "127.0.0.1", 8443};
-  where.https = true;
+  where.scheme = Scheme::kHttps;
   const auto jobs = BuildCellJobs(Settings(), CellOf(4), where, 2, std::chrono::system_clock::now(), "j");
   for (const wire::JobSpec& job : jobs) {
-    EXPECT_TRUE(job.https);
+    EXPECT_EQ(job.scheme, Scheme::kHttps);
     v1::LoadJob proto;
     wire::ToProto(job, &proto);
     auto back = wire::FromProto(proto);
     ASSERT_TRUE(back.ok());
-    EXPECT_TRUE(back->https);
+    EXPECT_EQ(back->scheme, Scheme::kHttps);
   }
   CellMeasurement m;
   Snapshot s;

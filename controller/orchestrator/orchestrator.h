@@ -95,6 +95,28 @@ class Orchestrator {
 
  private:
   struct RunState;
+  // One target's visit: slot → deploy → verify → cells → teardown
+  // (target_visit.cc).
+  class TargetVisit;
+  // One measurement of one cell (cell_run.cc).
+  class CellRun;
+  // One deployment of a target in the run's schedule: its unfinished cells,
+  // all of them (repetition 0) or those of one repetition (interleaved).
+  struct Visit {
+    size_t target;
+    int32_t repetition;
+  };
+  // The steps of Run(), in order.
+  Status KeepEarlier(RunState& state, report::RunRecord& earlier);
+  std::vector<Visit> Schedule(RunState& state, const report::RunRecord* earlier);
+  Status Start(RunState& state, bool resumed);
+  Status VisitTarget(RunState& state, const Visit& visit);
+  Status Finish(RunState& state);
+  // The record's environment from the platform, with the earlier notes kept.
+  void Describe(RunState& state);
+  // Saves the whole record and tells the observer.
+  Status Persist(RunState& state);
+
   enum class TargetOutcome { kDone, kSlotLost, kStopped };
   TargetOutcome RunTarget(RunState& state, size_t target_index, const std::vector<const api::Cell*>& todo,
                           Status* error);

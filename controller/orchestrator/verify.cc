@@ -40,12 +40,12 @@ std::string Clip(const std::string& s, size_t n = 80) {
 // A gRPC scenario: its call made once with grpc++ (not the agents' own
 // framing), answered with the expected status and, with expect.json, the
 // expected response message.
-Status VerifyGrpcCall(const std::string& host, uint16_t port, bool https, const api::ScenarioSettings& settings) {
+Status VerifyGrpcCall(const std::string& host, uint16_t port, Scheme scheme, const api::ScenarioSettings& settings) {
   const api::GrpcCallSpec& g = *settings.grpc;
   GrpcProbeRequest call;
   call.host = host;
   call.port = port;
-  call.tls = https;
+  call.tls = scheme == Scheme::kHttps;
   call.method = g.method;
   call.message = g.request_message;
   for (const auto& [k, v] : GrpcJob(g).metadata) call.metadata.emplace_back(k, v);
@@ -233,9 +233,9 @@ Result<api::AnswerChecks> ReadAnswerToEnd(const std::string& host, uint16_t port
   return found;
 }
 
-Status VerifyScenario(const std::string& host, uint16_t port, bool https, const api::ScenarioSettings& settings,
+Status VerifyScenario(const std::string& host, uint16_t port, Scheme scheme, const api::ScenarioSettings& settings,
                       Protocol protocol) {
-  if (settings.grpc) return VerifyGrpcCall(host, port, https, settings);
+  if (settings.grpc) return VerifyGrpcCall(host, port, scheme, settings);
   const std::vector<api::WeightedRequest>& requests = settings.requests;
   for (size_t i = 0; i < requests.size(); ++i) {
     const api::Request r = VariedRequest(requests[i].request, settings);
@@ -243,7 +243,7 @@ Status VerifyScenario(const std::string& host, uint16_t port, bool https, const 
     p.method = r.method;
     p.host = host;
     p.port = port;
-    p.https = https;
+    p.scheme = scheme;
     p.protocol = protocol;
     p.path = r.path;
     for (const auto& [k, v] : r.headers) p.headers.emplace_back(k, v);

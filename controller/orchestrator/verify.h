@@ -20,7 +20,7 @@ namespace fairbench::controller {
 // the agents will speak.
 // With vary, "{n}" in the request and the expectation is one number of the
 // scenario's seed.
-Status VerifyScenario(const std::string& host, uint16_t port, bool https, const api::ScenarioSettings& settings,
+Status VerifyScenario(const std::string& host, uint16_t port, Scheme scheme, const api::ScenarioSettings& settings,
                       Protocol protocol = Protocol::kHttp1);
 
 // A scenario with vary, on a plain HTTP/1.1 target: its request (with a

@@ -39,11 +39,11 @@ std::unique_ptr<MisbehavingServerFixture> Start(MisbehavingMode mode) {
 TEST(VerifyAnswerTest, HonestEcho) {
   auto server = Start(MisbehavingMode::kEcho);
   ASSERT_NE(server, nullptr);
-  const Status ok = VerifyScenario("127.0.0.1", server->port(), false, EchoSettings());
+  const Status ok = VerifyScenario("127.0.0.1", server->port(), Scheme::kHttp, EchoSettings());
   EXPECT_TRUE(ok.ok()) << ok.ToString();
   api::ScenarioSettings wrong = EchoSettings();
   wrong.expect.body = "x{n}";
-  EXPECT_FALSE(VerifyScenario("127.0.0.1", server->port(), false, wrong).ok());
+  EXPECT_FALSE(VerifyScenario("127.0.0.1", server->port(), Scheme::kHttp, wrong).ok());
   auto found = ReadAnswerToEnd("127.0.0.1", server->port(), EchoSettings());
   ASSERT_TRUE(found.ok()) << found.status().ToString();
   EXPECT_FALSE(found->content_length.has_value());

@@ -30,9 +30,9 @@ TEST(VerifyHttpsTest, HttpsTargetsAreCheckedOverTls) {
   settings.requests = {hello};
   settings.expect.status = 200;
   settings.expect.body = "Hello, World!";
-  const Status ok = VerifyScenario("127.0.0.1", nginx.port(), /*https=*/true, settings);
+  const Status ok = VerifyScenario("127.0.0.1", nginx.port(), Scheme::kHttps, settings);
   EXPECT_TRUE(ok.ok()) << ok.ToString();
-  const Status plain = VerifyScenario("127.0.0.1", nginx.port(), /*https=*/false, settings);
+  const Status plain = VerifyScenario("127.0.0.1", nginx.port(), Scheme::kHttp, settings);
   EXPECT_FALSE(plain.ok());
   EXPECT_NE(plain.message().find("got 400"), std::string::npos) << plain.message();
   ASSERT_TRUE(nginx.Stop().ok());
@@ -63,9 +63,9 @@ TEST(VerifyHttpsTest, Http2TargetsAreCheckedInHttp2) {
   h2c.http2 = true;
   testing::NginxFixture plain(h2c);
   ASSERT_TRUE(plain.Start().ok());
-  const Status ok = VerifyScenario("127.0.0.1", plain.port(), false, settings, Protocol::kH2c);
+  const Status ok = VerifyScenario("127.0.0.1", plain.port(), Scheme::kHttp, settings, Protocol::kH2c);
   EXPECT_TRUE(ok.ok()) << ok.ToString();
-  EXPECT_FALSE(VerifyScenario("127.0.0.1", plain.port(), false, settings, Protocol::kHttp1).ok());
+  EXPECT_FALSE(VerifyScenario("127.0.0.1", plain.port(), Scheme::kHttp, settings, Protocol::kHttp1).ok());
 
   for (const bool http2 : {true, false}) {
     testing::NginxOptions o;
@@ -75,7 +75,7 @@ TEST(VerifyHttpsTest, Http2TargetsAreCheckedInHttp2) {
     o.tls->certificate_key = certs->self_key;
     testing::NginxFixture nginx(o);
     ASSERT_TRUE(nginx.Start().ok());
-    const Status s = VerifyScenario("127.0.0.1", nginx.port(), true, settings, Protocol::kH2);
+    const Status s = VerifyScenario("127.0.0.1", nginx.port(), Scheme::kHttps, settings, Protocol::kH2);
     EXPECT_EQ(s.ok(), http2) << s.ToString();
   }
 }

@@ -26,7 +26,7 @@ Result<ProbeResponse> HttpProbe(const ProbeRequest& r) {
   CURL* curl = curl_easy_init();
   if (curl == nullptr) return Status::Internal("curl_easy_init failed");
   const bool v6 = r.host.find(':') != std::string::npos;
-  const std::string url = std::string(r.https ? "https://" : "http://") + (v6 ? "[" + r.host + "]" : r.host) + ":" + std::to_string(r.port) + r.path;
+  const std::string url = std::string(ToString(r.scheme)) + "://" + (v6 ? "[" + r.host + "]" : r.host) + ":" + std::to_string(r.port) + r.path;
   ProbeResponse out;
   curl_slist* headers = nullptr;
   for (const auto& [k, v] : r.headers) headers = curl_slist_append(headers, (k + ": " + v).c_str());
@@ -36,12 +36,12 @@ Result<ProbeResponse> HttpProbe(const ProbeRequest& r) {
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
-  if (r.https) {
+  if (r.scheme == Scheme::kHttps) {
     curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
     curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
   }
   // A gRPC target's port speaks HTTP/2 as its scheme says.
-  switch (WireProtocol(r.protocol, r.https ? Scheme::kHttps : Scheme::kHttp)) {
+  switch (WireProtocol(r.protocol, r.scheme)) {
     case Protocol::kGrpc:  // not after WireProtocol
     case Protocol::kH2c:
       curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
@@ -70,7 +70,7 @@ Result<ProbeResponse> HttpProbe(const ProbeRequest& r) {
     if (ct != nullptr) out.content_type = ct;
     long version = 0;
     curl_easy_getinfo(curl, CURLINFO_HTTP_VERSION, &version);
-    if (WireProtocol(r.protocol, r.https ? Scheme::kHttps : Scheme::kHttp) == Protocol::kH2 && version != CURL_HTTP_VERSION_2_0) {
+    if (WireProtocol(r.protocol, r.scheme) == Protocol::kH2 && version != CURL_HTTP_VERSION_2_0) {
       // libcurl falls back to HTTP/1.1 when ALPN does not choose h2; the
       // agents would not.
       status = Status::FailedPrecondition(r.method + " " + url + ": protocol h2, but the server did not choose h2 by ALPN");

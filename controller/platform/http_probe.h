@@ -19,7 +19,7 @@ struct ProbeRequest {
   std::string method = "GET";
   std::string host;
   uint16_t port = 0;
-  bool https = false;  // TLS, the certificate not verified (as the agents do by default)
+  Scheme scheme = Scheme::kHttp;  // https: TLS, the certificate not verified (as the agents do by default)
   // h2: HTTP/2 over TLS, and an error when ALPN does not choose it; h2c:
   // HTTP/2 with prior knowledge.
   Protocol protocol = Protocol::kHttp1;

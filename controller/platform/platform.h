@@ -65,7 +65,7 @@ struct TargetPlacement {
   std::string node;  // the machine or Kubernetes node it runs on
   std::string host;  // address agents connect to
   uint16_t port = 0;
-  bool https = false;  // the target's scheme (set by the orchestrator from the run file)
+  Scheme scheme = Scheme::kHttp;         // the target's (set by the orchestrator from the run file)
   Protocol protocol = Protocol::kHttp1;  // likewise
 };
 

@@ -15,7 +15,7 @@ ReadyCheck ReadyCheck::For(const api::Target& target, std::string host, uint16_t
   ReadyCheck c;
   c.host = std::move(host);
   c.port = port;
-  c.https = target.scheme == Scheme::kHttps;
+  c.scheme = target.scheme;
   c.protocol = api::EffectiveProtocol(target);
   c.readiness = api::EffectiveReadiness(target);
   return c;
@@ -27,7 +27,7 @@ Status ProbeReady(const ReadyCheck& c, std::chrono::milliseconds timeout) {
     r.host = c.host;
     r.port = c.port;
     r.path = c.readiness.path;
-    r.https = c.https;
+    r.scheme = c.scheme;
     r.protocol = c.protocol;
     r.timeout = timeout;
     auto response = HttpProbe(r);
@@ -38,7 +38,7 @@ Status ProbeReady(const ReadyCheck& c, std::chrono::milliseconds timeout) {
     GrpcProbeRequest call;
     call.host = c.host;
     call.port = c.port;
-    call.tls = c.https;
+    call.tls = c.scheme == Scheme::kHttps;
     call.method = *grpc.method;
     call.deadline = timeout;
     auto answer = GrpcProbeCall(call);
@@ -48,7 +48,7 @@ Status ProbeReady(const ReadyCheck& c, std::chrono::milliseconds timeout) {
     return Status::Unavailable(*grpc.method + " answered UNAVAILABLE" +
                                (answer->grpc_message.empty() ? "" : ": " + answer->grpc_message));
   }
-  auto health = GrpcHealthCheck(c.host, c.port, c.https, grpc.service, timeout);
+  auto health = GrpcHealthCheck(c.host, c.port, c.scheme == Scheme::kHttps, grpc.service, timeout);
   if (!health.ok()) return health.status();
   if (health->ok()) return Status::Ok();
   return Status::Unavailable("grpc.health.v1.Health/Check" + (grpc.service.empty() ? std::string() : " of \"" + grpc.service + "\"") +

@@ -22,7 +22,7 @@ namespace fairbench::controller {
 struct ReadyCheck {
   std::string host;
   uint16_t port = 0;
-  bool https = false;
+  Scheme scheme = Scheme::kHttp;
   Protocol protocol = Protocol::kHttp1;  // the target's, gRPC included
   api::Readiness readiness;
 

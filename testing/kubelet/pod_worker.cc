@@ -875,7 +875,7 @@ ProbeOutcome RunProbe(const KubeletConfig& config, const ProbeCall& call) {
   controller::ProbeRequest request;
   request.host = call.host;
   request.port = static_cast<uint16_t>(call.port);
-  request.https = jr::String(get, "scheme") == "HTTPS";
+  request.scheme = jr::String(get, "scheme") == "HTTPS" ? Scheme::kHttps : Scheme::kHttp;
   request.path = jr::String(get, "path").empty() ? "/" : jr::String(get, "path");
   request.headers = {{"User-Agent", "kube-probe/1.30"}};
   for (const Json& h : get.value("httpHeaders", Json::array())) {
@@ -885,7 +885,7 @@ ProbeOutcome RunProbe(const KubeletConfig& config, const ProbeCall& call) {
   auto res = controller::HttpProbe(request);
   out.ok = res.ok() && res->status >= 200 && res->status < 400;
   if (!res.ok()) {
-    out.output = std::string("Get \"") + (request.https ? "https" : "http") + "://" + call.host + ":" +
+    out.output = std::string("Get \"") + std::string(ToString(request.scheme)) + "://" + call.host + ":" +
                  std::to_string(call.port) + request.path + "\": " + res.status().message();
   } else if (!out.ok) {
     out.output = "HTTP probe failed with statuscode: " + std::to_string(res->status);
