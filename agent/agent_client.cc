@@ -146,7 +146,8 @@ Status AgentClient::Session() {
   v1::Hello* h = hello.mutable_hello();
   h->set_agent_id(options_.agent_id);
   h->set_node(options_.node);
-  h->set_cores(static_cast<uint32_t>(options_.cpus.empty() ? sysconf(_SC_NPROCESSORS_ONLN) : static_cast<long>(options_.cpus.size())));
+  h->set_cores(static_cast<uint32_t>(options_.cpus.empty() ? sysconf(_SC_NPROCESSORS_ONLN)
+                                                           : static_cast<long>(options_.cpus.size())));
   h->set_version(FAIRBENCH_VERSION);
   h->set_token(options_.token);
   h->set_cpu_view(CpuViewToJson(ReadCpuView()).dump());
@@ -160,9 +161,7 @@ Status AgentClient::Session() {
         welcomed = true;
         spdlog::info("connected to controller {} as {}", options_.controller, options_.agent_id);
         break;
-      case v1::ControllerMessage::kLoadJob:
-        StartJob(msg.load_job());
-        break;
+      case v1::ControllerMessage::kLoadJob: StartJob(msg.load_job()); break;
       case v1::ControllerMessage::kCancel: {
         std::lock_guard<std::mutex> lock(mu_);
         if (engine_ != nullptr && msg.cancel().job_id() == job_id_) {
@@ -171,8 +170,7 @@ Status AgentClient::Session() {
         }
         break;
       }
-      case v1::ControllerMessage::BODY_NOT_SET:
-        break;
+      case v1::ControllerMessage::BODY_NOT_SET: break;
     }
   }
   // The stream is gone: no load without a controller (invariant 1).
@@ -317,7 +315,8 @@ void AgentClient::RunJob(v1::LoadJob job) {
     d->set_script_output(output);
   }
   Write(done);
-  spdlog::info("job {} done: {} requests{}", job.job_id(), totals.requests, end.stopped_early ? " (stopped early)" : "");
+  spdlog::info("job {} done: {} requests{}", job.job_id(), totals.requests,
+               end.stopped_early ? " (stopped early)" : "");
 }
 
 void AgentClient::StopJob() {

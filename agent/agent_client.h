@@ -36,8 +36,8 @@
 namespace fairbench::agent {
 
 struct AgentTls {
-  std::string ca_file;      // verify the controller against it; empty: plain text
-  std::string cert_file;    // this agent's certificate (mutual TLS), with key_file
+  std::string ca_file;    // verify the controller against it; empty: plain text
+  std::string cert_file;  // this agent's certificate (mutual TLS), with key_file
   std::string key_file;
   std::string server_name;  // the name expected in the controller's certificate (default: the host dialed)
   bool enabled() const { return !ca_file.empty(); }

@@ -82,7 +82,8 @@ TEST_F(AgentCliTest, BadInputGetsOneLineAndExitCodeTwo) {
       {{"load", "ftp://127.0.0.1/"}, "unsupported scheme 'ftp'"},
       {{"load", "https://127.0.0.1:1/", "--verify", "--target-ca-file", body_dir + "/absent.pem"},
        "--target-ca-file: cannot read '" + body_dir + "/absent.pem'"},
-      {{"load", "https://127.0.0.1:1/", "--verify", "--target-ca-file", body_dir + "/not-a-ca.pem"}, "--target-ca-file: "},
+      {{"load", "https://127.0.0.1:1/", "--verify", "--target-ca-file", body_dir + "/not-a-ca.pem"},
+       "--target-ca-file: "},
       {{"load", "https://127.0.0.1:1/", "--target-ca-file", body_dir + "/not-a-ca.pem"},
        "--target-ca-file: only used with --verify"},
       {{"load", "https://127.0.0.1:1/", "--verify=maybe"}, "--verify"},
@@ -97,8 +98,10 @@ TEST_F(AgentCliTest, BadInputGetsOneLineAndExitCodeTwo) {
       {{"load", "http://127.0.0.1:1/", "--bogus"}, "--bogus"},
       {{"load", "http://127.0.0.1:1/", "-H", "NoColon"}, "must look like 'Name: value'"},
       {{"load", "http://127.0.0.1:1/", "--body", "x", "--body-file", "y"}, "excludes"},
-      {{"load", "http://127.0.0.1:1/", "--requests", body_dir + "/mix.yaml"}, "mix.yaml:3:5: requests[0].wieght: unknown field"},
-      {{"load", "http://127.0.0.1:1/", "--rate", "10", "--pipeline", "2"}, "constant rate cannot be combined with pipelining"},
+      {{"load", "http://127.0.0.1:1/", "--requests", body_dir + "/mix.yaml"},
+       "mix.yaml:3:5: requests[0].wieght: unknown field"},
+      {{"load", "http://127.0.0.1:1/", "--rate", "10", "--pipeline", "2"},
+       "constant rate cannot be combined with pipelining"},
       {{"load", "http://127.0.0.1:1/", "-c", "100000", "-t", "1"}, "open files"},
       {{"load", "http://127.0.0.1:1/", "--cpus", "1-a"}, "--cpus: \"1-a\" is not a CPU list"},
       {{"load", "http://127.0.0.1:1/", "--cpus", "1023"}, "--cpus: CPU list '1023': CPU 1023 is outside 0-"},
@@ -111,18 +114,26 @@ TEST_F(AgentCliTest, BadInputGetsOneLineAndExitCodeTwo) {
       {{"load", "http://127.0.0.1:1/", "--streams", "10"}, "--streams: only with --h2, --h2c or --grpc"},
       {{"load", "http://127.0.0.1:1/", "--h2c", "--streams", "0"}, "--streams: must be between 1 and 65536"},
       {{"load", "http://127.0.0.1:1/", "--h2c", "--streams", "ten"}, "--streams: "},
-      {{"load", "http://127.0.0.1:1/", "--h2-stream-window", "1M"}, "--h2-stream-window: only with --h2, --h2c or --grpc"},
-      {{"load", "http://127.0.0.1:1/", "--h2c", "--h2-stream-window", "4G"}, "--h2-stream-window: must be between 1 and 2147483647"},
-      {{"load", "http://127.0.0.1:1/", "--h2c", "--h2-connection-window", "x"}, "--h2-connection-window: 'x' is not a size"},
-      {{"load", "http://127.0.0.1:1/", "--h2c", "--rate", "100", "--pipeline", "2"}, "--pipeline cannot be combined with --h2c"},
-      {{"load", "http://127.0.0.1:1", "--grpc", "a.B/C", "--rate", "100", "--pipeline", "2"}, "--pipeline cannot be combined with --grpc"},
+      {{"load", "http://127.0.0.1:1/", "--h2-stream-window", "1M"},
+       "--h2-stream-window: only with --h2, --h2c or --grpc"},
+      {{"load", "http://127.0.0.1:1/", "--h2c", "--h2-stream-window", "4G"},
+       "--h2-stream-window: must be between 1 and 2147483647"},
+      {{"load", "http://127.0.0.1:1/", "--h2c", "--h2-connection-window", "x"},
+       "--h2-connection-window: 'x' is not a size"},
+      {{"load", "http://127.0.0.1:1/", "--h2c", "--rate", "100", "--pipeline", "2"},
+       "--pipeline cannot be combined with --h2c"},
+      {{"load", "http://127.0.0.1:1", "--grpc", "a.B/C", "--rate", "100", "--pipeline", "2"},
+       "--pipeline cannot be combined with --grpc"},
       {{"load", "http://127.0.0.1:1/", "--h2c", "--pipeline", "4"}, "--pipeline cannot be combined with --h2c"},
       {{"load", "http://127.0.0.1:1/", "--h2c", "--no-keep-alive"}, "--no-keep-alive cannot be combined with --h2c"},
       {{"load", "http://127.0.0.1:1/", "--h2c", "-H", "Connection: close"}, "Connection"},
-      {{"load", "http://127.0.0.1:1/", "--idle-wait", "spin"}, "--idle-wait: must be auto, block, nap or poll, got 'spin'"},
+      {{"load", "http://127.0.0.1:1/", "--idle-wait", "spin"},
+       "--idle-wait: must be auto, block, nap or poll, got 'spin'"},
       {{"load", "http://127.0.0.1:1/", "--busy-poll", "--idle-wait", "nap"}, "excludes"},
-      {{"load", "http://127.0.0.1:1/e/{n}", "--vary-every", "10"}, "--vary-every: needs --expect-body or --expect-json with {n}"},
-      {{"load", "http://127.0.0.1:1/e/{n}", "--vary-every", "10", "--h2c", "--expect-body", "{n}"}, "--vary-every: one request over HTTP/1.1"},
+      {{"load", "http://127.0.0.1:1/e/{n}", "--vary-every", "10"},
+       "--vary-every: needs --expect-body or --expect-json with {n}"},
+      {{"load", "http://127.0.0.1:1/e/{n}", "--vary-every", "10", "--h2c", "--expect-body", "{n}"},
+       "--vary-every: one request over HTTP/1.1"},
       {{"load", "http://127.0.0.1:1/", "--expect-body", "x"}, "--expect-body and --expect-json are for --vary-every"},
   };
   for (const auto& [args, expected] : cases) {
@@ -144,15 +155,17 @@ TEST_F(AgentCliTest, VaryEveryChecksAnswers) {
     auto server = testing::MisbehavingServerFixture::Start(fo);
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     const std::string json_path = (dir_->path() / "vary.json").string();
-    const Outcome o = Agent({"load", "http://127.0.0.1:" + std::to_string((*server)->port()) + "/echo/{n}", "-t", "1", "-c",
-                             "2", "-d", "500ms", "--vary-every", "10", "--expect-body", "{n}", "--json", json_path});
+    const Outcome o =
+        Agent({"load", "http://127.0.0.1:" + std::to_string((*server)->port()) + "/echo/{n}", "-t", "1", "-c", "2",
+               "-d", "500ms", "--vary-every", "10", "--expect-body", "{n}", "--json", json_path});
     ASSERT_EQ(o.code, 0) << o.err;
     EXPECT_NE(o.out.find("Answers sampled and verified: "), std::string::npos) << o.out;
     std::ifstream in(json_path);
     const nlohmann::json j = nlohmann::json::parse(in);
     const uint64_t verified = j["answers"]["verified"].get<uint64_t>();
     EXPECT_GT(verified, 0u);
-    EXPECT_EQ(j["answers"]["failed"].get<uint64_t>(), mode == testing::MisbehavingMode::kEcho ? 0u : verified) << j["answers"];
+    EXPECT_EQ(j["answers"]["failed"].get<uint64_t>(), mode == testing::MisbehavingMode::kEcho ? 0u : verified)
+        << j["answers"];
   }
 }
 
@@ -164,7 +177,8 @@ TEST_F(AgentCliTest, PrintsWrksLayoutLineForLine) {
   const std::string url = "http://127.0.0.1:" + std::to_string(nginx.port()) + "/";
   const Outcome wrk = RunCommand({"wrk", "-t2", "-c10", "-d1s", "--latency", url}, dir_->path());
   ASSERT_EQ(wrk.code, 0) << wrk.err << " (wrk is installed by scripts/setup)";
-  const Outcome ours = Agent({"load", url, "-t2", "-c10", "-d1s", "--latency", "--json", (dir_->path() / "r.json").string()});
+  const Outcome ours =
+      Agent({"load", url, "-t2", "-c10", "-d1s", "--latency", "--json", (dir_->path() / "r.json").string()});
   ASSERT_EQ(ours.code, 0) << ours.err;
   // Everything wrk prints, in the same order and the same shape; ours may
   // add lines (99.9 %, 99.99 %) and a block after "--- fairbench".
@@ -215,7 +229,8 @@ TEST_F(AgentCliTest, HttpsReportsHandshakesAndVerifies) {
   ASSERT_FALSE(j.is_discarded());
   EXPECT_EQ(j["tlsHandshakes"], 2);
   EXPECT_EQ(j["errors"]["handshake"], 0);
-  const Outcome bad = Agent({"load", url, "-t1", "-c2", "-d500ms", "--verify", "--json", (dir_->path() / "v.json").string()});
+  const Outcome bad =
+      Agent({"load", url, "-t1", "-c2", "-d500ms", "--verify", "--json", (dir_->path() / "v.json").string()});
   ASSERT_EQ(bad.code, 0) << bad.err;
   std::ifstream vin(dir_->path() / "v.json");
   const nlohmann::json v = nlohmann::json::parse(vin, nullptr, false);
@@ -225,7 +240,8 @@ TEST_F(AgentCliTest, HttpsReportsHandshakesAndVerifies) {
   ASSERT_TRUE(nginx.Stop().ok());
   auto log = nginx.AccessLog();
   ASSERT_TRUE(log.ok());
-  EXPECT_EQ(log->size(), j["requests"].get<uint64_t>() + j["drained"].get<uint64_t>()) << "only the run without --verify was served";
+  EXPECT_EQ(log->size(), j["requests"].get<uint64_t>() + j["drained"].get<uint64_t>())
+      << "only the run without --verify was served";
 }
 
 // HTTP/2 end to end through the command line, counted against nginx's
@@ -252,16 +268,19 @@ TEST_F(AgentCliTest, Http2CountsEqualTheAccessLog) {
     ASSERT_TRUE(nginx.Start().ok());
     const std::string url = std::string(tls ? "https" : "http") + "://127.0.0.1:" + std::to_string(nginx.port()) + "/";
     const std::string json = (dir_->path() / "h2.json").string();
-    const Outcome o = Agent({"load", url, tls ? "--h2" : "--h2c", "--streams", "10", "-t1", "-c2", "-d500ms", "--json", json});
+    const Outcome o =
+        Agent({"load", url, tls ? "--h2" : "--h2c", "--streams", "10", "-t1", "-c2", "-d500ms", "--json", json});
     ASSERT_EQ(o.code, 0) << o.err;
-    EXPECT_NE(o.out.find(std::string("Protocol: ") + (tls ? "h2" : "h2c") + ", up to 10 streams"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find(std::string("Protocol: ") + (tls ? "h2" : "h2c") + ", up to 10 streams"), std::string::npos)
+        << o.out;
     std::ifstream in(json);
     const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
     ASSERT_FALSE(j.is_discarded());
     EXPECT_EQ(j["protocol"], tls ? "h2" : "h2c");
     EXPECT_EQ(j["streams"], 10);
     EXPECT_GT(j["requests"].get<uint64_t>(), 100u);
-    for (const char* kind : {"connect", "read", "write", "timeout", "status", "handshake", "goaway", "rstStream", "h2Protocol"}) {
+    for (const char* kind :
+         {"connect", "read", "write", "timeout", "status", "handshake", "goaway", "rstStream", "h2Protocol"}) {
       EXPECT_EQ(j["errors"][kind], 0) << kind;
     }
     ASSERT_TRUE(nginx.Stop().ok());
@@ -275,7 +294,8 @@ TEST_F(AgentCliTest, Http2CountsEqualTheAccessLog) {
   options.tls->certificate_key = certs->self_key;
   testing::NginxFixture http1_only(options);
   ASSERT_TRUE(http1_only.Start().ok());
-  const Outcome refused = Agent({"load", "https://127.0.0.1:" + std::to_string(http1_only.port()) + "/", "--h2", "-t1", "-c2", "-d500ms"});
+  const Outcome refused =
+      Agent({"load", "https://127.0.0.1:" + std::to_string(http1_only.port()) + "/", "--h2", "-t1", "-c2", "-d500ms"});
   EXPECT_EQ(refused.code, 1);
   EXPECT_NE(refused.err.find("--h2: the server does not offer h2 in ALPN"), std::string::npos) << refused.err;
   EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
@@ -305,7 +325,8 @@ TEST_F(AgentCliTest, ConstantRateWithH2cIsKeptAndSaysTheLatencyIsCorrected) {
   ASSERT_TRUE(nginx.Start().ok());
   const std::string url = "http://127.0.0.1:" + std::to_string(nginx.port()) + "/";
   const std::string json = (dir_->path() / "rate.json").string();
-  const Outcome o = Agent({"load", url, "--h2c", "--streams", "4", "-t1", "-c4", "-d1s", "--rate", "1000", "--json", json});
+  const Outcome o =
+      Agent({"load", url, "--h2c", "--streams", "4", "-t1", "-c4", "-d1s", "--rate", "1000", "--json", json});
   ASSERT_EQ(o.code, 0) << o.err;
   EXPECT_NE(o.out.find("CORRECTED for coordinated omission"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("Uncorrected latency"), std::string::npos) << o.out;

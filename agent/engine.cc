@@ -53,12 +53,17 @@ Status ValidateOptions(const EngineOptions& o) {
   if (o.addresses.empty()) return Status::InvalidArgument("no target address");
   if (o.requests.empty() && o.script == nullptr) return Status::InvalidArgument("no request to send");
   if (o.script != nullptr) {
-    if (o.script->threads() != o.threads) return Status::InvalidArgument("the script has a state per thread: set up for " + std::to_string(o.script->threads()) + " threads, not " + std::to_string(o.threads));
+    if (o.script->threads() != o.threads)
+      return Status::InvalidArgument("the script has a state per thread: set up for " +
+                                     std::to_string(o.script->threads()) + " threads, not " +
+                                     std::to_string(o.threads));
     if (o.script->has_delay() && o.rate > 0) {
-      return Status::InvalidArgument("a script's delay() cannot be combined with a constant rate: each would set the pace");
+      return Status::InvalidArgument(
+          "a script's delay() cannot be combined with a constant rate: each would set the pace");
     }
     if (o.script->dynamic() && o.pipeline > 1) {
-      return Status::InvalidArgument("pipelining cannot be combined with a script's request(): it returns the requests to pipeline");
+      return Status::InvalidArgument(
+          "pipelining cannot be combined with a script's request(): it returns the requests to pipeline");
     }
   }
   if (o.threads == 0) return Status::InvalidArgument("threads must be ≥ 1");
@@ -77,19 +82,26 @@ Status ValidateOptions(const EngineOptions& o) {
                                    std::to_string(load_rules::RangeOf(load_rules::Count::kPipeline).max));
   }
   if (o.rate < 0 || !std::isfinite(o.rate)) return Status::InvalidArgument("rate must be ≥ 0");
-  if (o.rate > 0 && o.pipeline > 1) return Status::InvalidArgument("a constant rate cannot be combined with pipelining");
-  if (o.rate > 0 && o.rate < load_rules::kMinRate) return Status::InvalidArgument("rate must be at least 0.001 requests/s");
+  if (o.rate > 0 && o.pipeline > 1)
+    return Status::InvalidArgument("a constant rate cannot be combined with pipelining");
+  if (o.rate > 0 && o.rate < load_rules::kMinRate)
+    return Status::InvalidArgument("rate must be at least 0.001 requests/s");
   if (o.protocol != HttpProtocol::kHttp1) {
     const std::string p = HttpProtocolName(o.protocol);
-    if (o.protocol == HttpProtocol::kH2 && !o.tls.enabled) return Status::InvalidArgument("h2 needs TLS (an https target)");
-    if (o.protocol == HttpProtocol::kH2c && o.tls.enabled) return Status::InvalidArgument("h2c is HTTP/2 without TLS (an http target)");
-    if (o.pipeline > 1) return Status::InvalidArgument("pipelining cannot be combined with HTTP/2 (" + p + "): use streams");
+    if (o.protocol == HttpProtocol::kH2 && !o.tls.enabled)
+      return Status::InvalidArgument("h2 needs TLS (an https target)");
+    if (o.protocol == HttpProtocol::kH2c && o.tls.enabled)
+      return Status::InvalidArgument("h2c is HTTP/2 without TLS (an http target)");
+    if (o.pipeline > 1)
+      return Status::InvalidArgument("pipelining cannot be combined with HTTP/2 (" + p + "): use streams");
     if (!o.keep_alive) return Status::InvalidArgument("short connections cannot be combined with HTTP/2 (" + p + ")");
-    if (o.script == nullptr && o.h2_requests.size() != o.requests.size()) return Status::InvalidArgument("HTTP/2 requests not built");
+    if (o.script == nullptr && o.h2_requests.size() != o.requests.size())
+      return Status::InvalidArgument("HTTP/2 requests not built");
     if (Status s = ValidateH2Options(o.h2); !s.ok()) return s;
   }
   if (o.vary != nullptr) {
-    if (o.script != nullptr) return Status::InvalidArgument("vary cannot be combined with a script: the script makes the requests");
+    if (o.script != nullptr)
+      return Status::InvalidArgument("vary cannot be combined with a script: the script makes the requests");
     if (o.requests.size() != 1) return Status::InvalidArgument("vary needs exactly one request, not a mix");
     if (o.protocol != HttpProtocol::kHttp1) return Status::InvalidArgument("vary is for HTTP/1.1 only");
     if (o.pipeline > 1) return Status::InvalidArgument("vary cannot be combined with pipelining");
@@ -134,7 +146,8 @@ Status Engine::Start() {
 
   const int64_t now = MonotonicNs();
   if (options_.start_at) {
-    const auto ahead = std::chrono::duration_cast<std::chrono::nanoseconds>(*options_.start_at - std::chrono::system_clock::now());
+    const auto ahead =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(*options_.start_at - std::chrono::system_clock::now());
     state_.load_start_ns = now + std::max<int64_t>(1, ahead.count());
   } else {
     state_.connect_deadline_ns = now + options_.timeout.count();

@@ -75,8 +75,8 @@ class Engine final : private LoadCoordinator {
  private:
   // LoadCoordinator
   const LoadState& state() const override { return state_; }
-  void Deliver(size_t boundary_index, uint32_t worker, IntervalStats&& stats, uint32_t open_connections,
-               int64_t end_ns, bool final) override;
+  void Deliver(size_t boundary_index, uint32_t worker, IntervalStats&& stats, uint32_t open_connections, int64_t end_ns,
+               bool final) override;
   void ReportConnected(int64_t now_ns) override;
   void SetLoadStart(int64_t now_ns) override;
   void StopLoad() override { Stop(); }
@@ -97,10 +97,10 @@ class Engine final : private LoadCoordinator {
   static constexpr size_t kRunning = SIZE_MAX;
   std::map<size_t, Pending> pending_ GUARDED_BY(mu_);
   std::vector<size_t> final_index_ GUARDED_BY(mu_);  // per worker, the boundary of its last interval
-  size_t next_boundary_ = 0;           // owner thread only: next snapshot to hand out
-  int64_t last_end_ns_ = 0;            // owner thread only
-  double last_cpu_ = 0;                // owner thread only
-  uint64_t sequence_ = 0;              // owner thread only
+  size_t next_boundary_ = 0;                         // owner thread only: next snapshot to hand out
+  int64_t last_end_ns_ = 0;                          // owner thread only
+  double last_cpu_ = 0;                              // owner thread only
+  uint64_t sequence_ = 0;                            // owner thread only
   bool started_ = false;
   bool finished_ = false;
 };

@@ -65,7 +65,8 @@ TEST_F(EngineErrorsTest, RefusedConnectionsAreConnectErrorsWithBackoff) {
   const double cpu = static_cast<double>(after.ru_utime.tv_sec - before.ru_utime.tv_sec + after.ru_stime.tv_sec -
                                          before.ru_stime.tv_sec) +
                      static_cast<double>(after.ru_utime.tv_usec - before.ru_utime.tv_usec + after.ru_stime.tv_usec -
-                                         before.ru_stime.tv_usec) / 1e6;
+                                         before.ru_stime.tv_usec) /
+                         1e6;
   EXPECT_LT(cpu, 0.3) << "a dead target must not make the engine spin";
   EXPECT_EQ(run_.end.connections_peak, 0u);
 }
@@ -128,7 +129,8 @@ TEST_F(EngineErrorsTest, StatusClassesAreCountedOneByOne) {
   EXPECT_EQ(k.errors.status, k.status_classes[4] + k.status_classes[5]);
   EXPECT_EQ(k.status_classes[2] + k.status_classes[3] + k.status_classes[4] + k.status_classes[5], k.requests);
   // 200, 301, 404, 503 in turn on each of the 4 connections.
-  for (int c : {2, 3, 4, 5}) EXPECT_NEAR(static_cast<double>(k.status_classes[c]), static_cast<double>(k.requests) / 4.0, 4.0) << c << "xx";
+  for (int c : {2, 3, 4, 5})
+    EXPECT_NEAR(static_cast<double>(k.status_classes[c]), static_cast<double>(k.requests) / 4.0, 4.0) << c << "xx";
 }
 
 TEST_F(EngineErrorsTest, ChunkedResponsesAreComplete) {
@@ -144,7 +146,8 @@ TEST_F(EngineErrorsTest, ConnectionCloseMeansANewConnectionNotAnError) {
   EXPECT_EQ(run_.all.errors, ErrorCounts{});
   EXPECT_EQ(run_.all.requests + run_.end.drained, s.responses_written);
   EXPECT_EQ(run_.all.closes_by_server, run_.all.requests);
-  EXPECT_EQ(s.connections_accepted, s.responses_written + run_.end.abandoned + (s.connections_accepted - s.requests_read));
+  EXPECT_EQ(s.connections_accepted,
+            s.responses_written + run_.end.abandoned + (s.connections_accepted - s.requests_read));
 }
 
 TEST_F(EngineErrorsTest, CloseDelimitedBodiesEndAtTheClose) {

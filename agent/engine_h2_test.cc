@@ -461,9 +461,9 @@ TEST_F(EngineH2ServerTest, NapsAreBoundedByTheLatencyAndLoseNothing) {
   EXPECT_GT(idle.naps, 50u);
   EXPECT_LE(idle.nap_hits, idle.naps);
   EXPECT_EQ(idle.polls, 0u);
-  EXPECT_GE(idle.max_nap_ns, 10'000u);                  // kMinNapNs
+  EXPECT_GE(idle.max_nap_ns, 10'000u);                    // kMinNapNs
   EXPECT_LE(idle.max_nap_ns, latency.max() * 1000 / 50);  // 2 % of the slowest response's latency
-  EXPECT_LE(idle.nap_seconds, 0.6);                     // only while the load ran
+  EXPECT_LE(idle.nap_seconds, 0.6);                       // only while the load ran
   EXPECT_GE(latency.ValueAtPercentile(50), 1000u);
   EXPECT_LE(latency.ValueAtPercentile(50), 1600u);
 }
@@ -593,7 +593,7 @@ TEST_F(EngineH2ServerTest, LatencyRunsFromTheDueTimeWhenStreamsAreAllBusy) {
   const H2SocketTotals t = Stop();
   const Histogram& corrected = run.latency;
   const Histogram& uncorrected = run.uncorrected;
-  const double d = 20'000;                          // µs
+  const double d = 20'000;                         // µs
   const double period = 1e6 * connections / rate;  // µs
   std::cout << "corrected p50/p90/max " << corrected.ValueAtPercentile(50) << "/" << corrected.ValueAtPercentile(90)
             << "/" << corrected.max() << " µs, uncorrected p50/p99 " << uncorrected.ValueAtPercentile(50) << "/"
@@ -625,8 +625,8 @@ TEST_F(EngineH2ServerTest, LatencyRunsFromTheDueTimeWhenStreamsAreAllBusy) {
   // counted as unsent: rate × duration, to within a connection's request
   // each (the end is crossed a little late) and 2 %.
   const double due = rate * 1.0;
-  const double accounted = static_cast<double>(run.measure.requests + run.end.drained + run.end.abandoned +
-                                               run.measure.unsent);
+  const double accounted =
+      static_cast<double>(run.measure.requests + run.end.drained + run.end.abandoned + run.measure.unsent);
   EXPECT_NEAR(accounted, due, due * 0.02 + connections) << "a backlog lost at the end";
   EXPECT_GT(run.measure.unsent, static_cast<uint64_t>(due / 4)) << "the server carried only half the rate";
 }

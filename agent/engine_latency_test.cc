@@ -283,7 +283,8 @@ TEST_P(ClosedLoopLatencyTest, LatencyLiesBetweenTheServersTruthAndTruthPlusRound
   ASSERT_GT(m.inside.size(), 100u);
   EXPECT_EQ(m.run.all.errors, ErrorCounts{});
   // The server answered no sooner than asked.
-  for (const Sample& s : m.inside) ASSERT_GE(s.truth, std::chrono::duration_cast<std::chrono::microseconds>(c.delay).count());
+  for (const Sample& s : m.inside)
+    ASSERT_GE(s.truth, std::chrono::duration_cast<std::chrono::microseconds>(c.delay).count());
   const Histogram& agent = m.run.latency;
   ExpectWithinBracket(m, agent, {1, 50, 90, 99});
   // Little's law: requests in flight = requests/s × mean latency ≈ C,
@@ -317,8 +318,8 @@ INSTANTIATE_TEST_SUITE_P(KnownDelays, ClosedLoopLatencyTest,
 struct OpenCase {
   const char* name;
   uint32_t connections;
-  double rate;            // requests/s, all connections
-  uint64_t stall_every;   // N: the server stalls every Nth request…
+  double rate;                      // requests/s, all connections
+  uint64_t stall_every;             // N: the server stalls every Nth request…
   std::chrono::milliseconds stall;  // …by D
 };
 
@@ -403,9 +404,9 @@ TEST_P(CoordinatedOmissionTest, CorrectedPercentilesFollowTheScheduleUncorrected
   const double tolerance = (pc - s) + 3000;
   if (std::abs(static_cast<double>(due.Low(99)) - expected(99)) > tolerance ||
       std::abs(static_cast<double>(due.Low(99.9)) - expected(99.9)) > tolerance) {
-    std::cout << c.name << ": the server's records show stalls beyond its own (from the due times: p99 "
-              << due.Low(99) << " µs, p99.9 " << due.Low(99.9) << " µs, against " << expected(99) << " and "
-              << expected(99.9) << "); the schedule's prediction is not checked" << std::endl;
+    std::cout << c.name << ": the server's records show stalls beyond its own (from the due times: p99 " << due.Low(99)
+              << " µs, p99.9 " << due.Low(99.9) << " µs, against " << expected(99) << " and " << expected(99.9)
+              << "); the schedule's prediction is not checked" << std::endl;
   } else {
     EXPECT_NEAR(static_cast<double>(P(corrected, 99)), expected(99), tolerance + 2000);
     EXPECT_NEAR(static_cast<double>(P(corrected, 99.9)), expected(99.9), tolerance + 2000);

@@ -36,9 +36,9 @@ struct EngineOptions {
   std::chrono::nanoseconds timeout = std::chrono::seconds(2);
   std::chrono::nanoseconds interval = std::chrono::seconds(1);
   bool keep_alive = true;
-  uint32_t pipeline = 1;   // requests written back to back per connection
-  double rate = 0;         // total requests/s over all connections; 0 = as fast as possible
-  std::vector<int> cpus;   // pin worker i to cpus[i % size]; empty = no pinning
+  uint32_t pipeline = 1;  // requests written back to back per connection
+  double rate = 0;        // total requests/s over all connections; 0 = as fast as possible
+  std::vector<int> cpus;  // pin worker i to cpus[i % size]; empty = no pinning
   // What a worker does when nothing is ready while the load runs (warm-up
   // and measure, not while connecting or draining) and requests are in
   // flight: block on its sockets, nap on its own timer, or poll without

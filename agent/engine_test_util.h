@@ -12,8 +12,8 @@ namespace fairbench::agent {
 
 struct EngineRun {
   std::vector<Snapshot> snapshots;
-  Counters all;       // every snapshot, warmup and measure
-  Counters measure;   // measure snapshots only
+  Counters all;           // every snapshot, warmup and measure
+  Counters measure;       // measure snapshots only
   Histogram latency;      // measure phase; with a constant rate, corrected for coordinated omission
   Histogram uncorrected;  // measure phase, constant rate only: from the actual send
   EndReport end;

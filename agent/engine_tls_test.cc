@@ -269,7 +269,6 @@ void CheckShortConnections(const std::vector<AccessLogEntry>& log, const EngineR
     connections.insert(e.connection);
     if (e.ssl_session_reused == "r") ++reused;
     else if (e.ssl_session_reused == ".") ++fresh;
-
   }
   EXPECT_EQ(connections.size(), log.size());
   EXPECT_EQ(reused + fresh, log.size());
@@ -418,8 +417,8 @@ TEST_F(EngineTlsTest, RecordsCutIntoSingleBytes) {
     StartNginx(n);
     EngineRun run;
     {
-      SplittingRelay relay(nginx_->port(), [](uint64_t, int, uint64_t) { return size_t{1}; },
-                           std::chrono::microseconds(20));
+      SplittingRelay relay(
+          nginx_->port(), [](uint64_t, int, uint64_t) { return size_t{1}; }, std::chrono::microseconds(20));
       EngineOptions o = HttpsOptions(relay.port());
       o.threads = 1;
       o.connections = 1;

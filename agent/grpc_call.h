@@ -38,13 +38,12 @@ struct GrpcCallFlags {
   std::string max_message_size;       // bytes, k/M suffixes; empty: 4M (gRPC's default)
 };
 
-
 struct GrpcCall {
   RequestSpec request;
   // What `request` was made of (GrpcRequest, agent/request.h): what a job's
   // call carries.
-  std::string method;  // "package.Service/Method"
-  std::string message;  // encoded
+  std::string method;                                         // "package.Service/Method"
+  std::string message;                                        // encoded
   std::vector<std::pair<std::string, std::string>> metadata;  // lower-case keys
   GrpcCallKind kind = GrpcCallKind::kUnknown;
   std::string input_type;  // the message's full name, with a descriptor set

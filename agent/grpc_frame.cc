@@ -99,12 +99,8 @@ std::string FormatGrpcTimeout(int64_t ns) {
     int64_t ns;
     char name;
   };
-  static constexpr Unit kUnits[] = {{1, 'n'},
-                                    {1'000, 'u'},
-                                    {1'000'000, 'm'},
-                                    {1'000'000'000, 'S'},
-                                    {60'000'000'000, 'M'},
-                                    {3'600'000'000'000, 'H'}};
+  static constexpr Unit kUnits[] = {
+      {1, 'n'}, {1'000, 'u'}, {1'000'000, 'm'}, {1'000'000'000, 'S'}, {60'000'000'000, 'M'}, {3'600'000'000'000, 'H'}};
   for (const Unit& u : kUnits) {
     const int64_t v = (ns + u.ns - 1) / u.ns;
     if (v <= 99'999'999) return std::to_string(v) + u.name;

@@ -53,9 +53,9 @@ class GrpcMessageReader {
  private:
   uint32_t max_;
   uint8_t prefix_[5] = {};
-  uint8_t have_ = 0;        // prefix bytes seen
+  uint8_t have_ = 0;  // prefix bytes seen
   bool in_payload_ = false;
-  uint32_t left_ = 0;       // payload bytes still to come
+  uint32_t left_ = 0;  // payload bytes still to come
   uint32_t messages_ = 0;
   GrpcFrameError error_ = GrpcFrameError::kNone;
 };

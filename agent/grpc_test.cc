@@ -145,8 +145,8 @@ TEST_F(GrpcLoadTest, HttpsIsH2ByAlpnAgainstGrpcsTlsServer) {
   targets::RequestCounter counter;
   targets::EchoServer server(o, &counter);
   ASSERT_TRUE(server.Start().ok());
-  const Outcome r = Agent({"--grpc", kUnary, "https://127.0.0.1:" + std::to_string(server.port()), "-t", "1", "-c",
-                           "2", "--streams", "4", "-d", "500ms"});
+  const Outcome r = Agent({"--grpc", kUnary, "https://127.0.0.1:" + std::to_string(server.port()), "-t", "1", "-c", "2",
+                           "--streams", "4", "-d", "500ms"});
   server.Stop();
   ASSERT_EQ(r.code, 0) << r.err;
   const auto rpcs = r.doc["requests"].get<uint64_t>();
@@ -171,8 +171,8 @@ TEST_F(GrpcLoadTest, TargetAnswersTheStandardHealthCheck) {
   for (const auto& [service, status] : std::vector<std::pair<std::string, std::string>>{
            {"", "OK"}, {"fairbench.echo.v1.Echo", "OK"}, {"no.such.Service", "NOT_FOUND"}}) {
     std::ofstream(Path("health.bin"), std::ios::binary) << request(service);
-    const Outcome r = Agent({"--grpc", "grpc.health.v1.Health/Check", Url(server.port()), "-t", "1", "-c", "1",
-                             "-d", "100ms", "--message-file", Path("health.bin")});
+    const Outcome r = Agent({"--grpc", "grpc.health.v1.Health/Check", Url(server.port()), "-t", "1", "-c", "1", "-d",
+                             "100ms", "--message-file", Path("health.bin")});
     ASSERT_EQ(r.code, 0) << r.err;
     const auto rpcs = r.doc["requests"].get<uint64_t>();
     EXPECT_GT(rpcs, 0u) << service;
@@ -211,9 +211,9 @@ TEST_F(GrpcLoadTest, ServerStreamingTimesTheFirstAndTheLastMessage) {
   targets::RequestCounter counter;
   targets::EchoServer server(Echo(targets::GrpcApi::kSync), &counter);
   ASSERT_TRUE(server.Start().ok());
-  const Outcome r = Agent({"--grpc", kStream, Url(server.port()), "-t", "1", "-c", "2", "--streams", "2", "-d", "1s",
-                           "--descriptor-set", FAIRBENCH_ECHO_DESCRIPTOR_SET, "--message-json",
-                           R"({"messages":5,"delayMs":30})"});
+  const Outcome r =
+      Agent({"--grpc", kStream, Url(server.port()), "-t", "1", "-c", "2", "--streams", "2", "-d", "1s",
+             "--descriptor-set", FAIRBENCH_ECHO_DESCRIPTOR_SET, "--message-json", R"({"messages":5,"delayMs":30})"});
   server.Stop();
   ASSERT_EQ(r.code, 0) << r.err;
   const json& g = r.doc["grpc"];
@@ -245,9 +245,9 @@ TEST_F(GrpcLoadTest, ConstantRateCallsMatchTheTargetsCount) {
   targets::RequestCounter counter;
   targets::EchoServer server(Echo(targets::GrpcApi::kCallback), &counter);
   ASSERT_TRUE(server.Start().ok());
-  const Outcome r = Agent({"--grpc", kUnary, Url(server.port()), "-t", "1", "-c", "2", "--streams", "8", "-d", "2s",
-                           "--rate", "1000", "--descriptor-set", FAIRBENCH_ECHO_DESCRIPTOR_SET, "--message-json",
-                           R"({"payload":"aGVsbG8="})"});
+  const Outcome r =
+      Agent({"--grpc", kUnary, Url(server.port()), "-t", "1", "-c", "2", "--streams", "8", "-d", "2s", "--rate", "1000",
+             "--descriptor-set", FAIRBENCH_ECHO_DESCRIPTOR_SET, "--message-json", R"({"payload":"aGVsbG8="})"});
   server.Stop();
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   const json& d = r.doc;
@@ -281,9 +281,9 @@ TEST_F(GrpcLoadTest, ServerStreamingAtARateAboveCapacityTimesMessagesFromTheDueT
   targets::RequestCounter counter;
   targets::EchoServer server(Echo(targets::GrpcApi::kCallback), &counter);
   ASSERT_TRUE(server.Start().ok());
-  const Outcome r = Agent({"--grpc", kStream, Url(server.port()), "-t", "1", "-c", "1", "--streams", "2", "-d", "1s",
-                           "--rate", "100", "--descriptor-set", FAIRBENCH_ECHO_DESCRIPTOR_SET, "--message-json",
-                           R"({"messages":3,"delayMs":20})"});
+  const Outcome r =
+      Agent({"--grpc", kStream, Url(server.port()), "-t", "1", "-c", "1", "--streams", "2", "-d", "1s", "--rate", "100",
+             "--descriptor-set", FAIRBENCH_ECHO_DESCRIPTOR_SET, "--message-json", R"({"messages":3,"delayMs":20})"});
   server.Stop();
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   const json& d = r.doc;
@@ -393,13 +393,25 @@ TEST_F(GrpcLoadTest, MisbehavingServerIsCountedByKind) {
       {"a prefix promising more than comes", Prefix(100) + "0123456789", grpc, ok, "truncated", {}},
       {"a message longer than its prefix", Prefix(2) + "0123456789", grpc, ok, "badFlag", {}},
       {"no trailers", Frame("hello"), grpc, {}, "noStatus", {}},
-      {"status in headers, none in trailers", Frame("hello"), {{"content-type", "application/grpc"}, {"grpc-status", "0"}},
-       {{"x-other", "1"}}, "noStatus", {}},
+      {"status in headers, none in trailers",
+       Frame("hello"),
+       {{"content-type", "application/grpc"}, {"grpc-status", "0"}},
+       {{"x-other", "1"}},
+       "noStatus",
+       {}},
       {"a headers-only response without status", "", grpc, {}, "noStatus", {}},
       {"a status that is not a number", Frame("hello"), grpc, {{"grpc-status", "OK"}}, "badStatus", {}},
-      {"a message over --max-message-size", Frame(std::string(100, 'x')), grpc, ok, "tooLarge",
+      {"a message over --max-message-size",
+       Frame(std::string(100, 'x')),
+       grpc,
+       ok,
+       "tooLarge",
        {"--max-message-size", "50"}},
-      {"a unary OK without a message", "", grpc, ok, "unaryMessageCount",
+      {"a unary OK without a message",
+       "",
+       grpc,
+       ok,
+       "unaryMessageCount",
        {"--descriptor-set", FAIRBENCH_ECHO_DESCRIPTOR_SET}},
   };
   for (const Broken& c : cases) {
@@ -411,7 +423,7 @@ TEST_F(GrpcLoadTest, MisbehavingServerIsCountedByKind) {
     H2SocketServer server(so);
     ASSERT_TRUE(server.Start().ok());
     std::vector<std::string> args = {"--grpc", kUnary, Url(server.port()), "-t", "1", "-c", "2", "--streams", "4",
-                                     "-d", "300ms"};
+                                     "-d",     "300ms"};
     args.insert(args.end(), c.extra.begin(), c.extra.end());
     const Outcome r = Agent(args);
     server.Stop();
@@ -445,10 +457,10 @@ TEST_F(GrpcLoadTest, SendsGrpcsRequestAsTheSpecSays) {
   so.server.trailers = {{"grpc-status", "0"}};
   H2SocketServer server(so);
   ASSERT_TRUE(server.Start().ok());
-  const Outcome r = Agent({"--grpc", kUnary, Url(server.port()), "-t", "1", "-c", "1", "-d", "200ms",
-                           "--descriptor-set", FAIRBENCH_ECHO_DESCRIPTOR_SET, "--message-json",
-                           R"({"payload":"aGk=","messages":3,"errorMessage":"é"})", "--metadata", "X-Tenant: blue",
-                           "--metadata", "authorization: Bearer t", "--deadline", "250ms"});
+  const Outcome r =
+      Agent({"--grpc", kUnary, Url(server.port()), "-t", "1", "-c", "1", "-d", "200ms", "--descriptor-set",
+             FAIRBENCH_ECHO_DESCRIPTOR_SET, "--message-json", R"({"payload":"aGk=","messages":3,"errorMessage":"é"})",
+             "--metadata", "X-Tenant: blue", "--metadata", "authorization: Bearer t", "--deadline", "250ms"});
   server.Stop();
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_GT(StatusCount(r.doc, "OK"), 0u);
@@ -478,7 +490,8 @@ TEST_F(GrpcLoadTest, TrailersOnlyResponseIsACallWithItsStatus) {
   so.server.headers = {{"content-type", "application/grpc"}, {"grpc-status", "8"}, {"grpc-message", "busy"}};
   H2SocketServer server(so);
   ASSERT_TRUE(server.Start().ok());
-  const Outcome r = Agent({"--grpc", kUnary, Url(server.port()), "-t", "1", "-c", "1", "--streams", "4", "-d", "300ms"});
+  const Outcome r =
+      Agent({"--grpc", kUnary, Url(server.port()), "-t", "1", "-c", "1", "--streams", "4", "-d", "300ms"});
   server.Stop();
   ASSERT_EQ(r.code, 0) << r.err;
   const auto rpcs = r.doc["requests"].get<uint64_t>();

@@ -401,8 +401,7 @@ int H2Connection::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void
         }
       }
       break;
-    default:
-      break;
+    default: break;
   }
   return 0;
 }
@@ -469,8 +468,7 @@ int H2Connection::OnFrameSend(nghttp2_session*, const nghttp2_frame* frame, void
   return 0;
 }
 
-int H2Connection::OnFrameNotSend(nghttp2_session*, const nghttp2_frame* frame, int lib_error_code,
-                                 void* user_data) {
+int H2Connection::OnFrameNotSend(nghttp2_session*, const nghttp2_frame* frame, int lib_error_code, void* user_data) {
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
   auto* self = static_cast<H2Connection*>(user_data);
   // A request whose HEADERS never left: if nghttp2 opened no stream for it,

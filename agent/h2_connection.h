@@ -92,12 +92,12 @@ const char* H2ErrorName(H2Error e);
 struct H2Outcome {
   int32_t stream_id = 0;
   H2Error error = H2Error::kNone;
-  uint16_t status = 0;       // the final :status; 0 if none arrived
-  uint32_t error_code = 0;   // the server's RST_STREAM or GOAWAY error code; 0 otherwise
-  uint32_t request = 0;      // the caller's request index given to Submit
-  uint64_t body_bytes = 0;   // DATA payload received (padding excluded)
-  uint64_t cookie = 0;       // the caller's, from Submit
-  uint64_t cookie2 = 0;      // the caller's second, from Submit
+  uint16_t status = 0;      // the final :status; 0 if none arrived
+  uint32_t error_code = 0;  // the server's RST_STREAM or GOAWAY error code; 0 otherwise
+  uint32_t request = 0;     // the caller's request index given to Submit
+  uint64_t body_bytes = 0;  // DATA payload received (padding excluded)
+  uint64_t cookie = 0;      // the caller's, from Submit
+  uint64_t cookie2 = 0;     // the caller's second, from Submit
   // Only with H2Options::capture: the final response's header fields
   // (pseudo-headers left out) and its body.
   std::vector<std::pair<std::string, std::string>> headers;
@@ -116,10 +116,10 @@ struct H2Outcome {
 };
 
 struct H2Options {
-  uint32_t max_streams = 100;           // --streams: concurrent streams on this connection
-  uint32_t stream_window = 65535;       // SETTINGS_INITIAL_WINDOW_SIZE we announce
-  uint32_t connection_window = 65535;   // the connection's receive window
-  uint32_t header_table_size = 4096;    // SETTINGS_HEADER_TABLE_SIZE we announce
+  uint32_t max_streams = 100;          // --streams: concurrent streams on this connection
+  uint32_t stream_window = 65535;      // SETTINGS_INITIAL_WINDOW_SIZE we announce
+  uint32_t connection_window = 65535;  // the connection's receive window
+  uint32_t header_table_size = 4096;   // SETTINGS_HEADER_TABLE_SIZE we announce
   // Keep each response's headers and body for the caller (a script's
   // response()); otherwise bodies are counted, never copied.
   bool capture = false;
@@ -220,7 +220,7 @@ class H2Connection {
  private:
   struct Slot {
     const H2Request* request = nullptr;
-    std::shared_ptr<const H2Request> owned;  // Submit(shared_ptr): kept until the stream closes
+    std::shared_ptr<const H2Request> owned;                    // Submit(shared_ptr): kept until the stream closes
     std::vector<std::pair<std::string, std::string>> headers;  // capture
     std::string body;                                          // capture
     int32_t stream_id = 0;

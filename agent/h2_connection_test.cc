@@ -336,7 +336,8 @@ TEST(H2ConnectionTest, RequestBodiesFollowTheServersWindow) {
 // submission order, itself compared through the stream id).
 std::vector<std::tuple<int32_t, H2Error, uint16_t, uint32_t, uint64_t, uint64_t>> Canon(const Load& load) {
   std::vector<std::tuple<int32_t, H2Error, uint16_t, uint32_t, uint64_t, uint64_t>> v;
-  for (const H2Outcome& o : load.outcomes) v.emplace_back(o.stream_id, o.error, o.status, o.error_code, o.body_bytes, o.cookie);
+  for (const H2Outcome& o : load.outcomes)
+    v.emplace_back(o.stream_id, o.error, o.status, o.error_code, o.body_bytes, o.cookie);
   std::sort(v.begin(), v.end());
   return v;
 }

@@ -58,8 +58,21 @@ class H2cNginx {
     std::string tls_conf;
     if (tls) {
       SubprocessOptions cert;
-      cert.argv = {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                   "-keyout", dir->File("key.pem"), "-out", dir->File("cert.pem"), "-days", "2", "-subj",
+      cert.argv = {"openssl",
+                   "req",
+                   "-x509",
+                   "-newkey",
+                   "ec",
+                   "-pkeyopt",
+                   "ec_paramgen_curve:prime256v1",
+                   "-nodes",
+                   "-keyout",
+                   dir->File("key.pem"),
+                   "-out",
+                   dir->File("cert.pem"),
+                   "-days",
+                   "2",
+                   "-subj",
                    "/CN=localhost"};
       cert.stdout_to = testing::Redirect::Null();
       cert.stderr_to = testing::Redirect::File(dir->File("openssl.log"));
@@ -68,8 +81,8 @@ class H2cNginx {
       auto r = p->Wait(std::chrono::seconds(20));
       if (!r.ok()) return r.status();
       if (!r->success()) return Status::Internal("openssl req failed: " + ReadFile(dir->File("openssl.log")));
-      tls_conf = "\n    ssl_certificate " + dir->File("cert.pem") + ";\n    ssl_certificate_key " + dir->File("key.pem") +
-                 ";";
+      tls_conf =
+          "\n    ssl_certificate " + dir->File("cert.pem") + ";\n    ssl_certificate_key " + dir->File("key.pem") + ";";
     }
     auto port = testing::FreeLoopbackPort();
     if (!port.ok()) return port.status();
@@ -90,8 +103,8 @@ class H2cNginx {
       out << conf;
     }
     SubprocessOptions sp;
-    sp.argv = {"/usr/sbin/nginx", "-p", dir->path().string(), "-c", dir->File("nginx.conf"), "-e",
-               dir->File("error.log")};
+    sp.argv = {"/usr/sbin/nginx",       "-p", dir->path().string(),  "-c",
+               dir->File("nginx.conf"), "-e", dir->File("error.log")};
     sp.stdout_to = testing::Redirect::File(dir->File("stdout.log"));
     sp.stderr_to = testing::Redirect::File(dir->File("stderr.log"));
     auto process = Subprocess::Start(std::move(sp));
@@ -419,4 +432,3 @@ TEST(H2NginxTest, NginxsGoawayAfterKeepaliveRequestsCountedExactly) {
 
 }  // namespace
 }  // namespace fairbench::agent
-

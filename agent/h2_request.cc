@@ -59,8 +59,8 @@ Result<std::unique_ptr<H2Request>> H2Request::Build(const RequestSpec& spec, con
       return Status::InvalidArgument(where + "header '" + name + "' contains CR, LF or NUL");
     }
     std::string lower = Lower(name);
-    if (lower == "connection" || lower == "keep-alive" || lower == "proxy-connection" ||
-        lower == "transfer-encoding" || lower == "upgrade") {
+    if (lower == "connection" || lower == "keep-alive" || lower == "proxy-connection" || lower == "transfer-encoding" ||
+        lower == "upgrade") {
       return Status::InvalidArgument(where + "header '" + name + "' is not allowed in HTTP/2 (RFC 9113 §8.2.2)");
     }
     if (lower == "te" && Lower(value) != "trailers") {

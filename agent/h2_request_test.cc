@@ -27,10 +27,13 @@ TEST(H2RequestTest, PseudoHeadersFirstThenLowercasedHeadersThenContentLength) {
   spec.body = "{}";
   auto r = H2Request::Build(spec, "http", "example.com:8080");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  const std::vector<std::pair<std::string, std::string>> want = {
-      {":method", "POST"},          {":scheme", "http"},  {":authority", "example.com:8080"},
-      {":path", "/api?x=1"},        {"content-type", "application/json"},
-      {"x-trace", "a b"},           {"content-length", "2"}};
+  const std::vector<std::pair<std::string, std::string>> want = {{":method", "POST"},
+                                                                 {":scheme", "http"},
+                                                                 {":authority", "example.com:8080"},
+                                                                 {":path", "/api?x=1"},
+                                                                 {"content-type", "application/json"},
+                                                                 {"x-trace", "a b"},
+                                                                 {"content-length", "2"}};
   EXPECT_EQ(Fields(**r), want);
   EXPECT_EQ((*r)->body(), "{}");
   EXPECT_FALSE((*r)->head());

@@ -24,16 +24,16 @@
 namespace fairbench::agent {
 
 struct H2SocketServerOptions {
-  H2TestServerOptions server;           // for each connection
-  std::chrono::microseconds delay{0};   // every write held back this long
+  H2TestServerOptions server;          // for each connection
+  std::chrono::microseconds delay{0};  // every write held back this long
 };
 
 struct H2SocketTotals {
   uint64_t connections = 0;
-  uint64_t requests = 0;       // complete requests (H2TestServer::requests)
-  uint64_t responses = 0;      // responses sent in full
-  uint64_t resets_sent = 0;    // RST_STREAMs the servers sent
-  uint64_t goaways_sent = 0;   // connections whose server sent GOAWAY
+  uint64_t requests = 0;      // complete requests (H2TestServer::requests)
+  uint64_t responses = 0;     // responses sent in full
+  uint64_t resets_sent = 0;   // RST_STREAMs the servers sent
+  uint64_t goaways_sent = 0;  // connections whose server sent GOAWAY
   // Streams the client opened (HEADERS seen by the scanner) above the
   // last-stream-id of the server's GOAWAY: refused, never processed.
   uint64_t refused_by_goaway = 0;

@@ -178,8 +178,7 @@ int H2TestServer::OnFrameSend(nghttp2_session*, const nghttp2_frame* frame, void
     case NGHTTP2_GOAWAY:
       if (frame->goaway.error_code != NGHTTP2_NO_ERROR) self->goaway_error_ = frame->goaway.error_code;
       break;
-    default:
-      break;
+    default: break;
   }
   return 0;
 }
@@ -259,8 +258,8 @@ void H2FrameScanner::Feed(const uint8_t* data, size_t len) {
 void H2FrameScanner::OnFrame() {
   const uint8_t type = buf_[3];
   const uint8_t flags = buf_[4];
-  const int32_t stream = static_cast<int32_t>(((uint32_t{buf_[5]} << 24) | (uint32_t{buf_[6]} << 16) |
-                                               (uint32_t{buf_[7]} << 8) | buf_[8]) & 0x7fffffffu);
+  const int32_t stream = static_cast<int32_t>(
+      ((uint32_t{buf_[5]} << 24) | (uint32_t{buf_[6]} << 16) | (uint32_t{buf_[7]} << 8) | buf_[8]) & 0x7fffffffu);
   const uint8_t* p = buf_.data() + kFrameHeader;
   const size_t len = buf_.size() - kFrameHeader;
   auto u32 = [](const uint8_t* q) {
@@ -296,8 +295,7 @@ void H2FrameScanner::OnFrame() {
         }
       }
       break;
-    default:
-      break;
+    default: break;
   }
   buf_.clear();
 }

@@ -71,10 +71,10 @@ class H2TestServer {
   std::span<const uint8_t> Output();
   void Consumed(size_t n);
 
-  uint64_t requests() const { return requests_; }          // complete requests received
-  uint64_t responses() const { return responses_; }        // responses sent in full (END_STREAM)
+  uint64_t requests() const { return requests_; }    // complete requests received
+  uint64_t responses() const { return responses_; }  // responses sent in full (END_STREAM)
   uint64_t resets_sent() const { return resets_sent_; }
-  uint64_t refused() const { return refused_; }            // streams nghttp2 refused (over the limit)
+  uint64_t refused() const { return refused_; }                  // streams nghttp2 refused (over the limit)
   uint64_t resets_received() const { return resets_received_; }  // RST_STREAM from the client
   uint64_t request_body_bytes() const { return body_bytes_; }
   uint32_t open_streams() const { return open_; }

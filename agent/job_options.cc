@@ -75,7 +75,8 @@ void SetVary(const wire::JobSpec& job, const std::vector<RequestSpec>& specs, En
   plan->seed = job.vary->seed;
   plan->verify_every = job.vary->verify_every;
   plan->request = VaryRequest(specs.front(), job.EffectiveHostHeader(), job.keep_alive);
-  plan->expect = VaryExpect(job.vary->expect_json ? VaryExpect::Kind::kJson : VaryExpect::Kind::kBody, job.vary->expect);
+  plan->expect =
+      VaryExpect(job.vary->expect_json ? VaryExpect::Kind::kJson : VaryExpect::Kind::kBody, job.vary->expect);
   o->vary = std::move(plan);
 }
 

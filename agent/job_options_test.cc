@@ -113,7 +113,8 @@ TEST(JobOptionsTest, GrpcFlagsAndJobBuildEqualOptions) {
   job.streams = 8;
   job.connections = 2;
   job.threads = 2;
-  job.grpc = wire::JobGrpc{"pkg.Echo/Unary", "", {{"x-tenant", "a"}}, std::chrono::seconds(5), 4u << 20, GrpcCallKind::kUnknown};
+  job.grpc = wire::JobGrpc{"pkg.Echo/Unary",        "",       {{"x-tenant", "a"}},
+                           std::chrono::seconds(5), 4u << 20, GrpcCallKind::kUnknown};
 
   const std::string from_flags = FromFlags(flags);
   EXPECT_EQ(from_flags, FromJob(job));

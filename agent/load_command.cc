@@ -75,7 +75,8 @@ CLI::App* AddLoadCommand(CLI::App& app, LoadFlags& f) {
   cmd->add_option("-c,--connections", f.connections, "Connections to keep open, in total (default 10)");
   cmd->add_option("-d,--duration", f.duration, "Duration of the measurement, e.g. 30s, 2m (default 10s)");
   cmd->add_option("--warmup", f.warmup, "Load before the measurement starts, not counted (default 0s)");
-  cmd->add_option("--timeout", f.timeout, "No complete response within this time: count a timeout, reconnect (default 2s)");
+  cmd->add_option("--timeout", f.timeout,
+                  "No complete response within this time: count a timeout, reconnect (default 2s)");
   cmd->add_option("-H,--header", f.headers, "Add a request header, 'Name: value' (repeatable)");
   cmd->add_option("-m,--method", f.method, "Request method (default GET, or POST with a body)");
   auto* body = cmd->add_option("--body", f.body, "Request body");
@@ -89,12 +90,13 @@ CLI::App* AddLoadCommand(CLI::App& app, LoadFlags& f) {
   script->excludes(mix);
   cmd->add_option("args", f.script_args, "After '--': arguments for the script's init(args)");
   cmd->add_option("--rate", f.rate, "Constant total rate in requests/s (open model); latency is then corrected");
-  auto* idle_wait = cmd->add_option("--idle-wait", f.idle_wait,
-                  "When nothing is ready while requests are in flight: block (sleep on the sockets), nap (sleep up to "
-                  "2% of the mean latency on the worker's own timer, 4% when at least one response comes per such "
-                  "nap: a server on this machine then pays no wake-up of "
-                  "the generator per response), poll (spin: a CPU per worker), or auto: nap when the target is on "
-                  "this machine, else block (default auto)");
+  auto* idle_wait = cmd->add_option(
+      "--idle-wait", f.idle_wait,
+      "When nothing is ready while requests are in flight: block (sleep on the sockets), nap (sleep up to "
+      "2% of the mean latency on the worker's own timer, 4% when at least one response comes per such "
+      "nap: a server on this machine then pays no wake-up of "
+      "the generator per response), poll (spin: a CPU per worker), or auto: nap when the target is on "
+      "this machine, else block (default auto)");
   cmd->add_flag("--busy-poll", f.busy_poll, "The same as --idle-wait poll")->excludes(idle_wait);
   cmd->add_option("--pipeline", f.pipeline, "Requests written back to back on each connection (default 1)");
   cmd->add_flag("--no-keep-alive", f.no_keep_alive, "A new connection for every request (sends Connection: close)");
@@ -103,21 +105,28 @@ CLI::App* AddLoadCommand(CLI::App& app, LoadFlags& f) {
   cmd->add_option("--json", f.json_file, "Also write every number as JSON to this file ('-' for stdout)");
   cmd->add_option("--cpus", f.cpus, "Pin worker threads to these CPUs, e.g. 1 or 2-3");
   cmd->add_flag("--verify", f.verify, "https: verify the server's certificate and name (off by default, as wrk)");
-  cmd->add_option("--target-ca-file", f.target_ca_file, "https with --verify: trust the CAs in this PEM file instead of the system's");
-  cmd->add_option("--sni", f.sni, "https: server name to send (SNI) and verify (default: the URL's host; none for an IP address)");
+  cmd->add_option("--target-ca-file", f.target_ca_file,
+                  "https with --verify: trust the CAs in this PEM file instead of the system's");
+  cmd->add_option("--sni", f.sni,
+                  "https: server name to send (SNI) and verify (default: the URL's host; none for an IP address)");
   auto* h2 = cmd->add_flag("--h2", f.h2, "HTTP/2 over TLS (an https:// URL; the server must choose h2 by ALPN)");
   auto* h2c = cmd->add_flag("--h2c", f.h2c, "HTTP/2 without TLS, prior knowledge (an http:// URL)");
   h2->excludes(h2c);
-  cmd->add_option("--streams", f.streams, "HTTP/2: streams per connection, capped by the server's SETTINGS; each refilled as it ends, so N in flight; the streams of one turn of the event loop go out in one write (default 1; h2load's -m)");
-  cmd->add_option("--h2-stream-window", f.h2_stream_window, "HTTP/2: our stream receive window in bytes, e.g. 64k, 1M (default 65535)");
-  cmd->add_option("--h2-connection-window", f.h2_connection_window, "HTTP/2: our connection receive window in bytes (default 65535)");
+  cmd->add_option(
+      "--streams", f.streams,
+      "HTTP/2: streams per connection, capped by the server's SETTINGS; each refilled as it ends, so N in flight; the streams of one turn of the event loop go out in one write (default 1; h2load's -m)");
+  cmd->add_option("--h2-stream-window", f.h2_stream_window,
+                  "HTTP/2: our stream receive window in bytes, e.g. 64k, 1M (default 65535)");
+  cmd->add_option("--h2-connection-window", f.h2_connection_window,
+                  "HTTP/2: our connection receive window in bytes (default 65535)");
   cmd->add_option("--grpc", f.grpc,
                   "gRPC: call SERVICE/METHOD (e.g. pkg.Echo/Unary, unary or server-streaming) over HTTP/2: h2c for "
                   "http://, h2 by ALPN for https://; each stream is a call, counted by its grpc-status");
   cmd->add_option("--message-file", f.message_file, "gRPC: the request message, binary protobuf (default: empty)");
   cmd->add_option("--message-json", f.message_json, "gRPC: the request message as JSON (needs --descriptor-set)");
-  cmd->add_option("--descriptor-set", f.descriptor_set,
-                  "gRPC: a protoc --descriptor_set_out --include_imports file: checks the method, encodes --message-json");
+  cmd->add_option(
+      "--descriptor-set", f.descriptor_set,
+      "gRPC: a protoc --descriptor_set_out --include_imports file: checks the method, encodes --message-json");
   cmd->add_option("--metadata", f.metadata, "gRPC: a metadata field, 'key: value' (repeatable)");
   cmd->add_option("--deadline", f.deadline, "gRPC: the call's deadline, sent as grpc-timeout, e.g. 100ms");
   cmd->add_option("--max-message-size", f.max_message_size,
@@ -126,8 +135,10 @@ CLI::App* AddLoadCommand(CLI::App& app, LoadFlags& f) {
                   "Replace {n} in the URL's path, the headers and the body with a new number for each request, and "
                   "check every Nth answer of each connection against --expect-body or --expect-json");
   cmd->add_option("--vary-seed", f.vary_seed, "--vary-every: the seed of the numbers (default 24301)");
-  auto* expect_body = cmd->add_option("--expect-body", f.expect_body, "--vary-every: the answer's body, {n} its request's number");
-  cmd->add_option("--expect-json", f.expect_json, "--vary-every: the answer as JSON, {n} in its strings the request's number")
+  auto* expect_body =
+      cmd->add_option("--expect-body", f.expect_body, "--vary-every: the answer's body, {n} its request's number");
+  cmd->add_option("--expect-json", f.expect_json,
+                  "--vary-every: the answer as JSON, {n} in its strings the request's number")
       ->excludes(expect_body);
   return cmd;
 }
@@ -138,7 +149,8 @@ namespace {
 Result<uint32_t> ParseWindow(const std::string& text, const std::string& flag) {
   auto v = ParseBinarySize(text);
   if (!v.ok()) return Status::InvalidArgument(flag + ": '" + text + "' is not a size in bytes");
-  if (*v == 0 || *v > 2147483647ull) return Status::InvalidArgument(flag + ": must be between 1 and 2147483647 bytes, got '" + text + "'");
+  if (*v == 0 || *v > 2147483647ull)
+    return Status::InvalidArgument(flag + ": must be between 1 and 2147483647 bytes, got '" + text + "'");
   return static_cast<uint32_t>(*v);
 }
 
@@ -171,9 +183,10 @@ Status CheckAlpnH2(const std::vector<SocketAddress>& addresses, const TlsContext
     const std::string errors = TlsContext::TakeErrors();
     if (errors.find("no application protocol") != std::string::npos) {
       result = Status::InvalidArgument(
-          grpc ? "--grpc: the server does not offer h2 in ALPN (TLS alert no_application_protocol): it is no gRPC server"
-               : "--h2: the server does not offer h2 in ALPN (TLS alert no_application_protocol); "
-                 "it does not speak HTTP/2 over TLS: drop --h2 to load it with HTTP/1.1");
+          grpc
+              ? "--grpc: the server does not offer h2 in ALPN (TLS alert no_application_protocol): it is no gRPC server"
+              : "--h2: the server does not offer h2 in ALPN (TLS alert no_application_protocol); "
+                "it does not speak HTTP/2 over TLS: drop --h2 to load it with HTTP/1.1");
     } else {
       result = Status::IoError(std::string(grpc ? "--grpc" : "--h2") + ": TLS handshake failed: " + errors);
     }
@@ -244,8 +257,9 @@ Result<std::optional<GrpcCall>> ParseGrpcFlags(const LoadFlags& f, const Url& ur
   if (f.grpc.empty()) {
     if (!f.message_file.empty() || !f.message_json.empty() || !f.descriptor_set.empty() || !f.metadata.empty() ||
         !f.deadline.empty() || !f.max_message_size.empty()) {
-      return Bad("--message-file, --message-json, --descriptor-set, --metadata, --deadline and --max-message-size "
-                 "are for --grpc SERVICE/METHOD");
+      return Bad(
+          "--message-file, --message-json, --descriptor-set, --metadata, --deadline and --max-message-size "
+          "are for --grpc SERVICE/METHOD");
     }
     return std::optional<GrpcCall>();
   }
@@ -265,9 +279,12 @@ Result<std::optional<GrpcCall>> ParseGrpcFlags(const LoadFlags& f, const Url& ur
 
 // --h2, --h2c (or --grpc), --streams and the windows.
 Status ParseHttp2Flags(const LoadFlags& f, const Url& url, bool grpc, wire::JobSpec* job, JobLocal* local) {
-  if (f.h2 && f.h2c) return Bad("--h2 and --h2c exclude each other (--h2: https with ALPN; --h2c: http, prior knowledge)");
-  if (f.h2 && url.scheme != Scheme::kHttps) return Bad("--h2: needs an https:// URL (HTTP/2 over TLS); for http:// use --h2c");
-  if (f.h2c && url.scheme == Scheme::kHttps) return Bad("--h2c: needs an http:// URL (HTTP/2 without TLS); for https:// use --h2");
+  if (f.h2 && f.h2c)
+    return Bad("--h2 and --h2c exclude each other (--h2: https with ALPN; --h2c: http, prior knowledge)");
+  if (f.h2 && url.scheme != Scheme::kHttps)
+    return Bad("--h2: needs an https:// URL (HTTP/2 over TLS); for http:// use --h2c");
+  if (f.h2c && url.scheme == Scheme::kHttps)
+    return Bad("--h2c: needs an http:// URL (HTTP/2 without TLS); for https:// use --h2");
   const bool h2 = f.h2 || f.h2c || grpc;
   if (!h2) {
     if (!f.streams.empty()) return Bad("--streams: only with --h2, --h2c or --grpc");
@@ -279,7 +296,8 @@ Status ParseHttp2Flags(const LoadFlags& f, const Url& url, bool grpc, wire::JobS
     auto n = ParseCount(f.streams);
     if (!n.ok()) return Bad("--streams: " + n.status().message());
     if (!InRange(Count::kStreams, static_cast<int64_t>(*n))) {
-      return Bad("--streams: must be between 1 and " + std::to_string(RangeOf(Count::kStreams).max) + ", got " + f.streams);
+      return Bad("--streams: must be between 1 and " + std::to_string(RangeOf(Count::kStreams).max) + ", got " +
+                 f.streams);
     }
     job->streams = static_cast<uint32_t>(*n);
   }
@@ -368,8 +386,8 @@ Result<std::vector<RequestSpec>> MixFromFlags(const LoadFlags& f) {
 // The job's requests: the gRPC call, the --requests mix or the URL's one.
 Status ParseRequests(const LoadFlags& f, const Url& url, const std::optional<GrpcCall>& grpc, wire::JobSpec* job) {
   if (grpc) {
-    job->grpc = wire::JobGrpc{grpc->method, grpc->message, grpc->metadata, grpc->deadline, grpc->max_message,
-                              grpc->kind};
+    job->grpc =
+        wire::JobGrpc{grpc->method, grpc->message, grpc->metadata, grpc->deadline, grpc->max_message, grpc->kind};
     return Status::Ok();
   }
   if (!f.requests_file.empty()) {
@@ -408,7 +426,8 @@ Status ParseScriptFlags(const LoadFlags& f, wire::JobSpec* job, JobLocal* local)
 // --vary-every, --vary-seed, --expect-body and --expect-json.
 Status ParseVaryFlags(const LoadFlags& f, wire::JobSpec* job) {
   if (f.vary_every == 0) {
-    if (!f.expect_body.empty() || !f.expect_json.empty()) return Bad("--expect-body and --expect-json are for --vary-every");
+    if (!f.expect_body.empty() || !f.expect_json.empty())
+      return Bad("--expect-body and --expect-json are for --vary-every");
     return Status::Ok();
   }
   if (!f.script.empty() || !f.requests_file.empty() || job->grpc || IsHttp2(job->protocol) || f.pipeline > 1) {
@@ -479,7 +498,8 @@ namespace {
 int PrepareTls(const LoadFlags& f, bool grpc, EngineOptions& opt) {
   if (!opt.tls.enabled) return 0;
   auto ctx = TlsContext::Create(opt.tls);
-  if (!ctx.ok()) return BadInput((f.target_ca_file.empty() ? "--verify: " : "--target-ca-file: ") + ctx.status().message());
+  if (!ctx.ok())
+    return BadInput((f.target_ca_file.empty() ? "--verify: " : "--target-ca-file: ") + ctx.status().message());
   opt.tls_context = std::move(*ctx);
   if (opt.protocol != HttpProtocol::kH2) return 0;
   if (Status s = CheckAlpnH2(opt.addresses, *opt.tls_context, opt.timeout, grpc); !s.ok()) {
@@ -493,21 +513,23 @@ int PrepareTls(const LoadFlags& f, bool grpc, EngineOptions& opt) {
 int CheckFileLimit(const EngineOptions& opt) {
   const uint64_t limit = RaiseFileLimit();
   if (opt.connections + 32 > limit) {
-    return BadInput(std::to_string(opt.connections) + " connections need about " + std::to_string(opt.connections + 32) +
-                    " open files, but the limit is " + std::to_string(limit) + " (raise it with ulimit -n)");
+    return BadInput(std::to_string(opt.connections) + " connections need about " +
+                    std::to_string(opt.connections + 32) + " open files, but the limit is " + std::to_string(limit) +
+                    " (raise it with ulimit -n)");
   }
   return 0;
 }
 
 void PrintProgress(const Snapshot& snap) {
   const double secs = static_cast<double>(snap.end_ns - snap.start_ns) / 1e9;
-  std::fprintf(stderr, "[%6.1fs %-7s] %10.0f req/s  p50 %9s  p99 %9s  errors %llu  open %u\n",
-               static_cast<double>(snap.end_ns) / 1e9, PhaseName(snap.phase),
-               secs > 0 ? static_cast<double>(snap.stats.counters.requests) / secs : 0.0,
-               FormatTimeUs(static_cast<double>(snap.stats.latency.ValueAtPercentile(50))).c_str(),
-               FormatTimeUs(static_cast<double>(snap.stats.latency.ValueAtPercentile(99))).c_str(),
-               static_cast<unsigned long long>(snap.stats.counters.errors.SocketErrors() + snap.stats.counters.errors.status),
-               snap.connections_open);
+  std::fprintf(
+      stderr, "[%6.1fs %-7s] %10.0f req/s  p50 %9s  p99 %9s  errors %llu  open %u\n",
+      static_cast<double>(snap.end_ns) / 1e9, PhaseName(snap.phase),
+      secs > 0 ? static_cast<double>(snap.stats.counters.requests) / secs : 0.0,
+      FormatTimeUs(static_cast<double>(snap.stats.latency.ValueAtPercentile(50))).c_str(),
+      FormatTimeUs(static_cast<double>(snap.stats.latency.ValueAtPercentile(99))).c_str(),
+      static_cast<unsigned long long>(snap.stats.counters.errors.SocketErrors() + snap.stats.counters.errors.status),
+      snap.connections_open);
 }
 
 // Room for the run's snapshots, taken up front; the per-interval timeline
@@ -532,7 +554,8 @@ Status RunEngine(const EngineOptions& opt, const LoadFlags& f, const std::string
   const BlockedSignals stop_signals({SIGINT, SIGTERM});
 
   Engine engine(opt);
-  std::printf("Running %s test @ %s\n", FormatTimeS(static_cast<double>(opt.duration.count()) / 1e9).c_str(), shown_url.c_str());
+  std::printf("Running %s test @ %s\n", FormatTimeS(static_cast<double>(opt.duration.count()) / 1e9).c_str(),
+              shown_url.c_str());
   std::printf("  %u threads and %u connections\n", opt.threads, opt.connections);
   std::fflush(stdout);
   if (Status s = engine.Start(); !s.ok()) return s;

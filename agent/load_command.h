@@ -35,7 +35,7 @@ struct LoadFlags {
   bool no_keep_alive = false;
   bool latency = false;
   bool progress = false;
-  bool busy_poll = false;   // --busy-poll: --idle-wait poll
+  bool busy_poll = false;  // --busy-poll: --idle-wait poll
   std::string idle_wait = "auto";
   std::string json_file;
   std::string cpus;

@@ -121,7 +121,8 @@ int main(int argc, char** argv) {
   app.add_option("--id", id, "Agent id (default: hostname-pid)");
   app.add_option("--node", node, "Node name reported to the controller (default: hostname)");
   app.add_option("--cpus", cpus, "Pin worker threads to these CPUs, e.g. 2-3");
-  app.add_option("--give-up-after", give_up, "Exit when no controller could be reached for this many seconds (0: never)");
+  app.add_option("--give-up-after", give_up,
+                 "Exit when no controller could be reached for this many seconds (0: never)");
   fairbench::agent::LoadFlags load;
   CLI::App* load_cmd = fairbench::agent::AddLoadCommand(app, load);
   if (auto code = fairbench::ParseCommandLine(app, argc, argv, "fairbench-agent")) return *code;

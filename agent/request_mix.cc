@@ -37,14 +37,15 @@ Result<std::vector<RequestSpec>> LoadRequestMix(const std::string& path) {
   try {
     root = YAML::Load(text.str());
   } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                                   ": " + e.msg);
+    return Status::InvalidArgument(path + ":" + std::to_string(e.mark.line + 1) + ":" +
+                                   std::to_string(e.mark.column + 1) + ": " + e.msg);
   }
   YAML::Node list = root;
   if (root.IsMap()) {
     for (auto it = root.begin(); it != root.end(); ++it) {
       if (it->first.Scalar() != "requests") {
-        return Status::InvalidArgument(At(path, it->first) + "unknown field '" + it->first.Scalar() + "' (expected 'requests')");
+        return Status::InvalidArgument(At(path, it->first) + "unknown field '" + it->first.Scalar() +
+                                       "' (expected 'requests')");
       }
     }
     list = root["requests"];
@@ -69,11 +70,19 @@ Result<std::vector<RequestSpec>> LoadRequestMix(const std::string& path) {
         if (!s.ok()) return s.status();
         if (key == "name") spec.name = *s;
         if (key == "method") spec.method = *s;
-        if (key == "path") { spec.target = *s; has_path = true; }
-        if (key == "body") { spec.body = *s; has_body = true; }
+        if (key == "path") {
+          spec.target = *s;
+          has_path = true;
+        }
+        if (key == "body") {
+          spec.body = *s;
+          has_body = true;
+        }
         if (key == "bodyFile") {
-          if (has_body) return Status::InvalidArgument(At(path, value) + f + ": give either body or bodyFile, not both");
-          const std::filesystem::path p = std::filesystem::path(*s).is_absolute() ? std::filesystem::path(*s) : base / *s;
+          if (has_body)
+            return Status::InvalidArgument(At(path, value) + f + ": give either body or bodyFile, not both");
+          const std::filesystem::path p =
+              std::filesystem::path(*s).is_absolute() ? std::filesystem::path(*s) : base / *s;
           std::ifstream in(p, std::ios::binary);
           if (!in) return Status::InvalidArgument(At(path, value) + f + ": cannot read '" + p.string() + "'");
           std::ostringstream ss;
@@ -85,7 +94,8 @@ Result<std::vector<RequestSpec>> LoadRequestMix(const std::string& path) {
         uint32_t w = 0;
         try {
           const int64_t v = value.as<int64_t>();
-          if (v < 1 || v > 1000000) return Status::InvalidArgument(At(path, value) + f + ": must be between 1 and 1000000");
+          if (v < 1 || v > 1000000)
+            return Status::InvalidArgument(At(path, value) + f + ": must be between 1 and 1000000");
           w = static_cast<uint32_t>(v);
         } catch (const YAML::Exception&) {
           return Status::InvalidArgument(At(path, value) + f + ": must be an integer");
@@ -94,11 +104,13 @@ Result<std::vector<RequestSpec>> LoadRequestMix(const std::string& path) {
       } else if (key == "headers") {
         if (!value.IsMap()) return Status::InvalidArgument(At(path, value) + f + ": must be a mapping of name: value");
         for (auto h = value.begin(); h != value.end(); ++h) {
-          if (!h->second.IsScalar()) return Status::InvalidArgument(At(path, h->second) + f + "." + h->first.Scalar() + ": must be a string");
+          if (!h->second.IsScalar())
+            return Status::InvalidArgument(At(path, h->second) + f + "." + h->first.Scalar() + ": must be a string");
           spec.headers.emplace_back(h->first.Scalar(), h->second.Scalar());
         }
       } else {
-        return Status::InvalidArgument(At(path, it->first) + f + ": unknown field (known: name, method, path, headers, body, bodyFile, weight)");
+        return Status::InvalidArgument(At(path, it->first) + f +
+                                       ": unknown field (known: name, method, path, headers, body, bodyFile, weight)");
       }
     }
     if (!has_path) return Status::InvalidArgument(At(path, item) + field + ".path: required");

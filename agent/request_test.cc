@@ -118,9 +118,9 @@ TEST(UrlTest, ParsesWhatWrkAccepts) {
   EXPECT_EQ(u->target, "/x");
   EXPECT_EQ(u->HostHeader(), "[::1]:9000");
 
-  for (const char* bad : {"127.0.0.1:8080/", "ftp://x/", "https://h:0/", "http://:80/", "http://h:0/",
-                          "http://h:99999/", "http://h:8x/", "http://[::1/", "http://user@h/", "http://h/a b",
-                          "http://h o/"}) {
+  for (const char* bad :
+       {"127.0.0.1:8080/", "ftp://x/", "https://h:0/", "http://:80/", "http://h:0/", "http://h:99999/", "http://h:8x/",
+        "http://[::1/", "http://user@h/", "http://h/a b", "http://h o/"}) {
     EXPECT_FALSE(ParseUrl(bad).ok()) << bad;
   }
 }

@@ -147,7 +147,8 @@ Result<uint32_t> CountRequests(std::string_view text) {
   std::string why;
   while (pos < text.size()) {
     One one;
-    if (!ParseOne(text, pos, &one, nullptr, &why)) return NotARequest(text, count == 0 ? why : "request " + std::to_string(count + 1) + ": " + why);
+    if (!ParseOne(text, pos, &one, nullptr, &why))
+      return NotARequest(text, count == 0 ? why : "request " + std::to_string(count + 1) + ": " + why);
     pos = one.end;
     if (++count > 65535) return NotARequest(text, "more than 65535 requests in one text");
   }

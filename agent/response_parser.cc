@@ -330,66 +330,31 @@ ResponseParser::Outcome ResponseParser::Feed(const char* data, size_t len, size_
   while (p < end) {
     Outcome step = Outcome::kNeedMore;
     switch (state_) {
-      case State::kStatusStart:
-        step = StatusPrefixByte(*p++);
-        break;
-      case State::kStatusMinor:
-        step = StatusMinorByte(*p++);
-        break;
-      case State::kStatusSpace:
-        step = StatusSpaceByte(*p++);
-        break;
-      case State::kStatusCode:
-        step = StatusCodeByte(*p++);
-        break;
+      case State::kStatusStart: step = StatusPrefixByte(*p++); break;
+      case State::kStatusMinor: step = StatusMinorByte(*p++); break;
+      case State::kStatusSpace: step = StatusSpaceByte(*p++); break;
+      case State::kStatusCode: step = StatusCodeByte(*p++); break;
       case State::kStatusRest:
-      case State::kHeaderSkip:
-        SkipLine(p, end, State::kHeaderStart);
-        break;
-      case State::kHeaderStart:
-        step = HeaderStart(p, end);
-        break;
-      case State::kHeadersEndLf:
-        step = HeadersEndLf(*p++);
-        break;
-      case State::kHeaderName:
-        step = HeaderNameByte(*p++);
-        break;
-      case State::kHeaderValue:
-        step = HeaderValueByte(*p++);
-        break;
+      case State::kHeaderSkip: SkipLine(p, end, State::kHeaderStart); break;
+      case State::kHeaderStart: step = HeaderStart(p, end); break;
+      case State::kHeadersEndLf: step = HeadersEndLf(*p++); break;
+      case State::kHeaderName: step = HeaderNameByte(*p++); break;
+      case State::kHeaderValue: step = HeaderValueByte(*p++); break;
       case State::kBodyLength:
         if (SkipCounted(p, end)) step = Outcome::kComplete;
         break;
-      case State::kBodyClose:
-        p = end;
-        break;
-      case State::kChunkSize:
-        step = ChunkSizeByte(*p++);
-        break;
-      case State::kChunkExt:
-        SkipLine(p, end, remaining_ == 0 ? State::kTrailerStart : State::kChunkData);
-        break;
+      case State::kBodyClose: p = end; break;
+      case State::kChunkSize: step = ChunkSizeByte(*p++); break;
+      case State::kChunkExt: SkipLine(p, end, remaining_ == 0 ? State::kTrailerStart : State::kChunkData); break;
       case State::kChunkData:
         if (SkipCounted(p, end)) state_ = State::kChunkDataCr;
         break;
-      case State::kChunkDataCr:
-        step = ChunkDataCr(p);
-        break;
-      case State::kChunkDataLf:
-        step = ChunkDataLf(*p++);
-        break;
-      case State::kTrailerStart:
-        step = TrailerStart(p);
-        break;
-      case State::kTrailerEndLf:
-        step = TrailerEndLf(*p++);
-        break;
-      case State::kTrailerSkip:
-        SkipLine(p, end, State::kTrailerStart);
-        break;
-      case State::kDone:
-        return Fail("bytes after a complete response");
+      case State::kChunkDataCr: step = ChunkDataCr(p); break;
+      case State::kChunkDataLf: step = ChunkDataLf(*p++); break;
+      case State::kTrailerStart: step = TrailerStart(p); break;
+      case State::kTrailerEndLf: step = TrailerEndLf(*p++); break;
+      case State::kTrailerSkip: SkipLine(p, end, State::kTrailerStart); break;
+      case State::kDone: return Fail("bytes after a complete response");
     }
     if (step == Outcome::kError) return step;
     if (step == Outcome::kComplete) {

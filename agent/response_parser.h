@@ -49,20 +49,20 @@ class ResponseParser {
 
  private:
   enum class State : uint8_t {
-    kStatusStart,    // matching "HTTP/1."
-    kStatusMinor,    // minor version digit
+    kStatusStart,  // matching "HTTP/1."
+    kStatusMinor,  // minor version digit
     kStatusSpace,
-    kStatusCode,     // three digits
-    kStatusRest,     // reason phrase up to LF
-    kHeaderStart,    // start of a header line or the blank line
-    kHeadersEndLf,   // saw CR of the blank line
+    kStatusCode,    // three digits
+    kStatusRest,    // reason phrase up to LF
+    kHeaderStart,   // start of a header line or the blank line
+    kHeadersEndLf,  // saw CR of the blank line
     kHeaderName,
-    kHeaderValue,    // value of a header we interpret
-    kHeaderSkip,     // value of a header we ignore, up to LF
-    kBodyLength,     // counting Content-Length bytes
-    kBodyClose,      // until EOF
+    kHeaderValue,  // value of a header we interpret
+    kHeaderSkip,   // value of a header we ignore, up to LF
+    kBodyLength,   // counting Content-Length bytes
+    kBodyClose,    // until EOF
     kChunkSize,
-    kChunkExt,       // extension after the size, up to LF
+    kChunkExt,  // extension after the size, up to LF
     kChunkData,
     kChunkDataCr,
     kChunkDataLf,
@@ -112,14 +112,14 @@ class ResponseParser {
   bool ValueChar(char c);
   void EndToken();
 
-  uint64_t remaining_ = 0;      // body or chunk bytes left
+  uint64_t remaining_ = 0;  // body or chunk bytes left
   uint64_t content_length_ = 0;
   const char* error_ = nullptr;
   State state_ = State::kStatusStart;
   Header header_ = Header::kNone;
   uint16_t status_ = 0;
-  uint8_t pos_ = 0;             // position inside a literal, a name or a token
-  uint8_t name_mask_ = 0;       // header names still matching (bit per Header)
+  uint8_t pos_ = 0;        // position inside a literal, a name or a token
+  uint8_t name_mask_ = 0;  // header names still matching (bit per Header)
   uint8_t token_len_ = 0;
   uint8_t minor_ = 1;
   bool head_ = false;
@@ -130,9 +130,9 @@ class ResponseParser {
   bool keep_alive_ = true;
   bool chunk_digits_ = false;
   bool value_started_ = false;
-  bool length_done_ = false;    // spaces after Content-Length digits
+  bool length_done_ = false;  // spaces after Content-Length digits
   bool seen_ = false;
-  char token_[12] = {};         // lower-cased token of Connection/Transfer-Encoding
+  char token_[12] = {};  // lower-cased token of Connection/Transfer-Encoding
 };
 
 }  // namespace fairbench::agent

@@ -21,8 +21,9 @@ struct Shape {
 
 std::vector<Shape> Shapes() {
   return {
-      {"content-length", "HTTP/1.1 200 OK\r\nServer: x\r\nContent-Length: 13\r\nContent-Type: text/plain\r\n\r\nHello, World!",
-       false, false, 200, true},
+      {"content-length",
+       "HTTP/1.1 200 OK\r\nServer: x\r\nContent-Length: 13\r\nContent-Type: text/plain\r\n\r\nHello, World!", false,
+       false, 200, true},
       {"case-insensitive-and-ows", "HTTP/1.1 200 OK\r\ncOnTeNt-LeNgTh:   5  \r\n\r\nhello", false, false, 200, true},
       {"chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\n\r\n",
        false, false, 200, true},
@@ -31,20 +32,20 @@ std::vector<Shape> Shapes() {
        false, false, 200, true},
       {"close-delimited", "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil the end", false, true, 200, false},
       {"head", "HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n", true, false, 200, true},
-      {"interim-100", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok", false, false, 201,
-       true},
+      {"interim-100", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok", false, false,
+       201, true},
       {"no-content", "HTTP/1.1 204 No Content\r\nContent-Length: 99\r\n\r\n", false, false, 204, true},
       {"not-modified", "HTTP/1.1 304 Not Modified\r\nContent-Length: 13\r\n\r\n", false, false, 304, true},
-      {"connection-close", "HTTP/1.1 500 Internal Server Error\r\nConnection: close\r\nContent-Length: 3\r\n\r\nerr", false,
-       false, 500, false},
-      {"http10-keep-alive", "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 1\r\n\r\nx", false, false, 200,
-       true},
+      {"connection-close", "HTTP/1.1 500 Internal Server Error\r\nConnection: close\r\nContent-Length: 3\r\n\r\nerr",
+       false, false, 500, false},
+      {"http10-keep-alive", "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 1\r\n\r\nx", false, false,
+       200, true},
       {"http10-default-close", "HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\nx", false, false, 200, false},
       {"bare-lf", "HTTP/1.1 404 Not Found\nContent-Length: 2\n\nno", false, false, 404, true},
       {"zero-length", "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", false, false, 200, true},
       {"no-reason", "HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n", false, false, 200, true},
-      {"connection-token-list", "HTTP/1.1 200 OK\r\nConnection: upgrade, close\r\nContent-Length: 0\r\n\r\n", false, false,
-       200, false},
+      {"connection-token-list", "HTTP/1.1 200 OK\r\nConnection: upgrade, close\r\nContent-Length: 0\r\n\r\n", false,
+       false, 200, false},
   };
 }
 

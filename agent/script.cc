@@ -312,9 +312,7 @@ int AddrEq(lua_State* L) {
 
 // The C functions that need ScriptThread's insides.
 struct ScriptApi {
-  static ScriptThread* Check(lua_State* L) {
-    return *static_cast<ScriptThread**>(luaL_checkudata(L, 1, kThreadMeta));
-  }
+  static ScriptThread* Check(lua_State* L) { return *static_cast<ScriptThread**>(luaL_checkudata(L, 1, kThreadMeta)); }
   static void Push(lua_State* L, ScriptThread* t) {
     *static_cast<ScriptThread**>(lua_newuserdata(L, sizeof(ScriptThread*))) = t;
     luaL_getmetatable(L, kThreadMeta);
@@ -622,8 +620,7 @@ std::string HostHeader(const ScriptOptions& o) {
 // Skips the interim responses in `raw` and fills the final one's headers
 // and (de-chunked) body. `raw` is a response ResponseParser accepted whole;
 // whatever it holds, nothing is read outside it.
-void SplitResponse(std::string_view raw, std::vector<std::pair<std::string, std::string>>* headers,
-                   std::string* body) {
+void SplitResponse(std::string_view raw, std::vector<std::pair<std::string, std::string>>* headers, std::string* body) {
   headers->clear();
   body->clear();
   size_t pos = 0;
@@ -747,12 +744,13 @@ bool ScriptThread::RequestStreams(std::vector<std::shared_ptr<const H2Request>>*
   uint32_t count = 0;
   if (!Request(&h2_text_, &count)) return false;
   auto specs = SplitRequests(h2_text_);
-  if (!specs.ok()) return Fail(DefinedAt(L_, "request", chunk_name_) + ": request() returned " + specs.status().message());
+  if (!specs.ok())
+    return Fail(DefinedAt(L_, "request", chunk_name_) + ": request() returned " + specs.status().message());
   for (const RequestSpec& spec : *specs) {
     auto r = H2Request::Build(spec, h2_scheme_, authority_);
     if (!r.ok()) {
-      return Fail(DefinedAt(L_, "request", chunk_name_) + ": request() returned a request HTTP/2 cannot send: " +
-                  r.status().message());
+      return Fail(DefinedAt(L_, "request", chunk_name_) +
+                  ": request() returned a request HTTP/2 cannot send: " + r.status().message());
     }
     streams->push_back(std::shared_ptr<const H2Request>(std::move(*r)));
   }
@@ -868,9 +866,9 @@ Result<std::unique_ptr<Script>> Script::Create(const ScriptOptions& o) {
           for (const RequestSpec& spec : specs.ok() ? *specs : std::vector<RequestSpec>{}) {
             auto h2 = H2Request::Build(spec, o.h2_scheme, host);
             if (!h2.ok()) {
-              return Status::InvalidArgument(DefinedAt(L, "request", t->chunk_name_) +
-                                             ": request() returned a request HTTP/2 cannot send: " +
-                                             h2.status().message());
+              return Status::InvalidArgument(
+                  DefinedAt(L, "request", t->chunk_name_) +
+                  ": request() returned a request HTTP/2 cannot send: " + h2.status().message());
             }
           }
         }
@@ -884,7 +882,8 @@ Result<std::unique_ptr<Script>> Script::Create(const ScriptOptions& o) {
       std::string text(s != nullptr ? s : "", s != nullptr ? len : 0);
       lua_pop(L, 2);
       auto specs = SplitRequests(text);
-      if (!specs.ok()) return Status::InvalidArgument(o.source.name + ": wrk.request() gave " + specs.status().message());
+      if (!specs.ok())
+        return Status::InvalidArgument(o.source.name + ": wrk.request() gave " + specs.status().message());
       BuiltRequest built;
       built.name = specs->front().method + " " + specs->front().target;
       built.head = specs->front().method == "HEAD";

@@ -64,8 +64,8 @@ struct ScriptOptions {
   std::string port;
   std::string path = "/";
   std::vector<std::pair<std::string, std::string>> headers;  // -H, in order
-  std::string method = "GET";  // wrk.method before the script runs (-m)
-  std::string body;            // wrk.body (--body); empty: nil
+  std::string method = "GET";                                // wrk.method before the script runs (-m)
+  std::string body;                                          // wrk.body (--body); empty: nil
   // init()'s argument: args[0] is the URL (as in wrk), args[1..] what
   // followed "--".
   std::string url;

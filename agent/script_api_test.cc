@@ -42,9 +42,10 @@ function request() return wrk.format(nil, "/" .. seen) end
   uint32_t count = 0;
   ASSERT_TRUE(t.Request(&text, &count));
   EXPECT_EQ(text.rfind("GET /none HTTP/1.1\r\n", 0), 0u) << text;
-  ASSERT_TRUE(t.ResponseRaw(200, "HTTP/1.1 100 Continue\r\nX-A: interim\r\n\r\n"
-                                 "HTTP/1.1 200 OK\r\nX-A: b\r\nTransfer-Encoding: chunked\r\n\r\n"
-                                 "3\r\nabc\r\n2;ext=1\r\nde\r\n0\r\n\r\n"));
+  ASSERT_TRUE(t.ResponseRaw(200,
+                            "HTTP/1.1 100 Continue\r\nX-A: interim\r\n\r\n"
+                            "HTTP/1.1 200 OK\r\nX-A: b\r\nTransfer-Encoding: chunked\r\n\r\n"
+                            "3\r\nabc\r\n2;ext=1\r\nde\r\n0\r\n\r\n"));
   ASSERT_TRUE(t.Request(&text, &count));
   EXPECT_EQ(text.rfind("GET /200-b-abcde HTTP/1.1\r\n", 0), 0u) << text;
 }

@@ -189,8 +189,9 @@ end
     auto server = Server();
     ASSERT_NE(server, nullptr);
     // wrk's -d takes whole seconds.
-    const std::vector<std::string> args = {"-t1", "-c2", "-d1s", "-H", "X-From-Flag: yes", "-s", script,
-                                           Url(*server, "/api/echo?x=1"), "--", "alpha", "beta"};
+    const std::vector<std::string> args = {
+        "-t1", "-c2",   "-d1s", "-H", "X-From-Flag: yes", "-s", script, Url(*server, "/api/echo?x=1"),
+        "--",  "alpha", "beta"};
     const Outcome o = tool == "wrk" ? Wrk(args) : Agent(args);
     ASSERT_EQ(o.code, 0) << tool << ": " << o.err;
     const std::string port = std::to_string(server->port());
@@ -462,13 +463,16 @@ end
   ASSERT_EQ(o.code, 0) << o.err;
   const nlohmann::json j = Json("done.json");
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(o.out, m, std::regex(R"(requests (\d+) bytes (\d+) duration (\d+) errors 0 0 0 0 0)"))) << o.out;
+  ASSERT_TRUE(std::regex_search(o.out, m, std::regex(R"(requests (\d+) bytes (\d+) duration (\d+) errors 0 0 0 0 0)")))
+      << o.out;
   EXPECT_EQ(std::stoull(m[1]), j["requests"].get<uint64_t>());
   EXPECT_EQ(std::stoull(m[2]), j["bytesRead"].get<uint64_t>());
   EXPECT_NEAR(std::stod(m[3]), j["measureSeconds"].get<double>() * 1e6, 1);
   const size_t served = Requests(*server).size();
   EXPECT_EQ(std::stoull(m[1]) + j["drained"].get<uint64_t>() + j["abandoned"].get<uint64_t>(), served);
-  ASSERT_TRUE(std::regex_search(o.out, m, std::regex(R"(p50 (\d+) p90 (\d+) p99 (\d+) min (\d+) max (\d+) mean ([\d.]+) count (\d+))"))) << o.out;
+  ASSERT_TRUE(std::regex_search(
+      o.out, m, std::regex(R"(p50 (\d+) p90 (\d+) p99 (\d+) min (\d+) max (\d+) mean ([\d.]+) count (\d+))")))
+      << o.out;
   const nlohmann::json& lat = j["latency"];
   EXPECT_EQ(std::stoull(m[1]), lat["percentilesUs"]["p50"].get<uint64_t>());
   EXPECT_EQ(std::stoull(m[2]), lat["percentilesUs"]["p90"].get<uint64_t>());
@@ -495,14 +499,32 @@ TEST_F(ScriptTest, ScriptErrorsBeforeTheLoadAreOneLineWithTheirPlace) {
   };
   const std::vector<Case> cases = {
       {"syntax.lua", "wrk.method = \"POST\"\n\nfunction request(\n", "syntax.lua:4:", {}},
-      {"setup.lua", "function setup(thread)\n  local t = nil\n  return t.x\nend\n", "setup.lua:3: attempt to index", {}},
+      {"setup.lua",
+       "function setup(thread)\n  local t = nil\n  return t.x\nend\n",
+       "setup.lua:3: attempt to index",
+       {}},
       {"init.lua", "function init(args)\n  error(\"no config\")\nend\n", "init.lua:2: no config", {}},
       {"cfn.lua", "function init(args)\n  string.rep()\nend\n", "cfn.lua:2: bad argument #1 to 'rep'", {}},
-      {"nil.lua", "function request()\n  return nil\nend\n", "nil.lua:1: request() returned a nil value, not an HTTP request", {}},
-      {"junk.lua", "\nfunction request()\n  return \"GET /\\r\\n\"\nend\n", "junk.lua:2: request() returned not an HTTP request", {}},
-      {"get.lua", "function setup(thread)\n  thread:set(\"f\", print)\nend\n", "get.lua:2: thread:set('f'): cannot transfer a function", {}},
-      {"delay.lua", "function delay() return 1 end\n", "--rate cannot be combined with the script's delay()", {"--rate", "100"}},
-      {"pipe.lua", "function request() return wrk.format() end\n", "--pipeline cannot be combined", {"--pipeline", "2"}},
+      {"nil.lua",
+       "function request()\n  return nil\nend\n",
+       "nil.lua:1: request() returned a nil value, not an HTTP request",
+       {}},
+      {"junk.lua",
+       "\nfunction request()\n  return \"GET /\\r\\n\"\nend\n",
+       "junk.lua:2: request() returned not an HTTP request",
+       {}},
+      {"get.lua",
+       "function setup(thread)\n  thread:set(\"f\", print)\nend\n",
+       "get.lua:2: thread:set('f'): cannot transfer a function",
+       {}},
+      {"delay.lua",
+       "function delay() return 1 end\n",
+       "--rate cannot be combined with the script's delay()",
+       {"--rate", "100"}},
+      {"pipe.lua",
+       "function request() return wrk.format() end\n",
+       "--pipeline cannot be combined",
+       {"--pipeline", "2"}},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"-t1", "-c1", "-d1s", "-s", Script(c.name, c.text), url};
@@ -533,17 +555,22 @@ TEST_F(ScriptTest, ScriptErrorsDuringTheLoadStopItWithTheSummary) {
     std::string name, text, want;
   };
   const std::vector<Case> cases = {
-      {"req.lua", "local n = 0\nfunction request()\n  n = n + 1\n  if n > 20 then error(\"out of ids\") end\n  return wrk.format()\nend\n",
+      {"req.lua",
+       "local n = 0\nfunction request()\n  n = n + 1\n  if n > 20 then error(\"out of ids\") end\n  return wrk.format()\nend\n",
        "req.lua:4: out of ids"},
-      {"resp.lua", "local n = 0\nfunction response(status)\n  n = n + 1\n  if n > 20 then local x = nil; x.y = 1 end\nend\n",
+      {"resp.lua",
+       "local n = 0\nfunction response(status)\n  n = n + 1\n  if n > 20 then local x = nil; x.y = 1 end\nend\n",
        "resp.lua:4: attempt to index"},
-      {"delay.lua", "local n = 0\nfunction delay()\n  n = n + 1\n  if n > 20 then error(\"late\") end\n  return 0\nend\n",
+      {"delay.lua",
+       "local n = 0\nfunction delay()\n  n = n + 1\n  if n > 20 then error(\"late\") end\n  return 0\nend\n",
        "delay.lua:4: late"},
-      {"text.lua", "local n = 0\nfunction request()\n  n = n + 1\n  if n > 20 then return \"not http\" end\n  return wrk.format()\nend\n",
+      {"text.lua",
+       "local n = 0\nfunction request()\n  n = n + 1\n  if n > 20 then return \"not http\" end\n  return wrk.format()\nend\n",
        "text.lua:2: request() returned not an HTTP request (incomplete request line): \"not http\""},
   };
   for (const Case& c : cases) {
-    const Outcome o = Agent({"-t1", "-c1", "-d5s", "-s", Script(c.name, c.text), Url(*server), "--json", JsonPath("e.json")});
+    const Outcome o =
+        Agent({"-t1", "-c1", "-d5s", "-s", Script(c.name, c.text), Url(*server), "--json", JsonPath("e.json")});
     EXPECT_EQ(o.code, 1) << c.name << ": " << o.err;
     EXPECT_NE(o.err.find(c.want), std::string::npos) << c.name << ": " << o.err;
     EXPECT_LT(o.seconds, 2.5) << c.name << ": the load went on after the error";
@@ -562,7 +589,8 @@ TEST_F(ScriptTest, ScriptErrorsDuringTheLoadStopItWithTheSummary) {
 TEST_F(ScriptTest, RateWithAScriptIsPacedAndCorrected) {
   auto server = Server();
   ASSERT_NE(server, nullptr);
-  const std::string script = Script("rate.lua", "local n = 0\nfunction request()\n  n = n + 1\n  return wrk.format(nil, \"/r/\" .. n)\nend\n");
+  const std::string script =
+      Script("rate.lua", "local n = 0\nfunction request()\n  n = n + 1\n  return wrk.format(nil, \"/r/\" .. n)\nend\n");
   const Outcome o = Agent({"-t1", "-c2", "-d1s", "--rate", "200", "-s", script, Url(*server)});
   ASSERT_EQ(o.code, 0) << o.err;
   EXPECT_NE(o.out.find("CORRECTED for coordinated omission"), std::string::npos) << o.out;
@@ -609,7 +637,8 @@ function done(summary) io.write(string.format("responses %d requests %d\n", t:ge
     }
     testing::NginxFixture nginx(options);
     ASSERT_TRUE(nginx.Start().ok()) << mode;
-    const std::string url = std::string(mode == "https" ? "https" : "http") + "://127.0.0.1:" + std::to_string(nginx.port()) + "/";
+    const std::string url =
+        std::string(mode == "https" ? "https" : "http") + "://127.0.0.1:" + std::to_string(nginx.port()) + "/";
     std::vector<std::string> args = {"-t1", "-c2", "-d500ms", "-s", script, url, "--json", JsonPath(mode + ".json")};
     if (mode == "h2c") args.insert(args.end(), {"--h2c", "--streams", "4"});
     const Outcome o = Agent(args);
@@ -621,7 +650,9 @@ function done(summary) io.write(string.format("responses %d requests %d\n", t:ge
     auto log = nginx.AccessLog();
     ASSERT_TRUE(log.ok());
     const nlohmann::json j = Json(mode + ".json");
-    EXPECT_EQ(log->size(), j["requests"].get<uint64_t>() + j["drained"].get<uint64_t>() + j["abandoned"].get<uint64_t>()) << mode;
+    EXPECT_EQ(log->size(),
+              j["requests"].get<uint64_t>() + j["drained"].get<uint64_t>() + j["abandoned"].get<uint64_t>())
+        << mode;
     std::set<std::string> uris;
     for (const testing::AccessLogEntry& e : *log) {
       int a = 0, b = 0;
@@ -673,9 +704,7 @@ std::map<uint64_t, std::vector<std::string>> UrisPerConnection(const std::vector
   return out;
 }
 
-std::string DigitsAsN(std::string s) {
-  return std::regex_replace(s, std::regex(R"(\d+)"), "N");
-}
+std::string DigitsAsN(std::string s) { return std::regex_replace(s, std::regex(R"(\d+)"), "N"); }
 
 // Every example script Debian's wrk ships (/usr/share/doc/wrk/examples/
 // scripts, gunzipped when compressed) runs under fairbench-agent with
@@ -720,8 +749,8 @@ TEST_F(ScriptTest, WrksExampleScriptsRunAsUnderWrk) {
       options.keepalive_requests = 1000000000;  // one nginx connection per tool connection
       auto& nginx = servers[tool] = std::make_unique<testing::NginxFixture>(options);
       ASSERT_TRUE(nginx->Start().ok()) << tool;
-      const std::vector<std::string> args = {"-t2", "-c2", "-d1s", "-s", path,
-                                             "http://127.0.0.1:" + std::to_string(nginx->port()) + "/"};
+      const std::vector<std::string> args = {"-t2", "-c2", "-d1s",
+                                             "-s",  path,  "http://127.0.0.1:" + std::to_string(nginx->port()) + "/"};
       started[tool] = Start(tool == "wrk" ? WrkArgv(args) : AgentArgv(args), tool);
     }
     for (const std::string tool : {"wrk", "ours"}) runs[tool].outcome = Finish(started[tool]);
@@ -740,7 +769,8 @@ TEST_F(ScriptTest, WrksExampleScriptsRunAsUnderWrk) {
       r.log = std::move(*log);
       r.script_lines = ScriptLines(r.outcome.out, std::to_string(servers[tool]->port()));
       std::smatch m;
-      ASSERT_TRUE(std::regex_search(r.outcome.out, m, std::regex(R"(\n  (\d+) requests in )"))) << tool << ": " << r.outcome.out;
+      ASSERT_TRUE(std::regex_search(r.outcome.out, m, std::regex(R"(\n  (\d+) requests in )")))
+          << tool << ": " << r.outcome.out;
       r.reported = std::stoull(m[1]);
       ASSERT_GT(r.reported, 0u) << tool;
       // Every response counted was logged; what is logged beyond them was in
@@ -757,7 +787,8 @@ TEST_F(ScriptTest, WrksExampleScriptsRunAsUnderWrk) {
     EXPECT_EQ(got_lines, want_lines) << "the script printed other lines than under wrk";
     auto served = [](const ExampleRun& r) {
       std::set<std::string> s;
-      for (const testing::AccessLogEntry& e : r.log) s.insert(e.method + " " + DigitsAsN(e.uri) + " " + std::to_string(e.status));
+      for (const testing::AccessLogEntry& e : r.log)
+        s.insert(e.method + " " + DigitsAsN(e.uri) + " " + std::to_string(e.status));
       return s;
     };
     EXPECT_EQ(served(ours), served(wrk)) << "nginx served other requests than under wrk";
@@ -770,7 +801,8 @@ TEST_F(ScriptTest, WrksExampleScriptsRunAsUnderWrk) {
       const std::map<uint64_t, std::vector<std::string>> conns = UrisPerConnection(r.log);
       if (name == "addr.lua") {
         // init() prints the address setup() picked from wrk.lookup().
-        EXPECT_EQ(r.script_lines, (std::vector<std::string>{"thread addr: 127.0.0.1:PORT", "thread addr: 127.0.0.1:PORT"}))
+        EXPECT_EQ(r.script_lines,
+                  (std::vector<std::string>{"thread addr: 127.0.0.1:PORT", "thread addr: 127.0.0.1:PORT"}))
             << tool;
       } else if (name == "auth.lua") {
         // One /authenticate per connection (none has a response before its
@@ -787,7 +819,8 @@ TEST_F(ScriptTest, WrksExampleScriptsRunAsUnderWrk) {
         for (const auto& [conn, uris] : conns) {
           firsts.insert(uris.front());
           const int first = std::stoi(uris.front().substr(1));
-          for (size_t i = 0; i < uris.size(); ++i) ASSERT_EQ(uris[i], "/" + std::to_string(first + static_cast<int>(i))) << tool;
+          for (size_t i = 0; i < uris.size(); ++i)
+            ASSERT_EQ(uris[i], "/" + std::to_string(first + static_cast<int>(i))) << tool;
         }
         EXPECT_EQ(firsts, (std::set<std::string>{"/0", "/1"})) << tool;
       } else if (name == "delay.lua") {
@@ -909,8 +942,8 @@ end
   for (const std::string tool : {"wrk", "ours"}) {
     auto& nginx = servers[tool] = std::make_unique<testing::NginxFixture>();
     ASSERT_TRUE(nginx->Start().ok()) << tool;
-    const std::vector<std::string> args = {"-t2", "-c2", "-d1s", "-s", script,
-                                           "http://127.0.0.1:" + std::to_string(nginx->port()) + "/", "--", "x"};
+    const std::vector<std::string> args = {
+        "-t2", "-c2", "-d1s", "-s", script, "http://127.0.0.1:" + std::to_string(nginx->port()) + "/", "--", "x"};
     started[tool] = Start(tool == "wrk" ? WrkArgv(args) : AgentArgv(args), tool);
   }
   std::map<std::string, std::vector<std::string>> lines;
@@ -925,7 +958,8 @@ end
   EXPECT_EQ(lines["wrk"][0],
             "top connect:function,format:function,headers:table,host:string,init:function,lookup:function,"
             "method:string,path:string,port:string,resolve:function,scheme:string,setup:function");
-  EXPECT_NE(std::find(lines["wrk"].begin(), lines["wrk"].end(), "init host example.test:PORT args 1"), lines["wrk"].end());
+  EXPECT_NE(std::find(lines["wrk"].begin(), lines["wrk"].end(), "init host example.test:PORT args 1"),
+            lines["wrk"].end());
   EXPECT_NE(std::find(lines["wrk"].begin(), lines["wrk"].end(),
                       "thread 2: delay request response 200 delay request response 200 delay request response 200"),
             lines["wrk"].end());

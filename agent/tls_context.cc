@@ -52,15 +52,16 @@ Result<std::shared_ptr<TlsContext>> TlsContext::Create(const TlsOptions& o) {
   SSL_CTX_sess_set_new_cb(ctx, OnNewSession);
   if (o.alpn_h2) {
     static const unsigned char kH2[] = {2, 'h', '2'};
-    if (SSL_CTX_set_alpn_protos(ctx, kH2, sizeof kH2) != 0) return Status::Internal("SSL_CTX_set_alpn_protos: " + TakeErrors());
+    if (SSL_CTX_set_alpn_protos(ctx, kH2, sizeof kH2) != 0)
+      return Status::Internal("SSL_CTX_set_alpn_protos: " + TakeErrors());
   }
   if (o.verify) {
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
     const int loaded = o.ca_file.empty() ? SSL_CTX_set_default_verify_paths(ctx)
                                          : SSL_CTX_load_verify_locations(ctx, o.ca_file.c_str(), nullptr);
     if (loaded != 1) {
-      return Status::InvalidArgument("cannot load CA file '" + (o.ca_file.empty() ? std::string("(system)") : o.ca_file) +
-                                     "': " + TakeErrors());
+      return Status::InvalidArgument("cannot load CA file '" +
+                                     (o.ca_file.empty() ? std::string("(system)") : o.ca_file) + "': " + TakeErrors());
     }
     if (!o.verify_name.empty()) {
       X509_VERIFY_PARAM* param = SSL_CTX_get0_param(ctx);
@@ -124,7 +125,7 @@ SSL* TlsContext::NewConnection(int fd, SessionPool* pool, SSL* reuse) const {
   if (ssl == nullptr) return nullptr;
   if (SSL_set_fd(ssl, fd) != 1 ||
       (!server_name_.empty() && SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
-                                          const_cast<char*>(server_name_.c_str())) != 1)) {
+                                         const_cast<char*>(server_name_.c_str())) != 1)) {
     SSL_free(ssl);
     return nullptr;
   }

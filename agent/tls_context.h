@@ -31,12 +31,12 @@ typedef struct ssl_session_st SSL_SESSION;
 namespace fairbench::agent {
 
 struct TlsOptions {
-  bool enabled = false;      // https://
-  std::string server_name;   // SNI; empty: none is sent (as for an IP address)
-  bool verify = false;       // check the server's certificate chain and name
-  std::string ca_file;       // PEM bundle trusted with `verify`; empty: the system's
-  std::string verify_name;   // the name (or IP address) the certificate must match
-  bool alpn_h2 = false;      // HTTP/2: offer only "h2" in ALPN (the worker refuses a server that does not pick it)
+  bool enabled = false;     // https://
+  std::string server_name;  // SNI; empty: none is sent (as for an IP address)
+  bool verify = false;      // check the server's certificate chain and name
+  std::string ca_file;      // PEM bundle trusted with `verify`; empty: the system's
+  std::string verify_name;  // the name (or IP address) the certificate must match
+  bool alpn_h2 = false;     // HTTP/2: offer only "h2" in ALPN (the worker refuses a server that does not pick it)
 };
 
 // Options for an https URL's `host`: SNI is `sni`, else the host unless it

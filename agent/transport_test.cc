@@ -247,12 +247,14 @@ class TlsTransportTest : public ::testing::Test {
 // (every HTTPS connect would be a handshake error), and SSL_ERROR_ZERO_RETURN
 // (close_notify) mapped to an error instead of the end of the stream.
 TEST_F(TlsTransportTest, HandshakeRetriesThenDataThenCloseNotifyIsClosed) {
-  Serve([](SSL* s) {
-    char buf[16];
-    const int n = SSL_read(s, buf, sizeof buf);
-    if (n == 4 && std::memcmp(buf, "ping", 4) == 0) SSL_write(s, "pong", 4);
-    SSL_shutdown(s);
-  }, /*held=*/true);
+  Serve(
+      [](SSL* s) {
+        char buf[16];
+        const int n = SSL_read(s, buf, sizeof buf);
+        if (n == 4 && std::memcmp(buf, "ping", 4) == 0) SSL_write(s, "pong", 4);
+        SSL_shutdown(s);
+      },
+      /*held=*/true);
   Transport t;
   EXPECT_GT(Handshake(t), 0);  // the server's flight had to be waited for
   ASSERT_EQ(t.kind(), Transport::Kind::kTls);

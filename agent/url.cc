@@ -21,7 +21,8 @@ Result<Url> ParseUrl(std::string_view text) {
   Url url;
   std::string_view rest = text;
   const size_t scheme_end = rest.find("://");
-  if (scheme_end == std::string_view::npos) return Status::InvalidArgument("invalid URL " + quoted + ": expected http[s]://host[:port]/path");
+  if (scheme_end == std::string_view::npos)
+    return Status::InvalidArgument("invalid URL " + quoted + ": expected http[s]://host[:port]/path");
   std::string scheme(rest.substr(0, scheme_end));
   for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (scheme != "http" && scheme != "https") {
@@ -35,13 +36,15 @@ Result<Url> ParseUrl(std::string_view text) {
   std::string_view authority = rest.substr(0, path_start);
   std::string_view target = path_start == std::string_view::npos ? std::string_view() : rest.substr(path_start);
   if (const size_t hash = target.find('#'); hash != std::string_view::npos) target = target.substr(0, hash);
-  if (authority.find('@') != std::string_view::npos) return Status::InvalidArgument("invalid URL " + quoted + ": user information is not supported");
+  if (authority.find('@') != std::string_view::npos)
+    return Status::InvalidArgument("invalid URL " + quoted + ": user information is not supported");
   if (authority.empty()) return Status::InvalidArgument("invalid URL " + quoted + ": missing host");
 
   std::string_view port_text;
   if (authority.front() == '[') {
     const size_t close = authority.find(']');
-    if (close == std::string_view::npos) return Status::InvalidArgument("invalid URL " + quoted + ": unterminated IPv6 address");
+    if (close == std::string_view::npos)
+      return Status::InvalidArgument("invalid URL " + quoted + ": unterminated IPv6 address");
     url.host = std::string(authority.substr(1, close - 1));
     std::string_view after = authority.substr(close + 1);
     if (!after.empty()) {
@@ -50,7 +53,8 @@ Result<Url> ParseUrl(std::string_view text) {
       url.explicit_port = true;
     }
     in6_addr probe{};
-    if (inet_pton(AF_INET6, url.host.c_str(), &probe) != 1) return Status::InvalidArgument("invalid URL " + quoted + ": bad IPv6 address");
+    if (inet_pton(AF_INET6, url.host.c_str(), &probe) != 1)
+      return Status::InvalidArgument("invalid URL " + quoted + ": bad IPv6 address");
   } else {
     const size_t colon = authority.rfind(':');
     if (colon != std::string_view::npos) {
@@ -67,10 +71,12 @@ Result<Url> ParseUrl(std::string_view text) {
   }
   if (url.host.empty()) return Status::InvalidArgument("invalid URL " + quoted + ": missing host");
   if (url.explicit_port) {
-    if (port_text.empty() || port_text.size() > 5) return Status::InvalidArgument("invalid URL " + quoted + ": bad port");
+    if (port_text.empty() || port_text.size() > 5)
+      return Status::InvalidArgument("invalid URL " + quoted + ": bad port");
     uint32_t port = 0;
     for (char c : port_text) {
-      if (!std::isdigit(static_cast<unsigned char>(c))) return Status::InvalidArgument("invalid URL " + quoted + ": bad port");
+      if (!std::isdigit(static_cast<unsigned char>(c)))
+        return Status::InvalidArgument("invalid URL " + quoted + ": bad port");
       port = port * 10 + static_cast<uint32_t>(c - '0');
     }
     if (port == 0 || port > 65535) return Status::InvalidArgument("invalid URL " + quoted + ": port must be 1..65535");
@@ -79,7 +85,8 @@ Result<Url> ParseUrl(std::string_view text) {
   url.target = target.empty() ? "/" : std::string(target);
   if (url.target.front() == '?') url.target.insert(0, "/");
   for (char c : url.target) {
-    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return Status::InvalidArgument("invalid URL " + quoted + ": spaces or control characters in the path");
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f)
+      return Status::InvalidArgument("invalid URL " + quoted + ": spaces or control characters in the path");
   }
   return url;
 }

@@ -18,9 +18,9 @@
 namespace fairbench::agent {
 
 struct Url {
-  std::string host;         // without brackets
+  std::string host;  // without brackets
   Scheme scheme = Scheme::kHttp;
-  uint16_t port = 80;       // 443 for https
+  uint16_t port = 80;  // 443 for https
   bool explicit_port = false;
   std::string target = "/";  // path and query, as sent on the request line
   // The Host header wrk sends: host, with ":port" only when the URL had one.

@@ -63,7 +63,8 @@ bool Dechunk(std::string_view data, std::string& body) {
 
 }  // namespace
 
-VarySequence::VarySequence(uint64_t seed, uint64_t stream) : state_(Mix(seed + kGamma) ^ Mix(Mix(stream) + 2 * kGamma)) {}
+VarySequence::VarySequence(uint64_t seed, uint64_t stream)
+    : state_(Mix(seed + kGamma) ^ Mix(Mix(stream) + 2 * kGamma)) {}
 
 uint64_t VarySequence::Next() {
   state_ += kGamma;

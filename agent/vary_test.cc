@@ -118,12 +118,14 @@ TEST(VaryExpectTest, BodyAndJson) {
 TEST(SplitAnswerTest, BodiesAndDate) {
   std::string body;
   std::string_view date;
-  ASSERT_TRUE(SplitAnswer("HTTP/1.1 200 OK\r\ndate: Sun, 06 Nov 1994 08:49:37 GMT\r\nContent-Length: 3\r\n\r\nabc", body, &date));
+  ASSERT_TRUE(SplitAnswer("HTTP/1.1 200 OK\r\ndate: Sun, 06 Nov 1994 08:49:37 GMT\r\nContent-Length: 3\r\n\r\nabc",
+                          body, &date));
   EXPECT_EQ(body, "abc");
   EXPECT_EQ(date, "Sun, 06 Nov 1994 08:49:37 GMT");
-  ASSERT_TRUE(SplitAnswer("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-                          "2;x=y\r\nab\r\n1\r\nc\r\n0\r\nTrailer: 1\r\n\r\n",
-                          body, &date));
+  ASSERT_TRUE(
+      SplitAnswer("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  "2;x=y\r\nab\r\n1\r\nc\r\n0\r\nTrailer: 1\r\n\r\n",
+                  body, &date));
   EXPECT_EQ(body, "abc");
   EXPECT_TRUE(date.empty());
   ASSERT_TRUE(SplitAnswer("HTTP/1.0 200 OK\r\nDate: x\r\n\r\nuntil close", body, &date));

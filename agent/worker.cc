@@ -90,7 +90,8 @@ Status Worker::Init() {
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.ptr = nullptr;
-  if (epoll_ctl(epfd_, EPOLL_CTL_ADD, wakefd_, &ev) != 0) return Status::IoError(std::string("epoll_ctl: ") + std::strerror(errno));
+  if (epoll_ctl(epfd_, EPOLL_CTL_ADD, wakefd_, &ev) != 0)
+    return Status::IoError(std::string("epoll_ctl: ") + std::strerror(errno));
   buf_ = std::make_unique<char[]>(kBufSize);
   tls_ = opt_.tls_context.get();
   // Room for two tickets per connection (what a full TLS 1.3 handshake
@@ -607,9 +608,9 @@ void Worker::ExpireTimeouts(int64_t now) {
   while (fifo_head_ != nullptr && fifo_head_->deadline_ns <= now) {
     Conn& c = *fifo_head_;
     FifoRemove(c);
-    const Why why = c.state == State::kConnecting ? Why::kConnect
+    const Why why = c.state == State::kConnecting    ? Why::kConnect
                     : c.state == State::kHandshaking ? Why::kHandshake
-                                                      : Why::kTimeout;
+                                                     : Why::kTimeout;
     Fail(c, why, now);
   }
 }
@@ -736,8 +737,8 @@ uint64_t Worker::Unsent(int64_t at) const {
   for (const Conn& c : conns_) {
     if (c.next_intended_ns >= at) continue;
     const auto due = static_cast<uint64_t>((at - 1 - c.next_intended_ns) / conn_period_ns_) + 1;
-    const bool on_time = c.h2 != nullptr ? c.h2_send_ns == c.next_intended_ns && c.h2->CanSubmit()
-                                         : c.state == State::kIdle;
+    const bool on_time =
+        c.h2 != nullptr ? c.h2_send_ns == c.next_intended_ns && c.h2->CanSubmit() : c.state == State::kIdle;
     n += due - (on_time ? 1 : 0);
   }
   return n;
@@ -791,7 +792,8 @@ void Worker::Run() {
       if (load_.stop.load(std::memory_order_relaxed)) {
         const size_t k = std::min(boundary_, load_.boundaries.size() - 1);
         if (started_) cur_.counters.unsent = Unsent(now);
-        coordinator_.Deliver(k, index_, std::move(cur_), open_, started_ ? std::max<int64_t>(0, now - start_ns_) : 0, true);
+        coordinator_.Deliver(k, index_, std::move(cur_), open_, started_ ? std::max<int64_t>(0, now - start_ns_) : 0,
+                             true);
         cur_ = IntervalStats();
         BeginDrain(now);
       } else if (!started_) {

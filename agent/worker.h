@@ -137,7 +137,7 @@ class Worker {
   enum class Why : uint8_t { kConnect, kRead, kWrite, kTimeout, kPortExhaustion, kHandshake };
 
   struct Conn {
-    Transport io;  // the socket, and HTTPS's SSL on it (while open)
+    Transport io;           // the socket, and HTTPS's SSL on it (while open)
     SSL* parked = nullptr;  // HTTPS: the last connection's SSL, reset and reused on the next
     State state = State::kClosed;
     bool in_fifo = false;
@@ -334,15 +334,15 @@ class Worker {
   std::string expected_;        // vary: its expectation, reused
   std::string date_;            // vary: the last Date seen in a sampled answer
   int64_t date_since_ns_ = 0;   // when it was first seen
-  bool dynamic_ = false;  // the script has request()
-  bool capture_ = false;  // the script has response()
+  bool dynamic_ = false;        // the script has request()
+  bool capture_ = false;        // the script has response()
   bool halted_ = false;
   // HTTP/2: the streams of request()'s last text still to submit.
   std::vector<std::shared_ptr<const H2Request>> h2_queue_;
   size_t h2_next_ = 0;
 
   // Timing, all in CLOCK_MONOTONIC nanoseconds.
-  int64_t start_ns_ = 0;       // load began (once started_)
+  int64_t start_ns_ = 0;  // load began (once started_)
   int64_t timeout_ns_;
   int64_t conn_period_ns_ = 0;  // constant rate: each connection's send period
   int64_t slot_ns_ = 0;         // constant rate: spacing of consecutive connections

@@ -46,8 +46,8 @@ class FakeCoordinator : public LoadCoordinator {
   }
 
   const LoadState& state() const override { return state_; }
-  void Deliver(size_t boundary_index, uint32_t worker, IntervalStats&& stats, uint32_t open_connections,
-               int64_t end_ns, bool final) override {
+  void Deliver(size_t boundary_index, uint32_t worker, IntervalStats&& stats, uint32_t open_connections, int64_t end_ns,
+               bool final) override {
     MutexLock lock(mu_);
     deliveries_.push_back({boundary_index, worker, std::move(stats), open_connections, end_ns, final});
     cv_.notify_all();
@@ -160,7 +160,7 @@ TEST(WorkerTest, DeliversEachIntervalAtItsBoundaryInOrderAndTheLastAsFinal) {
   }
   EXPECT_EQ(connects, 1u);
   EXPECT_EQ(written, options.requests[0].bytes.size());  // one request, never answered
-  EXPECT_EQ(worker.abandoned(), 1u);                      // given up after the drain
+  EXPECT_EQ(worker.abandoned(), 1u);                     // given up after the drain
   EXPECT_EQ(worker.peak_open(), 1u);
 }
 

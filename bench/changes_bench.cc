@@ -41,8 +41,8 @@ double Seconds(const std::vector<std::vector<Point>>& store, size_t* changes) {
 int main() {
   std::mt19937_64 engine(1);
   std::printf("1,000 series of 100 points, 2 %% noise, default options (100 permutations, level 0.05):\n");
-  for (const auto& [name, every] : {std::pair{"no step", 0}, std::pair{"a 10 % step in one of ten", 10},
-                                    std::pair{"a 10 % step in each", 1}}) {
+  for (const auto& [name, every] :
+       {std::pair{"no step", 0}, std::pair{"a 10 % step in one of ten", 10}, std::pair{"a 10 % step in each", 1}}) {
     std::vector<std::vector<Point>> store;
     for (int i = 0; i < 1000; ++i) store.push_back(Series(engine, 100, every != 0 && i % every == 0));
     size_t changes = 0;

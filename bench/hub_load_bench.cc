@@ -76,7 +76,9 @@ namespace v1 = fairbench::v1;
 constexpr double kCpuTarget = 10.0;      // % of one core
 constexpr double kP99TargetUs = 1000.0;  // ingest latency p99
 
-int64_t NowNs() { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count(); }
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
 
 bool WriteAll(int fd, const void* data, size_t n) {
   const char* p = static_cast<const char*>(data);
@@ -132,7 +134,8 @@ class Stamping final : public fairbench::controller::JobObserver {
 // `out_fd`, then waits for EOF on `quit_fd`.
 int ControllerMain(const std::string& token, int agents, int seconds, int port_fd, int out_fd, int quit_fd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (std::getenv("HUB_BENCH_DEFAULT_MALLOC") == nullptr) fairbench::KeepLargeBlocksInTheHeap();  // as the controllers do
+  if (std::getenv("HUB_BENCH_DEFAULT_MALLOC") == nullptr)
+    fairbench::KeepLargeBlocksInTheHeap();  // as the controllers do
   spdlog::set_level(spdlog::level::warn);
   AgentHub hub(token, "hub-load-bench");
   auto server = fairbench::controller::StartGrpcServer(&hub, "127.0.0.1:0");
@@ -173,7 +176,8 @@ int ControllerMain(const std::string& token, int agents, int seconds, int port_f
     job.set_duration_ns(int64_t{seconds} * 1'000'000'000);
     job.set_interval_ns(1'000'000'000);
     job.set_keep_alive(true);
-    auto stamping = std::make_shared<Stamping>(agg, &arrived[static_cast<size_t>(index) * static_cast<size_t>(seconds)], seconds);
+    auto stamping =
+        std::make_shared<Stamping>(agg, &arrived[static_cast<size_t>(index) * static_cast<size_t>(seconds)], seconds);
     if (auto s = hub.StartJob(id, job, stamping); !s.ok()) {
       std::fprintf(stderr, "controller: %s\n", s.message().c_str());
       return 1;
@@ -440,7 +444,8 @@ class AgentFleet {
     }
     if (!ok) {
       failed_.fetch_add(1);
-      std::fprintf(stderr, "agent-%d: no Welcome and LoadJob (last message: %d)\n", i, static_cast<int>(in.body_case()));
+      std::fprintf(stderr, "agent-%d: no Welcome and LoadJob (last message: %d)\n", i,
+                   static_cast<int>(in.body_case()));
     }
     return ok;
   }
@@ -528,7 +533,8 @@ double CpuPercentOver(pid_t pid, const std::function<void()>& window) {
 Result RunOnce(int agents, int seconds, Schedule schedule, int controller_cpu) {
   Result result;
   const std::string token = fairbench::controller::NewAgentToken();
-  const std::unique_ptr<ControllerProcess> controller = ControllerProcess::Start(token, agents, seconds, controller_cpu);
+  const std::unique_ptr<ControllerProcess> controller =
+      ControllerProcess::Start(token, agents, seconds, controller_cpu);
   if (!controller) return result;
   const pid_t child = controller->pid();
   int32_t port = 0;
@@ -556,9 +562,9 @@ Result RunOnce(int agents, int seconds, Schedule schedule, int controller_cpu) {
     fleet.Release();
     // The window: from the start to just after the last send (plus the
     // schedule's spread), the keepalive pings of 100 agents included.
-    std::this_thread::sleep_until(Clock::time_point(std::chrono::nanoseconds(
-        fleet.start_ns() + int64_t{seconds} * 1'000'000'000 + SendOffsetNs(schedule, agents - 1, agents) +
-        200'000'000)));
+    std::this_thread::sleep_until(
+        Clock::time_point(std::chrono::nanoseconds(fleet.start_ns() + int64_t{seconds} * 1'000'000'000 +
+                                                   SendOffsetNs(schedule, agents - 1, agents) + 200'000'000)));
   });
   fleet.Join();
   result.connections_ok = fleet.finished_ok();
@@ -599,7 +605,8 @@ int main(int argc, char** argv) {
     else if (flag == "--schedule") schedule = argv[i + 1];
     else if (flag == "--controller-cpu") controller_cpu = std::atoi(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: %s [--agents N] [--seconds S] [--schedule cell|staggered|burst|all] [--controller-cpu C]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--agents N] [--seconds S] [--schedule cell|staggered|burst|all] [--controller-cpu C]\n",
                    argv[0]);
       return 2;
     }
@@ -617,8 +624,9 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  std::printf("AgentHub: %d agents (one gRPC stream each), 1 realistic snapshot/s per agent, %d s, controller in its own process\n",
-              agents, seconds);
+  std::printf(
+      "AgentHub: %d agents (one gRPC stream each), 1 realistic snapshot/s per agent, %d s, controller in its own process\n",
+      agents, seconds);
   std::printf("reference: bench/ingest_bench BM_IngestSnapshot (decode + merge of one snapshot, one thread)\n\n");
   std::printf("%-10s | %-24s | %-28s | %-28s | %-10s | %-20s | %s\n", "schedule", "controller CPU (≤ 10 %)",
               "ingest p50 / p99 (≤ 1 ms)", "ingest max", "snapshots", "controller RSS / peak", "met");
@@ -626,8 +634,8 @@ int main(int argc, char** argv) {
   for (const auto& [name, sched] : runs) {
     Result r = RunOnce(agents, seconds, sched, controller_cpu);
     if (!r.ok) {
-      std::printf("%-10s | failed (%zu of %d snapshots merged, %zu missing)\n", name.c_str(), r.samples, agents * seconds,
-                  r.missing);
+      std::printf("%-10s | failed (%zu of %d snapshots merged, %zu missing)\n", name.c_str(), r.samples,
+                  agents * seconds, r.missing);
       all_ok = false;
       continue;
     }
@@ -637,18 +645,20 @@ int main(int argc, char** argv) {
     if (judged) all_ok = all_ok && cpu_met && p99_met;
     std::printf("%-10s | %21.1f %% | %10.0f µs / %8.0f µs | %24.0f µs | %10zu | %7.1f / %7.1f MiB | %s\n", name.c_str(),
                 r.cpu_percent, r.p50_us, r.p99_us, r.max_us, r.samples, r.rss_mib, r.hwm_mib,
-                !judged                ? "for comparison"
+                !judged              ? "for comparison"
                 : cpu_met && p99_met ? "CPU yes, p99 yes"
                 : cpu_met            ? "CPU yes, p99 NO"
                 : p99_met            ? "CPU NO, p99 yes"
                                      : "CPU NO, p99 NO");
-    std::printf("%-10s |   controller CPU with every stream open and no snapshot (keepalive only): %.1f %%; "
-                "per snapshot: %.0f µs of controller CPU\n",
-                "", r.idle_cpu_percent, r.cpu_percent / 100.0 * 1e6 / agents);
-    std::printf("%-10s |   parts, p50 / p99 / max: agent's Write call %.0f / %.0f / %.0f µs; send → read and decoded by the hub "
-                "%.0f / %.0f / %.0f µs; → merged by the CellAggregator %.0f / %.0f / %.0f µs\n",
-                "", r.write[0], r.write[1], r.write[2], r.transport[0], r.transport[1], r.transport[2], r.merge[0],
-                r.merge[1], r.merge[2]);
+    std::printf(
+        "%-10s |   controller CPU with every stream open and no snapshot (keepalive only): %.1f %%; "
+        "per snapshot: %.0f µs of controller CPU\n",
+        "", r.idle_cpu_percent, r.cpu_percent / 100.0 * 1e6 / agents);
+    std::printf(
+        "%-10s |   parts, p50 / p99 / max: agent's Write call %.0f / %.0f / %.0f µs; send → read and decoded by the hub "
+        "%.0f / %.0f / %.0f µs; → merged by the CellAggregator %.0f / %.0f / %.0f µs\n",
+        "", r.write[0], r.write[1], r.write[2], r.transport[0], r.transport[1], r.transport[2], r.merge[0], r.merge[1],
+        r.merge[2]);
     std::fflush(stdout);
   }
   return all_ok ? 0 : 1;

@@ -68,7 +68,8 @@ int main(int argc, char** argv) {
           canonical = report::ToJsonText(*record);
           return true;
         }));
-  Print("index (IndexRun: SHA-256, rows)", Time(n, [&](int) { return !results::IndexRun(*record, canonical).key.empty(); }));
+  Print("index (IndexRun: SHA-256, rows)",
+        Time(n, [&](int) { return !results::IndexRun(*record, canonical).key.empty(); }));
   Print("gzip", Time(n, [&](int) { return controller::Gzip(canonical).ok(); }));
   const api::Time start = *record->run.status.start_time;
   Print("Store (a new run; all of the above, one transaction)", Time(n, [&](int i) {

@@ -24,7 +24,8 @@ std::string Base64Encode(std::string_view bytes) {
   size_t i = 0;
   for (; i + 3 <= bytes.size(); i += 3) {
     const uint32_t v = (uint32_t{static_cast<unsigned char>(bytes[i])} << 16) |
-                       (uint32_t{static_cast<unsigned char>(bytes[i + 1])} << 8) | static_cast<unsigned char>(bytes[i + 2]);
+                       (uint32_t{static_cast<unsigned char>(bytes[i + 1])} << 8) |
+                       static_cast<unsigned char>(bytes[i + 2]);
     out += kAlphabet[(v >> 18) & 63];
     out += kAlphabet[(v >> 12) & 63];
     out += kAlphabet[(v >> 6) & 63];

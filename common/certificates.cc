@@ -100,21 +100,21 @@ Result<KeyPair> IssueCertificate(const CertificateSpec& spec, const KeyPair* iss
   if (!cert) return Status::Internal("cannot allocate a certificate");
   std::random_device rd;
   bool ok = X509_set_version(cert.get(), 2) == 1;
-  ok = ok && ASN1_INTEGER_set_int64(X509_get_serialNumber(cert.get()),
-                                    static_cast<int64_t>((static_cast<uint64_t>(rd()) << 31) ^ rd()) &
-                                        0x7fffffffffffffff) == 1;
+  ok = ok && ASN1_INTEGER_set_int64(
+                 X509_get_serialNumber(cert.get()),
+                 static_cast<int64_t>((static_cast<uint64_t>(rd()) << 31) ^ rd()) & 0x7fffffffffffffff) == 1;
   ok = ok && X509_gmtime_adj(X509_getm_notBefore(cert.get()), -3600) != nullptr;
   ok = ok && X509_gmtime_adj(X509_getm_notAfter(cert.get()), spec.valid_days * 24 * 3600) != nullptr;
   ok = ok && X509_set_pubkey(cert.get(), key.get()) == 1;
   X509_NAME* name = X509_get_subject_name(cert.get());
   if (!spec.organization.empty()) {
-    ok = ok && X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC,
-                                          reinterpret_cast<const unsigned char*>(spec.organization.c_str()), -1, -1,
-                                          0) == 1;
+    ok = ok &&
+         X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC,
+                                    reinterpret_cast<const unsigned char*>(spec.organization.c_str()), -1, -1, 0) == 1;
   }
-  ok = ok && X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                                        reinterpret_cast<const unsigned char*>(spec.common_name.c_str()), -1, -1,
-                                        0) == 1;
+  ok = ok &&
+       X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                                  reinterpret_cast<const unsigned char*>(spec.common_name.c_str()), -1, -1, 0) == 1;
   X509* signer = issuer_cert ? issuer_cert.get() : cert.get();
   ok = ok && X509_set_issuer_name(cert.get(), X509_get_subject_name(signer)) == 1;
   if (!ok) return Status::Internal("cannot fill in the certificate (subject " + spec.common_name + ")");

@@ -17,11 +17,11 @@ struct KeyPair {
 
 struct CertificateSpec {
   std::string common_name;
-  std::string organization;         // empty: none
-  bool is_ca = false;               // basicConstraints CA:TRUE, keyCertSign
-  std::string extended_key_usage;   // "serverAuth", "clientAuth" or empty
-  std::string subject_alt_names;    // OpenSSL's syntax: "IP:127.0.0.1,DNS:localhost"
-  long valid_days = 3650;           // from an hour ago, against clock skew
+  std::string organization;        // empty: none
+  bool is_ca = false;              // basicConstraints CA:TRUE, keyCertSign
+  std::string extended_key_usage;  // "serverAuth", "clientAuth" or empty
+  std::string subject_alt_names;   // OpenSSL's syntax: "IP:127.0.0.1,DNS:localhost"
+  long valid_days = 3650;          // from an hour ago, against clock skew
 };
 
 // The usual specs: a CA, a TLS server's certificate for `subject_alt_names`,

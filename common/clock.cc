@@ -121,7 +121,8 @@ void FakeClock::Advance(std::chrono::nanoseconds d) {
 
 int FakeClock::sleepers() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return static_cast<int>(std::count_if(sleepers_.begin(), sleepers_.end(), [](const Sleeper* s) { return !s->woken; }));
+  return static_cast<int>(
+      std::count_if(sleepers_.begin(), sleepers_.end(), [](const Sleeper* s) { return !s->woken; }));
 }
 
 std::chrono::nanoseconds FakeClock::slept() const {

@@ -95,9 +95,9 @@ class FakeClock final : public Clock {
     bool registered = false;  // in sleepers_
     bool woken = false;
   };
-  void Wake(Sleeper& s);   // mu_ held
-  void WakeDue();          // mu_ held: every sleeper whose deadline has passed
-  void AdvanceIfIdle();    // mu_ held: kWhenIdle's jump
+  void Wake(Sleeper& s);  // mu_ held
+  void WakeDue();         // mu_ held: every sleeper whose deadline has passed
+  void AdvanceIfIdle();   // mu_ held: kWhenIdle's jump
 
   const Mode mode_;
   mutable std::mutex mu_;

@@ -89,8 +89,8 @@ TEST(CpuViewTest, InsideAContainerTheRootIsTheContainersCgroup) {
 // prints and the controller's reading of it.
 TEST(CpuViewTest, RoundTripsThroughTheLogLine) {
   CpuView v{"2-3", "0-3", "b00t", 1.5, 1073741824, "/a", {"x: y"}};
-  const std::string log = "fairbench-nofile: nofile 1024\n" + std::string(kCpuViewPrefix) + CpuViewToJson(v).dump() +
-                          "\r\nlistening\n";
+  const std::string log =
+      "fairbench-nofile: nofile 1024\n" + std::string(kCpuViewPrefix) + CpuViewToJson(v).dump() + "\r\nlistening\n";
   EXPECT_EQ(CpuViewFromLog(log), v);
   EXPECT_EQ(CpuViewFromLog("fairbench-cpus: {\"cpus\": 3}\n"), std::nullopt);
   EXPECT_EQ(CpuViewFromLog("x fairbench-cpus: {}\n"), std::nullopt);

@@ -69,8 +69,7 @@ struct DescriptorSet::Impl {
   Result<std::unique_ptr<pb::Message>> New(const std::string& type, const MethodInfo& m) const {
     const pb::Descriptor* d = pool.FindMessageTypeByName(type);
     if (d == nullptr) {
-      return Invalid("no message type " + type + " (of " + m.name.service + "/" + m.name.method +
-                                     ") in " + In());
+      return Invalid("no message type " + type + " (of " + m.name.service + "/" + m.name.method + ") in " + In());
     }
     return std::unique_ptr<pb::Message>(factory.GetPrototype(d)->New());
   }
@@ -83,8 +82,7 @@ Result<GrpcMethodName> ParseGrpcMethodName(std::string_view text) {
   const auto bad_char = [](char c) { return std::isspace(static_cast<unsigned char>(c)) || c == '?' || c == '#'; };
   if (slash == std::string_view::npos || slash == 0 || slash + 1 == name.size() ||
       name.find('/', slash + 1) != std::string_view::npos || std::any_of(name.begin(), name.end(), bad_char)) {
-    return Invalid("'" + std::string(text) +
-                                   "' is not SERVICE/METHOD (e.g. fairbench.echo.v1.Echo/Unary)");
+    return Invalid("'" + std::string(text) + "' is not SERVICE/METHOD (e.g. fairbench.echo.v1.Echo/Unary)");
   }
   return GrpcMethodName{std::string(name.substr(0, slash)), std::string(name.substr(slash + 1))};
 }
@@ -105,8 +103,8 @@ Result<DescriptorSet> LoadDescriptorSet(std::string bytes, std::string what) {
   pb::FileDescriptorSet set;
   if (!set.ParseFromString(bytes) || set.file_size() == 0) {
     return Invalid(impl->In() +
-                                   " is not a FileDescriptorSet (make one with protoc --descriptor_set_out=FILE "
-                                   "--include_imports)");
+                   " is not a FileDescriptorSet (make one with protoc --descriptor_set_out=FILE "
+                   "--include_imports)");
   }
   for (const pb::FileDescriptorProto& file : set.file()) {
     if (!impl->db.Add(file)) {
@@ -117,7 +115,7 @@ Result<DescriptorSet> LoadDescriptorSet(std::string bytes, std::string what) {
   for (const std::string& file : impl->files) {
     if (impl->pool.FindFileByName(file) == nullptr) {
       return Invalid(impl->In() + ": " + impl->errors.first() +
-                                     " (a file it needs is missing from the set? make it with --include_imports)");
+                     " (a file it needs is missing from the set? make it with --include_imports)");
     }
   }
   return DescriptorSet(std::move(impl));
@@ -153,20 +151,19 @@ Result<MethodInfo> DescriptorSet::Method(std::string_view text) const {
       const pb::FileDescriptor* fd = impl_->pool.FindFileByName(file);
       for (int i = 0; fd != nullptr && i < fd->service_count(); ++i) services.push_back(fd->service(i)->full_name());
     }
-    return Invalid("no service '" + name->service + "' in " + impl_->In() + " (services: " +
-                                   List(services) + ")");
+    return Invalid("no service '" + name->service + "' in " + impl_->In() + " (services: " + List(services) + ")");
   }
   const pb::MethodDescriptor* md = sd->FindMethodByName(name->method);
   if (md == nullptr) {
     std::vector<std::string> methods;
     for (int i = 0; i < sd->method_count(); ++i) methods.push_back(sd->method(i)->name());
-    return Invalid("service " + name->service + " has no method '" + name->method + "' (methods: " +
-                                   List(methods) + ") in " + impl_->In());
+    return Invalid("service " + name->service + " has no method '" + name->method + "' (methods: " + List(methods) +
+                   ") in " + impl_->In());
   }
   if (md->client_streaming()) {
     return Invalid(name->service + "/" + name->method + " in " + impl_->In() + " is " +
-                                   (md->server_streaming() ? "bidirectional streaming" : "client-streaming") +
-                                   "; only unary and server-streaming calls are supported");
+                   (md->server_streaming() ? "bidirectional streaming" : "client-streaming") +
+                   "; only unary and server-streaming calls are supported");
   }
   MethodInfo info;
   info.name = std::move(*name);
@@ -183,8 +180,8 @@ Result<std::string> DescriptorSet::EncodeJson(const MethodInfo& m, std::string_v
   options.ignore_unknown_fields = false;
   const auto st = pb::util::JsonStringToMessage(pb::StringPiece(json.data(), json.size()), msg->get(), options);
   if (!st.ok()) {
-    return Invalid("not a " + m.input_type + " (the input of " + m.name.service + "/" +
-                                   m.name.method + " in " + impl_->In() + "): " + std::string(st.message()));
+    return Invalid("not a " + m.input_type + " (the input of " + m.name.service + "/" + m.name.method + " in " +
+                   impl_->In() + "): " + std::string(st.message()));
   }
   std::string out;
   if (!(*msg)->SerializeToString(&out)) {
@@ -210,8 +207,8 @@ Result<std::string> DescriptorSet::DecodeToJson(const MethodInfo& m, std::string
   if (!msg.ok()) return msg.status();
   if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
       !(*msg)->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return Invalid("the reply is not a binary " + m.output_type + " (the output of " +
-                                   m.name.service + "/" + m.name.method + " in " + impl_->In() + ")");
+    return Invalid("the reply is not a binary " + m.output_type + " (the output of " + m.name.service + "/" +
+                   m.name.method + " in " + impl_->In() + ")");
   }
   pb::util::JsonPrintOptions options;
   options.always_print_primitive_fields = o.print_default_values;
@@ -219,8 +216,7 @@ Result<std::string> DescriptorSet::DecodeToJson(const MethodInfo& m, std::string
   std::string out;
   const auto st = pb::util::MessageToJsonString(**msg, &out, options);
   if (!st.ok()) {
-    return Invalid("the reply (a " + m.output_type + ") has no JSON form: " +
-                                   std::string(st.message()));
+    return Invalid("the reply (a " + m.output_type + ") has no JSON form: " + std::string(st.message()));
   }
   return out;
 }
@@ -230,9 +226,8 @@ Status DescriptorSet::CheckParses(const MethodInfo& m, std::string_view bytes, s
   if (!msg.ok()) return msg.status();
   if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
       !(*msg)->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return Invalid("'" + std::string(source) + "' is not a binary " + m.input_type +
-                                   " (the input of " + m.name.service + "/" + m.name.method + " in " + impl_->In() +
-                                   ")");
+    return Invalid("'" + std::string(source) + "' is not a binary " + m.input_type + " (the input of " +
+                   m.name.service + "/" + m.name.method + " in " + impl_->In() + ")");
   }
   return Status::Ok();
 }

@@ -25,7 +25,6 @@
 
 namespace fairbench {
 
-
 // "package.Service/Method" (a leading '/' allowed) split in two; no
 // whitespace, '?' or '#'.
 struct GrpcMethodName {
@@ -38,7 +37,7 @@ Result<GrpcMethodName> ParseGrpcMethodName(std::string_view text);
 struct MethodInfo {
   GrpcMethodName name;
   GrpcCallKind kind = GrpcCallKind::kUnary;  // never kUnknown
-  std::string input_type;   // full names, e.g. "fairbench.echo.v1.EchoRequest"
+  std::string input_type;                    // full names, e.g. "fairbench.echo.v1.EchoRequest"
   std::string output_type;
 };
 

@@ -18,7 +18,10 @@ constexpr const char* kSet = R"pb(
   file {
     name: "common.proto"
     package: "demo.common"
-    message_type { name: "Tag" field { name: "label" number: 1 type: TYPE_STRING label: LABEL_OPTIONAL json_name: "label" } }
+    message_type {
+      name: "Tag"
+      field { name: "label" number: 1 type: TYPE_STRING label: LABEL_OPTIONAL json_name: "label" }
+    }
     syntax: "proto3"
   }
   file {
@@ -29,7 +32,14 @@ constexpr const char* kSet = R"pb(
       name: "Req"
       field { name: "payload" number: 1 type: TYPE_BYTES label: LABEL_OPTIONAL json_name: "payload" }
       field { name: "count" number: 2 type: TYPE_INT32 label: LABEL_OPTIONAL json_name: "count" }
-      field { name: "tag" number: 3 type: TYPE_MESSAGE label: LABEL_OPTIONAL type_name: ".demo.common.Tag" json_name: "tag" }
+      field {
+        name: "tag"
+        number: 3
+        type: TYPE_MESSAGE
+        label: LABEL_OPTIONAL
+        type_name: ".demo.common.Tag"
+        json_name: "tag"
+      }
     }
     message_type {
       name: "Reply"
@@ -41,7 +51,13 @@ constexpr const char* kSet = R"pb(
       method { name: "Unary" input_type: ".demo.v1.Req" output_type: ".demo.v1.Reply" }
       method { name: "Down" input_type: ".demo.v1.Req" output_type: ".demo.v1.Reply" server_streaming: true }
       method { name: "Up" input_type: ".demo.v1.Req" output_type: ".demo.v1.Reply" client_streaming: true }
-      method { name: "Both" input_type: ".demo.v1.Req" output_type: ".demo.v1.Reply" client_streaming: true server_streaming: true }
+      method {
+        name: "Both"
+        input_type: ".demo.v1.Req"
+        output_type: ".demo.v1.Reply"
+        client_streaming: true
+        server_streaming: true
+      }
     }
     syntax: "proto3"
   }
@@ -77,8 +93,8 @@ TEST(GrpcMessageTest, MethodKindAndTypes) {
   EXPECT_EQ(unary->input_type, "demo.v1.Req");
   EXPECT_EQ(unary->output_type, "demo.v1.Reply");
   EXPECT_EQ(unary->name.path(), "/demo.v1.Svc/Unary");
-  EXPECT_EQ(set.Methods(), (std::vector<std::string>{"demo.v1.Svc/Unary", "demo.v1.Svc/Down", "demo.v1.Svc/Up",
-                                                     "demo.v1.Svc/Both"}));
+  EXPECT_EQ(set.Methods(),
+            (std::vector<std::string>{"demo.v1.Svc/Unary", "demo.v1.Svc/Down", "demo.v1.Svc/Up", "demo.v1.Svc/Both"}));
   auto down = set.Method("/demo.v1.Svc/Down");
   ASSERT_TRUE(down.ok()) << down.status().ToString();
   EXPECT_EQ(down->kind, GrpcCallKind::kServerStreaming);
@@ -89,12 +105,14 @@ TEST(GrpcMessageTest, MethodKindAndTypes) {
 // file's name).
 TEST(GrpcMessageTest, MethodErrorsNameTheSetAndTheMethod) {
   const DescriptorSet set = Load();
-  ExpectOneLineWith(set.Method("demo.v1.Svc/Up").status(), "demo.v1.Svc/Up in 'configmap/protos/demo.desc' is client-streaming");
+  ExpectOneLineWith(set.Method("demo.v1.Svc/Up").status(),
+                    "demo.v1.Svc/Up in 'configmap/protos/demo.desc' is client-streaming");
   ExpectOneLineWith(set.Method("demo.v1.Svc/Both").status(), "is bidirectional streaming");
   ExpectOneLineWith(set.Method("demo.v1.Nope/Unary").status(),
                     "no service 'demo.v1.Nope' in 'configmap/protos/demo.desc' (services: demo.v1.Svc)");
-  ExpectOneLineWith(set.Method("demo.v1.Svc/Nope").status(),
-                    "service demo.v1.Svc has no method 'Nope' (methods: Unary, Down, Up, Both) in 'configmap/protos/demo.desc'");
+  ExpectOneLineWith(
+      set.Method("demo.v1.Svc/Nope").status(),
+      "service demo.v1.Svc has no method 'Nope' (methods: Unary, Down, Up, Both) in 'configmap/protos/demo.desc'");
   ExpectOneLineWith(set.Method("Svc").status(), "'Svc' is not SERVICE/METHOD");
   ExpectOneLineWith(set.Method("a/b/c").status(), "is not SERVICE/METHOD");
   ExpectOneLineWith(set.Method("a b/c").status(), "is not SERVICE/METHOD");
@@ -141,11 +159,13 @@ TEST(GrpcMessageTest, DecodeToJsonReadsTheOutputType) {
   auto json = set.DecodeToJson(*m, std::string("\x0a\x02ok\x10\x07", 6));
   ASSERT_TRUE(json.ok()) << json.status().ToString();
   EXPECT_EQ(*json, R"({"replyText":"ok","index":7})");
-  auto named = set.DecodeToJson(*m, std::string("\x0a\x02ok", 4), {.print_default_values = true, .proto_field_names = true});
+  auto named =
+      set.DecodeToJson(*m, std::string("\x0a\x02ok", 4), {.print_default_values = true, .proto_field_names = true});
   ASSERT_TRUE(named.ok());
   EXPECT_EQ(*named, R"({"reply_text":"ok","index":0})");
-  ExpectOneLineWith(set.DecodeToJson(*m, "\xff\xff\xff").status(),
-                    "the reply is not a binary demo.v1.Reply (the output of demo.v1.Svc/Down in 'configmap/protos/demo.desc')");
+  ExpectOneLineWith(
+      set.DecodeToJson(*m, "\xff\xff\xff").status(),
+      "the reply is not a binary demo.v1.Reply (the output of demo.v1.Svc/Down in 'configmap/protos/demo.desc')");
 }
 
 // A binary message checked against the input type (catches the check
@@ -155,8 +175,9 @@ TEST(GrpcMessageTest, CheckParses) {
   auto m = set.Method("demo.v1.Svc/Unary");
   ASSERT_TRUE(m.ok());
   EXPECT_TRUE(set.CheckParses(*m, std::string("\x0a\x02hi", 4), "req.bin").ok());
-  ExpectOneLineWith(set.CheckParses(*m, std::string("\x0a\x05hi", 4), "req.bin"),
-                    "'req.bin' is not a binary demo.v1.Req (the input of demo.v1.Svc/Unary in 'configmap/protos/demo.desc')");
+  ExpectOneLineWith(
+      set.CheckParses(*m, std::string("\x0a\x05hi", 4), "req.bin"),
+      "'req.bin' is not a binary demo.v1.Req (the input of demo.v1.Svc/Unary in 'configmap/protos/demo.desc')");
 }
 
 // A set that is not one, and one made without --include_imports, are

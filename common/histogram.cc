@@ -25,9 +25,7 @@ void PutBe64(std::string& out, uint64_t v) {
 uint32_t GetBe32(const unsigned char* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
 }
-uint64_t GetBe64(const unsigned char* p) {
-  return (uint64_t{GetBe32(p)} << 32) | GetBe32(p + 4);
-}
+uint64_t GetBe64(const unsigned char* p) { return (uint64_t{GetBe32(p)} << 32) | GetBe32(p + 4); }
 
 // HdrHistogram's LEB128 variant: up to 8 groups of 7 bits, then a 9th byte
 // carrying the top 8 bits whole.
@@ -121,7 +119,8 @@ double Histogram::Stdev() const {
   // until the final division.
   const uint128_t sum = moments_.sum;
   const uint128_t num = moments_.sum_squares * n - sum * sum;  // n·Σ(x-mean)², never negative
-  const long double var = static_cast<long double>(num) / (static_cast<long double>(n) * static_cast<long double>(n - 1));
+  const long double var =
+      static_cast<long double>(num) / (static_cast<long double>(n) * static_cast<long double>(n - 1));
   return static_cast<double>(std::sqrt(var));
 }
 
@@ -211,7 +210,8 @@ std::string Histogram::EncodeCompressed() const {
 Result<Histogram> Histogram::DecodeCompressed(std::string_view bytes) {
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
   if (bytes.size() < 8) return Status::InvalidArgument("histogram: truncated header");
-  if (GetBe32(p) != kV2CompressedEncodingCookie) return Status::InvalidArgument("histogram: not a V2 compressed histogram");
+  if (GetBe32(p) != kV2CompressedEncodingCookie)
+    return Status::InvalidArgument("histogram: not a V2 compressed histogram");
   const uint32_t clen = GetBe32(p + 4);
   if (clen > bytes.size() - 8) return Status::InvalidArgument("histogram: compressed length exceeds input");
 
@@ -251,7 +251,8 @@ Result<Histogram> Histogram::DecodeCompressed(std::string_view bytes) {
     if (!GetZigZag(q, end, &v)) return Status::InvalidArgument("histogram: truncated count");
     if (v < 0) {
       // Compared as v < -(room) so that INT64_MIN is not negated.
-      if (v < -static_cast<int64_t>(kCountsLen - index)) return Status::InvalidArgument("histogram: zero run past the end");
+      if (v < -static_cast<int64_t>(kCountsLen - index))
+        return Status::InvalidArgument("histogram: zero run past the end");
       index += static_cast<int>(-v);
       continue;
     }
@@ -262,7 +263,8 @@ Result<Histogram> Histogram::DecodeCompressed(std::string_view bytes) {
       const auto c = static_cast<uint64_t>(v);
       if (c > UINT64_MAX - h.moments_.count) return Status::InvalidArgument("histogram: total count overflows");
       const auto value = static_cast<uint64_t>(ValueFromIndex(index));
-      const auto mid = value + (static_cast<uint64_t>(HighestEquivalentValue(static_cast<int64_t>(value))) - value + 1) / 2;
+      const auto mid =
+          value + (static_cast<uint64_t>(HighestEquivalentValue(static_cast<int64_t>(value))) - value + 1) / 2;
       if (h.moments_.count == 0) h.moments_.min = value;
       h.moments_.max = static_cast<uint64_t>(HighestEquivalentValue(static_cast<int64_t>(value)));
       h.moments_.count += c;
@@ -281,9 +283,9 @@ bool Histogram::operator==(const Histogram& other) const {
     if (b.empty()) return std::all_of(a.begin(), a.end(), [](uint64_t c) { return c == 0; });
     return a == b;
   };
-  return same_counts(counts_, other.counts_) && moments_.count == other.moments_.count && moments_.sum == other.moments_.sum &&
-         moments_.sum_squares == other.moments_.sum_squares && min() == other.min() && max() == other.max() &&
-         clamped_ == other.clamped_;
+  return same_counts(counts_, other.counts_) && moments_.count == other.moments_.count &&
+         moments_.sum == other.moments_.sum && moments_.sum_squares == other.moments_.sum_squares &&
+         min() == other.min() && max() == other.max() && clamped_ == other.clamped_;
 }
 
 }  // namespace fairbench

@@ -48,7 +48,7 @@ class Histogram {
   static constexpr int kSignificantDigits = 3;
   static constexpr int kSubBucketHalfCountMagnitude = 10;
   static constexpr int64_t kSubBucketCount = int64_t{1} << (kSubBucketHalfCountMagnitude + 1);  // 2048
-  static constexpr int64_t kSubBucketHalfCount = kSubBucketCount / 2;                          // 1024
+  static constexpr int64_t kSubBucketHalfCount = kSubBucketCount / 2;                           // 1024
   static constexpr int64_t kSubBucketMask = kSubBucketCount - 1;
   static constexpr int kBucketCount = 22;  // 2048 << 21 > kHighestTrackable
   static constexpr int kCountsLen = (kBucketCount + 1) * static_cast<int>(kSubBucketHalfCount);
@@ -61,7 +61,8 @@ class Histogram {
   // Hot path: no allocation after the first value, no branches beyond the
   // clamp and that one.
   void Record(int64_t value) {
-    if (counts_.empty()) [[unlikely]] AllocateCounts();
+    if (counts_.empty()) [[unlikely]]
+      AllocateCounts();
     if (value < 0) value = 0;
     if (value > kHighestTrackable) {
       value = kHighestTrackable;
@@ -113,7 +114,10 @@ class Histogram {
   // caller restores exact moments with SetMoments().
   std::string EncodeCompressed() const;
   static Result<Histogram> DecodeCompressed(std::string_view bytes);
-  void SetMoments(const HistogramMoments& m, uint64_t clamped) { moments_ = m; clamped_ = clamped; }
+  void SetMoments(const HistogramMoments& m, uint64_t clamped) {
+    moments_ = m;
+    clamped_ = clamped;
+  }
 
   bool operator==(const Histogram& other) const;
 

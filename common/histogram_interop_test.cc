@@ -97,7 +97,8 @@ console.log(hdr.encodeIntoCompressedBase64(h));
   for (int64_t i = 1; i <= 100000; ++i) ours.Record((i * 7919) % 2000000 + 1);
   for (int i = 0; i < 1000; ++i) ours.Record(42);
   ASSERT_EQ(theirs->count(), ours.count());
-  for (int i = 0; i < Histogram::kCountsLen; ++i) ASSERT_EQ(theirs->CountAtIndex(i), ours.CountAtIndex(i)) << "index " << i;
+  for (int i = 0; i < Histogram::kCountsLen; ++i)
+    ASSERT_EQ(theirs->CountAtIndex(i), ours.CountAtIndex(i)) << "index " << i;
 }
 
 }  // namespace

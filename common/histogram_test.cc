@@ -79,7 +79,10 @@ TEST(HistogramTest, MeanAndSampleStdevAreExact) {
   const std::vector<int64_t> samples = {100, 200, 300, 400, 10000, 3};
   Histogram h;
   double sum = 0;
-  for (int64_t v : samples) { h.Record(v); sum += static_cast<double>(v); }
+  for (int64_t v : samples) {
+    h.Record(v);
+    sum += static_cast<double>(v);
+  }
   const double mean = sum / static_cast<double>(samples.size());
   double ss = 0;
   for (int64_t v : samples) ss += (static_cast<double>(v) - mean) * (static_cast<double>(v) - mean);
@@ -153,7 +156,8 @@ TEST(HistogramTest, EmptyAndSingleValueRoundTrip) {
   d = Histogram::DecodeCompressed(one.EncodeCompressed());
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->count(), 1u);
-  EXPECT_EQ(d->ValueAtPercentile(100), static_cast<uint64_t>(Histogram::HighestEquivalentValue(Histogram::kHighestTrackable)));
+  EXPECT_EQ(d->ValueAtPercentile(100),
+            static_cast<uint64_t>(Histogram::HighestEquivalentValue(Histogram::kHighestTrackable)));
 }
 
 TEST(HistogramTest, EncodingHeaderIsHdrHistogramV2) {

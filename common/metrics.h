@@ -17,7 +17,8 @@
 namespace fairbench {
 
 struct ErrorCounts {
-  uint64_t connect = 0;          // socket/connect failed, refused (incl. SO_ERROR after a non-blocking connect), or connect timed out
+  uint64_t connect =
+      0;  // socket/connect failed, refused (incl. SO_ERROR after a non-blocking connect), or connect timed out
   uint64_t read = 0;             // read failed, parse error, or EOF mid-response / with a request unanswered
   uint64_t write = 0;            // write failed
   uint64_t timeout = 0;          // no complete response within the timeout (the connection is closed and reopened)
@@ -120,15 +121,15 @@ struct AnswerCounts {
 const char* GrpcStatusName(int code);
 
 struct Counters {
-  uint64_t requests = 0;        // complete responses
-  uint64_t bytes_read = 0;      // everything read, headers included
+  uint64_t requests = 0;    // complete responses
+  uint64_t bytes_read = 0;  // everything read, headers included
   uint64_t bytes_written = 0;
   ErrorCounts errors;
   // Responses by status class: [0] anything outside 100..599, [1] 1xx .. [5] 5xx.
   std::array<uint64_t, 6> status_classes{};
-  uint64_t connects = 0;              // connections established
-  uint64_t connect_time_us = 0;       // sum of their connect times
-  uint64_t closes_by_server = 0;      // clean closes between responses (keep-alive ended), not errors
+  uint64_t connects = 0;          // connections established
+  uint64_t connect_time_us = 0;   // sum of their connect times
+  uint64_t closes_by_server = 0;  // clean closes between responses (keep-alive ended), not errors
   // HTTPS: handshakes completed, the sum of their times (from the TCP
   // connect to the handshake's end, apart from request latency), and how
   // many of them resumed an earlier session.
@@ -193,7 +194,7 @@ struct IntervalStats {
 struct Snapshot {
   uint64_t sequence = 0;  // 1, 2, 3 … across both phases
   Phase phase = Phase::kMeasure;
-  int64_t start_ns = 0;   // interval bounds, relative to the engine's start time
+  int64_t start_ns = 0;  // interval bounds, relative to the engine's start time
   int64_t end_ns = 0;
   IntervalStats stats;
   uint32_t connections_open = 0;  // established connections at the end of the interval
@@ -218,13 +219,13 @@ const char* IdleWaitName(IdleWait mode);
 // What idle waiting did over a run (summed over workers and agents).
 struct IdleReport {
   IdleWait mode = IdleWait::kBlock;  // of several agents: the most active one's
-  uint64_t naps = 0;         // kNap: naps taken
-  uint64_t nap_hits = 0;     // naps after which a response (or any event) was ready
-  double nap_seconds = 0;    // time asleep in naps
-  uint64_t max_nap_ns = 0;   // the longest nap asked for (its timer; the sleep itself may run longer)
-  uint64_t polls = 0;        // kPoll: zero-timeout polls
-  uint64_t empty_polls = 0;  // of them, those that found nothing
-  double spin_seconds = 0;   // wall time of the empty polls
+  uint64_t naps = 0;                 // kNap: naps taken
+  uint64_t nap_hits = 0;             // naps after which a response (or any event) was ready
+  double nap_seconds = 0;            // time asleep in naps
+  uint64_t max_nap_ns = 0;           // the longest nap asked for (its timer; the sleep itself may run longer)
+  uint64_t polls = 0;                // kPoll: zero-timeout polls
+  uint64_t empty_polls = 0;          // of them, those that found nothing
+  double spin_seconds = 0;           // wall time of the empty polls
 
   void Add(const IdleReport& o) {
     if (o.mode > mode) mode = o.mode;
@@ -241,8 +242,8 @@ struct IdleReport {
 
 // How a run ended, beyond its snapshots.
 struct EndReport {
-  uint64_t drained = 0;          // responses that arrived during the drain (not in the snapshots)
-  uint64_t abandoned = 0;        // requests fully written but never answered when the load stopped
+  uint64_t drained = 0;    // responses that arrived during the drain (not in the snapshots)
+  uint64_t abandoned = 0;  // requests fully written but never answered when the load stopped
   uint32_t connections_requested = 0;
   uint32_t connections_peak = 0;  // most connections established at once
   double measure_seconds = 0;     // wall time of the measure phase as run (shorter when stopped early)

@@ -61,10 +61,16 @@ namespace {
 bool SplitNumber(std::string_view text, double* number, std::string_view* suffix) {
   size_t i = 0;
   bool digits = false;
-  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) { ++i; digits = true; }
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+    ++i;
+    digits = true;
+  }
   if (i < text.size() && text[i] == '.') {
     ++i;
-    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) { ++i; digits = true; }
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+      ++i;
+      digits = true;
+    }
   }
   if (!digits) return false;
   try {
@@ -98,7 +104,9 @@ Result<std::chrono::nanoseconds> ParseDuration(std::string_view raw) {
   else if (unit == "ns") ns_per_unit = 1;
   else if (unit == "m") ns_per_unit = 60e9;
   else if (unit == "h") ns_per_unit = 3600e9;
-  else return Status::InvalidArgument("'" + std::string(raw) + "' has an unknown time unit '" + std::string(unit) + "' (use ns, us, ms, s, m, h)");
+  else
+    return Status::InvalidArgument("'" + std::string(raw) + "' has an unknown time unit '" + std::string(unit) +
+                                   "' (use ns, us, ms, s, m, h)");
   const double ns = number * ns_per_unit;
   if (ns > 1e18) return Status::InvalidArgument("'" + std::string(raw) + "' is too long");
   return std::chrono::nanoseconds(static_cast<int64_t>(std::llround(ns)));
@@ -131,7 +139,9 @@ Result<uint64_t> ParseCount(std::string_view raw) {
   else if (unit == "k" || unit == "K") scale = 1e3;
   else if (unit == "M") scale = 1e6;
   else if (unit == "G") scale = 1e9;
-  else return Status::InvalidArgument("'" + std::string(raw) + "' has an unknown suffix '" + std::string(unit) + "' (use k, M, G)");
+  else
+    return Status::InvalidArgument("'" + std::string(raw) + "' has an unknown suffix '" + std::string(unit) +
+                                   "' (use k, M, G)");
   const double v = number * scale;
   if (v > 1e18) return Status::InvalidArgument("'" + std::string(raw) + "' is too large");
   if (v != std::floor(v)) return Status::InvalidArgument("'" + std::string(raw) + "' is not a whole number");
@@ -142,7 +152,8 @@ Result<uint64_t> ParseBytes(std::string_view raw) {
   const std::string_view text = Trim(raw);
   double number = 0;
   std::string_view unit;
-  if (!SplitNumber(text, &number, &unit)) return Status::InvalidArgument("'" + std::string(raw) + "' is not a size (use e.g. 1Gi, 512Mi)");
+  if (!SplitNumber(text, &number, &unit))
+    return Status::InvalidArgument("'" + std::string(raw) + "' is not a size (use e.g. 1Gi, 512Mi)");
   double scale = 0;
   if (unit.empty()) scale = 1;
   else if (unit == "k" || unit == "K") scale = 1e3;
@@ -153,7 +164,9 @@ Result<uint64_t> ParseBytes(std::string_view raw) {
   else if (unit == "Mi") scale = 1024.0 * 1024;
   else if (unit == "Gi") scale = 1024.0 * 1024 * 1024;
   else if (unit == "Ti") scale = 1024.0 * 1024 * 1024 * 1024;
-  else return Status::InvalidArgument("'" + std::string(raw) + "' has an unknown size unit '" + std::string(unit) + "' (use Ki, Mi, Gi, K, M, G)");
+  else
+    return Status::InvalidArgument("'" + std::string(raw) + "' has an unknown size unit '" + std::string(unit) +
+                                   "' (use Ki, Mi, Gi, K, M, G)");
   const double v = number * scale;
   if (v > 1e18) return Status::InvalidArgument("'" + std::string(raw) + "' is too large");
   return static_cast<uint64_t>(std::llround(v));
@@ -162,9 +175,12 @@ Result<uint64_t> ParseBytes(std::string_view raw) {
 std::string FormatDuration(std::chrono::nanoseconds d) {
   const int64_t ns = d.count();
   if (ns == 0) return "0s";
-  struct U { int64_t ns; const char* name; };
+  struct U {
+    int64_t ns;
+    const char* name;
+  };
   constexpr U kUnits[] = {{3600'000'000'000, "h"}, {60'000'000'000, "m"}, {1'000'000'000, "s"},
-                          {1'000'000, "ms"},       {1'000, "us"},          {1, "ns"}};
+                          {1'000'000, "ms"},       {1'000, "us"},         {1, "ns"}};
   for (const U& u : kUnits) {
     if (ns % u.ns == 0) return std::to_string(ns / u.ns) + u.name;
   }

@@ -18,12 +18,13 @@ Result<Histogram> DecodeLatency(const v1::Latency& in, const std::string& field)
   auto h = Histogram::DecodeCompressed(in.hdr());
   if (!h.ok()) return Invalid(field, h.status().message());
   if (h->count() != in.count()) {
-    return Invalid(field, "histogram holds " + std::to_string(h->count()) + " values, message says " +
-                              std::to_string(in.count()));
+    return Invalid(
+        field, "histogram holds " + std::to_string(h->count()) + " values, message says " + std::to_string(in.count()));
   }
   // The decoded min and max are the bounds of the lowest and highest
   // non-empty buckets: the exact values must lie in those buckets.
-  if (in.min() > in.max()) return Invalid(field, "min " + std::to_string(in.min()) + " above max " + std::to_string(in.max()));
+  if (in.min() > in.max())
+    return Invalid(field, "min " + std::to_string(in.min()) + " above max " + std::to_string(in.max()));
   if (in.max() > static_cast<uint64_t>(Histogram::kHighestTrackable) ||
       static_cast<uint64_t>(Histogram::LowestEquivalentValue(static_cast<int64_t>(in.min()))) != h->min() ||
       static_cast<uint64_t>(Histogram::HighestEquivalentValue(static_cast<int64_t>(in.max()))) != h->max()) {
@@ -220,9 +221,9 @@ Result<Snapshot> FromProto(const v1::Snapshot& in) {
                                                    std::to_string(in.end_ns()) + "] is not a time after the start");
   }
   if (in.counters().status_classes_size() > static_cast<int>(s.stats.counters.status_classes.size())) {
-    return Invalid("snapshot.counters.status_classes",
-                   std::to_string(in.counters().status_classes_size()) + " classes, at most " +
-                       std::to_string(s.stats.counters.status_classes.size()));
+    return Invalid("snapshot.counters.status_classes", std::to_string(in.counters().status_classes_size()) +
+                                                           " classes, at most " +
+                                                           std::to_string(s.stats.counters.status_classes.size()));
   }
   if (in.rate_samples_size() > kMaxRateSamples) {
     return Invalid("snapshot.rate_samples",

@@ -138,7 +138,8 @@ Result<JobGrpc> DecodeGrpc(const v1::GrpcCall& in) {
   if (Status s = DecodeDuration(in.deadline_ns(), "grpc.deadline_ns", &g.deadline); !s.ok()) return s;
   if (in.max_message_size() != 0) g.max_message = in.max_message_size();
   auto kind = DecodeGrpcCallKind(in.kind());
-  if (!kind) return Invalid("grpc.kind", "must be unknown, unary or server-streaming (got " + std::to_string(in.kind()) + ")");
+  if (!kind)
+    return Invalid("grpc.kind", "must be unknown, unary or server-streaming (got " + std::to_string(in.kind()) + ")");
   g.kind = *kind;
   return g;
 }
@@ -184,8 +185,7 @@ void ToProto(const JobSpec& in, v1::LoadJob* out) {
   out->set_pipeline(in.pipeline);
   out->set_rate(in.rate);
   if (in.start) {
-    out->set_start_unix_ns(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(in.start->time_since_epoch()).count());
+    out->set_start_unix_ns(std::chrono::duration_cast<std::chrono::nanoseconds>(in.start->time_since_epoch()).count());
   }
   out->set_connection_offset(in.connection_offset);
   out->set_total_connections(in.total_connections);
@@ -247,7 +247,8 @@ Status DecodeWork(const v1::LoadJob& in, JobSpec* j) {
     for (const std::string& a : in.script().args()) s.args.push_back(a);
     if (s.name.empty()) return Invalid("script.name", "empty");
     if (s.text.empty()) return Invalid("script.text", "empty");
-    if (in.requests_size() > 0) return Invalid("requests", "must be empty with a script (the script makes the requests)");
+    if (in.requests_size() > 0)
+      return Invalid("requests", "must be empty with a script (the script makes the requests)");
     if (in.has_grpc()) return Invalid("grpc", "not with a script");
     j->script = std::move(s);
   } else if (in.has_grpc()) {
@@ -273,7 +274,8 @@ Status DecodeSize(const v1::LoadJob& in, JobSpec* j) {
   j->connections = in.connections();
   if (j->connections == 0) return Invalid("connections", "must be ≥ 1");
   if (j->connections > kMaxConnections) {
-    return Invalid("connections", "must be ≤ " + std::to_string(kMaxConnections) + " (got " + std::to_string(j->connections) + ")");
+    return Invalid("connections",
+                   "must be ≤ " + std::to_string(kMaxConnections) + " (got " + std::to_string(j->connections) + ")");
   }
   if (in.threads() != 0) j->threads = in.threads();
   if (j->threads > kMaxThreads) {
@@ -308,7 +310,8 @@ Status DecodeConnection(const v1::LoadJob& in, JobSpec* j) {
     if (!p) return Invalid("protocol", "must be http1, h2 or h2c (got " + Quoted(in.protocol()) + ")");
     j->protocol = *p;
   }
-  if (j->protocol == Protocol::kGrpc) return Invalid("protocol", "must be http1, h2 or h2c (gRPC goes as h2 or h2c with grpc set)");
+  if (j->protocol == Protocol::kGrpc)
+    return Invalid("protocol", "must be http1, h2 or h2c (gRPC goes as h2 or h2c with grpc set)");
   if (j->grpc && !IsHttp2(j->protocol)) return Invalid("grpc", "gRPC needs protocol h2 or h2c");
   if (j->protocol == Protocol::kH2 && !https) return Invalid("protocol", "h2 needs https");
   if (j->protocol == Protocol::kH2c && https) return Invalid("protocol", "h2c is HTTP/2 without TLS: not with https");
@@ -317,7 +320,8 @@ Status DecodeConnection(const v1::LoadJob& in, JobSpec* j) {
     return Invalid("streams", "must be ≤ " + std::to_string(kMaxStreams) + " (got " + std::to_string(j->streams) + ")");
   }
   const std::optional<IdleWaitMode> idle = DecodeIdleWait(in.idle_wait());
-  if (!idle) return Invalid("idle_wait", "must be auto, block, nap or poll (got " + std::to_string(in.idle_wait()) + ")");
+  if (!idle)
+    return Invalid("idle_wait", "must be auto, block, nap or poll (got " + std::to_string(in.idle_wait()) + ")");
   j->idle_wait = *idle;
   return Status::Ok();
 }
@@ -326,7 +330,8 @@ Status DecodeConnection(const v1::LoadJob& in, JobSpec* j) {
 Status DecodePace(const v1::LoadJob& in, JobSpec* j) {
   if (in.pipeline() != 0) j->pipeline = in.pipeline();
   if (j->pipeline > kMaxPipeline) {
-    return Invalid("pipeline", "must be ≤ " + std::to_string(kMaxPipeline) + " (got " + std::to_string(j->pipeline) + ")");
+    return Invalid("pipeline",
+                   "must be ≤ " + std::to_string(kMaxPipeline) + " (got " + std::to_string(j->pipeline) + ")");
   }
   j->rate = in.rate();
   if (!std::isfinite(j->rate) || j->rate < 0) return Invalid("rate", "must be a finite number ≥ 0");
@@ -338,16 +343,18 @@ Status DecodePace(const v1::LoadJob& in, JobSpec* j) {
 // The start, this agent's place among all agents' connections, and its
 // send offset.
 Status DecodeSchedule(const v1::LoadJob& in, JobSpec* j) {
-  if (in.start_unix_ns() < 0) return Invalid("start_unix_ns", "must be ≥ 0 (got " + std::to_string(in.start_unix_ns()) + ")");
+  if (in.start_unix_ns() < 0)
+    return Invalid("start_unix_ns", "must be ≥ 0 (got " + std::to_string(in.start_unix_ns()) + ")");
   if (in.start_unix_ns() > 0) {
-    j->start = std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
-        std::chrono::nanoseconds(in.start_unix_ns())));
+    j->start = std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(in.start_unix_ns())));
   }
   j->connection_offset = in.connection_offset();
   j->total_connections = in.total_connections();
   if (j->total_connections != 0 &&
       uint64_t{j->total_connections} < uint64_t{j->connection_offset} + uint64_t{j->connections}) {
-    return Invalid("total_connections", std::to_string(j->total_connections) + " is less than connection_offset + connections (" +
+    return Invalid("total_connections", std::to_string(j->total_connections) +
+                                            " is less than connection_offset + connections (" +
                                             std::to_string(uint64_t{j->connection_offset} + j->connections) + ")");
   }
   if (Status s = DecodeDuration(in.send_offset_ns(), "send_offset_ns", &j->send_offset); !s.ok()) return s;
@@ -366,7 +373,8 @@ Status DecodeVary(const v1::LoadJob& in, JobSpec* j) {
   v.expect = in.vary().expect();
   v.expect_json = in.vary().expect_json();
   if (j->script || j->grpc) return Invalid("vary", "only with requests (not with a script or a gRPC call)");
-  if (j->requests.size() != 1) return Invalid("vary", "needs exactly one request (got " + std::to_string(j->requests.size()) + ")");
+  if (j->requests.size() != 1)
+    return Invalid("vary", "needs exactly one request (got " + std::to_string(j->requests.size()) + ")");
   if (j->protocol != Protocol::kHttp1) return Invalid("vary", "HTTP/1.1 only");
   if (j->pipeline > 1) return Invalid("vary", "not with pipeline > 1");
   j->vary = std::move(v);
@@ -377,7 +385,8 @@ Status DecodeVary(const v1::LoadJob& in, JobSpec* j) {
 
 Result<JobSpec> FromProto(const v1::LoadJob& in) {
   JobSpec j;
-  for (const auto decode : {DecodeTarget, DecodeWork, DecodeSize, DecodeConnection, DecodePace, DecodeSchedule, DecodeVary}) {
+  for (const auto decode :
+       {DecodeTarget, DecodeWork, DecodeSize, DecodeConnection, DecodePace, DecodeSchedule, DecodeVary}) {
     if (Status s = decode(in, &j); !s.ok()) return s;
   }
   return j;
@@ -385,7 +394,8 @@ Result<JobSpec> FromProto(const v1::LoadJob& in) {
 
 std::chrono::nanoseconds SendOffset(int index, int agents, std::chrono::nanoseconds interval) {
   if (agents <= 1 || index <= 0) return std::chrono::nanoseconds(0);
-  const std::chrono::nanoseconds spread = std::min<std::chrono::nanoseconds>(interval / 4, std::chrono::milliseconds(250));
+  const std::chrono::nanoseconds spread =
+      std::min<std::chrono::nanoseconds>(interval / 4, std::chrono::milliseconds(250));
   return spread * std::min(index, agents - 1) / agents;
 }
 

@@ -42,8 +42,8 @@ struct JobScript {
 
 // A gRPC call every stream of the job makes (proto GrpcCall).
 struct JobGrpc {
-  std::string method;   // "package.Service/Method"
-  std::string message;  // the request message, encoded
+  std::string method;                                         // "package.Service/Method"
+  std::string message;                                        // the request message, encoded
   std::vector<std::pair<std::string, std::string>> metadata;  // lower-case keys
   std::chrono::nanoseconds deadline{0};                       // 0: none
   uint32_t max_message = 4u << 20;                            // response messages over it are protocol errors
@@ -67,17 +67,17 @@ struct JobSpec {
   std::string job_id;
   std::string host;  // name or IP, resolved by the agent
   uint16_t port = 0;
-  Scheme scheme = Scheme::kHttp;  // https: TLS (the certificate not verified)
+  Scheme scheme = Scheme::kHttp;         // https: TLS (the certificate not verified)
   Protocol protocol = Protocol::kHttp1;  // h2 needs https, h2c not
-  uint32_t streams = 1;            // HTTP/2: concurrent streams per connection
+  uint32_t streams = 1;                  // HTTP/2: concurrent streams per connection
   IdleWaitMode idle_wait = IdleWaitMode::kAuto;
-  std::string host_header;  // empty: "host:port"
+  std::string host_header;           // empty: "host:port"
   std::vector<JobRequest> requests;  // empty with a script or a gRPC call
   std::optional<JobScript> script;
   std::optional<JobGrpc> grpc;  // gRPC load: protocol is h2 or h2c
   std::optional<JobVary> vary;  // one HTTP/1.1 request, pipeline 1
-  bool probe = false;  // a script's first request only, no load (proto LoadJob.probe)
-  uint32_t connections = 0;  // this agent's share
+  bool probe = false;           // a script's first request only, no load (proto LoadJob.probe)
+  uint32_t connections = 0;     // this agent's share
   uint32_t threads = 1;
   std::chrono::nanoseconds warmup{0};
   std::chrono::nanoseconds duration{std::chrono::seconds(10)};
@@ -85,11 +85,11 @@ struct JobSpec {
   std::chrono::nanoseconds interval{std::chrono::seconds(1)};
   bool keep_alive = true;
   uint32_t pipeline = 1;
-  double rate = 0;  // this agent's requests/s; 0 = as fast as possible
+  double rate = 0;                                             // this agent's requests/s; 0 = as fast as possible
   std::optional<std::chrono::system_clock::time_point> start;  // wall clock; unset: as soon as connected
-  uint32_t connection_offset = 0;  // this agent's first connection among all agents'
-  uint32_t total_connections = 0;  // 0: just this agent's
-  std::chrono::nanoseconds send_offset{0};  // hold each snapshot but the last this long (< interval)
+  uint32_t connection_offset = 0;                              // this agent's first connection among all agents'
+  uint32_t total_connections = 0;                              // 0: just this agent's
+  std::chrono::nanoseconds send_offset{0};                     // hold each snapshot but the last this long (< interval)
 
   // Host header as sent: host_header, or host:port ("[v6]:port" for an IPv6
   // address).

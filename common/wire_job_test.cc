@@ -309,7 +309,8 @@ TEST(WireJobTest, ScriptedJobRoundTrips) {
   ToProto(spec, &both);
   auto refused = FromProto(both);
   ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.status().message().rfind("job.requests: must be empty with a script", 0), 0u) << refused.status().message();
+  EXPECT_EQ(refused.status().message().rfind("job.requests: must be empty with a script", 0), 0u)
+      << refused.status().message();
   JobSpec plain = FullSpec();
   plain.probe = true;
   v1::LoadJob probe;
@@ -324,8 +325,12 @@ TEST(WireJobTest, GrpcJobRoundTripsAndIsChecked) {
   JobSpec spec = FullSpec();
   spec.requests.clear();
   spec.protocol = Protocol::kH2;
-  spec.grpc = JobGrpc{"fairbench.echo.v1.Echo/Unary", std::string("\x0a\x02hi\0", 5), {{"x-tenant", "a b"}},
-                      nanoseconds(250'000'001), 1u << 20, GrpcCallKind::kUnary};
+  spec.grpc = JobGrpc{"fairbench.echo.v1.Echo/Unary",
+                      std::string("\x0a\x02hi\0", 5),
+                      {{"x-tenant", "a b"}},
+                      nanoseconds(250'000'001),
+                      1u << 20,
+                      GrpcCallKind::kUnary};
   EXPECT_EQ(RoundTrip(spec), spec);
   spec.grpc->kind = GrpcCallKind::kServerStreaming;
   EXPECT_EQ(RoundTrip(spec), spec);
@@ -338,8 +343,10 @@ TEST(WireJobTest, GrpcJobRoundTripsAndIsChecked) {
   const std::vector<Case> cases = {
       {"job.grpc.method: 'Echo' is not", [](v1::LoadJob& m) { m.mutable_grpc()->set_method("Echo"); }},
       {"job.grpc.method: 'a/b/c' is not", [](v1::LoadJob& m) { m.mutable_grpc()->set_method("a/b/c"); }},
-      {"job.grpc.metadata[0].name:", [](v1::LoadJob& m) { m.mutable_grpc()->mutable_metadata(0)->set_name("bad key"); }},
-      {"job.grpc.metadata[0].value:", [](v1::LoadJob& m) { m.mutable_grpc()->mutable_metadata(0)->set_value("a\r\nb"); }},
+      {"job.grpc.metadata[0].name:",
+       [](v1::LoadJob& m) { m.mutable_grpc()->mutable_metadata(0)->set_name("bad key"); }},
+      {"job.grpc.metadata[0].value:",
+       [](v1::LoadJob& m) { m.mutable_grpc()->mutable_metadata(0)->set_value("a\r\nb"); }},
       {"job.grpc.deadline_ns: must be ≥ 0", [](v1::LoadJob& m) { m.mutable_grpc()->set_deadline_ns(-1); }},
       {"job.grpc.kind: must be", [](v1::LoadJob& m) { m.mutable_grpc()->set_kind(static_cast<v1::GrpcCallKind>(3)); }},
       {"job.requests: must be empty with grpc", [](v1::LoadJob& m) { m.add_requests()->set_target("/"); }},
@@ -458,8 +465,8 @@ TEST(WireJobTest, RefusesJobsThatCannotRunNamingTheField) {
     ASSERT_FALSE(r.ok()) << "accepted a job with a bad " << c.field;
     EXPECT_EQ(r.status().code(), Status::Code::kInvalidArgument) << r.status().ToString();
     const std::string prefix = std::string("job.") + c.field + ": ";
-    EXPECT_EQ(r.status().message().rfind(prefix, 0), 0u) << "expected '" << prefix << "…', got '"
-                                                         << r.status().message() << "'";
+    EXPECT_EQ(r.status().message().rfind(prefix, 0), 0u)
+        << "expected '" << prefix << "…', got '" << r.status().message() << "'";
   }
 }
 

@@ -15,9 +15,10 @@ const char* PhaseName(Phase phase) { return phase == Phase::kWarmup ? "warmup" :
 
 const char* GrpcStatusName(int code) {
   static const char* const kNames[] = {
-      "OK",        "CANCELLED",         "UNKNOWN",          "INVALID_ARGUMENT",    "DEADLINE_EXCEEDED", "NOT_FOUND",
-      "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-      "UNIMPLEMENTED", "INTERNAL",        "UNAVAILABLE",      "DATA_LOSS",           "UNAUTHENTICATED"};
+      "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
+      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+      "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
+      "DATA_LOSS", "UNAUTHENTICATED"};
   return code >= 0 && code < static_cast<int>(std::size(kNames)) ? kNames[code] : "OTHER";
 }
 
@@ -113,28 +114,31 @@ std::string PercentileRow(double p, uint64_t value) {
 
 double Seconds(const EndReport& end) { return end.measure_seconds > 0 ? end.measure_seconds : 1e-9; }
 
-
 // The gRPC part of the summary: the status table, protocol errors by kind,
 // the two kinds of timeout, and message latency.
 std::string GrpcText(const SummaryContext& ctx, const IntervalStats& m, const ErrorCounts& e) {
   const GrpcCounts& g = m.counters.grpc;
-  std::string out = Printf("  gRPC: %s (%s), %llu calls with a status, %llu response messages\n", ctx.grpc_method.c_str(),
-                           ctx.grpc_kind.c_str(), static_cast<unsigned long long>(g.Calls()),
+  std::string out = Printf("  gRPC: %s (%s), %llu calls with a status, %llu response messages\n",
+                           ctx.grpc_method.c_str(), ctx.grpc_kind.c_str(), static_cast<unsigned long long>(g.Calls()),
                            static_cast<unsigned long long>(g.messages));
   out += "  grpc-status:\n";
   for (size_t i = 0; i < g.status.size(); ++i) {
     if (g.status[i] == 0 && i != 0) continue;
-    out += Printf("    %-20s %2zu %12llu\n", GrpcStatusName(static_cast<int>(i)), i, static_cast<unsigned long long>(g.status[i]));
+    out += Printf("    %-20s %2zu %12llu\n", GrpcStatusName(static_cast<int>(i)), i,
+                  static_cast<unsigned long long>(g.status[i]));
   }
-  if (g.status_other) out += Printf("    %-20s    %12llu\n", "(above 16)", static_cast<unsigned long long>(g.status_other));
-  out += Printf("  Timeouts: DEADLINE_EXCEEDED %llu (the server's, after --deadline), no answer within --timeout %llu\n",
-                static_cast<unsigned long long>(g.status[4]), static_cast<unsigned long long>(e.timeout));
+  if (g.status_other)
+    out += Printf("    %-20s    %12llu\n", "(above 16)", static_cast<unsigned long long>(g.status_other));
+  out +=
+      Printf("  Timeouts: DEADLINE_EXCEEDED %llu (the server's, after --deadline), no answer within --timeout %llu\n",
+             static_cast<unsigned long long>(g.status[4]), static_cast<unsigned long long>(e.timeout));
   if (g.ProtocolErrors() > 0) {
-    out += Printf("  gRPC protocol errors: no status %llu, bad status %llu, truncated %llu, bad flag %llu, "
-                  "too large %llu, unary message count %llu\n",
-                  static_cast<unsigned long long>(g.no_status), static_cast<unsigned long long>(g.bad_status),
-                  static_cast<unsigned long long>(g.truncated), static_cast<unsigned long long>(g.bad_flag),
-                  static_cast<unsigned long long>(g.too_large), static_cast<unsigned long long>(g.unary_messages));
+    out += Printf(
+        "  gRPC protocol errors: no status %llu, bad status %llu, truncated %llu, bad flag %llu, "
+        "too large %llu, unary message count %llu\n",
+        static_cast<unsigned long long>(g.no_status), static_cast<unsigned long long>(g.bad_status),
+        static_cast<unsigned long long>(g.truncated), static_cast<unsigned long long>(g.bad_flag),
+        static_cast<unsigned long long>(g.too_large), static_cast<unsigned long long>(g.unary_messages));
   }
   if (m.first_message.count() > 0 && ctx.grpc_kind != "unary") {
     for (const auto& [name, h] : {std::pair<const char*, const Histogram*>{"first", &m.first_message},
@@ -162,15 +166,17 @@ std::string WrkText(const SummaryContext& ctx, const IntervalStats& m, const End
   out += "Running " + FormatTimeS(ctx.duration_s) + " test @ " + ctx.url + "\n";
   out += Printf("  %u threads and %u connections\n", ctx.threads, ctx.connections);
   out += Printf("  Thread Stats%6s%11s%8s%12s\n", "Avg", "Stdev", "Max", "+/- Stdev");
-  out += StatsRow("Latency", lat.Mean(), lat.Stdev(), static_cast<double>(lat.max()), lat.WithinStdevPercent(), FormatTimeUs);
+  out += StatsRow("Latency", lat.Mean(), lat.Stdev(), static_cast<double>(lat.max()), lat.WithinStdevPercent(),
+                  FormatTimeUs);
   const SampleStats rs = ComputeSampleStats(m.rate_samples);
   out += StatsRow(grpc ? "RPC/Sec" : "Req/Sec", rs.mean, rs.stdev, rs.max, rs.within, FormatMetric);
   if (ctx.latency_distribution) {
     out += "  Latency Distribution\n";
     for (double p : {50.0, 75.0, 90.0, 99.0, 99.9, 99.99}) out += PercentileRow(p, lat.ValueAtPercentile(p));
   }
-  out += Printf("  %llu %s in %s, %sB read\n", static_cast<unsigned long long>(k.requests), grpc ? "RPCs" : "requests",
-                FormatTimeUs(end.measure_seconds * 1e6).c_str(), FormatBinary(static_cast<double>(k.bytes_read)).c_str());
+  out +=
+      Printf("  %llu %s in %s, %sB read\n", static_cast<unsigned long long>(k.requests), grpc ? "RPCs" : "requests",
+             FormatTimeUs(end.measure_seconds * 1e6).c_str(), FormatBinary(static_cast<double>(k.bytes_read)).c_str());
   const ErrorCounts& e = k.errors;
   if (e.connect || e.read || e.write || e.timeout) {
     out += Printf("  Socket errors: connect %llu, read %llu, write %llu, timeout %llu\n",
@@ -184,7 +190,8 @@ std::string WrkText(const SummaryContext& ctx, const IntervalStats& m, const End
                   static_cast<unsigned long long>(e.h2_protocol));
   }
   if (e.script > 0) out += Printf("  Script errors: %llu\n", static_cast<unsigned long long>(e.script));
-  if (grpc && k.grpc.NotOk() > 0) out += Printf("  Non-OK grpc-status: %llu\n", static_cast<unsigned long long>(k.grpc.NotOk()));
+  if (grpc && k.grpc.NotOk() > 0)
+    out += Printf("  Non-OK grpc-status: %llu\n", static_cast<unsigned long long>(k.grpc.NotOk()));
   if (grpc && k.grpc.ProtocolErrors() > 0) {
     out += Printf("  gRPC protocol errors: %llu\n", static_cast<unsigned long long>(k.grpc.ProtocolErrors()));
   }
@@ -201,7 +208,9 @@ std::string LatencyKindText(const SummaryContext& ctx, const IntervalStats& m) {
   const Histogram& lat = m.latency;
   std::string out;
   if (ctx.rate > 0) {
-    out += Printf("  Latency above is CORRECTED for coordinated omission: measured from each request's scheduled send time (rate %.2f/s).\n", ctx.rate);
+    out += Printf(
+        "  Latency above is CORRECTED for coordinated omission: measured from each request's scheduled send time (rate %.2f/s).\n",
+        ctx.rate);
     const Histogram& u = m.uncorrected;
     out += "  Uncorrected latency (from the first byte actually written):\n";
     out += StatsRow("Latency", u.Mean(), u.Stdev(), static_cast<double>(u.max()), u.WithinStdevPercent(), FormatTimeUs);
@@ -209,14 +218,17 @@ std::string LatencyKindText(const SummaryContext& ctx, const IntervalStats& m) {
       for (double p : {50.0, 75.0, 90.0, 99.0, 99.9, 99.99}) out += PercentileRow(p, u.ValueAtPercentile(p));
     }
     if (k.unsent > 0) {
-      out += Printf("  Behind schedule: %llu %s due by the end were never sent (the connections fell behind the rate).\n",
-                    static_cast<unsigned long long>(k.unsent), ctx.grpc_method.empty() ? "requests" : "RPCs");
+      out +=
+          Printf("  Behind schedule: %llu %s due by the end were never sent (the connections fell behind the rate).\n",
+                 static_cast<unsigned long long>(k.unsent), ctx.grpc_method.empty() ? "requests" : "RPCs");
     }
   } else {
-    out += "  Latency above is RAW: first byte written to last byte read; no coordinated-omission correction is added.\n";
+    out +=
+        "  Latency above is RAW: first byte written to last byte read; no coordinated-omission correction is added.\n";
   }
   if (!ctx.latency_distribution) {
-    out += Printf("  Latency p50 %s, p99 %s, p99.9 %s, p99.99 %s\n", FormatTimeUs(static_cast<double>(lat.ValueAtPercentile(50))).c_str(),
+    out += Printf("  Latency p50 %s, p99 %s, p99.9 %s, p99.99 %s\n",
+                  FormatTimeUs(static_cast<double>(lat.ValueAtPercentile(50))).c_str(),
                   FormatTimeUs(static_cast<double>(lat.ValueAtPercentile(99))).c_str(),
                   FormatTimeUs(static_cast<double>(lat.ValueAtPercentile(99.9))).c_str(),
                   FormatTimeUs(static_cast<double>(lat.ValueAtPercentile(99.99))).c_str());
@@ -225,8 +237,9 @@ std::string LatencyKindText(const SummaryContext& ctx, const IntervalStats& m) {
 }
 
 std::string AnswersText(const AnswerCounts& a) {
-  std::string out = Printf("  Answers sampled and verified: %llu, of which %llu differed from what their requests asked for",
-                           static_cast<unsigned long long>(a.verified), static_cast<unsigned long long>(a.failed));
+  std::string out =
+      Printf("  Answers sampled and verified: %llu, of which %llu differed from what their requests asked for",
+             static_cast<unsigned long long>(a.verified), static_cast<unsigned long long>(a.failed));
   if (a.without_date > 0) out += Printf(", %llu without Date", static_cast<unsigned long long>(a.without_date));
   if (a.date_frozen > 0) out += ", Date frozen";
   out += "\n";
@@ -238,11 +251,15 @@ std::string ConnectionsText(const Counters& k, const EndReport& end) {
   const ErrorCounts& e = k.errors;
   std::string out;
   out += Printf("  Connections: %u requested, %u established at peak", end.connections_requested, end.connections_peak);
-  if (k.connects > 0) out += Printf(", mean connect time %s", FormatTimeUs(static_cast<double>(k.connect_time_us) / static_cast<double>(k.connects)).c_str());
-  if (k.closes_by_server > 0) out += Printf(", %llu closed by the server", static_cast<unsigned long long>(k.closes_by_server));
+  if (k.connects > 0)
+    out += Printf(", mean connect time %s",
+                  FormatTimeUs(static_cast<double>(k.connect_time_us) / static_cast<double>(k.connects)).c_str());
+  if (k.closes_by_server > 0)
+    out += Printf(", %llu closed by the server", static_cast<unsigned long long>(k.closes_by_server));
   out += "\n";
   if (end.connections_peak < end.connections_requested) {
-    out += Printf("  WARNING: only %u of %u connections were ever established at once.\n", end.connections_peak, end.connections_requested);
+    out += Printf("  WARNING: only %u of %u connections were ever established at once.\n", end.connections_peak,
+                  end.connections_requested);
   }
   out += "  Status classes:";
   const char* names[] = {"other", "1xx", "2xx", "3xx", "4xx", "5xx"};
@@ -259,7 +276,10 @@ std::string ConnectionsText(const Counters& k, const EndReport& end) {
     // connect to the end of the TLS handshake, before the first request.
     out += Printf("  TLS handshakes: %llu (%llu resumed), mean %s, %.2f/s; handshake errors %llu\n",
                   static_cast<unsigned long long>(k.tls_handshakes), static_cast<unsigned long long>(k.tls_resumed),
-                  FormatTimeUs(k.tls_handshakes ? static_cast<double>(k.tls_handshake_time_us) / static_cast<double>(k.tls_handshakes) : 0.0).c_str(),
+                  FormatTimeUs(k.tls_handshakes ? static_cast<double>(k.tls_handshake_time_us) /
+                                                      static_cast<double>(k.tls_handshakes)
+                                                : 0.0)
+                      .c_str(),
                   static_cast<double>(k.tls_handshakes) / Seconds(end), static_cast<unsigned long long>(e.handshake));
   }
   return out;
@@ -281,15 +301,17 @@ std::string GeneratorText(const SummaryContext& ctx, const RunTotals& totals, co
   if (idle.mode == IdleWait::kNap) {
     // A response that came during a nap waited at most one nap to be read.
     out += Printf("  Idle wait: nap: %llu naps of at most %s, %.0f%% found a response ready, %.2fs asleep\n",
-                  static_cast<unsigned long long>(idle.naps), FormatTimeUs(static_cast<double>(idle.max_nap_ns) / 1e3).c_str(),
-                  idle.naps ? 100.0 * static_cast<double>(idle.nap_hits) / static_cast<double>(idle.naps) : 0.0, idle.nap_seconds);
+                  static_cast<unsigned long long>(idle.naps),
+                  FormatTimeUs(static_cast<double>(idle.max_nap_ns) / 1e3).c_str(),
+                  idle.naps ? 100.0 * static_cast<double>(idle.nap_hits) / static_cast<double>(idle.naps) : 0.0,
+                  idle.nap_seconds);
   } else if (idle.mode == IdleWait::kPoll) {
     // The share of the workers' measured time spent polling an empty set:
     // CPU a sleeping generator would not have used.
     const double worker_seconds = end.measure_seconds * ctx.threads;
     out += Printf("  Idle wait: poll: %llu empty polls of %llu, %.2fs spinning (%.0f%% of the workers' time)\n",
-                  static_cast<unsigned long long>(idle.empty_polls), static_cast<unsigned long long>(idle.polls), idle.spin_seconds,
-                  worker_seconds > 0 ? 100 * idle.spin_seconds / worker_seconds : 0.0);
+                  static_cast<unsigned long long>(idle.empty_polls), static_cast<unsigned long long>(idle.polls),
+                  idle.spin_seconds, worker_seconds > 0 ? 100 * idle.spin_seconds / worker_seconds : 0.0);
   }
   return out;
 }
@@ -357,9 +379,9 @@ json LatencyJson(const Histogram& h) {
 }
 
 json ErrorsJson(const ErrorCounts& e) {
-  return json{{"connect", e.connect}, {"read", e.read},       {"write", e.write},
-              {"timeout", e.timeout}, {"status", e.status}, {"portExhaustion", e.port_exhaustion},
-              {"handshake", e.handshake}, {"goaway", e.goaway},   {"rstStream", e.rst_stream},
+  return json{{"connect", e.connect},        {"read", e.read},     {"write", e.write},
+              {"timeout", e.timeout},        {"status", e.status}, {"portExhaustion", e.port_exhaustion},
+              {"handshake", e.handshake},    {"goaway", e.goaway}, {"rstStream", e.rst_stream},
               {"h2Protocol", e.h2_protocol}, {"script", e.script}};
 }
 
@@ -371,17 +393,19 @@ json ClassesJson(const Counters& c) {
 json TimelineJson(const std::vector<TimelinePoint>& points) {
   json timeline = json::array();
   for (const TimelinePoint& p : points) {
-    timeline.push_back({{"sequence", p.sequence},
-                        {"phase", PhaseName(p.phase)},
-                        {"start", p.start_s},
-                        {"end", p.end_s},
-                        {"requests", p.counters.requests},
-                        {"bytesRead", p.counters.bytes_read},
-                        {"errors", ErrorsJson(p.counters.errors)},
-                        {"statusClasses", ClassesJson(p.counters)},
-                        {"latencyUs", {{"mean", p.mean_us}, {"p50", p.p50_us}, {"p90", p.p90_us}, {"p99", p.p99_us}, {"max", p.max_us}}},
-                        {"connectionsOpen", p.connections_open},
-                        {"agentCpuSeconds", p.cpu_seconds}});
+    timeline.push_back(
+        {{"sequence", p.sequence},
+         {"phase", PhaseName(p.phase)},
+         {"start", p.start_s},
+         {"end", p.end_s},
+         {"requests", p.counters.requests},
+         {"bytesRead", p.counters.bytes_read},
+         {"errors", ErrorsJson(p.counters.errors)},
+         {"statusClasses", ClassesJson(p.counters)},
+         {"latencyUs",
+          {{"mean", p.mean_us}, {"p50", p.p50_us}, {"p90", p.p90_us}, {"p99", p.p99_us}, {"max", p.max_us}}},
+         {"connectionsOpen", p.connections_open},
+         {"agentCpuSeconds", p.cpu_seconds}});
   }
   return timeline;
 }
@@ -442,7 +466,8 @@ nlohmann::json RenderJson(const SummaryContext& ctx, const RunTotals& totals, co
     j["unsent"] = k.unsent;
   }
   const SampleStats rs = ComputeSampleStats(m.rate_samples);
-  j["threadRequestsPerSecond"] = {{"mean", rs.mean}, {"stdev", rs.stdev}, {"max", rs.max}, {"withinStdevPercent", rs.within}};
+  j["threadRequestsPerSecond"] = {
+      {"mean", rs.mean}, {"stdev", rs.stdev}, {"max", rs.max}, {"withinStdevPercent", rs.within}};
   j["errors"] = ErrorsJson(k.errors);
   j["statusClasses"] = ClassesJson(k);
   j["connectionsRequested"] = end.connections_requested;
@@ -458,7 +483,8 @@ nlohmann::json RenderJson(const SummaryContext& ctx, const RunTotals& totals, co
   }
   j["tlsHandshakes"] = k.tls_handshakes;
   j["tlsResumed"] = k.tls_resumed;
-  j["meanTlsHandshakeUs"] = k.tls_handshakes ? static_cast<double>(k.tls_handshake_time_us) / static_cast<double>(k.tls_handshakes) : 0.0;
+  j["meanTlsHandshakeUs"] =
+      k.tls_handshakes ? static_cast<double>(k.tls_handshake_time_us) / static_cast<double>(k.tls_handshakes) : 0.0;
   j["drained"] = end.drained;
   j["abandoned"] = end.abandoned;
   j["agentCpuSeconds"] = totals.agent_cpu_seconds();

@@ -21,7 +21,9 @@ TEST(CheckYamlText, PlainUtf8WithTabsAndLineBreaksIsFine) {
 // stays, as YAML does not allow the character.)
 TEST(CheckYamlText, YamlCppMisreadsARawNul) {
   const YAML::Node n = YAML::Load("a: x\0_b\n"s);
-  EXPECT_EQ(n["a"].Scalar(), "x\xa0" "b");
+  EXPECT_EQ(n["a"].Scalar(),
+            "x\xa0"
+            "b");
 }
 
 TEST(CheckYamlText, AControlCharacterIsNamedWhereItIs) {

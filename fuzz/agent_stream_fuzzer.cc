@@ -81,8 +81,7 @@ void Handle(Session& s, const v1::AgentMessage& in, CellAggregator& cell, uint64
       cell.OnFailed(s.id, in.job_failed().reason());
       return;
     case v1::AgentMessage::kHello:
-    case v1::AgentMessage::BODY_NOT_SET:
-      return;
+    case v1::AgentMessage::BODY_NOT_SET: return;
   }
 }
 

@@ -33,7 +33,8 @@ std::string Deflate(const uint8_t* data, size_t size) {
   std::string out(8 + bound, '\0');
   if (compress2(reinterpret_cast<Bytef*>(out.data() + 8), &bound, data, static_cast<uLong>(size), 1) != Z_OK) return {};
   const uint32_t header[2] = {0x1c849314, static_cast<uint32_t>(bound)};
-  for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<char>((header[i / 4] >> (24 - 8 * (i % 4))) & 0xff);
+  for (int i = 0; i < 8; ++i)
+    out[static_cast<size_t>(i)] = static_cast<char>((header[i / 4] >> (24 - 8 * (i % 4))) & 0xff);
   out.resize(8 + bound);
   return out;
 }
@@ -41,8 +42,8 @@ std::string Deflate(const uint8_t* data, size_t size) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using fairbench::Histogram;
   if (size < 1) return 0;
-  const std::string input = (data[0] & 1) ? Deflate(data + 1, size - 1)
-                                          : std::string(reinterpret_cast<const char*>(data + 1), size - 1);
+  const std::string input =
+      (data[0] & 1) ? Deflate(data + 1, size - 1) : std::string(reinterpret_cast<const char*>(data + 1), size - 1);
   auto h = Histogram::DecodeCompressed(input);
   if (!h.ok()) {
     if (h.status().message().empty()) Die("an error without a message");

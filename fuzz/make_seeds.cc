@@ -94,8 +94,8 @@ void WriteHistogram(const fs::path& dir, const std::string& name, const std::str
   Write(dir / (name + ".z"), std::string(1, '\0') + compressed);
   std::string inflated(1 << 20, '\0');
   uLongf len = static_cast<uLongf>(inflated.size());
-  if (uncompress(reinterpret_cast<Bytef*>(inflated.data()), &len,
-                 reinterpret_cast<const Bytef*>(compressed.data() + 8), static_cast<uLong>(compressed.size() - 8)) != Z_OK) {
+  if (uncompress(reinterpret_cast<Bytef*>(inflated.data()), &len, reinterpret_cast<const Bytef*>(compressed.data() + 8),
+                 static_cast<uLong>(compressed.size() - 8)) != Z_OK) {
     std::fprintf(stderr, "%s: does not inflate\n", name.c_str());
     std::exit(1);
   }

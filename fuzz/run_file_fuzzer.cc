@@ -53,6 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   again.format = Format::kJson;
   auto from_json = ParseRun(json_text, again);
   if (!from_json.ok()) Die("its canonical JSON does not load", json_text + "\n" + from_json.status().message());
-  if (ToYaml(*from_json) != yaml) Die("its canonical JSON loads differently", json_text + "\n---\n" + ToYaml(*from_json));
+  if (ToYaml(*from_json) != yaml)
+    Die("its canonical JSON loads differently", json_text + "\n---\n" + ToYaml(*from_json));
   return 0;
 }

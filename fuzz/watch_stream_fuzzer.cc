@@ -135,7 +135,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Die("the cut changed the lines");
   }
   for (const std::string& l : whole_lines) {
-    if (l.empty() || l.size() > kLimit || l.find('\n') != std::string::npos) Die("a line breaks the splitter's contract");
+    if (l.empty() || l.size() > kLimit || l.find('\n') != std::string::npos)
+      Die("a line breaks the splitter's contract");
   }
 
   // The client's watch, end to end.
@@ -144,6 +145,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Client client(config, std::make_unique<PiecesTransport>(pieces));
   WatchOptions options;
   std::stop_source stop;
-  (void)client.Watch(resources::Pods(), "default", options, [](WatchEvent&& ev) { Decode(ev); }, stop.get_token());
+  (void)client.Watch(
+      resources::Pods(), "default", options, [](WatchEvent&& ev) { Decode(ev); }, stop.get_token());
   return 0;
 }

@@ -54,9 +54,8 @@ struct Framework {
 
 const std::vector<Framework>& Frameworks() {
   static const std::vector<Framework> frameworks = {
-      {"hical", "2.7", true, false},      {"drogon", "1.9.8", true, true},   {"crow", "1.2.0", true, false},
-      {"oatpp", "1.3.0", true, false},    {"cpp-httplib", "0.18.3", true, false},
-      {"cinatra", "0.3.0", false, false},
+      {"hical", "2.7", true, false},   {"drogon", "1.9.8", true, true},        {"crow", "1.2.0", true, false},
+      {"oatpp", "1.3.0", true, false}, {"cpp-httplib", "0.18.3", true, false}, {"cinatra", "0.3.0", false, false},
   };
   return frameworks;
 }
@@ -294,9 +293,9 @@ void DescribeStatesTheFairnessFacts(const Framework& f) {
   EXPECT_EQ(facts.value("framework", ""), f.name);
   EXPECT_TRUE(StartsWith(facts.value("version", ""), f.version)) << facts;
   EXPECT_EQ(facts.value("threads", 0), 3);
-  for (const char* key : {"versionSource", "revision", "workerModel", "connectionThreads", "concurrentConnections",
-                          "listenAddress", "jsonLibrary", "echo", "allocator", "compiler", "flags", "frameworkBuild",
-                          "study"}) {
+  for (const char* key :
+       {"versionSource", "revision", "workerModel", "connectionThreads", "concurrentConnections", "listenAddress",
+        "jsonLibrary", "echo", "allocator", "compiler", "flags", "frameworkBuild", "study"}) {
     ASSERT_TRUE(facts.contains(key) && facts[key].is_string()) << key << " missing: " << facts;
     EXPECT_FALSE(facts[key].get<std::string>().empty()) << key;
   }

@@ -306,7 +306,8 @@ TEST_P(TargetTest, PortIsRequired) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, TargetTest,
-                         ::testing::Values(TargetCase{"cpp_httplib_debian", "fairbench-target-cpp-httplib-debian", "cpp-httplib", true},
+                         ::testing::Values(TargetCase{"cpp_httplib_debian", "fairbench-target-cpp-httplib-debian",
+                                                      "cpp-httplib", true},
                                            TargetCase{"beast", "fairbench-target-beast", "beast", true},
                                            TargetCase{"nginx", "fairbench-target-nginx", "nginx", false}),
                          [](const ::testing::TestParamInfo<TargetCase>& param) { return param.param.name; });
@@ -352,10 +353,11 @@ CurlReply CurlFetch(const std::string& url, const CurlOptions& options) {
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, options.post_body.c_str());
   }
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &reply.body);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, +[](char* data, size_t size, size_t n, void* out) {
-    static_cast<std::string*>(out)->append(data, size * n);
-    return size * n;
-  });
+  curl_easy_setopt(
+      curl, CURLOPT_WRITEFUNCTION, +[](char* data, size_t size, size_t n, void* out) {
+        static_cast<std::string*>(out)->append(data, size * n);
+        return size * n;
+      });
   reply.code = curl_easy_perform(curl);
   reply.error = error;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply.status);
@@ -479,8 +481,13 @@ TEST(NginxLauncherTest, AStopDuringNginxsStartWaitsForItsSignalHandlers) {
   }
   ASSERT_EQ(chmod(fake.c_str(), 0755), 0);
   testing::SubprocessOptions o;
-  o.argv = {testing::BinaryPath("fairbench-target-nginx"), "--port", "1", "--nginx", fake,
-            "--work-dir", dir->path().string()};
+  o.argv = {testing::BinaryPath("fairbench-target-nginx"),
+            "--port",
+            "1",
+            "--nginx",
+            fake,
+            "--work-dir",
+            dir->path().string()};
   o.stdout_to = testing::Redirect::File(dir->File("stdout"));
   o.stderr_to = testing::Redirect::File(dir->File("stderr"));
   auto p = Subprocess::Start(std::move(o));

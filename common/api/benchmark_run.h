@@ -137,7 +137,7 @@ struct TargetSecurityContext {
 };
 
 struct Target {
-  std::string name;  // DNS-1123 label, unique in the run
+  std::string name;   // DNS-1123 label, unique in the run
   std::string image;  // container image (Kubernetes)
   int32_t port = 8080;
   // How agents, the scenario checks and readiness reach the port: http or
@@ -293,11 +293,11 @@ struct Script {
 struct GrpcCallSpec {
   std::string method;  // "package.Service/Method"
   std::optional<nlohmann::json> message;
-  std::optional<std::string> message_file;    // local runs, relative to the run file
-  std::optional<std::string> descriptor_set;  // a file: local runs, relative to the run file
+  std::optional<std::string> message_file;                       // local runs, relative to the run file
+  std::optional<std::string> descriptor_set;                     // a file: local runs, relative to the run file
   std::optional<ConfigMapKeyRef> descriptor_set_config_map_ref;  // Kubernetes: a binaryData key
-  StringMap metadata;                // sent as headers, lower-cased
-  std::optional<Duration> deadline;  // sent as grpc-timeout; unset: none
+  StringMap metadata;                                            // sent as headers, lower-cased
+  std::optional<Duration> deadline;                              // sent as grpc-timeout; unset: none
   // Not part of the API: the contents of message_file and of the
   // descriptor set (the file read by the loader, the ConfigMap's value read
   // by the controller). Never encoded; ignored by ==.
@@ -376,7 +376,7 @@ struct Scenario {
 using IdleWaitMode = fairbench::IdleWaitMode;  // common/protocol.h
 
 struct Load {
-  int32_t threads = 4;  // per agent
+  int32_t threads = 4;                       // per agent
   std::vector<int64_t> connections = {100};  // levels; each spread over the agents
   Duration duration = std::chrono::seconds(30);
   Duration warmup = std::chrono::seconds(5);
@@ -386,7 +386,7 @@ struct Load {
   // h2/h2c targets: concurrent streams per connection (unset: 1, as h2load
   // -m), capped by the server's SETTINGS_MAX_CONCURRENT_STREAMS.
   std::optional<int32_t> streams;
-  int64_t rate = 0;      // requests/s over all agents; 0: closed loop (as fast as answered)
+  int64_t rate = 0;  // requests/s over all agents; 0: closed loop (as fast as answered)
   int32_t agents = 1;
   std::optional<IdleWaitMode> idle_wait;  // unset: Auto
   friend bool operator==(const Load&, const Load&) = default;
@@ -478,8 +478,8 @@ struct BenchmarkRunSpec {
   // The seed of the interleaved order; unset: one is drawn and recorded.
   std::optional<int64_t> seed;
   Duration cooldown = std::chrono::seconds(10);  // idle time after each cell
-  std::optional<Profile> profile;  // unset: no cell is profiled
-  std::optional<Calibration> calibration;  // unset: the harness is not tested first
+  std::optional<Profile> profile;                // unset: no cell is profiled
+  std::optional<Calibration> calibration;        // unset: the harness is not tested first
   friend bool operator==(const BenchmarkRunSpec&, const BenchmarkRunSpec&) = default;
 };
 
@@ -575,8 +575,8 @@ struct GrpcCalls {
 // latency (with short connections, one per request: the cost of TLS).
 struct TlsHandshakes {
   uint64_t count = 0;
-  uint64_t resumed = 0;     // of them, sessions resumed
-  double mean = 0;          // microseconds, from the TCP connect to the handshake's end
+  uint64_t resumed = 0;  // of them, sessions resumed
+  double mean = 0;       // microseconds, from the TCP connect to the handshake's end
   double per_second = 0;
   friend bool operator==(const TlsHandshakes&, const TlsHandshakes&) = default;
 };
@@ -628,15 +628,15 @@ struct CellResult {
   std::optional<RateLevel> rate_level;
   CellState state = CellState::kSucceeded;
   std::optional<CellReason> reason;  // for Failed and Skipped (well_known.h)
-  std::string message;  // one line for people
+  std::string message;               // one line for people
   double requests_per_second = 0;
   Latency latency;
   ErrorCounts errors;
   StatusClasses status_classes;
   uint64_t requests = 0;
-  uint64_t bytes = 0;                 // read from the target, headers included
+  uint64_t bytes = 0;  // read from the target, headers included
   double bytes_per_response = 0;
-  double transfer_per_second = 0;     // bytes/s
+  double transfer_per_second = 0;         // bytes/s
   std::optional<uint64_t> memory_idle;    // bytes, before any load on the target
   std::optional<uint64_t> memory_loaded;  // bytes, at the end of this cell's window
   std::optional<double> target_cpu;       // cores, mean over the window
@@ -644,11 +644,11 @@ struct CellResult {
   // Requests/s offered (a constant rate: spec.load.rate or the cell's rate
   // level resolved); unset: a closed loop.
   std::optional<double> offered_rate;
-  std::optional<Limiter> limiter;         // succeeded cells; unset: failed, skipped, or recorded before it
-  std::optional<TlsHandshakes> tls;       // https targets only
-  std::optional<GrpcCalls> grpc;          // gRPC targets only
-  std::optional<AnswerChecks> answers;    // scenarios with vary only
-  std::optional<Time> start_time;         // measurement window
+  std::optional<Limiter> limiter;       // succeeded cells; unset: failed, skipped, or recorded before it
+  std::optional<TlsHandshakes> tls;     // https targets only
+  std::optional<GrpcCalls> grpc;        // gRPC targets only
+  std::optional<AnswerChecks> answers;  // scenarios with vary only
+  std::optional<Time> start_time;       // measurement window
   std::optional<Time> end_time;
   friend bool operator==(const CellResult&, const CellResult&) = default;
 };
@@ -676,7 +676,7 @@ struct RunNodes {
 struct AgentCpus {
   std::string agent;
   std::string node;
-  std::string cpus;          // "0-1"; empty: the agent did not say
+  std::string cpus;           // "0-1"; empty: the agent did not say
   bool same_machine = false;  // on the target's kernel (one boot id): its CPUs are the target's CPUs' neighbours
   friend bool operator==(const AgentCpus&, const AgentCpus&) = default;
 };
@@ -688,18 +688,18 @@ struct AgentCpus {
 // its latest deployment.
 struct TargetCpus {
   std::string target;
-  std::string node;                      // Kubernetes node; empty elsewhere
-  std::string cpus;                      // the CPUs it may run on ("2-3"); empty: not read
-  std::string node_cpus;                 // the CPUs online on its machine ("0-3")
-  std::optional<CpuQuantity> asked;      // whole CPUs asked for (resources.cpu, spec.local.targetCpus)
-  std::optional<CpuQuantity> cpu_quota;  // its CFS quota; unset: none, or not read
-  std::optional<MemoryQuantity> memory_limit;  // unset: none, or not read
-  std::string cpu_manager_policy;        // its node's kubelet ("static", "none"); empty: not known
-  ConditionStatus exclusive = ConditionStatus::kUnknown;             // no one else may run on its CPUs
+  std::string node;                                       // Kubernetes node; empty elsewhere
+  std::string cpus;                                       // the CPUs it may run on ("2-3"); empty: not read
+  std::string node_cpus;                                  // the CPUs online on its machine ("0-3")
+  std::optional<CpuQuantity> asked;                       // whole CPUs asked for (resources.cpu, spec.local.targetCpus)
+  std::optional<CpuQuantity> cpu_quota;                   // its CFS quota; unset: none, or not read
+  std::optional<MemoryQuantity> memory_limit;             // unset: none, or not read
+  std::string cpu_manager_policy;                         // its node's kubelet ("static", "none"); empty: not known
+  ConditionStatus exclusive = ConditionStatus::kUnknown;  // no one else may run on its CPUs
   ConditionStatus disjoint_from_agents = ConditionStatus::kUnknown;  // no agent on its machine shares a CPU
   ConditionStatus as_many_as_asked = ConditionStatus::kUnknown;      // it may run on exactly the CPUs it asked for
-  std::string message;                   // why, in one sentence per verdict
-  std::vector<AgentCpus> agents;         // the agents of its latest cell
+  std::string message;                                               // why, in one sentence per verdict
+  std::vector<AgentCpus> agents;                                     // the agents of its latest cell
   friend bool operator==(const TargetCpus&, const TargetCpus&) = default;
 };
 

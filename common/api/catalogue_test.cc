@@ -181,8 +181,7 @@ TEST(CatalogueTest, UnreadableFiles) {
   EXPECT_EQ(run.status().code(), Status::Code::kIoError);
   EXPECT_EQ(run.status().message(), "x.yaml: cannot read: No such file or directory");
   options.display_name = "dir";
-  EXPECT_EQ(LoadRunFile(kTestdata, options).status().message(),
-            "dir: cannot read: is a directory");
+  EXPECT_EQ(LoadRunFile(kTestdata, options).status().message(), "dir: cannot read: is a directory");
 }
 
 }  // namespace

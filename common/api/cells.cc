@@ -29,13 +29,14 @@ std::vector<std::optional<RateLevel>> RateSteps(const Scenario& scenario) {
 
 std::string Cell::Key() const {
   std::string key = target + "/" + scenario + "/c" + std::to_string(connections);
-  if (rate) key += rate->is_share() ? "/q" + std::to_string(rate->percent) + "pct" : "/q" + std::to_string(rate->per_second);
+  if (rate)
+    key += rate->is_share() ? "/q" + std::to_string(rate->percent) + "pct" : "/q" + std::to_string(rate->per_second);
   return key + "/r" + std::to_string(repetition);
 }
 
 bool Cell::Matches(const CellResult& r) const {
-  return r.target == target && r.scenario == scenario && r.connections == connections &&
-         r.rate_level == rate && r.repetition == repetition;
+  return r.target == target && r.scenario == scenario && r.connections == connections && r.rate_level == rate &&
+         r.repetition == repetition;
 }
 
 Cell CellOf(const CellResult& result) {

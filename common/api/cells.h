@@ -34,7 +34,7 @@ struct Cell {
   std::string scenario;
   int64_t connections = 0;
   std::optional<RateLevel> rate;  // a level of scenarios[].rates; unset: closed loop (or spec.load.rate)
-  int32_t repetition = 1;  // 1-based, as in status.results
+  int32_t repetition = 1;         // 1-based, as in status.results
 
   // "drogon/hello/c1000/r1", "drogon/hello/c1000/q2000/r1",
   // "drogon/hello/c1000/q50pct/r1": stable across restarts, for logs and

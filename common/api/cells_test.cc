@@ -41,10 +41,10 @@ TEST(CellsTest, ExpandsTargetThenScenarioThenLevelThenRepetition) {
   const std::vector<Cell> cells = ExpandCells(Spec());
   std::vector<std::string> keys;
   for (const Cell& c : cells) keys.push_back(c.Key());
-  EXPECT_EQ(keys, (std::vector<std::string>{
-                      "drogon/hello/c100/r1", "drogon/hello/c100/r2", "drogon/hello/c1000/r1", "drogon/hello/c1000/r2",
-                      "drogon/mix/c50/r1", "drogon/mix/c50/r2", "crow/hello/c100/r1", "crow/hello/c100/r2",
-                      "crow/hello/c1000/r1", "crow/hello/c1000/r2", "crow/mix/c50/r1", "crow/mix/c50/r2"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"drogon/hello/c100/r1", "drogon/hello/c100/r2", "drogon/hello/c1000/r1",
+                                            "drogon/hello/c1000/r2", "drogon/mix/c50/r1", "drogon/mix/c50/r2",
+                                            "crow/hello/c100/r1", "crow/hello/c100/r2", "crow/hello/c1000/r1",
+                                            "crow/hello/c1000/r2", "crow/mix/c50/r1", "crow/mix/c50/r2"}));
   for (size_t i = 0; i < cells.size(); ++i) EXPECT_EQ(cells[i].index, i);
   EXPECT_EQ(cells[6].target_index, 1u);
   EXPECT_EQ(cells[4].scenario_index, 1u);
@@ -76,8 +76,8 @@ TEST(CellsTest, ProfiledCellsFollowTheSelectors) {
   spec.profile = Profile{true, {}, 99};
   EXPECT_EQ(profiled().size(), 16u);
   spec.profile = Profile{false, {ProfileCell{"b", "s", 20}, ProfileCell{"a", "t", 0}}, 99};
-  EXPECT_EQ(profiled(), (std::vector<std::string>{"a/t/c10/r1", "a/t/c10/r2", "a/t/c20/r1", "a/t/c20/r2",
-                                                  "b/s/c20/r1", "b/s/c20/r2"}));
+  EXPECT_EQ(profiled(), (std::vector<std::string>{"a/t/c10/r1", "a/t/c10/r2", "a/t/c20/r1", "a/t/c20/r2", "b/s/c20/r1",
+                                                  "b/s/c20/r2"}));
 }
 
 TEST(CellsTest, ResolvesScenarioOverrides) {
@@ -145,10 +145,10 @@ TEST(CellsTest, RateLevelsFollowTheirClosedLoopCell) {
   const std::vector<Cell> cells = ExpandCells(spec);
   std::vector<std::string> keys;
   for (const Cell& c : cells) keys.push_back(c.Key());
-  EXPECT_EQ(keys, (std::vector<std::string>{"drogon/hello/c100/r1", "drogon/hello/c100/r2", "drogon/hello/c100/q2000/r1",
-                                            "drogon/hello/c100/q2000/r2", "drogon/hello/c100/q50pct/r1",
-                                            "drogon/hello/c100/q50pct/r2", "drogon/mix/c50/q300/r1",
-                                            "drogon/mix/c50/q300/r2"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"drogon/hello/c100/r1", "drogon/hello/c100/r2",
+                                            "drogon/hello/c100/q2000/r1", "drogon/hello/c100/q2000/r2",
+                                            "drogon/hello/c100/q50pct/r1", "drogon/hello/c100/q50pct/r2",
+                                            "drogon/mix/c50/q300/r1", "drogon/mix/c50/q300/r2"}));
   EXPECT_EQ(CountCells(spec), cells.size());
   EXPECT_FALSE(cells[0].rate.has_value());
   EXPECT_EQ(cells[4].rate, (RateLevel{0, 50}));

@@ -57,7 +57,9 @@ bool IsDurationUnit(std::string_view u) {
 // "30s", "1.5m", and Go's compound form "1m30s" (how Kubernetes writes
 // durations). A bare number is refused: is "30" seconds or milliseconds?
 Result<Duration> ParseDurationText(std::string_view text) {
-  const auto bad = [&](const std::string& why) { return Status::InvalidArgument(Quote(text) + " is not a duration" + why); };
+  const auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument(Quote(text) + " is not a duration" + why);
+  };
   const std::string kExamples = " (use e.g. \"30s\", \"500ms\", \"2m\")";
   const Node::Kind plain = ResolvePlainScalar(text);
   if (plain == Node::Kind::kInt || plain == Node::Kind::kFloat) {
@@ -372,7 +374,9 @@ class Decoder {
     out = *v;
   }
 
-  void ScalarValue(const Node& n, CpuQuantity& out) { TextValue(n, out, &ParseCpu, "a CPU quantity such as \"4\" or \"500m\""); }
+  void ScalarValue(const Node& n, CpuQuantity& out) {
+    TextValue(n, out, &ParseCpu, "a CPU quantity such as \"4\" or \"500m\"");
+  }
   void ScalarValue(const Node& n, MemoryQuantity& out) {
     TextValue(n, out, &ParseMemory, "a memory quantity such as \"1Gi\"");
   }
@@ -431,8 +435,11 @@ Decoded DecodeRun(const Node& root, const DecodeOptions& options) {
     return out;
   }
   if (!root.is_map()) {
-    out.diagnostics.Add(Diagnostic{
-        "", "expected a BenchmarkRun object (apiVersion, kind, metadata, spec), got " + root.Describe(), root.mark(), {}});
+    out.diagnostics.Add(
+        Diagnostic{"",
+                   "expected a BenchmarkRun object (apiVersion, kind, metadata, spec), got " + root.Describe(),
+                   root.mark(),
+                   {}});
     return out;
   }
   Decoder decoder(options, &out);

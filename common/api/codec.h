@@ -47,8 +47,8 @@ class SourceMap {
 };
 
 struct Decoded {
-  BenchmarkRun run;          // meaningful when diagnostics is empty
-  Diagnostics diagnostics;   // type errors, unknown fields, duplicate keys
+  BenchmarkRun run;         // meaningful when diagnostics is empty
+  Diagnostics diagnostics;  // type errors, unknown fields, duplicate keys
   SourceMap source_map;
 };
 

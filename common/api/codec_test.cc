@@ -17,8 +17,7 @@ using std::chrono::seconds;
 
 // A valid run with `spec_lines` (indented under spec) appended; the
 // targets and scenarios lines may be replaced.
-std::string Doc(const std::string& spec_lines = "",
-                const std::string& targets = "  targets: [{name: a, image: img}]\n",
+std::string Doc(const std::string& spec_lines = "", const std::string& targets = "  targets: [{name: a, image: img}]\n",
                 const std::string& scenarios = "  scenarios: [{name: s, request: {path: /}}]\n") {
   return "apiVersion: fairbench.dev/v1alpha1\n"
          "kind: BenchmarkRun\n"
@@ -98,8 +97,7 @@ TEST(CodecTest, VaryDefaultsAndRoundTrip) {
 }
 
 TEST(CodecTest, LocalProcessDefaults) {
-  Decoded d = DecodeYaml(
-      "spec:\n  targets:\n  - name: a\n    local: {command: [./srv, --port, \"{port}\"]}\n");
+  Decoded d = DecodeYaml("spec:\n  targets:\n  - name: a\n    local: {command: [./srv, --port, \"{port}\"]}\n");
   ASSERT_TRUE(d.diagnostics.empty()) << d.diagnostics.Format("");
   const LocalProcess& l = *d.run.spec.targets[0].local;
   EXPECT_EQ(l.command, (std::vector<std::string>{"./srv", "--port", "{port}"}));
@@ -115,9 +113,9 @@ TEST(CodecTest, NullMeansUnset) {
 }
 
 TEST(CodecTest, ParsesDurationsAndCounts) {
-  Decoded d = DecodeYaml(Doc(
-      "  load: {duration: 1m30s, warmup: 1500ms, timeout: 250us, connections: [1k, 10k, 100], rate: 2.5k}\n"
-      "  cooldown: 0s\n"));
+  Decoded d = DecodeYaml(
+      Doc("  load: {duration: 1m30s, warmup: 1500ms, timeout: 250us, connections: [1k, 10k, 100], rate: 2.5k}\n"
+          "  cooldown: 0s\n"));
   ASSERT_TRUE(d.diagnostics.empty()) << d.diagnostics.Format("");
   EXPECT_EQ(d.run.spec.load.duration, seconds(90));
   EXPECT_EQ(d.run.spec.load.warmup, milliseconds(1500));
@@ -141,8 +139,7 @@ TEST(CodecTest, RateLevels) {
   Decoded d = DecodeYaml(Doc("", "  targets: [{name: a, image: img}]\n",
                              "  scenarios: [{name: s, request: {path: /}, rates: [2000, 2k, \"2500\", \"50%\"]}]\n"));
   ASSERT_TRUE(d.diagnostics.empty()) << d.diagnostics.Format("");
-  EXPECT_EQ(d.run.spec.scenarios[0].rates,
-            (std::vector<RateLevel>{{2000, 0}, {2000, 0}, {2500, 0}, {0, 50}}));
+  EXPECT_EQ(d.run.spec.scenarios[0].rates, (std::vector<RateLevel>{{2000, 0}, {2000, 0}, {2500, 0}, {0, 50}}));
   const std::string yaml = ToYaml(d.run);
   EXPECT_NE(yaml.find("rates: [2000, 2000, 2500, 50%]"), std::string::npos) << yaml;
   Decoded again = DecodeYaml(yaml);
@@ -163,7 +160,8 @@ TEST(CodecTest, RateLevels) {
 TEST(CodecTest, TypeErrorsNamePathPositionAndValue) {
   EXPECT_EQ(Errors(Doc("  load: {threads: four}\n")),
             "run.yaml:7:19: spec.load.threads: must be an integer, got \"four\"");
-  EXPECT_EQ(Errors(Doc("  load: {threads: \"4\"}\n")), "run.yaml:7:19: spec.load.threads: must be an integer, got \"4\"");
+  EXPECT_EQ(Errors(Doc("  load: {threads: \"4\"}\n")),
+            "run.yaml:7:19: spec.load.threads: must be an integer, got \"4\"");
   EXPECT_EQ(Errors(Doc("  load: {threads: 1.5}\n")), "run.yaml:7:19: spec.load.threads: must be an integer, got 1.5");
   EXPECT_EQ(Errors(Doc("  load: {threads: 99999999999}\n")),
             "run.yaml:7:19: spec.load.threads: must be at most 2147483647, got 99999999999");
@@ -178,15 +176,17 @@ TEST(CodecTest, TypeErrorsNamePathPositionAndValue) {
             "run.yaml:7:20: spec.load.duration: 30 is not a duration: add a unit, e.g. \"30s\"");
   EXPECT_EQ(Errors(Doc("  load: {duration: \"30\"}\n")),
             "run.yaml:7:20: spec.load.duration: \"30\" is not a duration: add a unit, e.g. \"30s\"");
-  EXPECT_EQ(Errors(Doc("  load: {duration: 30x}\n")),
-            "run.yaml:7:20: spec.load.duration: \"30x\" is not a duration (unknown unit \"x\"; use ns, us, ms, s, m, h)");
+  EXPECT_EQ(
+      Errors(Doc("  load: {duration: 30x}\n")),
+      "run.yaml:7:20: spec.load.duration: \"30x\" is not a duration (unknown unit \"x\"; use ns, us, ms, s, m, h)");
   EXPECT_EQ(Errors(Doc("  load: {duration: soon}\n")),
             "run.yaml:7:20: spec.load.duration: \"soon\" is not a duration (use e.g. \"30s\", \"500ms\", \"2m\")");
   EXPECT_EQ(Errors(Doc("  load: {duration: -5s}\n")),
             "run.yaml:7:20: spec.load.duration: \"-5s\" is not a duration: it must not be negative");
   EXPECT_EQ(Errors(Doc("  load: {rate: -1}\n")), "run.yaml:7:16: spec.load.rate: must not be negative");
-  EXPECT_EQ(Errors(Doc("  local: {targetCpus: 3-1}\n")),
-            "run.yaml:7:23: spec.local.targetCpus: \"3-1\" is not a CPU list (range 3-1 is reversed; use e.g. \"0-3,8\")");
+  EXPECT_EQ(
+      Errors(Doc("  local: {targetCpus: 3-1}\n")),
+      "run.yaml:7:23: spec.local.targetCpus: \"3-1\" is not a CPU list (range 3-1 is reversed; use e.g. \"0-3,8\")");
 }
 
 TEST(CodecTest, StringFieldsRefuseNumbersWithAHint) {
@@ -222,9 +222,11 @@ TEST(CodecTest, UnknownFieldsSuggestTheClosestName) {
   EXPECT_EQ(Errors(Doc("  load: {colour: blue}\n")),
             "run.yaml:7:10: spec.load.colour: unknown field (known fields: threads, connections, duration, warmup, "
             "timeout, keepAlive, pipeline, streams, rate, agents, idleWait)");
-  EXPECT_EQ(Errors(Doc("", "  targets: [{name: a, image: img}]\n", "  scenarios: [{name: s, request: {path: /, weight: 2}}]\n")),
-            "run.yaml:6:44: spec.scenarios[0].request.weight: unknown field (known fields: method, path, headers, body, "
-            "bodyFile)");
+  EXPECT_EQ(
+      Errors(
+          Doc("", "  targets: [{name: a, image: img}]\n", "  scenarios: [{name: s, request: {path: /, weight: 2}}]\n")),
+      "run.yaml:6:44: spec.scenarios[0].request.weight: unknown field (known fields: method, path, headers, body, "
+      "bodyFile)");
   EXPECT_EQ(Errors("apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: t}\nspecs: {}\n"),
             "run.yaml: spec: required\n"
             "run.yaml:4:1: specs: unknown field (did you mean \"spec\"?)");
@@ -268,9 +270,8 @@ TEST(CodecTest, DocumentShapeErrors) {
 }
 
 TEST(CodecTest, ExpectJsonComesFromYamlOrJson) {
-  Decoded d = DecodeYaml(
-      Doc("", "  targets: [{name: a, image: img}]\n",
-          "  scenarios: [{name: s, request: {path: /}, expect: {json: {b: [1, 2.5], a: x}}}]\n"));
+  Decoded d = DecodeYaml(Doc("", "  targets: [{name: a, image: img}]\n",
+                             "  scenarios: [{name: s, request: {path: /}, expect: {json: {b: [1, 2.5], a: x}}}]\n"));
   ASSERT_TRUE(d.diagnostics.empty()) << d.diagnostics.Format("");
   EXPECT_EQ(*d.run.spec.scenarios[0].expect.json, nlohmann::json::parse(R"({"a":"x","b":[1,2.5]})"));
   EXPECT_EQ(*d.run.spec.scenarios[0].expect.json, nlohmann::json::parse(R"({"b":[1.0,2.5],"a":"x"})"));
@@ -303,12 +304,11 @@ TEST(CodecTest, EncodesCompactStatus) {
 TEST(CodecTest, EncodesEverySpecFieldWithDefaults) {
   Decoded d = DecodeYaml(Doc());
   const std::string json = ToJson(d.run).dump();
-  EXPECT_EQ(json,
-            R"({"apiVersion":"fairbench.dev/v1alpha1","kind":"BenchmarkRun","metadata":{"name":"t"},"spec":{)"
-            R"("targets":[{"name":"a","image":"img","port":8080,"scheme":"http","nofile":65536}],)"
-            R"("scenarios":[{"name":"s","request":{"method":"GET","path":"/"},"expect":{"status":200}}],)"
-            R"("load":{"threads":4,"connections":[100],"duration":"30s","warmup":"5s","timeout":"2s",)"
-            R"("keepAlive":true,"pipeline":1,"agents":1},"repetitions":1,"cooldown":"10s"}})");
+  EXPECT_EQ(json, R"({"apiVersion":"fairbench.dev/v1alpha1","kind":"BenchmarkRun","metadata":{"name":"t"},"spec":{)"
+                  R"("targets":[{"name":"a","image":"img","port":8080,"scheme":"http","nofile":65536}],)"
+                  R"("scenarios":[{"name":"s","request":{"method":"GET","path":"/"},"expect":{"status":200}}],)"
+                  R"("load":{"threads":4,"connections":[100],"duration":"30s","warmup":"5s","timeout":"2s",)"
+                  R"("keepAlive":true,"pipeline":1,"agents":1},"repetitions":1,"cooldown":"10s"}})");
 }
 
 // spec.profile: absent by default; decoded with its defaults, connections
@@ -325,9 +325,10 @@ TEST(CodecTest, ProfileSelectsCellsWithADefaultFrequency) {
   ASSERT_EQ(p.cells.size(), 2u);
   EXPECT_EQ(p.cells[0], (ProfileCell{"a", "s", 1000}));
   EXPECT_EQ(p.cells[1], (ProfileCell{"", "s", 0}));
-  EXPECT_NE(ToJson(d.run).dump().find(
-                R"("profile":{"cells":[{"target":"a","scenario":"s","connections":1000},{"scenario":"s"}],"frequency":99})"),
-            std::string::npos);
+  EXPECT_NE(
+      ToJson(d.run).dump().find(
+          R"("profile":{"cells":[{"target":"a","scenario":"s","connections":1000},{"scenario":"s"}],"frequency":99})"),
+      std::string::npos);
   d = DecodeYaml(Doc("  profile: {all: true, frequency: 499}\n"));
   ASSERT_TRUE(d.diagnostics.empty()) << d.diagnostics.Format("");
   EXPECT_TRUE(d.run.spec.profile->all);

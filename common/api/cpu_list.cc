@@ -39,7 +39,8 @@ Result<CpuList> ParseCpuList(std::string_view text) {
     int lo = 0;
     int hi = 0;
     if (dash == std::string_view::npos) {
-      if (!ParseCpu(item, &lo)) return fail(item.empty() ? "empty item" : "\"" + std::string(item) + "\" is not a CPU number");
+      if (!ParseCpu(item, &lo))
+        return fail(item.empty() ? "empty item" : "\"" + std::string(item) + "\" is not a CPU number");
       hi = lo;
     } else {
       if (!ParseCpu(item.substr(0, dash), &lo) || !ParseCpu(item.substr(dash + 1), &hi)) {

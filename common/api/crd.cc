@@ -26,23 +26,22 @@ nlohmann::ordered_json BenchmarkRunCrd() {
   add("Scenario", "string", ".status.current.scenario", "Scenario under load now", 1);
   add("Stage", "string", ".status.current.stage", "What the controller is doing now", 1);
   add("Age", "date", ".metadata.creationTimestamp", "Time since creation");
-  crd["spec"] = {
-      {"group", std::string(kGroup)},
-      {"names",
-       {{"plural", "benchmarkruns"},
-        {"singular", "benchmarkrun"},
-        {"kind", std::string(kKind)},
-        {"listKind", std::string(kKind) + "List"},
-        {"shortNames", {"br", "bench"}},
-        {"categories", {"fairbench"}}}},
-      {"scope", "Namespaced"},
-      {"versions",
-       {{{"name", std::string(kVersion)},
-         {"served", true},
-         {"storage", true},
-         {"subresources", {{"status", ordered_json::object()}}},
-         {"additionalPrinterColumns", column},
-         {"schema", {{"openAPIV3Schema", OpenApiV3Schema()}}}}}}};
+  crd["spec"] = {{"group", std::string(kGroup)},
+                 {"names",
+                  {{"plural", "benchmarkruns"},
+                   {"singular", "benchmarkrun"},
+                   {"kind", std::string(kKind)},
+                   {"listKind", std::string(kKind) + "List"},
+                   {"shortNames", {"br", "bench"}},
+                   {"categories", {"fairbench"}}}},
+                 {"scope", "Namespaced"},
+                 {"versions",
+                  {{{"name", std::string(kVersion)},
+                    {"served", true},
+                    {"storage", true},
+                    {"subresources", {{"status", ordered_json::object()}}},
+                    {"additionalPrinterColumns", column},
+                    {"schema", {{"openAPIV3Schema", OpenApiV3Schema()}}}}}}};
   return crd;
 }
 

@@ -49,9 +49,7 @@ class FieldPaths {
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
-    size_t operator()(const Key& k) const {
-      return std::hash<const void*>()(k.address) ^ (k.type.hash_code() * 31);
-    }
+    size_t operator()(const Key& k) const { return std::hash<const void*>()(k.address) ^ (k.type.hash_code() * 31); }
   };
 
   template <typename T>

@@ -75,8 +75,9 @@ TEST(GrpcCallsTest, MistakesNameTheFieldAndWhatIsThere) {
   call.method = "fairbench.echo.v1.Echo/Unary";
   call.message = nlohmann::json{{"payload", "aGk="}, {"volume", 11}};
   run = RunWith(call);
-  EXPECT_NE(Only(ResolveGrpcCalls(run)).find("spec.scenarios[0].grpc.message: not a fairbench.echo.v1.EchoRequest (the "
-                                             "input of fairbench.echo.v1.Echo/Unary in 'echo.desc'): "),
+  EXPECT_NE(Only(ResolveGrpcCalls(run))
+                .find("spec.scenarios[0].grpc.message: not a fairbench.echo.v1.EchoRequest (the "
+                      "input of fairbench.echo.v1.Echo/Unary in 'echo.desc'): "),
             std::string::npos)
       << Only(ResolveGrpcCalls(run));
   call.message.reset();
@@ -90,13 +91,15 @@ TEST(GrpcCallsTest, MistakesNameTheFieldAndWhatIsThere) {
   Expect expect;
   expect.json = nlohmann::json{{"text", "hi"}};
   run = RunWith(call, expect);
-  EXPECT_NE(Only(ResolveGrpcCalls(run)).find("spec.scenarios[0].expect.json: not a fairbench.echo.v1.EchoReply (the "
-                                             "output of fairbench.echo.v1.Echo/Unary in 'echo.desc'): "),
+  EXPECT_NE(Only(ResolveGrpcCalls(run))
+                .find("spec.scenarios[0].expect.json: not a fairbench.echo.v1.EchoReply (the "
+                      "output of fairbench.echo.v1.Echo/Unary in 'echo.desc'): "),
             std::string::npos);
   EXPECT_EQ(run.spec.scenarios[0].grpc->request_message, "\x0a\x02hi");  // the file as it is
   run = RunWith(call);
   run.spec.scenarios[0].grpc->descriptor_set_content = "not protobuf";
-  EXPECT_NE(Only(ResolveGrpcCalls(run)).find("grpc.descriptorSet: 'echo.desc' is not a FileDescriptorSet"), std::string::npos)
+  EXPECT_NE(Only(ResolveGrpcCalls(run)).find("grpc.descriptorSet: 'echo.desc' is not a FileDescriptorSet"),
+            std::string::npos)
       << Only(ResolveGrpcCalls(run));
 }
 

@@ -124,7 +124,8 @@ nlohmann::json NodeToSortedJson(const Node& n) { return ToJsonT<nlohmann::json>(
 
 std::string EmitJson(const Node& node, int indent) {
   // Replace invalid UTF-8 rather than throw: a body may hold anything.
-  return NodeToJson(node).dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + (indent >= 0 ? "\n" : "");
+  return NodeToJson(node).dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) +
+         (indent >= 0 ? "\n" : "");
 }
 
 }  // namespace fairbench::api

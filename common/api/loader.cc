@@ -49,7 +49,8 @@ void ReadBodyFiles(BenchmarkRun& run, const std::optional<fs::path>& base_dir, D
   const FieldPaths paths(run);
   const auto fail = [&](const std::string& member, std::string message) {
     const FieldPaths::Entry* e = paths.Find(member);
-    out->Add(Diagnostic{e != nullptr ? e->path : std::string(), std::move(message), {}, e != nullptr ? e->order : std::vector<int>{}});
+    out->Add(Diagnostic{
+        e != nullptr ? e->path : std::string(), std::move(message), {}, e != nullptr ? e->order : std::vector<int>{}});
   };
   const auto read = [&](Request& r) {
     if (!r.body_file.has_value() || r.body_file->empty() || r.body.has_value()) return;  // validation reports those
@@ -61,8 +62,8 @@ void ReadBodyFiles(BenchmarkRun& run, const std::optional<fs::path>& base_dir, D
     const fs::path file = absolute ? fs::path(*r.body_file) : *base_dir / *r.body_file;
     Result<std::string> content = ReadFile(file, kMaxBodyFileBytes);
     if (!content.ok()) {
-      fail(*r.body_file, "cannot read " + Quote(*r.body_file) + (absolute ? "" : " (relative to the run file)") +
-                             ": " + content.status().message());
+      fail(*r.body_file, "cannot read " + Quote(*r.body_file) + (absolute ? "" : " (relative to the run file)") + ": " +
+                             content.status().message());
       return;
     }
     r.body_file_content = std::move(content).value();
@@ -191,8 +192,7 @@ Result<BenchmarkRun> FromKubernetesObject(const nlohmann::json& object) {
   if (JsonDepth(object) > kMaxJsonDepth) {
     return Status::InvalidArgument("invalid object: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   }
-  return Finish(NodeFromJson(object), "", std::nullopt, UnknownFields::kIgnore,
-                ValidateOptions{Platform::kKubernetes});
+  return Finish(NodeFromJson(object), "", std::nullopt, UnknownFields::kIgnore, ValidateOptions{Platform::kKubernetes});
 }
 
 }  // namespace fairbench::api

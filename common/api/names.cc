@@ -29,8 +29,9 @@ bool NameInner(char c) { return Alnum(c) || c == '-' || c == '_' || c == '.'; }
 std::string CheckDnsLabel(std::string_view name) {
   if (name.size() > 63) return "must be at most 63 characters";
   if (!Shaped(name, LowerAlnum, DnsInner)) {
-    return Quote(name) + " is not a valid name: use lowercase letters, digits and '-', starting and ending "
-                         "with a letter or digit (RFC 1123 label)";
+    return Quote(name) +
+           " is not a valid name: use lowercase letters, digits and '-', starting and ending "
+           "with a letter or digit (RFC 1123 label)";
   }
   return "";
 }
@@ -46,8 +47,9 @@ std::string CheckDnsSubdomain(std::string_view name) {
     start = dot + 1;
   }
   if (!ok) {
-    return Quote(name) + " is not a valid name: use lowercase letters, digits, '-' and '.', starting and "
-                         "ending with a letter or digit (RFC 1123 subdomain)";
+    return Quote(name) +
+           " is not a valid name: use lowercase letters, digits, '-' and '.', starting and "
+           "ending with a letter or digit (RFC 1123 subdomain)";
   }
   return "";
 }
@@ -64,8 +66,9 @@ std::string CheckQualifiedName(std::string_view key) {
   }
   if (name.size() > 63) return "the name part must be at most 63 characters";
   if (!Shaped(name, Alnum, NameInner)) {
-    return Quote(key) + " is not a valid key: use letters, digits, '-', '_' and '.', starting and ending with "
-                        "a letter or digit, after an optional \"prefix/\"";
+    return Quote(key) +
+           " is not a valid key: use letters, digits, '-', '_' and '.', starting and ending with "
+           "a letter or digit, after an optional \"prefix/\"";
   }
   return "";
 }
@@ -74,8 +77,9 @@ std::string CheckLabelValue(std::string_view value) {
   if (value.empty()) return "";
   if (value.size() > 63) return "must be at most 63 characters";
   if (!Shaped(value, Alnum, NameInner)) {
-    return Quote(value) + " is not a valid label value: use letters, digits, '-', '_' and '.', starting and "
-                          "ending with a letter or digit";
+    return Quote(value) +
+           " is not a valid label value: use letters, digits, '-', '_' and '.', starting and "
+           "ending with a letter or digit";
   }
   return "";
 }

@@ -115,7 +115,9 @@ TEST(YamlTextTest, ARawControlCharacterIsRefusedWhereItIs) {
             "double-quoted string write it as \\x00)");
   Result<Node> escaped = ParseYaml("name: \"a\\x00b\\x1bc\"\n", "t");
   ASSERT_TRUE(escaped.ok()) << escaped.status().message();
-  EXPECT_EQ(escaped->Find("name")->text(), std::string("a\0b\x1b" "c", 5));
+  EXPECT_EQ(escaped->Find("name")->text(), std::string("a\0b\x1b"
+                                                       "c",
+                                                       5));
 }
 
 TEST(YamlTextTest, EmptyTextIsNull) {

@@ -53,8 +53,8 @@ class SchemaBuilder {
       return Json{{"type", "array"}, {"items", Of<typename T::value_type>(flags)}};
     } else if constexpr (std::is_same_v<T, StringMap>) {
       return Json{{"type", "object"}, {"additionalProperties", Json{{"type", "string"}}}};
-    } else if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, Duration> ||
-                         std::is_same_v<T, CpuList> || std::is_same_v<T, Progress>) {
+    } else if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, Duration> || std::is_same_v<T, CpuList> ||
+                         std::is_same_v<T, Progress>) {
       return Json{{"type", "string"}};
     } else if constexpr (std::is_same_v<T, Time>) {
       return Json{{"type", "string"}, {"format", "date-time"}};
@@ -104,11 +104,12 @@ class SchemaBuilder {
 // int-or-string ("10k"), and a string is zero when it has no digit 1–9.
 void AddRules(Json& run) {
   Json& load = run["properties"]["spec"]["properties"]["load"];
-  load["x-kubernetes-validations"] = Json::array(
-      {Json{{"rule", "!has(self.rate) || !has(self.pipeline) || self.pipeline <= 1 || "
-                     "(type(self.rate) == string ? !self.rate.matches('[1-9]') : self.rate <= 0)"},
-            {"message", std::string(kPipelineWithRate)},
-            {"fieldPath", ".pipeline"}}});
+  load["x-kubernetes-validations"] =
+      Json::array({Json{{"rule",
+                         "!has(self.rate) || !has(self.pipeline) || self.pipeline <= 1 || "
+                         "(type(self.rate) == string ? !self.rate.matches('[1-9]') : self.rate <= 0)"},
+                        {"message", std::string(kPipelineWithRate)},
+                        {"fieldPath", ".pipeline"}}});
 }
 
 }  // namespace

@@ -63,7 +63,8 @@ TEST(OpenApiTest, IsStructuralAndTyped) {
   EXPECT_TRUE(target["properties"]["resources"]["properties"]["cpu"]["x-kubernetes-int-or-string"].get<bool>());
   EXPECT_FALSE(target["properties"]["local"].contains("default"));
   const Json& scenario = schema["properties"]["spec"]["properties"]["scenarios"]["items"];
-  EXPECT_TRUE(scenario["properties"]["expect"]["properties"]["json"]["x-kubernetes-preserve-unknown-fields"].get<bool>());
+  EXPECT_TRUE(
+      scenario["properties"]["expect"]["properties"]["json"]["x-kubernetes-preserve-unknown-fields"].get<bool>());
   EXPECT_EQ(scenario["properties"]["requests"]["items"]["properties"]["weight"]["default"], 1);
   const Json& status = schema["properties"]["status"];
   EXPECT_EQ(status["properties"]["phase"]["enum"],

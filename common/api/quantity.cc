@@ -64,8 +64,7 @@ std::string FormatCpu(CpuQuantity cpu) {
 Result<MemoryQuantity> ParseMemory(std::string_view text) {
   Result<uint64_t> bytes = ParseBytes(text);
   if (!bytes.ok() || *bytes > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-    return Status::InvalidArgument(Quote(text) +
-                                   " is not a memory quantity (use e.g. \"1Gi\", \"512Mi\", \"1G\")");
+    return Status::InvalidArgument(Quote(text) + " is not a memory quantity (use e.g. \"1Gi\", \"512Mi\", \"1G\")");
   }
   return MemoryQuantity{static_cast<int64_t>(*bytes)};
 }
@@ -77,8 +76,8 @@ std::string FormatMemory(MemoryQuantity memory) {
     int64_t size;
     const char* suffix;
   };
-  constexpr Unit kBinary[] = {{int64_t{1} << 40, "Ti"}, {int64_t{1} << 30, "Gi"}, {int64_t{1} << 20, "Mi"},
-                              {int64_t{1} << 10, "Ki"}};
+  constexpr Unit kBinary[] = {
+      {int64_t{1} << 40, "Ti"}, {int64_t{1} << 30, "Gi"}, {int64_t{1} << 20, "Mi"}, {int64_t{1} << 10, "Ki"}};
   constexpr Unit kDecimal[] = {{1'000'000'000'000, "T"}, {1'000'000'000, "G"}, {1'000'000, "M"}, {1'000, "k"}};
   for (const Unit& u : kBinary) {
     if (b % u.size == 0) return std::to_string(b / u.size) + u.suffix;
@@ -104,8 +103,9 @@ Result<RateLevel> ParseRateLevel(std::string_view text) {
   }
   Result<uint64_t> n = ParseCount(text);
   if (!n.ok() || *n == 0 || *n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-    return Status::InvalidArgument("\"" + std::string(text) +
-                                   "\" is not a rate: requests/s such as 2000 or \"2k\", or a share of capacity such as \"50%\"");
+    return Status::InvalidArgument(
+        "\"" + std::string(text) +
+        "\" is not a rate: requests/s such as 2000 or \"2k\", or a share of capacity such as \"50%\"");
   }
   level.per_second = static_cast<int64_t>(*n);
   return level;

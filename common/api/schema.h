@@ -38,7 +38,7 @@ template <typename S, typename T>
 concept Is = std::is_same_v<std::remove_const_t<S>, T>;
 
 template <typename V, typename S>
-  requires Is<S, BenchmarkRun>
+requires Is<S, BenchmarkRun>
 void Describe(V& v, S& s) {
   v.Field("apiVersion", s.api_version);
   v.Field("kind", s.kind);
@@ -48,7 +48,7 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, ObjectMeta>
+requires Is<S, ObjectMeta>
 void Describe(V& v, S& s) {
   v.Field("name", s.name);
   v.Field("namespace", s.namespace_);
@@ -63,7 +63,7 @@ void Describe(V& v, S& s) {
 // ------------------------------------------------------------------ spec
 
 template <typename V, typename S>
-  requires Is<S, BenchmarkRunSpec>
+requires Is<S, BenchmarkRunSpec>
 void Describe(V& v, S& s) {
   v.Field("targets", s.targets);
   v.Field("scenarios", s.scenarios);
@@ -79,7 +79,7 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, Calibration>
+requires Is<S, Calibration>
 void Describe(V& v, S& s) {
   v.Field("stall", s.stall);
   v.Field("rate", s.rate);
@@ -87,7 +87,7 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, Profile>
+requires Is<S, Profile>
 void Describe(V& v, S& s) {
   v.Field("all", s.all, kOmitZero);
   v.Field("cells", s.cells);
@@ -95,7 +95,7 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, ProfileCell>
+requires Is<S, ProfileCell>
 void Describe(V& v, S& s) {
   v.Field("target", s.target);
   v.Field("scenario", s.scenario);
@@ -103,7 +103,7 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, Target>
+requires Is<S, Target>
 void Describe(V& v, S& s) {
   v.Field("name", s.name);
   v.Field("image", s.image);
@@ -122,7 +122,7 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, TargetSecurityContext>
+requires Is<S, TargetSecurityContext>
 void Describe(V& v, S& s) {
   v.Field("runAsNonRoot", s.run_as_non_root);
   v.Field("runAsUser", s.run_as_user);
@@ -132,14 +132,14 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, Capabilities>
+requires Is<S, Capabilities>
 void Describe(V& v, S& s) {
   v.Field("add", s.add);
   v.Field("drop", s.drop);
 }
 
 template <typename V, typename S>
-  requires Is<S, Readiness>
+requires Is<S, Readiness>
 void Describe(V& v, S& s) {
   v.Field("path", s.path);
   v.Field("timeout", s.timeout);
@@ -147,21 +147,21 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, GrpcReadiness>
+requires Is<S, GrpcReadiness>
 void Describe(V& v, S& s) {
   v.Field("service", s.service);
   v.Field("method", s.method);
 }
 
 template <typename V, typename S>
-  requires Is<S, Resources>
+requires Is<S, Resources>
 void Describe(V& v, S& s) {
   v.Field("cpu", s.cpu);
   v.Field("memory", s.memory);
 }
 
 template <typename V, typename S>
-  requires Is<S, LocalProcess>
+requires Is<S, LocalProcess>
 void Describe(V& v, S& s) {
   v.Field("command", s.command);
   v.Field("env", s.env);
@@ -171,7 +171,7 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, Scenario>
+requires Is<S, Scenario>
 void Describe(V& v, S& s) {
   v.Field("name", s.name);
   v.Field("request", s.request);
@@ -187,14 +187,14 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, Vary>
+requires Is<S, Vary>
 void Describe(V& v, S& s) {
   v.Field("seed", s.seed);
   v.Field("verifyEvery", s.verify_every);
 }
 
 template <typename V, typename S>
-  requires Is<S, AnswerChecks>
+requires Is<S, AnswerChecks>
 void Describe(V& v, S& s) {
   v.Field("verified", s.verified);
   v.Field("failed", s.failed);
@@ -206,14 +206,14 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, ConfigMapKeyRef>
+requires Is<S, ConfigMapKeyRef>
 void Describe(V& v, S& s) {
   v.Field("name", s.name);
   v.Field("key", s.key);
 }
 
 template <typename V, typename S>
-  requires Is<S, Script>
+requires Is<S, Script>
 void Describe(V& v, S& s) {
   v.Field("file", s.file);
   v.Field("inline", s.inline_text);
@@ -222,7 +222,7 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, GrpcCallSpec>
+requires Is<S, GrpcCallSpec>
 void Describe(V& v, S& s) {
   v.Field("method", s.method);
   v.Field("message", s.message);
@@ -234,7 +234,7 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, Slo>
+requires Is<S, Slo>
 void Describe(V& v, S& s) {
   v.Field("p50", s.p50);
   v.Field("p90", s.p90);
@@ -246,7 +246,7 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, Request>
+requires Is<S, Request>
 void Describe(V& v, S& s) {
   v.Field("method", s.method);
   v.Field("path", s.path);
@@ -256,14 +256,14 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, WeightedRequest>
+requires Is<S, WeightedRequest>
 void Describe(V& v, S& s) {
   Describe(v, s.request);  // inlined: {method, path, …, weight}
   v.Field("weight", s.weight);
 }
 
 template <typename V, typename S>
-  requires Is<S, Expect>
+requires Is<S, Expect>
 void Describe(V& v, S& s) {
   v.Field("status", s.status);
   v.Field("body", s.body);
@@ -273,7 +273,7 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, Load>
+requires Is<S, Load>
 void Describe(V& v, S& s) {
   v.Field("threads", s.threads);
   v.Field("connections", s.connections, kCount);
@@ -289,7 +289,7 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, Placement>
+requires Is<S, Placement>
 void Describe(V& v, S& s) {
   v.Field("target", s.target);
   v.Field("agents", s.agents);
@@ -297,7 +297,7 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, NodePlacement>
+requires Is<S, NodePlacement>
 void Describe(V& v, S& s) {
   v.Field("nodeName", s.node_name);
   v.Field("nodeSelector", s.node_selector);
@@ -305,7 +305,7 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, Toleration>
+requires Is<S, Toleration>
 void Describe(V& v, S& s) {
   v.Field("key", s.key);
   v.Field("operator", s.operator_);
@@ -315,7 +315,7 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, LocalPlacement>
+requires Is<S, LocalPlacement>
 void Describe(V& v, S& s) {
   v.Field("targetCpus", s.target_cpus);
   v.Field("agentCpus", s.agent_cpus);
@@ -324,7 +324,7 @@ void Describe(V& v, S& s) {
 // ------------------------------------------------------------------ status
 
 template <typename V, typename S>
-  requires Is<S, BenchmarkRunStatus>
+requires Is<S, BenchmarkRunStatus>
 void Describe(V& v, S& s) {
   v.Field("phase", s.phase);
   v.Field("observedGeneration", s.observed_generation, kOmitZero);
@@ -342,7 +342,7 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, StoredResult>
+requires Is<S, StoredResult>
 void Describe(V& v, S& s) {
   v.Field("id", s.id, kOmitZero);
   v.Field("store", s.store);
@@ -351,7 +351,7 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, TargetCpus>
+requires Is<S, TargetCpus>
 void Describe(V& v, S& s) {
   v.Field("target", s.target);
   v.Field("node", s.node);
@@ -369,7 +369,7 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, AgentCpus>
+requires Is<S, AgentCpus>
 void Describe(V& v, S& s) {
   v.Field("agent", s.agent);
   v.Field("node", s.node);
@@ -378,7 +378,7 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, CurrentCell>
+requires Is<S, CurrentCell>
 void Describe(V& v, S& s) {
   v.Field("target", s.target);
   v.Field("scenario", s.scenario);
@@ -389,14 +389,14 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, RunNodes>
+requires Is<S, RunNodes>
 void Describe(V& v, S& s) {
   v.Field("target", s.target);
   v.Field("agents", s.agents);
 }
 
 template <typename V, typename S>
-  requires Is<S, CellResult>
+requires Is<S, CellResult>
 void Describe(V& v, S& s) {
   v.Field("target", s.target);
   v.Field("scenario", s.scenario);
@@ -428,14 +428,14 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, Limiter>
+requires Is<S, Limiter>
 void Describe(V& v, S& s) {
   v.Field("kind", s.kind);
   v.Field("evidence", s.evidence);
 }
 
 template <typename V, typename S>
-  requires Is<S, Latency>
+requires Is<S, Latency>
 void Describe(V& v, S& s) {
   v.Field("mean", s.mean, kOmitZero);
   v.Field("stdev", s.stdev, kOmitZero);
@@ -449,7 +449,7 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, ErrorCounts>
+requires Is<S, ErrorCounts>
 void Describe(V& v, S& s) {
   v.Field("connect", s.connect, kOmitZero);
   v.Field("read", s.read, kOmitZero);
@@ -466,14 +466,14 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, GrpcStatusCount>
+requires Is<S, GrpcStatusCount>
 void Describe(V& v, S& s) {
   v.Field("code", s.code);
   v.Field("calls", s.calls);
 }
 
 template <typename V, typename S>
-  requires Is<S, GrpcCalls>
+requires Is<S, GrpcCalls>
 void Describe(V& v, S& s) {
   v.Field("statuses", s.statuses);
   v.Field("statusOther", s.status_other, kOmitZero);
@@ -489,7 +489,7 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, TlsHandshakes>
+requires Is<S, TlsHandshakes>
 void Describe(V& v, S& s) {
   v.Field("count", s.count);
   v.Field("resumed", s.resumed);
@@ -498,7 +498,7 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, StatusClasses>
+requires Is<S, StatusClasses>
 void Describe(V& v, S& s) {
   v.Field("1xx", s.c1xx, kOmitZero);
   v.Field("2xx", s.c2xx, kOmitZero);
@@ -508,7 +508,7 @@ void Describe(V& v, S& s) {
 }
 
 template <typename V, typename S>
-  requires Is<S, Condition>
+requires Is<S, Condition>
 void Describe(V& v, S& s) {
   v.Field("type", s.type);
   v.Field("status", s.status);
@@ -530,7 +530,9 @@ inline constexpr bool kIsVector<std::vector<T>> = true;
 
 // True for the structs above: what a visitor descends into.
 template <typename T>
-concept Described = requires(T& t, int& v) { Describe(v, t); };
+concept Described = requires(T& t, int& v) {
+  Describe(v, t);
+};
 
 // ------------------------------------------------------------------ enums
 
@@ -650,7 +652,9 @@ struct EnumNames<CellReason> {
 };
 
 template <typename E>
-concept NamedEnum = requires { EnumNames<E>::kNames; };
+concept NamedEnum = requires {
+  EnumNames<E>::kNames;
+};
 
 // Enums whose names the CRD leaves open (a plain string, as these fields
 // have always been there): a value outside them is refused by decoding —

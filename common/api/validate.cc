@@ -25,7 +25,9 @@ std::string Lower(std::string_view s) {
 
 bool HasControlOrSpace(std::string_view s) { return load_rules::HasSpaceOrControl(s); }
 
-bool HasLineBreak(std::string_view s) { return s.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos; }
+bool HasLineBreak(std::string_view s) {
+  return s.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos;
+}
 
 // Headers of one HTTP/1.1 connection rather than of a request: RFC 9113
 // §8.2.2 makes them malformed in HTTP/2, and the agent refuses to send them.
@@ -52,14 +54,15 @@ class Checker {
     const FieldPaths::Entry* e = paths_.Find(member);
     // Every member reached from run_ is indexed; a miss is a bug here, but
     // the message is still worth showing.
-    out_.Add(Diagnostic{e != nullptr ? e->path : std::string(), std::move(message), {}, e != nullptr ? e->order : std::vector<int>{}});
+    out_.Add(Diagnostic{
+        e != nullptr ? e->path : std::string(), std::move(message), {}, e != nullptr ? e->order : std::vector<int>{}});
   }
 
   template <typename T>
   void Range(const T& value, T lo, T hi) {
     if (value < lo || value > hi) {
-      Fail(value, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " +
-                      std::to_string(value));
+      Fail(value,
+           "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + std::to_string(value));
     }
   }
 
@@ -246,7 +249,8 @@ class Checker {
     for (const Scenario& s : spec.scenarios) {
       CheckName(s.name, &seen);
       if (!s.request.has_value() && s.requests.empty() && !s.script.has_value() && !s.grpc.has_value()) {
-        Fail(s, "needs request (one request), requests (a weighted mix), script (a wrk Lua script) or grpc (a gRPC call)");
+        Fail(s,
+             "needs request (one request), requests (a weighted mix), script (a wrk Lua script) or grpc (a gRPC call)");
       } else if (s.grpc.has_value() && (s.request.has_value() || !s.requests.empty() || s.script.has_value())) {
         Fail(*s.grpc, "cannot be used together with request, requests or script: the scenario is one gRPC call");
       } else if (s.request.has_value() && !s.requests.empty()) {
@@ -267,12 +271,16 @@ class Checker {
       }
       if (s.grpc.has_value()) CheckGrpcCall(*s.grpc);
       CheckExpect(s.expect);
-      if (s.expect.grpc_status.has_value() && !s.grpc.has_value()) Fail(*s.expect.grpc_status, "only for a scenario with grpc");
-      if (s.grpc.has_value() && s.expect.json.has_value() && !s.grpc->descriptor_set && !s.grpc->descriptor_set_config_map_ref) {
+      if (s.expect.grpc_status.has_value() && !s.grpc.has_value())
+        Fail(*s.expect.grpc_status, "only for a scenario with grpc");
+      if (s.grpc.has_value() && s.expect.json.has_value() && !s.grpc->descriptor_set &&
+          !s.grpc->descriptor_set_config_map_ref) {
         Fail(*s.expect.json, "a gRPC response is checked as JSON through the descriptor set: needs grpc.descriptorSet");
       }
-      if (s.grpc.has_value() && s.expect.body.has_value()) Fail(*s.expect.body, "not for gRPC; use json (with grpc.descriptorSet)");
-      if (s.grpc.has_value() && s.expect.content_type.has_value()) Fail(*s.expect.content_type, "not for gRPC (always application/grpc)");
+      if (s.grpc.has_value() && s.expect.body.has_value())
+        Fail(*s.expect.body, "not for gRPC; use json (with grpc.descriptorSet)");
+      if (s.grpc.has_value() && s.expect.content_type.has_value())
+        Fail(*s.expect.content_type, "not for gRPC (always application/grpc)");
       CheckLevels(s.connections, spec.load);
       if (s.duration.has_value()) Positive(*s.duration);
       if (s.slo) CheckSlo(*s.slo, spec);
@@ -295,8 +303,8 @@ class Checker {
   void CheckScript(const Script& sc) {
     const int given = (sc.file ? 1 : 0) + (sc.inline_text ? 1 : 0) + (sc.config_map_ref ? 1 : 0);
     if (given != 1) {
-      Fail(sc, given == 0 ? "needs one of file, inline or configMapRef"
-                          : "give only one of file, inline and configMapRef");
+      Fail(sc,
+           given == 0 ? "needs one of file, inline or configMapRef" : "give only one of file, inline and configMapRef");
       return;
     }
     if (sc.file) {
@@ -324,9 +332,12 @@ class Checker {
       Fail(g.method, Quote(g.method) + " is not package.Service/Method (e.g. \"fairbench.echo.v1.Echo/Unary\")");
     }
     const bool descriptors = g.descriptor_set.has_value() || g.descriptor_set_config_map_ref.has_value();
-    if (g.message.has_value() && g.message_file.has_value()) Fail(*g.message_file, "cannot be used together with message");
+    if (g.message.has_value() && g.message_file.has_value())
+      Fail(*g.message_file, "cannot be used together with message");
     if (g.message.has_value() && !descriptors) {
-      Fail(*g.message, "JSON is encoded through the method's descriptors: needs descriptorSet (protoc --descriptor_set_out=FILE --include_imports)");
+      Fail(
+          *g.message,
+          "JSON is encoded through the method's descriptors: needs descriptorSet (protoc --descriptor_set_out=FILE --include_imports)");
     } else if (g.message.has_value() && !g.message->is_object()) {
       Fail(*g.message, "must be a JSON object (the request message)");
     }
@@ -337,8 +348,9 @@ class Checker {
       if (!file->has_value()) continue;
       if ((*file)->empty()) Fail(**file, "must not be empty");
       else if (options_.platform == Platform::kKubernetes) {
-        Fail(**file, file == &g.message_file ? "only available in a local run file; use message with descriptorSetConfigMapRef"
-                                              : "only available in a local run file; use descriptorSetConfigMapRef");
+        Fail(**file, file == &g.message_file
+                         ? "only available in a local run file; use message with descriptorSetConfigMapRef"
+                         : "only available in a local run file; use descriptorSetConfigMapRef");
       }
     }
     if (g.descriptor_set_config_map_ref) CheckConfigMapRef(*g.descriptor_set_config_map_ref, "use descriptorSet");
@@ -351,7 +363,8 @@ class Checker {
       } else if (lower == "content-length") {
         Fail(value, "set from the message; remove this key");
       } else if (IsConnectionSpecific(lower)) {
-        Fail(value, Quote(key) + " is connection-specific, not allowed in HTTP/2 (RFC 9113 §8.2.2), which gRPC runs on");
+        Fail(value,
+             Quote(key) + " is connection-specific, not allowed in HTTP/2 (RFC 9113 §8.2.2), which gRPC runs on");
       } else if (HasLineBreak(value)) {
         Fail(value, "must not contain line breaks");
       } else if (lower == "host" && value.empty()) {
@@ -382,16 +395,18 @@ class Checker {
         if (s.rates[j] == s.rates[i]) Fail(s.rates[i], "duplicate rate " + FormatRateLevel(s.rates[i]));
       }
     }
-    if (s.slo) Fail(s.rates, "cannot be used with slo: a scenario either searches its capacity or is measured at fixed rates");
+    if (s.slo)
+      Fail(s.rates, "cannot be used with slo: a scenario either searches its capacity or is measured at fixed rates");
     if (spec.load.rate > 0) Fail(s.rates, "cannot be used with load.rate: each rate of the list is a cell of its own");
-    if (spec.load.pipeline > 1) Fail(s.rates, "cannot be used with load.pipeline > 1: a constant rate sends one request at a time");
+    if (spec.load.pipeline > 1)
+      Fail(s.rates, "cannot be used with load.pipeline > 1: a constant rate sends one request at a time");
   }
 
   void CheckRequest(const Request& r) {
     if (!IsHttpToken(r.method)) {
       Fail(r.method, Quote(r.method) + " is not an HTTP method (a token such as GET or POST)");
     } else {
-      static constexpr std::string_view kStandard[] = {"GET", "HEAD", "POST", "PUT", "DELETE",
+      static constexpr std::string_view kStandard[] = {"GET",     "HEAD",    "POST",  "PUT",  "DELETE",
                                                        "CONNECT", "OPTIONS", "TRACE", "PATCH"};
       std::string upper = r.method;
       for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -543,8 +558,8 @@ class Checker {
         Fail(levels[i], "duplicate level " + std::to_string(c));
       } else if (spreadable && c / load.agents < load.threads) {
         if (load.agents == 1) {
-          Fail(levels[i], std::to_string(c) + " connections cannot be spread over " + std::to_string(load.threads) +
-                              " threads");
+          Fail(levels[i],
+               std::to_string(c) + " connections cannot be spread over " + std::to_string(load.threads) + " threads");
         } else {
           Fail(levels[i], std::to_string(c) + " connections cannot be spread over " + std::to_string(load.agents) +
                               " agents × " + std::to_string(load.threads) + " threads (each agent gets " +
@@ -587,7 +602,8 @@ class Checker {
       Fail(*t.protocol, "grpc cannot be used with load.pipeline > 1 (gRPC calls are HTTP/2 streams: use load.streams)");
       return;
     }
-    if (spec.load.pipeline > 1) Fail(*t.protocol, p + " cannot be used with load.pipeline > 1 (HTTP/2 uses load.streams)");
+    if (spec.load.pipeline > 1)
+      Fail(*t.protocol, p + " cannot be used with load.pipeline > 1 (HTTP/2 uses load.streams)");
     if (!spec.load.keep_alive) Fail(*t.protocol, p + " cannot be used with load.keepAlive false");
   }
 
@@ -646,8 +662,9 @@ class Checker {
   // is not a run that silently profiles nothing.
   void CheckCalibrationSpec(const Calibration& c) {
     if (options_.platform == Platform::kKubernetes) {
-      return Fail(c, "only for fairbench run on one machine (the delay server runs as a process beside it), not on "
-                     "Kubernetes");
+      return Fail(c,
+                  "only for fairbench run on one machine (the delay server runs as a process beside it), not on "
+                  "Kubernetes");
     }
     if (auto problem = CheckCalibration(c.stall, c.duration, c.rate)) {
       if (problem->field == "stall") return Fail(c.stall, problem->message);
@@ -677,7 +694,8 @@ class Checker {
     }
     std::string msg = "no " + std::string(what) + " " + Quote(name) + " in spec." + std::string(field);
     const std::string_view near = ClosestMatch(name, names);
-    return msg + (near.empty() ? " (" + std::string(field) + ": " + known + ")" : " (did you mean " + Quote(near) + "?)");
+    return msg +
+           (near.empty() ? " (" + std::string(field) + ": " + known + ")" : " (did you mean " + Quote(near) + "?)");
   }
 
   void CheckProfileCell(const BenchmarkRunSpec& spec, const ProfileCell& c) {
@@ -705,9 +723,9 @@ class Checker {
     if (std::find(levels.begin(), levels.end(), c.connections) != levels.end()) return;
     std::string known;
     for (int64_t level : levels) known += (known.empty() ? "" : ", ") + std::to_string(level);
-    Fail(c.connections, "no cell runs at " + std::to_string(c.connections) + " connections" +
-                            (c.scenario.empty() ? " (levels in this run: " : " (scenario " + c.scenario + " runs at: ") +
-                            known + ")");
+    Fail(c.connections,
+         "no cell runs at " + std::to_string(c.connections) + " connections" +
+             (c.scenario.empty() ? " (levels in this run: " : " (scenario " + c.scenario + " runs at: ") + known + ")");
   }
 
   void CheckLocalPlacement(const LocalPlacement& l) {
@@ -727,9 +745,7 @@ class Checker {
 
 }  // namespace
 
-Diagnostics Validate(const BenchmarkRun& run, const ValidateOptions& options) {
-  return Checker(run, options).Check();
-}
+Diagnostics Validate(const BenchmarkRun& run, const ValidateOptions& options) { return Checker(run, options).Check(); }
 
 std::vector<std::string> Warnings(const BenchmarkRunSpec& spec) {
   std::vector<std::string> out;
@@ -747,17 +763,20 @@ std::vector<std::string> Warnings(const BenchmarkRunSpec& spec) {
 
 std::optional<CalibrationProblem> CheckCalibration(Duration stall, Duration duration, int64_t rate) {
   if (stall < std::chrono::milliseconds(50) || stall > std::chrono::seconds(10)) {
-    return CalibrationProblem{"stall", "between 50ms and 10s (shorter, the server's own delay and the machine's "
-                                       "noise blur it)"};
+    return CalibrationProblem{"stall",
+                              "between 50ms and 10s (shorter, the server's own delay and the machine's "
+                              "noise blur it)"};
   }
   if (duration < 2 * stall + std::chrono::seconds(1)) {
-    return CalibrationProblem{"duration", "at least twice the stall plus 1s, so that the stall lies wholly inside "
-                                          "the measurement"};
+    return CalibrationProblem{"duration",
+                              "at least twice the stall plus 1s, so that the stall lies wholly inside "
+                              "the measurement"};
   }
   if (rate < 10 || rate > 100000) return CalibrationProblem{"rate", "between 10 and 100000 requests/s"};
   if (static_cast<double>(rate) * std::chrono::duration<double>(stall).count() < 40) {
-    return CalibrationProblem{"rate", "at least 40 requests due during the stall (rate × stall), or its percentiles "
-                                      "mean little"};
+    return CalibrationProblem{"rate",
+                              "at least 40 requests due during the stall (rate × stall), or its percentiles "
+                              "mean little"};
   }
   return std::nullopt;
 }

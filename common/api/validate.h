@@ -45,12 +45,13 @@ struct ValidateOptions {
 // also checks come from common/load_rules.h, so that the run file refuses
 // what an agent would.
 inline constexpr int32_t kMaxThreads = static_cast<int32_t>(load_rules::RangeOf(load_rules::Count::kThreads).max);
-inline constexpr int64_t kMaxConnections = static_cast<int64_t>(load_rules::RangeOf(load_rules::Count::kConnections).max);
+inline constexpr int64_t kMaxConnections =
+    static_cast<int64_t>(load_rules::RangeOf(load_rules::Count::kConnections).max);
 inline constexpr int32_t kMaxAgents = 256;
 inline constexpr int32_t kMaxPipeline = static_cast<int32_t>(load_rules::RangeOf(load_rules::Count::kPipeline).max);
 inline constexpr int32_t kMaxStreams = static_cast<int32_t>(load_rules::RangeOf(load_rules::Count::kStreams).max);
 inline constexpr int32_t kMaxRepetitions = 100;
-inline constexpr int64_t kMaxNofile = 1 << 20;  // fs.nr_open's default
+inline constexpr int64_t kMaxNofile = 1 << 20;           // fs.nr_open's default
 inline constexpr int32_t kMaxProfileFrequency = 10'000;  // Hz; perf's own ceiling is usually lower
 // status.results holds one entry per cell and must stay well inside the
 // 1.5 MiB an object may take in etcd.

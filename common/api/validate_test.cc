@@ -79,10 +79,11 @@ TEST(ValidateTest, VaryTokenWithoutVary) {
   run.spec.scenarios[0].vary.reset();
   run.spec.scenarios[0].request->body = "id={n}";
   run.spec.scenarios[0].request->headers["X-Id"] = "{n}";
-  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].request.path: \"{n}\" is replaced only in a scenario with vary",
-                               "spec.scenarios[0].request.headers.X-Id: \"{n}\" is replaced only in a scenario with vary",
-                               "spec.scenarios[0].request.body: \"{n}\" is replaced only in a scenario with vary",
-                               "spec.scenarios[0].expect.body: \"{n}\" is replaced only in a scenario with vary"}));
+  EXPECT_EQ(Check(run),
+            (Lines{"spec.scenarios[0].request.path: \"{n}\" is replaced only in a scenario with vary",
+                   "spec.scenarios[0].request.headers.X-Id: \"{n}\" is replaced only in a scenario with vary",
+                   "spec.scenarios[0].request.body: \"{n}\" is replaced only in a scenario with vary",
+                   "spec.scenarios[0].expect.body: \"{n}\" is replaced only in a scenario with vary"}));
 }
 
 TEST(ValidateTest, TypeMetaAndMetadata) {
@@ -93,17 +94,17 @@ TEST(ValidateTest, TypeMetaAndMetadata) {
   run.metadata.namespace_ = "a.b";
   run.metadata.labels["bad key"] = "x";
   run.metadata.labels["ok"] = "bad value";
-  EXPECT_EQ(Check(run),
-            (Lines{"apiVersion: must be fairbench.dev/v1alpha1, got \"fairbench.dev/v1\"",
-                   "kind: required (BenchmarkRun)",
-                   "metadata.name: \"Cpp_Frameworks\" is not a valid name: use lowercase letters, digits, '-' and '.', "
-                   "starting and ending with a letter or digit (RFC 1123 subdomain)",
-                   "metadata.namespace: \"a.b\" is not a valid name: use lowercase letters, digits and '-', starting and "
-                   "ending with a letter or digit (RFC 1123 label)",
-                   "metadata.labels[\"bad key\"]: \"bad key\" is not a valid key: use letters, digits, '-', '_' and '.', "
-                   "starting and ending with a letter or digit, after an optional \"prefix/\"",
-                   "metadata.labels.ok: \"bad value\" is not a valid label value: use letters, digits, '-', '_' and '.', "
-                   "starting and ending with a letter or digit"}));
+  EXPECT_EQ(
+      Check(run),
+      (Lines{"apiVersion: must be fairbench.dev/v1alpha1, got \"fairbench.dev/v1\"", "kind: required (BenchmarkRun)",
+             "metadata.name: \"Cpp_Frameworks\" is not a valid name: use lowercase letters, digits, '-' and '.', "
+             "starting and ending with a letter or digit (RFC 1123 subdomain)",
+             "metadata.namespace: \"a.b\" is not a valid name: use lowercase letters, digits and '-', starting and "
+             "ending with a letter or digit (RFC 1123 label)",
+             "metadata.labels[\"bad key\"]: \"bad key\" is not a valid key: use letters, digits, '-', '_' and '.', "
+             "starting and ending with a letter or digit, after an optional \"prefix/\"",
+             "metadata.labels.ok: \"bad value\" is not a valid label value: use letters, digits, '-', '_' and '.', "
+             "starting and ending with a letter or digit"}));
   run = Valid();
   run.metadata.name = "";
   EXPECT_EQ(Check(run), (Lines{"metadata.name: required (a lowercase name such as \"cpp-frameworks\")"}));
@@ -128,12 +129,12 @@ TEST(ValidateTest, Targets) {
   t.resources.cpu = CpuQuantity{0};
   t.env["A=B"] = "x";
   t.image = "has space";
-  EXPECT_EQ(Check(run), (Lines{"spec.targets[1].name: duplicate name \"a\"",
-                               "spec.targets[1].image: must not contain spaces",
-                               "spec.targets[1].port: must be between 1 and 65535, got 70000",
-                               "spec.targets[1].resources.cpu: must be greater than 0",
-                               "spec.targets[1].nofile: must be between 1 and 1048576, got 0",
-                               "spec.targets[1].env[\"A=B\"]: a variable name cannot contain '='"}));
+  EXPECT_EQ(Check(run),
+            (Lines{"spec.targets[1].name: duplicate name \"a\"", "spec.targets[1].image: must not contain spaces",
+                   "spec.targets[1].port: must be between 1 and 65535, got 70000",
+                   "spec.targets[1].resources.cpu: must be greater than 0",
+                   "spec.targets[1].nofile: must be between 1 and 1048576, got 0",
+                   "spec.targets[1].env[\"A=B\"]: a variable name cannot contain '='"}));
 }
 
 // Catches: h2 allowed over plain HTTP (the agents would fail every
@@ -157,9 +158,10 @@ TEST(ValidateTest, TargetProtocolAndStreams) {
   run.spec.load.streams = 0;
   run.spec.load.pipeline = 2;
   run.spec.load.rate = 100;
-  EXPECT_EQ(Check(run), (Lines{"spec.targets[0].protocol: h2c cannot be used with load.pipeline > 1 (HTTP/2 uses load.streams)",
-                               "spec.load.pipeline: " + std::string(kPipelineWithRate),
-                               "spec.load.streams: must be between 1 and 65536, got 0"}));
+  EXPECT_EQ(Check(run),
+            (Lines{"spec.targets[0].protocol: h2c cannot be used with load.pipeline > 1 (HTTP/2 uses load.streams)",
+                   "spec.load.pipeline: " + std::string(kPipelineWithRate),
+                   "spec.load.streams: must be between 1 and 65536, got 0"}));
   run.spec.load.pipeline = 1;
   run.spec.load.streams = 100;
   // A constant rate, and so an slo's capacity search, over HTTP/2 streams.
@@ -203,15 +205,17 @@ TEST(ValidateTest, LatencyObjectives) {
   run.spec.scenarios[0].slo->max_error_rate = 1.5;
   run.spec.scenarios[0].slo->start_rate = 0;
   run.spec.scenarios[0].slo->max_steps = 1;
-  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].slo: needs a latency objective: p50, p90, p99 or p999",
-                               "spec.scenarios[0].slo.maxErrorRate: must be between 0 and 1 (a share of the requests, e.g. 0.01)",
-                               "spec.scenarios[0].slo.startRate: must be ≥ 1 request/s",
-                               "spec.scenarios[0].slo.maxSteps: must be between 2 and 50, got 1"}));
+  EXPECT_EQ(Check(run),
+            (Lines{"spec.scenarios[0].slo: needs a latency objective: p50, p90, p99 or p999",
+                   "spec.scenarios[0].slo.maxErrorRate: must be between 0 and 1 (a share of the requests, e.g. 0.01)",
+                   "spec.scenarios[0].slo.startRate: must be ≥ 1 request/s",
+                   "spec.scenarios[0].slo.maxSteps: must be between 2 and 50, got 1"}));
   run.spec.scenarios[0].slo = Slo{};
   run.spec.scenarios[0].slo->p99 = std::chrono::milliseconds(10);
   EXPECT_EQ(Check(run), Lines{});
   run.spec.load.rate = 1000;
-  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].slo: cannot be used with load.rate: the search sets the rate itself"}));
+  EXPECT_EQ(Check(run),
+            (Lines{"spec.scenarios[0].slo: cannot be used with load.rate: the search sets the rate itself"}));
 }
 
 // Catches: fixed rates accepted beside what sets the rate otherwise (an
@@ -225,8 +229,9 @@ TEST(ValidateTest, Rates) {
   EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].rates[2]: duplicate rate 50%"}));
   run.spec.scenarios[0].rates.pop_back();
   run.spec.load.rate = 500;
-  EXPECT_EQ(Check(run),
-            (Lines{"spec.scenarios[0].rates: cannot be used with load.rate: each rate of the list is a cell of its own"}));
+  EXPECT_EQ(
+      Check(run),
+      (Lines{"spec.scenarios[0].rates: cannot be used with load.rate: each rate of the list is a cell of its own"}));
   run.spec.load.rate = 0;
   run.spec.load.pipeline = 4;
   EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].rates: cannot be used with load.pipeline > 1: a constant rate sends "
@@ -370,14 +375,15 @@ TEST(ValidateTest, Requests) {
   r.headers["connection"] = "close";
   r.body = "x";
   r.body_file = "b.json";
-  EXPECT_EQ(Check(run), (Lines{"spec.scenarios[0].request.method: \"GE T\" is not an HTTP method (a token such as GET "
-                               "or POST)",
-                               "spec.scenarios[0].request.path: must start with \"/\", got \"api/status\"",
-                               "spec.scenarios[0].request.headers.Content-Length: set from the body; remove this header",
-                               "spec.scenarios[0].request.headers[\"X Y\"]: \"X Y\" is not a valid header name",
-                               "spec.scenarios[0].request.headers.X-Ok: must not contain line breaks",
-                               "spec.scenarios[0].request.headers.connection: set from load.keepAlive; remove this header",
-                               "spec.scenarios[0].request.bodyFile: cannot be used together with body"}));
+  EXPECT_EQ(Check(run),
+            (Lines{"spec.scenarios[0].request.method: \"GE T\" is not an HTTP method (a token such as GET "
+                   "or POST)",
+                   "spec.scenarios[0].request.path: must start with \"/\", got \"api/status\"",
+                   "spec.scenarios[0].request.headers.Content-Length: set from the body; remove this header",
+                   "spec.scenarios[0].request.headers[\"X Y\"]: \"X Y\" is not a valid header name",
+                   "spec.scenarios[0].request.headers.X-Ok: must not contain line breaks",
+                   "spec.scenarios[0].request.headers.connection: set from load.keepAlive; remove this header",
+                   "spec.scenarios[0].request.bodyFile: cannot be used together with body"}));
   r = Request{};
   r.method = "post";
   r.path = "/a b";
@@ -406,9 +412,9 @@ TEST(ValidateTest, Expect) {
 TEST(ValidateTest, ConnectionsCoverEveryThreadOfEveryAgent) {
   BenchmarkRun run = Valid();
   run.spec.load.connections = {2, 4, 0, 4};
-  EXPECT_EQ(Check(run), (Lines{"spec.load.connections[0]: 2 connections cannot be spread over 4 threads",
-                               "spec.load.connections[2]: must be ≥ 1",
-                               "spec.load.connections[3]: duplicate level 4"}));
+  EXPECT_EQ(Check(run),
+            (Lines{"spec.load.connections[0]: 2 connections cannot be spread over 4 threads",
+                   "spec.load.connections[2]: must be ≥ 1", "spec.load.connections[3]: duplicate level 4"}));
   run.spec.load.connections = {6, 8};
   run.spec.load.agents = 2;
   EXPECT_EQ(Check(run), (Lines{"spec.load.connections[0]: 6 connections cannot be spread over 2 agents × 4 threads "
@@ -479,17 +485,18 @@ TEST(ValidateTest, Http2RequestsCarryNoConnectionSpecificHeaders) {
   run.spec.targets.push_back(run.spec.targets[0]);
   run.spec.targets[1].name = "b";
   run.spec.targets[1].protocol = Protocol::kH2c;
-  EXPECT_EQ(Check(run),
-            (Lines{"spec.scenarios[0].request.headers.Host: must not be empty: it becomes the request's :authority in "
-                   "HTTP/2 (target \"b\" is h2c)",
-                   "spec.scenarios[0].request.headers.Keep-Alive: \"Keep-Alive\" is connection-specific, not allowed in "
-                   "HTTP/2 (RFC 9113 §8.2.2): target \"b\" is h2c",
-                   "spec.scenarios[0].request.headers.Proxy-Connection: \"Proxy-Connection\" is connection-specific, not "
-                   "allowed in HTTP/2 (RFC 9113 §8.2.2): target \"b\" is h2c",
-                   "spec.scenarios[0].request.headers.TE: TE may only be \"trailers\" in HTTP/2 (RFC 9113 §8.2.2): "
-                   "target \"b\" is h2c",
-                   "spec.scenarios[0].request.headers.Upgrade: \"Upgrade\" is connection-specific, not allowed in "
-                   "HTTP/2 (RFC 9113 §8.2.2): target \"b\" is h2c"}));
+  EXPECT_EQ(
+      Check(run),
+      (Lines{"spec.scenarios[0].request.headers.Host: must not be empty: it becomes the request's :authority in "
+             "HTTP/2 (target \"b\" is h2c)",
+             "spec.scenarios[0].request.headers.Keep-Alive: \"Keep-Alive\" is connection-specific, not allowed in "
+             "HTTP/2 (RFC 9113 §8.2.2): target \"b\" is h2c",
+             "spec.scenarios[0].request.headers.Proxy-Connection: \"Proxy-Connection\" is connection-specific, not "
+             "allowed in HTTP/2 (RFC 9113 §8.2.2): target \"b\" is h2c",
+             "spec.scenarios[0].request.headers.TE: TE may only be \"trailers\" in HTTP/2 (RFC 9113 §8.2.2): "
+             "target \"b\" is h2c",
+             "spec.scenarios[0].request.headers.Upgrade: \"Upgrade\" is connection-specific, not allowed in "
+             "HTTP/2 (RFC 9113 §8.2.2): target \"b\" is h2c"}));
   r.headers = {{"TE", "Trailers"}, {"Host", "example.org"}};
   EXPECT_EQ(Check(run), Lines{});
 
@@ -520,17 +527,18 @@ TEST(ValidateTest, Placement) {
   p.agents.tolerations.push_back(Toleration{"", "Equal", "x", "Sometimes", 5});
   p.agents.tolerations.push_back(Toleration{"k", "Exists", "v", "", std::nullopt});
   p.agents.tolerations.push_back(Toleration{"k", "Maybe", "", "NoExecute", 5});
-  EXPECT_EQ(Check(run),
-            (Lines{"spec.placement.agents.nodeName: must differ from the target's node: agents never share the "
-                   "target's node",
-                   "spec.placement.agents.nodeSelector.role: \"a b\" is not a valid label value: use letters, digits, "
-                   "'-', '_' and '.', starting and ending with a letter or digit",
-                   "spec.placement.agents.tolerations[0].key: required unless the operator is Exists",
-                   "spec.placement.agents.tolerations[0].effect: must be NoSchedule, PreferNoSchedule or NoExecute, got "
-                   "\"Sometimes\"",
-                   "spec.placement.agents.tolerations[0].tolerationSeconds: only applies with the effect NoExecute",
-                   "spec.placement.agents.tolerations[1].value: must be empty when the operator is Exists",
-                   "spec.placement.agents.tolerations[2].operator: must be Exists or Equal, got \"Maybe\""}));
+  EXPECT_EQ(
+      Check(run),
+      (Lines{"spec.placement.agents.nodeName: must differ from the target's node: agents never share the "
+             "target's node",
+             "spec.placement.agents.nodeSelector.role: \"a b\" is not a valid label value: use letters, digits, "
+             "'-', '_' and '.', starting and ending with a letter or digit",
+             "spec.placement.agents.tolerations[0].key: required unless the operator is Exists",
+             "spec.placement.agents.tolerations[0].effect: must be NoSchedule, PreferNoSchedule or NoExecute, got "
+             "\"Sometimes\"",
+             "spec.placement.agents.tolerations[0].tolerationSeconds: only applies with the effect NoExecute",
+             "spec.placement.agents.tolerations[1].value: must be empty when the operator is Exists",
+             "spec.placement.agents.tolerations[2].operator: must be Exists or Equal, got \"Maybe\""}));
 }
 
 TEST(ValidateTest, LocalCpusAreDisjoint) {
@@ -560,15 +568,16 @@ TEST(ValidateTest, AProfileSelectsCellsThatExist) {
                                "spec.profile.frequency: must be between 1 and 10000, got 0"}));
   run.spec.profile = Profile{};
   run.spec.profile->cells = {ProfileCell{"a", "s", 1000}, ProfileCell{"b", "", 0}, ProfileCell{"", "x", 0},
-                             ProfileCell{"", "s", 500}, ProfileCell{"", "", 10}, ProfileCell{}};
-  EXPECT_EQ(Check(run), (Lines{"spec.profile.cells[1].target: no target \"b\" in spec.targets (did you mean \"a\"?)",
-                               "spec.profile.cells[2].scenario: no scenario \"x\" in spec.scenarios (did you mean \"s\"?)",
-                               "spec.profile.cells[3].connections: no cell runs at 500 connections (scenario s runs "
-                               "at: 100, 1000)",
-                               "spec.profile.cells[4].connections: no cell runs at 10 connections (levels in this "
-                               "run: 100, 1000)",
-                               "spec.profile.cells[5]: must name a target, a scenario or connections (or use "
-                               "profile.all)"}));
+                             ProfileCell{"", "s", 500},   ProfileCell{"", "", 10}, ProfileCell{}};
+  EXPECT_EQ(Check(run),
+            (Lines{"spec.profile.cells[1].target: no target \"b\" in spec.targets (did you mean \"a\"?)",
+                   "spec.profile.cells[2].scenario: no scenario \"x\" in spec.scenarios (did you mean \"s\"?)",
+                   "spec.profile.cells[3].connections: no cell runs at 500 connections (scenario s runs "
+                   "at: 100, 1000)",
+                   "spec.profile.cells[4].connections: no cell runs at 10 connections (levels in this "
+                   "run: 100, 1000)",
+                   "spec.profile.cells[5]: must name a target, a scenario or connections (or use "
+                   "profile.all)"}));
 }
 
 TEST(ValidateTest, TheRunFitsInItsStatus) {

@@ -97,7 +97,8 @@ TEST(TimeTest, ParsesAndFormatsRfc3339) {
 // years past 2262 overflowed the nanosecond count (undefined behaviour,
 // a time in the past in practice). They are refused by name now.
 TEST(TimeTest, YearsATimeCannotHoldAreRefused) {
-  for (const char* text : {"6962-01-01T00:00:00Z", "2262-12-31T23:59:59Z", "1677-01-01T00:00:00Z", "0001-01-01T00:00:00Z"}) {
+  for (const char* text :
+       {"6962-01-01T00:00:00Z", "2262-12-31T23:59:59Z", "1677-01-01T00:00:00Z", "0001-01-01T00:00:00Z"}) {
     auto t = ParseTime(text);
     ASSERT_FALSE(t.ok()) << text;
     EXPECT_NE(t.status().message().find("outside the years 1678 to 2261"), std::string::npos) << t.status().message();
@@ -167,8 +168,8 @@ TEST(FieldPathTest, JoinsAndSplits) {
 }
 
 TEST(SuggestTest, FindsPlausibleTypos) {
-  const std::vector<std::string_view> load = {"threads", "connections", "duration", "warmup", "timeout",
-                                              "keepAlive", "pipeline", "rate", "agents"};
+  const std::vector<std::string_view> load = {"threads",   "connections", "duration", "warmup", "timeout",
+                                              "keepAlive", "pipeline",    "rate",     "agents"};
   EXPECT_EQ(ClosestMatch("conections", load), "connections");
   EXPECT_EQ(ClosestMatch("connection", load), "connections");
   EXPECT_EQ(ClosestMatch("keepalive", load), "keepAlive");

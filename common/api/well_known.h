@@ -60,7 +60,7 @@ inline constexpr char kOwner[] = "fairbench.dev/owner";
 // The record's ConfigMaps: kResultsRecord or kReportRecord.
 inline constexpr char kRecord[] = "fairbench.dev/record";
 // Values.
-inline constexpr char kFairbench[] = "fairbench";  // managed-by (pods, ConfigMaps, Secrets), and the CRD's name
+inline constexpr char kFairbench[] = "fairbench";         // managed-by (pods, ConfigMaps, Secrets), and the CRD's name
 inline constexpr char kFairbenchRun[] = "fairbench-run";  // managed-by of the Docker platform's containers
 inline constexpr char kTargetApp[] = "fairbench-target";
 inline constexpr char kAgentApp[] = "fairbench-agent";

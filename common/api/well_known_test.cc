@@ -38,7 +38,8 @@ std::vector<Literal> Literals(const std::string& src) {
   int line = 1;
   size_t i = 0;
   auto newlines = [&](size_t from, size_t to) {
-    line += static_cast<int>(std::count(src.begin() + static_cast<long>(from), src.begin() + static_cast<long>(to), '\n'));
+    line +=
+        static_cast<int>(std::count(src.begin() + static_cast<long>(from), src.begin() + static_cast<long>(to), '\n'));
   };
   while (i < src.size()) {
     const char c = src[i];
@@ -74,7 +75,8 @@ std::vector<Literal> Literals(const std::string& src) {
       i = j + 1;
     } else if (std::isdigit(static_cast<unsigned char>(c))) {
       // A digit separator (1'000) is not a character literal.
-      while (i < src.size() && (std::isalnum(static_cast<unsigned char>(src[i])) || src[i] == '\'' || src[i] == '.')) ++i;
+      while (i < src.size() && (std::isalnum(static_cast<unsigned char>(src[i])) || src[i] == '\'' || src[i] == '.'))
+        ++i;
     } else {
       ++i;
     }
@@ -108,7 +110,8 @@ std::set<std::string> Words() {
 
 // "file:line: \"literal\"" for each literal of `text` that spells an API
 // word or key outside well_known.h.
-std::vector<std::string> Violations(const std::string& file, const std::string& text, const std::set<std::string>& words) {
+std::vector<std::string> Violations(const std::string& file, const std::string& text,
+                                    const std::set<std::string>& words) {
   static const std::regex kKey(R"((fairbench\.dev|app\.kubernetes\.io)/(?!v[0-9]))");
   std::vector<std::string> out;
   const std::vector<std::string> lines = Lines(text);
@@ -126,11 +129,12 @@ std::vector<std::string> Violations(const std::string& file, const std::string& 
 // is found; one in a comment, and an enumerator's own spelling, is not.
 TEST(WellKnownTest, FindsTheLiteralsItShould) {
   const std::set<std::string> words = Words();
-  const std::string text = "int n = 1'000; // \"Queued\" in a comment\n"
-                           "c.reason = \"SlotLost\";  /* \"Complete\" */\n"
-                           "auto s = R\"(fairbench.dev/run=x)\";\n"
-                           "{RunPhase::kQueued, \"Queued\"},\n"
-                           "auto v = \"fairbench.dev/v1alpha1\"; auto q = 'x';\n";
+  const std::string text =
+      "int n = 1'000; // \"Queued\" in a comment\n"
+      "c.reason = \"SlotLost\";  /* \"Complete\" */\n"
+      "auto s = R\"(fairbench.dev/run=x)\";\n"
+      "{RunPhase::kQueued, \"Queued\"},\n"
+      "auto v = \"fairbench.dev/v1alpha1\"; auto q = 'x';\n";
   EXPECT_EQ(Violations("x.cc", text, words),
             (std::vector<std::string>{"x.cc:2: \"SlotLost\"", "x.cc:3: \"fairbench.dev/run=x\""}));
   // Every kind of word is there to be found.

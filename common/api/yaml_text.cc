@@ -37,11 +37,17 @@ bool IsCoreFloat(std::string_view s) {
   // [0-9]+(\.[0-9]*)? | \.[0-9]+, then an optional exponent.
   size_t i = 0;
   size_t int_digits = 0;
-  while (i < t.size() && Dec(t[i])) { ++i; ++int_digits; }
+  while (i < t.size() && Dec(t[i])) {
+    ++i;
+    ++int_digits;
+  }
   size_t frac_digits = 0;
   if (i < t.size() && t[i] == '.') {
     ++i;
-    while (i < t.size() && Dec(t[i])) { ++i; ++frac_digits; }
+    while (i < t.size() && Dec(t[i])) {
+      ++i;
+      ++frac_digits;
+    }
   }
   if (int_digits == 0 && frac_digits == 0) return false;
   if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
@@ -71,9 +77,7 @@ class Converter {
         // better place to point at.
         mark = fallback.known() ? fallback : mark;
         break;
-      case YAML::NodeType::Scalar:
-        out = Node::Scalar(KindOf(y), y.Scalar());
-        break;
+      case YAML::NodeType::Scalar: out = Node::Scalar(KindOf(y), y.Scalar()); break;
       case YAML::NodeType::Sequence: {
         out = Node::Sequence();
         for (const YAML::Node& item : y) {
@@ -216,7 +220,9 @@ class DocumentCounter final : public YAML::EventHandler {
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Place(mark); }
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Place(mark); }
-  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override { Place(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override {
+    Place(mark);
+  }
   void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
     Place(mark);
   }

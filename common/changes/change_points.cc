@@ -247,8 +247,7 @@ std::vector<ChangePoint> FindChangePoints(std::span<const Point> series, const O
     accepted_p.insert(accepted_p.begin() + static_cast<std::ptrdiff_t>(segment) + 1, p_value(exceeded));
     accepted_q.insert(accepted_q.begin() + static_cast<std::ptrdiff_t>(segment) + 1, candidate.q * scale);
     best[segment] = search.Best(z.data() + start, cut - start);
-    best.insert(best.begin() + static_cast<std::ptrdiff_t>(segment) + 1,
-                search.Best(z.data() + cut, end - cut));
+    best.insert(best.begin() + static_cast<std::ptrdiff_t>(segment) + 1, search.Best(z.data() + cut, end - cut));
   }
 
   std::vector<ChangePoint> found;

@@ -76,7 +76,7 @@ struct Options {
 enum class Kind { kRegression, kImprovement };
 
 struct ChangePoint {
-  size_t index = 0;    // of the first point after the change, in the input
+  size_t index = 0;     // of the first point after the change, in the input
   double x_before = 0;  // x of the last point before the change
   double x_after = 0;   // x of the first point after it (input[index].x)
   // Over the points between the neighbouring change points (or the ends of

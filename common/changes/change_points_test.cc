@@ -69,8 +69,8 @@ TEST(ChangePointsTest, FindsStepsOf5_10And30PercentWhereTheyAre) {
       const auto rate = maker.Steps(100, 20000.0, 0.02, {{35, 1 - step / 100}});
       const auto found_latency = FindChangePoints(latency, {.better = Better::kLower});
       const auto found_rate = FindChangePoints(rate, {.better = Better::kHigher});
-      for (const auto& [found, at, sign] : {std::tuple{&found_latency, size_t{60}, 1.0},
-                                            std::tuple{&found_rate, size_t{35}, -1.0}}) {
+      for (const auto& [found, at, sign] :
+           {std::tuple{&found_latency, size_t{60}, 1.0}, std::tuple{&found_rate, size_t{35}, -1.0}}) {
         SCOPED_TRACE(testing::Message() << step << " % step at " << at << ", noise seed " << seed);
         ++count;
         ++series;

@@ -109,7 +109,8 @@ TEST(AnalysisTest, SpreadHasMedianAndCoefficientOfVariation) {
 }
 
 // A cell of a fixed rate: `cpu` cores for `rps` answered of `offered`.
-CellRecord AtRate(const std::string& target, int32_t repetition, double offered, double rps, std::optional<double> cpu) {
+CellRecord AtRate(const std::string& target, int32_t repetition, double offered, double rps,
+                  std::optional<double> cpu) {
   CellRecord c = Cell(target, "hello", 100, repetition, rps);
   c.result.rate_level = api::RateLevel{0, 50};
   c.result.offered_rate = offered;
@@ -132,9 +133,9 @@ TEST(AnalysisTest, EfficiencyRanksValidCellsByCpuPerRequest) {
   }
   record.cells = {Cell("a", "hello", 100, 1, 20000), AtRate("a", 1, 10000, 10000, 0.5),
                   AtRate("a", 2, 10000, 10000, 0.3), AtRate("a", 3, 10000, 10000, 0.4),
-                  Cell("b", "hello", 100, 1, 8000), AtRate("b", 1, 4000, 4000, 0.04),
+                  Cell("b", "hello", 100, 1, 8000),  AtRate("b", 1, 4000, 4000, 0.04),
                   Cell("c", "hello", 100, 1, 30000), AtRate("c", 1, 15000, 9000, 0.01),
-                  Cell("d", "hello", 100, 1, 1000), AtRate("d", 1, 500, 500, std::nullopt)};
+                  Cell("d", "hello", 100, 1, 1000),  AtRate("d", 1, 500, 500, std::nullopt)};
   const RunIndex index(record);
   EXPECT_EQ(index.RateCells().size(), 6u);
   EXPECT_EQ(index.Cells("a", "hello", 100).size(), 1u) << "the closed loop alone";

@@ -42,7 +42,7 @@ TEST(CellChecksTest, LittlesLawFlagsTheStudysOutliers) {
 }
 
 TEST(CellChecksTest, LittlesLawToleranceIsTwentyFivePercentBothWays) {
-  CellRecord low = Cell(1000, 76'000);   // 76 in flight for 100
+  CellRecord low = Cell(1000, 76'000);    // 76 in flight for 100
   CellRecord high = Cell(1000, 124'000);  // 124
   CellRecord too_low = Cell(1000, 74'000);
   CellRecord too_high = Cell(1000, 126'000);

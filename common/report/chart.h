@@ -41,7 +41,7 @@ struct LineChart {
   ValueKind x_kind = ValueKind::kSeconds, y_kind = ValueKind::kRate;
   bool log_x = false;
   bool log_y = false;
-  std::vector<double> x_ticks;               // empty: chosen automatically
+  std::vector<double> x_ticks;                     // empty: chosen automatically
   std::optional<std::pair<double, double>> shade;  // an x range drawn grey (warmup)
   std::string shade_label;
   std::vector<LineSeries> series;

@@ -63,8 +63,10 @@ std::optional<double> ChangeOf(double from, double to) {
   return to / from - 1;
 }
 
-void AddIfDifferent(std::vector<std::string>& out, const std::string& what, const std::string& a, const std::string& b) {
-  if (a != b) out.push_back(what + ": " + (a.empty() ? "(not recorded)" : a) + " → " + (b.empty() ? "(not recorded)" : b));
+void AddIfDifferent(std::vector<std::string>& out, const std::string& what, const std::string& a,
+                    const std::string& b) {
+  if (a != b)
+    out.push_back(what + ": " + (a.empty() ? "(not recorded)" : a) + " → " + (b.empty() ? "(not recorded)" : b));
 }
 
 std::vector<std::string> Differences(const RunRecord& a, const RunRecord& b) {
@@ -78,11 +80,14 @@ std::vector<std::string> Differences(const RunRecord& a, const RunRecord& b) {
   AddIfDifferent(d, "CPUs", std::to_string(x.cpus), std::to_string(y.cpus));
   AddIfDifferent(d, "memory", std::to_string(x.memory_bytes), std::to_string(y.memory_bytes));
   AddIfDifferent(d, "fairbench", x.fairbench_version, y.fairbench_version);
-  AddIfDifferent(d, "target CPUs", api::FormatCpuList(api::CpuList{x.target_cpus}), api::FormatCpuList(api::CpuList{y.target_cpus}));
-  AddIfDifferent(d, "agent CPUs", api::FormatCpuList(api::CpuList{x.agent_cpus}), api::FormatCpuList(api::CpuList{y.agent_cpus}));
+  AddIfDifferent(d, "target CPUs", api::FormatCpuList(api::CpuList{x.target_cpus}),
+                 api::FormatCpuList(api::CpuList{y.target_cpus}));
+  AddIfDifferent(d, "agent CPUs", api::FormatCpuList(api::CpuList{x.agent_cpus}),
+                 api::FormatCpuList(api::CpuList{y.agent_cpus}));
   for (const api::Target& t : a.run.spec.targets) {
     for (const api::Target& u : b.run.spec.targets) {
-      if (t.name == u.name && !(t == u)) d.push_back("spec of target " + t.name + " differs (image, command, resources or limits)");
+      if (t.name == u.name && !(t == u))
+        d.push_back("spec of target " + t.name + " differs (image, command, resources or limits)");
     }
   }
   for (const api::Scenario& s : a.run.spec.scenarios) {
@@ -103,7 +108,8 @@ std::vector<std::string> Differences(const RunRecord& a, const RunRecord& b) {
     }
   }
   if (a.run.spec.repetitions != b.run.spec.repetitions) {
-    d.push_back("repetitions: " + std::to_string(a.run.spec.repetitions) + " → " + std::to_string(b.run.spec.repetitions));
+    d.push_back("repetitions: " + std::to_string(a.run.spec.repetitions) + " → " +
+                std::to_string(b.run.spec.repetitions));
   }
   return d;
 }
@@ -147,9 +153,9 @@ std::string Percent(double share) { return FormatDecimal(share * 100, 1); }
 
 // "failed 1 of 12 same-versus-same comparisons (8.3 %, 95 % interval 1.5–35.4 %)"
 std::string RateText(const FailureRate& r) {
-  return "failed " + std::to_string(r.failed) + " of " + std::to_string(r.pairs) +
-         " same-versus-same comparisons (" + Percent(r.pairs ? static_cast<double>(r.failed) / r.pairs : 0) +
-         " %, 95 % interval " + Percent(r.low) + "–" + Percent(r.high) + " %)";
+  return "failed " + std::to_string(r.failed) + " of " + std::to_string(r.pairs) + " same-versus-same comparisons (" +
+         Percent(r.pairs ? static_cast<double>(r.failed) / r.pairs : 0) + " %, 95 % interval " + Percent(r.low) + "–" +
+         Percent(r.high) + " %)";
 }
 
 }  // namespace
@@ -220,9 +226,9 @@ Result<GateCalibration> CalibrateGate(const Comparison& compared, const std::vec
   int rate_failed = 0, p99_failed = 0, any_failed = 0, pairs = 0;
   for (const SameRuns& group : groups) {
     if (group.records.size() < 2) {
-      return Status::InvalidArgument(
-          "only one same-versus-same run" + (group.names.empty() ? std::string() : " (" + group.names[0] + ")") +
-          ": a false-positive rate needs two or more runs of the same thing");
+      return Status::InvalidArgument("only one same-versus-same run" +
+                                     (group.names.empty() ? std::string() : " (" + group.names[0] + ")") +
+                                     ": a false-positive rate needs two or more runs of the same thing");
     }
     std::vector<RunRecord> runs;
     for (size_t i = 0; i < group.records.size(); ++i) {
@@ -240,14 +246,15 @@ Result<GateCalibration> CalibrateGate(const Comparison& compared, const std::vec
       for (size_t j = 0; j < runs.size(); ++j) {
         if (i == j) continue;
         auto c = Compare(runs[i], runs[j], options);
-        if (!c.ok()) return Status::InvalidArgument(group.names[i] + " and " + group.names[j] + ": " + c.status().message());
+        if (!c.ok())
+          return Status::InvalidArgument(group.names[i] + " and " + group.names[j] + ": " + c.status().message());
         bool rate = false, p99 = false;
         for (const CellComparison& x : c->cells) {
           if (OverRepetitions(x) != over_repetitions[KeyOf(x)]) {
-            return Status::InvalidArgument(
-                group.names[i] + " and " + group.names[j] + ": cell " + KeyText(KeyOf(x)) + " is compared over " +
-                x.method + ", the comparison it calibrates over " + (over_repetitions[KeyOf(x)] ? "repetitions" :
-                "per-second samples") + ": give same-versus-same runs with as many repetitions");
+            return Status::InvalidArgument(group.names[i] + " and " + group.names[j] + ": cell " + KeyText(KeyOf(x)) +
+                                           " is compared over " + x.method + ", the comparison it calibrates over " +
+                                           (over_repetitions[KeyOf(x)] ? "repetitions" : "per-second samples") +
+                                           ": give same-versus-same runs with as many repetitions");
           }
           rate = rate || x.rate_gate_failed;
           p99 = p99 || x.p99_gate_failed;
@@ -307,12 +314,12 @@ Result<Comparison> Compare(const RunRecord& base, const RunRecord& next, const C
     c.p99_test = WelchTest(sa.p99, sb.p99);
     const bool rate_sig = c.rate_test.valid && c.rate_test.p < options.alpha;
     const bool p99_sig = c.p99_test.valid && c.p99_test.p < options.alpha;
-    c.rate_verdict = !c.rate_test.valid ? "not testable (no spread measured)"
-                     : !rate_sig        ? "no significant change"
+    c.rate_verdict = !c.rate_test.valid                    ? "not testable (no spread measured)"
+                     : !rate_sig                           ? "no significant change"
                      : c.rate_change && *c.rate_change > 0 ? "faster"
                                                            : "slower";
-    c.p99_verdict = !c.p99_test.valid ? "not testable (no spread measured)"
-                    : !p99_sig        ? "no significant change"
+    c.p99_verdict = !c.p99_test.valid                   ? "not testable (no spread measured)"
+                    : !p99_sig                          ? "no significant change"
                     : c.p99_change && *c.p99_change > 0 ? "higher (worse)"
                                                         : "lower (better)";
     if (options.fail_on_regression && rate_sig && c.rate_change && *c.rate_change <= -*options.fail_on_regression) {
@@ -328,8 +335,9 @@ Result<Comparison> Compare(const RunRecord& base, const RunRecord& next, const C
     out.cells.push_back(std::move(c));
   }
   if (out.cells.empty()) {
-    return Status::InvalidArgument("the two records have no succeeded cell in common (same target, scenario and "
-                                   "connections): nothing to compare");
+    return Status::InvalidArgument(
+        "the two records have no succeeded cell in common (same target, scenario and "
+        "connections): nothing to compare");
   }
   return out;
 }
@@ -365,10 +373,11 @@ Document CompareDocument(const Comparison& c, const std::string& base_name, cons
            Align::kLeft, Align::kRight, Align::kRight, Align::kRight, Align::kLeft, Align::kLeft},
           {}};
   for (const CellComparison& x : c.cells) {
-    t.rows.push_back({x.target, x.scenario, FormatCount(static_cast<double>(x.connections)), Interval(x.base_rate, false),
-                      Interval(x.new_rate, false), Pct(x.rate_change), PValue(x.rate_test),
-                      x.rate_verdict + (x.regression ? " — REGRESSION" : ""), Interval(x.base_p99, true),
-                      Interval(x.new_p99, true), Pct(x.p99_change), x.p99_verdict, x.method});
+    t.rows.push_back({x.target, x.scenario, FormatCount(static_cast<double>(x.connections)),
+                      Interval(x.base_rate, false), Interval(x.new_rate, false), Pct(x.rate_change),
+                      PValue(x.rate_test), x.rate_verdict + (x.regression ? " — REGRESSION" : ""),
+                      Interval(x.base_p99, true), Interval(x.new_p99, true), Pct(x.p99_change), x.p99_verdict,
+                      x.method});
   }
   cells.blocks.push_back(std::move(t));
   if (!c.only_in_base.empty() || !c.only_in_new.empty()) {
@@ -381,22 +390,26 @@ Document CompareDocument(const Comparison& c, const std::string& base_name, cons
   if (options.fail_on_regression || options.fail_on_p99_regression) {
     Section gate{"gate", "Regression gate", 2, {}};
     if (c.regressions.empty()) {
-      gate.blocks.push_back(Paragraph{{Span{Span::Style::kPlain, "Passed: no significant regression past the limits."}}});
+      gate.blocks.push_back(
+          Paragraph{{Span{Span::Style::kPlain, "Passed: no significant regression past the limits."}}});
     } else {
       BulletList list;
       for (const std::string& r : c.regressions) list.items.push_back(Paragraph{{Span{Span::Style::kPlain, r}}});
       gate.blocks.push_back(std::move(list));
     }
     if (!c.calibration) {
-      gate.blocks.push_back(Paragraph{{Span{
-          Span::Style::kPlain,
-          "False-positive rate not measured: no same-versus-same runs given (--calibrate-with RUN RUN … or "
-          "--repeat-split), so how often this gate fails on noise alone is unknown."}}});
+      gate.blocks.push_back(Paragraph{
+          {Span{Span::Style::kPlain,
+                "False-positive rate not measured: no same-versus-same runs given (--calibrate-with RUN RUN … or "
+                "--repeat-split), so how often this gate fails on noise alone is unknown."}}});
     } else {
       const GateCalibration& k = *c.calibration;
       BulletList list;
-      auto line = [&list](const std::string& text) { list.items.push_back(Paragraph{{Span{Span::Style::kPlain, text}}}); };
-      if (k.rate) line("The requests/s gate at " + FormatShare(*options.fail_on_regression) + " " + RateText(*k.rate) + ".");
+      auto line = [&list](const std::string& text) {
+        list.items.push_back(Paragraph{{Span{Span::Style::kPlain, text}}});
+      };
+      if (k.rate)
+        line("The requests/s gate at " + FormatShare(*options.fail_on_regression) + " " + RateText(*k.rate) + ".");
       if (k.p99) line("The p99 gate at " + FormatShare(*options.fail_on_p99_regression) + " " + RateText(*k.p99) + ".");
       if (k.rate && k.p99) line("Either gate (as the exit code applies them) " + RateText(k.any) + ".");
       gate.blocks.push_back(Paragraph{{Span{
@@ -413,8 +426,8 @@ Document CompareDocument(const Comparison& c, const std::string& base_name, cons
           why.items.push_back(Paragraph{{Span{Span::Style::kPlain, "false positive: " + k.failures[i]}}});
         }
         if (k.failures.size() > kShown) {
-          why.items.push_back(Paragraph{{Span{Span::Style::kPlain, "and " + std::to_string(k.failures.size() - kShown) +
-                                                                       " more (all in --json)"}}});
+          why.items.push_back(Paragraph{{Span{
+              Span::Style::kPlain, "and " + std::to_string(k.failures.size() - kShown) + " more (all in --json)"}}});
         }
         gate.blocks.push_back(std::move(why));
       }
@@ -440,15 +453,21 @@ nlohmann::ordered_json CompareJson(const Comparison& c, const CompareOptions& op
                       {"connections", x.connections},
                       {"samples", x.method},
                       {"requestsPerSecond",
-                       {{"base", est(x.base_rate)}, {"new", est(x.new_rate)}, {"change", change(x.rate_change)},
-                        {"test", test(x.rate_test)}, {"verdict", x.rate_verdict}}},
+                       {{"base", est(x.base_rate)},
+                        {"new", est(x.new_rate)},
+                        {"change", change(x.rate_change)},
+                        {"test", test(x.rate_test)},
+                        {"verdict", x.rate_verdict}}},
                       {"p99Us",
-                       {{"base", est(x.base_p99)}, {"new", est(x.new_p99)}, {"change", change(x.p99_change)},
-                        {"test", test(x.p99_test)}, {"verdict", x.p99_verdict}}},
+                       {{"base", est(x.base_p99)},
+                        {"new", est(x.new_p99)},
+                        {"change", change(x.p99_change)},
+                        {"test", test(x.p99_test)},
+                        {"verdict", x.p99_verdict}}},
                       {"regression", x.regression}});
   }
-  J out{{"alpha", options.alpha}, {"differences", c.differences}, {"cells", cells}, {"onlyInBase", c.only_in_base},
-        {"onlyInNew", c.only_in_new}, {"regressions", c.regressions}};
+  J out{{"alpha", options.alpha},       {"differences", c.differences}, {"cells", cells},
+        {"onlyInBase", c.only_in_base}, {"onlyInNew", c.only_in_new},   {"regressions", c.regressions}};
   if (options.fail_on_regression || options.fail_on_p99_regression) {
     auto rate = [](const FailureRate& r) {
       return J{{"failed", r.failed},

@@ -47,7 +47,7 @@ struct CellComparison {
   std::optional<double> rate_change, p99_change;  // new ÷ base − 1
   TTest rate_test, p99_test;
   std::string rate_verdict, p99_verdict;
-  bool regression = false;  // a gate of the options failed on this cell
+  bool regression = false;                                 // a gate of the options failed on this cell
   bool rate_gate_failed = false, p99_gate_failed = false;  // which one
 };
 

@@ -22,7 +22,8 @@ CellRecord Cell(const std::string& target, int32_t rep, double rps, double p99) 
   return c;
 }
 
-RunRecord Record(const std::vector<double>& rates, const std::vector<double>& p99s, const std::string& target = "drogon") {
+RunRecord Record(const std::vector<double>& rates, const std::vector<double>& p99s,
+                 const std::string& target = "drogon") {
   RunRecord r;
   api::Target t;
   t.name = target;
@@ -35,7 +36,8 @@ RunRecord Record(const std::vector<double>& rates, const std::vector<double>& p9
   r.run.spec.load.connections = {100};
   r.run.spec.repetitions = static_cast<int32_t>(rates.size());
   r.environment.kernel = "6.1.0";
-  for (size_t i = 0; i < rates.size(); ++i) r.cells.push_back(Cell(target, static_cast<int32_t>(i + 1), rates[i], p99s[i]));
+  for (size_t i = 0; i < rates.size(); ++i)
+    r.cells.push_back(Cell(target, static_cast<int32_t>(i + 1), rates[i], p99s[i]));
   return r;
 }
 
@@ -59,7 +61,8 @@ TEST(CompareTest, ARealRegressionFailsTheGate) {
   EXPECT_EQ(x.method, "repetitions (n = 3 and 3)");
   // A 15 % gate is not passed by a 10 % drop.
   o.fail_on_regression = 0.15;
-  EXPECT_TRUE(Compare(Record({1000, 1010, 990}, {5, 5, 5}), Record({900, 905, 895}, {5, 5, 5}), o)->regressions.empty());
+  EXPECT_TRUE(
+      Compare(Record({1000, 1010, 990}, {5, 5, 5}), Record({900, 905, 895}, {5, 5, 5}), o)->regressions.empty());
 }
 
 // Catches: noise called a change (the gate failing on it): a 3 % lower mean
@@ -164,9 +167,7 @@ TEST(GateCalibrationTest, WilsonIntervalKnownAnswers) {
 //   at 5 %: 3→2 only: 1;
 //   p99 up ≥ 3 %: 1→0, 2→0, 3→0 (+4 %): 3;
 //   either: the 5 and 1→0, 2→0: 7.
-RunRecord Level(double rate, double p99) {
-  return Record({rate - 1, rate, rate + 1}, {p99 - 10, p99, p99 + 10});
-}
+RunRecord Level(double rate, double p99) { return Record({rate - 1, rate, rate + 1}, {p99 - 10, p99, p99 + 10}); }
 
 SameRuns FourRuns() {
   SameRuns s;

@@ -52,7 +52,9 @@ std::string Lowercase(std::string_view s) {
 }
 
 // "hello @ 1,000", for column headers that name a cell group.
-std::string GroupLabel(const std::string& scenario, int64_t connections) { return scenario + " @ " + Conns(connections); }
+std::string GroupLabel(const std::string& scenario, int64_t connections) {
+  return scenario + " @ " + Conns(connections);
+}
 
 // "GET /", "POST /api/echo", "mix of 3 requests", "script post_echo.lua",
 // "gRPC fairbench.echo.v1.Echo/Unary".
@@ -200,7 +202,8 @@ std::string LimiterText(const api::CellResult& r) {
 std::vector<Paragraph> Preamble(const Context& ctx) {
   std::vector<Paragraph> out;
   const api::BenchmarkRun& run = ctx.record.run;
-  if (const auto it = run.metadata.annotations.find(api::annotation::kDescription); it != run.metadata.annotations.end()) {
+  if (const auto it = run.metadata.annotations.find(api::annotation::kDescription);
+      it != run.metadata.annotations.end()) {
     out.push_back(P(it->second));
   }
   size_t succeeded = 0, failed = 0, skipped = 0;
@@ -211,12 +214,12 @@ std::vector<Paragraph> Preamble(const Context& ctx) {
       case api::CellState::kSkipped: ++skipped; break;
     }
   }
-  const size_t total = run.status.progress.total > 0 ? static_cast<size_t>(run.status.progress.total)
-                                                     : api::CountCells(run.spec);
+  const size_t total =
+      run.status.progress.total > 0 ? static_cast<size_t>(run.status.progress.total) : api::CountCells(run.spec);
   const std::string phase = run.status.phase ? std::string(api::ToString(*run.status.phase)) : "not started";
-  std::string counts = std::to_string(ctx.record.cells.size()) + " of " + std::to_string(total) + " cells finished: " +
-                       std::to_string(succeeded) + " succeeded, " + std::to_string(failed) + " failed, " +
-                       std::to_string(skipped) + " skipped.";
+  std::string counts = std::to_string(ctx.record.cells.size()) + " of " + std::to_string(total) +
+                       " cells finished: " + std::to_string(succeeded) + " succeeded, " + std::to_string(failed) +
+                       " failed, " + std::to_string(skipped) + " skipped.";
   std::vector<Span> spans{Plain("Run "), Strong(run.metadata.name.empty() ? "(unnamed)" : run.metadata.name)};
   if (!run.metadata.namespace_.empty()) spans.push_back(Plain(" in namespace " + run.metadata.namespace_));
   spans.push_back(Plain(": " + phase + ". " + counts));
@@ -228,11 +231,12 @@ std::vector<Paragraph> Preamble(const Context& ctx) {
   out.push_back(P(std::move(spans)));
   for (const api::Condition& c : run.status.conditions) {
     if (c.type == api::condition::kFailed && c.status == api::ConditionStatus::kTrue) {
-      out.push_back(P({Strong("The run failed"), Plain(": " + c.reason + (c.message.empty() ? "" : " — " + c.message))}));
+      out.push_back(
+          P({Strong("The run failed"), Plain(": " + c.reason + (c.message.empty() ? "" : " — " + c.message))}));
     }
     // Where an interrupted run stopped ("interrupted by SIGTERM during cell …").
-    if (c.type == api::condition::kProgressing && c.reason == api::reason::kCancelled && run.status.phase == api::RunPhase::kCancelled &&
-        !c.message.empty()) {
+    if (c.type == api::condition::kProgressing && c.reason == api::reason::kCancelled &&
+        run.status.phase == api::RunPhase::kCancelled && !c.message.empty()) {
       out.push_back(P({Strong("The run was stopped"), Plain(": " + c.message + ".")}));
     }
   }
@@ -338,10 +342,10 @@ Table TargetsTable(const api::BenchmarkRunSpec& spec, const Environment& e, cons
     if (auto it = notes.nofile_in_force.find(t.name); it != notes.nofile_in_force.end()) {
       nofile += " (in force: " + it->second + ")";
     }
-    targets.rows.push_back({t.name, runs.empty() ? kMissing : runs, TargetPort(t, e, notes),
-                            t.resources.cpu ? api::FormatCpu(*t.resources.cpu) : "no limit",
-                            t.resources.memory ? FormatBytes(static_cast<double>(t.resources.memory->bytes)) : "no limit",
-                            nofile});
+    targets.rows.push_back(
+        {t.name, runs.empty() ? kMissing : runs, TargetPort(t, e, notes),
+         t.resources.cpu ? api::FormatCpu(*t.resources.cpu) : "no limit",
+         t.resources.memory ? FormatBytes(static_cast<double>(t.resources.memory->bytes)) : "no limit", nofile});
   }
   return targets;
 }
@@ -387,13 +391,12 @@ Table ScenariosTable(const api::BenchmarkRunSpec& spec) {
 
 std::string LoadText(const api::BenchmarkRunSpec& spec) {
   const api::Load& l = spec.load;
-  std::string load = std::to_string(l.agents) + (l.agents == 1 ? " agent" : " agents") + " × " +
-                     std::to_string(l.threads) + " threads; each cell measures for " + FormatDuration(l.duration) +
-                     " after a " + FormatDuration(l.warmup) + " warmup, then the target rests " +
-                     FormatDuration(spec.cooldown) + "; request timeout " + FormatDuration(l.timeout) + "; " +
-                     (l.keep_alive ? "keep-alive" : "a new connection per request") + "; " +
-                     std::to_string(l.pipeline) + (l.pipeline == 1 ? " request" : " requests") +
-                     " in flight per connection; ";
+  std::string load =
+      std::to_string(l.agents) + (l.agents == 1 ? " agent" : " agents") + " × " + std::to_string(l.threads) +
+      " threads; each cell measures for " + FormatDuration(l.duration) + " after a " + FormatDuration(l.warmup) +
+      " warmup, then the target rests " + FormatDuration(spec.cooldown) + "; request timeout " +
+      FormatDuration(l.timeout) + "; " + (l.keep_alive ? "keep-alive" : "a new connection per request") + "; " +
+      std::to_string(l.pipeline) + (l.pipeline == 1 ? " request" : " requests") + " in flight per connection; ";
   load += l.rate > 0 ? "a constant rate of " + FormatCount(static_cast<double>(l.rate)) + " requests/s."
                      : "closed loop (each connection sends its next request when the answer arrives).";
   load += " " + std::to_string(spec.repetitions) + (spec.repetitions == 1 ? " repetition" : " repetitions") +
@@ -433,18 +436,20 @@ Section Method(const Context& ctx) {
   Table targets = TargetsTable(spec, e, notes);
   if (!targets.rows.empty()) s.blocks.push_back(std::move(targets));
   if (!notes.facts.empty()) {
-    s.blocks.push_back(P("What each target reported about its own build when it started (from its source and "
-                         "build, not from the run file): servers that differ in how they work are compared as "
-                         "they are, and this says how."));
+    s.blocks.push_back(
+        P("What each target reported about its own build when it started (from its source and "
+          "build, not from the run file): servers that differ in how they work are compared as "
+          "they are, and this says how."));
     s.blocks.push_back(TargetFactsTable(notes.facts));
   }
   Table scenarios = ScenariosTable(spec);
   if (!scenarios.rows.empty()) s.blocks.push_back(std::move(scenarios));
   s.blocks.push_back(P({Strong("Load:"), Plain(" " + LoadText(spec))}));
   s.blocks.push_back(LatencyParagraph(ctx));
-  s.blocks.push_back(P("Averages hide tails: the tables show the standard deviation, p99, p99.9 and the maximum "
-                       "next to the average. Missing numbers print as " +
-                       std::string(kMissing) + "."));
+  s.blocks.push_back(
+      P("Averages hide tails: the tables show the standard deviation, p99, p99.9 and the maximum "
+        "next to the average. Missing numbers print as " +
+        std::string(kMissing) + "."));
   return s;
 }
 
@@ -521,7 +526,7 @@ Section Overview(const Context& ctx) {
 // drawn from its histogram as HdrHistogram's plots do; nullopt when no
 // cell of the group carries a histogram.
 std::optional<LineChart> Spectrum(const Context& ctx, const std::string& scenario, int64_t connections) {
-  static constexpr double kPercentiles[] = {0,  25, 50,   75,    90,    95,     97,     99,      99.5,
+  static constexpr double kPercentiles[] = {0,    25,   50,    75,    90,    95,     97,     99,      99.5,
                                             99.7, 99.9, 99.95, 99.97, 99.99, 99.995, 99.999, 99.9995, 99.9999};
   LineChart chart;
   chart.title = "Latency by percentile of " + scenario + " at " + ConnsText(connections) + " (log scales)";
@@ -559,16 +564,15 @@ std::optional<LineChart> Spectrum(const Context& ctx, const std::string& scenari
 std::vector<Section> Rankings(const Context& ctx) {
   std::vector<Section> out;
   Section intro{"rankings", "Ranking per scenario", 2, {}};
-  intro.blocks.push_back(P({Plain("Best requests/s first; "), Strong("vs best"),
-                            Plain(" is the share of the fastest target's requests/s. Latency columns are the "
-                                  "average, standard deviation, 99th and 99.9th percentiles and maximum." +
-                                  std::string(ctx.show_repetition
-                                                  ? " Each row is the repetition with the median requests/s."
-                                                  : "") +
-                                  std::string(kFlagMark) + " marks a cell listed under Flags." +
-                                  std::string(ctx.show_limiter ? " Limited by: what set the cell's requests/s "
-                                                                 "(see Why not double?)."
-                                                               : ""))}));
+  intro.blocks.push_back(
+      P({Plain("Best requests/s first; "), Strong("vs best"),
+         Plain(" is the share of the fastest target's requests/s. Latency columns are the "
+               "average, standard deviation, 99th and 99.9th percentiles and maximum." +
+               std::string(ctx.show_repetition ? " Each row is the repetition with the median requests/s." : "") +
+               std::string(kFlagMark) + " marks a cell listed under Flags." +
+               std::string(ctx.show_limiter ? " Limited by: what set the cell's requests/s "
+                                              "(see Why not double?)."
+                                            : ""))}));
   out.push_back(std::move(intro));
   for (const auto& [scenario, level] : Groups(ctx.index)) {
     Section s{"ranking-" + scenario + "-" + std::to_string(level), scenario + " · " + ConnsText(level), 3, {}};
@@ -607,26 +611,31 @@ std::vector<Section> Rankings(const Context& ctx) {
       above_name = e.target;
       const api::CellResult& r = e.cell->result;
       const api::Latency& l = r.latency;
-      t.rows.push_back({(tied ? "=" : "") + std::to_string(shown_rank), e.target + (e.cell->flags.empty() ? "" : kFlagMark),
-                        Rate(r.requests_per_second), e.share_of_best > 0 ? FormatShare(e.share_of_best) : kMissing,
-                        Latency(l.mean), Latency(l.stdev), Latency(l.p99), Latency(l.p999), Latency(l.max)});
+      t.rows.push_back({(tied ? "=" : "") + std::to_string(shown_rank),
+                        e.target + (e.cell->flags.empty() ? "" : kFlagMark), Rate(r.requests_per_second),
+                        e.share_of_best > 0 ? FormatShare(e.share_of_best) : kMissing, Latency(l.mean),
+                        Latency(l.stdev), Latency(l.p99), Latency(l.p999), Latency(l.max)});
       if (ctx.show_limiter) t.rows.back().push_back(LimiterText(r));
       ladder.rows.push_back(e.target);
       ladder.row_slots.push_back(ctx.slots.at(e.target));
       std::vector<std::optional<double>> v;
-      for (double x : {l.mean, l.p50, l.p90, l.p99, l.p999, l.max}) v.push_back(x > 0 ? std::optional<double>(x) : std::nullopt);
+      for (double x : {l.mean, l.p50, l.p90, l.p99, l.p999, l.max})
+        v.push_back(x > 0 ? std::optional<double>(x) : std::nullopt);
       ladder.values.push_back(std::move(v));
     }
     s.blocks.push_back(std::move(t));
     if (!ties.empty()) {
       std::string text;
       for (const std::string& tie : ties) text += (text.empty() ? "" : "; ") + tie;
-      s.blocks.push_back(P("Tied (= in the rank): the 95 % intervals of their requests/s over the repetitions "
-                           "overlap, so their order is within the noise — " + text + "."));
+      s.blocks.push_back(
+          P("Tied (= in the rank): the 95 % intervals of their requests/s over the repetitions "
+            "overlap, so their order is within the noise — " +
+            text + "."));
     }
     if (const std::string tails = TailSpread(ctx, scenario, level); !tails.empty()) s.blocks.push_back(P(tails));
     if (!ladder.rows.empty()) s.blocks.push_back(Chart(std::move(ladder)));
-    if (std::optional<LineChart> spectrum = Spectrum(ctx, scenario, level)) s.blocks.push_back(Chart(std::move(*spectrum)));
+    if (std::optional<LineChart> spectrum = Spectrum(ctx, scenario, level))
+      s.blocks.push_back(Chart(std::move(*spectrum)));
     out.push_back(std::move(s));
   }
   return out;
@@ -681,8 +690,9 @@ std::vector<Section> Scaling(const Context& ctx) {
     if (levels.size() < 2) continue;
     if (out.empty()) {
       Section intro{"scaling", "Scaling with connections", 2, {}};
-      intro.blocks.push_back(P("Requests/s and latency of the same scenario as connections grow; the change in "
-                               "parentheses is relative to the lowest level."));
+      intro.blocks.push_back(
+          P("Requests/s and latency of the same scenario as connections grow; the change in "
+            "parentheses is relative to the lowest level."));
       out.push_back(std::move(intro));
     }
     std::string path;
@@ -748,23 +758,25 @@ std::optional<Section> WhyNotDouble(const Context& ctx) {
   if (!ctx.show_limiter) return std::nullopt;
   Section s{"limiter", "Why not double?", 2, {}};
   const LimiterThresholds th;
-  s.blocks.push_back(P(
-      "What limited each cell's requests/s, judged from what the cell measured against the ceilings its target "
-      "and agents read from their kernels: " +
-      std::string("Errors (at least ") + FormatShare(th.error_share, 0) +
-      " of the requests attempted failed), GeneratorCpu (the agents' CPU at " + FormatShare(th.saturated, 0) +
-      " or more of what their threads, CPUs and quotas allow), TargetCpu (the target's CPU at " +
-      FormatShare(th.saturated, 0) + " or more of its CPU quota or its CPUs), MemoryLimit (its memory at " +
-      FormatShare(th.saturated, 0) +
-      " or more of its limit) — named in this order when several hold, the others in the evidence; then, with "
-      "nothing at its ceiling, OfferedRate (a constant rate achieved to " + FormatShare(th.offered_share, 0) +
-      ") or Connections (every connection busy by Little's law — requests/s × mean latency within " +
-      FormatShare(th.busy, 0) + " – " + FormatShare(th.busy_high, 0) +
-      " of the connections' requests in flight — with room to double: the target's and the agents' CPU measured "
-      "below " + FormatShare(th.headroom, 0) +
-      " of their ceilings, on CPUs not shared: the connections' concurrency set the rate; whether more connections "
-      "carry more depends on what the target waited on, which its CPU time per request beside the latency hints "
-      "and a higher connection level shows). Unknown when the numbers identify none: never a guess."));
+  s.blocks.push_back(
+      P("What limited each cell's requests/s, judged from what the cell measured against the ceilings its target "
+        "and agents read from their kernels: " +
+        std::string("Errors (at least ") + FormatShare(th.error_share, 0) +
+        " of the requests attempted failed), GeneratorCpu (the agents' CPU at " + FormatShare(th.saturated, 0) +
+        " or more of what their threads, CPUs and quotas allow), TargetCpu (the target's CPU at " +
+        FormatShare(th.saturated, 0) + " or more of its CPU quota or its CPUs), MemoryLimit (its memory at " +
+        FormatShare(th.saturated, 0) +
+        " or more of its limit) — named in this order when several hold, the others in the evidence; then, with "
+        "nothing at its ceiling, OfferedRate (a constant rate achieved to " +
+        FormatShare(th.offered_share, 0) +
+        ") or Connections (every connection busy by Little's law — requests/s × mean latency within " +
+        FormatShare(th.busy, 0) + " – " + FormatShare(th.busy_high, 0) +
+        " of the connections' requests in flight — with room to double: the target's and the agents' CPU measured "
+        "below " +
+        FormatShare(th.headroom, 0) +
+        " of their ceilings, on CPUs not shared: the connections' concurrency set the rate; whether more connections "
+        "carry more depends on what the target waited on, which its CPU time per request beside the latency hints "
+        "and a higher connection level shows). Unknown when the numbers identify none: never a guess."));
   std::vector<std::string> header = CellColumns(ctx);
   const size_t left = header.size();
   header.push_back("limited by");
@@ -795,19 +807,20 @@ std::optional<Section> CalibrationSection(const Context& ctx) {
                          "selftest` runs the same test on its own."));
     return s;
   }
-  s.blocks.push_back(P(
-      "Before the targets ran, the project's delay server (answering every request after " +
-      FormatDecimal(c.delay_ms, 0) + " ms) was stopped for " + FormatDecimal(c.stall_ms, 1) +
-      " ms in the middle of two measured cells: an open model at " + FormatRate(c.rate) +
-      " requests/s, which must count every request due during the stall (its max about the stall, half the "
-      "delayed requests above half of it), and a closed loop of " + std::to_string(c.closed_connections) +
-      " connections, which sends nothing while it waits, so that only its requests in flight see the stall "
-      "(coordinated omission: its max shows it, its p99 hides it). The harness " +
-      (c.passed ? std::string("passed") : std::string("FAILED")) + " on " + c.host + ": " +
-      (c.passed ? "every check below is within its bounds, so the latencies of this run are measured as they "
-                  "happen, with the error shown."
-                : "a check below is outside its bounds: read this run's latencies with care.") +
-      (c.uncorrected_would_pass ? "" : " Timed from each send instead of each due time, the open cell would fail.")));
+  s.blocks.push_back(
+      P("Before the targets ran, the project's delay server (answering every request after " +
+        FormatDecimal(c.delay_ms, 0) + " ms) was stopped for " + FormatDecimal(c.stall_ms, 1) +
+        " ms in the middle of two measured cells: an open model at " + FormatRate(c.rate) +
+        " requests/s, which must count every request due during the stall (its max about the stall, half the "
+        "delayed requests above half of it), and a closed loop of " +
+        std::to_string(c.closed_connections) +
+        " connections, which sends nothing while it waits, so that only its requests in flight see the stall "
+        "(coordinated omission: its max shows it, its p99 hides it). The harness " +
+        (c.passed ? std::string("passed") : std::string("FAILED")) + " on " + c.host + ": " +
+        (c.passed ? "every check below is within its bounds, so the latencies of this run are measured as they "
+                    "happen, with the error shown."
+                  : "a check below is outside its bounds: read this run's latencies with care.") +
+        (c.uncorrected_would_pass ? "" : " Timed from each send instead of each due time, the open cell would fail.")));
   Table t{{"cell", "check", "expected", "measured", "error", "verdict"}, Aligns(3, 3), {}};
   for (const CalibrationCheck& k : c.checks) {
     t.rows.push_back({k.cell, k.name, k.expected, FormatDecimal(k.measured, 2) + " " + k.unit,
@@ -841,9 +854,11 @@ std::vector<Section> Efficiency(const Context& ctx) {
                                                  : FormatRate(static_cast<double>(g.level.per_second)) + " requests/s";
     Section sub{"efficiency-" + g.scenario + "-c" + std::to_string(g.connections) + "-" +
                     (g.level.is_share() ? std::to_string(g.level.percent) + "pct" : std::to_string(g.level.per_second)),
-                g.scenario + " at " + level + ", " + ConnsText(g.connections), 3, {}};
-    std::vector<std::string> header{"rank", "target", "offered", "answered", "CPU per request", "peak memory", "p99",
-                                    "p99.9"};
+                g.scenario + " at " + level + ", " + ConnsText(g.connections),
+                3,
+                {}};
+    std::vector<std::string> header{"rank",        "target", "offered", "answered", "CPU per request",
+                                    "peak memory", "p99",    "p99.9"};
     if (ctx.show_repetition) header.push_back("valid repetitions");
     Table t{header, Aligns(2, header.size() - 2), {}};
     size_t rank = 0;
@@ -856,19 +871,22 @@ std::vector<Section> Efficiency(const Context& ctx) {
           why = StateText(r) + (r.message.empty() ? "" : ": " + r.message);
         } else {
           const double offered = r.offered_rate.value_or(0);
-          why = "answered " + FormatRate(r.requests_per_second) + " of " + FormatRate(offered) + " requests/s offered (" +
-                FormatShare(offered > 0 ? r.requests_per_second / offered : 0, 1) + ")";
+          why = "answered " + FormatRate(r.requests_per_second) + " of " + FormatRate(offered) +
+                " requests/s offered (" + FormatShare(offered > 0 ? r.requests_per_second / offered : 0, 1) + ")";
         }
         invalid.push_back(e.target + ": " + why);
         continue;
       }
       const api::CellResult& r = e.cell->result;
-      std::vector<std::string> row{std::to_string(++rank), e.target,
-                                   r.offered_rate ? FormatRate(*r.offered_rate) : "",
-                                   FormatRate(r.requests_per_second),
-                                   e.cpu_us_per_request ? FormatLatency(*e.cpu_us_per_request) : "not measured",
-                                   r.memory_loaded ? FormatBytes(static_cast<double>(*r.memory_loaded)) : "not measured",
-                                   FormatLatency(r.latency.p99), FormatLatency(r.latency.p999)};
+      std::vector<std::string> row{
+          std::to_string(++rank),
+          e.target,
+          r.offered_rate ? FormatRate(*r.offered_rate) : "",
+          FormatRate(r.requests_per_second),
+          e.cpu_us_per_request ? FormatLatency(*e.cpu_us_per_request) : "not measured",
+          r.memory_loaded ? FormatBytes(static_cast<double>(*r.memory_loaded)) : "not measured",
+          FormatLatency(r.latency.p99),
+          FormatLatency(r.latency.p999)};
       if (ctx.show_repetition) row.push_back(std::to_string(e.valid));
       t.rows.push_back(std::move(row));
     }
@@ -886,12 +904,13 @@ std::vector<Section> Efficiency(const Context& ctx) {
 
 Section Errors(const Context& ctx) {
   Section s{"errors", "Errors", 2, {}};
-  s.blocks.push_back(P("Socket errors by kind — connect, read (including a connection closed mid-response), write, "
-                       "timeout (no complete response within the timeout), port exhaustion (the load generator ran "
-                       "out of ephemeral ports), TLS handshake (https targets: a handshake that failed), and for HTTP/2 targets the streams "
-                       "refused by a GOAWAY, reset by the server (RST_STREAM) or lost to a protocol error, for gRPC "
-                       "targets the calls that broke gRPC's rules — and responses (gRPC: calls) whose status differed "
-                       "from the expected one."));
+  s.blocks.push_back(P(
+      "Socket errors by kind — connect, read (including a connection closed mid-response), write, "
+      "timeout (no complete response within the timeout), port exhaustion (the load generator ran "
+      "out of ephemeral ports), TLS handshake (https targets: a handshake that failed), and for HTTP/2 targets the streams "
+      "refused by a GOAWAY, reset by the server (RST_STREAM) or lost to a protocol error, for gRPC "
+      "targets the calls that broke gRPC's rules — and responses (gRPC: calls) whose status differed "
+      "from the expected one."));
   // The handshake column only when some cell was over TLS.
   bool tls = false;
   for (const CellRecord* c : CellsInReportOrder(ctx)) tls = tls || c->result.tls || c->result.errors.handshake > 0;
@@ -947,9 +966,10 @@ Section Errors(const Context& ctx) {
 // TLS shows; with keep-alive there is one per connection.
 std::optional<Section> TlsSection(const Context& ctx) {
   Section s{"tls", "TLS handshakes", 2, {}};
-  s.blocks.push_back(P("For https targets: TLS handshakes completed in the measurement window, how many resumed an "
-                       "earlier session, their mean time (from the TCP connect to the end of the handshake; not part "
-                       "of the latency above) and their rate. Failed handshakes are under Errors."));
+  s.blocks.push_back(
+      P("For https targets: TLS handshakes completed in the measurement window, how many resumed an "
+        "earlier session, their mean time (from the TCP connect to the end of the handshake; not part "
+        "of the latency above) and their rate. Failed handshakes are under Errors."));
   std::vector<std::string> header = CellColumns(ctx);
   const size_t left = header.size();
   for (const char* h : {"handshakes", "resumed", "mean", "per second", "requests"}) header.push_back(h);
@@ -974,18 +994,20 @@ std::optional<Section> TlsSection(const Context& ctx) {
 // server answered in a way gRPC does not allow, by kind.
 std::optional<Section> GrpcSection(const Context& ctx) {
   Section s{"grpc", "gRPC calls", 2, {}};
-  s.blocks.push_back(P("For gRPC targets: the calls of the measurement window by the grpc-status they ended with "
-                       "(a call that ended other than as the scenario expects is a status error under Errors), the "
-                       "response messages they carried, and protocol errors — a call answered without a grpc-status, "
-                       "with a malformed one, with a message cut short, not in gRPC framing, over the size limit, or a "
-                       "unary call answered OK with no message or several. For server-streaming calls, the latency "
-                       "from the call's start to its first and to its last message."));
+  s.blocks.push_back(
+      P("For gRPC targets: the calls of the measurement window by the grpc-status they ended with "
+        "(a call that ended other than as the scenario expects is a status error under Errors), the "
+        "response messages they carried, and protocol errors — a call answered without a grpc-status, "
+        "with a malformed one, with a message cut short, not in gRPC framing, over the size limit, or a "
+        "unary call answered OK with no message or several. For server-streaming calls, the latency "
+        "from the call's start to its first and to its last message."));
   std::vector<std::string> header = CellColumns(ctx);
   const size_t left = header.size();
   for (const char* h : {"calls by status", "messages", "protocol errors"}) header.push_back(h);
   // Server-streaming cells: latency to the first and to the last message.
   bool streaming = false;
-  for (const CellRecord* c : CellsInReportOrder(ctx)) streaming = streaming || (c->result.grpc && c->result.grpc->first_message_latency);
+  for (const CellRecord* c : CellsInReportOrder(ctx))
+    streaming = streaming || (c->result.grpc && c->result.grpc->first_message_latency);
   if (streaming) {
     for (const char* h : {"first message p50", "first message p99", "last message p99"}) header.push_back(h);
   }
@@ -1003,9 +1025,9 @@ std::optional<Section> GrpcSection(const Context& ctx) {
     row.push_back(statuses.empty() ? kMissing : statuses);
     row.push_back(Count(g.messages));
     std::string protocol;
-    const std::pair<const char*, uint64_t> kinds[] = {{"no status", g.no_status},     {"bad status", g.bad_status},
-                                                      {"truncated", g.truncated},     {"bad framing", g.bad_flag},
-                                                      {"too large", g.too_large},     {"unary messages", g.unary_messages}};
+    const std::pair<const char*, uint64_t> kinds[] = {{"no status", g.no_status}, {"bad status", g.bad_status},
+                                                      {"truncated", g.truncated}, {"bad framing", g.bad_flag},
+                                                      {"too large", g.too_large}, {"unary messages", g.unary_messages}};
     for (const auto& [name, n] : kinds) {
       if (n > 0) protocol += (protocol.empty() ? "" : ", ") + std::string(name) + " " + Count(n);
     }
@@ -1070,23 +1092,26 @@ Section Resources(const Context& ctx) {
     per_request.rows.push_back(std::move(per_request_row));
   }
   if (any_memory) {
-    s.blocks.push_back(P("Memory of the target's processes: idle, before any load, and loaded, at the end of each "
-                         "cell's measurement — sampled while only this target was under load."));
+    s.blocks.push_back(
+        P("Memory of the target's processes: idle, before any load, and loaded, at the end of each "
+          "cell's measurement — sampled while only this target was under load."));
     s.blocks.push_back(std::move(memory));
   } else {
     s.blocks.push_back(P("Memory was not recorded."));
   }
   if (any_cpu) {
-    s.blocks.push_back(P("CPU in cores, averaged over each measurement: the target / the load agents. Agents near "
-                         "their thread count may have limited the load (see Flags)."));
+    s.blocks.push_back(
+        P("CPU in cores, averaged over each measurement: the target / the load agents. Agents near "
+          "their thread count may have limited the load (see Flags)."));
     s.blocks.push_back(std::move(cpu));
   } else {
     s.blocks.push_back(P("CPU use was not recorded."));
   }
   if (any_per_request) {
-    s.blocks.push_back(P("The target's CPU time per request served (its cores ÷ requests/s): what each request cost "
-                         "the server. Compared across load tools or runs of the same server, a higher figure means "
-                         "the traffic, not the server, made it work harder."));
+    s.blocks.push_back(
+        P("The target's CPU time per request served (its cores ÷ requests/s): what each request cost "
+          "the server. Compared across load tools or runs of the same server, a higher figure means "
+          "the traffic, not the server, made it work harder."));
     s.blocks.push_back(std::move(per_request));
   }
   return s;
@@ -1098,14 +1123,16 @@ std::optional<Section> CpusSection(const Context& ctx) {
   const std::vector<api::TargetCpus>& all = ctx.record.run.status.cpus;
   if (all.empty()) return std::nullopt;
   Section s{"cpus", "CPUs each target got", 2, {}};
-  s.blocks.push_back(P("Read from inside each target (its pod's cgroup and /proc, or its process): the CPUs it may "
-                       "run on, of those online on its machine, its CPU quota and memory limit, and the verdicts — "
-                       "exclusive (nothing else may run on its CPUs: on Kubernetes, a kubelet with the static CPU "
-                       "manager policy and whole CPUs), disjoint from the agents on its machine, as many as asked. "
-                       "Cells of a target whose CPUs were shared are flagged SharedCpus."));
+  s.blocks.push_back(
+      P("Read from inside each target (its pod's cgroup and /proc, or its process): the CPUs it may "
+        "run on, of those online on its machine, its CPU quota and memory limit, and the verdicts — "
+        "exclusive (nothing else may run on its CPUs: on Kubernetes, a kubelet with the static CPU "
+        "manager policy and whole CPUs), disjoint from the agents on its machine, as many as asked. "
+        "Cells of a target whose CPUs were shared are flagged SharedCpus."));
   Table t{{"target", "node", "CPUs", "of", "asked", "quota", "memory limit", "CPU manager", "exclusive",
            "disjoint from agents", "as many as asked"},
-          Aligns(11, 0), {}};
+          Aligns(11, 0),
+          {}};
   BulletList why;
   for (const api::TargetCpus& c : all) {
     t.rows.push_back({c.target, c.node.empty() ? kMissing : c.node, c.cpus.empty() ? kMissing : c.cpus,
@@ -1120,7 +1147,8 @@ std::optional<Section> CpusSection(const Context& ctx) {
       agents += (agents.empty() ? "" : ", ") + a.agent + (a.node.empty() ? "" : " on " + a.node) + ": " +
                 (a.cpus.empty() ? "not said" : "CPUs " + a.cpus) + (a.same_machine ? " (same machine)" : "");
     }
-    why.items.push_back(P({Code(c.target), Plain(": " + c.message + (agents.empty() ? "" : ". Agents: " + agents) + ".")}));
+    why.items.push_back(
+        P({Code(c.target), Plain(": " + c.message + (agents.empty() ? "" : ". Agents: " + agents) + ".")}));
   }
   s.blocks.push_back(std::move(t));
   s.blocks.push_back(std::move(why));
@@ -1238,8 +1266,8 @@ std::string FlagDetail(const Context& ctx, const CellRecord& c, CellFlag flag) {
     }
     case CellFlag::kErrors: {
       const api::ErrorCounts& e = r.errors;
-      const uint64_t socket =
-          e.connect + e.read + e.write + e.timeout + e.port_exhaustion + e.handshake + e.goaway + e.rst_stream + e.h2_protocol;
+      const uint64_t socket = e.connect + e.read + e.write + e.timeout + e.port_exhaustion + e.handshake + e.goaway +
+                              e.rst_stream + e.h2_protocol;
       std::string out;
       if (socket > 0) out = Count(socket) + (socket == 1 ? " socket error" : " socket errors");
       if (e.status > 0) out += (out.empty() ? "" : ", ") + Count(e.status) + " unexpected statuses";
@@ -1249,8 +1277,7 @@ std::string FlagDetail(const Context& ctx, const CellRecord& c, CellFlag flag) {
     case CellFlag::kRateNotAchieved: {
       const double offered = r.offered_rate.value_or(0);
       return FormatRate(r.requests_per_second) + " requests/s answered of " + FormatRate(offered) + " offered (" +
-             FormatShare(offered > 0 ? r.requests_per_second / offered : 0, 1) +
-             "): invalid, not ranked";
+             FormatShare(offered > 0 ? r.requests_per_second / offered : 0, 1) + "): invalid, not ranked";
     }
     case CellFlag::kContentLengthMismatch: {
       const api::AnswerChecks a = r.answers.value_or(api::AnswerChecks{});
@@ -1278,17 +1305,18 @@ Section Flags(const Context& ctx) {
   Section s{"flags", "Flags: cells that need a second look", 2, {}};
   const CheckThresholds th;
   BulletList legend;
-  legend.items.push_back(P({Code(FlagName(CellFlag::kLittlesLawMismatch)),
-                            Plain(": requests/s × mean latency (the requests in flight, by Little's law) is more than " +
-                                  FormatShare(th.littles_law_tolerance, 0) +
-                                  " away from what the connections keep in flight (× streams on HTTP/2 and gRPC, × pipeline). In a "
-                                  "closed loop they must agree; when they do not, "
-                                  "the measurement, not the server, needs a look.")}));
+  legend.items.push_back(
+      P({Code(FlagName(CellFlag::kLittlesLawMismatch)),
+         Plain(": requests/s × mean latency (the requests in flight, by Little's law) is more than " +
+               FormatShare(th.littles_law_tolerance, 0) +
+               " away from what the connections keep in flight (× streams on HTTP/2 and gRPC, × pipeline). In a "
+               "closed loop they must agree; when they do not, "
+               "the measurement, not the server, needs a look.")}));
   legend.items.push_back(P({Code(FlagName(CellFlag::kGeneratorSaturated)),
                             Plain(": the agents used at least " + FormatShare(th.generator_saturated_share, 0) +
                                   " of their threads' CPU; the load generator may have set the pace.")}));
-  legend.items.push_back(P({Code(FlagName(CellFlag::kFewerConnections)),
-                            Plain(": fewer connections were open at once than asked for.")}));
+  legend.items.push_back(
+      P({Code(FlagName(CellFlag::kFewerConnections)), Plain(": fewer connections were open at once than asked for.")}));
   legend.items.push_back(P({Code(FlagName(CellFlag::kSnapshotGap)), Plain(": an agent's interval went missing.")}));
   legend.items.push_back(P({Code(FlagName(CellFlag::kSparseUsage)),
                             Plain(": the target's CPU and memory rest on fewer than two fresh samples, or on samples "
@@ -1299,18 +1327,20 @@ Section Flags(const Context& ctx) {
                                   "them, or its node's kubelet gave it shared CPUs (see CPUs).")}));
   legend.items.push_back(
       P({Code(FlagName(CellFlag::kErrors)), Plain(": socket errors or responses with an unexpected status.")}));
-  legend.items.push_back(P({Code(FlagName(CellFlag::kRateNotAchieved)),
-                            Plain(": a constant rate, and fewer than " + FormatShare(th.offered_rate_share, 0) +
-                                  " of the requests offered were answered: the server did not take the load, so the "
-                                  "cell's efficiency is not a figure to rank (it is left out of the efficiency tables).")}));
+  legend.items.push_back(
+      P({Code(FlagName(CellFlag::kRateNotAchieved)),
+         Plain(": a constant rate, and fewer than " + FormatShare(th.offered_rate_share, 0) +
+               " of the requests offered were answered: the server did not take the load, so the "
+               "cell's efficiency is not a figure to rank (it is left out of the efficiency tables).")}));
   legend.items.push_back(P({Code(FlagName(CellFlag::kContentLengthMismatch)),
                             Plain(": scenarios with vary: an answer read to the end of its connection had a "
                                   "Content-Length other than the bytes of its body.")}));
   legend.items.push_back(P({Code(FlagName(CellFlag::kDateMissing)),
                             Plain(": scenarios with vary: answers without a Date header (HTTP requires one from a "
                                   "server with a clock).")}));
-  legend.items.push_back(P({Code(FlagName(CellFlag::kDateFrozen)),
-                            Plain(": scenarios with vary: sampled answers carried the same Date more than 2 s apart.")}));
+  legend.items.push_back(
+      P({Code(FlagName(CellFlag::kDateFrozen)),
+         Plain(": scenarios with vary: sampled answers carried the same Date more than 2 s apart.")}));
   legend.items.push_back(P({Code(FlagName(CellFlag::kAnswersUnsampled)),
                             Plain(": scenarios with vary: no answer was sampled and checked.")}));
   s.blocks.push_back(std::move(legend));
@@ -1346,11 +1376,12 @@ std::optional<Section> Capacity(const Context& ctx) {
   }
   if (cells.empty()) return std::nullopt;
   Section s{"capacity", "Capacity under a latency objective", 2, {}};
-  s.blocks.push_back(P("For a scenario with an objective (spec.scenarios[].slo), each cell searched the highest "
-                       "constant request rate that still met it: rates doubling from the start rate until the "
-                       "objective failed, then bisecting. Latency at a constant rate is measured from when each "
-                       "request was due (corrected for coordinated omission). A rate the server answered less than "
-                       "90 % of fails too."));
+  s.blocks.push_back(
+      P("For a scenario with an objective (spec.scenarios[].slo), each cell searched the highest "
+        "constant request rate that still met it: rates doubling from the start rate until the "
+        "objective failed, then bisecting. Latency at a constant rate is measured from when each "
+        "request was due (corrected for coordinated omission). A rate the server answered less than "
+        "90 % of fails too."));
   Table t{{"target", "scenario", "connections", "objective", "capacity (requests/s)", "p99 there", "errors began at",
            "trials: offered requests/s → p99"},
           Aligns(4, 3),
@@ -1359,11 +1390,13 @@ std::optional<Section> Capacity(const Context& ctx) {
   for (const CellRecord* c : cells) {
     const CapacitySearch& cap = *c->capacity;
     std::vector<CapacityTrial> sorted = cap.trials;
-    std::sort(sorted.begin(), sorted.end(), [](const CapacityTrial& a, const CapacityTrial& b) { return a.offered < b.offered; });
+    std::sort(sorted.begin(), sorted.end(),
+              [](const CapacityTrial& a, const CapacityTrial& b) { return a.offered < b.offered; });
     std::string curve;
     double p99_there = 0;
     for (const CapacityTrial& tr : sorted) {
-      curve += (curve.empty() ? "" : ", ") + FormatRate(tr.offered) + " → " + FormatLatency(tr.p99) + (tr.pass ? " ✓" : " ✗");
+      curve += (curve.empty() ? "" : ", ") + FormatRate(tr.offered) + " → " + FormatLatency(tr.p99) +
+               (tr.pass ? " ✓" : " ✗");
       if (tr.offered == cap.rate) p99_there = tr.p99;
     }
     std::string capacity = cap.rate > 0 ? FormatRate(cap.rate) + (cap.bounded ? "" : " or more") : "none met it";
@@ -1378,9 +1411,10 @@ std::optional<Section> Capacity(const Context& ctx) {
 Section Repetitions(const Context& ctx) {
   Section s{"repetitions", "Repetitions and run-to-run spread", 2, {}};
   if (ctx.index.MaxRepetitions() <= 1) {
-    s.blocks.push_back(P("Each cell ran once, so the run-to-run spread is unknown. Re-runs of the same benchmark "
-                         "commonly differ by several percent, and by more at high concurrency: a difference of a few "
-                         "percent between targets is not a finding. Set spec.repetitions to measure the spread."));
+    s.blocks.push_back(
+        P("Each cell ran once, so the run-to-run spread is unknown. Re-runs of the same benchmark "
+          "commonly differ by several percent, and by more at high concurrency: a difference of a few "
+          "percent between targets is not a finding. Set spec.repetitions to measure the spread."));
     return s;
   }
   const Schedule& sched = ctx.record.schedule;
@@ -1391,17 +1425,21 @@ Section Repetitions(const Context& ctx) {
       for (const std::string& n : sched.rounds[r]) names += (names.empty() ? "" : ", ") + n;
       rounds += (rounds.empty() ? "" : "; ") + std::string("round ") + std::to_string(r + 1) + ": " + names;
     }
-    s.blocks.push_back(P("Repetitions were interleaved: each round deployed every target afresh, in an order drawn "
-                         "from seed " + std::to_string(sched.seed) + " (" + rounds +
-                         "), so that a slow drift of the machine spreads over all targets."));
+    s.blocks.push_back(
+        P("Repetitions were interleaved: each round deployed every target afresh, in an order drawn "
+          "from seed " +
+          std::to_string(sched.seed) + " (" + rounds +
+          "), so that a slow drift of the machine spreads over all targets."));
   } else if (sched.order == "Sequential") {
-    s.blocks.push_back(P("Repetitions ran back to back for each target (spec.repetitionOrder: Sequential): a drift "
-                         "of the machine during one target's turn lands on that target alone."));
+    s.blocks.push_back(
+        P("Repetitions ran back to back for each target (spec.repetitionOrder: Sequential): a drift "
+          "of the machine during one target's turn lands on that target alone."));
   }
-  s.blocks.push_back(P("Requests/s and p99 over the succeeded repetitions of each cell: the mean, its 95 % "
-                       "confidence interval (Student's t), and the coefficient of variation (CV: sample standard "
-                       "deviation ÷ mean). Noise: quiet up to 5 %, noisy up to 10 %, unreliable above. A difference "
-                       "between targets whose intervals overlap is not a finding."));
+  s.blocks.push_back(
+      P("Requests/s and p99 over the succeeded repetitions of each cell: the mean, its 95 % "
+        "confidence interval (Student's t), and the coefficient of variation (CV: sample standard "
+        "deviation ÷ mean). Noise: quiet up to 5 %, noisy up to 10 %, unreliable above. A difference "
+        "between targets whose intervals overlap is not a finding."));
   Table t{{"target", "scenario", "connections", "runs", "requests/s", "95 % interval", "CV", "p99", "p99 95 % interval",
            "noise"},
           Aligns(2, 7),
@@ -1542,8 +1580,9 @@ std::optional<Section> Profiles(const Context& ctx) {
 
 std::optional<Section> Timelines(const Context& ctx) {
   Section s{"timeline", "Requests per second over time", 2, {}, /*html_only=*/true};
-  s.blocks.push_back(P("Each interval of the representative repetition, warmup shaded; a steady line means a "
-                       "steady server, a falling one a server that degrades (or a generator that does)."));
+  s.blocks.push_back(
+      P("Each interval of the representative repetition, warmup shaded; a steady line means a "
+        "steady server, a falling one a server that degrades (or a generator that does)."));
   for (const auto& [scenario, level] : Groups(ctx.index)) {
     LineChart chart;
     chart.title = scenario + " · " + ConnsText(level);
@@ -1619,8 +1658,8 @@ Document BuildDocument(const RunRecord& record) {
   for (size_t i = 0; i < ctx.ranked_targets.size(); ++i) ctx.slots[ctx.ranked_targets[i]] = static_cast<int>(i);
 
   Document doc;
-  doc.title = (record.run.metadata.name.empty() ? std::string("Benchmark") : record.run.metadata.name) +
-              ": benchmark report";
+  doc.title =
+      (record.run.metadata.name.empty() ? std::string("Benchmark") : record.run.metadata.name) + ": benchmark report";
   doc.preamble = Preamble(ctx);
   doc.sections.push_back(Method(ctx));
   if (auto s = CalibrationSection(ctx)) doc.sections.push_back(std::move(*s));

@@ -70,9 +70,9 @@ struct FlameGraph {
 using Block = std::variant<Paragraph, BulletList, Table, Chart, RawText, FlameGraph>;
 
 struct Section {
-  std::string id;     // unique anchor: "ranking-hello-100"
+  std::string id;  // unique anchor: "ranking-hello-100"
   std::string title;
-  int level = 2;      // 2 or 3
+  int level = 2;  // 2 or 3
   std::vector<Block> blocks;
   bool html_only = false;  // charts and raw text only: the Markdown report leaves it out
 };

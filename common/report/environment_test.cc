@@ -28,15 +28,18 @@ TEST(EnvironmentTest, ReadBackFactsAndNofileJoinTheTargets) {
            ": facts: {\"framework\":\"drogon\",\"version\":\"1.9.8\",\"workerModel\":\"event loop per thread\","
            "\"threads\":4,\"jsonLibrary\":\"jsoncpp 1.9.5\",\"allocator\":\"glibc malloc\",\"compiler\":\"gcc 12.2.0\","
            "\"flags\":\"-O3\",\"study\":\"hello answered text/html there\"}",
-       "target " + second + ": nofile in force: 20000, read back from /proc/7/limits (asked for 65536; this "
-                            "machine's hard limit is lower)",
+       "target " + second +
+           ": nofile in force: 20000, read back from /proc/7/limits (asked for 65536; this "
+           "machine's hard limit is lower)",
        "kernel.somaxconn = 4096"}));
-  EXPECT_NE(md.find("| " + first + " | drogon 1.9.8 | event loop per thread | 4 | jsoncpp 1.9.5 | glibc malloc | gcc "
+  EXPECT_NE(md.find("| " + first +
+                    " | drogon 1.9.8 | event loop per thread | 4 | jsoncpp 1.9.5 | glibc malloc | gcc "
                     "12.2.0, -O3 | hello answered text/html there |"),
             std::string::npos)
       << md.substr(md.find("Environment and method"), 3000);
   EXPECT_EQ(md.find("facts: {"), std::string::npos) << "the raw facts line is shown";
-  EXPECT_NE(md.find("65,536 (in force: 20000)"), std::string::npos) << md.substr(md.find("Environment and method"), 3000);
+  EXPECT_NE(md.find("65,536 (in force: 20000)"), std::string::npos)
+      << md.substr(md.find("Environment and method"), 3000);
   EXPECT_NE(md.find("nofile in force: 20000, read back from /proc/7/limits"), std::string::npos);
   EXPECT_NE(md.find("kernel.somaxconn = 4096"), std::string::npos);
 }

@@ -14,8 +14,8 @@ namespace {
 
 constexpr double kWidth = 1200;
 constexpr double kFrameHeight = 17;
-constexpr double kTop = 42;      // title and hint above the frames
-constexpr double kBottom = 24;   // the status line below them
+constexpr double kTop = 42;         // title and hint above the frames
+constexpr double kBottom = 24;      // the status line below them
 constexpr double kCharWidth = 6.6;  // 11 px monospace
 constexpr double kPad = 3;
 
@@ -169,7 +169,7 @@ Frame BuildTree(const CellProfile& profile) {
 
 struct Layout {
   std::string frames;
-  int depth = 0;         // deepest level drawn
+  int depth = 0;  // deepest level drawn
   size_t drawn = 0;
   uint64_t hidden_samples = 0;  // in frames too narrow to draw (their callers are drawn)
 };
@@ -220,10 +220,12 @@ std::string RenderFlameGraph(const CellProfile& profile, std::string_view title,
   const std::string hint = "Click a frame to zoom in, the bottom frame to zoom out; hover for its samples.";
   std::string out = "<svg class=\"flame\" id=\"" + id + "\" data-width=\"" + Num(kWidth) + "\" viewBox=\"0 0 " +
                     Num(kWidth) + " " + Num(height) + "\" width=\"" + Num(kWidth) + "\" height=\"" + Num(height) +
-                    "\" role=\"img\" aria-labelledby=\"" + id + "t " + id + "d\" font-family=\"monospace\" font-size=\"11\">\n" +
-                    "<title id=\"" + id + "t\">" + EscapeXml(title) + "</title>\n<desc id=\"" + id + "d\">" +
-                    EscapeXml(desc) + "</desc>\n" + "<text x=\"0\" y=\"16\" font-family=\"system-ui, sans-serif\" "
-                    "font-size=\"14\" font-weight=\"bold\">" + EscapeXml(title) + "</text>\n" +
+                    "\" role=\"img\" aria-labelledby=\"" + id + "t " + id +
+                    "d\" font-family=\"monospace\" font-size=\"11\">\n" + "<title id=\"" + id + "t\">" +
+                    EscapeXml(title) + "</title>\n<desc id=\"" + id + "d\">" + EscapeXml(desc) + "</desc>\n" +
+                    "<text x=\"0\" y=\"16\" font-family=\"system-ui, sans-serif\" "
+                    "font-size=\"14\" font-weight=\"bold\">" +
+                    EscapeXml(title) + "</text>\n" +
                     "<text x=\"0\" y=\"33\" font-family=\"system-ui, sans-serif\" font-size=\"12\" fill=\"#555\">" +
                     EscapeXml(FormatCount(static_cast<double>(root.samples)) + " samples" +
                               (profile.frequency_hz > 0 ? " at " + std::to_string(profile.frequency_hz) + " Hz" : "") +

@@ -34,8 +34,9 @@ CellProfile Profile() {
 // The frame of `name`: its data-x, data-w and data-d attributes.
 std::smatch Frame(const std::string& svg, const std::string& name) {
   std::smatch m;
-  const std::regex re("<g class=\"f\" tabindex=\"0\" data-x=\"([0-9.]+)\" data-w=\"([0-9.]+)\" data-d=\"([0-9]+)\"><title>" +
-                      name + "\n");
+  const std::regex re(
+      "<g class=\"f\" tabindex=\"0\" data-x=\"([0-9.]+)\" data-w=\"([0-9.]+)\" data-d=\"([0-9]+)\"><title>" + name +
+      "\n");
   std::regex_search(svg, m, re);
   return m;
 }
@@ -123,7 +124,8 @@ TEST(FlameGraphTest, TheReportShowsEachProfiledCell) {
   // A long C++ name is cut in the table (the graph keeps it whole).
   RunRecord long_name = r;
   for (CellRecord& c : long_name.cells) {
-    if (c.profile && c.profile->state == ProfileState::kRecorded) c.profile->stacks.push_back({"srv;" + std::string(70, 'x'), 900});
+    if (c.profile && c.profile->state == ProfileState::kRecorded)
+      c.profile->stacks.push_back({"srv;" + std::string(70, 'x'), 900});
   }
   EXPECT_NE(RenderMarkdown(long_name).find("| " + std::string(59, 'x') + "… 47.4 %, "), std::string::npos);
 

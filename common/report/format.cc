@@ -44,7 +44,7 @@ std::string FormatCount(double value) { return Signed(value, 0, false); }
 std::string FormatRate(double requests_per_second) {
   const bool whole = requests_per_second == std::round(requests_per_second);
   return whole || std::fabs(requests_per_second) >= 99.95 ? FormatCount(requests_per_second)
-                                                           : FormatDecimal(requests_per_second, 1);
+                                                          : FormatDecimal(requests_per_second, 1);
 }
 
 std::string FormatLatency(double us) {

@@ -60,7 +60,8 @@ std::string TableHtml(const Table& t) {
     return i < t.align.size() && t.align[i] == Align::kRight ? std::string(" class=\"num\"") : std::string();
   };
   std::string out = "<div class=\"table-wrap\"><table>\n<thead><tr>";
-  for (size_t i = 0; i < t.header.size(); ++i) out += "<th scope=\"col\"" + cls(i) + ">" + EscapeHtml(t.header[i]) + "</th>";
+  for (size_t i = 0; i < t.header.size(); ++i)
+    out += "<th scope=\"col\"" + cls(i) + ">" + EscapeHtml(t.header[i]) + "</th>";
   out += "</tr></thead>\n<tbody>\n";
   for (const auto& row : t.rows) {
     out += "<tr>";
@@ -148,7 +149,9 @@ std::string RenderHtml(const Document& doc) {
   if (script) policy += "; script-src " + ScriptHashSource(FlameGraphScript());
   std::string out =
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-      "<meta http-equiv=\"Content-Security-Policy\" content=\"" + policy + "\">\n"
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"" +
+      policy +
+      "\">\n"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
       "<meta name=\"generator\" content=\"fairbench\">\n<title>" +
       EscapeHtml(doc.title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n<header>\n<h1>" +

@@ -38,7 +38,8 @@ TEST(HtmlTest, HoldsTheTablesAndTheCharts) {
   EXPECT_NE(html.find("<tr><td class=\"num\">1</td><td>cinatra</td><td class=\"num\">605,123</td>"
                       "<td class=\"num\">100.0 %</td><td class=\"num\">149.52 µs</td>"),
             std::string::npos);
-  EXPECT_NE(html.find("<td>drogon</td><td class=\"num\">515,760</td><td class=\"num\">−29.9 %</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td>drogon</td><td class=\"num\">515,760</td><td class=\"num\">−29.9 %</td>"),
+            std::string::npos);
   EXPECT_NE(html.find("<a href=\"#baseline\">Drop versus the hello-world baseline</a>"), std::string::npos);
   // Requests/s bars, three latency ladders (the study published latency for
   // hello only) and the scaling lines.

@@ -21,7 +21,8 @@ std::vector<int> CpusOf(const CpuView& v) {
 }
 
 bool QuotaRead(const CpuView& v) {
-  return std::none_of(v.unread.begin(), v.unread.end(), [](const std::string& u) { return u.rfind("cpu quota", 0) == 0; });
+  return std::none_of(v.unread.begin(), v.unread.end(),
+                      [](const std::string& u) { return u.rfind("cpu quota", 0) == 0; });
 }
 
 Ceiling TargetCeiling(const std::optional<CpuView>& view) {
@@ -46,8 +47,8 @@ Ceiling GeneratorCeiling(const api::ScenarioSettings& settings, int64_t connecti
     threads.push_back(static_cast<double>(std::max<int64_t>(std::min<int64_t>(settings.threads, per), 1)));
     threads_total += threads.back();
   }
-  const Ceiling by_threads{threads_total, false, "their " + FormatCount(threads_total) +
-                                                     (threads_total == 1 ? " thread" : " threads")};
+  const Ceiling by_threads{threads_total, false,
+                           "their " + FormatCount(threads_total) + (threads_total == 1 ? " thread" : " threads")};
   if (agents.size() < static_cast<size_t>(count)) return by_threads;
   struct Machine {
     std::set<int> cpus;
@@ -115,7 +116,8 @@ std::string Use(double used, const Ceiling& c) {
 }  // namespace
 
 LimiterContext LimiterContextFor(const api::ScenarioSettings& settings, int64_t connections,
-                                 const std::optional<CpuView>& target, const std::vector<std::optional<CpuView>>& agents) {
+                                 const std::optional<CpuView>& target,
+                                 const std::vector<std::optional<CpuView>>& agents) {
   LimiterContext c;
   c.rate = settings.rate;
   c.target_cpu = TargetCeiling(target);
@@ -133,13 +135,12 @@ std::optional<api::Limiter> SaturatedLimiter(const api::CellResult& r, const Lim
   std::vector<Saturation> saturated;
   const uint64_t errors = r.errors.Total();
   const uint64_t attempted = r.requests + errors - std::min(errors, r.errors.status);
-  if (errors > 0 && attempted > 0 &&
-      static_cast<double>(errors) >= th.error_share * static_cast<double>(attempted)) {
-    saturated.push_back({api::LimiterKind::kErrors,
-                         FormatCount(static_cast<double>(errors)) + " of " + FormatCount(static_cast<double>(attempted)) +
-                             " requests attempted failed (" +
-                             FormatShare(static_cast<double>(errors) / static_cast<double>(attempted)) +
-                             "): " + ErrorsText(r.errors)});
+  if (errors > 0 && attempted > 0 && static_cast<double>(errors) >= th.error_share * static_cast<double>(attempted)) {
+    saturated.push_back(
+        {api::LimiterKind::kErrors, FormatCount(static_cast<double>(errors)) + " of " +
+                                        FormatCount(static_cast<double>(attempted)) + " requests attempted failed (" +
+                                        FormatShare(static_cast<double>(errors) / static_cast<double>(attempted)) +
+                                        "): " + ErrorsText(r.errors)});
   }
   const Ceiling& gen = ctx.generator_cpu;
   if (r.agent_cpu && gen.value > 0 && *r.agent_cpu >= th.saturated * gen.value) {
@@ -167,8 +168,8 @@ std::string HeadroomText(const api::CellResult& r, const LimiterContext& ctx, bo
   std::string headroom;
   auto add_headroom = [&](const std::string& part) { headroom += (headroom.empty() ? "" : ", ") + part; };
   add_headroom(has_target_cpu ? "the target used " + Use(target_used, ctx.target_cpu)
-                          : std::string(sparse ? "the target's CPU rests on too few samples"
-                                               : "the target's CPU was not measured"));
+                              : std::string(sparse ? "the target's CPU rests on too few samples"
+                                                   : "the target's CPU was not measured"));
   add_headroom(r.agent_cpu ? "the agents " + Use(*r.agent_cpu, ctx.generator_cpu) : "the agents' CPU was not measured");
   return headroom;
 }
@@ -187,14 +188,14 @@ BusyConnections LittlesLaw(const CellRecord& cell, const LimiterThresholds& th) 
   const bool known = in_flight > 0 && littles > 0;
   const double busy = known ? littles / in_flight : 0;
   const bool all_busy = known && busy >= th.busy && busy <= th.busy_high;
-  const std::string carried = FormatCount(in_flight) + (in_flight == static_cast<double>(r.connections)
-                                                            ? (r.connections == 1 ? " connection" : " connections")
-                                                            : " in flight on " + FormatCount(static_cast<double>(r.connections)) +
-                                                                  " connections");
-  return {all_busy,
-          known ? FormatRate(r.requests_per_second) + " requests/s × " + FormatLatency(r.latency.mean) +
-                      " mean latency = " + FormatDecimal(littles, 1) + " requests in flight for " + carried
-                : "Little's law could not be applied (no rate or no latency)"};
+  const std::string carried =
+      FormatCount(in_flight) +
+      (in_flight == static_cast<double>(r.connections)
+           ? (r.connections == 1 ? " connection" : " connections")
+           : " in flight on " + FormatCount(static_cast<double>(r.connections)) + " connections");
+  return {all_busy, known ? FormatRate(r.requests_per_second) + " requests/s × " + FormatLatency(r.latency.mean) +
+                                " mean latency = " + FormatDecimal(littles, 1) + " requests in flight for " + carried
+                          : "Little's law could not be applied (no rate or no latency)"};
 }
 
 // Why every connection busy does not prove the connections set the rate, or
@@ -254,9 +255,8 @@ api::Limiter FixedRateLimiter(const api::CellResult& r, const LimiterContext& ct
     return api::Limiter{api::LimiterKind::kUnknown, "only " + rate_text + " achieved with every connection busy (" +
                                                         busy.text + "), but " + *unproven + "."};
   }
-  return api::Limiter{api::LimiterKind::kConnections,
-                      "every connection busy (" + busy.text + ") and only " + rate_text + " achieved while " +
-                          headroom + "."};
+  return api::Limiter{api::LimiterKind::kConnections, "every connection busy (" + busy.text + ") and only " +
+                                                          rate_text + " achieved while " + headroom + "."};
 }
 
 }  // namespace
@@ -275,17 +275,18 @@ std::optional<api::Limiter> JudgeLimiter(const CellRecord& cell, const LimiterCo
   // Nothing at its ceiling. What the rest of the machine had, for the evidence.
   const std::string headroom = HeadroomText(r, ctx, sparse, has_target_cpu, target_used);
   const BusyConnections busy = LittlesLaw(cell, th);
-  const std::optional<std::string> unproven =
-      ConnectionsUnproven(cell, ctx, th, has_target_cpu, target_used, headroom);
+  const std::optional<std::string> unproven = ConnectionsUnproven(cell, ctx, th, has_target_cpu, target_used, headroom);
   if (ctx.rate > 0) return FixedRateLimiter(r, ctx, th, busy, headroom, unproven);
 
   if (!busy.all_busy) {
     return api::Limiter{api::LimiterKind::kUnknown,
                         "nothing measured was at its ceiling, and Little's law does not show every connection "
-                        "busy (" + busy.text + "); " + headroom + "."};
+                        "busy (" +
+                            busy.text + "); " + headroom + "."};
   }
   if (unproven) {
-    return api::Limiter{api::LimiterKind::kUnknown, "every connection busy (" + busy.text + "), but " + *unproven + "."};
+    return api::Limiter{api::LimiterKind::kUnknown,
+                        "every connection busy (" + busy.text + "), but " + *unproven + "."};
   }
   // What the target spent of each request's time on its CPU: the rest it
   // waited (on a fixed delay, a lock, its own workers), which decides
@@ -295,8 +296,8 @@ std::optional<api::Limiter> JudgeLimiter(const CellRecord& cell, const LimiterCo
   return api::Limiter{api::LimiterKind::kConnections,
                       "every connection busy (" + busy.text + ") while " + headroom +
                           ", under half of each ceiling: the rate is what the connections carried, and of each "
-                          "request's " + FormatLatency(r.latency.mean) + " the target spent " +
-                          FormatLatency(cpu_per_request_us) +
+                          "request's " +
+                          FormatLatency(r.latency.mean) + " the target spent " + FormatLatency(cpu_per_request_us) +
                           " on its CPU; the rest it waited (on a delay, a lock or its own workers)."};
 }
 

@@ -75,12 +75,12 @@
 namespace fairbench::report {
 
 struct LimiterThresholds {
-  double saturated = 0.90;       // a resource at ≥ this share of its ceiling
-  double busy = 0.90;            // Little's law's in flight ≥ this share of what the connections carry
-  double busy_high = 1.25;       // … and ≤ this share (cell_checks.h's 25 % tolerance)
-  double error_share = 0.01;     // errors ÷ requests attempted
-  double offered_share = 0.98;   // achieved ÷ offered
-  double headroom = 0.50;        // Connections: each CPU below this share of its ceiling (room to double)
+  double saturated = 0.90;      // a resource at ≥ this share of its ceiling
+  double busy = 0.90;           // Little's law's in flight ≥ this share of what the connections carry
+  double busy_high = 1.25;      // … and ≤ this share (cell_checks.h's 25 % tolerance)
+  double error_share = 0.01;    // errors ÷ requests attempted
+  double offered_share = 0.98;  // achieved ÷ offered
+  double headroom = 0.50;       // Connections: each CPU below this share of its ceiling (room to double)
 };
 
 // A resource's ceiling. value 0: not known.
@@ -93,9 +93,9 @@ struct Ceiling {
 };
 
 struct LimiterContext {
-  int64_t rate = 0;     // requests/s offered over all agents; 0: closed loop
-  Ceiling target_cpu;   // cores
-  Ceiling generator_cpu;  // cores
+  int64_t rate = 0;                      // requests/s offered over all agents; 0: closed loop
+  Ceiling target_cpu;                    // cores
+  Ceiling generator_cpu;                 // cores
   std::optional<uint64_t> memory_limit;  // bytes; unset: none, or not read
 };
 
@@ -104,7 +104,8 @@ struct LimiterContext {
 // is the cell's, `settings` the scenario's effective settings (threads per
 // agent, agents, rate).
 LimiterContext LimiterContextFor(const api::ScenarioSettings& settings, int64_t connections,
-                                 const std::optional<CpuView>& target, const std::vector<std::optional<CpuView>>& agents);
+                                 const std::optional<CpuView>& target,
+                                 const std::vector<std::optional<CpuView>>& agents);
 
 // The verdict of a cell; nullopt for a cell that did not succeed. Reads
 // cell.result, cell.littles_law_connections and cell.littles_law_in_flight

@@ -93,8 +93,7 @@ TEST(LimiterTest, TwoAtTheirCeilingsNameBothAndPickTheGenerator) {
   const auto v = JudgeLimiter(Cell(s, 100, 50'000, 2'000, 1.95, 0.99), TwoCpuTarget(s, 100));
   ASSERT_TRUE(v);
   EXPECT_EQ(v->kind, LimiterKind::kGeneratorCpu);
-  EXPECT_EQ(v->evidence,
-            "agents' CPU 0.99 cores of their 1 CPU (2); also target CPU 1.95 cores of its 2 CPUs (0-1).");
+  EXPECT_EQ(v->evidence, "agents' CPU 0.99 cores of their 1 CPU (2); also target CPU 1.95 cores of its 2 CPUs (0-1).");
 }
 
 // Catches: Little's law left out of the Connections verdict, or a closed

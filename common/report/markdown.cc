@@ -104,11 +104,20 @@ std::string EscapeMarkdown(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '\\': case '`': case '*': case '_': case '[': case ']': case '<': case '|': case '~':
+      case '\\':
+      case '`':
+      case '*':
+      case '_':
+      case '[':
+      case ']':
+      case '<':
+      case '|':
+      case '~':
         out += '\\';
         out += c;
         break;
-      case '\n': case '\r': out += ' '; break;
+      case '\n':
+      case '\r': out += ' '; break;
       default: out += c;
     }
   }

@@ -137,9 +137,8 @@ TEST_F(StudyReportTest, ScalingShowsTheDeclineFromTheLowestLevel) {
 // spread over the targets it is given, so it says 1.8× for those four.
 TEST(StudyTailSpreadTest, TheStudysOnePointEightSpansItsFourTrustedFrameworks) {
   RunRecord four = StudyFigures();
-  std::erase_if(four.cells, [](const CellRecord& c) {
-    return c.result.target == "oatpp" || c.result.target == "cpp-httplib";
-  });
+  std::erase_if(four.cells,
+                [](const CellRecord& c) { return c.result.target == "oatpp" || c.result.target == "cpp-httplib"; });
   const std::string s = Section(RenderMarkdown(four), "### hello: 100 → 1,000 → 10,000 connections");
   EXPECT_TRUE(HasLine(s, "At 10,000 connections: across 4 targets the average latency spans 1.8×, the maximum 26.1×."))
       << s;
@@ -154,11 +153,13 @@ TEST_F(StudyReportTest, FlagsTheLittlesLawOutliersTheStudyNames) {
     }
     return false;
   };
-  EXPECT_TRUE(has("| oatpp | hello | 100 | LittlesLawMismatch | requests/s × mean latency = 660 requests in flight "
-                  "for 100 connections (6.6×)"))
+  EXPECT_TRUE(
+      has("| oatpp | hello | 100 | LittlesLawMismatch | requests/s × mean latency = 660 requests in flight "
+          "for 100 connections (6.6×)"))
       << s;
-  EXPECT_TRUE(has("| cpp-httplib | hello | 100 | LittlesLawMismatch | requests/s × mean latency = 2,354 requests in "
-                  "flight for 100 connections (23.5×)"));
+  EXPECT_TRUE(
+      has("| cpp-httplib | hello | 100 | LittlesLawMismatch | requests/s × mean latency = 2,354 requests in "
+          "flight for 100 connections (23.5×)"));
   // The four whose figure was 90–102 are not flagged at 100 connections.
   for (const char* name : {"cinatra", "hical", "drogon", "crow"}) {
     EXPECT_FALSE(has(std::string("| ") + name + " | hello | 100 |")) << name;
@@ -231,8 +232,8 @@ TEST(MarkdownTest, FailedAndSkippedCellsShowTheirReason) {
                       "| – | oatpp | skipped (VerificationFailed) | – | – | – | – | – | – |"));
   EXPECT_TRUE(HasLine(Section(md, "### hello: 100 → 1,000 → 10,000 connections"),
                       "| cpp-httplib | 85,410 | 84,332 (−1.3 %) | failed (TargetExited) |"));
-  EXPECT_TRUE(HasLine(Section(md, "## Drop versus the hello-world baseline"),
-                      "| oatpp | 226,090 | −15.6 % | – | −16.0 % |"));
+  EXPECT_TRUE(
+      HasLine(Section(md, "## Drop versus the hello-world baseline"), "| oatpp | 226,090 | −15.6 % | – | −16.0 % |"));
   EXPECT_NE(md.find("36 of 36 cells finished: 34 succeeded, 1 failed, 1 skipped."), std::string::npos);
 }
 
@@ -368,9 +369,10 @@ TEST(MarkdownTest, AnInterruptedRunSaysWhereItStopped) {
   c.message = "interrupted by SIGTERM during cell beta/hello/c10/r1, measuring: 1.2 s of 10.0 s measured";
   record.run.status.conditions.push_back(c);
   const std::string md = RenderMarkdown(record);
-  EXPECT_NE(md.find("**The run was stopped**: interrupted by SIGTERM during cell beta/hello/c10/r1, measuring: 1.2 s of "
-                    "10.0 s measured."),
-            std::string::npos)
+  EXPECT_NE(
+      md.find("**The run was stopped**: interrupted by SIGTERM during cell beta/hello/c10/r1, measuring: 1.2 s of "
+              "10.0 s measured."),
+      std::string::npos)
       << md;
   record.run.status.phase = api::RunPhase::kSucceeded;
   EXPECT_EQ(RenderMarkdown(record).find("The run was stopped"), std::string::npos);
@@ -379,10 +381,8 @@ TEST(MarkdownTest, AnInterruptedRunSaysWhereItStopped) {
 TEST(MarkdownTest, SmallRecordExactTables) {
   const std::string md = RenderMarkdown(SmallRecord());
   EXPECT_EQ(Rows(Section(md, "## Results at a glance")),
-            (std::vector<std::string>{"| scenario | connections | beta | alpha |",
-                                      "| hello | 10 | 2,000 | 1,000 |",
-                                      "| hello | 100 | 1,200 | 1,500 |",
-                                      "| json | 10 | failed | 800 |"}))
+            (std::vector<std::string>{"| scenario | connections | beta | alpha |", "| hello | 10 | 2,000 | 1,000 |",
+                                      "| hello | 100 | 1,200 | 1,500 |", "| json | 10 | failed | 800 |"}))
       << md;
   EXPECT_EQ(Rows(Section(md, "### hello · 10 connections")),
             (std::vector<std::string>{
@@ -399,42 +399,41 @@ TEST(MarkdownTest, SmallRecordExactTables) {
   EXPECT_EQ(Rows(Section(md, "## Drop versus the hello-world baseline")),
             (std::vector<std::string>{"| target | hello requests/s | json |", "| beta | 2,000 | – |",
                                       "| alpha | 1,000 | −20.0 % |"}));
-  EXPECT_EQ(Rows(Section(md, "### hello: 10 → 100 connections")),
-            (std::vector<std::string>{"| target | 10 requests/s | 100 requests/s |",
-                                      "| beta | 2,000 | 1,200 (−40.0 %) |",
-                                      "| alpha | 1,000 | 1,500 (+50.0 %) |",
-                                      "| target | 10 avg / max | 100 avg / max |",
-                                      "| beta | 4.90 ms / 12.00 ms | 200.00 ms / 1.90 s |",
-                                      "| alpha | 9.80 ms / 30.00 ms | 66.00 ms / 250.00 ms |"}));
+  EXPECT_EQ(
+      Rows(Section(md, "### hello: 10 → 100 connections")),
+      (std::vector<std::string>{"| target | 10 requests/s | 100 requests/s |", "| beta | 2,000 | 1,200 (−40.0 %) |",
+                                "| alpha | 1,000 | 1,500 (+50.0 %) |", "| target | 10 avg / max | 100 avg / max |",
+                                "| beta | 4.90 ms / 12.00 ms | 200.00 ms / 1.90 s |",
+                                "| alpha | 9.80 ms / 30.00 ms | 66.00 ms / 250.00 ms |"}));
   EXPECT_EQ(Rows(Section(md, "## Errors")),
             (std::vector<std::string>{
                 "| target | scenario | connections | connect | read | write | timeout | status | port exhaustion | "
                 "requests |",
                 "| beta | hello | 100 | 0 | 0 | 0 | 7 | 0 | 0 | 12,000 |"}));
   EXPECT_EQ(Rows(Section(md, "## Memory and CPU")),
-            (std::vector<std::string>{"| target | idle | hello @ 10 | hello @ 100 | json @ 10 |",
-                                      "| beta | 10.00 MiB | 12.50 MiB | 12.50 MiB | – |",
-                                      "| alpha | 10.00 MiB | 12.50 MiB | 12.50 MiB | 12.50 MiB |",
-                                      "| target | hello @ 10 | hello @ 100 | json @ 10 |",
-                                      "| beta | 1.50 / 0.25 | 1.50 / 1.90 | – / – |",
-                                      "| alpha | 1.50 / 0.25 | 1.50 / 0.25 | 1.50 / 0.25 |",
-                                      // 1.5 cores at 2,000, 1,200, 1,000, 1,500 and 800 requests/s.
-                                      "| target | hello @ 10 | hello @ 100 | json @ 10 |",
-                                      "| beta | 750.0 µs | 1,250.0 µs | – |",
-                                      "| alpha | 1,500.0 µs | 1,000.0 µs | 1,875.0 µs |"}));
+            (std::vector<std::string>{
+                "| target | idle | hello @ 10 | hello @ 100 | json @ 10 |",
+                "| beta | 10.00 MiB | 12.50 MiB | 12.50 MiB | – |",
+                "| alpha | 10.00 MiB | 12.50 MiB | 12.50 MiB | 12.50 MiB |",
+                "| target | hello @ 10 | hello @ 100 | json @ 10 |", "| beta | 1.50 / 0.25 | 1.50 / 1.90 | – / – |",
+                "| alpha | 1.50 / 0.25 | 1.50 / 0.25 | 1.50 / 0.25 |",
+                // 1.5 cores at 2,000, 1,200, 1,000, 1,500 and 800 requests/s.
+                "| target | hello @ 10 | hello @ 100 | json @ 10 |", "| beta | 750.0 µs | 1,250.0 µs | – |",
+                "| alpha | 1,500.0 µs | 1,000.0 µs | 1,875.0 µs |"}));
   EXPECT_EQ(Rows(Section(md, "## Bytes per response and transfer")),
             (std::vector<std::string>{"| target | hello | json |", "| beta | 120 B | – |", "| alpha | 120 B | 120 B |",
                                       "| target | hello @ 10 | hello @ 100 | json @ 10 |",
                                       "| beta | 234.38 KiB/s | 140.63 KiB/s | – |",
                                       "| alpha | 117.19 KiB/s | 175.78 KiB/s | 93.75 KiB/s |"}));
-  EXPECT_EQ(Rows(Section(md, "## Flags: cells that need a second look")),
-            (std::vector<std::string>{
-                "| target | scenario | connections | flag | detail |",
-                "| beta | hello | 100 | GeneratorSaturated | the agents used 1.90 cores |",
-                "| beta | hello | 100 | LittlesLawMismatch | requests/s × mean latency = 240 requests in flight for 100 "
-                "connections (2.4×): more than the connections can carry; the latency or the rate is off |",
-                "| beta | hello | 100 | FewerConnections | at most 96 of 100 connections were open |",
-                "| beta | hello | 100 | Errors | 7 socket errors (see Errors) |"}));
+  EXPECT_EQ(
+      Rows(Section(md, "## Flags: cells that need a second look")),
+      (std::vector<std::string>{
+          "| target | scenario | connections | flag | detail |",
+          "| beta | hello | 100 | GeneratorSaturated | the agents used 1.90 cores |",
+          "| beta | hello | 100 | LittlesLawMismatch | requests/s × mean latency = 240 requests in flight for 100 "
+          "connections (2.4×): more than the connections can carry; the latency or the rate is off |",
+          "| beta | hello | 100 | FewerConnections | at most 96 of 100 connections were open |",
+          "| beta | hello | 100 | Errors | 7 socket errors (see Errors) |"}));
   EXPECT_EQ(Rows(Section(md, "## Failed and skipped cells")),
             (std::vector<std::string>{"| target | scenario | connections | state | reason | message |",
                                       "| beta | json | 10 | failed | VerificationFailed | GET /json: status 500 |"}));
@@ -452,7 +451,8 @@ TEST(MarkdownTest, LimiterColumnAndWhyNotDouble) {
     if (c.result.state != api::CellState::kSucceeded) continue;
     c.result.limiter = api::Limiter{api::LimiterKind::kTargetCpu, "target CPU 1.50 cores of its 2 CPUs (0-1)."};
   }
-  record.cells[4].result.limiter = api::Limiter{api::LimiterKind::kGeneratorCpu, "agents' CPU 1.90 cores of their 2 threads."};
+  record.cells[4].result.limiter =
+      api::Limiter{api::LimiterKind::kGeneratorCpu, "agents' CPU 1.90 cores of their 2 threads."};
   record.cells[2].result.limiter.reset();  // alpha json @ 10: recorded before verdicts
   const std::string md = RenderMarkdown(record);
   EXPECT_EQ(Rows(Section(md, "### hello · 100 connections")),
@@ -485,16 +485,17 @@ TEST(MarkdownTest, HttpsCellsShowHandshakes) {
   record.run.spec.targets[1].scheme = Scheme::kHttps;
   for (CellRecord& c : record.cells) {
     if (c.result.target != "beta" || c.result.scenario != "hello") continue;
-    c.result.tls = api::TlsHandshakes{c.result.connections == 10 ? 2000u : 100u, c.result.connections == 10 ? 1990u : 0u,
-                                      c.result.connections == 10 ? 850.0 : 2500.0,
-                                      c.result.connections == 10 ? 200.0 : 10.0};
+    c.result.tls =
+        api::TlsHandshakes{c.result.connections == 10 ? 2000u : 100u, c.result.connections == 10 ? 1990u : 0u,
+                           c.result.connections == 10 ? 850.0 : 2500.0, c.result.connections == 10 ? 200.0 : 10.0};
     if (c.result.connections == 100) c.result.errors.handshake = 4;
   }
   const std::string md = RenderMarkdown(record);
   EXPECT_EQ(Rows(Section(md, "## TLS handshakes")),
-            (std::vector<std::string>{"| target | scenario | connections | handshakes | resumed | mean | per second | requests |",
-                                      "| beta | hello | 10 | 2,000 | 1,990 | 850.00 µs | 200.0 | 20,000 |",
-                                      "| beta | hello | 100 | 100 | 0 | 2.50 ms | 10.0 | 12,000 |"}))
+            (std::vector<std::string>{
+                "| target | scenario | connections | handshakes | resumed | mean | per second | requests |",
+                "| beta | hello | 10 | 2,000 | 1,990 | 850.00 µs | 200.0 | 20,000 |",
+                "| beta | hello | 100 | 100 | 0 | 2.50 ms | 10.0 | 12,000 |"}))
       << md;
   EXPECT_EQ(Rows(Section(md, "## Errors")),
             (std::vector<std::string>{
@@ -599,11 +600,12 @@ TEST(MarkdownTest, RepetitionsShowTheSpread) {
   // mean 1016.67, sample stdev 76.38 → CV 7.5 % (noisy); 95 % interval
   // ± t(0.975, 2) × 76.38 ÷ √3 = ± 4.303 × 44.10 = ± 189.7; p99 the same in
   // every repetition.
-  EXPECT_EQ(Rows(Section(md, "## Repetitions and run-to-run spread")),
-            (std::vector<std::string>{
-                "| target | scenario | connections | runs | requests/s | 95 % interval | CV | p99 | p99 95 % interval | "
-                "noise |",
-                "| alpha | hello | 10 | 3 | 1,017 | 827 – 1,206 | 7.5 % | 15.00 ms | 15.00 ms – 15.00 ms | noisy |"}))
+  EXPECT_EQ(
+      Rows(Section(md, "## Repetitions and run-to-run spread")),
+      (std::vector<std::string>{
+          "| target | scenario | connections | runs | requests/s | 95 % interval | CV | p99 | p99 95 % interval | "
+          "noise |",
+          "| alpha | hello | 10 | 3 | 1,017 | 827 – 1,206 | 7.5 % | 15.00 ms | 15.00 ms – 15.00 ms | noisy |"}))
       << md;
   // The row shows the median repetition, and per-cell tables name the repetition.
   EXPECT_TRUE(HasLine(Section(md, "### hello · 10 connections"),

@@ -179,8 +179,8 @@ void ReadProfile(const nlohmann::json& j, const std::string& path, api::Diagnost
   if (!j.is_object()) return d.Add(path, "must be an object, got " + Describe(j));
   const auto at = [&path](std::string_view name) { return path + "." + std::string(name); };
   for (auto it = j.begin(); it != j.end(); ++it) {
-    static constexpr std::array<std::string_view, 8> kKnown{
-        "state", "message", "command", "frequencyHz", "seconds", "samples", "omittedSamples", "folded"};
+    static constexpr std::array<std::string_view, 8> kKnown{"state",   "message", "command",        "frequencyHz",
+                                                            "seconds", "samples", "omittedSamples", "folded"};
     if (std::find(kKnown.begin(), kKnown.end(), it.key()) == kKnown.end()) d.Add(at(it.key()), "unknown field");
   }
   const auto text = [&](std::string_view name, std::string& field) {

@@ -41,12 +41,12 @@ struct FoldedStack {
 
 struct CellProfile {
   ProfileState state = ProfileState::kRecorded;
-  std::string message;         // why it is not recorded, or a caveat ("3 stacks left out")
-  std::string command;         // what sampled ("perf record -F 99 -g -p 4711,4712")
+  std::string message;  // why it is not recorded, or a caveat ("3 stacks left out")
+  std::string command;  // what sampled ("perf record -F 99 -g -p 4711,4712")
   int32_t frequency_hz = 0;
-  double seconds = 0;          // how long sampling ran
-  uint64_t samples = 0;        // all samples, those of omitted stacks included
-  uint64_t omitted_samples = 0;  // in stacks left out beyond the cap
+  double seconds = 0;               // how long sampling ran
+  uint64_t samples = 0;             // all samples, those of omitted stacks included
+  uint64_t omitted_samples = 0;     // in stacks left out beyond the cap
   std::vector<FoldedStack> stacks;  // sorted by frames
   friend bool operator==(const CellProfile&, const CellProfile&) = default;
 };
@@ -70,7 +70,6 @@ Folded FoldPerfScript(std::string_view text, size_t max_stacks = kMaxProfileStac
 // results.json's "profile" object, and back. Reading is strict, like the
 // rest of results.json: problems are added to `diagnostics` under `path`.
 nlohmann::ordered_json ToJson(const CellProfile& profile);
-void ReadProfile(const nlohmann::json& json, const std::string& path, api::Diagnostics& diagnostics,
-                 CellProfile& out);
+void ReadProfile(const nlohmann::json& json, const std::string& path, api::Diagnostics& diagnostics, CellProfile& out);
 
 }  // namespace fairbench::report

@@ -44,13 +44,12 @@ TEST(ProfileTest, FoldsPerfScriptOutput) {
   const Folded f = FoldPerfScript(kScript);
   EXPECT_EQ(f.samples, 5u);
   EXPECT_EQ(f.omitted_samples, 0u);
-  EXPECT_EQ(f.stacks,
-            (std::vector<FoldedStack>{
-                {"Web Content;[unknown];[yes]", 1},
-                {"idle", 1},
-                {"nginx;main;ngx_http_write_filter;__GI___libc_write;do_syscall_64_[k]", 2},
-                {"srv;a:b;std::map<int, int>::find(int const&) const", 1},
-            }));
+  EXPECT_EQ(f.stacks, (std::vector<FoldedStack>{
+                          {"Web Content;[unknown];[yes]", 1},
+                          {"idle", 1},
+                          {"nginx;main;ngx_http_write_filter;__GI___libc_write;do_syscall_64_[k]", 2},
+                          {"srv;a:b;std::map<int, int>::find(int const&) const", 1},
+                      }));
 }
 
 // Catches: a profile of a busy server growing without bound: beyond the cap

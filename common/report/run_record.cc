@@ -44,9 +44,9 @@ constexpr std::array<const char*, 6> kStatusClassNames{"other", "1xx", "2xx", "3
 // ---------------------------------------------------------------- writing
 
 OrderedJson ErrorsJson(const ErrorCounts& e) {
-  return OrderedJson{{"connect", e.connect}, {"read", e.read},     {"write", e.write},
-                     {"timeout", e.timeout}, {"status", e.status}, {"portExhaustion", e.port_exhaustion},
-                     {"handshake", e.handshake}, {"goaway", e.goaway},   {"rstStream", e.rst_stream},
+  return OrderedJson{{"connect", e.connect},        {"read", e.read},     {"write", e.write},
+                     {"timeout", e.timeout},        {"status", e.status}, {"portExhaustion", e.port_exhaustion},
+                     {"handshake", e.handshake},    {"goaway", e.goaway}, {"rstStream", e.rst_stream},
                      {"h2Protocol", e.h2_protocol}, {"script", e.script}};
 }
 
@@ -85,9 +85,10 @@ OrderedJson CellJson(const CellRecord& c) {
   j["measureSeconds"] = c.measure_seconds;
   if (c.idle) {
     const IdleReport& i = *c.idle;
-    j["idleWait"] = OrderedJson{{"mode", IdleWaitName(i.mode)}, {"naps", i.naps},         {"napHits", i.nap_hits},
-                                {"napSeconds", i.nap_seconds},    {"maxNapNs", i.max_nap_ns}, {"polls", i.polls},
-                                {"emptyPolls", i.empty_polls},    {"spinSeconds", i.spin_seconds}};
+    j["idleWait"] = OrderedJson{{"mode", IdleWaitName(i.mode)}, {"naps", i.naps},
+                                {"napHits", i.nap_hits},        {"napSeconds", i.nap_seconds},
+                                {"maxNapNs", i.max_nap_ns},     {"polls", i.polls},
+                                {"emptyPolls", i.empty_polls},  {"spinSeconds", i.spin_seconds}};
   }
   j["littlesLawConnections"] = c.littles_law_connections;
   j["littlesLawInFlight"] = c.littles_law_in_flight;
@@ -106,8 +107,14 @@ OrderedJson CellJson(const CellRecord& c) {
   if (c.capacity) {
     OrderedJson trials = OrderedJson::array();
     for (const CapacityTrial& t : c.capacity->trials) {
-      trials.push_back(OrderedJson{{"offered", t.offered}, {"achieved", t.achieved}, {"p50Us", t.p50}, {"p90Us", t.p90},
-                                   {"p99Us", t.p99}, {"p999Us", t.p999}, {"errorRate", t.error_rate}, {"pass", t.pass}});
+      trials.push_back(OrderedJson{{"offered", t.offered},
+                                   {"achieved", t.achieved},
+                                   {"p50Us", t.p50},
+                                   {"p90Us", t.p90},
+                                   {"p99Us", t.p99},
+                                   {"p999Us", t.p999},
+                                   {"errorRate", t.error_rate},
+                                   {"pass", t.pass}});
     }
     j["capacity"] = OrderedJson{{"objective", c.capacity->objective},
                                 {"rate", c.capacity->rate},
@@ -210,8 +217,8 @@ class ObjectReader {
         if (v > std::numeric_limits<T>::max()) return Error(path, "is too large", *j);
         out = static_cast<T>(v);
       } else {
-        const bool huge = j->is_number_unsigned() &&
-                          j->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+        const bool huge =
+            j->is_number_unsigned() && j->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
         const int64_t v = huge ? 0 : j->get<int64_t>();
         if (huge || v > std::numeric_limits<T>::max() || v < std::numeric_limits<T>::min()) {
           return Error(path, "is out of range", *j);
@@ -305,7 +312,8 @@ void ReadTimelinePoint(const Json& j, const std::string& path, api::Diagnostics&
   if (const Json* c = r.Find("statusClasses")) {
     ObjectReader classes(*c, r.PathOf("statusClasses"), d);
     if (classes.Valid()) {
-      for (size_t i = 0; i < kStatusClassNames.size(); ++i) classes.Read(kStatusClassNames[i], p.counters.status_classes[i]);
+      for (size_t i = 0; i < kStatusClassNames.size(); ++i)
+        classes.Read(kStatusClassNames[i], p.counters.status_classes[i]);
     }
   }
   r.Read("connects", p.counters.connects);
@@ -389,7 +397,8 @@ void ReadCapacityTrials(ObjectReader& cr, api::Diagnostics& d, std::vector<Capac
 }
 
 // Set only when "capacity" is an object.
-void ReadCapacity(const Json& j, const std::string& path, api::Diagnostics& d, std::optional<CapacitySearch>& capacity) {
+void ReadCapacity(const Json& j, const std::string& path, api::Diagnostics& d,
+                  std::optional<CapacitySearch>& capacity) {
   ObjectReader cr(j, path, d);
   if (!cr.Valid()) return;
   CapacitySearch s;
@@ -438,7 +447,8 @@ void ReadCellExtras(const Json& j, const std::string& path, api::Diagnostics& d,
       r.Error(r.PathOf("timeline"), "must be a list", *t);
     } else {
       c.timeline.resize(t->size());
-      for (size_t i = 0; i < t->size(); ++i) ReadTimelinePoint((*t)[i], Index(r.PathOf("timeline"), i), d, c.timeline[i]);
+      for (size_t i = 0; i < t->size(); ++i)
+        ReadTimelinePoint((*t)[i], Index(r.PathOf("timeline"), i), d, c.timeline[i]);
     }
   }
   r.Read("wrkText", c.wrk_text);
@@ -589,19 +599,31 @@ nlohmann::ordered_json ToJson(const RunRecord& record) {
   j["run"] = api::ToJson(run);
   j["environment"] = EnvironmentJson(record.environment);
   if (!record.schedule.order.empty()) {
-    j["schedule"] = OrderedJson{{"order", record.schedule.order}, {"seed", record.schedule.seed}, {"rounds", record.schedule.rounds}};
+    j["schedule"] = OrderedJson{
+        {"order", record.schedule.order}, {"seed", record.schedule.seed}, {"rounds", record.schedule.rounds}};
   }
   if (record.calibration) {
     const CalibrationRecord& c = *record.calibration;
     OrderedJson checks = OrderedJson::array();
     for (const CalibrationCheck& k : c.checks) {
-      checks.push_back(OrderedJson{{"cell", k.cell}, {"name", k.name}, {"expected", k.expected}, {"unit", k.unit},
-                                   {"measured", k.measured}, {"low", k.low}, {"high", k.high}, {"error", k.error},
+      checks.push_back(OrderedJson{{"cell", k.cell},
+                                   {"name", k.name},
+                                   {"expected", k.expected},
+                                   {"unit", k.unit},
+                                   {"measured", k.measured},
+                                   {"low", k.low},
+                                   {"high", k.high},
+                                   {"error", k.error},
                                    {"passed", k.passed}});
     }
-    OrderedJson cj{{"passed", c.passed}, {"host", c.host}, {"stallMs", c.stall_ms}, {"delayMs", c.delay_ms},
-                   {"rate", c.rate}, {"closedConnections", c.closed_connections},
-                   {"uncorrectedWouldPass", c.uncorrected_would_pass}, {"checks", checks}};
+    OrderedJson cj{{"passed", c.passed},
+                   {"host", c.host},
+                   {"stallMs", c.stall_ms},
+                   {"delayMs", c.delay_ms},
+                   {"rate", c.rate},
+                   {"closedConnections", c.closed_connections},
+                   {"uncorrectedWouldPass", c.uncorrected_would_pass},
+                   {"checks", checks}};
     if (!c.error.empty()) cj["error"] = c.error;
     j["calibration"] = std::move(cj);
   }
@@ -660,8 +682,8 @@ namespace {
 Result<RunRecord> Decode(const nlohmann::json& json, std::string_view source) {
   if (!json.is_object()) {
     return Status::InvalidArgument(std::string(source) + ": expected an object with apiVersion " +
-                                   api::Quote(api::kApiVersion) + " and kind " + api::Quote(kResultsKind) +
-                                   ", got " + Describe(json));
+                                   api::Quote(api::kApiVersion) + " and kind " + api::Quote(kResultsKind) + ", got " +
+                                   Describe(json));
   }
   api::Diagnostics d;
   RunRecord record;

@@ -52,14 +52,14 @@ inline constexpr std::string_view kResultsKind = "BenchmarkResults";
 // Why a cell deserves a second look. Spelt in the report and results.json
 // by FlagName(): "GeneratorSaturated", … The thresholds are in cell_checks.h.
 enum class CellFlag {
-  kGeneratorSaturated,    // the agents' threads were busy nearly all the time
-  kLittlesLawMismatch,    // requests/s × mean latency is far from the connections
-  kFewerConnections,      // fewer connections were established than asked
-  kSnapshotGap,           // an agent's interval went missing (set by the orchestrator)
-  kSparseUsage,           // the target's CPU and memory rest on too few fresh samples (set by the orchestrator)
-  kSharedCpus,            // the target's CPUs were not its own (run.status.cpus; set by the orchestrator)
-  kErrors,                // socket errors or unexpected statuses
-  kRateNotAchieved,       // a constant rate: achieved < 98 % of the rate offered; the cell is invalid, never ranked
+  kGeneratorSaturated,  // the agents' threads were busy nearly all the time
+  kLittlesLawMismatch,  // requests/s × mean latency is far from the connections
+  kFewerConnections,    // fewer connections were established than asked
+  kSnapshotGap,         // an agent's interval went missing (set by the orchestrator)
+  kSparseUsage,         // the target's CPU and memory rest on too few fresh samples (set by the orchestrator)
+  kSharedCpus,          // the target's CPUs were not its own (run.status.cpus; set by the orchestrator)
+  kErrors,              // socket errors or unexpected statuses
+  kRateNotAchieved,     // a constant rate: achieved < 98 % of the rate offered; the cell is invalid, never ranked
   // Scenarios with vary (result.answers):
   kContentLengthMismatch,  // an answer's Content-Length disagreed with the bytes of its body
   kDateMissing,            // answers without a Date header
@@ -71,8 +71,8 @@ std::optional<CellFlag> FlagFromName(std::string_view name);
 
 // One constant-rate trial of a capacity search.
 struct CapacityTrial {
-  double offered = 0;   // requests/s asked for
-  double achieved = 0;  // requests/s answered
+  double offered = 0;                          // requests/s asked for
+  double achieved = 0;                         // requests/s answered
   double p50 = 0, p90 = 0, p99 = 0, p999 = 0;  // µs, corrected for coordinated omission
   double error_rate = 0;                       // errors ÷ requests
   bool pass = false;
@@ -81,10 +81,10 @@ struct CapacityTrial {
 
 // A cell of a scenario with an objective: the search and its outcome.
 struct CapacitySearch {
-  std::string objective;   // "p99 ≤ 10ms"
-  double rate = 0;         // the highest offered rate that met it; 0: none did
-  bool bounded = false;    // a rate that failed it was found above `rate`
-  double errors_began_at = 0;  // the lowest offered rate with errors; 0: none
+  std::string objective;              // "p99 ≤ 10ms"
+  double rate = 0;                    // the highest offered rate that met it; 0: none did
+  bool bounded = false;               // a rate that failed it was found above `rate`
+  double errors_began_at = 0;         // the lowest offered rate with errors; 0: none
   std::vector<CapacityTrial> trials;  // in the order run
   friend bool operator==(const CapacitySearch&, const CapacitySearch&) = default;
 };
@@ -109,26 +109,26 @@ struct ScriptOutput {
 
 struct CellRecord {
   api::CellResult result;
-  std::vector<TimelinePoint> timeline;   // every interval, warmup included
-  std::string latency_histogram;         // base64 of HdrHistogram V2 (µs), measure phase
-  std::string uncorrected_histogram;     // same, constant-rate runs only
-  bool latency_corrected = false;        // true with a constant rate
-  std::string wrk_text;                  // the cell's summary in wrk's layout
-  uint32_t agents = 0;                   // 0: not recorded (figures imported from elsewhere)
-  uint32_t connections_peak = 0;         // summed over agents
+  std::vector<TimelinePoint> timeline;  // every interval, warmup included
+  std::string latency_histogram;        // base64 of HdrHistogram V2 (µs), measure phase
+  std::string uncorrected_histogram;    // same, constant-rate runs only
+  bool latency_corrected = false;       // true with a constant rate
+  std::string wrk_text;                 // the cell's summary in wrk's layout
+  uint32_t agents = 0;                  // 0: not recorded (figures imported from elsewhere)
+  uint32_t connections_peak = 0;        // summed over agents
   uint64_t drained = 0;
   uint64_t abandoned = 0;
   double measure_seconds = 0;
-  std::optional<IdleReport> idle;        // what the agents' idle waiting did (summed); unset: not recorded
-  double littles_law_connections = 0;    // requests/s × mean latency; 0 when either is unknown
+  std::optional<IdleReport> idle;      // what the agents' idle waiting did (summed); unset: not recorded
+  double littles_law_connections = 0;  // requests/s × mean latency; 0 when either is unknown
   // What a closed loop keeps in flight: connections × streams (HTTP/2 and
   // gRPC targets) or × pipeline; 0: not recorded.
   double littles_law_in_flight = 0;
-  uint32_t usage_samples = 0;            // fresh target usage samples in the measure phase
-  double usage_span_seconds = 0;         // from the first of them to the last
-  std::vector<CellFlag> flags;           // in enum order, each at most once
+  uint32_t usage_samples = 0;              // fresh target usage samples in the measure phase
+  double usage_span_seconds = 0;           // from the first of them to the last
+  std::vector<CellFlag> flags;             // in enum order, each at most once
   std::optional<CapacitySearch> capacity;  // scenarios with an objective (slo)
-  std::optional<CellProfile> profile;    // spec.profile selected this cell (profile.h)
+  std::optional<CellProfile> profile;      // spec.profile selected this cell (profile.h)
   // Reason TargetExited: how the target ended. Not in results.json (the
   // message says it): for whoever watches the run as it goes.
   std::optional<TargetExit> target_exit;
@@ -174,29 +174,29 @@ struct CalibrationCheck {
   std::string expected;  // the bounds in words
   std::string unit;      // "ms" or "requests"
   double measured = 0, low = 0, high = 0;
-  double error = 0;      // measured − the theoretical value
+  double error = 0;  // measured − the theoretical value
   bool passed = false;
   friend bool operator==(const CalibrationCheck&, const CalibrationCheck&) = default;
 };
 struct CalibrationRecord {
   bool passed = false;
   std::string host;
-  double stall_ms = 0;   // as injected in the open cell
-  double delay_ms = 0;   // the server's own, on every request
-  double rate = 0;       // the open model's offered requests/s
+  double stall_ms = 0;  // as injected in the open cell
+  double delay_ms = 0;  // the server's own, on every request
+  double rate = 0;      // the open model's offered requests/s
   int64_t closed_connections = 0;
   bool uncorrected_would_pass = false;  // the open cell timed from each send would pass too
   std::vector<CalibrationCheck> checks;
-  std::string error;     // set: the calibration could not be run (and checks is empty)
+  std::string error;  // set: the calibration could not be run (and checks is empty)
   friend bool operator==(const CalibrationRecord&, const CalibrationRecord&) = default;
 };
 
 struct RunRecord {
-  api::BenchmarkRun run;            // spec and status (status.results mirrors cells[i].result)
+  api::BenchmarkRun run;  // spec and status (status.results mirrors cells[i].result)
   Environment environment;
   Schedule schedule;
   std::optional<CalibrationRecord> calibration;  // spec.calibration
-  std::vector<CellRecord> cells;    // finished cells, in cell order
+  std::vector<CellRecord> cells;                 // finished cells, in cell order
 };
 
 // results.json, in the layout above; "results" is left out of run.status.

@@ -90,8 +90,8 @@ RunRecord RichRecord() {
   run.status.conditions.push_back(api::Condition{"Progressing", api::ConditionStatus::kTrue, "CellRunning",
                                                  "drogon/hello/c1000/r2", *api::ParseTime("2026-09-28T12:01:00Z"), 3});
 
-  r.environment = {"node-1", "6.1.0-26-amd64", "AMD EPYC 7B13", 16, uint64_t{64} << 30, "local", "0.1.0",
-                   {0, 1, 2, 3}, {4, 5, 8}, {"virtio-net", "somaxconn 65535"}};
+  r.environment = {"node-1", "6.1.0-26-amd64", "AMD EPYC 7B13", 16,        uint64_t{64} << 30,
+                   "local",  "0.1.0",          {0, 1, 2, 3},    {4, 5, 8}, {"virtio-net", "somaxconn 65535"}};
 
   CellRecord ok;
   ok.result.target = "drogon";
@@ -117,7 +117,8 @@ RunRecord RichRecord() {
   ok.latency_histogram = EncodedHistogram({150, 210, 990, 16080});
   ok.uncorrected_histogram = EncodedHistogram({140, 200});
   ok.latency_corrected = true;
-  ok.wrk_text = "Running 30s test @ http://127.0.0.1:8080/\n  4 threads and 100 connections\n\tLatency 195.54us \"µ\"\n";
+  ok.wrk_text =
+      "Running 30s test @ http://127.0.0.1:8080/\n  4 threads and 100 connections\n\tLatency 195.54us \"µ\"\n";
   ok.agents = 2;
   ok.connections_peak = 100;
   ok.drained = 17;
@@ -227,8 +228,9 @@ TEST(RunRecordTest, LayoutHasAHeaderAndEachResultOnce) {
   EXPECT_EQ(j["cells"][0]["timeline"][1]["phase"], "measure");
   EXPECT_EQ(j["cells"][1]["result"]["reason"], "TargetExited");
   // Catches: the limiter verdict left out of results.json, or spelt other than the API's names.
-  EXPECT_EQ(j["cells"][0]["result"]["limiter"],
-            (nlohmann::ordered_json{{"kind", "TargetCpu"}, {"evidence", "target CPU 1.98 cores of its 2 CPUs (2-3)."}}));
+  EXPECT_EQ(
+      j["cells"][0]["result"]["limiter"],
+      (nlohmann::ordered_json{{"kind", "TargetCpu"}, {"evidence", "target CPU 1.98 cores of its 2 CPUs (2-3)."}}));
   EXPECT_EQ(j["environment"]["agentCpus"], "4-5,8");
 }
 
@@ -263,7 +265,9 @@ std::string ErrorAfter(const std::function<void(json&)>& damage) {
 TEST(RunRecordTest, DamagedFilesNameTheField) {
   EXPECT_EQ(ErrorAfter([](json& j) { j["kind"] = "BenchmarkRun"; }),
             "out/results.json: kind: must be \"BenchmarkResults\", got \"BenchmarkRun\"");
-  EXPECT_EQ(ErrorAfter([](json& j) { j["cells"][1]["timeline"] = json::array({{{"requests", "many"}}}); }),
+  EXPECT_EQ(ErrorAfter([](json& j) {
+              j["cells"][1]["timeline"] = json::array({{{"requests", "many"}}});
+            }),
             "out/results.json: cells[1].timeline[0].requests: must be an integer, got \"many\"");
   EXPECT_EQ(ErrorAfter([](json& j) { j["cells"][0]["drained"] = -1; }),
             "out/results.json: cells[0].drained: must not be negative, got -1");
@@ -273,16 +277,19 @@ TEST(RunRecordTest, DamagedFilesNameTheField) {
             "out/results.json: cells[0].flags[1]: unknown flag \"Slow\" (known: GeneratorSaturated, "
             "LittlesLawMismatch, FewerConnections, SnapshotGap, SparseUsage, SharedCpus, Errors, RateNotAchieved, "
             "ContentLengthMismatch, DateMissing, DateFrozen, AnswersUnsampled)");
-  EXPECT_EQ(ErrorAfter([](json& j) { j["cells"][0]["latencyHistogram"] = "AAAA"; }).rfind(
-                "out/results.json: cells[0].latencyHistogram: is not an HdrHistogram: ", 0),
+  EXPECT_EQ(ErrorAfter([](json& j) {
+              j["cells"][0]["latencyHistogram"] = "AAAA";
+            }).rfind("out/results.json: cells[0].latencyHistogram: is not an HdrHistogram: ", 0),
             0u);
-  EXPECT_EQ(ErrorAfter([](json& j) { j["cells"][0]["latencyHistogram"] = "not base64!"; }).rfind(
-                "out/results.json: cells[0].latencyHistogram: is not base64", 0),
+  EXPECT_EQ(ErrorAfter([](json& j) {
+              j["cells"][0]["latencyHistogram"] = "not base64!";
+            }).rfind("out/results.json: cells[0].latencyHistogram: is not base64", 0),
             0u);
   EXPECT_EQ(ErrorAfter([](json& j) { j["cells"][0]["colour"] = "red"; }),
             "out/results.json: cells[0].colour: unknown field");
-  EXPECT_EQ(ErrorAfter([](json& j) { j["environment"]["targetCpus"] = "3-1"; }).rfind(
-                "out/results.json: environment.targetCpus: ", 0),
+  EXPECT_EQ(ErrorAfter([](json& j) {
+              j["environment"]["targetCpus"] = "3-1";
+            }).rfind("out/results.json: environment.targetCpus: ", 0),
             0u);
   EXPECT_EQ(ErrorAfter([](json& j) { j["cells"][0]["timeline"][0]["phase"] = "cooldown"; }),
             "out/results.json: cells[0].timeline[0].phase: must be warmup or measure, got \"cooldown\"");
@@ -291,12 +298,14 @@ TEST(RunRecordTest, DamagedFilesNameTheField) {
 TEST(RunRecordTest, DamagedResultsAndRunUseTheApiCodecsMessages) {
   EXPECT_EQ(ErrorAfter([](json& j) { j["cells"][1]["result"]["latency"]["mean"] = "fast"; }),
             "out/results.json: cells[1].result.latency.mean: must be a number, got \"fast\"");
-  EXPECT_EQ(ErrorAfter([](json& j) { j["cells"][0]["result"]["state"] = "Done"; }).rfind(
-                "out/results.json: cells[0].result.state: must be one of Succeeded, Failed, Skipped", 0),
+  EXPECT_EQ(ErrorAfter([](json& j) {
+              j["cells"][0]["result"]["state"] = "Done";
+            }).rfind("out/results.json: cells[0].result.state: must be one of Succeeded, Failed, Skipped", 0),
             0u);
   EXPECT_EQ(ErrorAfter([](json& j) { j["cells"][0].erase("result"); }), "out/results.json: cells[0].result: required");
-  EXPECT_EQ(ErrorAfter([](json& j) { j["run"]["spec"]["load"]["threads"] = "four"; }).rfind(
-                "out/results.json: run.spec.load.threads: must be an integer", 0),
+  EXPECT_EQ(ErrorAfter([](json& j) {
+              j["run"]["spec"]["load"]["threads"] = "four";
+            }).rfind("out/results.json: run.spec.load.threads: must be an integer", 0),
             0u);
   EXPECT_EQ(ErrorAfter([](json& j) { j["run"]["status"]["results"] = json::array(); }),
             "out/results.json: run.status.results: must not be set: each cell's result is written under "

@@ -81,7 +81,8 @@ Estimate Estimate95(const std::vector<double>& values) {
   for (double v : values) ss += (v - e.mean) * (v - e.mean);
   e.stdev = std::sqrt(ss / static_cast<double>(e.n - 1));
   e.cv = e.mean != 0 ? e.stdev / std::fabs(e.mean) : 0;
-  const double half = StudentQuantile(0.95, static_cast<double>(e.n - 1)) * e.stdev / std::sqrt(static_cast<double>(e.n));
+  const double half =
+      StudentQuantile(0.95, static_cast<double>(e.n - 1)) * e.stdev / std::sqrt(static_cast<double>(e.n));
   e.low = e.mean - half;
   e.high = e.mean + half;
   return e;
@@ -114,8 +115,7 @@ TTest WelchTest(const std::vector<double>& a, const std::vector<double>& b) {
     return r;
   }
   r.t = (eb.mean - ea.mean) / std::sqrt(se2);
-  r.df = se2 * se2 /
-         (va * va / static_cast<double>(ea.n - 1) + vb * vb / static_cast<double>(eb.n - 1));
+  r.df = se2 * se2 / (va * va / static_cast<double>(ea.n - 1) + vb * vb / static_cast<double>(eb.n - 1));
   r.p = StudentTwoSidedP(r.t, r.df);
   r.valid = true;
   return r;

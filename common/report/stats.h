@@ -37,7 +37,7 @@ double StudentQuantile(double level, double df);
 struct TTest {
   double t = 0;
   double df = 0;
-  double p = 1;  // two-sided; 1 when the test cannot be made
+  double p = 1;        // two-sided; 1 when the test cannot be made
   bool valid = false;  // both samples have n ≥ 2 and some spread
 };
 // Welch's unequal-variances t-test of mean(b) − mean(a).

@@ -59,8 +59,10 @@ TEST(StatsTest, QuantilesAndIntervalsMatchTheTables) {
 // example: a = 19.8 … , b = 28.2 …; t = 2.70, df ≈ 13.9 by hand with the
 // Welch–Satterthwaite formula).
 TEST(StatsTest, WelchTestMatchesAWorkedExample) {
-  const std::vector<double> a = {27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0, 21.7, 21.4};
-  const std::vector<double> b = {27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9, 20.5, 24.4};
+  const std::vector<double> a = {27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1,
+                                 21.9, 22.6, 23.1, 19.6, 19.0, 21.7, 21.4};
+  const std::vector<double> b = {27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0,
+                                 24.8, 20.2, 21.9, 22.1, 22.9, 20.5, 24.4};
   const TTest r = WelchTest(a, b);
   ASSERT_TRUE(r.valid);
   // By hand: means 20.82 and 22.99; variances 7.867 and 3.813 (n = 15 each).

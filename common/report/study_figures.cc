@@ -44,24 +44,66 @@ struct Published {
 // In the study's column order (its Hello World ranking).
 const std::vector<Published>& Figures() {
   static const std::vector<Published> kFigures{
-      {"cinatra", {605123, 479291, 197470, 567065, 533886, 538086},
-       {149.52, 2050, 35090}, {12220, 238930, 2000000}, 183.62, 21430,
-       Timeouts(2288), 106, 92.46, 86.87},
-      {"hical", {562810, 447487, 181924, 534547, 439399, 516732},
-       {174.11, 2240, 31560}, {19660, 152870, 83390}, 315.23, 10140,
-       Timeouts(0), 175, 129.6, 129.6},
-      {"drogon", {515760, 464828, 197957, 361592, 292815, 335876},
-       {195.54, 2120, 29490}, {16080, 166470, 94410}, 265.15, 10000,
-       Timeouts(0), 151, 97.79, 92.05},
-      {"crow", {311188, 265762, 185720, 280068, 236927, 271959},
-       {327.38, 3750, 53330}, {19550, 16430, 76530}, 255.88, 3040,
-       Timeouts(0), 134, 65.02, 64.91},
-      {"oatpp", {226090, 177771, 123480, 190915, 146888, 189858},
-       {2920, 7860, 54730}, {100310, 1670000, 2000000}, 7220, 95180,
-       Timeouts(7899), 97, 18.8, 16.36},
-      {"cpp-httplib", {85410, 84332, 74864, 79625, 72802, 80820},
-       {27560, 276800, 66310}, {317880, 1930000, 1880000}, 36140, 241970,
-       Timeouts(55, 161186), 110, 1.891, 1.895},
+      {"cinatra",
+       {605123, 479291, 197470, 567065, 533886, 538086},
+       {149.52, 2050, 35090},
+       {12220, 238930, 2000000},
+       183.62,
+       21430,
+       Timeouts(2288),
+       106,
+       92.46,
+       86.87},
+      {"hical",
+       {562810, 447487, 181924, 534547, 439399, 516732},
+       {174.11, 2240, 31560},
+       {19660, 152870, 83390},
+       315.23,
+       10140,
+       Timeouts(0),
+       175,
+       129.6,
+       129.6},
+      {"drogon",
+       {515760, 464828, 197957, 361592, 292815, 335876},
+       {195.54, 2120, 29490},
+       {16080, 166470, 94410},
+       265.15,
+       10000,
+       Timeouts(0),
+       151,
+       97.79,
+       92.05},
+      {"crow",
+       {311188, 265762, 185720, 280068, 236927, 271959},
+       {327.38, 3750, 53330},
+       {19550, 16430, 76530},
+       255.88,
+       3040,
+       Timeouts(0),
+       134,
+       65.02,
+       64.91},
+      {"oatpp",
+       {226090, 177771, 123480, 190915, 146888, 189858},
+       {2920, 7860, 54730},
+       {100310, 1670000, 2000000},
+       7220,
+       95180,
+       Timeouts(7899),
+       97,
+       18.8,
+       16.36},
+      {"cpp-httplib",
+       {85410, 84332, 74864, 79625, 72802, 80820},
+       {27560, 276800, 66310},
+       {317880, 1930000, 1880000},
+       36140,
+       241970,
+       Timeouts(55, 161186),
+       110,
+       1.891,
+       1.895},
   };
   return kFigures;
 }
@@ -77,8 +119,10 @@ api::BenchmarkRunSpec StudySpec() {
   api::BenchmarkRunSpec spec;
   // The order of examples/study.yaml.
   const std::vector<std::pair<std::string, std::string>> targets{
-      {"hical", "example.org/fairbench/hical:2.7.0"},   {"drogon", "example.org/fairbench/drogon:1.9.8"},
-      {"crow", "example.org/fairbench/crow:1.2.0"},     {"oatpp", "example.org/fairbench/oatpp:1.3.0"},
+      {"hical", "example.org/fairbench/hical:2.7.0"},
+      {"drogon", "example.org/fairbench/drogon:1.9.8"},
+      {"crow", "example.org/fairbench/crow:1.2.0"},
+      {"oatpp", "example.org/fairbench/oatpp:1.3.0"},
       {"cpp-httplib", "example.org/fairbench/cpp-httplib:0.18.3"},
       {"cinatra", "example.org/fairbench/cinatra:0.3.0"}};
   for (const auto& [name, image] : targets) {
@@ -143,7 +187,7 @@ RunRecord StudyFigures() {
                "Each framework: Release (-O3), 4 worker threads, container limited to 4 CPU, 1024 MB, nofile 65536."};
 
   const std::vector<std::pair<std::string, int64_t>> cells{{"hello", 100}, {"hello", 1000}, {"hello", 10000},
-                                                          {"json", 100},  {"echo", 100},   {"path-param", 100}};
+                                                           {"json", 100},  {"echo", 100},   {"path-param", 100}};
   for (const api::Target& t : run.spec.targets) {
     const Published& p = Find(t.name);
     for (size_t i = 0; i < cells.size(); ++i) {

@@ -35,7 +35,8 @@ std::string Label(ValueKind kind, double v) {
     case ValueKind::kNines: {
       const double p = v > 0 ? 100 * (1 - 1 / v) : 0;
       int decimals = 0;
-      while (decimals < 6 && std::fabs(std::round(p * std::pow(10.0, decimals)) - p * std::pow(10.0, decimals)) > 1e-6) {
+      while (decimals < 6 &&
+             std::fabs(std::round(p * std::pow(10.0, decimals)) - p * std::pow(10.0, decimals)) > 1e-6) {
         ++decimals;
       }
       return FormatDecimal(p, decimals) + " %";
@@ -72,16 +73,16 @@ std::string Text(double x, double y, std::string_view text, std::string_view anc
 }
 
 std::string Line(double x1, double y1, double x2, double y2, std::string_view stroke, std::string_view extra = "") {
-  return "<line x1=\"" + Num(x1) + "\" y1=\"" + Num(y1) + "\" x2=\"" + Num(x2) + "\" y2=\"" + Num(y2) +
-         "\" stroke=\"" + std::string(stroke) + "\"" + (extra.empty() ? "" : " " + std::string(extra)) + "/>\n";
+  return "<line x1=\"" + Num(x1) + "\" y1=\"" + Num(y1) + "\" x2=\"" + Num(x2) + "\" y2=\"" + Num(y2) + "\" stroke=\"" +
+         std::string(stroke) + "\"" + (extra.empty() ? "" : " " + std::string(extra)) + "/>\n";
 }
 
 std::string Open(std::string_view id_text, double height, const std::string& title, const std::string& desc) {
   const std::string id = EscapeXml(id_text);
-  return "<svg class=\"chart\" viewBox=\"0 0 " + Num(kWidth) + " " +
-         Num(height) + "\" width=\"" + Num(kWidth) + "\" height=\"" + Num(height) + "\" role=\"img\" aria-labelledby=\"" +
-         id + "t " + id + "d\" font-family=\"system-ui, sans-serif\" font-size=\"" + Num(kFontSize) + "\">\n<title id=\"" +
-         id + "t\">" + EscapeXml(title) + "</title>\n<desc id=\"" + id + "d\">" + EscapeXml(desc) + "</desc>\n" +
+  return "<svg class=\"chart\" viewBox=\"0 0 " + Num(kWidth) + " " + Num(height) + "\" width=\"" + Num(kWidth) +
+         "\" height=\"" + Num(height) + "\" role=\"img\" aria-labelledby=\"" + id + "t " + id +
+         "d\" font-family=\"system-ui, sans-serif\" font-size=\"" + Num(kFontSize) + "\">\n<title id=\"" + id + "t\">" +
+         EscapeXml(title) + "</title>\n<desc id=\"" + id + "d\">" + EscapeXml(desc) + "</desc>\n" +
          Text(0, 16, title, "start", "font-weight=\"bold\" font-size=\"14\"");
 }
 
@@ -206,15 +207,16 @@ std::string Bars(const BarChart& c, std::string_view id) {
         continue;
       }
       const int slot = s < c.series_slots.size() ? c.series_slots[s] : static_cast<int>(s);
-      body += "<rect x=\"" + Num(x.from) + "\" y=\"" + Num(y + 1) + "\" width=\"" + Num(std::max(1.0, x.Map(v) - x.from)) +
-              "\" height=\"" + Num(bar_h - 2) + "\" fill=\"" + std::string(SlotColour(slot)) + "\"><title>" +
-              EscapeXml(tip) + "</title></rect>\n";
+      body += "<rect x=\"" + Num(x.from) + "\" y=\"" + Num(y + 1) + "\" width=\"" +
+              Num(std::max(1.0, x.Map(v) - x.from)) + "\" height=\"" + Num(bar_h - 2) + "\" fill=\"" +
+              std::string(SlotColour(slot)) + "\"><title>" + EscapeXml(tip) + "</title></rect>\n";
       body += Text(x.Map(v) + 4, y + bar_h - 3, Label(c.kind, v), "start", "font-size=\"10\"");
     }
   }
   const double height = top + plot_h + 44;
-  return Open(id, height, c.title, c.title + ": " + c.value_label + " per " + std::to_string(c.categories.size()) +
-                                   " groups and " + std::to_string(c.series.size()) + " series") +
+  return Open(id, height, c.title,
+              c.title + ": " + c.value_label + " per " + std::to_string(c.categories.size()) + " groups and " +
+                  std::to_string(c.series.size()) + " series") +
          body + "</svg>\n";
 }
 
@@ -310,13 +312,14 @@ std::string Marker(size_t mark, double cx, double cy, const std::string& colour,
   const std::string t = "<title>" + EscapeXml(tip) + "</title>";
   switch (mark) {
     case 0:  // average: a tall bar
-      return "<rect x=\"" + Num(cx - 1.5) + "\" y=\"" + Num(cy - 8) + "\" width=\"3\" height=\"16\" fill=\"#222\">" + t +
-             "</rect>\n";
+      return "<rect x=\"" + Num(cx - 1.5) + "\" y=\"" + Num(cy - 8) + "\" width=\"3\" height=\"16\" fill=\"#222\">" +
+             t + "</rect>\n";
     case 1:  // p50: hollow circle
       return "<circle cx=\"" + Num(cx) + "\" cy=\"" + Num(cy) + "\" r=\"4\" fill=\"white\" stroke=\"" + colour +
              "\" stroke-width=\"2\">" + t + "</circle>\n";
     case 2:  // p90: filled circle
-      return "<circle cx=\"" + Num(cx) + "\" cy=\"" + Num(cy) + "\" r=\"4\" fill=\"" + colour + "\">" + t + "</circle>\n";
+      return "<circle cx=\"" + Num(cx) + "\" cy=\"" + Num(cy) + "\" r=\"4\" fill=\"" + colour + "\">" + t +
+             "</circle>\n";
     case 3:  // p99: square
       return "<rect x=\"" + Num(cx - 4) + "\" y=\"" + Num(cy - 4) + "\" width=\"8\" height=\"8\" fill=\"" + colour +
              "\">" + t + "</rect>\n";

@@ -36,7 +36,8 @@ class AgentEndpoint {
   // the first one logged; the last one's error is returned. Listening
   // already: Ok.
   Status Listen(const std::string& address, int attempts = 1,
-                std::chrono::milliseconds retry = std::chrono::milliseconds(100), Clock& clock = SystemClock::Instance());
+                std::chrono::milliseconds retry = std::chrono::milliseconds(100),
+                Clock& clock = SystemClock::Instance());
   bool listening() const;
   // What the agents dial: the host of the listen address with the port
   // bound ("127.0.0.1:40123"); "" before Listen succeeded.

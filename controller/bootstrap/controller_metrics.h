@@ -30,8 +30,8 @@ struct ControllerMetricsOptions {
   std::string remote_write_url;  // where every interval is pushed; empty: nowhere
   // How long a finished run's series stay.
   std::chrono::milliseconds retention{std::chrono::minutes(10)};
-  std::function<bool()> ready;   // /readyz; null: always ready
-  std::string version;           // fairbench_build_info's, and remote write's User-Agent
+  std::function<bool()> ready;  // /readyz; null: always ready
+  std::string version;          // fairbench_build_info's, and remote write's User-Agent
 };
 
 class ControllerMetrics {

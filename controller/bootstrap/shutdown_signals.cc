@@ -28,8 +28,6 @@ ShutdownSignals::ShutdownSignals(std::function<void(int)> on_first, std::functio
         _exit(on_again_(first_.load(), signal));
       }) {}
 
-std::string SignalName(int signal) {
-  return signal == SIGTERM ? "SIGTERM" : signal == SIGINT ? "SIGINT" : "a signal";
-}
+std::string SignalName(int signal) { return signal == SIGTERM ? "SIGTERM" : signal == SIGINT ? "SIGINT" : "a signal"; }
 
 }  // namespace fairbench::controller

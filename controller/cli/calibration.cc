@@ -26,7 +26,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-
 // The parent of `pid` from /proc/PID/stat; 0 when unknown.
 pid_t ParentOf(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
@@ -68,7 +67,6 @@ pid_t FindServer() {
   closedir(proc);
   return found;
 }
-
 
 // An observer of one selftest run: passes everything to the progress,
 // keeps the cell's record, and when the cell starts measuring stops the
@@ -173,7 +171,6 @@ class QuietStdout {
   int saved_ = -1;
 };
 
-
 std::string RunYaml(const std::string& name, int64_t rate, int64_t connections, const std::string& duration,
                     std::chrono::nanoseconds stall) {
   const auto timeout_s = std::chrono::duration_cast<std::chrono::seconds>(stall).count() + 10;
@@ -258,7 +255,6 @@ Result<CellOutcome> RunCell(const std::string& name, int64_t rate, int64_t conne
   return out;
 }
 
-
 }  // namespace
 
 Result<CalibrationOutcome> RunCalibration(const CalibrationSettings& s, const std::string& output,
@@ -267,8 +263,8 @@ Result<CalibrationOutcome> RunCalibration(const CalibrationSettings& s, const st
                       s.duration, s.stall, output, base, progress, exit_code);
   if (!open.ok()) return open.status();
   if (base.signals.first() != 0) return Status::Cancelled("interrupted");
-  auto closed = RunCell("selftest-closed", 0, kClosedConnections, s.duration_text, s.lock_file, s.duration,
-                        s.stall, output, base, progress, exit_code);
+  auto closed = RunCell("selftest-closed", 0, kClosedConnections, s.duration_text, s.lock_file, s.duration, s.stall,
+                        output, base, progress, exit_code);
   if (!closed.ok()) return closed.status();
   CalibrationOutcome o{std::move(*open), std::move(*closed), {}, {}, {}};
   // Each cell's stall as it was sent (from SIGSTOP to SIGCONT: a busy
@@ -294,8 +290,8 @@ report::CalibrationRecord CalibrationRecordOf(const CalibrationOutcome& o, const
   r.closed_connections = o.expectation.closed_connections;
   r.uncorrected_would_pass = o.naive.passed;
   for (const SelftestCheck& c : o.verdict.checks) {
-    r.checks.push_back(report::CalibrationCheck{c.cell, c.name, c.expected, c.unit, c.measured, c.low, c.high, c.error,
-                                                c.passed});
+    r.checks.push_back(
+        report::CalibrationCheck{c.cell, c.name, c.expected, c.unit, c.measured, c.low, c.high, c.error, c.passed});
   }
   return r;
 }

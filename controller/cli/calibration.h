@@ -58,9 +58,9 @@ struct CellOutcome {
 struct CalibrationSettings {
   std::chrono::nanoseconds stall{std::chrono::milliseconds(500)};
   std::chrono::nanoseconds duration{std::chrono::seconds(4)};  // each cell's measurement
-  std::string duration_text = "4s";                             // the same, as the cells' run files say it
-  int64_t rate = 1000;                                          // the open model's requests/s
-  std::string lock_file;                                        // the machine's load slot
+  std::string duration_text = "4s";                            // the same, as the cells' run files say it
+  int64_t rate = 1000;                                         // the open model's requests/s
+  std::string lock_file;                                       // the machine's load slot
 };
 
 struct CalibrationOutcome {

@@ -103,8 +103,9 @@ int RunCompareCommand(const CompareFlags& flags) {
   if (!comparison.ok()) return Bad(flags.base + " and " + flags.next + ": " + comparison.status().message());
   if (!flags.calibrate_with.empty() || flags.repeat_split) {
     if (!options.fail_on_regression && !options.fail_on_p99_regression) {
-      return Bad("--calibrate-with and --repeat-split measure a gate's false-positive rate: give "
-                 "--fail-on-regression or --fail-on-p99-regression too");
+      return Bad(
+          "--calibrate-with and --repeat-split measure a gate's false-positive rate: give "
+          "--fail-on-regression or --fail-on-p99-regression too");
     }
     std::vector<report::SameRuns> groups;
     if (!flags.calibrate_with.empty()) {

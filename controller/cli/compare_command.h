@@ -22,8 +22,8 @@ struct CompareFlags {
   std::string base, next;
   bool html = false;
   bool json = false;
-  std::string fail_on_regression;      // "5%", "5" (percent) or empty
-  std::string fail_on_p99_regression;  // the same, for p99
+  std::string fail_on_regression;           // "5%", "5" (percent) or empty
+  std::string fail_on_p99_regression;       // the same, for p99
   std::vector<std::string> calibrate_with;  // runs of the same thing, two or more
   bool repeat_split = false;                // BASE's and NEW's repetitions, halved
 };

@@ -189,8 +189,8 @@ TEST_F(CompareCommandTest, CalibrationCountsTheGatesFailuresOnSameVersusSameRuns
     ASSERT_EQ(o.code, 0) << o.err;
     char share[16];
     std::snprintf(share, sizeof share, "%.1f", 100.0 * expected / 20);
-    const std::string line = "failed " + std::to_string(expected) + " of 20 same-versus-same comparisons (" + share +
-                             " %, 95 % interval ";
+    const std::string line =
+        "failed " + std::to_string(expected) + " of 20 same-versus-same comparisons (" + share + " %, 95 % interval ";
     EXPECT_NE(o.out.find("The requests/s gate at " + std::string(limit == 0.01 ? "1.0" : "50.0") + " % " + line),
               std::string::npos)
         << o.out;

@@ -29,7 +29,8 @@ int ExitCodeFor(const Status& s) {
 
 CLI::App* AddFetchCommand(CLI::App& app, FetchFlags& f) {
   CLI::App* cmd = app.add_subcommand(
-      "fetch", "Copy a BenchmarkRun's record from Kubernetes into a folder (results.json, cells/, report.md, report.html)");
+      "fetch",
+      "Copy a BenchmarkRun's record from Kubernetes into a folder (results.json, cells/, report.md, report.html)");
   cmd->add_option("run", f.run, "The BenchmarkRun's name")->required();
   cmd->add_option("-o,--output", f.output, "Directory to write")->required();
   cmd->add_option("--kubeconfig", f.kubeconfig, "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)");

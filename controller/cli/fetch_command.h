@@ -26,9 +26,9 @@ namespace fairbench::controller {
 struct FetchFlags {
   std::string run;
   std::string output;
-  std::string kubeconfig;  // empty: $KUBECONFIG, else ~/.kube/config
-  std::string context;     // empty: the kubeconfig's current context
-  std::string ns;          // empty: the context's namespace
+  std::string kubeconfig;    // empty: $KUBECONFIG, else ~/.kube/config
+  std::string context;       // empty: the kubeconfig's current context
+  std::string ns;            // empty: the context's namespace
   int timeout_seconds = 30;  // per API call
   std::string store;         // --store: the record is stored there too (store_flag.h)
 };

@@ -90,7 +90,8 @@ class FetchCommandTest : public kube::testenv::KubeTest {
     EXPECT_TRUE(store.Save(r).ok());
     return r;
   }
-  int Fetch(const std::string& run, std::string* err, const std::string& kubeconfig = "", const std::string& store = "") {
+  int Fetch(const std::string& run, std::string* err, const std::string& kubeconfig = "",
+            const std::string& store = "") {
     FetchFlags f;
     f.run = run;
     f.output = (dir_ / "fetched").string();
@@ -163,9 +164,10 @@ TEST_F(FetchCommandTest, DamagedRecordIsBadInput) {
 // Catches: an unreachable API server confused with bad input, or a hang.
 TEST_F(FetchCommandTest, UnreachableServerExitsOne) {
   const std::string kc = (dir_ / "unreachable").string();
-  std::ofstream(kc) << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:1\n"
-                       "contexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n"
-                       "- name: u\n  user: {}\n";
+  std::ofstream(kc)
+      << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:1\n"
+         "contexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n"
+         "- name: u\n  user: {}\n";
   std::string err;
   EXPECT_EQ(Fetch("demo", &err, kc), 1);
   EXPECT_NE(err.find("cannot reach the API server at http://127.0.0.1:1"), std::string::npos) << err;

@@ -178,7 +178,9 @@ TEST_F(HistoryCheckTest, FindsTheOneRegressionAtItsRunAndGatesOnTheThreshold) {
 // not saying so (the first thing a reader asks), one saying so where the
 // build stayed, and the series table without the build of each run.
 TEST_F(HistoryCheckTest, AChangeWhereTheBuildChangedSaysSo) {
-  auto build = [](int run) { return run >= kStepAt ? "image sha256:bbbbbbbbbbbbbbbb" : "image sha256:aaaaaaaaaaaaaaaa"; };
+  auto build = [](int run) {
+    return run >= kStepAt ? "image sha256:bbbbbbbbbbbbbbbb" : "image sha256:aaaaaaaaaaaaaaaa";
+  };
   Fill([](int run, int connections) { return connections == 10 && run >= kStepAt ? 36000.0 : 40000.0; }, build);
   Outcome o = Fairbench("history check --store " + db_ + " --threshold 5%");
   ASSERT_EQ(o.code, 1) << o.err << o.out;
@@ -213,7 +215,7 @@ TEST_F(HistoryCheckTest, AChangeWhereTheBuildChangedSaysSo) {
 TEST_F(HistoryCheckTest, ImprovementsAndRegressionsUndonePass) {
   Fill([](int run, int connections) {
     if (connections == 10) return run >= kStepAt ? 44000.0 : 40000.0;  // 10 % better
-    return run >= 8 && run < 16 ? 36000.0 : 40000.0;                    // 10 % worse, then back
+    return run >= 8 && run < 16 ? 36000.0 : 40000.0;                   // 10 % worse, then back
   });
   Outcome o = Fairbench("history check --store " + db_ + " --threshold 5% --format json");
   ASSERT_EQ(o.code, 0) << o.err << o.out;
@@ -245,14 +247,16 @@ TEST_F(HistoryCheckTest, JunitAndJsonSayTheSame) {
   ASSERT_EQ(o.code, 1) << o.err;
   EXPECT_NE(o.out.find("failed"), std::string::npos) << o.out;  // the text for the log
   const std::string listing = dir_->File("cases.txt");
-  ASSERT_EQ(std::system(("python3 -c \"import sys, xml.etree.ElementTree as E\n"
-                         "r = E.parse(sys.argv[1]).getroot()\n"
-                         "print(r.tag, r.get('tests'), r.get('failures'))\n"
-                         "for c in r.iter('testcase'):\n"
-                         "  print(c.get('classname'), c.get('name'), 'failure' if c.find('failure') is not None else 'ok')\n"
-                         "\" " + xml + " >" + listing)
-                            .c_str()),
-            0);
+  ASSERT_EQ(
+      std::system(("python3 -c \"import sys, xml.etree.ElementTree as E\n"
+                   "r = E.parse(sys.argv[1]).getroot()\n"
+                   "print(r.tag, r.get('tests'), r.get('failures'))\n"
+                   "for c in r.iter('testcase'):\n"
+                   "  print(c.get('classname'), c.get('name'), 'failure' if c.find('failure') is not None else 'ok')\n"
+                   "\" " +
+                   xml + " >" + listing)
+                      .c_str()),
+      0);
   std::set<std::string> junit_failed;
   std::istringstream lines(ReadFile(listing));
   std::string header;

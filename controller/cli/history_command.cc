@@ -39,11 +39,15 @@ Result<int64_t> ParseSince(const std::string& text, std::chrono::system_clock::t
   std::chrono::nanoseconds age{};
   if (!text.empty() && text.back() == 'd') {
     auto days = ParseDuration(text.substr(0, text.size() - 1) + "h");
-    if (!days.ok()) return Status::InvalidArgument("--since: expected a time (2026-12-01T00:00:00Z), a date or an age (36h, 7d), got '" + text + "'");
+    if (!days.ok())
+      return Status::InvalidArgument(
+          "--since: expected a time (2026-12-01T00:00:00Z), a date or an age (36h, 7d), got '" + text + "'");
     age = *days * 24;
   } else {
     auto d = ParseDuration(text);
-    if (!d.ok()) return Status::InvalidArgument("--since: expected a time (2026-12-01T00:00:00Z), a date or an age (36h, 7d), got '" + text + "'");
+    if (!d.ok())
+      return Status::InvalidArgument(
+          "--since: expected a time (2026-12-01T00:00:00Z), a date or an age (36h, 7d), got '" + text + "'");
     age = *d;
   }
   return std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch() - age).count();
@@ -237,8 +241,8 @@ int ShowSeries(const HistoryFlags& f) {
     if (series->runs_elsewhere > 0) {
       std::vector<std::string> shorts;
       for (const std::string& fp : series->other_fingerprints) shorts.push_back(fp.substr(0, 12));
-      out += std::to_string(series->runs_elsewhere) + " runs under other fingerprints left out (" +
-             Join(shorts, ", ") + "): --fingerprint chooses\n";
+      out += std::to_string(series->runs_elsewhere) + " runs under other fingerprints left out (" + Join(shorts, ", ") +
+             "): --fingerprint chooses\n";
     }
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
@@ -272,8 +276,9 @@ std::string SeriesName(const results::SeriesKey& k) {
 }
 
 std::string LoadName(const results::SeriesKey& k) {
-  return std::to_string(k.connections) +
-         (k.rate > 0 ? "@" + std::to_string(k.rate) : k.rate < 0 ? "@" + std::to_string(-k.rate) + "%" : "");
+  return std::to_string(k.connections) + (k.rate > 0   ? "@" + std::to_string(k.rate)
+                                          : k.rate < 0 ? "@" + std::to_string(-k.rate) + "%"
+                                                       : "");
 }
 
 std::string Percent(double p) {
@@ -460,18 +465,19 @@ std::string CheckJunit(const CheckReport& r) {
                XmlEscape(LoadName(s.key) + "/" + m.metric->flag) + "\">\n";
       if (!m.judged) {
         ++skipped;
-        cases += "      <skipped message=\"" +
-                 XmlEscape(std::to_string(m.points) + " runs, fewer than " + std::to_string(2 * r.options.min_segment)) +
-                 "\"/>\n";
+        cases +=
+            "      <skipped message=\"" +
+            XmlEscape(std::to_string(m.points) + " runs, fewer than " + std::to_string(2 * r.options.min_segment)) +
+            "\"/>\n";
       }
       std::string lines;
       for (const Finding& f : m.findings) lines += FindingLine(s, m, f, r.threshold) + "\n";
       for (const Finding& f : m.findings) {
         if (!f.failing) continue;
-        cases += "      <failure type=\"regression\" message=\"" +
-                 XmlEscape(std::string(m.metric->title) + " regression " + Percent(f.change.change_percent) +
-                           " in force") +
-                 "\">" + XmlEscape(lines) + "</failure>\n";
+        cases +=
+            "      <failure type=\"regression\" message=\"" +
+            XmlEscape(std::string(m.metric->title) + " regression " + Percent(f.change.change_percent) + " in force") +
+            "\">" + XmlEscape(lines) + "</failure>\n";
         break;
       }
       if (!lines.empty()) cases += "      <system-out>" + XmlEscape(lines) + "</system-out>\n";
@@ -481,7 +487,8 @@ std::string CheckJunit(const CheckReport& r) {
   const std::string counts = "tests=\"" + std::to_string(tests) + "\" failures=\"" + std::to_string(r.failures) +
                              "\" errors=\"0\" skipped=\"" + std::to_string(skipped) + "\"";
   return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"fairbench history check\" " + counts +
-         ">\n  <testsuite name=\"fairbench history check\" " + counts + ">\n" + cases + "  </testsuite>\n</testsuites>\n";
+         ">\n  <testsuite name=\"fairbench history check\" " + counts + ">\n" + cases +
+         "  </testsuite>\n</testsuites>\n";
 }
 
 int CheckSeries(const HistoryFlags& f) {
@@ -567,7 +574,9 @@ int CheckSeries(const HistoryFlags& f) {
   }
 
   const std::string text = CheckText(report);
-  const std::string formatted = f.format == "json" ? CheckJson(report) : f.format == "junit" ? CheckJunit(report) : text;
+  const std::string formatted = f.format == "json"    ? CheckJson(report)
+                                : f.format == "junit" ? CheckJunit(report)
+                                                      : text;
   if (!f.output.empty()) {
     std::ofstream out(f.output, std::ios::binary | std::ios::trunc);
     out << formatted;
@@ -609,7 +618,8 @@ int Prune(const HistoryFlags& f) {
   std::string out;
   for (const results::PrunedRun& r : *gone) {
     out += (f.dry_run ? "would remove run " : "removed run ") + std::to_string(r.id) + " " + r.name + " (" +
-           (r.start_ns ? api::FormatTime(api::Time(std::chrono::nanoseconds(*r.start_ns))) : std::string("never started")) +
+           (r.start_ns ? api::FormatTime(api::Time(std::chrono::nanoseconds(*r.start_ns)))
+                       : std::string("never started")) +
            ")\n";
   }
   out += std::to_string(gone->size()) + (gone->size() == 1 ? " run " : " runs ") +
@@ -622,12 +632,14 @@ int Prune(const HistoryFlags& f) {
 
 HistoryCommand AddHistoryCommand(CLI::App& app, HistoryFlags& f) {
   HistoryCommand c;
-  c.history = app.add_subcommand("history", "List the runs of a result store, one series over time, or check every series for changes");
+  c.history = app.add_subcommand(
+      "history", "List the runs of a result store, one series over time, or check every series for changes");
   c.history->require_subcommand(0, 1);
   AddStoreOption(*c.history, f.store, "The result store", false);
   c.history->add_option("--target", f.target, "Runs with this target");
   c.history->add_option("--scenario", f.scenario, "Runs with this scenario");
-  c.history->add_option("--label", f.labels, "Runs with this label, KEY=VALUE (repeat: all of them)")->allow_extra_args(false);
+  c.history->add_option("--label", f.labels, "Runs with this label, KEY=VALUE (repeat: all of them)")
+      ->allow_extra_args(false);
   c.history->add_option("--since", f.since, "Runs started since: a time (2026-12-01T00:00:00Z), a date or an age (7d)");
   c.history->add_option("--limit", f.limit, "The latest N runs (default 50; 0: all)")->check(CLI::NonNegativeNumber);
   c.history->add_flag("--json", f.json, "JSON on stdout instead of a table");

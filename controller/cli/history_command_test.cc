@@ -87,7 +87,8 @@ TEST_F(HistoryCommandTest, ImportedRunsAreListedAndTheirSeriesIsTheFilesNumbers)
   const std::string fingerprint = Sql("SELECT fingerprint FROM runs").substr(0, 64);
   EXPECT_NE(o.out.find(fingerprint.substr(0, 12)), std::string::npos) << o.out;
 
-  o = Fairbench("history --store " + db_ + " --label branch=main --target beast --scenario hello --since 2026-01-01 --json");
+  o = Fairbench("history --store " + db_ +
+                " --label branch=main --target beast --scenario hello --since 2026-01-01 --json");
   ASSERT_EQ(o.code, 0) << o.err;
   auto list = nlohmann::json::parse(o.out);
   ASSERT_EQ(list["runs"].size(), 1u);
@@ -199,15 +200,17 @@ TEST_F(HistoryCommandTest, PruneRemovesOldRunsAndSaysWhich) {
 // Catches: `run --store` not storing the finished run, or a store that
 // fails taking the run's files with it, or failing silently (exit 0).
 TEST_F(HistoryCommandTest, RunStoresTheFinishedRunAndKeepsItsFilesWhenTheStoreFails) {
-  const std::string run = Write("run.yaml",
-                                "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: stored, labels: "
-                                "{ci: \"yes\"}}\nspec:\n  targets:\n  - name: beast\n    local:\n      command: [" +
-                                    testing::BinaryPath("fairbench-target-beast") +
-                                    ", --port, \"{port}\", --threads, \"1\"]\n  scenarios:\n  - name: hello\n    "
-                                    "request: {path: /}\n    expect: {status: 200}\n  load: {threads: 1, connections: "
-                                    "[4], warmup: 200ms, duration: 500ms, timeout: 1s}\n  cooldown: 0s\n");
+  const std::string run =
+      Write("run.yaml",
+            "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: stored, labels: "
+            "{ci: \"yes\"}}\nspec:\n  targets:\n  - name: beast\n    local:\n      command: [" +
+                testing::BinaryPath("fairbench-target-beast") +
+                ", --port, \"{port}\", --threads, \"1\"]\n  scenarios:\n  - name: hello\n    "
+                "request: {path: /}\n    expect: {status: 200}\n  load: {threads: 1, connections: "
+                "[4], warmup: 200ms, duration: 500ms, timeout: 1s}\n  cooldown: 0s\n");
   const std::string lock = dir_->File("load.lock");
-  Outcome o = Fairbench("run " + run + " -q --output " + dir_->File("out1") + " --lock-file " + lock + " --store " + db_);
+  Outcome o =
+      Fairbench("run " + run + " -q --output " + dir_->File("out1") + " --lock-file " + lock + " --store " + db_);
   ASSERT_EQ(o.code, 0) << o.err;
   const auto file = nlohmann::json::parse(ReadFile(dir_->File("out1/results.json")));
   char expected[128];

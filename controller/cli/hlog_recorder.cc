@@ -59,9 +59,11 @@ void HlogRecorder::OnInterval(const std::string& run, const api::CurrentCell& ce
       return;
     }
     // The intervals' zero: the load's start, on the wall clock.
-    const double base = (static_cast<double>(end.time_since_epoch().count()) - static_cast<double>(merged.end_ns)) / 1e9;
+    const double base =
+        (static_cast<double>(end.time_since_epoch().count()) - static_cast<double>(merged.end_ns)) / 1e9;
     HlogHeader header;
-    header.comments = {comment_ + ", run " + run + ", cell " + key + ": latency in microseconds (Interval_Max in ms), "
+    header.comments = {comment_ + ", run " + run + ", cell " + key +
+                       ": latency in microseconds (Interval_Max in ms), "
                        "warmup intervals tagged warmup"};
     header.start_time_s = base;
     header.base_time_s = base;

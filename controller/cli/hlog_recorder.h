@@ -51,9 +51,9 @@ class HlogRecorder final : public RunObserver {
   const std::filesystem::path dir_;
   const std::string comment_;
   Mutex mu_;
-  std::string key_ GUARDED_BY(mu_);        // the cell measured now
-  int measurement_ GUARDED_BY(mu_) = 0;    // of that cell, 1-based
-  bool opened_ GUARDED_BY(mu_) = false;    // this measurement's file was tried
+  std::string key_ GUARDED_BY(mu_);      // the cell measured now
+  int measurement_ GUARDED_BY(mu_) = 0;  // of that cell, 1-based
+  bool opened_ GUARDED_BY(mu_) = false;  // this measurement's file was tried
   std::unique_ptr<HlogFile> file_ GUARDED_BY(mu_);
 };
 

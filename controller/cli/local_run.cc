@@ -129,8 +129,9 @@ bool ReportRunError(const api::BenchmarkRun& run, const Status& error, FileRunSt
     // stopped at once; say what the last record written whole holds.
     std::string kept = "no record was written";
     if (auto stored = store.Load(); stored.ok() && stored->has_value()) {
-      kept = store.results_path().string() + " holds the last record written whole: " +
-             std::to_string((*stored)->cells.size()) + " of " + std::to_string(api::CountCells(run.spec)) +
+      kept = store.results_path().string() +
+             " holds the last record written whole: " + std::to_string((*stored)->cells.size()) + " of " +
+             std::to_string(api::CountCells(run.spec)) +
              " cells (continue with --resume once the folder can be written)";
     } else if (!stored.ok()) {
       kept = stored.status().message();
@@ -149,8 +150,7 @@ bool ReportRunError(const api::BenchmarkRun& run, const Status& error, FileRunSt
 // resumed run calibrates again, on the machine as it is now). A
 // calibration that could not be run is recorded with its error; the run
 // goes on either way.
-report::CalibrationRecord Calibrate(const api::Calibration& spec, const std::string& output,
-                                    const LocalRunContext& c) {
+report::CalibrationRecord Calibrate(const api::Calibration& spec, const std::string& output, const LocalRunContext& c) {
   const std::filesystem::path dir = std::filesystem::path(output) / "calibration";
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
@@ -212,8 +212,8 @@ void Report(const report::RunRecord& record, const std::string& output, const Lo
 
 }  // namespace
 
-bool CarryOutRun(const api::BenchmarkRun& run, const std::string& base_dir, size_t count,
-                 const LocalRunContext& c, int* exit_code) {
+bool CarryOutRun(const api::BenchmarkRun& run, const std::string& base_dir, size_t count, const LocalRunContext& c,
+                 int* exit_code) {
   const RunFlags& f = c.flags;
   std::string output = f.output;
   if (output.empty()) {

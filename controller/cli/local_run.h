@@ -28,10 +28,10 @@ struct LocalRunContext {
   std::vector<int> target_cpus, agent_cpus;  // from the flags; empty: the run's own
   std::string program_dir;                   // this binary's folder: bare program names are looked up here first
   std::string agent_binary;
-  std::vector<std::string> agent_args;       // the agents' TLS flags
-  AgentPool& agents;                         // the hub
-  std::string token;                         // the agents' (given in their environment)
-  std::string controller_address;            // the hub, as the agents dial it
+  std::vector<std::string> agent_args;  // the agents' TLS flags
+  AgentPool& agents;                    // the hub
+  std::string token;                    // the agents' (given in their environment)
+  std::string controller_address;       // the hub, as the agents dial it
   std::chrono::milliseconds target_stop_grace{10000};
   RunObserver* observer;
   Progress& progress;

@@ -46,7 +46,8 @@ void Progress::OnCellDone(const report::RunRecord& record, const report::CellRec
     if (errors > 0) text += ", " + std::to_string(errors) + " errors";
     for (report::CellFlag f : cell.flags) text += " ⚑" + std::string(report::FlagName(f));
   } else {
-    text += ": " + std::string(api::ToString(r.state)) + " (" + std::string(api::ToString(r.reason)) + ": " + r.message + ")";
+    text += ": " + std::string(api::ToString(r.state)) + " (" + std::string(api::ToString(r.reason)) + ": " +
+            r.message + ")";
   }
   Line(text);
 }
@@ -78,8 +79,8 @@ void Progress::Redraw(double rps, double elapsed) {
   if (quiet_ || !current_.stage) return;
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.1fs", elapsed);
-  std::string text = "[" + std::to_string(done_ + 1) + "/" + std::to_string(total_) + "] " + Describe(current_) + " · " +
-                     std::string(api::ToString(*current_.stage));
+  std::string text = "[" + std::to_string(done_ + 1) + "/" + std::to_string(total_) + "] " + Describe(current_) +
+                     " · " + std::string(api::ToString(*current_.stage));
   if (elapsed > 0) text += " · " + std::string(buf);
   if (rps > 0) text += " · " + WithCommas(rps) + " req/s";
   std::fprintf(out_, "\r\033[K%s", text.c_str());

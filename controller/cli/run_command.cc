@@ -56,7 +56,8 @@ Result<std::vector<std::string>> AgentTlsArgs(const RunFlags& f) {
     return args;
   }
   if (f.agent_tls_ca.empty()) {
-    return Status::InvalidArgument("--agent-tls-ca: required with --hub-tls-cert (the agents verify the hub against it)");
+    return Status::InvalidArgument(
+        "--agent-tls-ca: required with --hub-tls-cert (the agents verify the hub against it)");
   }
   if (auto ca = tls::ReadCertificates(f.agent_tls_ca, "--agent-tls-ca"); !ca.ok()) return ca.status();
   auto absolute = [](const std::string& p) { return std::filesystem::absolute(p).string(); };
@@ -94,7 +95,8 @@ Result<std::vector<LoadedRun>> LoadRunFiles(const RunFlags& f) {
     lo.validation.platform = f.platform == "docker" ? api::Platform::kDocker : api::Platform::kLocal;
     auto run = api::LoadRunFile(file, lo);
     if (!run.ok()) return run.status();
-    for (const std::string& w : api::Warnings(run->spec)) std::fprintf(stderr, "%s: warning: %s\n", file.c_str(), w.c_str());
+    for (const std::string& w : api::Warnings(run->spec))
+      std::fprintf(stderr, "%s: warning: %s\n", file.c_str(), w.c_str());
     runs.push_back({std::move(*run), api::BaseDirectory(file).string()});
   }
   return runs;
@@ -137,7 +139,8 @@ Result<RunSetup> ResolveFlags(const RunFlags& f) {
   s.agent_cpus = *agent_cpus;
   s.program_dir = SelfDir();
   s.agent_binary = f.agent_binary.empty() ? s.program_dir + "/fairbench-agent" : f.agent_binary;
-  if (access(s.agent_binary.c_str(), X_OK) != 0) return Status::InvalidArgument("cannot find fairbench-agent at " + s.agent_binary);
+  if (access(s.agent_binary.c_str(), X_OK) != 0)
+    return Status::InvalidArgument("cannot find fairbench-agent at " + s.agent_binary);
   auto stop_grace = ParseDuration(f.target_stop_grace);
   if (!stop_grace.ok()) return Status::InvalidArgument("--target-stop-grace: " + stop_grace.status().message());
   s.target_stop_grace = std::chrono::duration_cast<std::chrono::milliseconds>(*stop_grace);
@@ -164,7 +167,8 @@ Result<RunSetup> ResolveFlags(const RunFlags& f) {
 CLI::App* AddRunCommand(CLI::App& app, RunFlags& f) {
   CLI::App* cmd = app.add_subcommand("run", "Benchmark the targets of one or more BenchmarkRun files on this machine");
   cmd->add_option("files", f.files, "BenchmarkRun files (YAML or JSON), run one after the other")->required();
-  cmd->add_option("-o,--output", f.output, "Directory for report.md, report.html, results.json (default: out/<run name>)");
+  cmd->add_option("-o,--output", f.output,
+                  "Directory for report.md, report.html, results.json (default: out/<run name>)");
   cmd->add_flag("--resume", f.resume, "Continue an interrupted run from OUTPUT/results.json, keeping finished cells");
   cmd->add_option("--target-cpus", f.target_cpus, "CPUs for the targets (default: the first half)");
   cmd->add_option("--agent-cpus", f.agent_cpus, "CPUs for the agents (default: the second half)");
@@ -186,8 +190,9 @@ CLI::App* AddRunCommand(CLI::App& app, RunFlags& f) {
                   "Where targets run: local (processes, targets[].local.command) or docker (containers of "
                   "targets[].image on the Docker engine, resources enforced)")
       ->check(CLI::IsMember({"local", "docker"}));
-  cmd->add_option("--docker-host", f.docker_host,
-                  "With --platform docker: the engine's socket (default $DOCKER_HOST, else unix:///var/run/docker.sock)");
+  cmd->add_option(
+      "--docker-host", f.docker_host,
+      "With --platform docker: the engine's socket (default $DOCKER_HOST, else unix:///var/run/docker.sock)");
   cmd->add_option("--max-nofile", f.max_nofile,
                   "Cap every target's nofile at N (a container cannot get more than the machine's hard limit); the "
                   "report says so")
@@ -226,8 +231,10 @@ int RunRunCommand(const RunFlags& f) {
   ShutdownSignals signals(
       [&](int sig) {
         std::lock_guard<std::mutex> lock(current_mu);
-        std::fprintf(stderr, "\nfairbench: %s: stopping the load and the run; finished cells are kept (run again with "
-                     "--resume); a second signal exits at once\n", SignalName(sig).c_str());
+        std::fprintf(stderr,
+                     "\nfairbench: %s: stopping the load and the run; finished cells are kept (run again with "
+                     "--resume); a second signal exits at once\n",
+                     SignalName(sig).c_str());
         if (current != nullptr) current->Cancel("interrupted by " + SignalName(sig));
       },
       [](int first, int again) {
@@ -266,7 +273,8 @@ int RunRunCommand(const RunFlags& f) {
                           [&](Orchestrator* o) {
                             std::lock_guard<std::mutex> lock(current_mu);
                             current = o;
-                            if (o != nullptr && signals.first() != 0) o->Cancel("interrupted by " + SignalName(signals.first()));
+                            if (o != nullptr && signals.first() != 0)
+                              o->Cancel("interrupted by " + SignalName(signals.first()));
                           }};
   int exit_code = 0;
   for (size_t i = 0; i < runs->size() && signals.first() == 0; ++i) {
@@ -284,9 +292,10 @@ int RunRunCommand(const RunFlags& f) {
   }
   if (auto pushed = (*metrics)->Stop(std::chrono::seconds(10)); pushed && (!f.quiet || pushed->samples_dropped > 0)) {
     std::fprintf(stderr, "fairbench: remote write: %llu samples sent in %llu requests, %llu dropped%s%s\n",
-                 static_cast<unsigned long long>(pushed->samples_sent), static_cast<unsigned long long>(pushed->requests),
-                 static_cast<unsigned long long>(pushed->samples_dropped), pushed->last_error.empty() ? "" : "; last error: ",
-                 pushed->last_error.c_str());
+                 static_cast<unsigned long long>(pushed->samples_sent),
+                 static_cast<unsigned long long>(pushed->requests),
+                 static_cast<unsigned long long>(pushed->samples_dropped),
+                 pushed->last_error.empty() ? "" : "; last error: ", pushed->last_error.c_str());
   }
   endpoint.Shutdown();
   signals.Stop();

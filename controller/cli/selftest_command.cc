@@ -53,8 +53,14 @@ double Ms(std::chrono::nanoseconds d) { return std::chrono::duration<double, std
 nlohmann::json ChecksJson(const StallVerdict& v) {
   nlohmann::json checks = nlohmann::json::array();
   for (const SelftestCheck& c : v.checks) {
-    checks.push_back({{"cell", c.cell}, {"name", c.name}, {"unit", c.unit}, {"measured", c.measured},
-                      {"low", c.low}, {"high", c.high}, {"error", c.error}, {"passed", c.passed}});
+    checks.push_back({{"cell", c.cell},
+                      {"name", c.name},
+                      {"unit", c.unit},
+                      {"measured", c.measured},
+                      {"low", c.low},
+                      {"high", c.high},
+                      {"error", c.error},
+                      {"passed", c.passed}});
   }
   return checks;
 }
@@ -84,16 +90,16 @@ std::string Hostname() {
 
 void PrintText(const CellOutcome& open, const CellOutcome& closed, const StallVerdict& v, const StallVerdict& naive,
                const std::string& stall, int64_t rate) {
-  std::printf("fairbench selftest: a %s stall of the delay server (%lld ms per request) in each cell\n",
-              stall.c_str(), static_cast<long long>(kServerDelay.count()));
+  std::printf("fairbench selftest: a %s stall of the delay server (%lld ms per request) in each cell\n", stall.c_str(),
+              static_cast<long long>(kServerDelay.count()));
   std::printf("  %-7s %9s %11s %9s %9s %9s %9s %10s\n", "cell", "requests", "requests/s", "p50 ms", "p99 ms",
               "p99.9 ms", "max ms", "stall ms");
   for (const auto& [name, c] : {std::pair<const char*, const CellOutcome*>{"open", &open}, {"closed", &closed}}) {
     const Histogram& h = c->latency;
     std::printf("  %-7s %9llu %11.0f %9.2f %9.2f %9.2f %9.2f %10.2f\n", name,
-                static_cast<unsigned long long>(h.count()),
-                c->record.result.requests_per_second, Ms(h.ValueAtPercentile(50)), Ms(h.ValueAtPercentile(99)),
-                Ms(h.ValueAtPercentile(99.9)), Ms(h.max()), Ms(c->stall.length));
+                static_cast<unsigned long long>(h.count()), c->record.result.requests_per_second,
+                Ms(h.ValueAtPercentile(50)), Ms(h.ValueAtPercentile(99)), Ms(h.ValueAtPercentile(99.9)), Ms(h.max()),
+                Ms(c->stall.length));
   }
   std::printf("\n  %-7s %-16s %-24s %11s %11s  %s\n", "cell", "check", "expected", "measured", "error", "verdict");
   for (const SelftestCheck& c : v.checks) {
@@ -110,9 +116,10 @@ void PrintText(const CellOutcome& open, const CellOutcome& closed, const StallVe
       static_cast<long long>(kClosedConnections), Ms(closed.latency.ValueAtPercentile(99)));
   if (open.uncorrected.count() > 0) {
     const SelftestCheck& rank = naive.checks[1];  // the open model's percentile at rank N − R·S/2
-    std::printf("Timed from when each request was sent (uncorrected), the open cell's %s is %.2f ms against %s: such "
-                "a harness would %s.\n",
-                rank.name.c_str(), rank.measured, rank.expected.c_str(), naive.passed ? "pass too" : "FAIL this test");
+    std::printf(
+        "Timed from when each request was sent (uncorrected), the open cell's %s is %.2f ms against %s: such "
+        "a harness would %s.\n",
+        rank.name.c_str(), rank.measured, rank.expected.c_str(), naive.passed ? "pass too" : "FAIL this test");
   }
   std::printf("\nThe harness %s on %s.\n", v.passed ? "PASSED" : "FAILED", Hostname().c_str());
 }
@@ -121,8 +128,9 @@ void PrintText(const CellOutcome& open, const CellOutcome& closed, const StallVe
 
 CLI::App* AddSelftestCommand(CLI::App& app, SelftestFlags& f) {
   CLI::App* cmd = app.add_subcommand(
-      "selftest", "Test the tester: stall the delay server for a known time mid-cell and check what the open and "
-                  "the closed model report");
+      "selftest",
+      "Test the tester: stall the delay server for a known time mid-cell and check what the open and "
+      "the closed model report");
   cmd->add_option("--stall", f.stall, "How long the server is stopped in each cell (default 500ms)");
   cmd->add_option("--rate", f.rate, "The open model's requests/s (default 1000)")->check(CLI::Range(10, 100000));
   cmd->add_option("--duration", f.duration, "Each cell's measurement (default 4s; at least twice the stall + 1s)");
@@ -178,8 +186,19 @@ int RunSelftestCommand(const SelftestFlags& f) {
   if (Status s = endpoint.Listen("127.0.0.1:0"); !s.ok()) return BadInput(s.message());
   Progress progress(isatty(STDERR_FILENO) != 0, f.json);
   RunFlags unused;
-  LocalRunContext base{unused, {}, {}, program_dir, agent_binary, {}, endpoint.hub(), token, endpoint.address(),
-                       std::chrono::milliseconds(5000), &progress, progress, signals,
+  LocalRunContext base{unused,
+                       {},
+                       {},
+                       program_dir,
+                       agent_binary,
+                       {},
+                       endpoint.hub(),
+                       token,
+                       endpoint.address(),
+                       std::chrono::milliseconds(5000),
+                       &progress,
+                       progress,
+                       signals,
                        [&](Orchestrator* o) {
                          std::lock_guard<std::mutex> lock(current_mu);
                          current = o;

@@ -50,9 +50,9 @@ TEST(SelftestCommandTest, KnownStallPasses) {
   auto dir = testing::TempDir::Create("fairbench-selftest");
   ASSERT_TRUE(dir.ok());
   const auto started = std::chrono::steady_clock::now();
-  const Outcome r = Selftest({"--stall", "400ms", "--duration", "3s", "--json", "--output",
-                              (dir->path() / "runs").string()},
-                             std::chrono::seconds(40));
+  const Outcome r =
+      Selftest({"--stall", "400ms", "--duration", "3s", "--json", "--output", (dir->path() / "runs").string()},
+               std::chrono::seconds(40));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);

@@ -70,9 +70,8 @@ StallVerdict JudgeStall(const Histogram& open, const Histogram& closed, const St
   // Closed model: the stall reaches its max, and only the requests in
   // flight when it began; the p99 stays far below it.
   const double closed_ms = e.closed_stall.count() > 0 ? Ms(e.closed_stall) : stall_ms;
-  v.checks.push_back(
-      Bounded("closed", "max", ms(closed.max()), closed_ms + delay_ms, closed_ms - timing_ms, closed_ms + slack_ms,
-              "ms"));
+  v.checks.push_back(Bounded("closed", "max", ms(closed.max()), closed_ms + delay_ms, closed_ms - timing_ms,
+                             closed_ms + slack_ms, "ms"));
   const auto connections = static_cast<double>(e.closed_connections);
   const auto half_us = static_cast<int64_t>(std::llround(closed_ms / 2 * 1000));
   v.checks.push_back(Bounded("closed", "requests >= S/2", static_cast<double>(CountAtOrAbove(closed, half_us)),

@@ -44,10 +44,10 @@
 namespace fairbench::controller {
 
 struct StallExpectation {
-  std::chrono::nanoseconds stall{0};   // as injected in the open cell (between SIGSTOP and SIGCONT)
+  std::chrono::nanoseconds stall{0};         // as injected in the open cell (between SIGSTOP and SIGCONT)
   std::chrono::nanoseconds closed_stall{0};  // in the closed cell; 0: the same as stall
-  std::chrono::nanoseconds delay{0};   // the server's own, on every request
-  double rate = 0;                     // the open model's offered requests/s
+  std::chrono::nanoseconds delay{0};         // the server's own, on every request
+  double rate = 0;                           // the open model's offered requests/s
   int64_t closed_connections = 0;
   std::chrono::nanoseconds slack{std::chrono::milliseconds(100)};  // above S for the max
   // Below S for the max: the stall as recorded spans the injector's two
@@ -55,17 +55,17 @@ struct StallExpectation {
   // stall is that much shorter; a thread descheduled between them on a
   // busy machine has been seen to add 0.6 ms.
   std::chrono::nanoseconds timing{std::chrono::milliseconds(2)};
-  double tolerance = 0.20;             // relative, around S/2
+  double tolerance = 0.20;  // relative, around S/2
 };
 
 struct SelftestCheck {
-  std::string cell;      // "open" or "closed"
-  std::string name;      // what is measured ("max", "p93.75", "requests >= S/2", "p99")
-  std::string expected;  // the bounds in words ("[500.0, 600.0] ms")
-  double measured = 0;   // in `unit`
+  std::string cell;          // "open" or "closed"
+  std::string name;          // what is measured ("max", "p93.75", "requests >= S/2", "p99")
+  std::string expected;      // the bounds in words ("[500.0, 600.0] ms")
+  double measured = 0;       // in `unit`
   double low = 0, high = 0;  // inclusive bounds, in `unit`
-  double error = 0;      // measured − the theoretical value, in `unit`
-  std::string unit;      // "ms" or "requests"
+  double error = 0;          // measured − the theoretical value, in `unit`
+  std::string unit;          // "ms" or "requests"
   bool passed = false;
 };
 

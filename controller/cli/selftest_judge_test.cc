@@ -12,7 +12,7 @@
 namespace fairbench::controller {
 namespace {
 
-constexpr int64_t kRate = 1000;         // requests/s
+constexpr int64_t kRate = 1000;  // requests/s
 constexpr int64_t kMeasureUs = 4'000'000;
 constexpr int64_t kStallUs = 500'000;
 constexpr int64_t kStallStartUs = 1'750'000;
@@ -136,9 +136,8 @@ TEST(JudgeStallTest, ClosedCellWithoutOmissionFails) {
   const SelftestCheck& count = Find(v, "closed", "requests");
   EXPECT_FALSE(count.passed);
   // Requests due in the stall's first half: 250 (+ the one due at its middle, 250 ms + 1 ms ≥ 250 ms).
-  EXPECT_EQ(count.measured, static_cast<double>(std::count_if(open.begin(), open.end(), [](int64_t x) {
-              return x >= kStallUs / 2;
-            })));
+  EXPECT_EQ(count.measured,
+            static_cast<double>(std::count_if(open.begin(), open.end(), [](int64_t x) { return x >= kStallUs / 2; })));
   EXPECT_FALSE(Find(v, "closed", "p99").passed);
 }
 

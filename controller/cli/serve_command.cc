@@ -19,8 +19,9 @@ int Fail(int code, const std::string& message) {
 }  // namespace
 
 CLI::App* AddServeCommand(CLI::App& app, ServeFlags& flags) {
-  CLI::App* cmd = app.add_subcommand("serve", "A read-only web page over a result store: runs, reports, series, "
-                                              "change points, comparisons");
+  CLI::App* cmd = app.add_subcommand("serve",
+                                     "A read-only web page over a result store: runs, reports, series, "
+                                     "change points, comparisons");
   AddStoreOption(*cmd, flags.store, "The result store", false);
   cmd->add_option("--listen", flags.listen,
                   "Address to listen on, HOST:PORT (default 127.0.0.1:8089; port 0: a free one)");
@@ -40,7 +41,8 @@ int RunServeCommand(const ServeFlags& flags) {
     results::OpenOptions oo;
     oo.create = false;
     auto store = results::OpenResultStore(options.store, oo);
-    if (!store.ok()) return Fail(store.status().code() == Status::Code::kInvalidArgument ? 2 : 1, store.status().message());
+    if (!store.ok())
+      return Fail(store.status().code() == Status::Code::kInvalidArgument ? 2 : 1, store.status().message());
     described = (*store)->Describe();
   }
   // Blocked before the server's threads start, so that only the wait

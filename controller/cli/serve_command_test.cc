@@ -88,7 +88,8 @@ TEST_F(ServeCommandTest, PrintsItsUrlServesAndStopsOnSigintAndSigterm) {
     testing::Subprocess p = Start({"--store", db_, "--listen", "127.0.0.1:0"});
     const std::string url = Url(p);
     std::smatch m;
-    ASSERT_TRUE(std::regex_match(url, m, std::regex(R"(http://127\.0\.0\.1:([0-9]+)/)"))) << url << ReadFile(dir_->File("err"));
+    ASSERT_TRUE(std::regex_match(url, m, std::regex(R"(http://127\.0\.0\.1:([0-9]+)/)")))
+        << url << ReadFile(dir_->File("err"));
     auto c = testing::HttpConnection::Connect("127.0.0.1", static_cast<uint16_t>(std::stoi(m[1])));
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     auto r = c->RoundTrip(testing::BuildRequest("GET", "/", "127.0.0.1"));
@@ -157,7 +158,8 @@ TEST_F(ServeCommandTest, MarksTheChangesHistoryCheckReports) {
       for (const auto& ch : m["changes"]) {
         char size[32];
         std::snprintf(size, sizeof size, "%.1f", std::fabs(ch["changePercent"].get<double>()));
-        gate.insert(ch["kind"].get<std::string>() + " run " + std::to_string(ch["after"]["run"].get<int>()) + " " + size);
+        gate.insert(ch["kind"].get<std::string>() + " run " + std::to_string(ch["after"]["run"].get<int>()) + " " +
+                    size);
       }
       const std::string id = m["metric"] == "requestsPerSecond" ? "chart-rps" : "chart-p99";
       const size_t from = r->body.find("id=\"" + id + "\"");

@@ -141,10 +141,12 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
       return;
     }
     if (!hub_->TokenMatches(in_.hello().token())) {
-      hub_->Refuse("token", "refused agent " + in_.hello().agent_id() + " from " + in_.hello().node() + ": wrong token");
-      End(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                       "wrong token: the controller expects the token of its Secret (fairbench run: the one it gave its "
-                       "agents)"));
+      hub_->Refuse("token",
+                   "refused agent " + in_.hello().agent_id() + " from " + in_.hello().node() + ": wrong token");
+      End(grpc::Status(
+          grpc::StatusCode::UNAUTHENTICATED,
+          "wrong token: the controller expects the token of its Secret (fairbench run: the one it gave its "
+          "agents)"));
       return;
     }
     info_.id = in_.hello().agent_id();
@@ -160,7 +162,6 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
     }
     welcomed_ = true;  // Register queued the Welcome
   }
-
 
   void HandleSnapshot() {
     const v1::Snapshot& msg = in_.snapshot();
@@ -281,10 +282,10 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
   }
 
   AgentHub* const hub_;
-  v1::AgentMessage in_;  // only the reading reaction touches it
+  v1::AgentMessage in_;    // only the reading reaction touches it
   bool welcomed_ = false;  // only the reading reaction touches it
-  char done_ = 0;  // the address reactions release to OnDone (TSan builds)
-  AgentInfo info_;       // written once, at Hello, before Register
+  char done_ = 0;          // the address reactions release to OnDone (TSan builds)
+  AgentInfo info_;         // written once, at Hello, before Register
 
   mutable Mutex mu_;
   std::deque<v1::ControllerMessage> outbox_ GUARDED_BY(mu_);
@@ -297,20 +298,23 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
 };
 
 AgentHub::AgentHub(std::string token, std::string controller_id, AgentHubOptions options)
-    : token_(std::move(token)), controller_id_(std::move(controller_id)), options_(options),
+    : token_(std::move(token)),
+      controller_id_(std::move(controller_id)),
+      options_(options),
       reaper_([this](std::stop_token stop) { ReapPending(stop); }) {}
 
 AgentHub::~AgentHub() = default;
 
-grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* AgentHub::Connect(grpc::CallbackServerContext* context) {
+grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* AgentHub::Connect(
+    grpc::CallbackServerContext* context) {
   {
     MutexLock lock(mu_);
     ++stats_.streams;
     if (pending_.size() >= options_.max_pending) {
       ++stats_.refused_pending;
       LogRefusal("pending", "refused a stream from " + context->peer() + ": " + std::to_string(pending_.size()) +
-                                " streams are waiting for their Hello (at most " + std::to_string(options_.max_pending) +
-                                ")");
+                                " streams are waiting for their Hello (at most " +
+                                std::to_string(options_.max_pending) + ")");
       // Not in all_ nor pending_: its OnDone finds nothing to remove.
       return new AgentSession(this, grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                                                  "too many streams waiting for their Hello; retry later"));
@@ -340,8 +344,8 @@ void AgentHub::ReapPending(std::stop_token stop) {
       // Ended under the lock, as Shutdown does, so that it cannot be
       // deleted meanwhile; its OnDone removes it from all_.
       ++stats_.hello_timeouts;
-      LogRefusal("hello", "ended a stream that said no Hello within " + std::to_string(options_.hello_timeout.count()) +
-                              " ms");
+      LogRefusal("hello",
+                 "ended a stream that said no Hello within " + std::to_string(options_.hello_timeout.count()) + " ms");
       it->first->End(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                                   "no Hello within " + std::to_string(options_.hello_timeout.count()) + " ms"));
       it = pending_.erase(it);
@@ -473,7 +477,8 @@ Result<std::vector<std::string>> AgentHub::WaitForAgents(size_t count, std::chro
   return idle;
 }
 
-Status AgentHub::StartJob(const std::string& agent_id, const wire::JobSpec& job, std::shared_ptr<JobObserver> observer) {
+Status AgentHub::StartJob(const std::string& agent_id, const wire::JobSpec& job,
+                          std::shared_ptr<JobObserver> observer) {
   v1::LoadJob proto;
   wire::ToProto(job, &proto);
   return StartJob(agent_id, proto, std::move(observer));

@@ -50,7 +50,7 @@ struct AgentInfo {
   std::string node;
   uint32_t cores = 0;
   std::string version;
-  std::string job_id;  // empty when idle
+  std::string job_id;           // empty when idle
   std::optional<CpuView> cpus;  // what it said of its own CPUs (Hello.cpu_view)
 };
 
@@ -84,7 +84,8 @@ class AgentHub final : public v1::AgentHub::CallbackService, public AgentPool {
                     AgentHubOptions options = {});
   ~AgentHub() override;
 
-  grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* Connect(grpc::CallbackServerContext* context) override;
+  grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* Connect(
+      grpc::CallbackServerContext* context) override;
 
   std::vector<AgentInfo> Agents() const;
   AgentCpuView AgentCpus(const std::string& agent_id) const override;
@@ -93,7 +94,8 @@ class AgentHub final : public v1::AgentHub::CallbackService, public AgentPool {
   Result<std::vector<std::string>> WaitForAgents(size_t count, std::chrono::milliseconds timeout) {
     return WaitForAgents(count, timeout, {}, {});
   }
-  Status StartJob(const std::string& agent_id, const wire::JobSpec& job, std::shared_ptr<JobObserver> observer) override;
+  Status StartJob(const std::string& agent_id, const wire::JobSpec& job,
+                  std::shared_ptr<JobObserver> observer) override;
   // The same with a job already in the protocol's form (tests of the protocol).
   Status StartJob(const std::string& agent_id, const v1::LoadJob& job, std::shared_ptr<JobObserver> observer);
   void CancelJob(const std::string& agent_id, const std::string& job_id, const std::string& reason) override;
@@ -126,7 +128,7 @@ class AgentHub final : public v1::AgentHub::CallbackService, public AgentPool {
   mutable Mutex mu_;
   std::condition_variable_any cv_;
   std::map<std::string, AgentSession*> sessions_ GUARDED_BY(mu_);  // by agent id
-  std::set<AgentSession*> all_ GUARDED_BY(mu_);  // registered or not
+  std::set<AgentSession*> all_ GUARDED_BY(mu_);                    // registered or not
   // Streams that have not said Hello yet, and when they must have.
   std::map<AgentSession*, std::chrono::steady_clock::time_point> pending_ GUARDED_BY(mu_);
   struct Said {
@@ -136,7 +138,7 @@ class AgentHub final : public v1::AgentHub::CallbackService, public AgentPool {
   std::map<std::string, Said> said_ GUARDED_BY(mu_);  // LogRefusal's memory
   HubStats stats_ GUARDED_BY(mu_);
   bool shutdown_ GUARDED_BY(mu_) = false;
-  std::jthread reaper_;               // last: stopped and joined first
+  std::jthread reaper_;  // last: stopped and joined first
 };
 
 // A fresh shared secret for the agents (128 bits from /dev/urandom, hex).

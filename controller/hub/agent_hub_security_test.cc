@@ -106,8 +106,8 @@ struct Certificates {
     EXPECT_TRUE(client.ok() && other.ok());
     auto other_client = other->IssueClient("fairbench-agent");
     EXPECT_TRUE(other_client.ok());
-    Certificates c{dir.File("ca.crt"),     dir.File("server.crt"), dir.File("server.key"), dir.File("client.crt"),
-                   dir.File("client.key"), dir.File("other-ca.crt"), dir.File("other.crt"), dir.File("other.key")};
+    Certificates c{dir.File("ca.crt"),     dir.File("server.crt"),   dir.File("server.key"), dir.File("client.crt"),
+                   dir.File("client.key"), dir.File("other-ca.crt"), dir.File("other.crt"),  dir.File("other.key")};
     WriteText(c.ca, m->ca.cert_pem);
     WriteText(c.server_cert, m->server.cert_pem);
     WriteText(c.server_key, m->server.key_pem);
@@ -208,9 +208,10 @@ TEST_F(HubSecurityTest, AnAgentRunsAJobOverMutualTls) {
   char port_hex[8];
   std::snprintf(port_hex, sizeof port_hex, ":%04X", server_.port);
   const auto own = ListeningSockets(getpid());
-  EXPECT_TRUE(std::any_of(own.begin(), own.end(), [&](const std::string& s) {
-    return s.size() > 5 && s.compare(s.size() - 5, 5, port_hex) == 0;
-  })) << "the detector misses the hub's own listener on port " << server_.port;
+  EXPECT_TRUE(
+      std::any_of(own.begin(), own.end(),
+                  [&](const std::string& s) { return s.size() > 5 && s.compare(s.size() - 5, 5, port_hex) == 0; }))
+      << "the detector misses the hub's own listener on port " << server_.port;
 }
 
 // TLS without client certificates, and a server name that differs from
@@ -235,8 +236,8 @@ TEST_F(HubSecurityTest, ServerNameOverrideIsChecked) {
 TEST_F(HubSecurityTest, AClientCertificateOfAnotherCaIsRefusedInTheHandshake) {
   const Certificates c = Certificates::Make(*dir_);
   Start({}, HubTls{c.server_cert, c.server_key, c.ca});
-  auto stranger = StartAgent("stranger", {"--tls-ca", c.ca, "--tls-cert", c.other_cert, "--tls-key", c.other_key,
-                                          "--give-up-after", "1"});
+  auto stranger = StartAgent(
+      "stranger", {"--tls-ca", c.ca, "--tls-cert", c.other_cert, "--tls-key", c.other_key, "--give-up-after", "1"});
   auto bare = agent::AgentCredentials(agent::AgentTls{c.ca, "", "", ""});
   ASSERT_TRUE(bare.ok());
   auto no_cert = RawAgent::Dial(Address(), *bare);
@@ -502,8 +503,8 @@ TEST(HubMessageSizeTest, SnapshotsFitWellUnderTheLimit) {
   full.stats.rate_samples.assign(1024 * 10, 12345.678);  // 1,024 threads × 10 samples
   v1::Snapshot largest;
   wire::ToProto(full, "job", &largest);
-  std::printf("realistic snapshot: %zu bytes; every bucket counted: %zu bytes; limit %d\n",
-              realistic.ByteSizeLong(), largest.ByteSizeLong(), kDefaultMaxAgentMessageBytes);
+  std::printf("realistic snapshot: %zu bytes; every bucket counted: %zu bytes; limit %d\n", realistic.ByteSizeLong(),
+              largest.ByteSizeLong(), kDefaultMaxAgentMessageBytes);
   EXPECT_LT(realistic.ByteSizeLong(), 64u * 1024);
   EXPECT_LT(largest.ByteSizeLong(), static_cast<size_t>(kDefaultMaxAgentMessageBytes) / 8);
 }

@@ -175,7 +175,9 @@ TEST_F(AgentHubTest, TheLoadStopsWithinASecondWhenTheControllerGoes) {
   ASSERT_TRUE(hub_->StartJob("a1", Job("job-1", 30s), rec).ok());
   ASSERT_TRUE(rec->WaitSnapshots(2, 10s));
   const double gone = static_cast<double>(std::chrono::duration_cast<std::chrono::microseconds>(
-                          std::chrono::system_clock::now().time_since_epoch()).count()) / 1e6;
+                                              std::chrono::system_clock::now().time_since_epoch())
+                                              .count()) /
+                      1e6;
   hub_->Shutdown();
   server_.server->Shutdown(std::chrono::system_clock::now() + 100ms);
   server_.server.reset();

@@ -61,7 +61,8 @@ class AgentPool {
   // their ids; DeadlineExceeded after `timeout`, Cancelled on a stop.
   virtual Result<std::vector<std::string>> WaitForAgents(size_t count, std::chrono::milliseconds timeout,
                                                          const std::set<std::string>& ids, std::stop_token stop) = 0;
-  virtual Status StartJob(const std::string& agent_id, const wire::JobSpec& job, std::shared_ptr<JobObserver> observer) = 0;
+  virtual Status StartJob(const std::string& agent_id, const wire::JobSpec& job,
+                          std::shared_ptr<JobObserver> observer) = 0;
   virtual void CancelJob(const std::string& agent_id, const std::string& job_id, const std::string& reason) = 0;
 };
 

@@ -65,7 +65,7 @@ void CellAggregator::OnSnapshot(const std::string& agent_id, Snapshot snapshot) 
 
 void CellAggregator::FlushReady() {
   if (last_sequence_.size() < agents_) return;  // some agent has sent nothing yet
-  uint64_t closed = UINT64_MAX;  // every agent has sent this interval or a later one
+  uint64_t closed = UINT64_MAX;                 // every agent has sent this interval or a later one
   for (const auto& [agent, seq] : last_sequence_) closed = std::min(closed, seq);
   while (next_sequence_ <= closed) {
     auto it = partial_.begin();

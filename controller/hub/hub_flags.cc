@@ -13,7 +13,8 @@ void AddHubFlags(CLI::App& app, HubFlags& f) {
   app.add_option("--hub-max-agents", f.max_agents, "Agents connected at most; more are refused (default 512)");
   app.add_option("--hub-max-pending", f.max_pending,
                  "Streams waiting for their Hello at most; more are refused (default 256)");
-  app.add_option("--hub-hello-timeout", f.hello_timeout, "A stream without Hello is ended after this long (default 5s)");
+  app.add_option("--hub-hello-timeout", f.hello_timeout,
+                 "A stream without Hello is ended after this long (default 5s)");
   app.add_option("--hub-max-message-size", f.max_message_size,
                  "The largest message read from an agent (default 4Mi; a busy snapshot is about 3 KB)");
 }

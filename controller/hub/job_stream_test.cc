@@ -59,7 +59,9 @@ Snapshot Interval(uint64_t sequence, uint64_t requests) {
   return s;
 }
 
-CellAggregator::Outcome WaitNow(CellAggregator& cell) { return cell.Wait(SystemClock::Instance(), SystemClock::Instance().Now()); }
+CellAggregator::Outcome WaitNow(CellAggregator& cell) {
+  return cell.Wait(SystemClock::Instance(), SystemClock::Instance().Now());
+}
 
 // Hub hardening (issue 12): an agent that jumps ahead used to open one
 // interval per sequence number, each waiting for the other agents, without
@@ -67,7 +69,8 @@ CellAggregator::Outcome WaitNow(CellAggregator& cell) { return cell.Wait(SystemC
 TEST(CellAggregatorTest, AnAgentJumpingAheadFailsTheCellInsteadOfHoldingIntervals) {
   CellAggregator cell(2);
   cell.OnSnapshot("a", Interval(1, 10));
-  for (uint64_t seq = 1; seq <= CellAggregator::kMaxPendingIntervals + 10; ++seq) cell.OnSnapshot("b", Interval(seq, 10));
+  for (uint64_t seq = 1; seq <= CellAggregator::kMaxPendingIntervals + 10; ++seq)
+    cell.OnSnapshot("b", Interval(seq, 10));
   EXPECT_LE(cell.pending_intervals(), CellAggregator::kMaxPendingIntervals);
   EXPECT_EQ(WaitNow(cell), CellAggregator::Outcome::kFailed);
   EXPECT_NE(cell.failure().find("agent b: snapshot"), std::string::npos) << cell.failure();

@@ -26,8 +26,8 @@ struct RawAgent {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection of its own
     if (!server_name.empty()) args.SetSslTargetNameOverride(server_name);
-    auto channel = grpc::CreateCustomChannel(
-        address, credentials ? credentials : grpc::InsecureChannelCredentials(), args);
+    auto channel =
+        grpc::CreateCustomChannel(address, credentials ? credentials : grpc::InsecureChannelCredentials(), args);
     auto a = std::make_unique<RawAgent>();
     a->stub = v1::AgentHub::NewStub(channel);
     a->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));

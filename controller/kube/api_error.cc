@@ -142,10 +142,8 @@ bool ApiError::Retriable() const {
     case Reason::kServiceUnavailable:
     case Reason::kServerTimeout:
     case Reason::kTimeout:
-    case Reason::kTransport:
-      return true;
-    default:
-      return false;
+    case Reason::kTransport: return true;
+    default: return false;
   }
 }
 
@@ -165,22 +163,17 @@ Status ApiError::ToStatus() const {
     case Reason::kBadRequest:
     case Reason::kMethodNotAllowed:
     case Reason::kNotAcceptable:
-    case Reason::kUnsupportedMediaType:
-      return Status::InvalidArgument(msg);
+    case Reason::kUnsupportedMediaType: return Status::InvalidArgument(msg);
     case Reason::kConflict:
     case Reason::kGone:
     case Reason::kUnauthorized:
     case Reason::kForbidden:
-    case Reason::kTls:
-      return Status::FailedPrecondition(msg);
+    case Reason::kTls: return Status::FailedPrecondition(msg);
     case Reason::kTimeout:
-    case Reason::kServerTimeout:
-      return Status::DeadlineExceeded(msg);
+    case Reason::kServerTimeout: return Status::DeadlineExceeded(msg);
     case Reason::kDecode:
-    case Reason::kUnknown:
-      return Status::Internal(msg);
-    default:
-      return Status::Unavailable(msg);
+    case Reason::kUnknown: return Status::Internal(msg);
+    default: return Status::Unavailable(msg);
   }
 }
 

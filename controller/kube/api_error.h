@@ -55,15 +55,14 @@ struct StatusCause {
 
 struct ApiError {
   Reason reason = Reason::kUnknown;
-  int http_code = 0;            // 0 when no HTTP response arrived
-  std::string message;          // the Status message, or the transport's
-  std::string status_reason;    // the raw `reason` string of the Status
+  int http_code = 0;          // 0 when no HTTP response arrived
+  std::string message;        // the Status message, or the transport's
+  std::string status_reason;  // the raw `reason` string of the Status
   std::vector<StatusCause> causes;
   std::optional<std::chrono::seconds> retry_after;
 
   // From a non-2xx response: its code, body and headers (lower-case names).
-  static ApiError FromResponse(int http_code, std::string_view body,
-                               const std::map<std::string, std::string>& headers);
+  static ApiError FromResponse(int http_code, std::string_view body, const std::map<std::string, std::string>& headers);
   // From a Status object (the object of a watch ERROR event).
   static ApiError FromStatus(const nlohmann::json& status);
   // From a transport failure reported as a fairbench::Status.
@@ -79,7 +78,7 @@ struct ApiError {
 template <typename T>
 class ApiResult {
  public:
-  ApiResult(T value) : v_(std::move(value)) {}      // NOLINT: implicit by design
+  ApiResult(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
   ApiResult(ApiError error) : v_(std::move(error)) {}  // NOLINT: implicit by design
 
   bool ok() const { return std::holds_alternative<T>(v_); }

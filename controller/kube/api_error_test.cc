@@ -7,10 +7,12 @@ namespace {
 
 TEST(ApiError, AlreadyExistsAndConflictDifferByReason) {
   auto exists = ApiError::FromResponse(
-      409, R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"widgets.example.com \"w1\" already exists","reason":"AlreadyExists","code":409})",
+      409,
+      R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"widgets.example.com \"w1\" already exists","reason":"AlreadyExists","code":409})",
       {});
   auto conflict = ApiError::FromResponse(
-      409, R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"the object has been modified","reason":"Conflict","code":409})",
+      409,
+      R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"the object has been modified","reason":"Conflict","code":409})",
       {});
   EXPECT_EQ(exists.reason, Reason::kAlreadyExists);
   EXPECT_EQ(conflict.reason, Reason::kConflict);
@@ -33,8 +35,8 @@ TEST(ApiError, InvalidCarriesCauses) {
 TEST(ApiError, GoneExpiredAndRetryAfter) {
   EXPECT_EQ(ApiError::FromStatus({{"kind", "Status"}, {"code", 410}, {"reason", "Expired"}}).reason, Reason::kGone);
   EXPECT_EQ(ApiError::FromStatus({{"kind", "Status"}, {"code", 410}, {"reason", "Gone"}}).reason, Reason::kGone);
-  auto throttled = ApiError::FromResponse(429, R"({"kind":"Status","reason":"TooManyRequests","code":429})",
-                                          {{"retry-after", "3"}});
+  auto throttled =
+      ApiError::FromResponse(429, R"({"kind":"Status","reason":"TooManyRequests","code":429})", {{"retry-after", "3"}});
   EXPECT_EQ(throttled.reason, Reason::kTooManyRequests);
   ASSERT_TRUE(throttled.retry_after.has_value());
   EXPECT_EQ(throttled.retry_after->count(), 3);

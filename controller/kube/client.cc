@@ -154,8 +154,8 @@ ApiResult<HttpResponse> Client::Execute(const Call& call) {
     }
     // 429 and 503 mean the request was not processed: safe to resend even
     // when it is not idempotent.
-    bool resend_safe = call.idempotent || err.reason == Reason::kTooManyRequests ||
-                       err.reason == Reason::kServiceUnavailable;
+    bool resend_safe =
+        call.idempotent || err.reason == Reason::kTooManyRequests || err.reason == Reason::kServiceUnavailable;
     if (!err.Retriable() || !resend_safe || attempt >= options_.max_attempts) return err;
     std::chrono::nanoseconds wait = backoff.Next();
     const bool told = err.retry_after && err.retry_after->count() > 0;
@@ -270,15 +270,19 @@ ApiResult<Json> Client::CreateSubresource(const ResourceType& r, std::string_vie
 }
 
 ApiResult<Json> Client::Update(const ResourceType& r, const Json& object, const WriteOptions& options) {
-  Call c{"PUT", r.Path(NamespaceFor(r, "", &object), MetaString(object, f::kName)), {}, object.dump(), f::kJson,
-         options.timeout, true};
+  Call c{"PUT",    r.Path(NamespaceFor(r, "", &object), MetaString(object, f::kName)),
+         {},       object.dump(),
+         f::kJson, options.timeout,
+         true};
   AddWrite(&c.query, options.field_manager, options.field_validation, options.dry_run);
   return ExecuteJson(c);
 }
 
 ApiResult<Json> Client::UpdateStatus(const ResourceType& r, const Json& object, const WriteOptions& options) {
-  Call c{"PUT", r.Path(NamespaceFor(r, "", &object), MetaString(object, f::kName), f::kStatus), {}, object.dump(),
-         f::kJson, options.timeout, true};
+  Call c{"PUT",    r.Path(NamespaceFor(r, "", &object), MetaString(object, f::kName), f::kStatus),
+         {},       object.dump(),
+         f::kJson, options.timeout,
+         true};
   AddWrite(&c.query, options.field_manager, options.field_validation, options.dry_run);
   return ExecuteJson(c);
 }
@@ -294,8 +298,13 @@ ApiResult<Json> Client::Patch(const ResourceType& r, std::string_view ns, std::s
   }
   // Apply is declarative and therefore safe to resend; other patches may
   // not be (a JSON patch that appends to a list).
-  Call c{"PATCH", r.Path(NamespaceFor(r, ns, nullptr), name, subresource), {}, std::string(body), content_type,
-         options.timeout, type == PatchType::kApply};
+  Call c{"PATCH",
+         r.Path(NamespaceFor(r, ns, nullptr), name, subresource),
+         {},
+         std::string(body),
+         content_type,
+         options.timeout,
+         type == PatchType::kApply};
   AddWrite(&c.query, options.field_manager, options.field_validation, options.dry_run);
   if (options.force) c.query.emplace_back(f::kQueryForce, "true");
   return ExecuteJson(c);
@@ -309,8 +318,8 @@ ApiResult<Json> Client::Apply(const ResourceType& r, const Json& object, const P
     e.message = "server-side apply needs a field manager";
     return e;
   }
-  return Patch(r, NamespaceFor(r, "", &object), MetaString(object, f::kName), PatchType::kApply, object.dump(),
-               options, subresource);
+  return Patch(r, NamespaceFor(r, "", &object), MetaString(object, f::kName), PatchType::kApply, object.dump(), options,
+               subresource);
 }
 
 namespace {
@@ -326,7 +335,8 @@ Json DeleteBody(const DeleteOptions& options) {
   if (!options.precondition_uid.empty() || !options.precondition_resource_version.empty()) {
     Json pre = Json::object();
     if (!options.precondition_uid.empty()) pre[f::kUid] = options.precondition_uid;
-    if (!options.precondition_resource_version.empty()) pre[f::kResourceVersion] = options.precondition_resource_version;
+    if (!options.precondition_resource_version.empty())
+      pre[f::kResourceVersion] = options.precondition_resource_version;
     body[f::kPreconditions] = pre;
   }
   if (options.dry_run) body["dryRun"] = Json::array({"All"});
@@ -336,8 +346,9 @@ Json DeleteBody(const DeleteOptions& options) {
 
 ApiResult<Json> Client::Delete(const ResourceType& r, std::string_view ns, std::string_view name,
                                const DeleteOptions& options) {
-  Call c{"DELETE", r.Path(NamespaceFor(r, ns, nullptr), name), {}, DeleteBody(options).dump(), f::kJson,
-         options.timeout, true};
+  Call c{
+      "DELETE", r.Path(NamespaceFor(r, ns, nullptr), name), {}, DeleteBody(options).dump(), f::kJson, options.timeout,
+      true};
   return ExecuteJson(c);
 }
 
@@ -370,10 +381,10 @@ ApiResult<WatchEnd> Client::Watch(const ResourceType& r, std::string_view ns, co
   req.headers.emplace_back("Accept", f::kJson);
   // The server ends the stream after timeoutSeconds; the transport's own
   // deadline only guards against a server that never does.
-  req.timeout = options.timeout_seconds.count() > 0
-                    ? std::chrono::duration_cast<std::chrono::milliseconds>(options.timeout_seconds) +
-                          std::chrono::seconds(30)
-                    : std::chrono::milliseconds(std::chrono::hours(2));
+  req.timeout =
+      options.timeout_seconds.count() > 0
+          ? std::chrono::duration_cast<std::chrono::milliseconds>(options.timeout_seconds) + std::chrono::seconds(30)
+          : std::chrono::milliseconds(std::chrono::hours(2));
   ClientCertificate cert;
   bool refreshed = false;
   for (;;) {

@@ -101,8 +101,7 @@ class Client {
   // POST to a subresource of an object (serviceaccounts/NAME/token: a
   // TokenRequest).
   ApiResult<Json> CreateSubresource(const ResourceType& r, std::string_view ns, std::string_view name,
-                                    std::string_view subresource, const Json& object,
-                                    const WriteOptions& options = {});
+                                    std::string_view subresource, const Json& object, const WriteOptions& options = {});
   // PUT of the whole object; its metadata.resourceVersion is the precondition.
   ApiResult<Json> Update(const ResourceType& r, const Json& object, const WriteOptions& options = {});
   ApiResult<Json> UpdateStatus(const ResourceType& r, const Json& object, const WriteOptions& options = {});

@@ -204,10 +204,12 @@ curl_slist* CurlTransport::Prepare(CURL* h, const HttpRequest& request, char* er
 
 Status CurlTransport::TransportError(CURLcode code, const char* error_buffer, const HttpRequest& request) const {
   std::string detail = error_buffer && *error_buffer ? error_buffer : curl_easy_strerror(code);
-  std::string what = request.method + " " + display_url_ + request.path_and_query.substr(0, request.path_and_query.find('?'));
+  std::string what =
+      request.method + " " + display_url_ + request.path_and_query.substr(0, request.path_and_query.find('?'));
   switch (code) {
     case CURLE_OPERATION_TIMEDOUT:
-      return Status::DeadlineExceeded(what + ": timed out after " + std::to_string(request.timeout.count()) + "ms (" + detail + ")");
+      return Status::DeadlineExceeded(what + ": timed out after " + std::to_string(request.timeout.count()) + "ms (" +
+                                      detail + ")");
     case CURLE_PEER_FAILED_VERIFICATION:
     case CURLE_SSL_CACERT_BADFILE:
     case CURLE_SSL_CERTPROBLEM:
@@ -217,10 +219,8 @@ Status CurlTransport::TransportError(CURLcode code, const char* error_buffer, co
     case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
       return Status::FailedPrecondition("TLS with " + display_url_ + " failed: " + detail +
                                         " (check certificate-authority, tls-server-name and the client certificate)");
-    case CURLE_ABORTED_BY_CALLBACK:
-      return Status::Cancelled(what + ": stopped");
-    default:
-      return Status::Unavailable(what + ": " + detail);
+    case CURLE_ABORTED_BY_CALLBACK: return Status::Cancelled(what + ": stopped");
+    default: return Status::Unavailable(what + ": " + detail);
   }
 }
 
@@ -258,8 +258,7 @@ Result<HttpResponse> CurlTransport::Do(const HttpRequest& request) {
 }
 
 Result<HttpResponse> CurlTransport::Stream(const HttpRequest& request,
-                                           const std::function<bool(std::string_view)>& on_data,
-                                           std::stop_token stop) {
+                                           const std::function<bool(std::string_view)>& on_data, std::stop_token stop) {
   CURL* h = Acquire();
   if (!h) return Status::Internal("curl_easy_init failed");
   char error_buffer[CURL_ERROR_SIZE] = {0};

@@ -26,8 +26,8 @@ enum class EventType { kNormal, kWarning };
 
 struct EventRecorderOptions {
   std::string component = "fairbench-controller";
-  std::string host;                 // source.host, e.g. the pod's node
-  std::string reporting_instance;   // e.g. the controller pod's name
+  std::string host;                // source.host, e.g. the pod's node
+  std::string reporting_instance;  // e.g. the controller pod's name
   size_t cache_size = 256;
   std::chrono::minutes aggregate_window{10};
 };
@@ -60,7 +60,7 @@ class EventRecorder {
   const EventRecorderOptions options_;
   Mutex mu_;
   std::map<std::string, Seen> seen_ GUARDED_BY(mu_);  // key: uid/type/reason/message
-  std::list<std::string> lru_ GUARDED_BY(mu_);  // most recent first
+  std::list<std::string> lru_ GUARDED_BY(mu_);        // most recent first
 };
 
 }  // namespace fairbench::kube

@@ -98,13 +98,14 @@ Result<CommandResult> RunCommand(const std::string& command, const std::vector<s
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (timed_out) return Status::DeadlineExceeded(command + " did not finish within " + std::to_string(timeout.count()) + "ms");
+  if (timed_out)
+    return Status::DeadlineExceeded(command + " did not finish within " + std::to_string(timeout.count()) + "ms");
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
 }
 
 Result<std::pair<Credentials, std::optional<Clock::Wall>>> ParseExecCredential(const std::string& text,
-                                                                                const std::string& api_version) {
+                                                                               const std::string& api_version) {
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     return Status::InvalidArgument("exec plugin: output is not an ExecCredential JSON object");
@@ -142,7 +143,8 @@ Result<std::pair<Credentials, std::optional<Clock::Wall>>> ParseExecCredential(c
   return std::make_pair(c, expires);
 }
 
-ExecCredentialSource::ExecCredentialSource(ExecConfig config, Clock& clock) : config_(std::move(config)), clock_(clock) {}
+ExecCredentialSource::ExecCredentialSource(ExecConfig config, Clock& clock)
+    : config_(std::move(config)), clock_(clock) {}
 
 Result<Credentials> ExecCredentialSource::Get() {
   MutexLock lock(mu_);

@@ -53,7 +53,7 @@ class ExecCredentialSource final : public CredentialSource {
 
 // Parses an ExecCredential; `api_version` is what the kubeconfig asked for.
 Result<std::pair<Credentials, std::optional<Clock::Wall>>> ParseExecCredential(const std::string& text,
-                                                                                const std::string& api_version);
+                                                                               const std::string& api_version);
 
 struct CommandResult {
   int exit_code = -1;

@@ -51,8 +51,7 @@ class HttpTransport {
   // collected into the result instead. Ends with the response when the
   // server finishes the body, Cancelled when `stop` is requested, or a
   // transport failure (a cut connection is Unavailable).
-  virtual Result<HttpResponse> Stream(const HttpRequest& request,
-                                      const std::function<bool(std::string_view)>& on_data,
+  virtual Result<HttpResponse> Stream(const HttpRequest& request, const std::function<bool(std::string_view)>& on_data,
                                       std::stop_token stop) = 0;
 };
 

@@ -78,7 +78,8 @@ Status MergeFile(const std::string& path, Merged* m) {
   m->files.push_back(path);
   auto take = [&](const char* list, const char* inner, std::map<std::string, Entry>* into) -> Status {
     if (!root[list]) return Status::Ok();
-    if (!root[list].IsSequence()) return Status::InvalidArgument("kubeconfig " + path + ": " + list + " must be a list");
+    if (!root[list].IsSequence())
+      return Status::InvalidArgument("kubeconfig " + path + ": " + list + " must be a list");
     for (const auto& item : root[list]) {
       std::string name = Scalar(item, "name");
       if (name.empty()) return Status::InvalidArgument("kubeconfig " + path + ": an entry of " + list + " has no name");
@@ -86,9 +87,9 @@ Status MergeFile(const std::string& path, Merged* m) {
     }
     return Status::Ok();
   };
-  for (auto [list, inner, into] : {std::tuple{"clusters", "cluster", &m->clusters},
-                                   std::tuple{"users", "user", &m->users},
-                                   std::tuple{"contexts", "context", &m->contexts}}) {
+  for (auto [list, inner, into] :
+       {std::tuple{"clusters", "cluster", &m->clusters}, std::tuple{"users", "user", &m->users},
+        std::tuple{"contexts", "context", &m->contexts}}) {
     Status s = take(list, inner, into);
     if (!s.ok()) return s;
   }

@@ -20,7 +20,7 @@ namespace fairbench::kube {
 struct KubeconfigOptions {
   // Files to merge; empty = $KUBECONFIG, else ~/.kube/config.
   std::vector<std::string> paths;
-  std::string context;  // overrides current-context
+  std::string context;     // overrides current-context
   Clock* clock = nullptr;  // for token files and exec plugins; null = system clock
 };
 

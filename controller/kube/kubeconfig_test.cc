@@ -76,8 +76,9 @@ current-context: other
 
 TEST(Kubeconfig, KubeconfigEnvListSkipsMissingFiles) {
   TempDir d;
-  auto a = d.Write("a", "clusters:\n- name: c\n  cluster: {server: 'https://x:1'}\n"
-                        "contexts:\n- name: x\n  context: {cluster: c}\ncurrent-context: x\n");
+  auto a = d.Write("a",
+                   "clusters:\n- name: c\n  cluster: {server: 'https://x:1'}\n"
+                   "contexts:\n- name: x\n  context: {cluster: c}\ncurrent-context: x\n");
   setenv("KUBECONFIG", (d.path() + "/missing:" + a).c_str(), 1);
   auto cfg = LoadKubeconfig();
   unsetenv("KUBECONFIG");
@@ -100,7 +101,8 @@ users:
   user:
     client-certificate: client.crt
     client-key: client.key
-    client-key-data: )" + Base64Encode(Tls().admin_client.key_pem) + R"(
+    client-key-data: )" + Base64Encode(Tls().admin_client.key_pem) +
+                                        R"(
 contexts:
 - name: ctx
   context: {cluster: c, user: u}
@@ -137,15 +139,16 @@ current-context: ctx
   ASSERT_FALSE(missing_ctx.ok());
   EXPECT_NE(missing_ctx.status().message().find("context \"nope\" not found"), std::string::npos);
 
-  auto unreadable = LoadKubeconfig({{make("ca", ", certificate-authority: /nonexistent/ca.crt", "token: t")}, "", nullptr});
+  auto unreadable =
+      LoadKubeconfig({{make("ca", ", certificate-authority: /nonexistent/ca.crt", "token: t")}, "", nullptr});
   ASSERT_FALSE(unreadable.ok());
   EXPECT_NE(unreadable.status().message().find("/nonexistent/ca.crt"), std::string::npos);
 
-  auto bad_cert = LoadKubeconfig(
-      {{make("cert", "", "client-certificate-data: " + Base64Encode("not a cert") + ", client-key-data: " +
-                              Base64Encode(Tls().admin_client.key_pem))},
-       "",
-       nullptr});
+  auto bad_cert = LoadKubeconfig({{make("cert", "",
+                                        "client-certificate-data: " + Base64Encode("not a cert") +
+                                            ", client-key-data: " + Base64Encode(Tls().admin_client.key_pem))},
+                                  "",
+                                  nullptr});
   ASSERT_FALSE(bad_cert.ok());
   EXPECT_NE(bad_cert.status().message().find("client-certificate: not a PEM certificate"), std::string::npos);
 
@@ -158,7 +161,8 @@ current-context: ctx
   EXPECT_NE(wrong_key.status().message().find("does not match"), std::string::npos);
 
   auto insecure = LoadKubeconfig(
-      {{make("insecure", ", insecure-skip-tls-verify: true, certificate-authority-data: " + Base64Encode(Tls().ca.cert_pem),
+      {{make("insecure",
+             ", insecure-skip-tls-verify: true, certificate-authority-data: " + Base64Encode(Tls().ca.cert_pem),
              "token: t")},
        "",
        nullptr});
@@ -174,8 +178,9 @@ current-context: ctx
   auto control = LoadKubeconfig({{nul}, "", nullptr});
   ASSERT_FALSE(control.ok());
   EXPECT_EQ(control.status().message(),
-            "kubeconfig " + nul + ":7:18: not valid YAML: control character U+0000 (YAML text holds only TAB, LF and "
-            "CR raw; in a double-quoted string write it as \\x00)");
+            "kubeconfig " + nul +
+                ":7:18: not valid YAML: control character U+0000 (YAML text holds only TAB, LF and "
+                "CR raw; in a double-quoted string write it as \\x00)");
   auto latin1 = LoadKubeconfig({{make("latin1", "", "token: caf\xe9")}, "", nullptr});
   ASSERT_FALSE(latin1.ok());
   EXPECT_NE(latin1.status().message().find(":7:20: not valid YAML: not UTF-8 text"), std::string::npos)
@@ -227,10 +232,11 @@ TEST(ExecCredential, CachesUntilExpiryAndRerunsAfterInvalidate) {
   TempDir d;
   FakeClock clock;
   std::string expiry = api::FormatTimeSeconds(clock.WallNow() + std::chrono::minutes(5));
-  auto plugin = Plugin(d, "n=$(cat \"$DIR/runs\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$DIR/runs\"\n"
-                          "echo \"$KUBERNETES_EXEC_INFO\" > \"$DIR/info\"\n"
-                          "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
-                          "\"status\":{\"token\":\"tok-%s\",\"expirationTimestamp\":\"%s\"}}' $n \"$EXPIRY\"\n");
+  auto plugin = Plugin(d,
+                       "n=$(cat \"$DIR/runs\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$DIR/runs\"\n"
+                       "echo \"$KUBERNETES_EXEC_INFO\" > \"$DIR/info\"\n"
+                       "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+                       "\"status\":{\"token\":\"tok-%s\",\"expirationTimestamp\":\"%s\"}}' $n \"$EXPIRY\"\n");
   ExecConfig cfg;
   cfg.command = plugin;
   cfg.env = {{"DIR", d.path()}, {"EXPIRY", expiry}};
@@ -259,8 +265,9 @@ TEST(ExecCredential, ErrorsAreClear) {
   EXPECT_NE(failed.status().message().find("exited with status 3"), std::string::npos);
   EXPECT_NE(failed.status().message().find("run login"), std::string::npos);
 
-  auto wrong = ParseExecCredential(R"({"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","status":{"token":"t"}})",
-                                   "client.authentication.k8s.io/v1");
+  auto wrong = ParseExecCredential(
+      R"({"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","status":{"token":"t"}})",
+      "client.authentication.k8s.io/v1");
   ASSERT_FALSE(wrong.ok());
   EXPECT_NE(wrong.status().message().find("v1beta1"), std::string::npos);
   EXPECT_FALSE(ParseExecCredential(R"({"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential"})",
@@ -287,12 +294,17 @@ TEST(ExecCredential, ConfiguredFromKubeconfigWithClientCertificates) {
     for (char c : pem) out += c == '\n' ? std::string("\\n") : std::string(1, c);
     return out;
   };
-  auto path = d.Write("config", "clusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1'}\n"
-                                "users:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
-                                "      command: bin/plugin.sh\n      interactiveMode: Never\n      env:\n"
-                                "      - {name: CERT, value: '" + escape(Tls().admin_client.cert_pem) + "'}\n"
-                                "      - {name: KEY, value: '" + escape(Tls().admin_client.key_pem) + "'}\n"
-                                "contexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n");
+  auto path = d.Write("config",
+                      "clusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1'}\n"
+                      "users:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
+                      "      command: bin/plugin.sh\n      interactiveMode: Never\n      env:\n"
+                      "      - {name: CERT, value: '" +
+                          escape(Tls().admin_client.cert_pem) +
+                          "'}\n"
+                          "      - {name: KEY, value: '" +
+                          escape(Tls().admin_client.key_pem) +
+                          "'}\n"
+                          "contexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n");
   auto cfg = LoadKubeconfig({{path}, "", nullptr});
   ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
   auto creds = cfg->credentials->Get();
@@ -306,14 +318,16 @@ TEST(ExecCredential, ConfiguredFromKubeconfigWithClientCertificates) {
 // a map; the controller would have terminated. Now they are errors.
 TEST(Kubeconfig, EntriesOfTheWrongShapeAreErrorsNotExceptions) {
   TempDir d;
-  auto no_inner = d.Write("no-inner", "current-context: c\nclusters:\n- name: k\ncontexts:\n- name: c\n  context: {cluster: k}\n");
+  auto no_inner =
+      d.Write("no-inner", "current-context: c\nclusters:\n- name: k\ncontexts:\n- name: c\n  context: {cluster: k}\n");
   auto cfg = LoadKubeconfig({{no_inner}, "", nullptr});
   ASSERT_FALSE(cfg.ok());
   EXPECT_NE(cfg.status().message().find("cluster \"k\" has no server"), std::string::npos) << cfg.status().message();
 
-  auto scalar_user = d.Write("scalar-user",
-                             "current-context: c\nclusters:\n- {name: k, cluster: {server: 'https://x:1'}}\n"
-                             "contexts:\n- {name: c, context: {cluster: k, user: u}}\nusers:\n- {name: u, user: just-a-string}\n");
+  auto scalar_user =
+      d.Write("scalar-user",
+              "current-context: c\nclusters:\n- {name: k, cluster: {server: 'https://x:1'}}\n"
+              "contexts:\n- {name: c, context: {cluster: k, user: u}}\nusers:\n- {name: u, user: just-a-string}\n");
   cfg = LoadKubeconfig({{scalar_user}, "", nullptr});
   EXPECT_TRUE(cfg.ok()) << cfg.status().message();  // no credentials, like a user without fields
 }

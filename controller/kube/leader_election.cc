@@ -15,7 +15,8 @@ const char* LeaderStateName(LeaderElector::State s) {
 }
 
 Status LeaderElectionConfig::Validate() const {
-  if (name.empty() || ns.empty()) return Status::InvalidArgument("leader election: lease namespace and name are required");
+  if (name.empty() || ns.empty())
+    return Status::InvalidArgument("leader election: lease namespace and name are required");
   if (identity.empty()) return Status::InvalidArgument("leader election: identity is required");
   if (std::chrono::milliseconds(lease_duration) <= renew_deadline) {
     return Status::InvalidArgument("leader election: leaseDuration must be greater than renewDeadline");
@@ -29,7 +30,8 @@ Status LeaderElectionConfig::Validate() const {
   return Status::Ok();
 }
 
-Result<std::unique_ptr<LeaderElector>> LeaderElector::Create(Client& client, Clock& clock, LeaderElectionConfig config) {
+Result<std::unique_ptr<LeaderElector>> LeaderElector::Create(Client& client, Clock& clock,
+                                                             LeaderElectionConfig config) {
   Status s = config.Validate();
   if (!s.ok()) return s;
   return std::unique_ptr<LeaderElector>(new LeaderElector(client, clock, std::move(config)));
@@ -107,8 +109,7 @@ LeaderElector::State LeaderElector::Step() {
         if (config_.on_stopped_leading) config_.on_stopped_leading();
       }
       break;
-    case State::kStopped:
-      break;
+    case State::kStopped: break;
   }
   return state();
 }

@@ -71,7 +71,7 @@ class LeaderElector {
   mutable Mutex mu_;
   State state_ GUARDED_BY(mu_) = State::kFollowing;
   Clock::Steady last_renew_ GUARDED_BY(mu_){};
-  std::string reported_leader_;       // loop thread only
+  std::string reported_leader_;  // loop thread only
 };
 
 const char* LeaderStateName(LeaderElector::State s);

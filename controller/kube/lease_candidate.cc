@@ -3,8 +3,7 @@
 
 namespace fairbench::kube {
 
-LeaseCandidate::LeaseCandidate(LeaseLock& lock, Clock& clock, std::string identity,
-                               std::chrono::seconds lease_duration)
+LeaseCandidate::LeaseCandidate(LeaseLock& lock, Clock& clock, std::string identity, std::chrono::seconds lease_duration)
     : lock_(lock), clock_(clock), identity_(std::move(identity)), lease_duration_(lease_duration) {}
 
 bool LeaseCandidate::LeaseValidLocked(Clock::Steady now) const {
@@ -59,8 +58,7 @@ bool LeaseCandidate::TryAcquireOrRenew() {
 
   // 3. Someone else's, and alive on our clock: wait.
   if (raw != observed_raw_) ObserveLocked(*current, raw);
-  if (!current->holder_identity.empty() && current->holder_identity != identity_ &&
-      LeaseValidLocked(clock_.Now())) {
+  if (!current->holder_identity.empty() && current->holder_identity != identity_ && LeaseValidLocked(clock_.Now())) {
     return false;
   }
 

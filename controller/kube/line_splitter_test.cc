@@ -46,7 +46,8 @@ TEST(LineSplitter, BoundedLine) {
 // check, so memory grew past the limit first.
 TEST(LineSplitter, TheLimitHoldsHoweverTheStreamIsCut) {
   LineSplitter whole(8);
-  EXPECT_FALSE(whole.Feed("0123456789\n", [](std::string_view) { ADD_FAILURE() << "an over-long line was passed on"; }));
+  EXPECT_FALSE(
+      whole.Feed("0123456789\n", [](std::string_view) { ADD_FAILURE() << "an over-long line was passed on"; }));
   LineSplitter split(8);
   EXPECT_TRUE(split.Feed("01234", [](std::string_view) {}));
   EXPECT_FALSE(split.Feed("56789\n", [](std::string_view) { ADD_FAILURE() << "an over-long line was passed on"; }));

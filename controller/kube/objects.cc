@@ -200,8 +200,8 @@ Result<ObjectMeta> ObjectMeta::FromJson(const Json& j) {
   }
   for (const auto& o : r.Arr(f::kOwnerReferences)) {
     Reader ro{o, "metadata.ownerReferences", {}};
-    OwnerReference ref{ro.Str(f::kApiVersion), ro.Str(f::kKind), ro.Str(f::kName), ro.Str(f::kUid),
-                       ro.Bool(f::kController), ro.Bool(f::kBlockOwnerDeletion)};
+    OwnerReference ref{ro.Str(f::kApiVersion), ro.Str(f::kKind),        ro.Str(f::kName),
+                       ro.Str(f::kUid),        ro.Bool(f::kController), ro.Bool(f::kBlockOwnerDeletion)};
     r.Take(ro.status);
     m.owner_references.push_back(std::move(ref));
   }
@@ -237,8 +237,12 @@ Json ObjectMeta::ToJson() const {
 
 Result<Condition> Condition::FromJson(const Json& j) {
   Reader r{j, "conditions[]", {}};
-  Condition c{r.Str(f::kType), r.Str(f::kStatus), r.Str(f::kReason), r.Str(f::kMessage),
-              r.Int(f::kObservedGeneration), r.Time(f::kLastTransitionTime)};
+  Condition c{r.Str(f::kType),
+              r.Str(f::kStatus),
+              r.Str(f::kReason),
+              r.Str(f::kMessage),
+              r.Int(f::kObservedGeneration),
+              r.Time(f::kLastTransitionTime)};
   if (!r.status.ok()) return r.status;
   return c;
 }
@@ -254,8 +258,12 @@ Json Condition::ToJson() const {
 
 OwnerReference ControllerReference(const Json& owner) {
   const Json& md = json_read::Object(owner, f::kMetadata);
-  return {json_read::String(owner, f::kApiVersion), json_read::String(owner, f::kKind), json_read::String(md, f::kName),
-          json_read::String(md, f::kUid), true, true};
+  return {json_read::String(owner, f::kApiVersion),
+          json_read::String(owner, f::kKind),
+          json_read::String(md, f::kName),
+          json_read::String(md, f::kUid),
+          true,
+          true};
 }
 
 std::string ObjectKey(const Json& object) {
@@ -300,8 +308,11 @@ Json Lease::ToJson() const {
 
 ObjectReference ObjectReference::Of(const Json& object) {
   const Json& md = json_read::Object(object, f::kMetadata);
-  return {json_read::String(object, f::kApiVersion), json_read::String(object, f::kKind), json_read::String(md, f::kName),
-          json_read::String(md, f::kNamespace),      json_read::String(md, f::kUid),
+  return {json_read::String(object, f::kApiVersion),
+          json_read::String(object, f::kKind),
+          json_read::String(md, f::kName),
+          json_read::String(md, f::kNamespace),
+          json_read::String(md, f::kUid),
           json_read::String(md, f::kResourceVersion)};
 }
 
@@ -343,7 +354,9 @@ Result<Event> Event::FromJson(const Json& j) {
 }
 
 Json Event::ToJson() const {
-  Json j = {{f::kApiVersion, "v1"}, {f::kKind, "Event"}, {f::kMetadata, metadata.ToJson()},
+  Json j = {{f::kApiVersion, "v1"},
+            {f::kKind, "Event"},
+            {f::kMetadata, metadata.ToJson()},
             {f::kInvolvedObject, involved_object.ToJson()}};
   PutStr(j, f::kReason, reason);
   PutStr(j, f::kMessage, message);

@@ -15,8 +15,12 @@ TEST(ObjectMeta, RoundTrip) {
             {"labels", {{"app", "fairbench"}}},
             {"finalizers", {"fairbench.dev/cleanup"}},
             {"ownerReferences",
-             {{{"apiVersion", "fairbench.dev/v1alpha1"}, {"kind", "BenchmarkRun"}, {"name", "r"}, {"uid", "u-0"},
-               {"controller", true}, {"blockOwnerDeletion", true}}}}};
+             {{{"apiVersion", "fairbench.dev/v1alpha1"},
+               {"kind", "BenchmarkRun"},
+               {"name", "r"},
+               {"uid", "u-0"},
+               {"controller", true},
+               {"blockOwnerDeletion", true}}}}};
   auto m = ObjectMeta::FromJson(j);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(m->Key(), "bench/run-1");

@@ -78,8 +78,9 @@ void Reflector::Run(std::stop_token stop) {
         break;
       }
       case State::kWatch: {
-        std::uniform_int_distribution<int64_t> pick(options_.min_watch_timeout.count(),
-                                                    std::max(options_.min_watch_timeout, options_.max_watch_timeout).count());
+        std::uniform_int_distribution<int64_t> pick(
+            options_.min_watch_timeout.count(),
+            std::max(options_.min_watch_timeout, options_.max_watch_timeout).count());
         WatchOptions wo;
         wo.label_selector = options_.label_selector;
         wo.field_selector = options_.field_selector;

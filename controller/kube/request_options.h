@@ -18,9 +18,9 @@ struct GetOptions {
 struct ListOptions {
   std::string label_selector;
   std::string field_selector;
-  int64_t limit = 0;             // page size; 0 = no paging
+  int64_t limit = 0;  // page size; 0 = no paging
   std::string continue_token;
-  std::string resource_version;  // "" most recent, "0" any, "N" not older than N
+  std::string resource_version;        // "" most recent, "0" any, "N" not older than N
   std::string resource_version_match;  // "", "Exact", "NotOlderThan"
   std::chrono::milliseconds timeout{0};
 };

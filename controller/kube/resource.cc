@@ -39,7 +39,9 @@ ResourceType Leases() { return {"coordination.k8s.io", "v1", "Lease", "leases", 
 ResourceType CustomResourceDefinitions() {
   return {"apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", Scope::kCluster};
 }
-ResourceType BenchmarkRuns(Scope scope) { return {"fairbench.dev", "v1alpha1", "BenchmarkRun", "benchmarkruns", scope}; }
+ResourceType BenchmarkRuns(Scope scope) {
+  return {"fairbench.dev", "v1alpha1", "BenchmarkRun", "benchmarkruns", scope};
+}
 }  // namespace resources
 
 std::string QueryEscape(std::string_view s) {

@@ -20,8 +20,8 @@ struct TlsOptions {
   std::string ca_pem;           // "" = the system's trust store
   std::string client_cert_pem;  // with client_key_pem: client-certificate authentication
   std::string client_key_pem;
-  std::string server_name;      // tls-server-name: verify the certificate for this name
-  bool insecure = false;        // insecure-skip-tls-verify
+  std::string server_name;  // tls-server-name: verify the certificate for this name
+  bool insecure = false;    // insecure-skip-tls-verify
 };
 
 struct RestConfig {

@@ -90,11 +90,12 @@ std::optional<std::string> WorkQueue::Get(std::stop_token stop) {
     if (waiting_.empty()) {
       cv_.wait(lock, stop, [&]() REQUIRES(mu_) { return shutdown_ || !queue_.empty() || !waiting_.empty(); });
     } else {
-      auto next = std::min_element(waiting_.begin(), waiting_.end(),
-                                   [](const auto& a, const auto& b) { return a.second < b.second; })
-                      ->second;
+      auto next = std::min_element(waiting_.begin(), waiting_.end(), [](const auto& a, const auto& b) {
+                    return a.second < b.second;
+                  })->second;
       uint64_t epoch = waiting_epoch_;
-      cv_.wait_until(lock, stop, next, [&]() REQUIRES(mu_) { return shutdown_ || !queue_.empty() || waiting_epoch_ != epoch; });
+      cv_.wait_until(lock, stop, next,
+                     [&]() REQUIRES(mu_) { return shutdown_ || !queue_.empty() || waiting_epoch_ != epoch; });
     }
   }
 }

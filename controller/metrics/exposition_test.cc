@@ -29,7 +29,10 @@ TEST(ExpositionTest, ValuesReadBackExactly) {
 }
 
 TEST(ExpositionTest, EscapesLabelValuesAndHelp) {
-  EXPECT_EQ(EscapeLabelValue(R"(a\b"c)" "\n" "d"), R"(a\\b\"c\nd)");
+  EXPECT_EQ(EscapeLabelValue(R"(a\b"c)"
+                             "\n"
+                             "d"),
+            R"(a\\b\"c\nd)");
   EXPECT_EQ(EscapeLabelValue("plain · ünïcode"), "plain · ünïcode");
   // Help escapes backslash and newline, not quotes.
   EXPECT_EQ(EscapeHelp("say \"hi\"\\\nbye"), R"(say "hi"\\\nbye)");

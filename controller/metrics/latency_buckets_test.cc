@@ -26,9 +26,9 @@ TEST(LatencyBucketsTest, BoundsAscendAndCoverMicrosecondsToSeconds) {
 TEST(LatencyBucketsTest, ExactBelowTwoMillisecondsBoundsInclusive) {
   Histogram h;
   h.Record(0);
-  h.Record(10);    // le 10 µs: inclusive
-  h.Record(11);    // next bucket
-  h.Record(100);   // le 100 µs
+  h.Record(10);   // le 10 µs: inclusive
+  h.Record(11);   // next bucket
+  h.Record(100);  // le 100 µs
   h.Record(101);
   h.Record(1000);  // le 1 ms
   h.Record(2000);  // le 2.5 ms

@@ -20,12 +20,9 @@ bool IsName(const std::string& s, bool colon) {
 
 const char* TypeName(MetricType type) {
   switch (type) {
-    case MetricType::kCounter:
-      return "counter";
-    case MetricType::kGauge:
-      return "gauge";
-    case MetricType::kHistogram:
-      return "histogram";
+    case MetricType::kCounter: return "counter";
+    case MetricType::kGauge: return "gauge";
+    case MetricType::kHistogram: return "histogram";
   }
   return "untyped";
 }

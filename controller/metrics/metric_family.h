@@ -19,10 +19,10 @@ const char* TypeName(MetricType type);
 
 struct Series {
   std::vector<std::string> label_values;
-  double value = 0;                 // counter or gauge
-  std::vector<uint64_t> buckets;    // histogram: cumulative, one per bound
-  uint64_t count = 0;               // histogram: observations (the +Inf bucket)
-  double sum = 0;                   // histogram: sum of observations
+  double value = 0;               // counter or gauge
+  std::vector<uint64_t> buckets;  // histogram: cumulative, one per bound
+  uint64_t count = 0;             // histogram: observations (the +Inf bucket)
+  double sum = 0;                 // histogram: sum of observations
 };
 
 struct MetricFamily {
@@ -30,8 +30,8 @@ struct MetricFamily {
   std::string help;
   MetricType type = MetricType::kGauge;
   std::vector<std::string> label_names;
-  std::vector<double> bounds;       // histogram only
-  std::vector<Series> series;       // ordered by label values
+  std::vector<double> bounds;  // histogram only
+  std::vector<Series> series;  // ordered by label values
 };
 
 // [a-zA-Z_:][a-zA-Z0-9_:]* — a metric name Prometheus accepts.

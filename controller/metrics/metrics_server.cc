@@ -16,7 +16,8 @@ Status SplitHostPort(const std::string& address, std::string* host, uint16_t* po
   }
   std::string h = address.substr(0, colon);
   if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
-  if (h.empty()) return Status::InvalidArgument("'" + address + "': expected HOST:PORT (use 0.0.0.0 for every interface)");
+  if (h.empty())
+    return Status::InvalidArgument("'" + address + "': expected HOST:PORT (use 0.0.0.0 for every interface)");
   const std::string p = address.substr(colon + 1);
   unsigned value = 0;
   const auto r = std::from_chars(p.data(), p.data() + p.size(), value);
@@ -50,9 +51,8 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(MetricsServerOptions
   });
   auto render = options.render;
   auto ready = options.ready;
-  svr.Get("/metrics", [render](const httplib::Request&, httplib::Response& res) {
-    res.set_content(render(), kTextContentType);
-  });
+  svr.Get("/metrics",
+          [render](const httplib::Request&, httplib::Response& res) { res.set_content(render(), kTextContentType); });
   svr.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
   svr.Get("/readyz", [ready](const httplib::Request&, httplib::Response& res) {
     if (!ready || ready()) {
@@ -80,7 +80,8 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(MetricsServerOptions
     bound = svr.bind_to_any_port(host);
     if (bound <= 0) return Status::Unavailable("metrics server: cannot listen on " + options.address);
   } else if (!svr.bind_to_port(host, port)) {
-    return Status::Unavailable("metrics server: cannot listen on " + options.address + " (in use, or not a local address)");
+    return Status::Unavailable("metrics server: cannot listen on " + options.address +
+                               " (in use, or not a local address)");
   }
   self->host_ = host;
   self->port_ = static_cast<uint16_t>(bound);

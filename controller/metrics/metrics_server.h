@@ -27,9 +27,9 @@ class Server;
 namespace fairbench::metrics {
 
 struct MetricsServerOptions {
-  std::string address;                   // HOST:PORT; [v6]:PORT for IPv6; port 0 picks one
-  std::function<std::string()> render;   // the /metrics body
-  std::function<bool()> ready;           // /readyz; null: always ready
+  std::string address;                  // HOST:PORT; [v6]:PORT for IPv6; port 0 picks one
+  std::function<std::string()> render;  // the /metrics body
+  std::function<bool()> ready;          // /readyz; null: always ready
 };
 
 class MetricsServer {

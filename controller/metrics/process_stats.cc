@@ -52,8 +52,8 @@ Result<ProcessStats> ReadProcessStats() {
   s.resident_memory_bytes = std::stod(f[21]) * page;
   std::error_code ec;
   size_t fds = 0;
-  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec); !ec && it != std::filesystem::directory_iterator();
-       it.increment(ec)) {
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
     ++fds;
   }
   // The directory iterator's own descriptor is one of them.

@@ -11,12 +11,12 @@
 namespace fairbench::metrics {
 
 struct ProcessStats {
-  double cpu_seconds = 0;          // user + system
+  double cpu_seconds = 0;  // user + system
   double resident_memory_bytes = 0;
   double virtual_memory_bytes = 0;
   double open_fds = 0;
-  double max_fds = 0;              // the soft RLIMIT_NOFILE
-  double start_time_seconds = 0;   // since the Unix epoch
+  double max_fds = 0;             // the soft RLIMIT_NOFILE
+  double start_time_seconds = 0;  // since the Unix epoch
 };
 
 Result<ProcessStats> ReadProcessStats();

@@ -24,7 +24,8 @@ MetricRegistry::FamilyId MetricRegistry::Declare(std::string name, std::string h
     if (!IsValidLabelName(l) || !seen.insert(l).second) Die(name + ": invalid or duplicate label name '" + l + "'");
   }
   for (size_t i = 0; i < bounds.size(); ++i) {
-    if (!(bounds[i] < 1e308) || (i > 0 && !(bounds[i] > bounds[i - 1]))) Die(name + ": bounds must ascend and be finite");
+    if (!(bounds[i] < 1e308) || (i > 0 && !(bounds[i] > bounds[i - 1])))
+      Die(name + ": bounds must ascend and be finite");
   }
   MutexLock lock(mu_);
   for (const Family& f : families_) {
@@ -49,7 +50,8 @@ MetricRegistry::FamilyId MetricRegistry::AddGauge(std::string name, std::string 
   return Declare(std::move(name), std::move(help), MetricType::kGauge, std::move(label_names), {});
 }
 MetricRegistry::FamilyId MetricRegistry::AddHistogram(std::string name, std::string help,
-                                                      std::vector<std::string> label_names, std::vector<double> bounds) {
+                                                      std::vector<std::string> label_names,
+                                                      std::vector<double> bounds) {
   return Declare(std::move(name), std::move(help), MetricType::kHistogram, std::move(label_names), std::move(bounds));
 }
 
@@ -82,7 +84,8 @@ void MetricRegistry::SetHistogram(FamilyId family, const LabelValues& labels, st
                                   uint64_t count, double sum) {
   MutexLock lock(mu_);
   Series& s = At(family, labels, MetricType::kHistogram);
-  if (cumulative.size() != families_[family].meta.bounds.size()) Die(families_[family].meta.name + ": wrong bucket count");
+  if (cumulative.size() != families_[family].meta.bounds.size())
+    Die(families_[family].meta.name + ": wrong bucket count");
   s.buckets = std::move(cumulative);
   s.count = count;
   s.sum = sum;

@@ -26,8 +26,9 @@ TEST(RegistryTest, SeriesAppearOnFirstUseAndKeepTheirValues) {
   EXPECT_FALSE(r.Get(c, {"r", "c"}, &v));
   EXPECT_EQ(r.series_count(), 2u);
   // Series come out ordered by label values, labels in declared order.
-  EXPECT_EQ(RenderText(r.Collect()),
-            "# HELP x_total help\n# TYPE x_total counter\nx_total{run=\"r\",target=\"a\"} 1\nx_total{run=\"r\",target=\"b\"} 5\n");
+  EXPECT_EQ(
+      RenderText(r.Collect()),
+      "# HELP x_total help\n# TYPE x_total counter\nx_total{run=\"r\",target=\"a\"} 1\nx_total{run=\"r\",target=\"b\"} 5\n");
 }
 
 TEST(RegistryTest, FamiliesSortedByName) {

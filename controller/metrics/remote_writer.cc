@@ -125,7 +125,8 @@ RemoteWriter::PostOutcome RemoteWriter::Post(const std::string& body, std::chron
   long code = 0;
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
   if (code >= 200 && code < 300) return PostOutcome::kOk;
-  *error = "POST " + options_.url + ": HTTP " + std::to_string(code) + (response.empty() ? "" : ": " + OneLine(response));
+  *error =
+      "POST " + options_.url + ": HTTP " + std::to_string(code) + (response.empty() ? "" : ": " + OneLine(response));
   return code >= 500 || code == 429 ? PostOutcome::kRetry : PostOutcome::kFinal;
 }
 

@@ -48,10 +48,10 @@ struct RemoteWriterOptions {
 struct RemoteWriterStats {
   uint64_t samples_sent = 0;
   uint64_t samples_dropped = 0;
-  uint64_t samples_queued = 0;    // now
-  uint64_t requests = 0;          // successful POSTs
-  uint64_t failed_requests = 0;   // attempts that did not succeed (each retry counts)
-  std::string last_error;         // the newest failure, "" if none
+  uint64_t samples_queued = 0;   // now
+  uint64_t requests = 0;         // successful POSTs
+  uint64_t failed_requests = 0;  // attempts that did not succeed (each retry counts)
+  std::string last_error;        // the newest failure, "" if none
 };
 
 class RemoteWriter final : public SampleSink {
@@ -77,7 +77,7 @@ class RemoteWriter final : public SampleSink {
   bool Backoff(std::chrono::milliseconds d);
 
   const RemoteWriterOptions options_;
-  void* curl_ = nullptr;  // CURL*, used by the sender thread only
+  void* curl_ = nullptr;     // CURL*, used by the sender thread only
   void* headers_ = nullptr;  // curl_slist*
   mutable Mutex mu_;
   CondVar cv_;

@@ -25,9 +25,9 @@ constexpr std::array<api::CellState, 3> kCellStates = {api::CellState::kSucceede
                                                        api::CellState::kSkipped};
 
 std::vector<std::pair<const char*, uint64_t>> ErrorKinds(const ErrorCounts& e) {
-  return {{"connect", e.connect}, {"read", e.read},     {"write", e.write},
-          {"timeout", e.timeout}, {"status", e.status}, {"port_exhaustion", e.port_exhaustion},
-          {"handshake", e.handshake}, {"goaway", e.goaway}, {"rst_stream", e.rst_stream},
+  return {{"connect", e.connect},         {"read", e.read},     {"write", e.write},
+          {"timeout", e.timeout},         {"status", e.status}, {"port_exhaustion", e.port_exhaustion},
+          {"handshake", e.handshake},     {"goaway", e.goaway}, {"rst_stream", e.rst_stream},
           {"h2_protocol", e.h2_protocol}, {"script", e.script}};
 }
 
@@ -50,7 +50,9 @@ std::vector<std::string> With(std::vector<std::string> labels, std::string extra
   return labels;
 }
 
-int64_t Millis(api::Time t) { return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count(); }
+int64_t Millis(api::Time t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
 
 bool Terminal(api::RunPhase p) {
   return p == api::RunPhase::kSucceeded || p == api::RunPhase::kFailed || p == api::RunPhase::kCancelled;
@@ -64,7 +66,8 @@ class Batch {
   Batch(const std::vector<std::string>& names, const std::vector<std::string>& values) {
     for (size_t i = 0; i < names.size(); ++i) base_.emplace_back(names[i], values[i]);
   }
-  void Add(const std::string& name, double value, int64_t ts, std::initializer_list<std::pair<const char*, std::string>> extra = {}) {
+  void Add(const std::string& name, double value, int64_t ts,
+           std::initializer_list<std::pair<const char*, std::string>> extra = {}) {
     RemoteSample s;
     s.labels = base_;
     s.labels.emplace_back("__name__", name);
@@ -84,16 +87,17 @@ class Batch {
 RunMetrics::RunMetrics(MetricRegistry& registry, RunMetricsOptions options)
     : registry_(registry), options_(std::move(options)) {
   MetricRegistry& r = registry_;
-  requests_ = r.AddCounter("fairbench_requests_total", "Complete responses received during the measurement.", kCellLabels);
+  requests_ =
+      r.AddCounter("fairbench_requests_total", "Complete responses received during the measurement.", kCellLabels);
   read_bytes_ = r.AddCounter("fairbench_read_bytes_total",
                              "Bytes read from the target during the measurement, headers included.", kCellLabels);
   errors_ = r.AddCounter("fairbench_errors_total",
                          "Errors during the measurement by kind: connect, read, write, timeout, status (responses "
                          "above 399), port_exhaustion, handshake (TLS).",
                          With(kCellLabels, "kind"));
-  responses_ = r.AddCounter("fairbench_responses_total",
-                            "Responses during the measurement by status class (1xx to 5xx, other).",
-                            With(kCellLabels, "status_class"));
+  responses_ =
+      r.AddCounter("fairbench_responses_total", "Responses during the measurement by status class (1xx to 5xx, other).",
+                   With(kCellLabels, "status_class"));
   grpc_calls_ = r.AddCounter("fairbench_grpc_calls_total",
                              "gRPC targets: calls during the measurement by the grpc-status they ended with (OK, "
                              "UNAVAILABLE, ...), and protocol_error for calls answered in a way gRPC does not allow.",
@@ -115,26 +119,27 @@ RunMetrics::RunMetrics(MetricRegistry& registry, RunMetricsOptions options)
                               "Memory of the target as its platform measures it: the working set of its cgroup (as "
                               "Kubernetes counts it) when it has one, else the resident memory of its processes.",
                               {"run", "target"});
-  target_cpu_ = r.AddCounter("fairbench_target_cpu_seconds_total",
-                             "CPU time (user and system) of the target's processes since it was deployed.",
-                             {"run", "target"});
-  target_memory_peak_ = r.AddGauge("fairbench_target_memory_peak_bytes",
-                                   "Highest fairbench_target_memory_bytes sampled during the cell's measurement.",
-                                   kCellLabels);
+  target_cpu_ =
+      r.AddCounter("fairbench_target_cpu_seconds_total",
+                   "CPU time (user and system) of the target's processes since it was deployed.", {"run", "target"});
+  target_memory_peak_ =
+      r.AddGauge("fairbench_target_memory_peak_bytes",
+                 "Highest fairbench_target_memory_bytes sampled during the cell's measurement.", kCellLabels);
   runs_by_phase_ = r.AddGauge("fairbench_runs", "Benchmark runs known to this controller, by phase.", {"phase"});
   queue_length_ = r.AddGauge("fairbench_queue_length", "Benchmark runs waiting for their turn.");
   slot_holder_family_ = r.AddGauge("fairbench_load_slot_holder",
                                    "1 for the run and target holding the load slot (one target under load at a time).",
                                    {"run", "target"});
-  run_cells_ = r.AddGauge("fairbench_run_cells", "Cells (target, scenario, connections, repetition) in the run.", {"run"});
+  run_cells_ =
+      r.AddGauge("fairbench_run_cells", "Cells (target, scenario, connections, repetition) in the run.", {"run"});
   cells_finished_ = r.AddCounter("fairbench_cells_finished_total", "Cells finished, by outcome.", {"run", "state"});
   agents_connected_ = r.AddGauge("fairbench_agents_connected", "Load agents connected to the controller.");
   agent_snapshots_ = r.AddCounter("fairbench_agent_snapshots_total", "Snapshots received from the load agents.");
   agent_missing_ = r.AddCounter("fairbench_agent_snapshots_missing_total",
                                 "Snapshots the agents numbered but never delivered (sequence gaps).");
-  agent_refused_ = r.AddCounter("fairbench_agent_streams_refused_total",
-                                "Agent streams the hub refused or ended, by reason (token, full, pending, hello_timeout).",
-                                {"reason"});
+  agent_refused_ = r.AddCounter(
+      "fairbench_agent_streams_refused_total",
+      "Agent streams the hub refused or ended, by reason (token, full, pending, hello_timeout).", {"reason"});
   registry_.AddCollector([this] { Expire(); });
 }
 
@@ -273,15 +278,19 @@ void RunMetrics::AppendCellCounters(const CellKey& key, const CellState& st, int
   const Counters& c = st.counters;
   b.Add("fairbench_requests_total", static_cast<double>(c.requests), ts);
   b.Add("fairbench_read_bytes_total", static_cast<double>(c.bytes_read), ts);
-  for (const auto& [kind, n] : ErrorKinds(c.errors)) b.Add("fairbench_errors_total", static_cast<double>(n), ts, {{"kind", kind}});
+  for (const auto& [kind, n] : ErrorKinds(c.errors))
+    b.Add("fairbench_errors_total", static_cast<double>(n), ts, {{"kind", kind}});
   for (size_t i = 0; i < kStatusClasses.size(); ++i) {
-    b.Add("fairbench_responses_total", static_cast<double>(c.status_classes[i]), ts, {{"status_class", kStatusClasses[i]}});
+    b.Add("fairbench_responses_total", static_cast<double>(c.status_classes[i]), ts,
+          {{"status_class", kStatusClasses[i]}});
   }
-  for (const auto& [code, n] : GrpcCodes(c.grpc)) b.Add("fairbench_grpc_calls_total", static_cast<double>(n), ts, {{"code", code}});
+  for (const auto& [code, n] : GrpcCodes(c.grpc))
+    b.Add("fairbench_grpc_calls_total", static_cast<double>(n), ts, {{"code", code}});
   const std::vector<uint64_t> cumulative = Cumulative(st.buckets);
   const std::vector<double>& bounds = LatencyBoundsSeconds();
   for (size_t i = 0; i < bounds.size(); ++i) {
-    b.Add("fairbench_request_duration_seconds_bucket", static_cast<double>(cumulative[i]), ts, {{"le", FormatValue(bounds[i])}});
+    b.Add("fairbench_request_duration_seconds_bucket", static_cast<double>(cumulative[i]), ts,
+          {{"le", FormatValue(bounds[i])}});
   }
   b.Add("fairbench_request_duration_seconds_bucket", static_cast<double>(st.count), ts, {{"le", "+Inf"}});
   b.Add("fairbench_request_duration_seconds_sum", st.sum_seconds, ts);

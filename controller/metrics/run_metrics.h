@@ -81,13 +81,14 @@ class RunMetrics final : public controller::RunObserver {
   void OnCellDone(const report::RunRecord& record, const report::CellRecord& cell) override;
   void OnMessage(const std::string&) override {}
   void OnInterval(const std::string& run, const api::CurrentCell& cell, const Snapshot& merged, api::Time end) override;
-  void OnTargetUsage(const std::string& run, const api::CurrentCell& cell, const controller::TargetUsage& usage) override;
+  void OnTargetUsage(const std::string& run, const api::CurrentCell& cell,
+                     const controller::TargetUsage& usage) override;
 
  private:
   using CellKey = std::tuple<std::string, std::string, std::string, int64_t>;  // run, target, scenario, connections
   struct CellState {
-    Counters counters;                // measurement so far
-    std::vector<uint64_t> buckets;    // per bound (+ overflow), not cumulative
+    Counters counters;              // measurement so far
+    std::vector<uint64_t> buckets;  // per bound (+ overflow), not cumulative
     uint64_t count = 0;
     double sum_seconds = 0;
     double agent_cpu_seconds = 0;
@@ -102,8 +103,7 @@ class RunMetrics final : public controller::RunObserver {
   };
 
   void PublishCell(const CellKey& key, const CellState& st) REQUIRES(mu_);
-  void AppendCellCounters(const CellKey& key, const CellState& st, int64_t ts_ms,
-                          std::vector<RemoteSample>& out) const;
+  void AppendCellCounters(const CellKey& key, const CellState& st, int64_t ts_ms, std::vector<RemoteSample>& out) const;
   void PublishRuns() REQUIRES(mu_);
   void ExpireLocked() REQUIRES(mu_);
   std::vector<std::string> Labels(const CellKey& key) const;

@@ -41,7 +41,8 @@ api::BenchmarkRun MakeRun(const std::string& name) {
   return r;
 }
 
-api::CurrentCell Cell(const std::string& target, std::optional<api::Stage> stage = std::nullopt, int32_t repetition = 1) {
+api::CurrentCell Cell(const std::string& target, std::optional<api::Stage> stage = std::nullopt,
+                      int32_t repetition = 1) {
   return api::CurrentCell{target, "hello", 8, repetition, stage, std::nullopt};
 }
 
@@ -105,17 +106,39 @@ TEST_F(RunMetricsTest, CountersCountTheMeasurementAndStartAtZeroAtWarmup) {
   text = Scrape();
   EXPECT_EQ(Value(text, "fairbench_requests_total" + kCell), 300) << text;
   EXPECT_EQ(Value(text, "fairbench_read_bytes_total" + kCell), 30000);
-  EXPECT_EQ(Value(text, R"(fairbench_errors_total{run="r1",target="beast",scenario="hello",connections="8",kind="timeout"})"), 2);
-  EXPECT_EQ(Value(text, R"(fairbench_responses_total{run="r1",target="beast",scenario="hello",connections="8",status_class="2xx"})"), 300);
+  EXPECT_EQ(
+      Value(text, R"(fairbench_errors_total{run="r1",target="beast",scenario="hello",connections="8",kind="timeout"})"),
+      2);
+  EXPECT_EQ(
+      Value(
+          text,
+          R"(fairbench_responses_total{run="r1",target="beast",scenario="hello",connections="8",status_class="2xx"})"),
+      300);
   EXPECT_EQ(Value(text, "fairbench_agent_cpu_seconds_total" + kCell), 0.5);
   EXPECT_EQ(Value(text, "fairbench_request_duration_seconds_count" + kCell), 300);
   EXPECT_NEAR(Value(text, "fairbench_request_duration_seconds_sum" + kCell), 100 * 90e-6 + 200 * 3000e-6, 1e-9);
-  EXPECT_EQ(Value(text, R"(fairbench_request_duration_seconds_bucket{run="r1",target="beast",scenario="hello",connections="8",le="0.0001"})"), 100);
-  EXPECT_EQ(Value(text, R"(fairbench_request_duration_seconds_bucket{run="r1",target="beast",scenario="hello",connections="8",le="0.005"})"), 300);
-  EXPECT_EQ(Value(text, R"(fairbench_request_duration_seconds_bucket{run="r1",target="beast",scenario="hello",connections="8",le="+Inf"})"), 300);
+  EXPECT_EQ(
+      Value(
+          text,
+          R"(fairbench_request_duration_seconds_bucket{run="r1",target="beast",scenario="hello",connections="8",le="0.0001"})"),
+      100);
+  EXPECT_EQ(
+      Value(
+          text,
+          R"(fairbench_request_duration_seconds_bucket{run="r1",target="beast",scenario="hello",connections="8",le="0.005"})"),
+      300);
+  EXPECT_EQ(
+      Value(
+          text,
+          R"(fairbench_request_duration_seconds_bucket{run="r1",target="beast",scenario="hello",connections="8",le="+Inf"})"),
+      300);
   // Gauges follow the newest interval.
   EXPECT_EQ(Value(text, "fairbench_requests_per_second" + kCell), 200);
-  EXPECT_EQ(Value(text, R"(fairbench_request_duration_percentile_seconds{run="r1",target="beast",scenario="hello",connections="8",percentile="99"})"), 0.003);
+  EXPECT_EQ(
+      Value(
+          text,
+          R"(fairbench_request_duration_percentile_seconds{run="r1",target="beast",scenario="hello",connections="8",percentile="99"})"),
+      0.003);
 
   // Remote write: counters one interval apart from the measurement's start
   // (0) to its end; gauges at every interval's end.
@@ -146,7 +169,8 @@ TEST_F(RunMetricsTest, GrpcCallsByStatusCountTheMeasurement) {
   metrics_->OnInterval("r1", Cell("beast"), warm, At(300));
   metrics_->OnInterval("r1", Cell("beast"), measure, At(1300));
   const std::string text = Scrape();
-  const std::string cell = R"(fairbench_grpc_calls_total{run="r1",target="beast",scenario="hello",connections="8",code=")";
+  const std::string cell =
+      R"(fairbench_grpc_calls_total{run="r1",target="beast",scenario="hello",connections="8",code=")";
   EXPECT_EQ(Value(text, cell + "OK\"}"), 96) << text;
   EXPECT_EQ(Value(text, cell + "UNAVAILABLE\"}"), 4);
   EXPECT_EQ(Value(text, cell + "DEADLINE_EXCEEDED\"}"), 0);

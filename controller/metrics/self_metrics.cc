@@ -25,9 +25,11 @@ void RegisterSelfMetrics(MetricRegistry& registry, const std::string& version, c
     r.Set(start, {}, s->start_time_seconds);
   });
   if (remote == nullptr) return;
-  const auto sent = r.AddCounter("fairbench_remote_write_samples_sent_total", "Samples the remote write endpoint accepted.");
-  const auto dropped = r.AddCounter("fairbench_remote_write_samples_dropped_total",
-                                    "Samples given up: the queue was full, the endpoint refused them, or retries ran out.");
+  const auto sent =
+      r.AddCounter("fairbench_remote_write_samples_sent_total", "Samples the remote write endpoint accepted.");
+  const auto dropped =
+      r.AddCounter("fairbench_remote_write_samples_dropped_total",
+                   "Samples given up: the queue was full, the endpoint refused them, or retries ran out.");
   const auto failed = r.AddCounter("fairbench_remote_write_failed_requests_total",
                                    "Remote write requests that failed (each retry counts).");
   const auto queued = r.AddGauge("fairbench_remote_write_queued_samples", "Samples waiting to be sent.");

@@ -30,11 +30,12 @@ Result<std::string> ReadAgentToken(kube::Client& client, const std::string& ns, 
     return Status::Unavailable("Secret " + ns + "/" + name + ": " + secret.error().message);
   }
   const std::string token = NewAgentToken();
-  const kube::Json object = {{f::kApiVersion, "v1"},
-                             {f::kKind, "Secret"},
-                             {f::kMetadata, {{f::kName, name}, {f::kLabels, {{api::label::kManagedBy, api::label::kFairbench}}}}},
-                             {"type", "Opaque"},
-                             {"stringData", {{kTokenKey, token}}}};
+  const kube::Json object = {
+      {f::kApiVersion, "v1"},
+      {f::kKind, "Secret"},
+      {f::kMetadata, {{f::kName, name}, {f::kLabels, {{api::label::kManagedBy, api::label::kFairbench}}}}},
+      {"type", "Opaque"},
+      {"stringData", {{kTokenKey, token}}}};
   auto created = client.Create(kube::resources::Secrets(), ns, object);
   if (!created.ok() && created.error().reason != kube::Reason::kAlreadyExists) {
     return Status::Unavailable("creating Secret " + ns + "/" + name + ": " + created.error().message);
@@ -52,7 +53,8 @@ Result<std::string> WaitForAgentToken(kube::Client& client, const std::string& n
     token = ReadAgentToken(client, ns, name);
     if (token.ok() || token.status().code() != Status::Code::kUnavailable) return token;
     const auto wait = backoff.Next();
-    spdlog::error("cannot reach the API server {}: {} (retrying in {} ms)", server, token.status().message(), wait.count());
+    spdlog::error("cannot reach the API server {}: {} (retrying in {} ms)", server, token.status().message(),
+                  wait.count());
     if (!SystemClock::Instance().SleepFor(wait, stop)) break;
   }
   return token;

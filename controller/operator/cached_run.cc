@@ -36,8 +36,8 @@ Result<CachedRun> CachedRun::Parse(Json object) {
   if (!meta.ok()) return meta.status();
   CachedRun view;
   view.meta = std::move(meta).value();
-  view.has_finalizer =
-      std::find(view.meta.finalizers.begin(), view.meta.finalizers.end(), api::kFinalizer) != view.meta.finalizers.end();
+  view.has_finalizer = std::find(view.meta.finalizers.begin(), view.meta.finalizers.end(), api::kFinalizer) !=
+                       view.meta.finalizers.end();
   view.cancel_requested = CancelRequested(view.meta);
   view.phase = PhaseOf(object);
   view.stored = StoredIdOf(object);

@@ -23,9 +23,9 @@ struct CachedRun {
   kube::Json object;  // as cached: the finalizer's updates start from it
   kube::ObjectMeta meta;
   bool has_finalizer = false;
-  bool cancel_requested = false;         // the cancel annotation, set and not "false"
-  std::optional<api::RunPhase> phase;    // status.phase; nullopt: none yet
-  bool stored = false;                   // status.stored.id names the run's record in the result store
+  bool cancel_requested = false;       // the cancel annotation, set and not "false"
+  std::optional<api::RunPhase> phase;  // status.phase; nullopt: none yet
+  bool stored = false;                 // status.stored.id names the run's record in the result store
   Result<api::BenchmarkRun> run = Status::Internal("not read");  // api::FromKubernetesObject
 
   // Error: the metadata cannot be read (the API server would not store

@@ -61,7 +61,7 @@ namespace {
 struct Flags {
   std::string kubeconfig;
   std::string context;
-  std::string watch_namespace;  // "" = all
+  std::string watch_namespace;            // "" = all
   std::string pod_namespace = "default";  // where pods, Secret and Leases live unless told otherwise
   std::string agent_listen = "0.0.0.0:9090";
   std::string agent_address;  // default: the Service fairbench-controller.<ns>.svc:<port>
@@ -131,7 +131,8 @@ Result<Settings> Resolve(const Flags& f) {
         "--agent-tls-secret: required with --hub-tls-cert (the agent pods need the CA that signed it)");
   }
   if (!f.hub.tls.enabled() && (!f.agent_tls_secret.empty() || !f.agent_tls_server_name.empty())) {
-    return Status::InvalidArgument("--agent-tls-secret and --agent-tls-server-name need --hub-tls-cert (the hub speaks plain text)");
+    return Status::InvalidArgument(
+        "--agent-tls-secret and --agent-tls-server-name need --hub-tls-cert (the hub speaks plain text)");
   }
   return s;
 }
@@ -206,7 +207,8 @@ std::optional<GrpcServer> ListenForAgents(AgentHub& hub, const std::string& addr
 
 // The process's and the runs' metrics, the hub's among them, served on
 // `address` (none when empty) with /readyz true while `ready`.
-Result<std::unique_ptr<metrics::MetricsServer>> ServeMetrics(const std::string& address, metrics::MetricRegistry& registry,
+Result<std::unique_ptr<metrics::MetricsServer>> ServeMetrics(const std::string& address,
+                                                             metrics::MetricRegistry& registry,
                                                              metrics::RunMetrics& run_metrics, AgentHub& hub,
                                                              std::function<bool()> ready) {
   metrics::RegisterSelfMetrics(registry, FAIRBENCH_VERSION, nullptr);
@@ -216,7 +218,8 @@ Result<std::unique_ptr<metrics::MetricsServer>> ServeMetrics(const std::string& 
     run_metrics.SetAgentRefusals(st.refused, st.refused_full, st.refused_pending, st.hello_timeouts);
   });
   if (address.empty()) return std::unique_ptr<metrics::MetricsServer>();
-  return metrics::MetricsServer::Start({address, [&registry] { return metrics::RenderText(registry.Collect()); }, std::move(ready)});
+  return metrics::MetricsServer::Start(
+      {address, [&registry] { return metrics::RenderText(registry.Collect()); }, std::move(ready)});
 }
 
 [[noreturn]] void Exit(int code) {
@@ -251,10 +254,12 @@ int Main(const Flags& f) {
   // waited for), the hub, listening only while this controller leads, so
   // that agents (and a Service in front of the controllers) reach the
   // leader alone. A Secret without a usable token fails each run until fixed.
-  const auto token = WaitForAgentToken(client, pod_ns, f.agent_token_secret, config->server, kApiServerWait, stop.get_token());
+  const auto token =
+      WaitForAgentToken(client, pod_ns, f.agent_token_secret, config->server, kApiServerWait, stop.get_token());
   if (stop.stop_requested()) Exit(0);
   AgentHub hub(token.ok() ? *token : NewAgentToken(), identity, settings->hub.hub);
-  AgentTokenGate token_gate(client, pod_ns, f.agent_token_secret, token, [&hub](const std::string& t) { hub.SetToken(t); });
+  AgentTokenGate token_gate(client, pod_ns, f.agent_token_secret, token,
+                            [&hub](const std::string& t) { hub.SetToken(t); });
   const auto agent_address = AgentAddress(f, pod_ns);
   if (!agent_address.ok()) return BadInput(agent_address.status().message());
   std::optional<GrpcServer> grpc;
@@ -274,13 +279,15 @@ int Main(const Flags& f) {
   eo.reporting_instance = identity;
   kube::EventRecorder events(client, clock, eo);
   RunStatusClient run_status(client, &events);
-  auto platform = std::make_shared<KubernetesPlatform>(client, PlatformOptions(f, *settings, pod_ns, *agent_address, identity));
+  auto platform =
+      std::make_shared<KubernetesPlatform>(client, PlatformOptions(f, *settings, pod_ns, *agent_address, identity));
   OrchestratorOptions oo;
   oo.agent_timeout = settings->agent_timeout;
   oo.slot_timeout = settings->slot_timeout;
   oo.fairbench_version = FAIRBENCH_VERSION;
   std::unique_ptr<RunControllerStarter> starter;  // set before leading: no run ends before
-  OrchestratorExecutor executor(hub, oo, OperatorRuns(client, &events, run_status, token_gate, platform, run_metrics, leading),
+  OrchestratorExecutor executor(hub, oo,
+                                OperatorRuns(client, &events, run_status, token_gate, platform, run_metrics, leading),
                                 [&starter] { starter->RequeueAll(); });
   ReconcilerOptions ro;
   ro.pod_namespace = pod_ns;
@@ -322,7 +329,9 @@ int Main(const Flags& f) {
   elector = std::move(*created);
   spdlog::info("fairbench-controller {} as {}: agents dial {} ({}); waiting to lead", FAIRBENCH_VERSION, identity,
                *agent_address,
-               !f.hub.tls.enabled() ? "plain text" : f.hub.tls.client_ca_file.empty() ? "TLS" : "mutual TLS");
+               !f.hub.tls.enabled()               ? "plain text"
+               : f.hub.tls.client_ca_file.empty() ? "TLS"
+                                                  : "mutual TLS");
   elector->Run(stop.get_token());  // until a signal, or leadership lost (which exits above)
 
   // A signal: stop the load at once and go; the lease is released above.
@@ -341,22 +350,27 @@ int main(int argc, char** argv) {
   fairbench::KeepLargeBlocksInTheHeap();
   fairbench::controller::Flags f;
   CLI::App app("fairbench-controller: the Kubernetes operator of fairbench");
-  app.add_option("--kubeconfig", f.kubeconfig, "Kubeconfig file (default: in-cluster, else $KUBECONFIG or ~/.kube/config)");
+  app.add_option("--kubeconfig", f.kubeconfig,
+                 "Kubeconfig file (default: in-cluster, else $KUBECONFIG or ~/.kube/config)");
   app.add_option("--context", f.context, "Kubeconfig context");
   app.add_option("--namespace", f.watch_namespace, "Watch BenchmarkRuns in this namespace only (default: all)");
-  app.add_option("--pod-namespace", f.pod_namespace, "Namespace of the agent Secret and the leader Lease (default: default)");
+  app.add_option("--pod-namespace", f.pod_namespace,
+                 "Namespace of the agent Secret and the leader Lease (default: default)");
   app.add_option("--agent-listen", f.agent_listen, "Address of the agents' gRPC hub (default 0.0.0.0:9090)");
   app.add_option("--agent-address", f.agent_address,
                  "HOST:PORT the agent pods dial (default: the Service fairbench-controller.<namespace>.svc)");
   app.add_option("--agent-image", f.agent_image, "Image of the agent pods (also carries fairbench-nofile)");
   app.add_option("--nofile-helper-path", f.nofile_helper_path,
                  "Where fairbench-nofile is in the agent image (default /usr/local/bin/fairbench-nofile)");
-  app.add_option("--agent-token-secret", f.agent_token_secret, "Secret holding the agents' token (created when missing)");
-  app.add_option("--metrics-address", f.metrics_address, "Serve /metrics, /healthz and /readyz (ready while leading) here");
+  app.add_option("--agent-token-secret", f.agent_token_secret,
+                 "Secret holding the agents' token (created when missing)");
+  app.add_option("--metrics-address", f.metrics_address,
+                 "Serve /metrics, /healthz and /readyz (ready while leading) here");
   app.add_option("--identity", f.identity, "This controller's name in the Leases (default: host name and pid)");
   app.add_option("--leader-election-namespace", f.leader_election_namespace, "Namespace of the leader Lease");
   app.add_option("--leader-election-id", f.leader_election_id, "Name of the leader Lease");
-  app.add_option("--leader-lease-duration", f.lease_duration, "Leader Lease duration (default 15s; also the load-slot Lease's)");
+  app.add_option("--leader-lease-duration", f.lease_duration,
+                 "Leader Lease duration (default 15s; also the load-slot Lease's)");
   app.add_option("--leader-renew-deadline", f.renew_deadline, "Leader renew deadline (default 10s)");
   app.add_option("--leader-retry-period", f.retry_period, "Leader retry period (default 2s)");
   app.add_option("--load-slot-namespace", f.load_slot_namespace,

@@ -65,8 +65,8 @@ class OrchestratorExecutor final : public RunExecutor {
   bool cancel_requested_ GUARDED_BY(mu_) = false;
   bool shut_down_ GUARDED_BY(mu_) = false;
   bool finished_ GUARDED_BY(mu_) = true;  // thread_ has nothing left to do
-  std::mutex thread_mu_;                       // held to start, join or replace thread_
-  std::thread thread_;                         // joined before the next Start
+  std::mutex thread_mu_;                  // held to start, join or replace thread_
+  std::thread thread_;                    // joined before the next Start
 };
 
 }  // namespace fairbench::controller

@@ -9,7 +9,10 @@ namespace fairbench::controller {
 
 RunObservers::RunObservers(std::unique_ptr<StatusWriter> status, RunObserver* metrics,
                            std::shared_ptr<const KubernetesPlatform> platform, std::string run)
-    : status_(std::move(status)), fanout_({status_.get(), metrics}), platform_(std::move(platform)), run_(std::move(run)) {}
+    : status_(std::move(status)),
+      fanout_({status_.get(), metrics}),
+      platform_(std::move(platform)),
+      run_(std::move(run)) {}
 
 void RunObservers::OnStage(const api::BenchmarkRun& run, const api::CurrentCell& c) {
   fanout_.OnStage(run, c);
@@ -94,7 +97,8 @@ Result<RunParts> OperatorRuns::operator()(const api::BenchmarkRun& run) {
       spdlog::warn("agents of {}: {}", run.metadata.name, s.message());
     }
     if (record.ok()) {
-      if (Status s = store_ptr->SaveReport(*record); !s.ok()) spdlog::error("report of {}: {}", run.metadata.name, s.message());
+      if (Status s = store_ptr->SaveReport(*record); !s.ok())
+        spdlog::error("report of {}: {}", run.metadata.name, s.message());
     } else {
       // The run could not be carried out at all (its stored record is
       // unreadable, or of another spec): Failed, naming why.

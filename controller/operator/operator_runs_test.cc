@@ -36,7 +36,8 @@ class OperatorRunsTest : public kube::testenv::KubeTest {
   }
 
   void PutSecret(const Json& data) {
-    const Json secret = {{"apiVersion", "v1"}, {"kind", "Secret"}, {"metadata", {{"name", "agent-token"}}}, {"data", data}};
+    const Json secret = {
+        {"apiVersion", "v1"}, {"kind", "Secret"}, {"metadata", {{"name", "agent-token"}}}, {"data", data}};
     auto got = client_->Get(kube::resources::Secrets(), ns(), "agent-token");
     if (got.ok()) {
       Json updated = *got;

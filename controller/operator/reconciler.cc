@@ -23,9 +23,7 @@ using kube::Json;
 namespace jr = kube::json_read;
 namespace f = kube::fields;
 
-api::Time WallNow() {
-  return std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now());
-}
+api::Time WallNow() { return std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now()); }
 
 bool Terminal(std::optional<api::RunPhase> p) {
   return p == api::RunPhase::kSucceeded || p == api::RunPhase::kFailed || p == api::RunPhase::kCancelled;
@@ -74,10 +72,12 @@ Reconciler::Reconciler(kube::Client& client, kube::Informer& runs, RunExecutor& 
       options_(std::move(options)),
       status_(client, events, options_.field_manager) {}
 
-void Reconciler::Event(const kube::ObjectMeta& meta, bool warning, const std::string& reason, const std::string& message) {
+void Reconciler::Event(const kube::ObjectMeta& meta, bool warning, const std::string& reason,
+                       const std::string& message) {
   if (events_ == nullptr) return;
   const Json object = RunStatusClient::ObjectOf(IdentityOf(meta));
-  const kube::ApiStatus s = warning ? events_->Warning(object, reason, message) : events_->Normal(object, reason, message);
+  const kube::ApiStatus s =
+      warning ? events_->Warning(object, reason, message) : events_->Normal(object, reason, message);
   if (!s.ok()) spdlog::warn("event {} for {}: {}", reason, meta.Key(), s.error().message);
 }
 
@@ -335,13 +335,15 @@ Result<std::string> Reconciler::ReadConfigMapKey(const std::string& ns, const ap
     if (cm.error().reason == kube::Reason::kNotFound) {
       return Status::InvalidArgument(field + ".name: no ConfigMap \"" + ref.name + "\" in namespace \"" + ns + "\"");
     }
-    return Status::Unavailable("reading ConfigMap " + ns + "/" + ref.name + " (" + field + "): " + cm.error().ToString());
+    return Status::Unavailable("reading ConfigMap " + ns + "/" + ref.name + " (" + field +
+                               "): " + cm.error().ToString());
   }
   // Text is under data; bytes (a descriptor set) under binaryData, base64
   // as the API server keeps them (kubectl create configmap --from-file puts
   // a file that is not UTF-8 there).
   const Json& data = jr::Object(*cm, f::kData);
-  if (const auto value = data.find(ref.key); value != data.end() && value->is_string()) return value->get<std::string>();
+  if (const auto value = data.find(ref.key); value != data.end() && value->is_string())
+    return value->get<std::string>();
   if (binary) {
     const Json& bytes = jr::Object(*cm, f::kBinaryData);
     if (const auto value = bytes.find(ref.key); value != bytes.end() && value->is_string()) {
@@ -358,7 +360,8 @@ Status Reconciler::ReadConfigMaps(const std::string& ns, api::BenchmarkRun& run)
     api::Scenario& sc = run.spec.scenarios[i];
     const std::string at = "spec.scenarios[" + std::to_string(i) + "]";
     if (sc.grpc && sc.grpc->descriptor_set_config_map_ref) {
-      auto bytes = ReadConfigMapKey(ns, *sc.grpc->descriptor_set_config_map_ref, at + ".grpc.descriptorSetConfigMapRef", true);
+      auto bytes =
+          ReadConfigMapKey(ns, *sc.grpc->descriptor_set_config_map_ref, at + ".grpc.descriptorSetConfigMapRef", true);
       if (!bytes.ok()) return bytes.status();
       sc.grpc->descriptor_set_content = std::move(bytes).value();
     }
@@ -369,7 +372,8 @@ Status Reconciler::ReadConfigMaps(const std::string& ns, api::BenchmarkRun& run)
     if (!text.ok()) return text.status();
     sc.script->content = std::move(text).value();
     if (sc.script->content.find_first_not_of(" \t\r\n") == std::string::npos) {
-      return Status::InvalidArgument(field + ".key: the script in ConfigMap \"" + ref.name + "\" key \"" + ref.key + "\" is empty");
+      return Status::InvalidArgument(field + ".key: the script in ConfigMap \"" + ref.name + "\" key \"" + ref.key +
+                                     "\" is empty");
     }
   }
   // What each gRPC call sends, now that its descriptor set is here.

@@ -63,7 +63,8 @@ class FakeExecutor final : public RunExecutor {
     const std::string ns = key.substr(0, key.find('/'));
     const std::string name = key.substr(key.find('/') + 1);
     const Json patch = {{"status", {{"phase", phase}}}};
-    (void)client_.Patch(kube::resources::BenchmarkRuns(), ns, name, kube::PatchType::kMerge, patch.dump(), {}, "status");
+    (void)client_.Patch(kube::resources::BenchmarkRuns(), ns, name, kube::PatchType::kMerge, patch.dump(), {},
+                        "status");
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (active_ == key) active_.clear();
@@ -232,7 +233,11 @@ TEST_F(ReconcilerTest, RunsAreQueuedAndExecutedOneAtATimeInOrderOfCreation) {
   EXPECT_EQ(second["status"]["conditions"][0]["reason"], "Queued");
   // kubectl get shows the phase column; describe shows the Queued event.
   EXPECT_NE(Ok({"get", "br", "second"}).find("Queued"), std::string::npos);
-  EXPECT_TRUE(Eventually([&] { return Ok({"describe", "br", "second"}).find("2 cells queued") != std::string::npos; }, 10s));
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return Ok({"describe", "br", "second"}).find("2 cells queued") != std::string::npos;
+      },
+      10s));
 
   executor_->Finish(Key("first"), "Succeeded");
   ASSERT_TRUE(Eventually([&] { return executor_->started().size() == 2; }, 10s));
@@ -252,8 +257,8 @@ TEST_F(ReconcilerTest, ARunFinishedOnTheServerIsNotStartedFromAStaleCache) {
   Apply(RunYaml("stale"));
   auto set_phase = [&](const std::string& phase) {
     const Json patch = {{"status", {{"phase", phase}}}};
-    auto r = client_->Patch(kube::resources::BenchmarkRuns(), ns(), "stale", kube::PatchType::kMerge, patch.dump(),
-                            {}, "status");
+    auto r = client_->Patch(kube::resources::BenchmarkRuns(), ns(), "stale", kube::PatchType::kMerge, patch.dump(), {},
+                            "status");
     ASSERT_TRUE(r.ok()) << r.error().ToString();
   };
   Json finalizer = Get("stale");
@@ -263,8 +268,8 @@ TEST_F(ReconcilerTest, ARunFinishedOnTheServerIsNotStartedFromAStaleCache) {
   kube::Informer runs(*client_, kube::resources::BenchmarkRuns(), ns());
   runs.Start();
   ASSERT_TRUE(runs.WaitForSync(10s));
-  ASSERT_TRUE(Eventually([&] { return PhaseOf(runs.Get(Key("stale")).value_or(Json())) == api::RunPhase::kRunning; },
-                         10s));
+  ASSERT_TRUE(
+      Eventually([&] { return PhaseOf(runs.Get(Key("stale")).value_or(Json())) == api::RunPhase::kRunning; }, 10s));
   runs.Stop();  // the cache stays as it is: Running
   set_phase("Succeeded");
   FakeExecutor executor(*client_);
@@ -285,10 +290,11 @@ TEST_F(ReconcilerTest, ARunFinishedOnTheServerIsNotStartedFromAStaleCache) {
 TEST_F(ReconcilerTest, AnInvalidRunFailsWithTheFieldNamed) {
   // 3 connections cannot be spread over 2 agents × 2 threads: the schema
   // has no rule for that, the model has.
-  Apply("apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: bad}\nspec:\n"
-        "  targets:\n  - {name: nginx, image: example.org/fairbench/nginx:1}\n"
-        "  scenarios:\n  - name: hello\n    request: {path: /}\n"
-        "  load: {threads: 2, agents: 2, connections: [3]}\n");
+  Apply(
+      "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: bad}\nspec:\n"
+      "  targets:\n  - {name: nginx, image: example.org/fairbench/nginx:1}\n"
+      "  scenarios:\n  - name: hello\n    request: {path: /}\n"
+      "  load: {threads: 2, agents: 2, connections: [3]}\n");
   ASSERT_TRUE(PhaseBecomes("bad", "Failed")) << Phase("bad");
   const Json bad = Get("bad");
   const Json& c = bad["status"]["conditions"][0];
@@ -305,10 +311,12 @@ TEST_F(ReconcilerTest, AnInvalidRunFailsWithTheFieldNamed) {
 // or the rule refusing either setting alone.
 TEST_F(ReconcilerTest, TheApiServerRefusesARateWithPipelining) {
   const auto text = [](const std::string& name, const std::string& load) {
-    return "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: " + name + "}\nspec:\n"
+    return "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: " + name +
+           "}\nspec:\n"
            "  targets:\n  - {name: nginx, image: example.org/fairbench/nginx:1}\n"
            "  scenarios:\n  - name: hello\n    request: {path: /}\n"
-           "  load: {" + load + "}\n";
+           "  load: {" +
+           load + "}\n";
   };
   const std::string file = dir_ + "/rated.yaml";
   for (const std::string load : {"rate: 100, pipeline: 4", "rate: 10k, pipeline: 2"}) {
@@ -332,10 +340,11 @@ TEST_F(ReconcilerTest, TheApiServerRefusesARateWithPipelining) {
 // starts with its key's text as the script. Catches: configMapRef not read
 // (agents sent an empty script), a missing ConfigMap left queued or started.
 TEST_F(ReconcilerTest, AScriptIsReadFromItsConfigMap) {
-  const std::string run = "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: NAME}\nspec:\n"
-                          "  targets:\n  - {name: nginx, image: example.org/fairbench/nginx:1}\n"
-                          "  scenarios:\n  - name: echo\n"
-                          "    script: {configMapRef: {name: scripts, key: post.lua}, args: [x]}\n";
+  const std::string run =
+      "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: NAME}\nspec:\n"
+      "  targets:\n  - {name: nginx, image: example.org/fairbench/nginx:1}\n"
+      "  scenarios:\n  - name: echo\n"
+      "    script: {configMapRef: {name: scripts, key: post.lua}, args: [x]}\n";
   auto named = [&](const std::string& name) {
     std::string y = run;
     y.replace(y.find("NAME"), 4, name);
@@ -361,8 +370,13 @@ TEST_F(ReconcilerTest, DeletingTheActiveRunCancelsItAndRemovesWhatItCreated) {
   Apply(RunYaml("doomed"));
   ASSERT_TRUE(Eventually([&] { return executor_->Active() == Key("doomed"); }, 10s));
   const Json labels = {{api::label::kRun, "doomed"}};
-  ASSERT_TRUE(client_->Create(kube::resources::ConfigMaps(), ns(), kube::testenv::ConfigMapJson("doomed-results-0", {{"a", "b"}}, labels)).ok());
-  ASSERT_TRUE(client_->Create(kube::resources::ConfigMaps(), ns(), kube::testenv::ConfigMapJson("unrelated", {{"a", "b"}})).ok());
+  ASSERT_TRUE(client_
+                  ->Create(kube::resources::ConfigMaps(), ns(),
+                           kube::testenv::ConfigMapJson("doomed-results-0", {{"a", "b"}}, labels))
+                  .ok());
+  ASSERT_TRUE(
+      client_->Create(kube::resources::ConfigMaps(), ns(), kube::testenv::ConfigMapJson("unrelated", {{"a", "b"}}))
+          .ok());
   Ok({"delete", "br", "doomed", "--wait=true", "--timeout=20s"});
   EXPECT_EQ(executor_->cancelled(), std::vector<std::string>{Key("doomed")});
   EXPECT_NE(Run({"get", "br", "doomed"}).exit_code, 0);

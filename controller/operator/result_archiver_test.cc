@@ -120,7 +120,8 @@ TEST_F(ResultArchiverTest, AFinishedRunIsStoredAndItsStatusNamesItsId) {
   EXPECT_EQ(*text, report::ToJsonText(saved));
   EXPECT_TRUE(kube::testenv::Eventually([&] {
     for (const auto& [reason, message] : Events()) {
-      if (reason == "ResultStored" && message == "stored as run " + std::to_string((*runs)[0].id) + " in SQLite store " + db) {
+      if (reason == "ResultStored" &&
+          message == "stored as run " + std::to_string((*runs)[0].id) + " in SQLite store " + db) {
         return true;
       }
     }
@@ -154,7 +155,8 @@ TEST_F(ResultArchiverTest, AStoreThatCannotBeWrittenIsRetriedUntilItCan) {
   EXPECT_NE(stored.value("error", "").find(db), std::string::npos) << stored;
   EXPECT_TRUE(kube::testenv::Eventually([&] {
     for (const auto& [reason, message] : Events()) {
-      if (reason == "ResultStoreFailed" && message.find("not stored in the result store (retrying): ") == 0) return true;
+      if (reason == "ResultStoreFailed" && message.find("not stored in the result store (retrying): ") == 0)
+        return true;
     }
     return false;
   }));

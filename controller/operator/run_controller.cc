@@ -8,8 +8,7 @@
 namespace fairbench::controller {
 
 RunController::RunController(kube::Client& client, const std::string& ns, RunExecutor& executor,
-                             kube::EventRecorder* events,
-                             ReconcilerOptions options)
+                             kube::EventRecorder* events, ReconcilerOptions options)
     : runs_(client, kube::resources::BenchmarkRuns(), ns),
       queue_(kube::WorkQueueOptions{std::chrono::milliseconds(50), std::chrono::milliseconds(30000), 100000}),
       reconciler_(client, runs_, executor, events, std::move(options)) {
@@ -65,7 +64,12 @@ void RunController::Work(std::stop_token stop) {
 
 RunControllerStarter::RunControllerStarter(kube::Client& client, std::string ns, RunExecutor& executor,
                                            kube::EventRecorder* events, ReconcilerOptions options, BackoffPolicy retry)
-    : client_(client), ns_(std::move(ns)), executor_(executor), events_(events), options_(std::move(options)), retry_(retry) {}
+    : client_(client),
+      ns_(std::move(ns)),
+      executor_(executor),
+      events_(events),
+      options_(std::move(options)),
+      retry_(retry) {}
 
 RunControllerStarter::~RunControllerStarter() {
   if (thread_.joinable()) {

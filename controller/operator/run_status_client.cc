@@ -12,9 +12,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-api::Time WallNow() {
-  return std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now());
-}
+api::Time WallNow() { return std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now()); }
 
 }  // namespace
 
@@ -33,9 +31,11 @@ Json RunStatusClient::ObjectOf(const RunIdentity& run) {
 
 void RunStatusClient::Warn(const RunIdentity& run, bool warning, const char* reason, const std::string& message) {
   if (events_ == nullptr) return;
-  const kube::ApiStatus s = warning ? events_->Warning(ObjectOf(run), reason, message)
-                                    : events_->Normal(ObjectOf(run), reason, message);
-  if (!s.ok()) spdlog::warn("BenchmarkRun {}/{}: Event {} not recorded: {}", run.namespace_, run.name, reason, s.error().ToString());
+  const kube::ApiStatus s =
+      warning ? events_->Warning(ObjectOf(run), reason, message) : events_->Normal(ObjectOf(run), reason, message);
+  if (!s.ok())
+    spdlog::warn("BenchmarkRun {}/{}: Event {} not recorded: {}", run.namespace_, run.name, reason,
+                 s.error().ToString());
 }
 
 kube::ApiResult<Json> RunStatusClient::Patch(const RunIdentity& run, const Json& fields) {

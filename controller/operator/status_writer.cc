@@ -16,9 +16,9 @@ using Json = nlohmann::json;
 using Steady = std::chrono::steady_clock;
 
 // Every field of status and of status.current, as the codec names them.
-constexpr const char* kStatusFields[] = {"phase",          "observedGeneration", "current",   "nodes",
-                                         "progress",       "completedCells",     "totalCells", "startTime",
-                                         "completionTime", "results",            "cpus",       "conditions"};
+constexpr const char* kStatusFields[] = {
+    "phase",      "observedGeneration", "current",        "nodes",   "progress", "completedCells",
+    "totalCells", "startTime",          "completionTime", "results", "cpus",     "conditions"};
 constexpr const char* kCurrentFields[] = {"target", "scenario", "connections", "repetition", "stage", "rateLevel"};
 
 std::string CellKey(const api::CellResult& r) { return api::CellOf(r).Key(); }
@@ -29,9 +29,7 @@ std::string Rate(double rps) {
   return buf;
 }
 
-api::Time WallNow() {
-  return std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now());
-}
+api::Time WallNow() { return std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now()); }
 
 // What the node picker's refusals start with (node_picker.cc).
 bool IsPlacementMessage(const std::string& message) { return message.rfind("spec.placement", 0) == 0; }
@@ -139,13 +137,15 @@ void StatusWriter::CellEventsLocked(const report::CellRecord& cell) {
   } else if (r.reason == api::CellReason::kVerificationFailed) {
     reason = api::reason::kVerificationFailed;
   } else if (r.reason == api::CellReason::kTargetExited) {
-    reason = cell.target_exit && cell.target_exit->oom_killed ? api::reason::kTargetOomKilled : api::reason::kTargetExited;
+    reason =
+        cell.target_exit && cell.target_exit->oom_killed ? api::reason::kTargetOomKilled : api::reason::kTargetExited;
   }
   if (reason.empty()) {
     // A reason the orchestrator gives every remaining cell of a target
     // (DeployFailed, SlotUnavailable) comes with one message: one Event.
     const std::string cell_reason(api::ToString(r.reason));
-    if (r.state == api::CellState::kFailed && announced_.insert(r.target + "/" + cell_reason + "/" + r.message).second) {
+    if (r.state == api::CellState::kFailed &&
+        announced_.insert(r.target + "/" + cell_reason + "/" + r.message).second) {
       EnqueueLocked(true, api::reason::kCellFailed, CellKey(r) + ": " + cell_reason + ": " + r.message);
     }
     return;
@@ -232,8 +232,7 @@ void StatusWriter::OnStage(const api::BenchmarkRun& run, const api::CurrentCell&
   ChangedLocked(true);
 }
 
-void StatusWriter::OnLive(const api::CurrentCell& current, double /*requests_per_second*/,
-                          double /*elapsed_seconds*/) {
+void StatusWriter::OnLive(const api::CurrentCell& current, double /*requests_per_second*/, double /*elapsed_seconds*/) {
   MutexLock lock(mu_);
   if (wanted_.current == current) return;
   wanted_.current = current;
@@ -291,8 +290,8 @@ Status StatusWriter::Flush(std::chrono::milliseconds timeout) {
   lock.unlock();
   if (!MayWrite()) why = ": this controller may not write (not the leader)";
   if (!done) {
-    return Status::DeadlineExceeded("the status of BenchmarkRun " + ns_ + "/" + options_.name + " was not written within " +
-                                    std::to_string(timeout.count()) + " ms" + why);
+    return Status::DeadlineExceeded("the status of BenchmarkRun " + ns_ + "/" + options_.name +
+                                    " was not written within " + std::to_string(timeout.count()) + " ms" + why);
   }
   return Status::Cancelled("the status writer of BenchmarkRun " + ns_ + "/" + options_.name + " was stopped" + why);
 }
@@ -379,8 +378,9 @@ void StatusWriter::Run() {
           // Refused by authorization (a Role without benchmarkruns/status
           // patch): the status client says so once as an Event; the writes
           // go on, and succeed once the rule is back.
-          spdlog::warn("PATCH {}: {}; retrying in {} ms{}", kube::resources::BenchmarkRuns().Path(ns_, options_.name, "status"),
-                       kube::RetryCause(e), std::chrono::duration_cast<std::chrono::milliseconds>(wait).count(),
+          spdlog::warn("PATCH {}: {}; retrying in {} ms{}",
+                       kube::resources::BenchmarkRuns().Path(ns_, options_.name, "status"), kube::RetryCause(e),
+                       std::chrono::duration_cast<std::chrono::milliseconds>(wait).count(),
                        told ? " (Retry-After)" : "");
         }
       }
@@ -393,8 +393,8 @@ void StatusWriter::Run() {
       event_in_flight_ = true;
       lock.unlock();
       kube::ApiStatus recorded =
-          events_->Record(RunStatusClient::ObjectOf(Identity()), ev.warning ? kube::EventType::kWarning : kube::EventType::kNormal,
-                          ev.reason, ev.message);
+          events_->Record(RunStatusClient::ObjectOf(Identity()),
+                          ev.warning ? kube::EventType::kWarning : kube::EventType::kNormal, ev.reason, ev.message);
       lock.lock();
       event_in_flight_ = false;
       if (recorded.ok()) {
@@ -410,7 +410,9 @@ void StatusWriter::Run() {
     if (pending) {
       cv_.wait_until(lock, due);
     } else {
-      cv_.wait(lock, [&]() REQUIRES(mu_) { return stop_ || (have_wanted_ && written_version_ != version_) || !queue_.empty(); });
+      cv_.wait(lock, [&]() REQUIRES(mu_) {
+        return stop_ || (have_wanted_ && written_version_ != version_) || !queue_.empty();
+      });
     }
   }
   cv_.notify_all();

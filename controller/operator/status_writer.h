@@ -99,7 +99,7 @@
 namespace fairbench::controller {
 
 struct StatusWriterOptions {
-  std::string ns;   // the run's namespace; empty: the client's default namespace
+  std::string ns;    // the run's namespace; empty: the client's default namespace
   std::string name;  // the BenchmarkRun's name
   std::string uid;   // for the Events' involvedObject
   // The leader gate: nothing is written while it returns false. Null: always true.
@@ -190,13 +190,13 @@ class StatusWriter final : public RunObserver {
   bool event_in_flight_ GUARDED_BY(mu_) = false;
   int flush_waiters_ GUARDED_BY(mu_) = 0;
   bool stop_ GUARDED_BY(mu_) = false;
-  std::set<std::string> announced_ GUARDED_BY(mu_);  // (target, reason) and run outcomes
+  std::set<std::string> announced_ GUARDED_BY(mu_);               // (target, reason) and run outcomes
   std::map<std::string, api::Stage> last_stage_ GUARDED_BY(mu_);  // by target
-  std::map<std::string, int> attempt_ GUARDED_BY(mu_);  // slot attempts by target
+  std::map<std::string, int> attempt_ GUARDED_BY(mu_);            // slot attempts by target
   std::vector<api::Condition> own_conditions_ GUARDED_BY(mu_);
   std::optional<api::RunNodes> nodes_ GUARDED_BY(mu_);
   StatusWriterStats stats_ GUARDED_BY(mu_);
-  nlohmann::json written_json_;               // writer thread only: the status last written
+  nlohmann::json written_json_;  // writer thread only: the status last written
   std::thread thread_;
 };
 

@@ -59,8 +59,9 @@ class CountingTransport final : public kube::HttpTransport {
                       {"reason", "Conflict"},
                       {"details", {{"name", "demo"}, {"group", "fairbench.dev"}, {"kind", "benchmarkruns"}}},
                       {"code", 409},
-                      {"message", "Operation cannot be fulfilled on benchmarkruns.fairbench.dev \"demo\": the object "
-                                  "has been modified; please apply your changes to the latest version and try again"}}
+                      {"message",
+                       "Operation cannot be fulfilled on benchmarkruns.fairbench.dev \"demo\": the object "
+                       "has been modified; please apply your changes to the latest version and try again"}}
                      .dump();
         return r;
       }

@@ -32,7 +32,8 @@ wire::JobGrpc GrpcJob(const api::GrpcCallSpec& call) {
   g.message = call.request_message;
   for (const auto& [key, value] : call.metadata) {
     std::string lower = key;
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     g.metadata.emplace_back(std::move(lower), value);
   }
   g.deadline = call.deadline.value_or(std::chrono::nanoseconds(0));
@@ -88,7 +89,8 @@ std::vector<wire::JobSpec> BuildCellJobs(const api::ScenarioSettings& settings, 
     }
     // A script goes to every agent whole: each runs setup() for its own
     // threads and its own done().
-    if (settings.script) job.script = wire::JobScript{settings.script->name, settings.script->text, settings.script->args};
+    if (settings.script)
+      job.script = wire::JobScript{settings.script->name, settings.script->text, settings.script->args};
     if (settings.vary) {
       wire::JobVary v;
       v.seed = AgentVarySeed(settings.vary->seed.value_or(api::kDefaultVarySeed), cell.Key(), i);
@@ -108,12 +110,14 @@ std::vector<wire::JobSpec> BuildCellJobs(const api::ScenarioSettings& settings, 
     job.duration = settings.duration;
     job.timeout = settings.timeout;
     // The server's DEADLINE_EXCEEDED must come before the agent gives up on the call.
-    if (job.grpc && job.grpc->deadline.count() > 0) job.timeout = std::max(job.timeout, job.grpc->deadline + std::chrono::seconds(1));
+    if (job.grpc && job.grpc->deadline.count() > 0)
+      job.timeout = std::max(job.timeout, job.grpc->deadline + std::chrono::seconds(1));
     job.interval = std::chrono::seconds(1);
     job.keep_alive = settings.keep_alive;
     job.pipeline = static_cast<uint32_t>(settings.pipeline);
     if (settings.rate > 0) {
-      job.rate = static_cast<double>(settings.rate) * static_cast<double>(conns) / static_cast<double>(cell.connections);
+      job.rate =
+          static_cast<double>(settings.rate) * static_cast<double>(conns) / static_cast<double>(cell.connections);
     }
     job.start = start;
     job.connection_offset = static_cast<uint32_t>(offset);
@@ -131,10 +135,10 @@ Result<int64_t> OfferedRate(const api::BenchmarkRunStatus& status, const api::Ce
   const api::CellResult* capacity = api::CapacityResult(status, cell);
   const std::string what = api::FormatRateLevel(*cell.rate) + " of capacity";
   if (capacity == nullptr || capacity->state != api::CellState::kSucceeded) {
-    return Status::FailedPrecondition(what + ": the closed-loop cell that measures the capacity at " +
-                                      std::to_string(cell.connections) + " connections " +
-                                      (capacity == nullptr ? "has no result" : "did not succeed") +
-                                      (capacity != nullptr && !capacity->message.empty() ? " (" + capacity->message + ")" : ""));
+    return Status::FailedPrecondition(
+        what + ": the closed-loop cell that measures the capacity at " + std::to_string(cell.connections) +
+        " connections " + (capacity == nullptr ? "has no result" : "did not succeed") +
+        (capacity != nullptr && !capacity->message.empty() ? " (" + capacity->message + ")" : ""));
   }
   if (capacity->requests_per_second <= 0) {
     return Status::FailedPrecondition(what + ": the closed-loop cell at " + std::to_string(cell.connections) +
@@ -180,7 +184,8 @@ void PutGrpcCalls(const api::ScenarioSettings& settings, const IntervalStats& me
   const GrpcCounts& g = measured.counters.grpc;
   api::GrpcCalls calls;
   for (size_t code = 0; code < g.status.size(); ++code) {
-    if (g.status[code] > 0) calls.statuses.push_back(api::GrpcStatusCount{static_cast<api::GrpcCode>(code), g.status[code]});
+    if (g.status[code] > 0)
+      calls.statuses.push_back(api::GrpcStatusCount{static_cast<api::GrpcCode>(code), g.status[code]});
   }
   calls.status_other = g.status_other;
   calls.no_status = g.no_status;
@@ -204,7 +209,8 @@ api::TlsHandshakes TlsOf(const Counters& c, double secs) {
   api::TlsHandshakes tls;
   tls.count = c.tls_handshakes;
   tls.resumed = c.tls_resumed;
-  tls.mean = c.tls_handshakes ? static_cast<double>(c.tls_handshake_time_us) / static_cast<double>(c.tls_handshakes) : 0.0;
+  tls.mean =
+      c.tls_handshakes ? static_cast<double>(c.tls_handshake_time_us) / static_cast<double>(c.tls_handshakes) : 0.0;
   tls.per_second = static_cast<double>(c.tls_handshakes) / secs;
   return tls;
 }
@@ -301,8 +307,9 @@ report::CellRecord CellRecordFrom(const api::ScenarioSettings& settings, const a
   if (!m.consistent || m.missing_snapshots > 0) rec.flags.push_back(report::CellFlag::kSnapshotGap);
   if (m.usage_first) {
     rec.usage_samples = static_cast<uint32_t>(m.usage_times.size());
-    rec.usage_span_seconds =
-        m.usage_times.empty() ? 0.0 : std::chrono::duration<double>(m.usage_times.back() - m.usage_times.front()).count();
+    rec.usage_span_seconds = m.usage_times.empty()
+                                 ? 0.0
+                                 : std::chrono::duration<double>(m.usage_times.back() - m.usage_times.front()).count();
     if (rec.usage_samples < 2 || rec.usage_span_seconds < kMinUsageCoverage * secs) {
       rec.flags.push_back(report::CellFlag::kSparseUsage);
     }

@@ -61,7 +61,7 @@ struct CellMeasurement {
   int agents = 1;
   api::Time measure_start{};  // wall clock: the job's start plus the warmup
   std::optional<uint64_t> memory_idle;
-  uint64_t memory_max = 0;  // 0: never sampled
+  uint64_t memory_max = 0;                             // 0: never sampled
   std::optional<TargetUsage> usage_first, usage_last;  // during the measure phase
   // The distinct times of the fresh usage samples (taken in the measure
   // phase, not carried over from before it), in order.

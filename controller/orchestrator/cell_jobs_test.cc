@@ -100,7 +100,12 @@ TEST(CellJobsTest, GrpcCallsReachEveryJobAsHttp2) {
     EXPECT_EQ(j.grpc->kind, GrpcCallKind::kServerStreaming);
     EXPECT_EQ(j.timeout, 4s);
     EXPECT_EQ(j.streams, 10u);
-    EXPECT_TRUE(wire::FromProto([&] { v1::LoadJob m; wire::ToProto(j, &m); return m; }()).ok());
+    EXPECT_TRUE(wire::FromProto([&] {
+                  v1::LoadJob m;
+                  wire::ToProto(j, &m);
+                  return m;
+                }())
+                    .ok());
   }
   where.scheme = Scheme::kHttps;
   EXPECT_EQ(BuildCellJobs(GrpcSettings(), CellOf(4), where, 1, std::chrono::system_clock::now(), "j")[0].protocol,
@@ -118,9 +123,9 @@ TEST(CellJobsTest, GrpcRecordCountsCallsByStatusAgainstTheExpectedOne) {
   s.end_ns = 1'000'000'000;
   s.stats.counters.requests = 100;
   s.stats.counters.status_classes[2] = 100;
-  s.stats.counters.grpc.status[0] = 90;   // OK
-  s.stats.counters.grpc.status[14] = 7;   // UNAVAILABLE
-  s.stats.counters.grpc.status[4] = 3;    // DEADLINE_EXCEEDED
+  s.stats.counters.grpc.status[0] = 90;  // OK
+  s.stats.counters.grpc.status[14] = 7;  // UNAVAILABLE
+  s.stats.counters.grpc.status[4] = 3;   // DEADLINE_EXCEEDED
   s.stats.counters.grpc.truncated = 2;
   s.stats.counters.grpc.unary_messages = 1;
   s.stats.counters.grpc.messages = 900;
@@ -184,7 +189,7 @@ TEST(CellJobsTest, OneJobPerAgentWithItsShare) {
   EXPECT_EQ(jobs[2].connection_offset, 7u);
   // Their snapshots are spread over the interval's first quarter.
   EXPECT_EQ(jobs[0].send_offset, 0ms);
-  EXPECT_EQ(jobs[1].send_offset, 83333333ns);  // 250 ms × 1/3
+  EXPECT_EQ(jobs[1].send_offset, 83333333ns);   // 250 ms × 1/3
   EXPECT_EQ(jobs[2].send_offset, 166666666ns);  // 250 ms × 2/3
   double rate = 0;
   for (const wire::JobSpec& j : jobs) {
@@ -209,7 +214,8 @@ TEST(CellJobsTest, OneJobPerAgentWithItsShare) {
   EXPECT_EQ(j.requests[0].weight, 3u);
   EXPECT_EQ(j.requests[1].method, "POST");
   EXPECT_EQ(j.requests[1].body, R"({"a":1})");
-  EXPECT_EQ(j.requests[1].headers, (std::vector<std::pair<std::string, std::string>>{{"Content-Type", "application/json"}}));
+  EXPECT_EQ(j.requests[1].headers,
+            (std::vector<std::pair<std::string, std::string>>{{"Content-Type", "application/json"}}));
 }
 
 // Catches: the controller and the agent disagreeing on a field — the jobs
@@ -258,7 +264,8 @@ TEST(CellJobsTest, WhatTheAgentsRefuseOfRateAndPipelineTheSpecRefuses) {
       }
       EXPECT_EQ(spec.empty(), agents.empty()) << spec.Format("") << agents;
       if (!spec.empty()) {
-        EXPECT_EQ(spec.Lines(""), std::vector<std::string>{"spec.load.pipeline: " + std::string(api::kPipelineWithRate)});
+        EXPECT_EQ(spec.Lines(""),
+                  std::vector<std::string>{"spec.load.pipeline: " + std::string(api::kPipelineWithRate)});
         EXPECT_EQ(agents, "job.rate: a constant rate cannot be combined with pipeline > 1");
       }
     }
@@ -443,7 +450,8 @@ TEST(CellJobsTest, RecordFromMeasurement) {
   EXPECT_NEAR(r.result.latency.p99, 2000, 2);
   EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), report::CellFlag::kSnapshotGap), r.flags.end());
   EXPECT_EQ(r.timeline.size(), 3u);
-  EXPECT_EQ(r.idle, std::optional<IdleReport>(m.end.idle));  // catches: the agents' idle waiting dropped from the record
+  EXPECT_EQ(r.idle,
+            std::optional<IdleReport>(m.end.idle));  // catches: the agents' idle waiting dropped from the record
   EXPECT_NE(r.wrk_text.find("Idle wait: nap: 1234 naps of at most 40.00us"), std::string::npos) << r.wrk_text;
 }
 

@@ -47,11 +47,12 @@ api::Stage StageOf(CellPhase phase) {
 std::string Progress(CellPhase phase, const CellTimeline& t, Clock::Steady now) {
   switch (phase) {
     case CellPhase::kScheduled: return "the load had not started";
-    case CellPhase::kWarmingUp: return Seconds(now - t.start) + " of the " + Seconds(t.measure_start - t.start) + " warmup";
+    case CellPhase::kWarmingUp:
+      return Seconds(now - t.start) + " of the " + Seconds(t.measure_start - t.start) + " warmup";
     case CellPhase::kMeasuring:
     case CellPhase::kDraining:
-      return Seconds(std::min(now, t.measure_end) - t.measure_start) + " of " + Seconds(t.measure_end - t.measure_start) +
-             " measured";
+      return Seconds(std::min(now, t.measure_end) - t.measure_start) + " of " +
+             Seconds(t.measure_end - t.measure_start) + " measured";
   }
   return "";
 }

@@ -2,10 +2,13 @@
 
 namespace fairbench::controller {
 
-CellProfiling::CellProfiling(TargetInstance& instance, bool wanted, int32_t frequency_hz,
-                             Clock::Steady measure_start, Clock::Steady measure_end)
-    : instance_(instance), phase_(wanted ? Phase::kWaiting : Phase::kOff), frequency_hz_(frequency_hz),
-      start_(measure_start), end_(measure_end) {}
+CellProfiling::CellProfiling(TargetInstance& instance, bool wanted, int32_t frequency_hz, Clock::Steady measure_start,
+                             Clock::Steady measure_end)
+    : instance_(instance),
+      phase_(wanted ? Phase::kWaiting : Phase::kOff),
+      frequency_hz_(frequency_hz),
+      start_(measure_start),
+      end_(measure_end) {}
 
 Clock::Steady CellProfiling::NextEdge() const {
   switch (phase_) {

@@ -142,9 +142,9 @@ report::CellRecord Orchestrator::CellRun::Run() {
 }
 
 report::CellRecord Orchestrator::CellRun::TargetExited(const report::TargetExit& exit) const {
-  report::CellRecord rec = NotRun(CellState::kFailed, CellReason::kTargetExited,
-                                  "target " + cell_.target + " " + exit.text + " during this cell (see " +
-                                      instance_.LogLocation() + ")");
+  report::CellRecord rec =
+      NotRun(CellState::kFailed, CellReason::kTargetExited,
+             "target " + cell_.target + " " + exit.text + " during this cell (see " + instance_.LogLocation() + ")");
   rec.target_exit = exit;
   return rec;
 }
@@ -291,22 +291,26 @@ void Orchestrator::CellRun::Observe(CellPhase phase, Clock::Steady now) {
 Orchestrator::CellRun::Failed Orchestrator::CellRun::JudgeEnd(CellAggregator::Outcome outcome) {
   if (outcome == CellAggregator::Outcome::kTimeout) {
     CancelAll("the controller gave up waiting");
-    return NotRun(CellState::kFailed, CellReason::kAgentTimeout,
-                  "the agents did not finish within " +
-                      std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeline_.deadline - timeline_.start).count()) +
-                      " s");
+    return NotRun(
+        CellState::kFailed, CellReason::kAgentTimeout,
+        "the agents did not finish within " +
+            std::to_string(
+                std::chrono::duration_cast<std::chrono::seconds>(timeline_.deadline - timeline_.start).count()) +
+            " s");
   }
   if (outcome == CellAggregator::Outcome::kFailed) {
     CancelAll("another agent of this cell failed");
     if (auto gone = instance_.Gone()) return TargetExited(*gone);
     if (!slot_.held()) {
-      return NotRun(CellState::kFailed, CellReason::kSlotLost, "the load slot was lost during this cell: its numbers were discarded");
+      return NotRun(CellState::kFailed, CellReason::kSlotLost,
+                    "the load slot was lost during this cell: its numbers were discarded");
     }
     return NotRun(CellState::kFailed, CellReason::kAgentFailed, aggregator_->failure());
   }
   // The whole measurement happened while the slot was ours, or it is not a result.
   if (!slot_.held()) {
-    return NotRun(CellState::kFailed, CellReason::kSlotLost, "the load slot was lost during this cell: its numbers were discarded");
+    return NotRun(CellState::kFailed, CellReason::kSlotLost,
+                  "the load slot was lost during this cell: its numbers were discarded");
   }
   return std::nullopt;
 }
@@ -330,7 +334,8 @@ report::CellRecord Orchestrator::CellRun::Record() {
   std::vector<std::optional<CpuView>> agent_views;
   for (const AgentCpuView& a : agent_cpus_) agent_views.push_back(a.view);
   rec.result.limiter = report::JudgeLimiter(
-      rec, report::LimiterContextFor(settings_, cell_.connections, state_.cpu_facts[cell_.target_index].view, agent_views));
+      rec,
+      report::LimiterContextFor(settings_, cell_.connections, state_.cpu_facts[cell_.target_index].view, agent_views));
   rec.profile = profiling_->Finish(stop_);
   if (rec.profile && rec.profile->state != report::ProfileState::kRecorded &&
       state_.profile_messages.insert(rec.profile->message).second) {

@@ -32,8 +32,8 @@ std::string PolicyAdvice(const api::TargetCpus& t) {
 
 }  // namespace
 
-api::TargetCpus JudgeCpus(const std::string& target, const TargetCpuFacts& facts, const std::vector<AgentCpuView>& agents,
-                          const std::optional<CpuView>& controller) {
+api::TargetCpus JudgeCpus(const std::string& target, const TargetCpuFacts& facts,
+                          const std::vector<AgentCpuView>& agents, const std::optional<CpuView>& controller) {
   api::TargetCpus t;
   t.target = target;
   t.node = facts.node;
@@ -130,8 +130,8 @@ api::TargetCpus JudgeCpus(const std::string& target, const TargetCpuFacts& facts
 }
 
 std::string CpusNotExclusiveMessage(const api::TargetCpus& t) {
-  std::string m = "target " + t.target + "'s CPUs were not proven its own (spec.placement.requireExclusiveCpus): " +
-                  t.message;
+  std::string m =
+      "target " + t.target + "'s CPUs were not proven its own (spec.placement.requireExclusiveCpus): " + t.message;
   if (!t.node.empty() && t.cpu_manager_policy != "static") {
     m += "; the likely cause: node " + t.node + "'s kubelet CPU manager policy is " +
          (t.cpu_manager_policy.empty() ? std::string("unknown") : t.cpu_manager_policy) + " — " + PolicyAdvice(t);

@@ -37,8 +37,8 @@
 
 namespace fairbench::controller {
 
-api::TargetCpus JudgeCpus(const std::string& target, const TargetCpuFacts& facts, const std::vector<AgentCpuView>& agents,
-                          const std::optional<CpuView>& controller);
+api::TargetCpus JudgeCpus(const std::string& target, const TargetCpuFacts& facts,
+                          const std::vector<AgentCpuView>& agents, const std::optional<CpuView>& controller);
 
 // "target drogon's CPUs were not proven its own: …", naming the node's CPU
 // manager policy where it is the likely cause.

@@ -28,8 +28,8 @@ TargetCpuFacts Kubelet(std::string policy, std::optional<CpuView> view, int64_t 
 // Catches: exclusivity claimed without the static policy, or denied with it
 // when every fact agrees (whole CPUs, as many as asked, agents elsewhere).
 TEST(CpuVerdictTest, TheStaticPolicyWithWholeCpusIsExclusive) {
-  const auto t = JudgeCpus("drogon", Kubelet("static", View("2-3")), {{"a0", "bench-2", View("0-3", "0-3", "machine-b")}},
-                           std::nullopt);
+  const auto t = JudgeCpus("drogon", Kubelet("static", View("2-3")),
+                           {{"a0", "bench-2", View("0-3", "0-3", "machine-b")}}, std::nullopt);
   EXPECT_EQ(t.exclusive, ConditionStatus::kTrue) << t.message;
   EXPECT_EQ(t.disjoint_from_agents, ConditionStatus::kTrue);
   EXPECT_EQ(t.as_many_as_asked, ConditionStatus::kTrue);
@@ -66,7 +66,8 @@ TEST(CpuVerdictTest, AnAgentOnTheSameMachineMustNotShareACpu) {
   EXPECT_FALSE(t.agents[0].same_machine);
   EXPECT_TRUE(t.agents[1].same_machine);
 
-  const auto apart = JudgeCpus("drogon", Kubelet("static", View("2-3")), {{"a1", "bench-3", View("0-1")}}, std::nullopt);
+  const auto apart =
+      JudgeCpus("drogon", Kubelet("static", View("2-3")), {{"a1", "bench-3", View("0-1")}}, std::nullopt);
   EXPECT_EQ(apart.disjoint_from_agents, ConditionStatus::kTrue);
   EXPECT_EQ(apart.exclusive, ConditionStatus::kTrue);
 }

@@ -53,11 +53,11 @@ struct SharedState {
   // The time of the run (see above).
   FakeClock clock{FakeClock::Mode::kWhenIdle};
   Log log;
-  std::atomic<int> deployed{0};      // targets up right now
+  std::atomic<int> deployed{0};  // targets up right now
   std::atomic<int> max_deployed{0};
   std::shared_ptr<std::atomic<bool>> slot;  // the slot held now (null: none)
   std::mutex slot_mu;
-  std::atomic<int> violations{0};    // jobs started without the slot or with two targets up
+  std::atomic<int> violations{0};  // jobs started without the slot or with two targets up
   // Profiles: whether targets can be sampled, and when sampling ran
   // (the clock's wall time), with the frequency asked for.
   std::atomic<bool> profiling{true};
@@ -182,14 +182,14 @@ class FakePlatform final : public Platform {
   explicit FakePlatform(SharedState& s) : s_(s) {}
   bool block_slot = false;
   bool block_ready = false;
-  bool stale_usage = false;  // the targets' usage samples never refresh
+  bool stale_usage = false;            // the targets' usage samples never refresh
   std::optional<TargetCpuFacts> cpus;  // what the targets say they got (unset: not read)
   std::set<std::string> fail_deploy;
 
   std::string name() const override { return "fake"; }
   Result<std::unique_ptr<TargetInstance>> Deploy(const DeployRequest& r, std::stop_token) override {
-    s_.log.Add("deploy " + r.target.name + " run=" + r.run.name + " uid=" + r.run.uid + " index=" +
-               std::to_string(r.target_index) + " node=" + r.placement.node_name);
+    s_.log.Add("deploy " + r.target.name + " run=" + r.run.name + " uid=" + r.run.uid +
+               " index=" + std::to_string(r.target_index) + " node=" + r.placement.node_name);
     if (fail_deploy.count(r.target.name)) return Status::Unavailable("image pull failed");
     const int now = ++s_.deployed;
     int max = s_.max_deployed.load();
@@ -201,7 +201,8 @@ class FakePlatform final : public Platform {
     return std::unique_ptr<TargetInstance>(std::move(t));
   }
   Result<std::vector<std::string>> EnsureAgents(const AgentRequest& r, std::stop_token) override {
-    s_.log.Add("agents " + std::to_string(r.count) + " threads=" + std::to_string(r.threads) + " avoid=" + r.target.node);
+    s_.log.Add("agents " + std::to_string(r.count) + " threads=" + std::to_string(r.threads) +
+               " avoid=" + r.target.node);
     std::vector<std::string> ids;
     for (int i = 0; i < r.count; ++i) ids.push_back("agent-" + std::to_string(i));
     return ids;
@@ -271,8 +272,8 @@ class FakeAgents final : public AgentPool {
     return {id, "node-b", it->second};
   }
 
-  Result<std::vector<std::string>> WaitForAgents(size_t count, std::chrono::milliseconds, const std::set<std::string>& ids,
-                                                 std::stop_token stop) override {
+  Result<std::vector<std::string>> WaitForAgents(size_t count, std::chrono::milliseconds,
+                                                 const std::set<std::string>& ids, std::stop_token stop) override {
     if (block_wait) {
       s_.log.Add("waiting for agents");
       if (!s_.clock.SleepFor(60s, stop)) return Status::Cancelled("stopped while waiting for agents");

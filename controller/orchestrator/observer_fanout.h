@@ -26,7 +26,8 @@ class ObserverFanout final : public RunObserver {
   void OnMessage(const std::string& message) override {
     for (auto* o : observers_) o->OnMessage(message);
   }
-  void OnInterval(const std::string& run, const api::CurrentCell& cell, const Snapshot& merged, api::Time end) override {
+  void OnInterval(const std::string& run, const api::CurrentCell& cell, const Snapshot& merged,
+                  api::Time end) override {
     for (auto* o : observers_) o->OnInterval(run, cell, merged, end);
   }
   void OnTargetUsage(const std::string& run, const api::CurrentCell& cell, const TargetUsage& usage) override {

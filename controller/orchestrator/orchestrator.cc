@@ -30,7 +30,9 @@ using api::CellReason;
 using api::CellState;
 using api::Stage;
 
-api::Time WallNow(const Clock& clock) { return std::chrono::time_point_cast<std::chrono::nanoseconds>(clock.WallNow()); }
+api::Time WallNow(const Clock& clock) {
+  return std::chrono::time_point_cast<std::chrono::nanoseconds>(clock.WallNow());
+}
 
 // Notes of an earlier attempt that name what it ran ("target …") stay in a
 // resumed record's environment unless the platform reports them anew.
@@ -78,7 +80,8 @@ report::CapacityTrial JudgeTrial(const api::Slo& slo, int64_t rate, const api::C
   t.error_rate = r.requests + errors > 0 ? static_cast<double>(errors) / static_cast<double>(r.requests + errors) : 0;
   bool pass = t.achieved >= 0.9 * t.offered;  // a rate the server could not keep up with fails
   for (const Objective& o : Objectives(slo)) {
-    if (o.limit && r.latency.*o.value > static_cast<double>(std::chrono::duration_cast<std::chrono::microseconds>(*o.limit).count())) {
+    if (o.limit && r.latency.*o.value >
+                       static_cast<double>(std::chrono::duration_cast<std::chrono::microseconds>(*o.limit).count())) {
       pass = false;
     }
   }
@@ -98,18 +101,19 @@ report::CellRecord CapacityRecord(const api::Cell& cell, const api::Slo& slo, re
                                               "the server cannot meet it");
     if (!search.trials.empty()) {
       const report::CapacityTrial& t = search.trials.front();
-      rec.result.message += " — there p99 was " + report::FormatLatency(t.p99) + ", " +
-                            report::FormatRate(t.achieved) + " requests/s answered";
+      rec.result.message += " — there p99 was " + report::FormatLatency(t.p99) + ", " + report::FormatRate(t.achieved) +
+                            " requests/s answered";
     }
     rec.capacity = std::move(search);
     return rec;
   }
   report::CellRecord rec = std::move(*best);
-  rec.result.message = "capacity " + report::FormatRate(search.rate) + " requests/s within " + search.objective + " (" +
-                       std::to_string(search.trials.size()) + " trials; " +
-                       (search.bounded ? "the lowest rate that failed: " + report::FormatRate(static_cast<double>(fail_rate))
-                                       : "no trial failed it: the capacity is higher") +
-                       ")";
+  rec.result.message =
+      "capacity " + report::FormatRate(search.rate) + " requests/s within " + search.objective + " (" +
+      std::to_string(search.trials.size()) + " trials; " +
+      (search.bounded ? "the lowest rate that failed: " + report::FormatRate(static_cast<double>(fail_rate))
+                      : "no trial failed it: the capacity is higher") +
+      ")";
   rec.capacity = std::move(search);
   return rec;
 }
@@ -123,10 +127,14 @@ Orchestrator::Orchestrator(Platform& platform, AgentPool& agents, OrchestratorOp
       clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Instance()),
       observer_(observer) {
   if (!options_.verify) {
-    options_.verify = [](const TargetPlacement& t, const api::ScenarioSettings& s) { return VerifyScenario(t.host, t.port, t.scheme, s, t.protocol); };
+    options_.verify = [](const TargetPlacement& t, const api::ScenarioSettings& s) {
+      return VerifyScenario(t.host, t.port, t.scheme, s, t.protocol);
+    };
   }
   if (!options_.read_answer) {
-    options_.read_answer = [](const TargetPlacement& t, const api::ScenarioSettings& s) { return ReadAnswerToEnd(t.host, t.port, s); };
+    options_.read_answer = [](const TargetPlacement& t, const api::ScenarioSettings& s) {
+      return ReadAnswerToEnd(t.host, t.port, s);
+    };
   }
 }
 
@@ -165,7 +173,8 @@ void Orchestrator::SetStage(const api::BenchmarkRun& run, const api::Cell& cell,
     position_detail_.clear();
   }
   if (observer_ == nullptr) return;
-  observer_->OnStage(run, api::CurrentCell{cell.target, cell.scenario, cell.connections, cell.repetition, stage, cell.rate});
+  observer_->OnStage(run,
+                     api::CurrentCell{cell.target, cell.scenario, cell.connections, cell.repetition, stage, cell.rate});
 }
 
 void Orchestrator::Message(const std::string& message) {
@@ -201,7 +210,8 @@ Result<report::RunRecord> Orchestrator::Run(const api::BenchmarkRun& run, RunSto
 // conditions and CPUs, and the notes about its targets.
 Status Orchestrator::KeepEarlier(RunState& state, report::RunRecord& earlier) {
   if (!(earlier.run.spec == state.run.spec)) {
-    return Status::FailedPrecondition("the run's spec differs from the stored one: resuming would mix two different runs");
+    return Status::FailedPrecondition(
+        "the run's spec differs from the stored one: resuming would mix two different runs");
   }
   for (report::CellRecord& c : earlier.cells) {
     for (const api::Cell& cell : state.cells) {
@@ -337,9 +347,10 @@ Status Orchestrator::Finish(RunState& state) {
       MutexLock lock(cancel_reason_->mu);
       why = cancel_reason_->text.empty() ? "cancelled" : cancel_reason_->text;
     }
-    progressing.message = why + WhereStopped() + "; " + std::to_string(record.cells.size()) + " of " +
-                          std::to_string(total) + " cells finished" +
-                          (record.cells.size() < total ? " (an interrupted cell is not recorded: a resume runs it again)" : "");
+    progressing.message =
+        why + WhereStopped() + "; " + std::to_string(record.cells.size()) + " of " + std::to_string(total) +
+        " cells finished" +
+        (record.cells.size() < total ? " (an interrupted cell is not recorded: a resume runs it again)" : "");
     Message("run " + run.metadata.name + ": " + progressing.message);
   } else {
     const bool all_ok = failed + skipped == 0;
@@ -454,7 +465,8 @@ report::CellRecord Orchestrator::RunCapacity(RunState& state, const api::Cell& c
     if (!trial(rate) || stop_.stop_requested()) break;
   }
   while (!failed && !stop_.stop_requested() && steps < slo.max_steps && pass_rate > 0 && fail_rate > 0 &&
-         static_cast<double>(fail_rate - pass_rate) > 0.02 * static_cast<double>(pass_rate) && fail_rate - pass_rate > 1) {
+         static_cast<double>(fail_rate - pass_rate) > 0.02 * static_cast<double>(pass_rate) &&
+         fail_rate - pass_rate > 1) {
     if (!trial((pass_rate + fail_rate) / 2)) break;
     ++steps;
   }

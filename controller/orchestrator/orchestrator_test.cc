@@ -163,7 +163,8 @@ TEST_F(OrchestratorTest, VaryReadsOneAnswerPerTargetAndItsFindingsFlagTheCells) 
   run.spec.scenarios[0].expect.body = "{n}";
   run.spec.scenarios[0].vary = api::Vary{};
   std::vector<std::string> read;
-  options_.read_answer = [&read](const TargetPlacement& where, const api::ScenarioSettings& s) -> Result<api::AnswerChecks> {
+  options_.read_answer = [&read](const TargetPlacement& where,
+                                 const api::ScenarioSettings& s) -> Result<api::AnswerChecks> {
     read.push_back(where.host + s.requests.front().request.path);
     api::AnswerChecks found;
     if (read.size() == 1) {  // alpha's
@@ -178,7 +179,8 @@ TEST_F(OrchestratorTest, VaryReadsOneAnswerPerTargetAndItsFindingsFlagTheCells) 
   ASSERT_EQ(record->cells.size(), 4u);
   for (const report::CellRecord& c : record->cells) {
     ASSERT_TRUE(c.result.answers.has_value()) << c.result.target;
-    const bool flagged = std::find(c.flags.begin(), c.flags.end(), report::CellFlag::kContentLengthMismatch) != c.flags.end();
+    const bool flagged =
+        std::find(c.flags.begin(), c.flags.end(), report::CellFlag::kContentLengthMismatch) != c.flags.end();
     EXPECT_EQ(flagged, c.result.target == "alpha") << c.result.target;
     EXPECT_EQ(c.result.answers->content_length.has_value(), c.result.target == "alpha") << c.result.target;
   }
@@ -224,7 +226,7 @@ TEST_F(OrchestratorTest, TargetsRunOneAtATimeAndNumbersComeFromTheAgents) {
   for (const report::CellRecord& c : record->cells) {
     SCOPED_TRACE(c.result.target + "/" + std::to_string(c.result.connections));
     EXPECT_EQ(c.result.state, api::CellState::kSucceeded) << api::ToString(c.result.reason) << ": " << c.result.message;
-    EXPECT_EQ(c.result.requests, 4000u);                 // 2 agents × 2 intervals × 1,000
+    EXPECT_EQ(c.result.requests, 4000u);                     // 2 agents × 2 intervals × 1,000
     EXPECT_DOUBLE_EQ(c.result.requests_per_second, 2000.0);  // ÷ 2 s measured
     EXPECT_DOUBLE_EQ(c.result.bytes_per_response, 150.0);
     EXPECT_NEAR(c.result.latency.p50, 1000, 1);
@@ -247,7 +249,8 @@ TEST_F(OrchestratorTest, TargetsRunOneAtATimeAndNumbersComeFromTheAgents) {
   // What each target ran with, read back from it, is in the record.
   for (const std::string t : {"alpha", "beta"}) {
     const auto& notes = record->environment.notes;
-    EXPECT_EQ(std::count(notes.begin(), notes.end(), "target " + t + ": nofile in force: 4096, read back by the fake"), 1)
+    EXPECT_EQ(std::count(notes.begin(), notes.end(), "target " + t + ": nofile in force: 4096, read back by the fake"),
+              1)
         << t;
   }
   EXPECT_EQ(state_.max_deployed.load(), 1);
@@ -296,8 +299,7 @@ TEST_F(OrchestratorTest, TargetsRunOneAtATimeAndNumbersComeFromTheAgents) {
   // Each target verified once per scenario at its placement.
   EXPECT_EQ(verified_, (std::vector<std::string>{"10.1.2.3:8080/", "10.1.2.3:8080/"}));
   // Observers learn where each ready target runs.
-  EXPECT_EQ(recorder_.ready,
-            (std::vector<std::string>{"alpha@node-a/10.1.2.3:8080", "beta@node-a/10.1.2.3:8080"}));
+  EXPECT_EQ(recorder_.ready, (std::vector<std::string>{"alpha@node-a/10.1.2.3:8080", "beta@node-a/10.1.2.3:8080"}));
   // The environment is the platform's, with the version added.
   EXPECT_EQ(record->environment.platform, "fake");
   EXPECT_EQ(record->environment.fairbench_version, "9.9.9");
@@ -344,7 +346,8 @@ TEST_F(OrchestratorTest, InterleavedRepetitionsDeployEveryTargetOncePerRoundInTh
   for (size_t r = 0; r < 3; ++r) {
     std::vector<std::string> want;
     for (size_t t : rounds[r]) want.push_back(run.spec.targets[t].name);
-    EXPECT_EQ(std::vector<std::string>(deployed.begin() + static_cast<long>(3 * r), deployed.begin() + static_cast<long>(3 * r + 3)),
+    EXPECT_EQ(std::vector<std::string>(deployed.begin() + static_cast<long>(3 * r),
+                                       deployed.begin() + static_cast<long>(3 * r + 3)),
               want)
         << "round " << r + 1;
     EXPECT_EQ(record->schedule.rounds[r], want);
@@ -409,7 +412,8 @@ TEST_F(OrchestratorTest, CapacitySearchFindsTheHighestRateMeetingTheObjective) {
   EXPECT_TRUE(c.latency_corrected);
   // Every job ran at a constant rate.
   for (const wire::JobSpec& j : agents_.Jobs()) EXPECT_GT(j.rate, 0);
-  EXPECT_NE(c.result.message.find("capacity 3,000 requests/s within p99 ≤ 10ms"), std::string::npos) << c.result.message;
+  EXPECT_NE(c.result.message.find("capacity 3,000 requests/s within p99 ≤ 10ms"), std::string::npos)
+      << c.result.message;
 }
 
 // Catches: a server that fails the objective at the first rate reported as
@@ -424,7 +428,8 @@ TEST_F(OrchestratorTest, AnUnreachableObjectiveFailsTheCellWithOneClearReason) {
   const report::CellRecord& c = record->cells[0];
   EXPECT_EQ(c.result.state, api::CellState::kFailed);
   EXPECT_EQ(api::ToString(c.result.reason), "SloUnreachable");
-  EXPECT_NE(c.result.message.find("p99 ≤ 10ms is not met even at 100 requests/s"), std::string::npos) << c.result.message;
+  EXPECT_NE(c.result.message.find("p99 ≤ 10ms is not met even at 100 requests/s"), std::string::npos)
+      << c.result.message;
   ASSERT_TRUE(c.capacity.has_value());
   EXPECT_EQ(c.capacity->trials.size(), 1u);
 }
@@ -482,7 +487,8 @@ TEST_F(OrchestratorTest, SharedCpusFlagTheCellsAndStatusSaysWhy) {
   platform_.cpus = KubeletFacts("static", "2");
   auto exclusive = Make().Run(MakeRun({"alpha"}, {10}), store_, false);
   ASSERT_TRUE(exclusive.ok());
-  EXPECT_EQ(std::count(exclusive->cells[0].flags.begin(), exclusive->cells[0].flags.end(), report::CellFlag::kSharedCpus), 0);
+  EXPECT_EQ(
+      std::count(exclusive->cells[0].flags.begin(), exclusive->cells[0].flags.end(), report::CellFlag::kSharedCpus), 0);
   EXPECT_EQ(exclusive->run.status.cpus[0].exclusive, api::ConditionStatus::kTrue);
   // Catches: the CPUs read from inside the target not reaching the cell's
   // limiter verdict (the fake target uses 1.5 cores; its one CPU caps it).
@@ -590,7 +596,8 @@ TEST_F(OrchestratorTest, SlotLostTooOftenFailsTheRestOfTheTarget) {
 TEST_F(OrchestratorTest, CancelWhileWaitingForTheSlot) {
   platform_.block_slot = true;
   std::chrono::milliseconds after{};
-  auto record = RunAndCancel(MakeRun({"alpha"}, {10}), [&] { return state_.log.Count("slot ") > 0; }, &after);
+  auto record = RunAndCancel(
+      MakeRun({"alpha"}, {10}), [&] { return state_.log.Count("slot ") > 0; }, &after);
   EXPECT_LT(after, 1s);
   ASSERT_TRUE(record.ok());
   EXPECT_EQ(record->run.status.phase, api::RunPhase::kCancelled);
@@ -602,7 +609,8 @@ TEST_F(OrchestratorTest, CancelWhileWaitingForTheSlot) {
 TEST_F(OrchestratorTest, CancelWhileWaitingForTheTargetToBeReady) {
   platform_.block_ready = true;
   std::chrono::milliseconds after{};
-  auto record = RunAndCancel(MakeRun({"alpha"}, {10}), [&] { return state_.log.Count("waiting ready") > 0; }, &after);
+  auto record = RunAndCancel(
+      MakeRun({"alpha"}, {10}), [&] { return state_.log.Count("waiting ready") > 0; }, &after);
   EXPECT_LT(after, 1s);
   ASSERT_TRUE(record.ok());
   EXPECT_EQ(record->run.status.phase, api::RunPhase::kCancelled);
@@ -616,7 +624,8 @@ TEST_F(OrchestratorTest, CancelWhileWaitingForTheTargetToBeReady) {
 TEST_F(OrchestratorTest, CancelWhileWaitingForAgents) {
   agents_.block_wait = true;
   std::chrono::milliseconds after{};
-  auto record = RunAndCancel(MakeRun({"alpha"}, {10}), [&] { return state_.log.Count("waiting for agents") > 0; }, &after);
+  auto record = RunAndCancel(
+      MakeRun({"alpha"}, {10}), [&] { return state_.log.Count("waiting for agents") > 0; }, &after);
   EXPECT_LT(after, 1s);
   ASSERT_TRUE(record.ok());
   EXPECT_EQ(record->run.status.phase, api::RunPhase::kCancelled);
@@ -629,7 +638,8 @@ TEST_F(OrchestratorTest, CancelWhileWaitingForAgents) {
 TEST_F(OrchestratorTest, CancelDuringLoadStopsTheAgentsAndRecordsNothing) {
   agents_.mode = AgentMode::kHang;
   std::chrono::milliseconds after{};
-  auto record = RunAndCancel(MakeRun({"alpha", "beta"}, {10}), [&] { return agents_.last_interval_ns.load() != 0; }, &after);
+  auto record = RunAndCancel(
+      MakeRun({"alpha", "beta"}, {10}), [&] { return agents_.last_interval_ns.load() != 0; }, &after);
   EXPECT_LT(after, 1500ms);
   ASSERT_TRUE(record.ok());
   EXPECT_EQ(record->run.status.phase, api::RunPhase::kCancelled);
@@ -673,9 +683,10 @@ TEST_F(OrchestratorTest, ACancelledRunSaysWhyAndWhereItStopped) {
   const double measured = std::stod(m.substr(head.size()));
   EXPECT_GE(measured, 0.3) << m;
   EXPECT_LE(measured, most) << m;
-  EXPECT_NE(m.find(" s of 10.0 s measured; 0 of 2 cells finished (an interrupted cell is not recorded: a resume runs it "
-                   "again)"),
-            std::string::npos)
+  EXPECT_NE(
+      m.find(" s of 10.0 s measured; 0 of 2 cells finished (an interrupted cell is not recorded: a resume runs it "
+             "again)"),
+      std::string::npos)
       << m;
   ASSERT_TRUE(store_.stored.has_value());
   EXPECT_EQ(store_.stored->run.status.conditions, record->run.status.conditions);

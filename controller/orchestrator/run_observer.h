@@ -30,7 +30,8 @@ class RunObserver {
                           api::Time /*end*/) {}
   // The target's memory and CPU, as sampled during a cell's measurement and
   // once when idle.
-  virtual void OnTargetUsage(const std::string& /*run*/, const api::CurrentCell& /*cell*/, const TargetUsage& /*usage*/) {}
+  virtual void OnTargetUsage(const std::string& /*run*/, const api::CurrentCell& /*cell*/,
+                             const TargetUsage& /*usage*/) {}
   // A deployed target answered on its readiness path: where it runs.
   virtual void OnTargetReady(const std::string& /*run*/, const std::string& /*target*/,
                              const TargetPlacement& /*placement*/) {}

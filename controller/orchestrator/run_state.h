@@ -24,7 +24,7 @@ struct Orchestrator::RunState {
   // their cell indexes, in the same order.
   std::vector<size_t> finished;
   std::vector<std::string> earlier_notes;
-  std::set<std::string> profile_messages = {};  // why profiles were not taken, each told once
+  std::set<std::string> profile_messages = {};      // why profiles were not taken, each told once
   std::map<size_t, TargetCpuFacts> cpu_facts = {};  // target index → what its current deployment got
   // Scenario index → what the check before the load found in one answer
   // of the current target read to its end (scenarios with vary).

@@ -173,8 +173,9 @@ void Orchestrator::TargetVisit::AnnounceReady() {
   for (const std::string& fact : instance_->ReadBack()) {
     const std::string key = "target " + target_.name + ": " + fact.substr(0, fact.find(':') + 1);
     for (std::vector<std::string>* notes : {&state_.earlier_notes, &state_.record.environment.notes}) {
-      notes->erase(std::remove_if(notes->begin(), notes->end(), [&](const std::string& n) { return n.rfind(key, 0) == 0; }),
-                   notes->end());
+      notes->erase(
+          std::remove_if(notes->begin(), notes->end(), [&](const std::string& n) { return n.rfind(key, 0) == 0; }),
+          notes->end());
       notes->push_back("target " + target_.name + ": " + fact);
     }
   }
@@ -237,8 +238,8 @@ void Orchestrator::TargetVisit::CheckScenario(const api::Cell& cell) {
     if (auto found = o_.options_.read_answer(where_, settings); found.ok()) {
       state_.answer_headers[cell.scenario_index] = *found;
     } else {
-      o_.Message("target " + target_.name + ", scenario " + sc.name + ": its answer could not be read to the end: " +
-                 found.status().message());
+      o_.Message("target " + target_.name + ", scenario " + sc.name +
+                 ": its answer could not be read to the end: " + found.status().message());
     }
   }
 }
@@ -251,10 +252,10 @@ void Orchestrator::TargetVisit::SampleIdleMemory() {
   memory_idle_ = u->memory_bytes;
   if (o_.observer_ == nullptr) return;
   const api::Cell& first = *todo_.front();
-  o_.observer_->OnTargetUsage(
-      run_.metadata.name,
-      api::CurrentCell{target_.name, first.scenario, first.connections, first.repetition, Stage::kSamplingIdle, first.rate},
-      *u);
+  o_.observer_->OnTargetUsage(run_.metadata.name,
+                              api::CurrentCell{target_.name, first.scenario, first.connections, first.repetition,
+                                               Stage::kSamplingIdle, first.rate},
+                              *u);
 }
 
 Orchestrator::TargetOutcome Orchestrator::TargetVisit::RunCells() {
@@ -275,7 +276,8 @@ std::optional<Orchestrator::TargetOutcome> Orchestrator::TargetVisit::RunCellAt(
     return TargetOutcome::kDone;
   }
   if (!broken_[cell.scenario_index].empty()) {
-    if (!RecordCell(cell, NotRunRecord(cell, CellState::kSkipped, CellReason::kVerificationFailed, broken_[cell.scenario_index]))) {
+    if (!RecordCell(cell, NotRunRecord(cell, CellState::kSkipped, CellReason::kVerificationFailed,
+                                       broken_[cell.scenario_index]))) {
       return TargetOutcome::kDone;
     }
     return std::nullopt;
@@ -285,7 +287,8 @@ std::optional<Orchestrator::TargetOutcome> Orchestrator::TargetVisit::RunCellAt(
   if (cell.rate) {
     const Result<int64_t> offered = OfferedRate(state_.record.run.status, cell);
     if (!offered.ok()) {
-      if (!RecordCell(cell, NotRunRecord(cell, CellState::kSkipped, CellReason::kCapacityUnknown, offered.status().message()))) {
+      if (!RecordCell(cell, NotRunRecord(cell, CellState::kSkipped, CellReason::kCapacityUnknown,
+                                         offered.status().message()))) {
         return TargetOutcome::kDone;
       }
       return std::nullopt;

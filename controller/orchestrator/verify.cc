@@ -24,7 +24,8 @@ namespace {
 bool IStartsWith(const std::string& s, const std::string& prefix) {
   if (s.size() < prefix.size()) return false;
   for (size_t i = 0; i < prefix.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(s[i])) != std::tolower(static_cast<unsigned char>(prefix[i]))) return false;
+    if (std::tolower(static_cast<unsigned char>(s[i])) != std::tolower(static_cast<unsigned char>(prefix[i])))
+      return false;
   }
   return true;
 }
@@ -56,9 +57,10 @@ Status VerifyGrpcCall(const std::string& host, uint16_t port, Scheme scheme, con
   if (!answer.ok()) return Status::Unavailable(what + answer.status().message());
   const api::GrpcCode expected = settings.expect.grpc_status.value_or(api::GrpcCode::kOk);
   if (answer->grpc_code != static_cast<int>(expected)) {
-    return Status::FailedPrecondition(what + "expected gRPC status " + std::string(api::ToString(expected)) + ", got " +
-                                      GrpcStatusName(answer->grpc_code) +
-                                      (answer->grpc_message.empty() ? "" : " (\"" + Clip(answer->grpc_message) + "\")"));
+    return Status::FailedPrecondition(
+        what + "expected gRPC status " + std::string(api::ToString(expected)) + ", got " +
+        GrpcStatusName(answer->grpc_code) +
+        (answer->grpc_message.empty() ? "" : " (\"" + Clip(answer->grpc_message) + "\")"));
   }
   if (!settings.expect.json) return Status::Ok();
   if (answer->messages.empty()) return Status::FailedPrecondition(what + "expected a response message, got none");
@@ -105,7 +107,8 @@ api::Expect VariedExpect(const api::ScenarioSettings& settings) {
 }
 
 // A blocking socket connected to host:port within `deadline`; -1 and *error on failure.
-int ConnectTo(const std::string& host, uint16_t port, std::chrono::steady_clock::time_point deadline, std::string* error) {
+int ConnectTo(const std::string& host, uint16_t port, std::chrono::steady_clock::time_point deadline,
+              std::string* error) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
@@ -124,7 +127,8 @@ int ConnectTo(const std::string& host, uint16_t port, std::chrono::steady_clock:
       continue;
     }
     pollfd p{fd, POLLOUT, 0};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     int err = 0;
     socklen_t len = sizeof err;
     if (poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count()))) != 1 ||
@@ -141,7 +145,8 @@ int ConnectTo(const std::string& host, uint16_t port, std::chrono::steady_clock:
 }  // namespace
 
 std::string SubstituteVaryToken(std::string text, std::string_view n) {
-  for (size_t at = text.find(api::kVaryToken); at != std::string::npos; at = text.find(api::kVaryToken, at + n.size())) {
+  for (size_t at = text.find(api::kVaryToken); at != std::string::npos;
+       at = text.find(api::kVaryToken, at + n.size())) {
     text.replace(at, api::kVaryToken.size(), n);
   }
   return text;
@@ -174,7 +179,8 @@ Result<api::AnswerChecks> ReadAnswerToEnd(const std::string& host, uint16_t port
   size_t sent = 0;
   bool eof = false;
   while (!eof) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
     pollfd p{fd, static_cast<short>(POLLIN | (sent < out.size() ? POLLOUT : 0)), 0};
     if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
@@ -263,11 +269,13 @@ Status VerifyScenario(const std::string& host, uint16_t port, Scheme scheme, con
     }
     if (i > 0) continue;  // body and JSON expectations describe the scenario's main request
     if (e.body && response->body != *e.body) {
-      return Status::FailedPrecondition(what + "expected body '" + Clip(*e.body) + "', got '" + Clip(response->body) + "'");
+      return Status::FailedPrecondition(what + "expected body '" + Clip(*e.body) + "', got '" + Clip(response->body) +
+                                        "'");
     }
     if (e.json) {
       const nlohmann::json got = nlohmann::json::parse(response->body, nullptr, false);
-      if (got.is_discarded()) return Status::FailedPrecondition(what + "expected JSON, got '" + Clip(response->body) + "'");
+      if (got.is_discarded())
+        return Status::FailedPrecondition(what + "expected JSON, got '" + Clip(response->body) + "'");
       if (got != *e.json) {
         return Status::FailedPrecondition(what + "expected JSON " + Clip(e.json->dump()) + ", got " + Clip(got.dump()));
       }

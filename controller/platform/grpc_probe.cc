@@ -64,7 +64,8 @@ std::string Printable(std::string text) {
 
 // Connected (READY) before the deadline, or Unavailable with what gRPC says
 // of the failed attempt.
-Status Connect(grpc::Channel* channel, grpc::GenericStub* stub, const std::string& address, Clock::time_point deadline) {
+Status Connect(grpc::Channel* channel, grpc::GenericStub* stub, const std::string& address,
+               Clock::time_point deadline) {
   grpc_connectivity_state state = channel->GetState(/*try_to_connect=*/true);
   while (state != GRPC_CHANNEL_READY) {
     if (state == GRPC_CHANNEL_TRANSIENT_FAILURE || state == GRPC_CHANNEL_SHUTDOWN) break;
@@ -200,11 +201,11 @@ namespace wire = google::protobuf::internal;
 
 // grpc-go's names of the codes, as the kubelet's messages print them.
 const char* GoCodeName(int code) {
-  static const char* const kNames[] = {"OK",          "Canceled",          "Unknown",           "InvalidArgument",
-                                       "DeadlineExceeded", "NotFound",     "AlreadyExists",     "PermissionDenied",
-                                       "ResourceExhausted", "FailedPrecondition", "Aborted",     "OutOfRange",
-                                       "Unimplemented", "Internal",        "Unavailable",       "DataLoss",
-                                       "Unauthenticated"};
+  static const char* const kNames[] = {
+      "OK",       "Canceled",       "Unknown",          "InvalidArgument",   "DeadlineExceeded",
+      "NotFound", "AlreadyExists",  "PermissionDenied", "ResourceExhausted", "FailedPrecondition",
+      "Aborted",  "OutOfRange",     "Unimplemented",    "Internal",          "Unavailable",
+      "DataLoss", "Unauthenticated"};
   return code >= 0 && code < static_cast<int>(std::size(kNames)) ? kNames[code] : "Unknown";
 }
 
@@ -261,7 +262,8 @@ std::string HealthStatus::Describe() const {
     return std::string("error: health rpc probe failed: rpc error: code = ") + GoCodeName(grpc_code) +
            " desc = " + grpc_message;
   }
-  if (serving != ServingStatus::kServing) return "service unhealthy (responded with \"" + ServingStatusName(serving) + "\")";
+  if (serving != ServingStatus::kServing)
+    return "service unhealthy (responded with \"" + ServingStatusName(serving) + "\")";
   return "service healthy";
 }
 

@@ -38,8 +38,8 @@ enum class ServingStatus : int { kUnknown = 0, kServing = 1, kNotServing = 2, kS
 std::string ServingStatusName(ServingStatus status);
 
 struct HealthStatus {
-  int grpc_code = 0;         // the Check call's status: 0 OK, 12 UNIMPLEMENTED, 5 NOT_FOUND, ...
-  std::string grpc_message;  // its grpc-message
+  int grpc_code = 0;                                // the Check call's status: 0 OK, 12 UNIMPLEMENTED, 5 NOT_FOUND, ...
+  std::string grpc_message;                         // its grpc-message
   ServingStatus serving = ServingStatus::kUnknown;  // the answer, when grpc_code is 0
   std::chrono::milliseconds timeout{0};             // the check's, for Describe()
   bool ok() const { return grpc_code == 0 && serving == ServingStatus::kServing; }
@@ -58,8 +58,8 @@ struct GrpcProbeRequest {
   std::string host;
   uint16_t port = 0;
   bool tls = false;
-  std::string method;   // "package.Service/Method" (a leading '/' allowed)
-  std::string message;  // the request, binary protobuf
+  std::string method;                                         // "package.Service/Method" (a leading '/' allowed)
+  std::string message;                                        // the request, binary protobuf
   std::vector<std::pair<std::string, std::string>> metadata;  // keys lower case, as gRPC requires
   std::chrono::milliseconds deadline{2000};                   // > 0: also sent as grpc-timeout
   bool server_streaming = false;  // read every reply; else a unary call (exactly one reply when OK)

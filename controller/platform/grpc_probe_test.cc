@@ -214,8 +214,8 @@ TEST(GrpcProbeTest, ChosenStatusComesBackAsThatCode) {
   auto m = set.Method("fairbench.echo.v1.Echo/Unary");
   ASSERT_TRUE(m.ok());
   for (const int code : {7, 14, 3}) {
-    auto bytes = set.EncodeJson(*m, R"({"status":)" + std::to_string(code) + R"(,"errorMessage":"chosen )" +
-                                        std::to_string(code) + "\"}");
+    auto bytes = set.EncodeJson(
+        *m, R"({"status":)" + std::to_string(code) + R"(,"errorMessage":"chosen )" + std::to_string(code) + "\"}");
     ASSERT_TRUE(bytes.ok());
     auto c = GrpcProbeCall(Request(t.port(), "fairbench.echo.v1.Echo/Unary", *bytes));
     ASSERT_TRUE(c.ok()) << c.status().ToString();
@@ -316,7 +316,8 @@ TEST(GrpcProbeTest, MetadataAndDeadlineReachTheServer) {
     grpc::Status Unary(grpc::ServerContext* context, const fairbench::echo::v1::EchoRequest*,
                        fairbench::echo::v1::EchoReply*) override {
       std::lock_guard<std::mutex> lock(mu);
-      for (const auto& [k, v] : context->client_metadata()) seen.emplace(std::string(k.data(), k.size()), std::string(v.data(), v.size()));
+      for (const auto& [k, v] : context->client_metadata())
+        seen.emplace(std::string(k.data(), k.size()), std::string(v.data(), v.size()));
       deadline = context->deadline();
       return grpc::Status::OK;
     }

@@ -26,7 +26,8 @@ Result<ProbeResponse> HttpProbe(const ProbeRequest& r) {
   CURL* curl = curl_easy_init();
   if (curl == nullptr) return Status::Internal("curl_easy_init failed");
   const bool v6 = r.host.find(':') != std::string::npos;
-  const std::string url = std::string(ToString(r.scheme)) + "://" + (v6 ? "[" + r.host + "]" : r.host) + ":" + std::to_string(r.port) + r.path;
+  const std::string url = std::string(ToString(r.scheme)) + "://" + (v6 ? "[" + r.host + "]" : r.host) + ":" +
+                          std::to_string(r.port) + r.path;
   ProbeResponse out;
   curl_slist* headers = nullptr;
   for (const auto& [k, v] : r.headers) headers = curl_slist_append(headers, (k + ": " + v).c_str());
@@ -47,7 +48,9 @@ Result<ProbeResponse> HttpProbe(const ProbeRequest& r) {
       curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
       break;
     case Protocol::kH2: curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS)); break;
-    case Protocol::kHttp1: curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1)); break;
+    case Protocol::kHttp1:
+      curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
+      break;
   }
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(r.timeout.count()));
   const auto connect_timeout = r.connect_timeout.count() > 0 ? r.connect_timeout : r.timeout;
@@ -73,7 +76,8 @@ Result<ProbeResponse> HttpProbe(const ProbeRequest& r) {
     if (WireProtocol(r.protocol, r.scheme) == Protocol::kH2 && version != CURL_HTTP_VERSION_2_0) {
       // libcurl falls back to HTTP/1.1 when ALPN does not choose h2; the
       // agents would not.
-      status = Status::FailedPrecondition(r.method + " " + url + ": protocol h2, but the server did not choose h2 by ALPN");
+      status =
+          Status::FailedPrecondition(r.method + " " + url + ": protocol h2, but the server did not choose h2 by ALPN");
     }
   }
   curl_slist_free_all(headers);

@@ -51,8 +51,9 @@ Status ProbeReady(const ReadyCheck& c, std::chrono::milliseconds timeout) {
   auto health = GrpcHealthCheck(c.host, c.port, c.scheme == Scheme::kHttps, grpc.service, timeout);
   if (!health.ok()) return health.status();
   if (health->ok()) return Status::Ok();
-  return Status::Unavailable("grpc.health.v1.Health/Check" + (grpc.service.empty() ? std::string() : " of \"" + grpc.service + "\"") +
-                             ": " + health->Describe());
+  return Status::Unavailable("grpc.health.v1.Health/Check" +
+                             (grpc.service.empty() ? std::string() : " of \"" + grpc.service + "\"") + ": " +
+                             health->Describe());
 }
 
 }  // namespace fairbench::controller

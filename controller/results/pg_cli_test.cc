@@ -164,8 +164,8 @@ TEST_F(PgCliTest, ImportAndHistoryPrintTheSameOnBothStores) {
   std::string files = kLocalRun;
   for (int day = 0; day < 12; ++day) {
     // A step down in requests/s after day 6; days 4 and 9 on a newer kernel.
-    const report::RunRecord r = Nightly(day, day < 6 ? 4000 + 7 * day : 3500 + 5 * day,
-                                        day == 4 || day == 9 ? "Linux 6.12.0" : "Linux 6.1.0");
+    const report::RunRecord r =
+        Nightly(day, day < 6 ? 4000 + 7 * day : 3500 + 5 * day, day == 4 || day == 9 ? "Linux 6.12.0" : "Linux 6.1.0");
     const std::string path = dir_->File("run" + std::to_string(day) + ".json");
     std::ofstream(path, std::ios::binary) << report::ToJsonText(r);
     files += " " + path;

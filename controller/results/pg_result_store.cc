@@ -665,11 +665,11 @@ Result<Series> PgResultStore::QuerySeries(const SeriesQuery& q) {
     series.fingerprint = latest.Text(0, 0);
   } else {
     // A prefix, as `history` prints them: it must name one fingerprint.
-    Rows match(conn_,
-               std::string("SELECT DISTINCT r.fingerprint FROM cells c JOIN runs r ON r.id = c.run_id WHERE ") +
-                   kSeries + " AND left(r.fingerprint, $5::INTEGER) = $6",
-               Params(q.target, q.scenario, q.connections, q.rate, static_cast<int64_t>(q.fingerprint.size()),
-                      q.fingerprint));
+    Rows match(
+        conn_,
+        std::string("SELECT DISTINCT r.fingerprint FROM cells c JOIN runs r ON r.id = c.run_id WHERE ") + kSeries +
+            " AND left(r.fingerprint, $5::INTEGER) = $6",
+        Params(q.target, q.scenario, q.connections, q.rate, static_cast<int64_t>(q.fingerprint.size()), q.fingerprint));
     if (!match.ok()) return Fail("cannot query the series", match.error());
     if (match.size() == 0) {
       return Status::NotFound("no stored run has " + describe + " under fingerprint " + q.fingerprint);
@@ -693,8 +693,7 @@ Result<Series> PgResultStore::QuerySeries(const SeriesQuery& q) {
               "SUM(CASE WHEN c.state = 'Succeeded' THEN 1 ELSE 0 END), "
               "AVG(CASE WHEN c.state = 'Succeeded' THEN c.requests_per_second END), "
               "AVG(CASE WHEN c.state = 'Succeeded' THEN c.p99_us END), SUM(c.errors_total), MAX(" +
-                  identity + ") FROM cells c JOIN runs r ON r.id = c.run_id WHERE " +
-                  kSeries +
+                  identity + ") FROM cells c JOIN runs r ON r.id = c.run_id WHERE " + kSeries +
                   " AND r.fingerprint = $5 GROUP BY r.id, r.name, r.start_ns ORDER BY r.start_ns NULLS FIRST, r.id",
               params);
   if (!points.ok()) return Fail("cannot query the series", points.error());

@@ -7,14 +7,10 @@ namespace fairbench::results {
 
 const char* OutcomeName(StoreOutcome outcome) {
   switch (outcome) {
-    case StoreOutcome::kStored:
-      return "stored";
-    case StoreOutcome::kUnchanged:
-      return "unchanged";
-    case StoreOutcome::kReplaced:
-      return "replaced";
-    case StoreOutcome::kKept:
-      return "kept";
+    case StoreOutcome::kStored: return "stored";
+    case StoreOutcome::kUnchanged: return "unchanged";
+    case StoreOutcome::kReplaced: return "replaced";
+    case StoreOutcome::kKept: return "kept";
   }
   return "?";
 }
@@ -22,12 +18,9 @@ const char* OutcomeName(StoreOutcome outcome) {
 std::string ReceiptText(const StoreReceipt& r) {
   const std::string id = std::to_string(r.id);
   switch (r.outcome) {
-    case StoreOutcome::kStored:
-      return "stored as run " + id;
-    case StoreOutcome::kUnchanged:
-      return "already stored as run " + id;
-    case StoreOutcome::kReplaced:
-      return "replaced run " + id + " (now " + std::to_string(r.cells) + " cells)";
+    case StoreOutcome::kStored: return "stored as run " + id;
+    case StoreOutcome::kUnchanged: return "already stored as run " + id;
+    case StoreOutcome::kReplaced: return "replaced run " + id + " (now " + std::to_string(r.cells) + " cells)";
     case StoreOutcome::kKept:
       return "kept run " + id + ": it holds " + std::to_string(r.cells) + " cells, this record " +
              std::to_string(r.offered_cells);

@@ -47,7 +47,7 @@ const char* OutcomeName(StoreOutcome outcome);  // "stored", "unchanged", "repla
 struct StoreReceipt {
   int64_t id = 0;  // the run's id in the store
   StoreOutcome outcome = StoreOutcome::kStored;
-  int64_t cells = 0;         // cells of the record now in the store
+  int64_t cells = 0;          // cells of the record now in the store
   int64_t offered_cells = 0;  // cells of the record given
 };
 // For people: "stored as run 12", "already stored as run 12", "replaced
@@ -55,11 +55,11 @@ struct StoreReceipt {
 std::string ReceiptText(const StoreReceipt& receipt);
 
 struct RunFilter {
-  std::string target;     // empty: any
-  std::string scenario;   // empty: any
+  std::string target;                                       // empty: any
+  std::string scenario;                                     // empty: any
   std::vector<std::pair<std::string, std::string>> labels;  // all must match
-  std::optional<int64_t> since_ns;  // runs started at or after this
-  int64_t limit = 50;               // the latest this many; 0: all
+  std::optional<int64_t> since_ns;                          // runs started at or after this
+  int64_t limit = 50;                                       // the latest this many; 0: all
 };
 
 struct StoredRun {
@@ -71,15 +71,15 @@ struct StoredRun {
   std::string fingerprint;
   std::map<std::string, std::string> labels;
   int64_t cells = 0, cells_total = 0;
-  std::vector<std::string> targets;  // in spec order
+  std::vector<std::string> targets;     // in spec order
   std::vector<std::string> identities;  // per target, as targets: TargetRow::identity ("" not recorded)
 };
 
 struct SeriesQuery {
   std::string target, scenario;
   int64_t connections = 0;
-  int64_t rate = 0;          // 0: closed loop
-  std::string fingerprint;   // a prefix of one; empty: the fingerprint of the latest run with this series
+  int64_t rate = 0;         // 0: closed loop
+  std::string fingerprint;  // a prefix of one; empty: the fingerprint of the latest run with this series
 };
 
 // One run's point of a series: its repetitions of the cell, summarised.
@@ -87,8 +87,8 @@ struct SeriesPoint {
   int64_t run_id = 0;
   std::string run_name;
   std::optional<int64_t> start_ns;
-  int64_t repetitions = 0;  // cells of this target/scenario/load in the run
-  int64_t succeeded = 0;    // of them, succeeded; the figures below are over these
+  int64_t repetitions = 0;         // cells of this target/scenario/load in the run
+  int64_t succeeded = 0;           // of them, succeeded; the figures below are over these
   double requests_per_second = 0;  // mean
   double p99_us = 0;               // mean
   uint64_t errors = 0;             // summed over every repetition
@@ -103,9 +103,9 @@ struct SeriesKey {
 };
 
 struct Series {
-  std::string fingerprint;  // the full one the points share
-  std::vector<SeriesPoint> points;  // oldest first
-  int64_t runs_elsewhere = 0;  // runs with this series under other fingerprints, left out
+  std::string fingerprint;                      // the full one the points share
+  std::vector<SeriesPoint> points;              // oldest first
+  int64_t runs_elsewhere = 0;                   // runs with this series under other fingerprints, left out
   std::vector<std::string> other_fingerprints;  // those fingerprints
 };
 

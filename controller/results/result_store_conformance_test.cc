@@ -160,7 +160,8 @@ std::string IdentityOf(const report::RunRecord& r, const std::string& target) {
   const std::string prefix = "target " + target + ": identity: ";
   std::string found;
   for (const std::string& note : r.environment.notes) {
-    if (note.rfind(prefix, 0) == 0 && note.compare(prefix.size(), 7, "unknown") != 0) found = note.substr(prefix.size());
+    if (note.rfind(prefix, 0) == 0 && note.compare(prefix.size(), 7, "unknown") != 0)
+      found = note.substr(prefix.size());
   }
   return found;
 }
@@ -396,8 +397,8 @@ class ConformanceTest : public ::testing::Test {
     ASSERT_TRUE(sqlite.ok()) << what << ": " << sqlite.status().ToString();
     ASSERT_TRUE(pg.ok()) << what << ": " << pg.status().ToString();
     ExpectSameSeries(*pg, *sqlite, what + " (PostgreSQL vs SQLite)");
-    ExpectSameSeries(*sqlite, ExpectedSeries(entries_, {q.target, q.scenario, q.connections, q.rate},
-                                             expected_fingerprint),
+    ExpectSameSeries(*sqlite,
+                     ExpectedSeries(entries_, {q.target, q.scenario, q.connections, q.rate}, expected_fingerprint),
                      what + " (SQLite vs the records)");
   }
 
@@ -467,8 +468,8 @@ TEST_F(ConformanceTest, EveryListOfRunsIsTheSame) {
   ASSERT_TRUE(real.ok());
   Add(*real);
   for (int i = 0; i < 5; ++i) {
-    report::RunRecord r = MakeRun("run" + std::to_string(i), 1'700'000'000 + i * 100, {1000},
-                                  "Linux 6.1.0", {100}, {"zeta", "Alpha", "beta"});
+    report::RunRecord r = MakeRun("run" + std::to_string(i), 1'700'000'000 + i * 100, {1000}, "Linux 6.1.0", {100},
+                                  {"zeta", "Alpha", "beta"});
     if (i % 2 == 1) r.run.metadata.labels["branch"] = "feature";
     r.run.metadata.labels["team"] = i < 3 ? "web" : "db";
     Add(r);
@@ -653,9 +654,9 @@ TEST_F(ConformanceTest, PruningRemovesTheSameRuns) {
   Add(MakeRun("a1", 100, {1000}));
   Add(MakeRun("a2", 200, {1000}));
   Add(MakeRun("a3", 300, {1000}));
-  Add(MakeRun("b1", 150, {1000}, "Linux 6.1.0", {1000}));   // its own load
+  Add(MakeRun("b1", 150, {1000}, "Linux 6.1.0", {1000}));  // its own load
   Add(MakeRun("k1", 250, {1000}, "Linux 6.12.0"));         // its own machine
-  Add(MakeRun("u1", std::nullopt, {1000}));               // never started: the oldest of its series
+  Add(MakeRun("u1", std::nullopt, {1000}));                // never started: the oldest of its series
   Add(MakeRun("a4", 400, {1000}));
   auto prune_both = [&](const PruneRule& rule) {
     auto sqlite = stores_[0]->Prune(rule);
@@ -685,8 +686,8 @@ TEST_F(ConformanceTest, PruningRemovesTheSameRuns) {
   std::erase_if(entries_, [](const Entry& e) { return e.id == 4 || e.id == 5; });
   ExpectRuns({}, "after pruning by age");
   for (const char* table : {"cells", "run_records", "run_targets", "run_labels"}) {
-    auto left = Server()->Psql(database_, std::string("SELECT count(*) FROM ") + table +
-                                              " WHERE run_id NOT IN (SELECT id FROM runs)");
+    auto left = Server()->Psql(
+        database_, std::string("SELECT count(*) FROM ") + table + " WHERE run_id NOT IN (SELECT id FROM runs)");
     ASSERT_TRUE(left.ok()) << left.status().ToString();
     EXPECT_EQ(*left, "0\n") << table;
   }
@@ -838,8 +839,10 @@ TEST_F(PgStoreTest, AnOlderSchemaIsMigratedOnOpen) {
     EXPECT_EQ(store->schema_version(), 1);
     report::RunRecord r = MakeRun("old", 1'700'000'000, {1000});
     r.run.metadata.labels = {{"branch", "release-1"}, {"commit", "0ld"}};
-    r.environment.notes = {"target nginx ran /usr/sbin/nginx", "target nginx: identity: binary /usr/sbin/nginx "
-                           "sha256:00aa", "target drogon: identity: unknown, not recorded"};
+    r.environment.notes = {"target nginx ran /usr/sbin/nginx",
+                           "target nginx: identity: binary /usr/sbin/nginx "
+                           "sha256:00aa",
+                           "target drogon: identity: unknown, not recorded"};
     ASSERT_TRUE(store->Store(r).ok());
   }
   EXPECT_EQ(Sql("SELECT version FROM schema_version"), "1\n");
@@ -888,8 +891,8 @@ TEST_F(PgStoreTest, ANewerOrForeignSchemaIsRefused) {
   OpenOptions read_only;
   read_only.create = false;
   // postgres:// as well as postgresql://, through the factory `history` uses.
-  auto absent = OpenResultStore("postgres://postgres@127.0.0.1:" + std::to_string(Server()->port()) + "/" + empty_db,
-                                read_only);
+  auto absent =
+      OpenResultStore("postgres://postgres@127.0.0.1:" + std::to_string(Server()->port()) + "/" + empty_db, read_only);
   ASSERT_FALSE(absent.ok());
   EXPECT_EQ(absent.status().code(), Status::Code::kUnavailable);
   EXPECT_NE(absent.status().message().find("holds no fairbench result store"), std::string::npos)
@@ -898,8 +901,8 @@ TEST_F(PgStoreTest, ANewerOrForeignSchemaIsRefused) {
             "0\n");
   auto made = OpenResultStore(Server()->Url(empty_db));
   ASSERT_TRUE(made.ok()) << made.status().ToString();
-  EXPECT_EQ((*made)->Describe(), "PostgreSQL store postgresql://postgres@127.0.0.1:" +
-                                     std::to_string(Server()->port()) + "/" + empty_db);
+  EXPECT_EQ((*made)->Describe(),
+            "PostgreSQL store postgresql://postgres@127.0.0.1:" + std::to_string(Server()->port()) + "/" + empty_db);
   for (const Status& s : {newer.status(), foreign.status(), absent.status()}) {
     EXPECT_EQ(s.message().find('\n'), std::string::npos) << s.message();
   }

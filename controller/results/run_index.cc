@@ -73,7 +73,8 @@ RunIndex IndexRun(const report::RunRecord& record, const std::string& canonical_
     for (const std::string& note : record.environment.notes) {
       if (note.starts_with(prefix) || note.starts_with(prefix_colon)) row.facts.push_back(note);
       const std::string identity = prefix_colon + " identity: ";
-      if (note.starts_with(identity) && !note.starts_with(identity + "unknown")) row.identity = note.substr(identity.size());
+      if (note.starts_with(identity) && !note.starts_with(identity + "unknown"))
+        row.identity = note.substr(identity.size());
     }
     x.targets.push_back(std::move(row));
   }

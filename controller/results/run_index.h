@@ -33,8 +33,8 @@ namespace fairbench::results {
 
 struct TargetRow {
   std::string name;
-  std::string image;    // empty: none given
-  std::string command;  // local.command joined by spaces; empty: none
+  std::string image;               // empty: none given
+  std::string command;             // local.command joined by spaces; empty: none
   std::vector<std::string> facts;  // the environment notes about this target
   // Which build ran, from its "identity:" note: "image sha256:…" (the
   // engine's or the kubelet's id of the image) or "binary /usr/bin/x
@@ -54,7 +54,7 @@ struct CellRow {
   uint64_t errors_total = 0;
   std::optional<double> cpu_us_per_request;     // target CPU ÷ requests/s; unset: not measured
   std::optional<uint64_t> memory_loaded_bytes;  // unset: not measured
-  std::string flags;  // FlagName()s joined by commas, in enum order
+  std::string flags;                            // FlagName()s joined by commas, in enum order
 };
 
 struct RunIndex {

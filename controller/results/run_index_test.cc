@@ -118,10 +118,11 @@ TEST(RunIndex, FingerprintIsTheSha256OfTheComparableFacts) {
   ASSERT_TRUE(record.ok());
   const RunIndex x = IndexRun(*record, report::ToJsonText(*record));
   const auto env = nlohmann::json::parse(ReadFile(kLocalRun))["environment"];
-  const std::string facts = nlohmann::ordered_json{{"platform", env["platform"]},     {"cpuModel", env["cpuModel"]},
-                                                   {"cpus", env["cpus"]},             {"kernel", env["kernel"]},
-                                                   {"targetCpus", env["targetCpus"]}, {"agentCpus", env["agentCpus"]}}
-                                .dump();
+  const std::string facts =
+      nlohmann::ordered_json{
+          {"platform", env["platform"]}, {"cpuModel", env["cpuModel"]},     {"cpus", env["cpus"]},
+          {"kernel", env["kernel"]},     {"targetCpus", env["targetCpus"]}, {"agentCpus", env["agentCpus"]}}
+          .dump();
   EXPECT_EQ(x.environment_json, facts);
   const std::string file = ::testing::TempDir() + "/fingerprint-facts.json";
   std::ofstream(file, std::ios::binary) << facts;
@@ -135,7 +136,10 @@ TEST(RunIndex, FingerprintIsTheSha256OfTheComparableFacts) {
   for (auto change : std::vector<std::function<void(report::Environment&)>>{
            [](report::Environment& v) { v.kernel += "-2"; }, [](report::Environment& v) { v.cpus += 1; },
            [](report::Environment& v) { v.cpu_model = "Intel"; }, [](report::Environment& v) { v.platform = "docker"; },
-           [](report::Environment& v) { v.target_cpus = {0, 1}; }, [](report::Environment& v) { v.agent_cpus = {3}; }}) {
+           [](report::Environment& v) {
+             v.target_cpus = {0, 1};
+           },
+           [](report::Environment& v) { v.agent_cpus = {3}; }}) {
     report::Environment other = record->environment;
     change(other);
     EXPECT_NE(EnvironmentFingerprint(other), x.fingerprint);

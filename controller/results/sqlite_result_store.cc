@@ -239,7 +239,7 @@ Status SqliteResultStore::Fail(const std::string& what) const {
 }
 
 Result<std::unique_ptr<SqliteResultStore>> SqliteResultStore::Open(const std::string& path,
-                                                                    SqliteStoreOptions options) {
+                                                                   SqliteStoreOptions options) {
   namespace fs = std::filesystem;
   const std::string name = "SQLite store " + path;
   std::error_code ec;
@@ -373,7 +373,8 @@ Result<StoreReceipt> SqliteResultStore::Store(const report::RunRecord& record) {
       "labels, fairbench_version, cells_total, cells_stored, stored_ns";
   if (existing) {
     receipt.outcome = StoreOutcome::kReplaced;
-    std::vector<const char*> deletes = {"DELETE FROM cells WHERE run_id = ?", "DELETE FROM run_targets WHERE run_id = ?"};
+    std::vector<const char*> deletes = {"DELETE FROM cells WHERE run_id = ?",
+                                        "DELETE FROM run_targets WHERE run_id = ?"};
     if (schema_version_ >= 2) deletes.push_back("DELETE FROM run_labels WHERE run_id = ?");
     for (const char* sql : deletes) {
       Statement del(db_, sql);
@@ -408,9 +409,9 @@ Result<StoreReceipt> SqliteResultStore::Store(const report::RunRecord& record) {
                               "VALUES (?, ?, ?, ?, ?, ?)"
                             : "INSERT INTO run_targets (run_id, name, image, command, facts) VALUES (?, ?, ?, ?, ?)");
   for (const TargetRow& t : x.targets) {
-    const bool inserted = schema_version_ >= 3
-                              ? target.Bind(receipt.id, t.name, t.image, t.command, JsonArray(t.facts), t.identity).Run()
-                              : target.Bind(receipt.id, t.name, t.image, t.command, JsonArray(t.facts)).Run();
+    const bool inserted =
+        schema_version_ >= 3 ? target.Bind(receipt.id, t.name, t.image, t.command, JsonArray(t.facts), t.identity).Run()
+                             : target.Bind(receipt.id, t.name, t.image, t.command, JsonArray(t.facts)).Run();
     if (!inserted) {
       return Fail("cannot insert target " + t.name);
     }
@@ -486,7 +487,7 @@ Result<std::vector<StoredRun>> SqliteResultStore::ListRuns(const RunFilter& f) {
   }
   if (!q.ok()) return Fail("cannot query runs");
   Statement targets(db_, schema_version_ >= 3 ? "SELECT name, identity FROM run_targets WHERE run_id = ? ORDER BY rowid"
-                                               : "SELECT name, '' FROM run_targets WHERE run_id = ? ORDER BY rowid");
+                                              : "SELECT name, '' FROM run_targets WHERE run_id = ? ORDER BY rowid");
   for (StoredRun& r : runs) {
     targets.Bind(r.id);
     while (targets.Step()) {
@@ -499,8 +500,7 @@ Result<std::vector<StoredRun>> SqliteResultStore::ListRuns(const RunFilter& f) {
 }
 
 Result<Series> SqliteResultStore::QuerySeries(const SeriesQuery& q) {
-  constexpr const char* kSeries =
-      "c.target = ? AND c.scenario = ? AND c.connections = ? AND c.rate = ?";
+  constexpr const char* kSeries = "c.target = ? AND c.scenario = ? AND c.connections = ? AND c.rate = ?";
   const std::string describe = q.target + "/" + q.scenario + " at " + std::to_string(q.connections) + " connections" +
                                (q.rate != 0 ? ", " + SeriesRateText(q.rate) : "");
   Series series;
@@ -517,9 +517,10 @@ Result<Series> SqliteResultStore::QuerySeries(const SeriesQuery& q) {
     }
   } else {
     // A prefix, as `history` prints them: it must name one fingerprint.
-    Statement match(db_, (std::string("SELECT DISTINCT r.fingerprint FROM cells c JOIN runs r ON r.id = c.run_id WHERE ") +
-                          kSeries + " AND substr(r.fingerprint, 1, ?) = ?")
-                             .c_str());
+    Statement match(db_,
+                    (std::string("SELECT DISTINCT r.fingerprint FROM cells c JOIN runs r ON r.id = c.run_id WHERE ") +
+                     kSeries + " AND substr(r.fingerprint, 1, ?) = ?")
+                        .c_str());
     match.Bind(q.target, q.scenario, q.connections, q.rate, static_cast<int64_t>(q.fingerprint.size()), q.fingerprint);
     std::vector<std::string> found;
     while (match.Step()) found.push_back(match.Text(0));
@@ -599,9 +600,11 @@ Result<std::string> SqliteResultStore::LoadResultsJson(int64_t id) {
     if (!q.ok()) return Fail("cannot read run " + std::to_string(id));
     return Status::NotFound(Describe() + ": no run " + std::to_string(id));
   }
-  if (q.Text(0) != "gzip") return Status::Unavailable(Describe() + ": run " + std::to_string(id) + ": unknown encoding '" + q.Text(0) + "'");
+  if (q.Text(0) != "gzip")
+    return Status::Unavailable(Describe() + ": run " + std::to_string(id) + ": unknown encoding '" + q.Text(0) + "'");
   auto text = controller::Gunzip(q.Blob(2), static_cast<size_t>(q.Int(1)));
-  if (!text.ok()) return Status::Unavailable(Describe() + ": run " + std::to_string(id) + ": " + text.status().message());
+  if (!text.ok())
+    return Status::Unavailable(Describe() + ": run " + std::to_string(id) + ": " + text.status().message());
   return std::move(*text);
 }
 

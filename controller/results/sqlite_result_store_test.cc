@@ -215,9 +215,11 @@ TEST_F(SqliteResultStoreTest, WhichBuildRanIsIndexedAndMigratedFromTheNotes) {
   EXPECT_NE(Sql("SELECT identity FROM run_targets").find("no such column"), std::string::npos);
   auto store = Open();
   ASSERT_NE(store, nullptr);
-  ASSERT_TRUE(store->Store(with_identity(MakeRun("after", 1'700'000'100, {1100}), "binary /usr/bin/x sha256:bbb")).ok());
-  EXPECT_EQ(Sql("SELECT r.name, t.name, t.identity FROM run_targets t JOIN runs r ON r.id = t.run_id ORDER BY r.id, t.name"),
-            "before|drogon|image sha256:aaa\nbefore|nginx|\nafter|drogon|binary /usr/bin/x sha256:bbb\nafter|nginx|\n");
+  ASSERT_TRUE(
+      store->Store(with_identity(MakeRun("after", 1'700'000'100, {1100}), "binary /usr/bin/x sha256:bbb")).ok());
+  EXPECT_EQ(
+      Sql("SELECT r.name, t.name, t.identity FROM run_targets t JOIN runs r ON r.id = t.run_id ORDER BY r.id, t.name"),
+      "before|drogon|image sha256:aaa\nbefore|nginx|\nafter|drogon|binary /usr/bin/x sha256:bbb\nafter|nginx|\n");
   auto runs = store->ListRuns({});
   ASSERT_TRUE(runs.ok());
   ASSERT_EQ(runs->size(), 2u);
@@ -472,7 +474,7 @@ TEST_F(SqliteResultStoreTest, PruneKeepsTheNewestRunsOfEachSeriesOrRemovesByAge)
   ASSERT_TRUE(store->Store(MakeRun("a1", 100, {1000})).ok());
   ASSERT_TRUE(store->Store(MakeRun("a2", 200, {1000})).ok());
   ASSERT_TRUE(store->Store(MakeRun("a3", 300, {1000})).ok());
-  ASSERT_TRUE(store->Store(MakeRun("b1", 150, {1000}, "Linux 6.1.0", {1000})).ok());   // its own load
+  ASSERT_TRUE(store->Store(MakeRun("b1", 150, {1000}, "Linux 6.1.0", {1000})).ok());  // its own load
   ASSERT_TRUE(store->Store(MakeRun("k1", 250, {1000}, "Linux 6.12.0")).ok());         // its own machine
   auto names = [](const std::vector<PrunedRun>& runs) {
     std::string out;

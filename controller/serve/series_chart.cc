@@ -56,8 +56,8 @@ std::string Text(double x, double y, const std::string& text, const char* anchor
 }
 
 std::string Line(double x1, double y1, double x2, double y2, const std::string& stroke, const std::string& extra = "") {
-  return "<line x1=\"" + Num(x1) + "\" y1=\"" + Num(y1) + "\" x2=\"" + Num(x2) + "\" y2=\"" + Num(y2) +
-         "\" stroke=\"" + stroke + "\"" + (extra.empty() ? "" : " " + extra) + "/>\n";
+  return "<line x1=\"" + Num(x1) + "\" y1=\"" + Num(y1) + "\" x2=\"" + Num(x2) + "\" y2=\"" + Num(y2) + "\" stroke=\"" +
+         stroke + "\"" + (extra.empty() ? "" : " " + extra) + "/>\n";
 }
 
 }  // namespace
@@ -81,11 +81,12 @@ std::string RenderSeriesChart(const SeriesChart& c, const std::string& id_text) 
   auto y_of = [&](double v) { return kTop + plot_h * (1 - v / top_value); };
 
   const std::string desc = std::to_string(n) + " runs, " + std::to_string(measured) + " measured; " +
-                           std::to_string(c.changes.size()) + (c.changes.size() == 1 ? " change point" : " change points");
+                           std::to_string(c.changes.size()) +
+                           (c.changes.size() == 1 ? " change point" : " change points");
   std::string out = "<svg class=\"series-chart\" id=\"" + id + "\" viewBox=\"0 0 " + Num(kWidth) + " " + Num(kHeight) +
                     "\" width=\"" + Num(kWidth) + "\" height=\"" + Num(kHeight) + "\" role=\"img\" aria-labelledby=\"" +
-                    id + "-t " + id + "-d\" font-family=\"system-ui, sans-serif\" font-size=\"12\">\n<title id=\"" + id +
-                    "-t\">" + EscapeXml(c.title) + "</title>\n<desc id=\"" + id + "-d\">" + EscapeXml(desc) +
+                    id + "-t " + id + "-d\" font-family=\"system-ui, sans-serif\" font-size=\"12\">\n<title id=\"" +
+                    id + "-t\">" + EscapeXml(c.title) + "</title>\n<desc id=\"" + id + "-d\">" + EscapeXml(desc) +
                     "</desc>\n" + Text(0, 16, c.title, "start", "font-weight=\"bold\" font-size=\"14\"");
 
   // Axes: the value's ticks and grid, the runs' ids (at most ~16 labels).
@@ -107,19 +108,22 @@ std::string RenderSeriesChart(const SeriesChart& c, const std::string& id_text) 
   for (const ChartLevel& l : c.levels) {
     if (l.first >= n || l.last >= n || l.first > l.last) continue;
     const double y = y_of(l.mean);
-    out += Line(x_of(l.first), y, x_of(l.last), y, "#999", "stroke-width=\"2\" stroke-dasharray=\"6 4\" class=\"level\"");
+    out +=
+        Line(x_of(l.first), y, x_of(l.last), y, "#999", "stroke-width=\"2\" stroke-dasharray=\"6 4\" class=\"level\"");
   }
   std::string path;
   for (size_t i = 0; i < n; ++i) {
     const auto& v = c.points[i].value;
     if (!v || !std::isfinite(*v)) {
-      if (!path.empty()) out += "<polyline points=\"" + path + "\" fill=\"none\" stroke=\"#0072B2\" stroke-width=\"1.5\"/>\n";
+      if (!path.empty())
+        out += "<polyline points=\"" + path + "\" fill=\"none\" stroke=\"#0072B2\" stroke-width=\"1.5\"/>\n";
       path.clear();
       continue;
     }
     path += (path.empty() ? "" : " ") + Num(x_of(i)) + "," + Num(y_of(*v));
   }
-  if (!path.empty()) out += "<polyline points=\"" + path + "\" fill=\"none\" stroke=\"#0072B2\" stroke-width=\"1.5\"/>\n";
+  if (!path.empty())
+    out += "<polyline points=\"" + path + "\" fill=\"none\" stroke=\"#0072B2\" stroke-width=\"1.5\"/>\n";
 
   // Change markers between the last run before and the first after, over
   // the whole height; a wide transparent band carries the pointer.
@@ -130,9 +134,9 @@ std::string RenderSeriesChart(const SeriesChart& c, const std::string& id_text) 
     out += "<g class=\"change " + std::string(ch.regression ? "regression" : "improvement") + "\" data-index=\"" +
            std::to_string(ch.index) + "\" data-run=\"" + std::to_string(c.points[ch.index].run_id) + "\"><title>" +
            EscapeXml(ch.title) + "</title>\n" +
-           Line(x, kTop, x, kTop + plot_h, colour, "stroke-width=\"2\" stroke-dasharray=\"4 3\"") +
-           "<rect x=\"" + Num(x - 5) + "\" y=\"" + Num(kTop) + "\" width=\"10\" height=\"" + Num(plot_h) +
-           "\" fill=\"" + colour + "\" fill-opacity=\"0.08\"/>\n" +
+           Line(x, kTop, x, kTop + plot_h, colour, "stroke-width=\"2\" stroke-dasharray=\"4 3\"") + "<rect x=\"" +
+           Num(x - 5) + "\" y=\"" + Num(kTop) + "\" width=\"10\" height=\"" + Num(plot_h) + "\" fill=\"" + colour +
+           "\" fill-opacity=\"0.08\"/>\n" +
            Text(x + 4, kTop - 4, ch.regression ? "regression" : "improvement", "start",
                 "fill=\"" + std::string(colour) + "\" font-size=\"11\"") +
            "</g>\n";

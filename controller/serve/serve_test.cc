@@ -117,12 +117,12 @@ class ServeTest : public ::testing::Test {
 // not lead to the run's or the series' page, the filters of the query
 // string ignored (label, target, limit), the compare form missing.
 TEST_F(ServeTest, FrontPageListsTheRunsAndSeriesWithLinks) {
-  const int64_t a = Store(Record("nightly-a", 1, [](int) { return 10000.0; }, [](nlohmann::json& d) {
-    d["run"]["metadata"]["labels"]["branch"] = "main";
-  }));
-  const int64_t b = Store(Record("nightly-b", 2, [](int) { return 11000.0; }, [](nlohmann::json& d) {
-    d["run"]["metadata"]["labels"]["branch"] = "feature";
-  }));
+  const int64_t a = Store(Record(
+      "nightly-a", 1, [](int) { return 10000.0; },
+      [](nlohmann::json& d) { d["run"]["metadata"]["labels"]["branch"] = "main"; }));
+  const int64_t b = Store(Record(
+      "nightly-b", 2, [](int) { return 11000.0; },
+      [](nlohmann::json& d) { d["run"]["metadata"]["labels"]["branch"] = "feature"; }));
   Serve(db_);
   testing::HttpResponse r = Get("/");
   ASSERT_EQ(r.status, 200) << r.body;
@@ -202,8 +202,9 @@ TEST_F(ServeTest, SeriesPageMarksTheStepWhereTheTestPutIt) {
   for (int i = 0; i < 24; ++i) {
     char name[32];
     std::snprintf(name, sizeof name, "nightly-%02d", i);
-    ids.push_back(Store(Record(name, i + 1, [&](int c) { return std::round((c == 10 && i >= 12 ? 28000.0 : 40000.0) *
-                                                                          (1 + Noise(noise))); })));
+    ids.push_back(Store(Record(name, i + 1, [&](int c) {
+      return std::round((c == 10 && i >= 12 ? 28000.0 : 40000.0) * (1 + Noise(noise)));
+    })));
   }
   Serve(db_);
   testing::HttpResponse r = Get("/series?target=beast&scenario=hello&connections=10");
@@ -307,7 +308,8 @@ TEST_F(ServeTest, ErrorsNameWhatIsWrong) {
       ASSERT_TRUE(r.ok()) << method << ": " << r.status().ToString();
       EXPECT_EQ(r->status, 405) << method << " with body '" << body << "': " << r->body;
       EXPECT_EQ(r->Header("Allow"), "GET, HEAD") << method;
-      auto next = c->RoundTrip(testing::BuildRequest("GET", "/runs/" + std::to_string(id) + "/results.json", "127.0.0.1"));
+      auto next =
+          c->RoundTrip(testing::BuildRequest("GET", "/runs/" + std::to_string(id) + "/results.json", "127.0.0.1"));
       ASSERT_TRUE(next.ok()) << method << ": " << next.status().ToString();
       EXPECT_EQ(next->status, 200) << method << " with body '" << body << "'";
     }
@@ -392,10 +394,15 @@ TEST_F(ServeTest, SamePagesOnPostgreSQL) {
     ASSERT_TRUE(receipt.ok()) << receipt.status().ToString();
     ASSERT_EQ(receipt->id, id);
   }
-  const std::vector<std::string> paths = {"/", "/?label=note%3D%3Cb%3E1%3C%2Fb%3E&limit=3", "/runs/3",
-                                          "/runs/3/results.json", "/series?target=beast&scenario=hello&connections=10",
-                                          "/series?target=beast&scenario=hello&connections=20", "/compare?a=2&b=9",
-                                          "/runs/99", "/series?target=x&scenario=y&connections=1"};
+  const std::vector<std::string> paths = {"/",
+                                          "/?label=note%3D%3Cb%3E1%3C%2Fb%3E&limit=3",
+                                          "/runs/3",
+                                          "/runs/3/results.json",
+                                          "/series?target=beast&scenario=hello&connections=10",
+                                          "/series?target=beast&scenario=hello&connections=20",
+                                          "/compare?a=2&b=9",
+                                          "/runs/99",
+                                          "/series?target=x&scenario=y&connections=1"};
   std::vector<testing::HttpResponse> sqlite, postgres;
   Serve(db_);
   for (const std::string& p : paths) sqlite.push_back(Get(p));

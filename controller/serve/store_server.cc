@@ -28,7 +28,8 @@ void NotAllowed(httplib::Response& res, const std::string& method) {
 }  // namespace
 
 Status ParseListen(const std::string& text, std::string& host, int& port) {
-  const Status bad = Status::InvalidArgument("--listen: expected HOST:PORT (127.0.0.1:8089, [::1]:0), got '" + text + "'");
+  const Status bad =
+      Status::InvalidArgument("--listen: expected HOST:PORT (127.0.0.1:8089, [::1]:0), got '" + text + "'");
   const size_t colon = text.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == text.size() || text.size() - colon - 1 > 5) return bad;
   std::string h = text.substr(0, colon);

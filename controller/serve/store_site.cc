@@ -48,8 +48,9 @@ std::string Shell(const std::string& title, const std::string& body) {
 // The report's pages (a run, a comparison) are the report's own HTML: a
 // line to get back to the rest of the store goes at the top of its body.
 std::string WithNav(std::string html, const std::string& links) {
-  const std::string nav = "<nav style=\"font:14px system-ui,sans-serif;padding:.6em 0\"><a href=\"/\">Runs and series</a>" +
-                          links + "</nav>\n";
+  const std::string nav =
+      "<nav style=\"font:14px system-ui,sans-serif;padding:.6em 0\"><a href=\"/\">Runs and series</a>" + links +
+      "</nav>\n";
   const size_t at = html.find("<body>\n");
   if (at != std::string::npos) html.insert(at + 7, nav);
   return html;
@@ -166,7 +167,8 @@ std::string FindingText(const results::MetricChanges& m, const results::SeriesFi
                      value(f.change.mean_after) + ", between " + RunText(before) + " and " + RunText(after) +
                      ", p=" + PValue(f.change.p_value);
   if (f.failing) {
-    line += "; fails history check (still " + ChangeText(-f.still_worse_percent * (rate ? 1 : -1)) + " at the newest run)";
+    line +=
+        "; fails history check (still " + ChangeText(-f.still_worse_percent * (rate ? 1 : -1)) + " at the newest run)";
   } else if (regression) {
     line += f.in_force ? "; in force, below the threshold" : "; no longer in force";
   }
@@ -201,12 +203,17 @@ std::string FilterForm(const results::RunFilter& filter) {
   for (const auto& [k, v] : filter.labels) labels.push_back(k + "=" + v);
   const std::string label_text = Join(labels, " ");
   return "<form method=\"get\" action=\"/\" class=\"filters\">"
-         "<label>Target <input type=\"text\" name=\"target\" value=\"" + EscapeHtml(filter.target) + "\"></label>"
-         "<label>Scenario <input type=\"text\" name=\"scenario\" value=\"" + EscapeHtml(filter.scenario) + "\"></label>"
+         "<label>Target <input type=\"text\" name=\"target\" value=\"" +
+         EscapeHtml(filter.target) +
+         "\"></label>"
+         "<label>Scenario <input type=\"text\" name=\"scenario\" value=\"" +
+         EscapeHtml(filter.scenario) +
+         "\"></label>"
          "<label>Label <input type=\"text\" name=\"label\" placeholder=\"key=value\" value=\"" +
-         EscapeHtml(filter.labels.size() == 1 ? label_text : "") + "\"></label>"
-         "<label>Latest <input type=\"number\" name=\"limit\" min=\"0\" value=\"" + std::to_string(filter.limit) +
-         "\"></label><button type=\"submit\">Filter</button></form>\n";
+         EscapeHtml(filter.labels.size() == 1 ? label_text : "") +
+         "\"></label>"
+         "<label>Latest <input type=\"number\" name=\"limit\" min=\"0\" value=\"" +
+         std::to_string(filter.limit) + "\"></label><button type=\"submit\">Filter</button></form>\n";
 }
 
 // The front page's query string for the same filters without the limit.
@@ -223,12 +230,11 @@ std::string RunsTable(const std::vector<results::StoredRun>& runs) {
   for (const results::StoredRun& r : runs) {
     std::vector<std::string> labels;
     for (const auto& [k, v] : r.labels) labels.push_back(EscapeHtml(k + "=" + v));
-    rows.push_back({Link(RunHref(r.id), std::to_string(r.id)), EscapeHtml(TimeText(r.start_ns)),
-                    Link(RunHref(r.id), r.ns.empty() ? r.name : r.ns + "/" + r.name),
-                    EscapeHtml(r.phase.empty() ? "-" : r.phase),
-                    std::to_string(r.cells) + "/" + std::to_string(r.cells_total), EscapeHtml(Join(r.targets, ", ")),
-                    "<code>" + EscapeHtml(r.fingerprint.substr(0, 12)) + "</code>",
-                    labels.empty() ? "-" : Join(labels, "<br>")});
+    rows.push_back(
+        {Link(RunHref(r.id), std::to_string(r.id)), EscapeHtml(TimeText(r.start_ns)),
+         Link(RunHref(r.id), r.ns.empty() ? r.name : r.ns + "/" + r.name), EscapeHtml(r.phase.empty() ? "-" : r.phase),
+         std::to_string(r.cells) + "/" + std::to_string(r.cells_total), EscapeHtml(Join(r.targets, ", ")),
+         "<code>" + EscapeHtml(r.fingerprint.substr(0, 12)) + "</code>", labels.empty() ? "-" : Join(labels, "<br>")});
   }
   return Table("runs", {"Run", "Start", "Name", "Phase", "Cells", "Targets", "Fingerprint", "Labels"},
                {true, false, false, false, true}, rows);
@@ -254,25 +260,33 @@ std::string RunsSection(const std::vector<results::StoredRun>& runs, const resul
             EscapeHtml(AllRunsQuery(filter)) + "\">all of them</a>.</p>\n";
   }
   // Two runs side by side: the older one is the base.
-  body += "<h2 id=\"compare\">Compare two runs</h2>\n<form method=\"get\" action=\"/compare\" class=\"compare\">"
-          "<label>Base <select name=\"a\">" + RunOptions(runs, runs.size() > 1 ? 1 : 0) + "</select></label>"
-          "<label>New <select name=\"b\">" + RunOptions(runs, 0) + "</select></label>"
-          "<button type=\"submit\">Compare</button></form>\n";
+  body +=
+      "<h2 id=\"compare\">Compare two runs</h2>\n<form method=\"get\" action=\"/compare\" class=\"compare\">"
+      "<label>Base <select name=\"a\">" +
+      RunOptions(runs, runs.size() > 1 ? 1 : 0) +
+      "</select></label>"
+      "<label>New <select name=\"b\">" +
+      RunOptions(runs, 0) +
+      "</select></label>"
+      "<button type=\"submit\">Compare</button></form>\n";
   return body;
 }
 
 std::string SeriesSection(const std::vector<results::SeriesKey>& series) {
   std::string body = "<h2 id=\"series\">Series</h2>\n";
   if (series.empty()) return body + "<p>No series.</p>\n";
-  body += "<p class=\"muted\">One target, scenario and load over time, under the environment fingerprint of its "
-          "latest run.</p>\n";
+  body +=
+      "<p class=\"muted\">One target, scenario and load over time, under the environment fingerprint of its "
+      "latest run.</p>\n";
   std::vector<std::vector<std::string>> rows;
   for (const results::SeriesKey& k : series) {
     const std::string href = SeriesHref(k.target, k.scenario, k.connections, k.rate);
     rows.push_back({"<a class=\"series\" href=\"" + EscapeHtml(href) + "\">" +
                         EscapeHtml(SeriesName(k.target, k.scenario, k.connections, k.rate)) + "</a>",
                     EscapeHtml(k.target), EscapeHtml(k.scenario), std::to_string(k.connections),
-                    k.rate > 0 ? std::to_string(k.rate) : k.rate < 0 ? std::to_string(-k.rate) + "%" : "-"});
+                    k.rate > 0   ? std::to_string(k.rate)
+                    : k.rate < 0 ? std::to_string(-k.rate) + "%"
+                                 : "-"});
   }
   return body + Table("series", {"Series", "Target", "Scenario", "Connections", "Rate"},
                       {false, false, false, true, true}, rows);
@@ -296,10 +310,8 @@ Result<results::SeriesQuery> SeriesQueryFromParams(const Params& params) {
     q.rate = *r;
   }
   q.fingerprint = Param(params, "fingerprint").value_or("");
-  if (q.fingerprint.size() > 64 ||
-      q.fingerprint.find_first_not_of("0123456789abcdef") != std::string::npos) {
-    return BadParameter("fingerprint", "expected lower-case hex digits (a prefix of one), got '" +
-                                           q.fingerprint + "'");
+  if (q.fingerprint.size() > 64 || q.fingerprint.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    return BadParameter("fingerprint", "expected lower-case hex digits (a prefix of one), got '" + q.fingerprint + "'");
   }
   return q;
 }
@@ -321,11 +333,13 @@ std::string SeriesHeader(const std::string& name, const results::SeriesQuery& q,
     body += "<p class=\"muted\">" + std::to_string(series.runs_elsewhere) +
             " runs of this series under other fingerprints are left out: " + Join(others, ", ") + ".</p>\n";
   }
-  body += "<p class=\"muted\">Change points as <code>fairbench history check</code> finds them at its defaults: "
-          "E-Divisive means, segments of at least " + std::to_string(options.min_segment) +
-          " runs, significance " + PValue(options.significance) + " over " + std::to_string(options.permutations) +
-          " permutations, changes of at least " + PValue(options.min_change_percent) +
-          " %; a regression of " + PValue(threshold) + " % or more still in force fails the check.</p>\n";
+  body +=
+      "<p class=\"muted\">Change points as <code>fairbench history check</code> finds them at its defaults: "
+      "E-Divisive means, segments of at least " +
+      std::to_string(options.min_segment) + " runs, significance " + PValue(options.significance) + " over " +
+      std::to_string(options.permutations) + " permutations, changes of at least " +
+      PValue(options.min_change_percent) + " %; a regression of " + PValue(threshold) +
+      " % or more still in force fails the check.</p>\n";
   return body;
 }
 
@@ -425,8 +439,9 @@ Page ErrorPage(int status, const std::string& message) {
                                      : "Error";
   Page page;
   page.status = status;
-  page.body = Shell(std::to_string(status) + " " + what, "<h1>" + std::to_string(status) + " " + what +
-                                                            "</h1>\n<p class=\"error\">" + EscapeHtml(message) + "</p>\n");
+  page.body =
+      Shell(std::to_string(status) + " " + what, "<h1>" + std::to_string(status) + " " + what +
+                                                     "</h1>\n<p class=\"error\">" + EscapeHtml(message) + "</p>\n");
   return page;
 }
 
@@ -465,8 +480,7 @@ Page StoreSite::Run(const std::string& id_text) {
   if (!record.ok()) return ErrorPage(500, "the stored record cannot be read: " + record.status().message());
   Page page;
   page.body = WithNav(report::RenderHtml(*record),
-                      " · run " + std::to_string(*id) + " · " +
-                          Link(RunHref(*id) + "/results.json", "results.json"));
+                      " · run " + std::to_string(*id) + " · " + Link(RunHref(*id) + "/results.json", "results.json"));
   return page;
 }
 
@@ -509,9 +523,9 @@ Page StoreSite::SeriesPage(const Params& params) {
 
   const std::string name = SeriesName(q.target, q.scenario, q.connections, q.rate);
   std::string body = SeriesHeader(name, q, *series, options, threshold);
-  body += "<h2 id=\"rps\">Requests per second</h2>\n" +
-          MetricSection(rps, *series, options, "Requests per second", "requests/s", report::ValueKind::kRate,
-                        "chart-rps");
+  body +=
+      "<h2 id=\"rps\">Requests per second</h2>\n" +
+      MetricSection(rps, *series, options, "Requests per second", "requests/s", report::ValueKind::kRate, "chart-rps");
   body += "<h2 id=\"p99\">p99 latency</h2>\n" +
           MetricSection(p99, *series, options, "p99 latency", "p99", report::ValueKind::kLatencyUs, "chart-p99");
   body += "<h2 id=\"runs\">Runs</h2>\n" + SeriesRunsTable(*series);
@@ -548,7 +562,8 @@ Page StoreSite::Compare(const Params& params) {
   const report::CompareOptions options;
   auto comparison = report::Compare(records[0], records[1], options);
   if (!comparison.ok()) {
-    return ErrorPage(400, run_names[0] + " and " + run_names[1] + " cannot be compared: " + comparison.status().message());
+    return ErrorPage(400,
+                     run_names[0] + " and " + run_names[1] + " cannot be compared: " + comparison.status().message());
   }
   Page page;
   page.body = WithNav(report::RenderHtml(report::CompareDocument(*comparison, run_names[0], run_names[1], options)),

@@ -99,7 +99,8 @@ Result<std::string> Gunzip(std::string_view gzip, size_t max_bytes) {
     if (rc != Z_OK && rc != Z_STREAM_END) {
       const std::string why = zs.msg != nullptr ? zs.msg : "error " + std::to_string(rc);
       inflateEnd(&zs);
-      return Status::InvalidArgument(rc == Z_BUF_ERROR ? "the gzip data ends early" : "the gzip data is corrupt: " + why);
+      return Status::InvalidArgument(rc == Z_BUF_ERROR ? "the gzip data ends early"
+                                                       : "the gzip data is corrupt: " + why);
     }
     out.append(buf, sizeof buf - zs.avail_out);
     if (out.size() > max_bytes) {
@@ -156,9 +157,8 @@ kube::ConfigMap ConfigMapRunStore::Skeleton(const std::string& name, const std::
   cm.metadata.labels[api::label::kRun] = options_.run;
   cm.metadata.labels[api::label::kRecord] = record_kind;
   if (!options_.run_uid.empty()) {
-    cm.metadata.owner_references.push_back(kube::OwnerReference{std::string(api::kApiVersion),
-                                                                std::string(api::kKind), options_.run,
-                                                                options_.run_uid, true, true});
+    cm.metadata.owner_references.push_back(kube::OwnerReference{std::string(api::kApiVersion), std::string(api::kKind),
+                                                                options_.run, options_.run_uid, true, true});
   }
   return cm;
 }
@@ -227,7 +227,8 @@ Status ConfigMapRunStore::Put(kube::ConfigMap cm, const std::string& resource_ve
     if (!current.ok()) return Status(current.error().ToStatus());
     rv = (*current)["metadata"].value("resourceVersion", "");
   }
-  return Status::Unavailable(Describe(cm.metadata.name) + ": changed or deleted concurrently on every attempt; not written");
+  return Status::Unavailable(Describe(cm.metadata.name) +
+                             ": changed or deleted concurrently on every attempt; not written");
 }
 
 Result<std::optional<report::RunRecord>> ConfigMapRunStore::Load() {
@@ -246,16 +247,17 @@ Result<std::optional<report::RunRecord>> ConfigMapRunStore::Load() {
   const std::string* bytes_text = Annotation(head, api::annotation::kResultsBytes);
   const std::string* sha = Annotation(head, api::annotation::kResultsSha256);
   if (!format || !generation || !parts_text || !bytes_text || !sha) {
-    return damaged(Describe(first_name) + " has no complete manifest (annotations " + api::annotation::kResultsFormat + ", " +
-                   api::annotation::kResultsGeneration + ", " + api::annotation::kResultsParts + ", " + api::annotation::kResultsBytes + ", " +
-                   api::annotation::kResultsSha256 + ")");
+    return damaged(Describe(first_name) + " has no complete manifest (annotations " + api::annotation::kResultsFormat +
+                   ", " + api::annotation::kResultsGeneration + ", " + api::annotation::kResultsParts + ", " +
+                   api::annotation::kResultsBytes + ", " + api::annotation::kResultsSha256 + ")");
   }
   if (*format != std::to_string(kFormatVersion)) {
     return damaged(Describe(first_name) + " is in record format " + *format + "; this fairbench reads format " +
                    std::to_string(kFormatVersion));
   }
   const auto total_bytes = ParseNumber<size_t>(*bytes_text);
-  if (!total_bytes) return damaged(Describe(first_name) + ": " + api::annotation::kResultsBytes + " is not a number: " + *bytes_text);
+  if (!total_bytes)
+    return damaged(Describe(first_name) + ": " + api::annotation::kResultsBytes + " is not a number: " + *bytes_text);
   const std::vector<std::string> names = SplitList(*parts_text);
   if (names.empty() || names[0] != first_name) {
     return damaged(Describe(first_name) + ": the manifest's part list does not start with " + first_name + ": " +
@@ -266,8 +268,8 @@ Result<std::optional<report::RunRecord>> ConfigMapRunStore::Load() {
   for (size_t i = 0; i < names.size(); ++i) {
     std::optional<kube::ConfigMap> fetched;
     const kube::ConfigMap* part = &head;
-    const std::string label = "part " + std::to_string(i + 1) + " of " + std::to_string(names.size()) + " (" +
-                              Describe(names[i]) + ")";
+    const std::string label =
+        "part " + std::to_string(i + 1) + " of " + std::to_string(names.size()) + " (" + Describe(names[i]) + ")";
     if (i > 0) {
       auto got = Get(names[i]);
       if (!got.ok()) return got.status();
@@ -308,7 +310,8 @@ Status ConfigMapRunStore::Save(const report::RunRecord& record) {
 
   // What is there now: the current manifest and every results part.
   kube::ListOptions lo;
-  lo.label_selector = std::string(api::label::kRun) + "=" + options_.run + "," + api::label::kRecord + "=" + api::label::kResultsRecord;
+  lo.label_selector =
+      std::string(api::label::kRun) + "=" + options_.run + "," + api::label::kRecord + "=" + api::label::kResultsRecord;
   auto listed = client_.ListAll(kube::resources::ConfigMaps(), ns_, lo);
   if (!listed.ok()) return Status(listed.error().ToStatus());
   std::map<std::string, std::string> existing;  // name → resourceVersion
@@ -319,7 +322,8 @@ Status ConfigMapRunStore::Save(const report::RunRecord& record) {
     if (!cm.ok()) continue;
     existing[cm->metadata.name] = cm->metadata.resource_version;
     if (cm->metadata.name != PartName(0)) continue;
-    if (const std::string* g = Annotation(*cm, api::annotation::kResultsGeneration)) generation = ParseNumber<uint64_t>(*g).value_or(0);
+    if (const std::string* g = Annotation(*cm, api::annotation::kResultsGeneration))
+      generation = ParseNumber<uint64_t>(*g).value_or(0);
     if (const std::string* p = Annotation(*cm, api::annotation::kResultsParts)) {
       for (auto& n : SplitList(*p)) in_use.insert(std::move(n));
     }
@@ -418,7 +422,8 @@ Result<std::optional<StoredReport>> ConfigMapRunStore::LoadReport() {
       return Status::InvalidArgument(Describe(ReportName()) + " has neither " + plain + " nor " + gz);
     }
     auto bytes = Base64Decode(it->second);
-    if (!bytes.ok()) return Status::InvalidArgument(Describe(ReportName()) + ": " + gz + ": " + bytes.status().message());
+    if (!bytes.ok())
+      return Status::InvalidArgument(Describe(ReportName()) + ": " + gz + ": " + bytes.status().message());
     auto plain_text = Gunzip(*bytes, size_t{64} << 20);
     if (!plain_text.ok()) {
       return Status::InvalidArgument(Describe(ReportName()) + ": " + gz + ": " + plain_text.status().message());

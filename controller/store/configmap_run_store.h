@@ -58,9 +58,9 @@
 namespace fairbench::controller {
 
 struct ConfigMapRunStoreOptions {
-  std::string ns;       // the run's namespace; empty: the client's default namespace
-  std::string run;      // the BenchmarkRun's name
-  std::string run_uid;  // its uid, for the owner reference; empty: no owner reference
+  std::string ns;                  // the run's namespace; empty: the client's default namespace
+  std::string run;                 // the BenchmarkRun's name
+  std::string run_uid;             // its uid, for the owner reference; empty: no owner reference
   size_t part_bytes = 900 * 1024;  // compressed bytes per ConfigMap
   std::string field_manager = "fairbench-controller";
   // Writes that fail in a way that may pass (5xx, timeouts, cut

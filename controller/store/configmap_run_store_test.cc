@@ -358,8 +358,8 @@ TEST_F(ConfigMapRunStoreTest, ReportConfigMapHoldsTheRenderedReport) {
 // Catches: an unreachable API server reported as "nothing stored" (a
 // resume would start over).
 TEST(ConfigMapRunStoreOffline, UnreachableServerIsAnError) {
-  auto client = kube::testenv::ClientFor("http://127.0.0.1:1", kube::testenv::FastRetries(),
-                                         std::chrono::milliseconds(500));
+  auto client =
+      kube::testenv::ClientFor("http://127.0.0.1:1", kube::testenv::FastRetries(), std::chrono::milliseconds(500));
   ConfigMapRunStoreOptions o;
   o.run = "demo";
   ConfigMapRunStore store(*client, o);

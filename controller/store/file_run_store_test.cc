@@ -162,7 +162,8 @@ TEST_F(FileRunStoreTest, AFailedSaveKeepsTheRecordAndSaysWhy) {
   rec.wrk_text = "Running 30s test\n";
   s = store.SaveCell(cell, rec);
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.message().rfind("cannot replace '" + (dir_ / "cells" / "nginx_hello_c100_r1.txt").string() + "': ", 0), 0u)
+  EXPECT_EQ(s.message().rfind("cannot replace '" + (dir_ / "cells" / "nginx_hello_c100_r1.txt").string() + "': ", 0),
+            0u)
       << s.message();
   EXPECT_FALSE(fs::exists(dir_ / "cells" / "nginx_hello_c100_r1.txt.tmp"));
   auto loaded = store.Load();

@@ -226,8 +226,8 @@ inline report::CellRecord TestCell(size_t i, std::mt19937_64& rng, int histogram
 
 // A record of `cells` cells over two targets; `histogram_samples` latencies
 // per histogram (more samples: larger, less compressible histograms).
-inline report::RunRecord Record(const std::string& name, size_t cells, uint64_t seed = 1,
-                                int histogram_samples = 2000, const std::string& ns = "default") {
+inline report::RunRecord Record(const std::string& name, size_t cells, uint64_t seed = 1, int histogram_samples = 2000,
+                                const std::string& ns = "default") {
   std::mt19937_64 rng(seed);
   report::RunRecord r;
   FillRun(r.run, name, ns, cells);

@@ -31,7 +31,6 @@
 #include "common/signals.h"
 #include "targets/common/target_main.h"
 
-
 // iguana reflects structs at namespace scope.
 namespace fairbench_cinatra {
 
@@ -143,14 +142,15 @@ std::string DescribeFacts(const fairbench::targets::TargetFlags& flags) {
       "the build's FAIRBENCH_YLT_VERSION, of yalantinglibs (Cinatra has no version macro; yalantinglibs' CMake "
       "project at tag v0.3.0 says 0.2.9)";
   facts.revision = build.revision;
-  facts.workerModel = "C++20 coroutines (async_simple) on an io_context pool: one io_context per thread, "
-                      "connections handed round-robin; the acceptor runs on the first; bundled Asio " +
-                      asio;
+  facts.workerModel =
+      "C++20 coroutines (async_simple) on an io_context pool: one io_context per thread, "
+      "connections handed round-robin; the acceptor runs on the first; bundled Asio " +
+      asio;
   facts.threads = flags.threads;
   facts.connectionThreads = std::to_string(flags.threads);
   facts.concurrentConnections = "unbounded";
-  facts.listenAddress = "0.0.0.0 (every IPv4 address; Cinatra has no address option, --host " + flags.host +
-                        " is not used)";
+  facts.listenAddress =
+      "0.0.0.0 (every IPv4 address; Cinatra has no address option, --host " + flags.host + " is not used)";
   facts.jsonLibrary = "iguana (yalantinglibs' struct_json, reflection-based, bundled)";
   facts.echo = "typed: read into a struct {name, age, email} and written again; other fields are dropped";
   facts.allocator = build.allocator;

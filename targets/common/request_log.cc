@@ -28,7 +28,8 @@ Status RequestLog::WriteLine(const std::string& line) {
   do {
     n = write(fd_, line.data(), line.size());
   } while (n < 0 && errno == EINTR);
-  if (n != static_cast<ssize_t>(line.size())) return Status::IoError(std::string("request log: ") + std::strerror(errno));
+  if (n != static_cast<ssize_t>(line.size()))
+    return Status::IoError(std::string("request log: ") + std::strerror(errno));
   return Status::Ok();
 }
 
@@ -40,7 +41,9 @@ Status RequestLog::WriteTotal(uint64_t total) { return WriteLine("total " + std:
 
 RequestLogSampler::~RequestLogSampler() { Stop(); }
 
-void RequestLogSampler::Start() { thread_ = std::thread([this] { Run(); }); }
+void RequestLogSampler::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
 
 void RequestLogSampler::Sample(int64_t interval_start_ms) {
   const uint64_t total = counter_->Total();
@@ -83,7 +86,7 @@ void RequestLogSampler::Stop() {
 }
 
 Result<std::unique_ptr<SampledRequestLog>> SampledRequestLog::Start(const std::string& path,
-                                                                   const RequestCounter* counter) {
+                                                                    const RequestCounter* counter) {
   if (path.empty()) return std::unique_ptr<SampledRequestLog>();
   auto log = RequestLog::Open(path);
   if (!log.ok()) return log.status();

@@ -116,8 +116,7 @@ TEST(AccessLogTailTest, BucketsNginxLinesIntoIntervals) {
     out << "99\n";
   }
   ASSERT_TRUE(tail.Finish().ok());
-  EXPECT_EQ(Slurp(dir->File("r.log")),
-            "1700000000000 2\n1700000000100 1\n1700000001200 2\ntotal 5\n");
+  EXPECT_EQ(Slurp(dir->File("r.log")), "1700000000000 2\n1700000000100 1\n1700000001200 2\ntotal 5\n");
   EXPECT_EQ(tail.total(), 5u);
 }
 

@@ -69,7 +69,7 @@ struct BuildFacts {
 std::string AllocatorFact();
 inline BuildFacts ThisBuild() {
   return BuildFacts{FAIRBENCH_FRAMEWORK_VERSION, FAIRBENCH_FRAMEWORK_REVISION, FAIRBENCH_FRAMEWORK_BUILD,
-                    FAIRBENCH_CXX_FLAGS,        FAIRBENCH_COMPILER,           AllocatorFact()};
+                    FAIRBENCH_CXX_FLAGS,         FAIRBENCH_COMPILER,           AllocatorFact()};
 }
 
 // Parses the command line into `flags` (the target's own options added to

@@ -38,8 +38,9 @@ std::optional<int> Parse(std::vector<std::string> args, TargetFlags* flags, std:
   std::string extra;
   app.add_option("--extra", extra);
   ::testing::internal::CaptureStdout();
-  auto exit = ParseTargetCommandLine(app, static_cast<int>(argv.size()), argv.data(), flags,
-                                     [](const TargetFlags& f) { return "{\"threads\":" + std::to_string(f.threads) + "}"; });
+  auto exit = ParseTargetCommandLine(app, static_cast<int>(argv.size()), argv.data(), flags, [](const TargetFlags& f) {
+    return "{\"threads\":" + std::to_string(f.threads) + "}";
+  });
   *out = ::testing::internal::GetCapturedStdout();
   return exit;
 }

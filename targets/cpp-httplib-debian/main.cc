@@ -36,9 +36,8 @@ namespace {
 using fairbench::targets::RequestCounter;
 
 void AddRoutes(httplib::Server& server) {
-  server.Get("/", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("Hello, World!", "text/plain");
-  });
+  server.Get("/",
+             [](const httplib::Request&, httplib::Response& res) { res.set_content("Hello, World!", "text/plain"); });
   server.Get("/api/status", [](const httplib::Request&, httplib::Response& res) {
     nlohmann::ordered_json body = {{"status", "running"}, {"framework", "cpp-httplib"}};
     res.set_content(body.dump(), "application/json");

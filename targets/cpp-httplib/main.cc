@@ -141,8 +141,8 @@ int main(int argc, char** argv) {
     serving_done = true;
     cv.notify_all();
   });
-  std::printf("fairbench-target-cpp-httplib (cpp-httplib %s) listening on %s:%u with %d threads\n",
-              CPPHTTPLIB_VERSION, flags.host.c_str(), static_cast<unsigned>(flags.port), flags.threads);
+  std::printf("fairbench-target-cpp-httplib (cpp-httplib %s) listening on %s:%u with %d threads\n", CPPHTTPLIB_VERSION,
+              flags.host.c_str(), static_cast<unsigned>(flags.port), flags.threads);
   std::fflush(stdout);
   // The same facts in the log, where the orchestrator reads them back for
   // the report (a pod's log in a cluster, the log file locally).

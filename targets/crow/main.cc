@@ -55,11 +55,13 @@ crow::response JsonError(int code, const std::string& message) {
 }
 
 void AddRoutes(crow::SimpleApp& app) {
-  CROW_ROUTE(app, "/")([] {
+  CROW_ROUTE(app, "/")
+  ([] {
     CountRequest();
     return crow::response(200, "text/plain", "Hello, World!");
   });
-  CROW_ROUTE(app, "/api/status")([] {
+  CROW_ROUTE(app, "/api/status")
+  ([] {
     crow::json::wvalue body;
     body["status"] = "running";
     body["framework"] = "crow";
@@ -74,7 +76,8 @@ void AddRoutes(crow::SimpleApp& app) {
     return crow::response(200, body);
   });
   // Any segment: the handler decides (404 unless digits), as on every target.
-  CROW_ROUTE(app, "/users/<string>")([](const std::string& text) {
+  CROW_ROUTE(app, "/users/<string>")
+  ([](const std::string& text) {
     CountRequest();
     const std::optional<uint64_t> id = ParseUserId(text);
     if (!id) return JsonError(404, "no such user");
@@ -125,12 +128,13 @@ std::string Facts(const fairbench::targets::TargetFlags& flags) {
   crow::json::wvalue facts;
   facts["framework"] = "crow";
   facts["version"] = build.version;
-  facts["versionSource"] = std::string("the build's FAIRBENCH_CROW_VERSION (Crow's crow::VERSION says \"") +
-                           crow::VERSION + "\")";
+  facts["versionSource"] =
+      std::string("the build's FAIRBENCH_CROW_VERSION (Crow's crow::VERSION says \"") + crow::VERSION + "\")";
   facts["revision"] = build.revision;
-  facts["workerModel"] = "asio event loops: one io_context per thread, connections handed round-robin (least "
-                         "busy) by the acceptor's own io_context thread; standalone Asio " +
-                         asio;
+  facts["workerModel"] =
+      "asio event loops: one io_context per thread, connections handed round-robin (least "
+      "busy) by the acceptor's own io_context thread; standalone Asio " +
+      asio;
   facts["threads"] = flags.threads;
   facts["connectionThreads"] = std::to_string(concurrency - 1) + " (concurrency(" + std::to_string(concurrency) +
                                "): one more thread only accepts)";

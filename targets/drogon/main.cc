@@ -48,51 +48,47 @@ HttpResponsePtr JsonError(drogon::HttpStatusCode code, const std::string& messag
 }
 
 void AddRoutes(drogon::HttpAppFramework& app) {
-  app.registerHandler(
-      "/",
-      [](const HttpRequestPtr&, Callback&& callback) {
-        auto res = HttpResponse::newHttpResponse();
-        res->setContentTypeCode(drogon::CT_TEXT_PLAIN);
-        res->setBody("Hello, World!");
-        CountRequest();
-        callback(res);
-      },
-      {drogon::Get});
-  app.registerHandler(
-      "/api/status",
-      [](const HttpRequestPtr&, Callback&& callback) {
-        Json::Value body;
-        body["status"] = "running";
-        body["framework"] = "drogon";
-        CountRequest();
-        callback(HttpResponse::newHttpJsonResponse(body));
-      },
-      {drogon::Get});
-  app.registerHandler(
-      "/api/echo",
-      [](const HttpRequestPtr& req, Callback&& callback) {
-        const std::shared_ptr<Json::Value> body = req->getJsonObject();
-        CountRequest();
-        callback(body ? HttpResponse::newHttpJsonResponse(*body)
-                      : JsonError(drogon::k400BadRequest, "invalid JSON: " + req->getJsonError()));
-      },
-      {drogon::Post});
+  app.registerHandler("/",
+                      [](const HttpRequestPtr&, Callback&& callback) {
+                        auto res = HttpResponse::newHttpResponse();
+                        res->setContentTypeCode(drogon::CT_TEXT_PLAIN);
+                        res->setBody("Hello, World!");
+                        CountRequest();
+                        callback(res);
+                      },
+                      {drogon::Get});
+  app.registerHandler("/api/status",
+                      [](const HttpRequestPtr&, Callback&& callback) {
+                        Json::Value body;
+                        body["status"] = "running";
+                        body["framework"] = "drogon";
+                        CountRequest();
+                        callback(HttpResponse::newHttpJsonResponse(body));
+                      },
+                      {drogon::Get});
+  app.registerHandler("/api/echo",
+                      [](const HttpRequestPtr& req, Callback&& callback) {
+                        const std::shared_ptr<Json::Value> body = req->getJsonObject();
+                        CountRequest();
+                        callback(body ? HttpResponse::newHttpJsonResponse(*body)
+                                      : JsonError(drogon::k400BadRequest, "invalid JSON: " + req->getJsonError()));
+                      },
+                      {drogon::Post});
   // Any segment: the handler decides (404 unless digits), as on every target.
-  app.registerHandler(
-      "/users/{id}",
-      [](const HttpRequestPtr&, Callback&& callback, const std::string& text) {
-        const std::optional<uint64_t> id = ParseUserId(text);
-        CountRequest();
-        if (!id) {
-          callback(JsonError(drogon::k404NotFound, "no such user"));
-          return;
-        }
-        Json::Value body;
-        body["id"] = Json::UInt64(*id);
-        body["name"] = "User " + std::to_string(*id);
-        callback(HttpResponse::newHttpJsonResponse(body));
-      },
-      {drogon::Get});
+  app.registerHandler("/users/{id}",
+                      [](const HttpRequestPtr&, Callback&& callback, const std::string& text) {
+                        const std::optional<uint64_t> id = ParseUserId(text);
+                        CountRequest();
+                        if (!id) {
+                          callback(JsonError(drogon::k404NotFound, "no such user"));
+                          return;
+                        }
+                        Json::Value body;
+                        body["id"] = Json::UInt64(*id);
+                        body["name"] = "User " + std::to_string(*id);
+                        callback(HttpResponse::newHttpJsonResponse(body));
+                      },
+                      {drogon::Get});
 }
 
 // The fairness facts of this build, from the source and the build itself.

@@ -97,7 +97,10 @@ class UnaryReactor final : public grpc::ServerUnaryReactor {
 class StreamReactor final : public grpc::ServerWriteReactor<EchoReply> {
  public:
   StreamReactor(const Shared* sh, const EchoRequest& request)
-      : sh_(sh), request_(request), status_(Shared::StatusOf(request)), n_(sh->Messages(request)),
+      : sh_(sh),
+        request_(request),
+        status_(Shared::StatusOf(request)),
+        n_(sh->Messages(request)),
         delay_ms_(sh->Delay(request)) {
     Next();
   }
@@ -156,18 +159,15 @@ class StreamReactor final : public grpc::ServerWriteReactor<EchoReply> {
 class CallbackEcho final : public Echo::CallbackService {
  public:
   explicit CallbackEcho(Shared sh) : sh_(sh) {}
-  grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext*, const EchoRequest* request,
-                                  EchoReply* reply) override {
+  grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext*, const EchoRequest* request, EchoReply* reply) override {
     grpc::Status status = Shared::StatusOf(*request);
     if (status.ok()) Shared::Fill(*request, 0, reply);
     return new UnaryReactor(&sh_, std::move(status), sh_.Delay(*request));
   }
-  grpc::ServerWriteReactor<EchoReply>* ServerStream(grpc::CallbackServerContext*,
-                                                    const EchoRequest* request) override {
+  grpc::ServerWriteReactor<EchoReply>* ServerStream(grpc::CallbackServerContext*, const EchoRequest* request) override {
     return new StreamReactor(&sh_, *request);
   }
-  grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* ctx, const StatsRequest*,
-                                  StatsReply* reply) override {
+  grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* ctx, const StatsRequest*, StatsReply* reply) override {
     sh_.Stats(reply);
     grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
     r->Finish(grpc::Status::OK);
@@ -223,8 +223,7 @@ class SyncEcho final : public Echo::Service {
 
 }  // namespace
 
-EchoServer::EchoServer(const EchoServerOptions& options, RequestCounter* counter)
-    : opt_(options), counter_(counter) {}
+EchoServer::EchoServer(const EchoServerOptions& options, RequestCounter* counter) : opt_(options), counter_(counter) {}
 
 EchoServer::~EchoServer() { Stop(); }
 

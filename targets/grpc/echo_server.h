@@ -40,10 +40,10 @@ enum class GrpcApi { kCallback, kSync };
 
 struct EchoServerOptions {
   std::string host = "127.0.0.1";
-  uint16_t port = 0;        // 0: a free port (see port())
-  int threads = 4;          // kSync: completion queues (handler threads grow with the calls in flight)
+  uint16_t port = 0;  // 0: a free port (see port())
+  int threads = 4;    // kSync: completion queues (handler threads grow with the calls in flight)
   GrpcApi api = GrpcApi::kCallback;
-  uint32_t delay_ms = 0;    // before each reply, unless the request says otherwise
+  uint32_t delay_ms = 0;  // before each reply, unless the request says otherwise
   uint32_t stream_messages = 10;
   // TLS (h2 by ALPN, as gRPC speaks it): PEM files; both empty: plaintext (h2c).
   std::string tls_cert{};

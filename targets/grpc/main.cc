@@ -19,8 +19,8 @@ int main(int argc, char** argv) {
   fairbench::targets::TargetFlags flags;
   fairbench::targets::AddTargetFlags(app, &flags);
   fairbench::targets::EchoServerOptions options;
-  const std::map<std::string, fairbench::targets::GrpcApi> apis{
-      {"callback", fairbench::targets::GrpcApi::kCallback}, {"sync", fairbench::targets::GrpcApi::kSync}};
+  const std::map<std::string, fairbench::targets::GrpcApi> apis{{"callback", fairbench::targets::GrpcApi::kCallback},
+                                                                {"sync", fairbench::targets::GrpcApi::kSync}};
   app.add_option("--api", options.api, "the server API: callback (reactors) or sync (a thread per call)")
       ->transform(CLI::CheckedTransformer(apis, CLI::ignore_case))
       ->capture_default_str();
@@ -29,7 +29,8 @@ int main(int argc, char** argv) {
   app.add_option("--stream-messages", options.stream_messages,
                  "replies per ServerStream call (a request's messages overrides it)")
       ->capture_default_str();
-  app.add_option("--tls-cert", options.tls_cert, "TLS: the server's certificate chain, PEM (with --tls-key: h2 by ALPN)");
+  app.add_option("--tls-cert", options.tls_cert,
+                 "TLS: the server's certificate chain, PEM (with --tls-key: h2 by ALPN)");
   app.add_option("--tls-key", options.tls_key, "TLS: the certificate's private key, PEM");
   CLI11_PARSE(app, argc, argv);
   options.host = flags.host;

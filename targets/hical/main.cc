@@ -106,8 +106,8 @@ std::string Facts(const fairbench::targets::TargetFlags& flags) {
   facts["connectionThreads"] = std::to_string(flags.threads);
   facts["concurrentConnections"] =
       "at most 10000 (HttpServer's default maximum; further connections are closed at accept); no idle timeout";
-  facts["listenAddress"] = "0.0.0.0 (every IPv4 address; Hical has no address option, --host " + flags.host +
-                           " is not used)";
+  facts["listenAddress"] =
+      "0.0.0.0 (every IPv4 address; Hical has no address option, --host " + flags.host + " is not used)";
   facts["jsonLibrary"] = std::string("Boost.JSON ") + BOOST_LIB_VERSION + " (Hical's JSON)";
   facts["echo"] = "generic: boost::json::parse, then serialised again";
   facts["allocator"] = build.allocator;
@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
   hical::HttpServer server(flags.port, static_cast<size_t>(flags.threads));
   std::mutex mu;
   std::condition_variable cv;
-  bool served = false;                                         // start() returned; guarded by mu
+  bool served = false;                                          // start() returned; guarded by mu
   fairbench::targets::SampledRequestLog* log_to_end = nullptr;  // set before the server starts
   // SIGTERM/SIGINT: blocked in every thread, so Hical's own signal_set never
   // sees them; our watcher stops the server instead, once it has started

@@ -42,7 +42,7 @@ class AccessLogTail {
   RequestLog* log_;
   int64_t grace_ms_;
   int fd_ = -1;
-  std::string partial_;                 // an incomplete last line
+  std::string partial_;                  // an incomplete last line
   std::map<int64_t, uint64_t> pending_;  // interval start (ms) → requests
   uint64_t total_ = 0;
 };

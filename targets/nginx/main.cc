@@ -50,7 +50,8 @@ using fairbench::Status;
 
 Result<std::string> MakeTempDir() {
   const char* base = std::getenv("TMPDIR");
-  std::string pattern = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/fairbench-target-nginx.XXXXXX";
+  std::string pattern =
+      std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/fairbench-target-nginx.XXXXXX";
   std::vector<char> buf(pattern.begin(), pattern.end());
   buf.push_back('\0');
   if (mkdtemp(buf.data()) == nullptr) return Status::IoError("mkdtemp " + pattern + ": " + std::strerror(errno));
@@ -180,7 +181,8 @@ bool CheckTlsFlags(LauncherOptions* o) {
   if (o->cert_file.empty()) return true;
   auto cert = fairbench::tls::ReadCertificates(o->cert_file, "--cert");
   auto key = cert.ok() ? fairbench::tls::ReadPrivateKey(o->key_file, "--key") : cert.status();
-  const fairbench::Status fits = key.ok() ? fairbench::tls::CheckKeyPair(*cert, *key, "--cert and --key") : key.status();
+  const fairbench::Status fits =
+      key.ok() ? fairbench::tls::CheckKeyPair(*cert, *key, "--cert and --key") : key.status();
   if (!fits.ok()) {
     std::fprintf(stderr, "%s\n", fits.message().c_str());
     return false;
@@ -252,8 +254,8 @@ bool WriteConfig(const std::string& work_dir, const std::string& text) {
 bool WriteSelfSignedCertificate(const LauncherOptions& o, const fairbench::targets::NginxTargetConfig& config) {
   auto pair = fairbench::tls::IssueCertificate(
       fairbench::tls::ServerSpec("fairbench-target-nginx", fairbench::tls::SubjectAltNamesFor(o.flags.host)));
-  const bool written =
-      pair.ok() && WriteNewFile(config.cert_file, pair->cert_pem, 0644) && WriteNewFile(config.key_file, pair->key_pem, 0600);
+  const bool written = pair.ok() && WriteNewFile(config.cert_file, pair->cert_pem, 0644) &&
+                       WriteNewFile(config.key_file, pair->key_pem, 0600);
   if (!written) {
     std::fprintf(stderr, "cannot make a self-signed certificate in %s: %s\n", config.dir.c_str(),
                  pair.ok() ? "write failed" : pair.status().ToString().c_str());

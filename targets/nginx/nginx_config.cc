@@ -30,10 +30,10 @@ Result<std::string> RenderNginxConfig(const NginxTargetConfig& c, std::string_vi
   std::string listen = (v6 ? "[" + c.host + "]" : c.host) + ":" + std::to_string(c.port);
   std::string tls;
   if (c.tls) {
-    if (c.cert_file.empty() || c.key_file.empty()) return Status::InvalidArgument("nginx config: TLS without a certificate");
+    if (c.cert_file.empty() || c.key_file.empty())
+      return Status::InvalidArgument("nginx config: TLS without a certificate");
     listen += " ssl";
-    tls = "    ssl_certificate " + c.cert_file + ";\n" +
-          "    ssl_certificate_key " + c.key_file + ";\n" +
+    tls = "    ssl_certificate " + c.cert_file + ";\n" + "    ssl_certificate_key " + c.key_file + ";\n" +
           "    ssl_protocols TLSv1.2 TLSv1.3;\n"
           "    # Resumption across worker processes (tickets work without it).\n"
           "    ssl_session_cache shared:fairbench:10m;\n";

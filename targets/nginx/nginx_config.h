@@ -33,7 +33,6 @@ std::string_view NginxConfigTemplate();
 // value is InvalidArgument (a template and launcher out of step).
 Result<std::string> FillPlaceholders(std::string_view text, const std::map<std::string, std::string>& values);
 
-Result<std::string> RenderNginxConfig(const NginxTargetConfig& config,
-                                      std::string_view tmpl = NginxConfigTemplate());
+Result<std::string> RenderNginxConfig(const NginxTargetConfig& config, std::string_view tmpl = NginxConfigTemplate());
 
 }  // namespace fairbench::targets

@@ -210,7 +210,8 @@ int main(int argc, char** argv) {
 
   {
     auto router = oatpp::web::server::HttpRouter::createShared();
-    router->addController(std::make_shared<StudyController>(oatpp::parser::json::mapping::ObjectMapper::createShared()));
+    router->addController(
+        std::make_shared<StudyController>(oatpp::parser::json::mapping::ObjectMapper::createShared()));
     auto handler = oatpp::web::server::HttpConnectionHandler::createShared(router);
     std::shared_ptr<oatpp::network::tcp::server::ConnectionProvider> provider;
     try {

@@ -103,7 +103,8 @@ Result<DelayRecords> DelayRecords::FromText(const std::string& text) {
     }
     rec.stalled = stalled != 0;
     if (cols >> request && !Decode(request, &rec.request)) {
-      return Status::InvalidArgument("records file: bad request field after " + std::to_string(r.records.size()) + " records");
+      return Status::InvalidArgument("records file: bad request field after " + std::to_string(r.records.size()) +
+                                     " records");
     }
     r.records.push_back(std::move(rec));
   }

@@ -35,10 +35,10 @@
 namespace fairbench::testing {
 
 struct DelayRecord {
-  uint32_t conn = 0;      // connection number, from 0 in accept order
-  uint32_t seq = 0;       // request number on its connection, from 0
-  uint64_t index = 0;     // request number in the server's arrival order, from 1
-  bool stalled = false;   // this response waited delay + stall
+  uint32_t conn = 0;       // connection number, from 0 in accept order
+  uint32_t seq = 0;        // request number on its connection, from 0
+  uint64_t index = 0;      // request number in the server's arrival order, from 1
+  bool stalled = false;    // this response waited delay + stall
   int64_t arrived_ns = 0;  // the request's last byte arrived (kernel receive time when known)
   int64_t sent_ns = 0;     // its response's first byte was handed to the kernel; 0: never
   std::string request;     // with --record-requests: the request as read (head and body)
@@ -48,12 +48,12 @@ struct DelayRecord {
 };
 
 struct DelayRecords {
-  uint64_t snapshot = 0;     // grows by one with each file written
-  uint64_t connections = 0;  // accepted
-  uint64_t requests = 0;     // complete requests read
-  uint64_t served = 0;       // complete responses handed to the kernel
-  uint64_t abandoned = 0;    // requests read whose client left before the whole response went out
-  uint64_t dropped = 0;      // requests beyond the record limit: counted, not recorded
+  uint64_t snapshot = 0;             // grows by one with each file written
+  uint64_t connections = 0;          // accepted
+  uint64_t requests = 0;             // complete requests read
+  uint64_t served = 0;               // complete responses handed to the kernel
+  uint64_t abandoned = 0;            // requests read whose client left before the whole response went out
+  uint64_t dropped = 0;              // requests beyond the record limit: counted, not recorded
   std::vector<DelayRecord> records;  // in arrival order
 
   std::string ToText() const;

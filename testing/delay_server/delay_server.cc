@@ -161,9 +161,11 @@ Status DelayServer::Listen() {
   const int one = 1;
   setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
-    return Status::Unavailable("bind " + options_.host + ":" + std::to_string(options_.port) + ": " + std::strerror(errno));
+    return Status::Unavailable("bind " + options_.host + ":" + std::to_string(options_.port) + ": " +
+                               std::strerror(errno));
   }
-  if (::listen(listen_fd_, options_.backlog) != 0) return Status::IoError(std::string("listen: ") + std::strerror(errno));
+  if (::listen(listen_fd_, options_.backlog) != 0)
+    return Status::IoError(std::string("listen: ") + std::strerror(errno));
   socklen_t got = sizeof addr;
   getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &got);
   port_ = ntohs(addr.ss_family == AF_INET ? v4->sin_port : v6->sin6_port);
@@ -262,7 +264,8 @@ void DelayServer::Accept() {
 void DelayServer::UpdateEvents(Conn& c) {
   const bool reading = !c.closing;
   epoll_event ev{};
-  ev.events = (reading ? static_cast<uint32_t>(EPOLLIN | EPOLLRDHUP) : 0u) | (c.want_out ? static_cast<uint32_t>(EPOLLOUT) : 0u);
+  ev.events = (reading ? static_cast<uint32_t>(EPOLLIN | EPOLLRDHUP) : 0u) |
+              (c.want_out ? static_cast<uint32_t>(EPOLLOUT) : 0u);
   ev.data.fd = c.fd;
   epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c.fd, &ev);
 }
@@ -421,7 +424,7 @@ void DelayServer::Flush(Conn& c) {
 
 void DelayServer::Close(Conn& c) {
   abandoned_ += c.pending.size() + c.marks.size();
-  ::close(c.fd);  // also leaves the epoll set
+  ::close(c.fd);                              // also leaves the epoll set
   conns_[static_cast<size_t>(c.fd)].reset();  // stale heap entries are skipped by id
 }
 

@@ -85,13 +85,13 @@ class DelayServer {
   struct Mark {
     uint64_t first;  // byte offset of the response on its connection
     uint64_t end;
-    size_t record;   // index into records_, or kNoRecord
+    size_t record;  // index into records_, or kNoRecord
   };
   struct Pending {
     int64_t due_ns;
     size_t record;
-    bool head;   // HEAD: no body
-    bool close;  // answer with Connection: close, then close
+    bool head;       // HEAD: no body
+    bool close;      // answer with Connection: close, then close
     uint64_t index;  // in the server's arrival order
   };
   struct Conn {
@@ -101,8 +101,8 @@ class DelayServer {
     std::string in;  // bytes of requests not complete yet
     std::deque<Pending> pending;
     bool in_heap = false;
-    bool closing = false;      // a Connection: close response is queued: read no more
-    bool want_out = false;     // EPOLLOUT armed after a short write
+    bool closing = false;   // a Connection: close response is queued: read no more
+    bool want_out = false;  // EPOLLOUT armed after a short write
     std::string out;
     size_t out_off = 0;
     uint64_t appended = 0;  // bytes of responses queued on this connection, ever

@@ -33,10 +33,10 @@ Result<std::unique_ptr<DelayServerFixture>> DelayServerFixture::Start(DelayFixtu
     for (int c : options.cpus) list += (list.empty() ? "" : ",") + std::to_string(c);
     sp.argv = {"taskset", "-c", list};
   }
-  for (const std::string& a : {options.binary, std::string("--port"), std::string("0"), std::string("--host"), options.host,
-                               std::string("--delay"), Nanos(options.delay), std::string("--stall-every"),
-                               std::to_string(options.stall_every), std::string("--stall"), Nanos(options.stall),
-                               std::string("--records"), dir->File("records.txt")}) {
+  for (const std::string& a :
+       {options.binary, std::string("--port"), std::string("0"), std::string("--host"), options.host,
+        std::string("--delay"), Nanos(options.delay), std::string("--stall-every"), std::to_string(options.stall_every),
+        std::string("--stall"), Nanos(options.stall), std::string("--records"), dir->File("records.txt")}) {
     sp.argv.push_back(a);
   }
   if (options.record_requests) sp.argv.push_back("--record-requests");
@@ -87,7 +87,8 @@ Result<DelayRecords> DelayServerFixture::Records(std::chrono::milliseconds timeo
       last_snapshot_ = records->snapshot;
       return records;
     }
-    if (std::chrono::steady_clock::now() > deadline) return Status::DeadlineExceeded("no new records snapshot: " + Output());
+    if (std::chrono::steady_clock::now() > deadline)
+      return Status::DeadlineExceeded("no new records snapshot: " + Output());
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
 }

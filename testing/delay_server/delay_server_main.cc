@@ -46,8 +46,9 @@ Status WriteFile(const std::string& path, const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"An HTTP/1.1 server that answers after an exact delay, recording when each request arrived and "
-               "each response left."};
+  CLI::App app{
+      "An HTTP/1.1 server that answers after an exact delay, recording when each request arrived and "
+      "each response left."};
   int port = -1;
   std::string host = "127.0.0.1";
   std::string delay_text = "0";

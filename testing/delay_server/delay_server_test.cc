@@ -82,12 +82,12 @@ TEST(MonotonicOfRealtimeTest, DelaysBetweenClockReadsNeverMakeAnArrivalEarly) {
   timespec real;
   clock_gettime(CLOCK_REALTIME, &real);
   const int64_t before = NowNs();
-  const int64_t mono = MonotonicOfRealtime(static_cast<int64_t>(real.tv_sec) * 1'000'000'000 + real.tv_nsec,
-                                           [](clockid_t c) {
-                                             timespec ts;
-                                             clock_gettime(c, &ts);
-                                             return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-                                           });
+  const int64_t mono =
+      MonotonicOfRealtime(static_cast<int64_t>(real.tv_sec) * 1'000'000'000 + real.tv_nsec, [](clockid_t c) {
+        timespec ts;
+        clock_gettime(c, &ts);
+        return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+      });
   EXPECT_NEAR(static_cast<double>(mono), static_cast<double>(before), 1e6);
 }
 

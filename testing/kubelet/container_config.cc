@@ -62,10 +62,9 @@ Status VerifyRunAsNonRoot(const Json& effective, const std::string& image_user, 
                                       "\", container: " + container + ")");
   }
   if (!uid) {
-    return Status::FailedPrecondition("container has runAsNonRoot and image has non-numeric user (" +
-                                      image_user.substr(0, image_user.find(':')) +
-                                      "), cannot verify user is non-root (pod: \"" + pod_text +
-                                      "\", container: " + container + ")");
+    return Status::FailedPrecondition(
+        "container has runAsNonRoot and image has non-numeric user (" + image_user.substr(0, image_user.find(':')) +
+        "), cannot verify user is non-root (pod: \"" + pod_text + "\", container: " + container + ")");
   }
   return Status::Ok();
 }

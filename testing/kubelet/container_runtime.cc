@@ -34,7 +34,9 @@ namespace jr = ::fairbench::kube::json_read;
 constexpr char kServiceAccountDir[] = "/var/run/secrets/kubernetes.io/serviceaccount";
 constexpr char kServiceAccountVolume[] = "kube-api-access";
 
-kube::ResourceType ServiceAccounts() { return {"", "v1", "ServiceAccount", "serviceaccounts", kube::Scope::kNamespaced}; }
+kube::ResourceType ServiceAccounts() {
+  return {"", "v1", "ServiceAccount", "serviceaccounts", kube::Scope::kNamespaced};
+}
 
 // The engine's RFC 3339 time with nanoseconds ("2026-12-04T19:12:53.123456789Z").
 SysClock::time_point EngineTime(const std::string& text, SysClock::time_point fallback) {
@@ -53,8 +55,8 @@ SysClock::time_point EngineTime(const std::string& text, SysClock::time_point fa
   nanos_digits = static_cast<int>(f.size());
   int64_t nanos = 0;
   for (int i = 0; i < 9; ++i) nanos = nanos * 10 + (i < nanos_digits ? f[static_cast<size_t>(i)] - '0' : 0);
-  return SysClock::time_point(std::chrono::duration_cast<SysClock::duration>(std::chrono::seconds(secs) +
-                                                                              std::chrono::nanoseconds(nanos)));
+  return SysClock::time_point(
+      std::chrono::duration_cast<SysClock::duration>(std::chrono::seconds(secs) + std::chrono::nanoseconds(nanos)));
 }
 
 // Writes `data` to `path` (parents made) with `mode`, group `gid` when >= 0.
@@ -160,13 +162,13 @@ mode_t FileMode(int mode, int64_t fs_group) { return static_cast<mode_t>(mode) |
 
 Status PodWorker::WriteObjectFiles(bool secret, const Json& source, const std::string& volume, const std::string& dir,
                                    int default_mode, int64_t fs_group) {
-  const std::string oname = secret && source.contains("secretName") ? jr::String(source, "secretName")
-                                                                    : jr::String(source, "name");
+  const std::string oname =
+      secret && source.contains("secretName") ? jr::String(source, "secretName") : jr::String(source, "name");
   auto obj = client_.Get(secret ? kube::resources::Secrets() : kube::resources::ConfigMaps(), ns_, oname);
   if (!obj.ok()) {
     if (source.value("optional", false)) return Status::Ok();
-    return Status::Unavailable("MountVolume.SetUp failed for volume \"" + volume + "\" : " +
-                               (secret ? "secret \"" : "configmap \"") + oname + "\" not found");
+    return Status::Unavailable("MountVolume.SetUp failed for volume \"" + volume +
+                               "\" : " + (secret ? "secret \"" : "configmap \"") + oname + "\" not found");
   }
   // Every key (or the listed items) as a file; the mode as given (0644
   // by default), readable by the pod's fsGroup as a kubelet makes it.
@@ -227,12 +229,13 @@ Status PodWorker::WriteDownwardApiFiles(const Json& source, const std::string& d
     for (const char* map : {"labels", "annotations"}) {
       const std::string prefix = std::string("metadata.") + map + "['";
       if (field.rfind(prefix, 0) == 0 && field.size() > prefix.size() + 2 && field.substr(field.size() - 2) == "']") {
-        value = jr::String(md.value(map, Json::object()), field.substr(prefix.size(), field.size() - prefix.size() - 2).c_str());
+        value = jr::String(md.value(map, Json::object()),
+                           field.substr(prefix.size(), field.size() - prefix.size() - 2).c_str());
       }
     }
     if (!value) return Status::InvalidArgument("downwardAPI: unsupported fieldPath \"" + field + "\"");
-    if (Status s = WriteVolumeFile(dir + "/" + path, *value, FileMode(item.value("mode", default_mode), fs_group),
-                                   fs_group);
+    if (Status s =
+            WriteVolumeFile(dir + "/" + path, *value, FileMode(item.value("mode", default_mode), fs_group), fs_group);
         !s.ok()) {
       return s;
     }
@@ -281,8 +284,8 @@ Status PodWorker::PrepareVolumes() {
           const Json t = source["serviceAccountToken"];
           auto token = RequestToken(jr::String(t, "audience"), t.value("expirationSeconds", int64_t{3600}));
           if (!token.ok()) {
-            s = Status::Unavailable("MountVolume.SetUp failed for volume \"" + vname + "\" : " +
-                                    token.status().message());
+            s = Status::Unavailable("MountVolume.SetUp failed for volume \"" + vname +
+                                    "\" : " + token.status().message());
           } else {
             s = WriteVolumeFile(dir + "/" + jr::String(t, "path"), *token, FileMode(mode, fs_group), fs_group);
           }
@@ -307,7 +310,7 @@ Status PodWorker::PrepareVolumes() {
   // says automountServiceAccountToken: false.
   const std::string sa = !jr::String(spec, "serviceAccountName").empty() ? jr::String(spec, "serviceAccountName")
                          : !jr::String(spec, "serviceAccount").empty()   ? jr::String(spec, "serviceAccount")
-                                                                  : "default";
+                                                                         : "default";
   // kube-apiserver's ServiceAccount admission has decided already where it
   // runs (the projected volume above), and a kubelet may not read
   // ServiceAccounts there (the Node authorizer forbids it).
@@ -315,7 +318,6 @@ Status PodWorker::PrepareVolumes() {
   if (projected_token) {
     automount = false;
   } else if (spec.contains("automountServiceAccountToken") && spec["automountServiceAccountToken"].is_boolean()) {
-
     automount = spec["automountServiceAccountToken"].get<bool>();
   } else if (auto account = client_.Get(ServiceAccounts(), ns_, sa); account.ok()) {
     if (account->contains("automountServiceAccountToken") && (*account)["automountServiceAccountToken"].is_boolean()) {
@@ -341,17 +343,19 @@ Status PodWorker::PrepareVolumes() {
 
 Result<std::string> PodWorker::RequestToken(const std::string& audience, int64_t expiration_seconds) {
   const Json spec = pod_.value("spec", Json::object());
-  const std::string sa = jr::String(spec, "serviceAccountName").empty() ? "default" : jr::String(spec, "serviceAccountName");
+  const std::string sa =
+      jr::String(spec, "serviceAccountName").empty() ? "default" : jr::String(spec, "serviceAccountName");
   // A token bound to this pod, as the kubelet's projected volume asks for
   // it: valid while the pod and its ServiceAccount exist.
   Json audiences = Json::array();
   if (!audience.empty()) audiences.push_back(audience);
-  const Json request = {{"apiVersion", "authentication.k8s.io/v1"},
-                        {"kind", "TokenRequest"},
-                        {"spec",
-                         {{"audiences", audiences},
-                          {"expirationSeconds", expiration_seconds},
-                          {"boundObjectRef", {{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", name_}, {"uid", uid_}}}}}};
+  const Json request = {
+      {"apiVersion", "authentication.k8s.io/v1"},
+      {"kind", "TokenRequest"},
+      {"spec",
+       {{"audiences", audiences},
+        {"expirationSeconds", expiration_seconds},
+        {"boundObjectRef", {{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", name_}, {"uid", uid_}}}}}};
   auto token = client_.CreateSubresource(ServiceAccounts(), ns_, sa, "token", request);
   if (!token.ok()) return Status::Unavailable("failed to fetch token: " + token.status().message());
   const std::string text = jr::String(jr::Object(*token, "status"), "token");
@@ -442,7 +446,8 @@ void PodWorker::RefreshHosts() {
   text += "::1\tlocalhost ip6-localhost ip6-loopback\n";
   if (!admission_.pod_ip.empty()) text += admission_.pod_ip + "\t" + name_ + "\n";
   if (!config_.api_host.empty() && config_.api_host.find_first_not_of("0123456789.") == std::string::npos) {
-    text += config_.api_host + "\tkubernetes kubernetes.default kubernetes.default.svc kubernetes.default.svc.cluster.local\n";
+    text += config_.api_host +
+            "\tkubernetes kubernetes.default kubernetes.default.svc kubernetes.default.svc.cluster.local\n";
   }
   text += "# Services of namespace " + ns_ + ", each to a ready pod behind it (no kube-proxy here):\n" + services;
   if (text == hosts_text_) return;
@@ -547,7 +552,8 @@ void PodWorker::StartDockerContainer(Container& c, const std::vector<std::pair<s
   in.image_user = image_user;
   AddCommand(c.spec, env, &in);
   AddPodEnv(name_, config_, env, &in);
-  AddMounts(pod_, c.spec, [this](const Json& v) { return VolumeDir(v); }, PodDir(), &in);
+  AddMounts(
+      pod_, c.spec, [this](const Json& v) { return VolumeDir(v); }, PodDir(), &in);
   in.hosts_file = PodDir() + "/etc-hosts";
   c.cpus = ContainerCpus(c);
   in.cpus = c.cpus;

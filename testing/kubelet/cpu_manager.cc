@@ -75,9 +75,7 @@ Result<std::unique_ptr<CpuManager>> CpuManager::Create(CpuManagerPolicy policy, 
   return std::unique_ptr<CpuManager>(new CpuManager(policy, std::move(cpus), std::move(reserved)));
 }
 
-int64_t CpuManager::AllocatableMillis() const {
-  return static_cast<int64_t>(cpus_.size() - reserved_.size()) * 1000;
-}
+int64_t CpuManager::AllocatableMillis() const { return static_cast<int64_t>(cpus_.size() - reserved_.size()) * 1000; }
 
 int CpuManager::GuaranteedCpus(const json& pod_spec, const json& container) {
   if (ComputeQos(pod_spec) != QosClass::kGuaranteed) return 0;
@@ -113,7 +111,7 @@ Status CpuManager::AllocatePod(const std::string& uid, const json& pod_spec) {
       pool.insert(reuse.begin(), reuse.end());
       if (pool.size() < static_cast<size_t>(n)) {
         return Status::FailedPrecondition("not enough cpus available to satisfy request: requested=" +
-                                         std::to_string(n) + ", available=" + std::to_string(pool.size()));
+                                          std::to_string(n) + ", available=" + std::to_string(pool.size()));
       }
       // Lowest-numbered first, as the static policy packs them.
       std::vector<int> take(pool.begin(), std::next(pool.begin(), n));

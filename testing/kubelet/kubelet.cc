@@ -227,28 +227,29 @@ Json Kubelet::NodeStatus() const {
   std::string arch = u.machine;
   if (arch == "x86_64") arch = "amd64";
   if (arch == "aarch64") arch = "arm64";
-  return {{"capacity", resources},
-          {"allocatable", allocatable},
-          {"conditions",
-           {cond("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-            cond("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-            cond("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-            cond("Ready", "True", "KubeletReady", "kubelet is posting ready status")}},
-          {"addresses",
-           {{{"type", "InternalIP"}, {"address", config_.node_address.empty() ? config_.node_ip : config_.node_address}},
-            {{"type", "Hostname"}, {"address", config_.node_name}}}},
-          {"daemonEndpoints", {{"kubeletEndpoint", {{"Port", node_.kubelet_port}}}}},
-          {"nodeInfo",
-           {{"machineID", FirstLine("/etc/machine-id")},
-            {"systemUUID", FirstLine("/etc/machine-id")},
-            {"bootID", FirstLine("/proc/sys/kernel/random/boot_id")},
-            {"kernelVersion", u.release},
-            {"osImage", OsImage()},
-            {"containerRuntimeVersion", std::string("fairbench-process://") + u.release},
-            {"kubeletVersion", "v1.30.0-fairbench"},
-            {"kubeProxyVersion", ""},
-            {"operatingSystem", "linux"},
-            {"architecture", arch}}}};
+  return {
+      {"capacity", resources},
+      {"allocatable", allocatable},
+      {"conditions",
+       {cond("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+        cond("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+        cond("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+        cond("Ready", "True", "KubeletReady", "kubelet is posting ready status")}},
+      {"addresses",
+       {{{"type", "InternalIP"}, {"address", config_.node_address.empty() ? config_.node_ip : config_.node_address}},
+        {{"type", "Hostname"}, {"address", config_.node_name}}}},
+      {"daemonEndpoints", {{"kubeletEndpoint", {{"Port", node_.kubelet_port}}}}},
+      {"nodeInfo",
+       {{"machineID", FirstLine("/etc/machine-id")},
+        {"systemUUID", FirstLine("/etc/machine-id")},
+        {"bootID", FirstLine("/proc/sys/kernel/random/boot_id")},
+        {"kernelVersion", u.release},
+        {"osImage", OsImage()},
+        {"containerRuntimeVersion", std::string("fairbench-process://") + u.release},
+        {"kubeletVersion", "v1.30.0-fairbench"},
+        {"kubeProxyVersion", ""},
+        {"operatingSystem", "linux"},
+        {"architecture", arch}}}};
 }
 
 Json Kubelet::NodeObject() const {
@@ -385,7 +386,8 @@ void Kubelet::SyncLoop(std::stop_token stop) {
   while (!stop.stop_requested()) {
     Sync();
     MutexLock lock(mu_);
-    wake_.wait_for(lock, std::chrono::milliseconds(200), [&]() REQUIRES(mu_) { return dirty_ || stop.stop_requested(); });
+    wake_.wait_for(lock, std::chrono::milliseconds(200),
+                   [&]() REQUIRES(mu_) { return dirty_ || stop.stop_requested(); });
     dirty_ = false;
   }
 }

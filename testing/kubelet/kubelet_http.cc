@@ -41,7 +41,6 @@ std::string SelectLog(const std::string& text, std::optional<int64_t> tail_lines
   return out;
 }
 
-
 Result<std::unique_ptr<KubeletHttp>> KubeletHttp::Bind(const std::string& host, int port, const std::string& cert_file,
                                                        const std::string& key_file, const std::string& netns) {
   if (!netns.empty()) {

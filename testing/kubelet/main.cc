@@ -47,8 +47,7 @@ struct Flags {
 void AddFlags(CLI::App& app, Flags* f) {
   app.add_option("--kubeconfig", f->kubeconfig, "kubeconfig of the API server")->required();
   app.add_option("--node", f->node, "node name")->required();
-  app.add_option("--cpus", f->cpus_text, "the node's CPUs (0-1,3); capacity cpu = their count")
-      ->required();
+  app.add_option("--cpus", f->cpus_text, "the node's CPUs (0-1,3); capacity cpu = their count")->required();
   app.add_option("--cpu-manager-policy", f->cpu_policy,
                  "none: every container on --cpus; static: Guaranteed pods' integer-CPU containers get CPUs of "
                  "their own, the others the shared pool (the kubelet's cpuManagerPolicy)")
@@ -63,15 +62,17 @@ void AddFlags(CLI::App& app, Flags* f) {
                  "process: containers as local processes from --images; docker: containers of their images "
                  "through the Docker engine")
       ->check(CLI::IsMember({"process", "docker"}));
-  app.add_option("--docker-host", f->docker_host, "the Docker engine (unix:///path; default $DOCKER_HOST, else /var/run/docker.sock)");
+  app.add_option("--docker-host", f->docker_host,
+                 "the Docker engine (unix:///path; default $DOCKER_HOST, else /var/run/docker.sock)");
   app.add_option("--pod-ip-base", f->ip_base, "pods get <base>.1, <base>.2, ...");
   app.add_option("--listen", f->listen, "HOST:PORT of the kubelet endpoint (port 0: any)");
   app.add_option("--log-dir", f->log_dir, "container logs go here")->required();
   app.add_option("--root-dir", f->root_dir, "pod volumes go here (default: <log-dir>/kubelet)");
   app.add_option("--heartbeat", f->heartbeat_text, "node status and lease renewal period");
   app.add_option("--restart-backoff", f->backoff_text, "first restart back-off (doubles, up to 300s)");
-  app.add_option("--stats-period", f->stats_period_text,
-                 "how often container stats are collected; /stats/summary serves the last collection (0: every request)");
+  app.add_option(
+      "--stats-period", f->stats_period_text,
+      "how often container stats are collected; /stats/summary serves the last collection (0: every request)");
   app.add_option("--max-pods", f->max_pods, "pods capacity");
   app.add_option("--listen-netns", f->listen_netns,
                  "network namespace (a name under /run/netns, or a path) the endpoint listens in; --listen names an "
@@ -81,7 +82,8 @@ void AddFlags(CLI::App& app, Flags* f) {
                  "a 127.x address or with --listen-netns, else 127.0.0.1)");
   app.add_option("--proxy-kubeconfig", f->proxy_kubeconfig,
                  "kubeconfig Services are resolved with (kube-proxy's identity); default: --kubeconfig's");
-  app.add_option("--tls-cert-file", f->tls_cert, "serving certificate (PEM): the endpoint speaks HTTPS, as a kubelet's does");
+  app.add_option("--tls-cert-file", f->tls_cert,
+                 "serving certificate (PEM): the endpoint speaks HTTPS, as a kubelet's does");
   app.add_option("--tls-private-key-file", f->tls_key, "its key (PEM)");
   app.add_flag("--no-cgroups", f->no_cgroups, "never create per-container cgroups");
 }
@@ -104,9 +106,8 @@ int ConfigureNode(const Flags& f, kl::KubeletConfig* config, kl::NodeOptions* op
     if (!r.ok()) return Bad("--reserved-cpus: " + r.status().message());
     reserved = *r;
   }
-  auto manager = kl::CpuManager::Create(f.cpu_policy == "static" ? kl::CpuManagerPolicy::kStatic
-                                                                 : kl::CpuManagerPolicy::kNone,
-                                        config->cpus, reserved);
+  auto manager = kl::CpuManager::Create(
+      f.cpu_policy == "static" ? kl::CpuManagerPolicy::kStatic : kl::CpuManagerPolicy::kNone, config->cpus, reserved);
   if (!manager.ok()) return Bad(manager.status().message());
   config->cpu_manager = std::move(*manager);
   auto mem = fairbench::ParseBytes(f.memory_text);
@@ -172,8 +173,7 @@ int ConfigurePods(const Flags& f, kl::KubeletConfig* config, kl::NodeOptions* op
   opts->max_pods = f.max_pods;
   config->cgroups = !f.no_cgroups;
   config->log_dir = std::filesystem::absolute(f.log_dir).string();
-  config->root_dir =
-      f.root_dir.empty() ? config->log_dir + "/kubelet" : std::filesystem::absolute(f.root_dir).string();
+  config->root_dir = f.root_dir.empty() ? config->log_dir + "/kubelet" : std::filesystem::absolute(f.root_dir).string();
   return 0;
 }
 

@@ -227,8 +227,8 @@ Result<ImageMap> LoadImageMap(const std::string& path) {
 std::vector<std::string> ComposeArgv(const ImageEntry& image, const Json& container) {
   std::vector<std::string> command;
   std::vector<std::string> args;
-  const bool has_command = container.contains("command") && container["command"].is_array() &&
-                           !container["command"].empty();
+  const bool has_command =
+      container.contains("command") && container["command"].is_array() && !container["command"].empty();
   const bool has_args = container.contains("args") && container["args"].is_array() && !container["args"].empty();
   if (has_command) {
     for (const Json& s : container["command"]) command.push_back(s.is_string() ? s.get<std::string>() : s.dump());
@@ -244,9 +244,7 @@ std::vector<std::string> ComposeArgv(const ImageEntry& image, const Json& contai
 
 namespace {
 
-bool PathChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
-}
+bool PathChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-'; }
 
 }  // namespace
 

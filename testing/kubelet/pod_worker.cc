@@ -93,7 +93,6 @@ constexpr auto kMaxBackoff = std::chrono::seconds(300);
 
 }  // namespace
 
-
 PodWorker::PodWorker(const KubeletConfig& config, kube::Client& client, kube::EventRecorder* events, Json pod,
                      Admission admission)
     : config_(config),
@@ -365,8 +364,8 @@ class EnvBuilder {
       auto v = DataValue(secret, *obj, key);
       if (!v) {
         if (optional) return Status::Ok();
-        return Status::NotFound("couldn't find key " + key + " in " + (secret ? "Secret " : "ConfigMap ") +
-                                fields_.ns + "/" + oname);
+        return Status::NotFound("couldn't find key " + key + " in " + (secret ? "Secret " : "ConfigMap ") + fields_.ns +
+                                "/" + oname);
       }
       env.emplace_back(ename, *v);
     } else if (from.contains("resourceFieldRef")) {
@@ -432,8 +431,7 @@ namespace {
 
 // Volume mounts: the mount path, where it appears in argv, env and the
 // working directory, becomes the volume's host directory (`volume_dir`).
-EnvList HostMounts(const Json& pod, const Json& container,
-                   const std::function<std::string(const Json&)>& volume_dir) {
+EnvList HostMounts(const Json& pod, const Json& container, const std::function<std::string(const Json&)>& volume_dir) {
   EnvList mounts;
   std::map<std::string, Json> volumes;
   for (const Json& v : pod.value("spec", Json::object()).value("volumes", Json::array())) {
@@ -476,8 +474,8 @@ controller::ProcessOptions ProcessOptionsFor(const ImageEntry& image, const Json
 void ResourceLimits(const Json& container, std::optional<int64_t>* memory, std::optional<int64_t>* cpu) {
   const Json limits = container.value("resources", Json::object()).value("limits", Json::object());
   if (limits.contains("memory")) {
-    auto b = ParseMemoryBytes(limits["memory"].is_string() ? limits["memory"].get<std::string>()
-                                                           : limits["memory"].dump());
+    auto b =
+        ParseMemoryBytes(limits["memory"].is_string() ? limits["memory"].get<std::string>() : limits["memory"].dump());
     if (b.ok()) *memory = *b;
   }
   if (limits.contains("cpu")) {
@@ -527,8 +525,7 @@ void PodWorker::StartContainer(Container& c) {
   c.cpus = ContainerCpus(c);
   po.cpus = c.cpus;
   po.nofile = kNofile;
-  const std::string dir =
-      config_.log_dir + "/pods/" + ns_ + "_" + name_ + "_" + uid_ + "/" + c.name;
+  const std::string dir = config_.log_dir + "/pods/" + ns_ + "_" + name_ + "_" + uid_ + "/" + c.name;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (!c.log_path.empty()) c.previous_log_path = c.log_path;
@@ -676,17 +673,17 @@ void PodWorker::Tick() {
   auto schedule_restart = [&](Container& c) REQUIRES(mu_) {
     c.last_state = {{"terminated", TerminatedJson(c.term_reason, c.term_message, c.exit_code, c.signal, c.started_at,
                                                   c.finished_at, c.container_id)}};
-    const auto delay = std::min<std::chrono::milliseconds>(
-        config_.restart_backoff * (1LL << std::min(c.backoff_step, 16)),
-        std::chrono::duration_cast<std::chrono::milliseconds>(kMaxBackoff));
+    const auto delay =
+        std::min<std::chrono::milliseconds>(config_.restart_backoff * (1LL << std::min(c.backoff_step, 16)),
+                                            std::chrono::duration_cast<std::chrono::milliseconds>(kMaxBackoff));
     c.backoff_step++;
     c.restart_at = now + delay;
     c.state = Container::State::kWaiting;
     c.waiting_reason = "CrashLoopBackOff";
-    Event(true, "BackOff", "Back-off restarting failed container " + c.name + " in pod " + name_ + "_" + ns_ + "(" +
-                               uid_ + ")");
-    c.waiting_message = "back-off " + std::to_string(delay.count() / 1000) + "s restarting failed container=" +
-                        c.name + " pod=" + name_ + "_" + ns_ + "(" + uid_ + ")";
+    Event(true, "BackOff",
+          "Back-off restarting failed container " + c.name + " in pod " + name_ + "_" + ns_ + "(" + uid_ + ")");
+    c.waiting_message = "back-off " + std::to_string(delay.count() / 1000) + "s restarting failed container=" + c.name +
+                        " pod=" + name_ + "_" + ns_ + "(" + uid_ + ")";
   };
   auto due = [&](const Container& c) { return c.state == Container::State::kWaiting && now >= c.restart_at; };
   auto restart_if_due = [&](Container& c) REQUIRES(mu_) {
@@ -738,8 +735,7 @@ void PodWorker::Tick() {
       break;
     }
     case Stage::kDone:
-    case Stage::kFinished:
-      break;
+    case Stage::kFinished: break;
   }
 }
 
@@ -988,12 +984,10 @@ Json ContainerStatusJson(const ContainerT& c) {
       s["state"] = {{"waiting", w}};
       break;
     }
-    case State::kRunning:
-      s["state"] = {{"running", {{"startedAt", api::FormatTimeSeconds(c.started_at)}}}};
-      break;
+    case State::kRunning: s["state"] = {{"running", {{"startedAt", api::FormatTimeSeconds(c.started_at)}}}}; break;
     case State::kTerminated:
-      s["state"] = {{"terminated", TerminatedJson(c.term_reason, c.term_message, c.exit_code, c.signal,
-                                                  c.started_at, c.finished_at, c.container_id)}};
+      s["state"] = {{"terminated", TerminatedJson(c.term_reason, c.term_message, c.exit_code, c.signal, c.started_at,
+                                                  c.finished_at, c.container_id)}};
       break;
   }
   if (c.ever_started) s["containerID"] = c.container_id;
@@ -1281,8 +1275,8 @@ std::variant<std::string, LogError> PodWorker::LogFile(const std::string& contai
         const std::string id = previous ? (cp->old_docker_ids.empty() ? "" : cp->old_docker_ids.back()) : cp->docker_id;
         if (id.empty()) {
           if (previous) {
-            return LogError{400, "previous terminated container \"" + container + "\" in pod \"" + name_ +
-                                     "\" not found"};
+            return LogError{400,
+                            "previous terminated container \"" + container + "\" in pod \"" + name_ + "\" not found"};
           }
           return LogError{400, "container \"" + container + "\" in pod \"" + name_ + "\" is waiting to start: " +
                                    (cp->waiting_reason.empty() ? "ContainerCreating" : cp->waiting_reason)};
@@ -1304,8 +1298,8 @@ std::variant<std::string, LogError> PodWorker::LogFile(const std::string& contai
       }
       if (previous) {
         if (cp->previous_log_path.empty()) {
-          return LogError{400, "previous terminated container \"" + container + "\" in pod \"" + name_ +
-                                   "\" not found"};
+          return LogError{400,
+                          "previous terminated container \"" + container + "\" in pod \"" + name_ + "\" not found"};
         }
         return cp->previous_log_path;
       }

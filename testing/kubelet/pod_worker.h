@@ -200,8 +200,8 @@ class PodWorker {
   Status WriteObjectFiles(bool secret, const kube::Json& source, const std::string& volume, const std::string& dir,
                           int default_mode, int64_t fs_group) REQUIRES(mu_);
   // A downwardAPI volume's (or projected source's) items.
-  Status WriteDownwardApiFiles(const kube::Json& source, const std::string& dir, int default_mode,
-                               int64_t fs_group) REQUIRES(mu_);
+  Status WriteDownwardApiFiles(const kube::Json& source, const std::string& dir, int default_mode, int64_t fs_group)
+      REQUIRES(mu_);
   Status WriteServiceAccountVolume(const std::string& dir) REQUIRES(mu_);
   // A TokenRequest for the pod's ServiceAccount, bound to the pod.
   Result<std::string> RequestToken(const std::string& audience, int64_t expiration_seconds) REQUIRES(mu_);

@@ -26,9 +26,9 @@
 namespace fairbench::kubelet {
 
 struct ServicePortRoute {
-  int port = 0;             // the Service's port
-  std::string target_ip;    // the chosen pod's IP (loopback)
-  int target_port = 0;      // its targetPort, resolved
+  int port = 0;           // the Service's port
+  std::string target_ip;  // the chosen pod's IP (loopback)
+  int target_port = 0;    // its targetPort, resolved
 };
 
 class ServiceProxy {

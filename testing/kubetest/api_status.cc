@@ -5,8 +5,8 @@ namespace fairbench::kubetest {
 StatusReply MakeStatus(int code, const std::string& reason, const std::string& message, json details) {
   StatusReply r;
   r.code = code;
-  r.body = {{"kind", "Status"},        {"apiVersion", "v1"}, {"metadata", json::object()},
-            {"status", "Failure"},     {"message", message}, {"reason", reason},
+  r.body = {{"kind", "Status"},    {"apiVersion", "v1"}, {"metadata", json::object()},
+            {"status", "Failure"}, {"message", message}, {"reason", reason},
             {"code", code}};
   if (!details.is_null()) r.body["details"] = std::move(details);
   return r;

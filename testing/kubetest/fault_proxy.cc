@@ -15,9 +15,18 @@ using namespace std::chrono_literals;
 
 // Headers that belong to one hop, not to the request or its answer.
 bool HopByHop(const std::string& name) {
-  static const std::set<std::string> kHop = {
-      "host",        "connection",   "keep-alive",  "content-length", "transfer-encoding", "accept-encoding",
-      "content-encoding", "remote_addr", "remote_port", "local_addr",   "local_port",        "upgrade"};
+  static const std::set<std::string> kHop = {"host",
+                                             "connection",
+                                             "keep-alive",
+                                             "content-length",
+                                             "transfer-encoding",
+                                             "accept-encoding",
+                                             "content-encoding",
+                                             "remote_addr",
+                                             "remote_port",
+                                             "local_addr",
+                                             "local_port",
+                                             "upgrade"};
   std::string lower;
   for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return kHop.count(lower) > 0;
@@ -239,7 +248,6 @@ void FaultProxy::Watch::Send(const std::shared_ptr<Watch>& w, httplib::Request u
     w->cv.notify_all();
   });
 }
-
 
 Result<std::unique_ptr<FaultProxy>> FaultProxy::Start(FaultProxyOptions options) {
   std::unique_ptr<FaultProxy> p(new FaultProxy());

@@ -37,8 +37,8 @@ class ClientImpl;
 namespace fairbench::kubetest {
 
 struct FaultProxyOptions {
-  std::string upstream;  // the API server: https://127.0.0.1:PORT
-  std::string ca_file;   // its CA
+  std::string upstream;                           // the API server: https://127.0.0.1:PORT
+  std::string ca_file;                            // its CA
   std::string client_cert_file, client_key_file;  // the administrator's client certificate
   std::string admin_user = "kubernetes-admin";    // who that certificate is (for FaultConfig.users)
   // Compacts etcd at its current revision (KubeCluster::Compact): what an

@@ -132,8 +132,8 @@ Result<FaultConfig> FaultConfig::Parse(std::string_view text) {
 
 std::string FaultConfig::ToString() const {
   std::string out = "error=" + Rate(server_error_rate) + ",throttle=" + Rate(throttle_rate) +
-                    ",retry-after=" + std::to_string(retry_after_seconds) + ",latency=" +
-                    std::to_string(latency.count()) + "ms,latency-rate=" + Rate(latency_rate) +
+                    ",retry-after=" + std::to_string(retry_after_seconds) +
+                    ",latency=" + std::to_string(latency.count()) + "ms,latency-rate=" + Rate(latency_rate) +
                     ",watch-drop=" + Rate(watch_drop_rate) + ",expire=" + Rate(expire_rate) +
                     ",timeout=" + Rate(timeout_rate) + ",seed=" + std::to_string(seed);
   for (const auto& u : users) out += ",user=" + u;
@@ -210,7 +210,8 @@ FaultPlan FaultInjector::Plan(const std::string& method, const std::string& path
           plan.reply = ServiceUnavailable("injected fault: the server is currently unable to handle the request");
           break;
         case 504:
-          plan.reply = GatewayTimeout("injected fault: the server was unable to return a response in the time allotted");
+          plan.reply =
+              GatewayTimeout("injected fault: the server was unable to return a response in the time allotted");
           break;
         default: plan.reply = InternalError("injected fault"); break;
       }

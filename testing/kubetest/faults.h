@@ -48,17 +48,17 @@ namespace fairbench::kubetest {
 struct FaultConfig {
   double server_error_rate = 0;  // one of server_error_codes, before the request is handled
   std::vector<int> server_error_codes = {500, 503, 504};
-  double throttle_rate = 0;      // 429 with Retry-After
+  double throttle_rate = 0;  // 429 with Retry-After
   int retry_after_seconds = 1;
-  double watch_drop_rate = 0;    // after each streamed watch event, cut the connection
+  double watch_drop_rate = 0;  // after each streamed watch event, cut the connection
   std::chrono::milliseconds latency{0};
-  double latency_rate = 1;       // share of eligible requests that wait `latency`
-  double expire_rate = 0;        // compact the history before a watch from an RV or a continued list
-  double timeout_rate = 0;       // handle a non-watch request, then answer 504
-  bool include_watches = true;   // also fail watch requests before they stream
-  std::set<std::string> methods;             // empty = all
-  std::vector<std::string> path_prefixes;    // empty = all resource paths
-  std::set<std::string> users;               // empty = every user (anonymous included)
+  double latency_rate = 1;                 // share of eligible requests that wait `latency`
+  double expire_rate = 0;                  // compact the history before a watch from an RV or a continued list
+  double timeout_rate = 0;                 // handle a non-watch request, then answer 504
+  bool include_watches = true;             // also fail watch requests before they stream
+  std::set<std::string> methods;           // empty = all
+  std::vector<std::string> path_prefixes;  // empty = all resource paths
+  std::set<std::string> users;             // empty = every user (anonymous included)
   uint64_t seed = 1;
 
   // The text form above; an error names the key and the value.

@@ -39,10 +39,8 @@ json Scalar(const YAML::Node& node) {
 json Convert(const YAML::Node& node) {
   switch (node.Type()) {
     case YAML::NodeType::Undefined:
-    case YAML::NodeType::Null:
-      return nullptr;
-    case YAML::NodeType::Scalar:
-      return Scalar(node);
+    case YAML::NodeType::Null: return nullptr;
+    case YAML::NodeType::Scalar: return Scalar(node);
     case YAML::NodeType::Sequence: {
       json a = json::array();
       for (const auto& item : node) a.push_back(Convert(item));

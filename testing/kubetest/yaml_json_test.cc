@@ -34,9 +34,9 @@ TEST(YamlJson, ControlCharactersAndTextThatIsNotUtf8AreRefused) {
   const auto message = [](std::string_view text) { return std::string(YamlToJson(text).status().message()); };
   const std::string prefix = "error converting YAML to JSON: yaml: ";
   EXPECT_EQ(message(std::string("a: x\0_b\n", 8)), prefix + "control characters are not allowed");
-  EXPECT_EQ(message("a: x\x7fy\n"), prefix + "control characters are not allowed");             // DEL
-  EXPECT_EQ(message("a: x\xc2\x80y\n"), prefix + "control characters are not allowed");        // a C1 control
-  EXPECT_EQ(message("a: x\xef\xbf\xbey\n"), prefix + "control characters are not allowed");   // U+FFFE
+  EXPECT_EQ(message("a: x\x7fy\n"), prefix + "control characters are not allowed");          // DEL
+  EXPECT_EQ(message("a: x\xc2\x80y\n"), prefix + "control characters are not allowed");      // a C1 control
+  EXPECT_EQ(message("a: x\xef\xbf\xbey\n"), prefix + "control characters are not allowed");  // U+FFFE
   EXPECT_EQ(message("a: \xff\n"), prefix + "invalid leading UTF-8 octet");
   EXPECT_EQ(message("a: \x80\n"), prefix + "invalid leading UTF-8 octet");
   EXPECT_EQ(message("a: caf\xe9 au lait\n"), prefix + "invalid trailing UTF-8 octet");

@@ -39,7 +39,8 @@ struct Setup {
     if (OptionVariables().empty()) return;
     const char* base_env = getenv("FAIRBENCH_SANITIZER_REPORTS");
     const char* tmp = getenv("TMPDIR");
-    fs::path base = base_env != nullptr && *base_env != '\0' ? base_env : (tmp != nullptr && *tmp != '\0' ? tmp : "/tmp");
+    fs::path base =
+        base_env != nullptr && *base_env != '\0' ? base_env : (tmp != nullptr && *tmp != '\0' ? tmp : "/tmp");
     std::error_code ec;
     fs::create_directories(base, ec);
     std::string name = program_invocation_short_name;

@@ -65,8 +65,7 @@ bool HttpResponse::HasHeader(std::string_view name) const {
 }
 
 std::string BuildRequest(std::string_view method, std::string_view path, std::string_view host,
-                         const std::vector<std::pair<std::string, std::string>>& headers,
-                         std::string_view body) {
+                         const std::vector<std::pair<std::string, std::string>>& headers, std::string_view body) {
   std::string r;
   r.append(method).append(" ").append(path).append(" HTTP/1.1\r\nHost: ").append(host).append("\r\n");
   for (const auto& [k, v] : headers) r.append(k).append(": ").append(v).append("\r\n");

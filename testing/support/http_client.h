@@ -58,8 +58,7 @@ class HttpConnection {
   // head_response: the request was HEAD, so no body follows the headers.
   Result<HttpResponse> ReadResponse(std::chrono::milliseconds timeout = std::chrono::seconds(5),
                                     bool head_response = false);
-  Result<HttpResponse> RoundTrip(std::string_view request,
-                                 std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  Result<HttpResponse> RoundTrip(std::string_view request, std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
   // Waits for the peer to close: true on EOF or reset (with no unread
   // data), false if bytes arrive or the timeout passes first.

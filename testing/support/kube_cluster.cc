@@ -228,7 +228,8 @@ Result<TestNamespace> TestNamespace::Create(const KubeCluster& cluster, const st
   while (!name.empty() && name.back() == '-') name.pop_back();
   if (name.empty()) name = "t";
   name += "-" + std::to_string(getpid()) + "-" + std::to_string(serial.fetch_add(1));
-  std::string yaml = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + name + "\n  labels:\n"
+  std::string yaml = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + name +
+                     "\n  labels:\n"
                      "    fairbench.dev/test: \"true\"\n";
   for (const auto& [k, v] : labels) yaml += "    " + k + ": \"" + v + "\"\n";
   auto created = AdminKubectl(cluster, {"create", "-f", "-"}, yaml);
@@ -237,7 +238,8 @@ Result<TestNamespace> TestNamespace::Create(const KubeCluster& cluster, const st
   // has made the namespace's "default" ServiceAccount: a test starts after.
   const auto until = std::chrono::steady_clock::now() + 30s;
   for (;;) {
-    auto sa = AdminKubectl(cluster, {"get", "serviceaccount", "default", "-n", name, "-o", "name", "--ignore-not-found"});
+    auto sa =
+        AdminKubectl(cluster, {"get", "serviceaccount", "default", "-n", name, "-o", "name", "--ignore-not-found"});
     if (sa.ok() && !Trim(*sa).empty()) break;
     if (std::chrono::steady_clock::now() > until) {
       return Status::DeadlineExceeded("namespace " + name + " has no default ServiceAccount after 30 s");
@@ -270,8 +272,7 @@ TestNamespace::~TestNamespace() {
   if (name_.empty()) return;
   // The namespace controller removes what is left in it; nobody waits.
   SubprocessOptions o;
-  o.argv = {kubectl_, "--kubeconfig", kubeconfig_, "delete", "namespace", name_, "--wait=false",
-            "--ignore-not-found"};
+  o.argv = {kubectl_, "--kubeconfig", kubeconfig_, "delete", "namespace", name_, "--wait=false", "--ignore-not-found"};
   o.stdout_to = Redirect::Null();
   o.stderr_to = Redirect::Null();
   auto p = Subprocess::Start(o);
@@ -297,8 +298,8 @@ Status InstallProductCrd(const KubeCluster& cluster) {
   // whose status has no conditions yet: asked again until it waits.
   Status last = Status::Ok();
   for (int i = 0; i < 30; ++i) {
-    auto waited = AdminKubectl(cluster, {"wait", "--for=condition=Established", "crd/benchmarkruns.fairbench.dev",
-                                         "--timeout=20s"});
+    auto waited = AdminKubectl(
+        cluster, {"wait", "--for=condition=Established", "crd/benchmarkruns.fairbench.dev", "--timeout=20s"});
     if (waited.ok()) return Status::Ok();
     last = waited.status();
     std::this_thread::sleep_for(200ms);

@@ -27,12 +27,23 @@ std::string_view ModeName(MisbehavingMode mode) {
 
 const std::vector<MisbehavingMode>& AllModes() {
   static const std::vector<MisbehavingMode> kAll = {
-      MisbehavingMode::kOk,           MisbehavingMode::kResetMidResponse, MisbehavingMode::kCloseEarly,
-      MisbehavingMode::kCloseAfterHeaders, MisbehavingMode::kDelay,      MisbehavingMode::kStatus500,
-      MisbehavingMode::kStatusMix,    MisbehavingMode::kChunked,          MisbehavingMode::kConnectionClose,
-      MisbehavingMode::kCloseDelimited, MisbehavingMode::kGarbage,        MisbehavingMode::kSlowAccept,
-      MisbehavingMode::kEcho,         MisbehavingMode::kEchoCached,       MisbehavingMode::kEchoWrongLength,
-      MisbehavingMode::kEchoNoDate,   MisbehavingMode::kEchoFrozenDate,
+      MisbehavingMode::kOk,
+      MisbehavingMode::kResetMidResponse,
+      MisbehavingMode::kCloseEarly,
+      MisbehavingMode::kCloseAfterHeaders,
+      MisbehavingMode::kDelay,
+      MisbehavingMode::kStatus500,
+      MisbehavingMode::kStatusMix,
+      MisbehavingMode::kChunked,
+      MisbehavingMode::kConnectionClose,
+      MisbehavingMode::kCloseDelimited,
+      MisbehavingMode::kGarbage,
+      MisbehavingMode::kSlowAccept,
+      MisbehavingMode::kEcho,
+      MisbehavingMode::kEchoCached,
+      MisbehavingMode::kEchoWrongLength,
+      MisbehavingMode::kEchoNoDate,
+      MisbehavingMode::kEchoFrozenDate,
   };
   return kAll;
 }

@@ -70,7 +70,8 @@ ReadResult ReadRequest(int fd, std::string* buf, Request* req) {
   req->keep_alive = request_line.size() < 8 || request_line.substr(request_line.size() - 8) != "HTTP/1.0";
   if (const size_t sp = request_line.find(' '); sp != std::string_view::npos) {
     const size_t end = request_line.find(' ', sp + 1);
-    req->target = std::string(request_line.substr(sp + 1, end == std::string_view::npos ? std::string_view::npos : end - sp - 1));
+    req->target =
+        std::string(request_line.substr(sp + 1, end == std::string_view::npos ? std::string_view::npos : end - sp - 1));
   }
   size_t content_length = 0;
   size_t pos = line_end == std::string_view::npos ? head.size() : line_end + 2;
@@ -227,9 +228,7 @@ void MisbehavingServer::HandleConnection(int fd) {
     requests_read_.fetch_add(1);
     bool keep_open = req.keep_alive;
     switch (options_.mode) {
-      case MisbehavingMode::kOk:
-        keep_open = WriteResponse(fd, kOk, true) && keep_open;
-        break;
+      case MisbehavingMode::kOk: keep_open = WriteResponse(fd, kOk, true) && keep_open; break;
       case MisbehavingMode::kResetMidResponse: {
         WriteResponse(fd, kOk.substr(0, kOk.size() / 2), false);
         partial_responses_.fetch_add(1);
@@ -238,12 +237,10 @@ void MisbehavingServer::HandleConnection(int fd) {
         close(fd);
         return;
       }
-      case MisbehavingMode::kCloseEarly:
-        CloseGracefully(fd);
-        return;
+      case MisbehavingMode::kCloseEarly: CloseGracefully(fd); return;
       case MisbehavingMode::kCloseAfterHeaders:
-        WriteResponse(fd,
-                      "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\n0123456789", false);
+        WriteResponse(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\n0123456789",
+                      false);
         partial_responses_.fetch_add(1);
         CloseGracefully(fd);
         return;
@@ -295,14 +292,11 @@ void MisbehavingServer::HandleConnection(int fd) {
         keep_open =
             WriteResponse(fd, "HTTP/1.1 abc Garbage\r\nContent-Length: 13\r\n\r\nHello, World!", true) && keep_open;
         break;
-      case MisbehavingMode::kSlowAccept:
-        break;  // never accepted, so never here
+      case MisbehavingMode::kSlowAccept: break;  // never accepted, so never here
       case MisbehavingMode::kEcho:
       case MisbehavingMode::kEchoCached:
       case MisbehavingMode::kEchoNoDate:
-      case MisbehavingMode::kEchoFrozenDate:
-        keep_open = WriteResponse(fd, Echo(req.target), true) && keep_open;
-        break;
+      case MisbehavingMode::kEchoFrozenDate: keep_open = WriteResponse(fd, Echo(req.target), true) && keep_open; break;
       case MisbehavingMode::kEchoWrongLength:
         WriteResponse(fd, Echo(req.target), true);
         keep_open = false;

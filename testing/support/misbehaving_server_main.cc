@@ -33,7 +33,8 @@ Status WriteStatsFile(const std::string& path, const std::string& json) {
   std::string data = json + "\n";
   bool ok = write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size());
   close(fd);
-  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) return Status::IoError("write " + path + ": " + std::strerror(errno));
+  if (!ok || rename(tmp.c_str(), path.c_str()) != 0)
+    return Status::IoError("write " + path + ": " + std::strerror(errno));
   return Status::Ok();
 }
 

@@ -23,10 +23,10 @@ struct MisbehavingStats {
   // client that stopped reading): then responses_written may be one short.
   bool settled = true;
   uint64_t connections_accepted = 0;
-  uint64_t requests_read = 0;       // complete requests (headers and body)
-  uint64_t responses_written = 0;   // complete responses handed to the kernel
-  uint64_t partial_responses = 0;   // cut-off responses (reset-mid-response, close-after-headers)
-  uint64_t abandoned_responses = 0; // delay mode: the client left before the answer was due
+  uint64_t requests_read = 0;        // complete requests (headers and body)
+  uint64_t responses_written = 0;    // complete responses handed to the kernel
+  uint64_t partial_responses = 0;    // cut-off responses (reset-mid-response, close-after-headers)
+  uint64_t abandoned_responses = 0;  // delay mode: the client left before the answer was due
 
   std::string ToJson() const;
   static Result<MisbehavingStats> FromJson(const std::string& text);

@@ -100,14 +100,14 @@ std::string NginxFixture::RenderConfig(const NginxOptions& o, uint16_t port, con
       << "    ssl_session_cache shared:fairbench:1m;\n";
   }
   c  // A request with a body is answered by the echo module after reading it
-    // all, so that $request_length counts the body; nginx's `return` would
-    // answer first and discard the body afterwards.
-    << "    location = / {\n"
-    << "      default_type text/plain;\n"
-    << "      if ($fairbench_has_body = 0) { return 200 'Hello, World!'; }\n"
-    << "      echo_read_request_body;\n"
-    << "      echo -n 'Hello, World!';\n"
-    << "    }\n";
+      // all, so that $request_length counts the body; nginx's `return` would
+      // answer first and discard the body afterwards.
+      << "    location = / {\n"
+      << "      default_type text/plain;\n"
+      << "      if ($fairbench_has_body = 0) { return 200 'Hello, World!'; }\n"
+      << "      echo_read_request_body;\n"
+      << "      echo -n 'Hello, World!';\n"
+      << "    }\n";
   for (int code = 200; code <= 599; ++code) {
     c << "    location = /status/" << code << " { return " << code << "; }\n";
   }
@@ -162,8 +162,8 @@ Status NginxFixture::Start() {
       if (!out) return Status::IoError("cannot write " + dir->File("nginx.conf"));
     }
     SubprocessOptions sp;
-    sp.argv = {options_.nginx_path, "-p", dir->path().string(), "-c", dir->File("nginx.conf"), "-e",
-               dir->File("error.log")};
+    sp.argv = {options_.nginx_path,     "-p", dir->path().string(),  "-c",
+               dir->File("nginx.conf"), "-e", dir->File("error.log")};
     sp.stdout_to = Redirect::File(dir->File("stdout.log"));
     sp.stderr_to = Redirect::File(dir->File("stderr.log"));
     auto process = Subprocess::Start(std::move(sp));

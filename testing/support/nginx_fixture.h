@@ -46,7 +46,7 @@ struct NginxTls {
   std::string certificate;
   std::string certificate_key;
   std::string protocols = "TLSv1.2 TLSv1.3";  // ssl_protocols
-  bool session_tickets = true;                 // ssl_session_tickets
+  bool session_tickets = true;                // ssl_session_tickets
 };
 
 struct NginxOptions {
@@ -74,13 +74,13 @@ struct NginxOptions {
 
 // One access log line; fields as nginx logs them.
 struct AccessLogEntry {
-  double msec = 0;            // $msec: request end, seconds since the epoch
-  std::string method;         // $request_method ("-" if none)
-  std::string uri;            // $request_uri, as sent
-  int status = 0;             // $status
-  uint64_t request_length = 0;  // request line + headers + body
-  uint64_t bytes_sent = 0;      // headers + body
-  uint64_t connection = 0;      // $connection: serial number of the connection
+  double msec = 0;                   // $msec: request end, seconds since the epoch
+  std::string method;                // $request_method ("-" if none)
+  std::string uri;                   // $request_uri, as sent
+  int status = 0;                    // $status
+  uint64_t request_length = 0;       // request line + headers + body
+  uint64_t bytes_sent = 0;           // headers + body
+  uint64_t connection = 0;           // $connection: serial number of the connection
   uint64_t connection_requests = 0;  // n-th request on that connection
   std::string ssl_protocol;          // $ssl_protocol ("-" over plain HTTP)
   std::string ssl_session_reused;    // $ssl_session_reused: "r" or "."; "-" over plain HTTP
@@ -119,8 +119,8 @@ class NginxFixture {
   // log; an error if either failed.
   Result<std::vector<AccessLogEntry>> StopAndReadAccessLog();
   // Waits until at least `count` lines are there (DeadlineExceeded otherwise).
-  Result<std::vector<AccessLogEntry>> WaitForAccessLog(size_t count,
-                                                       std::chrono::milliseconds timeout = std::chrono::seconds(5)) const;
+  Result<std::vector<AccessLogEntry>> WaitForAccessLog(
+      size_t count, std::chrono::milliseconds timeout = std::chrono::seconds(5)) const;
 
   // The config text for these options and files; exposed for tests.
   static std::string RenderConfig(const NginxOptions& options, uint16_t port, const std::string& dir);

@@ -118,10 +118,10 @@ Result<std::unique_ptr<PostgresServer>> PostgresServer::Start() {
   s->data_dir_ = root + "/data";
   s->socket_dir_ = root;
 
-  auto init = RunToEnd(AsServerUser(user, {s->bin_dir_ + "/initdb", "-D", s->data_dir_, "-U", "postgres",
-                                           "--auth-local=trust", "--auth-host=trust", "-E", "UTF8",
-                                           "--locale=C.UTF-8", "--no-sync"}),
-                       root + "/initdb.err", 60s);
+  auto init =
+      RunToEnd(AsServerUser(user, {s->bin_dir_ + "/initdb", "-D", s->data_dir_, "-U", "postgres", "--auth-local=trust",
+                                   "--auth-host=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"}),
+               root + "/initdb.err", 60s);
   if (!init.ok()) return Status::Unavailable("initdb: " + init.status().message());
   // The password login over TCP; everything else trusted (a test server on
   // loopback, gone with the test).
@@ -140,10 +140,9 @@ Result<std::unique_ptr<PostgresServer>> PostgresServer::Start() {
     s->port_ = *port;
     const std::string log = root + "/postgres.log";
     SubprocessOptions o;
-    o.argv = AsServerUser(user, {s->bin_dir_ + "/postgres", "-D", s->data_dir_, "-p", std::to_string(s->port_),
-                                 "-k", s->socket_dir_, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=on",
-                                 "-c", "synchronous_commit=on", "-c", "max_connections=40", "-c",
-                                 "logging_collector=off"});
+    o.argv = AsServerUser(user, {s->bin_dir_ + "/postgres", "-D", s->data_dir_, "-p", std::to_string(s->port_), "-k",
+                                 s->socket_dir_, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=on", "-c",
+                                 "synchronous_commit=on", "-c", "max_connections=40", "-c", "logging_collector=off"});
     o.env = {{"LC_ALL", "C.UTF-8"}};
     o.stdout_to = Redirect::File(log, true);
     o.stderr_to = Redirect::File(log, true);
@@ -174,8 +173,8 @@ Result<std::unique_ptr<PostgresServer>> PostgresServer::Start() {
 
 PostgresServer::~PostgresServer() {
   if (postgres_ && postgres_->running()) {
-    (void)RunToEnd(AsServerUser(WhoRunsTheServer(), {bin_dir_ + "/pg_ctl", "stop", "-D", data_dir_, "-m",
-                                                     "immediate", "-w", "-t", "10"}),
+    (void)RunToEnd(AsServerUser(WhoRunsTheServer(),
+                                {bin_dir_ + "/pg_ctl", "stop", "-D", data_dir_, "-m", "immediate", "-w", "-t", "10"}),
                    dir_->File("pg_ctl.err"), 15s);  // best effort: the group is killed next
     (void)postgres_->Terminate(SIGKILL, 1s);
   }

@@ -46,8 +46,7 @@ struct StreamPlan {
 Result<StreamPlan> PlanStream(const Redirect& r, bool is_input) {
   StreamPlan plan;
   switch (r.kind) {
-    case Redirect::Kind::kInherit:
-      return plan;
+    case Redirect::Kind::kInherit: return plan;
     case Redirect::Kind::kNull:
       plan.child_fd = open("/dev/null", (is_input ? O_RDONLY : O_WRONLY) | O_CLOEXEC);
       if (plan.child_fd < 0) return Status::IoError(Errno("open /dev/null"));
@@ -271,13 +270,9 @@ Result<ExitStatus> Subprocess::Terminate(int signal, std::chrono::milliseconds g
   return Wait(std::chrono::seconds(10));
 }
 
-Result<std::string> Subprocess::ReadStdout(std::chrono::milliseconds timeout) {
-  return ReadPipe(&stdout_fd_, timeout);
-}
+Result<std::string> Subprocess::ReadStdout(std::chrono::milliseconds timeout) { return ReadPipe(&stdout_fd_, timeout); }
 
-Result<std::string> Subprocess::ReadStderr(std::chrono::milliseconds timeout) {
-  return ReadPipe(&stderr_fd_, timeout);
-}
+Result<std::string> Subprocess::ReadStderr(std::chrono::milliseconds timeout) { return ReadPipe(&stderr_fd_, timeout); }
 
 Result<std::string> Subprocess::ReadPipe(int* fd, std::chrono::milliseconds timeout) {
   if (*fd < 0) return Status::FailedPrecondition("Subprocess: stream is not a pipe");

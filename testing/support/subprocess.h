@@ -36,7 +36,7 @@ struct ExitStatus {
 struct Redirect {
   enum class Kind { kInherit, kNull, kFile, kPipe };
   Kind kind = Kind::kInherit;
-  std::string path;      // kFile: created or truncated (appended if append)
+  std::string path;  // kFile: created or truncated (appended if append)
   bool append = false;
 
   static Redirect Inherit() { return {}; }

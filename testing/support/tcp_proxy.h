@@ -53,7 +53,7 @@ class TcpProxy {
   std::atomic<bool> listening_{false};  // the accept loop's state, following refusing_
   std::atomic<int> relayed_{0};
   std::mutex mu_;
-  std::set<int> open_fds_;  // guarded by mu_: both ends of every relayed connection
+  std::set<int> open_fds_;           // guarded by mu_: both ends of every relayed connection
   std::vector<std::thread> relays_;  // guarded by mu_
   std::thread acceptor_;
 };

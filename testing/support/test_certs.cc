@@ -19,7 +19,8 @@ Status RunOpenssl(const std::vector<std::string>& args, const std::string& dir) 
   o.stdout_to = Redirect::File(dir + "/openssl.log");
   o.stderr_to = Redirect::File(dir + "/openssl.log");
   auto p = Subprocess::Start(std::move(o));
-  if (!p.ok()) return Status::FailedPrecondition("cannot run openssl (install Debian's openssl): " + p.status().message());
+  if (!p.ok())
+    return Status::FailedPrecondition("cannot run openssl (install Debian's openssl): " + p.status().message());
   auto st = p->Wait(std::chrono::seconds(30));
   if (!st.ok()) return st.status();
   if (!st->success()) {
@@ -35,16 +36,33 @@ Status RunOpenssl(const std::vector<std::string>& args, const std::string& dir) 
 
 Result<TestCertificates> MakeTestCertificates(const std::string& dir) {
   const std::string san = "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1";
-  if (Status s = RunOpenssl({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                             "-keyout", "self.key", "-out", "self.crt", "-days", "2", "-subj", "/CN=localhost",
-                             "-addext", san},
-                            dir);
+  if (Status s = RunOpenssl(
+          {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+           "self.key", "-out", "self.crt", "-days", "2", "-subj", "/CN=localhost", "-addext", san},
+          dir);
       !s.ok()) {
     return s;
   }
-  if (Status s = RunOpenssl({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                             "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=fairbench test CA",
-                             "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign"},
+  if (Status s = RunOpenssl({"openssl",
+                             "req",
+                             "-x509",
+                             "-newkey",
+                             "ec",
+                             "-pkeyopt",
+                             "ec_paramgen_curve:P-256",
+                             "-nodes",
+                             "-keyout",
+                             "ca.key",
+                             "-out",
+                             "ca.crt",
+                             "-days",
+                             "2",
+                             "-subj",
+                             "/CN=fairbench test CA",
+                             "-addext",
+                             "basicConstraints=critical,CA:TRUE",
+                             "-addext",
+                             "keyUsage=critical,keyCertSign"},
                             dir);
       !s.ok()) {
     return s;

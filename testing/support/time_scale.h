@@ -18,7 +18,8 @@ double TimeScale();
 template <typename Rep, typename Period>
 std::chrono::milliseconds Scaled(std::chrono::duration<Rep, Period> d) {
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d);
-  return std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(static_cast<double>(ms.count()) * TimeScale()));
+  return std::chrono::milliseconds(
+      static_cast<std::chrono::milliseconds::rep>(static_cast<double>(ms.count()) * TimeScale()));
 }
 
 }  // namespace fairbench::testing

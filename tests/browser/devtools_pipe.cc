@@ -193,7 +193,8 @@ std::vector<std::string> DevToolsPipe::Errors(size_t from) const {
     const Json& p = e.contains("params") ? e["params"] : Json::object();
     if (method == "Runtime.exceptionThrown") {
       out.push_back("exception: " + p["exceptionDetails"].dump());
-    } else if (method == "Runtime.consoleAPICalled" && (p.value("type", "") == "error" || p.value("type", "") == "assert")) {
+    } else if (method == "Runtime.consoleAPICalled" &&
+               (p.value("type", "") == "error" || p.value("type", "") == "assert")) {
       out.push_back("console." + p.value("type", "") + ": " + p["args"].dump());
     } else if (method == "Log.entryAdded" && p["entry"].value("level", "") == "error") {
       out.push_back("log: " + p["entry"].value("text", ""));

@@ -97,7 +97,8 @@ std::string FramePosition(const std::string& which) {
   const svg = document.querySelector("svg.flame");
   const frames = [...svg.querySelectorAll("g.f")];
   let g = frames[0];
-  if (")js" + which + R"js(" === "child") {
+  if (")js" +
+         which + R"js(" === "child") {
     const narrower = frames.filter(f => Number(f.getAttribute("data-w")) < 0.97 && f.querySelector("text").textContent);
     narrower.sort((a, b) => Number(b.getAttribute("data-w")) - Number(a.getAttribute("data-w")));
     g = narrower[0];
@@ -131,8 +132,8 @@ class ReportBrowserTest : public ::testing::Test {
     dir_ = new testing::TempDir(std::move(*dir));
     const std::string d = dir_->path().string();
     auto target = [&](const std::string& name, const std::string& server) {
-      return "  - name: " + name + "\n    local:\n      command: [" + testing::BinaryPath("fairbench-target-" + server) +
-             ", --port, \"{port}\", --threads, \"1\"]\n";
+      return "  - name: " + name + "\n    local:\n      command: [" +
+             testing::BinaryPath("fairbench-target-" + server) + ", --port, \"{port}\", --threads, \"1\"]\n";
     };
     // The quick start's scenarios that made the scenario table too wide: a
     // JSON body and its expected JSON.
@@ -150,8 +151,14 @@ class ReportBrowserTest : public ::testing::Test {
         "  profile: {cells: [{scenario: hello}, {target: httplib}], frequency: 499}\n";
     std::ofstream(d + "/run.yaml") << run;
     testing::SubprocessOptions o;
-    o.argv = {testing::BinaryPath("fairbench"), "run", d + "/run.yaml", "--output", d + "/out", "--lock-file",
-              d + "/load.lock", "--quiet"};
+    o.argv = {testing::BinaryPath("fairbench"),
+              "run",
+              d + "/run.yaml",
+              "--output",
+              d + "/out",
+              "--lock-file",
+              d + "/load.lock",
+              "--quiet"};
     o.stdout_to = testing::Redirect::File(d + "/stdout.txt");
     o.stderr_to = testing::Redirect::File(d + "/stderr.txt");
     auto p = testing::Subprocess::Start(o);
@@ -249,8 +256,8 @@ class ReportBrowserTest : public ::testing::Test {
     ASSERT_EQ(results_["cells"].size(), 4u);
     for (const json& cell : results_["cells"]) {
       const json& r = cell["result"];
-      const std::string mark = r["target"].get<std::string>() + " · " + r["scenario"].get<std::string>() + " @ 8: " +
-                               report::FormatRate(r["requestsPerSecond"].get<double>());
+      const std::string mark = r["target"].get<std::string>() + " · " + r["scenario"].get<std::string>() +
+                               " @ 8: " + report::FormatRate(r["requestsPerSecond"].get<double>());
       EXPECT_NE(std::find(bars["marks"].begin(), bars["marks"].end(), mark), bars["marks"].end())
           << mark << " not in " << bars["marks"].dump();
     }
@@ -288,19 +295,22 @@ class ReportBrowserTest : public ::testing::Test {
     ASSERT_TRUE(before.ok()) << before.status().ToString();
     auto child = browser->Evaluate(FramePosition("child"));
     ASSERT_TRUE(child.ok()) << child.status().ToString();
-    ASSERT_TRUE(browser->Evaluate(
-                           "window.seen = []; for (const t of ['mouseover', 'mousedown', 'click']) "
-                           "document.addEventListener(t, e => seen.push([t, e.clientX, e.clientY, "
-                           "e.target.tagName, e.target.textContent.slice(0, 40)]), true); 1")
+    ASSERT_TRUE(browser
+                    ->Evaluate("window.seen = []; for (const t of ['mouseover', 'mousedown', 'click']) "
+                               "document.addEventListener(t, e => seen.push([t, e.clientX, e.clientY, "
+                               "e.target.tagName, e.target.textContent.slice(0, 40)]), true); 1")
                     .ok());
     ASSERT_TRUE(browser->Click((*child)["x"].get<double>(), (*child)["y"].get<double>()).ok());
     auto zoomed = browser->Evaluate(kFrameState);
     ASSERT_TRUE(zoomed.ok());
     const int index = (*child)["id"].get<int>();
-    auto seen = browser->Evaluate("({seen: window.seen, scroll: window.scrollY, at: (() => { const e = "
-                                  "document.elementFromPoint(" + (*child)["x"].dump() + ", " + (*child)["y"].dump() +
-                                  "); return e ? e.tagName + ' ' + e.textContent.slice(0, 40) : null; })()})");
-    SCOPED_TRACE("clicked " + child->dump() + "; the page saw " + (seen.ok() ? seen->dump() : seen.status().ToString()));
+    auto seen = browser->Evaluate(
+        "({seen: window.seen, scroll: window.scrollY, at: (() => { const e = "
+        "document.elementFromPoint(" +
+        (*child)["x"].dump() + ", " + (*child)["y"].dump() +
+        "); return e ? e.tagName + ' ' + e.textContent.slice(0, 40) : null; })()})");
+    SCOPED_TRACE("clicked " + child->dump() + "; the page saw " +
+                 (seen.ok() ? seen->dump() : seen.status().ToString()));
     EXPECT_LT((*before)["widths"][index].get<double>(), 1150);
     EXPECT_GT((*zoomed)["widths"][index].get<double>(), 1190) << "the clicked frame did not fill the graph";
     EXPECT_GT((*zoomed)["hidden"].get<int>(), 0) << "frames outside the clicked one stayed";

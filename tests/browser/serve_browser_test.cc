@@ -66,7 +66,8 @@ constexpr double kBefore = 10000, kAfter = 7000;
 // scroll has been drawn (input is hit-tested where the page was drawn).
 std::string CenterOf(const std::string& selector) {
   return R"js((async () => {
-  const e = document.querySelector()js" + json(selector).dump() + R"js();
+  const e = document.querySelector()js" +
+         json(selector).dump() + R"js();
   if (!e) return null;
   e.scrollIntoView({block: "center"});
   await new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));
@@ -149,8 +150,8 @@ class ServeBrowserTest : public ::testing::Test {
   // `fairbench serve` on a free port: its first line on stdout is the URL.
   void StartServe() {
     testing::SubprocessOptions o;
-    o.argv = {testing::BinaryPath("fairbench"), "serve", "--store", dir_->File("results.db"), "--listen",
-              "127.0.0.1:0"};
+    o.argv = {testing::BinaryPath("fairbench"), "serve",    "--store",
+              dir_->File("results.db"),         "--listen", "127.0.0.1:0"};
     o.stdout_to = testing::Redirect::File(dir_->File("serve.out"));
     o.stderr_to = testing::Redirect::File(dir_->File("serve.err"));
     auto p = testing::Subprocess::Start(o);

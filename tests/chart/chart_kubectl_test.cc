@@ -13,9 +13,7 @@ namespace {
 
 class ChartKubectlTest : public ChartTestBase {
  protected:
-  void SetUp() override {
-    ChartTestBase::SetUp();
-  }
+  void SetUp() override { ChartTestBase::SetUp(); }
   // The cluster, for the tests that talk to one.
   void Cluster() {
     auto cluster = testing::KubeCluster::Up((root() / "cluster").string());
@@ -24,8 +22,9 @@ class ChartKubectlTest : public ChartTestBase {
     kubeconfig_ = cluster_->admin_kubeconfig();
     // The release namespace (helm install --create-namespace makes it) and
     // the one a ci/ file puts the dashboard in.
-    Apply("namespaces.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: fairbench}\n---\n"
-                             "apiVersion: v1\nkind: Namespace\nmetadata: {name: monitoring}\n");
+    Apply("namespaces.yaml",
+          "apiVersion: v1\nkind: Namespace\nmetadata: {name: fairbench}\n---\n"
+          "apiVersion: v1\nkind: Namespace\nmetadata: {name: monitoring}\n");
   }
   void TearDown() override { cluster_.reset(); }
   // `text` written to root()/NAME and applied for real.
@@ -45,7 +44,7 @@ class ChartKubectlTest : public ChartTestBase {
     kube::CommandResult r;
     for (int i = 0; i < 10; ++i) {
       r = Kubectl({"wait", "--for=condition=Established", "crd/benchmarkruns.fairbench.dev",
-                            "crd/servicemonitors.monitoring.coreos.com", "--timeout=20s"});
+                   "crd/servicemonitors.monitoring.coreos.com", "--timeout=20s"});
       if (r.exit_code == 0) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
@@ -84,7 +83,8 @@ TEST_F(ChartKubectlTest, EveryCiValuesFileRendersObjectsTheApiServerAccepts) {
   }
   // The server validates what it is sent: a strategy that could never roll
   // out is refused, as a cluster refuses it.
-  const auto refused = DryRun("stuck.yaml", RenderText({"--set", "controller.strategy.rollingUpdate.maxUnavailable=0"}));
+  const auto refused =
+      DryRun("stuck.yaml", RenderText({"--set", "controller.strategy.rollingUpdate.maxUnavailable=0"}));
   EXPECT_NE(refused.exit_code, 0) << refused.out;
   EXPECT_NE(refused.err.find("spec.strategy.rollingUpdate.maxUnavailable"), std::string::npos) << refused.err;
 }
@@ -132,7 +132,8 @@ TEST_F(ChartKubectlTest, KustomizeInstallIsTheChartsDefaultRender) {
       continue;
     }
     EXPECT_TRUE(it->second == object) << key << " differs (run scripts/render-manifests); from manifests/ to "
-                                      << "the chart:\n" << json::diff(it->second, object).dump(1).substr(0, 2000);
+                                      << "the chart:\n"
+                                      << json::diff(it->second, object).dump(1).substr(0, 2000);
   }
   for (const auto& [key, object] : kustomized) {
     EXPECT_TRUE(chart.count(key)) << key << " is in manifests/, not in the chart's render";
@@ -175,10 +176,9 @@ TEST_F(ChartKubectlTest, InstallNotesSayHowToRunTheStudyAndFetchTheReport) {
   const auto r = Helm({"install", kRelease, kChart, "--namespace", kNamespace, "--dry-run=server"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string notes = r.out.substr(r.out.find("NOTES:"));
-  for (const std::string want :
-       {"kubectl label node TARGET-NODE fairbench.dev/role=target", "fairbench.dev/role=load",
-        "kubectl -n fairbench apply -f examples/study.yaml", "kubectl -n fairbench get br -w",
-        "fairbench fetch cpp-frameworks --namespace fairbench --output", "scripts/images"}) {
+  for (const std::string want : {"kubectl label node TARGET-NODE fairbench.dev/role=target", "fairbench.dev/role=load",
+                                 "kubectl -n fairbench apply -f examples/study.yaml", "kubectl -n fairbench get br -w",
+                                 "fairbench fetch cpp-frameworks --namespace fairbench --output", "scripts/images"}) {
     EXPECT_NE(notes.find(want), std::string::npos) << want << "\n" << notes;
   }
 }

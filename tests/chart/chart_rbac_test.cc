@@ -67,8 +67,8 @@ json ListedUsage() {
 // Where one grant comes from.
 struct Grant {
   std::string tuple;
-  bool cluster_wide = false;  // a ClusterRole bound by a ClusterRoleBinding
-  std::string ns;             // else: the RoleBinding's namespace
+  bool cluster_wide = false;    // a ClusterRole bound by a ClusterRoleBinding
+  std::string ns;               // else: the RoleBinding's namespace
   std::set<std::string> names;  // resourceNames; empty = any
   std::string role;
 };
@@ -106,8 +106,8 @@ std::vector<Grant> Grants(const std::vector<json>& objects) {
         for (const json& verb : rule.value("verbs", json::array())) {
           EXPECT_NE(verb, "*") << Key(*role) << ": a wildcard verb";
           for (const json& url : rule.value("nonResourceURLs", json::array())) {
-            out.push_back({Tuple({{"verb", verb}, {"nonResourceURL", url}}), std::string(binding_kind) == "ClusterRoleBinding",
-                           ns, names, Key(*role)});
+            out.push_back({Tuple({{"verb", verb}, {"nonResourceURL", url}}),
+                           std::string(binding_kind) == "ClusterRoleBinding", ns, names, Key(*role)});
           }
           for (const json& group : rule.value("apiGroups", json::array())) {
             EXPECT_NE(group, "*") << Key(*role) << ": a wildcard API group";
@@ -197,7 +197,8 @@ TEST_F(ChartRbacTest, RolesGrantExactlyWhatTheControllerUses) {
     }
     for (const std::string& t : used_across_namespaces) {
       const std::string resource = t.substr(t.find(' ') + 1);
-      const bool namespaced = namespaced_resources.count(resource.substr(0, resource.find('/', resource.find('/') + 1))) != 0;
+      const bool namespaced =
+          namespaced_resources.count(resource.substr(0, resource.find('/', resource.find('/') + 1))) != 0;
       // Cluster-scoped resources always, runs in every namespace when watching them all.
       if (namespaced && !all_namespaces) continue;
       bool cluster_wide = false;
@@ -273,11 +274,12 @@ TEST_F(ChartRbacTest, TheListIsWhatTheOperatorTestsSaw) {
     // One request a line, for a reader (and a diff) of the list.
     std::ofstream out(kRoot + "/tests/chart/controller-api-usage.json");
     out << "{\n  \"description\": "
-        << json("What fairbench-controller asks of the Kubernetes API (kinds of request, whatever their object), as "
-                "the operator's tests (tests/operator) saw it in kube-apiserver's audit log. The chart's RBAC "
-                "rules must grant exactly these, plus the few requests tests/chart/chart_rbac_test.cc lists as not "
-                "reached by those tests. Written by FAIRBENCH_UPDATE_API_USAGE=1 ctest -R ChartRbacTest after the "
-                "operator tests ran.")
+        << json(
+               "What fairbench-controller asks of the Kubernetes API (kinds of request, whatever their object), as "
+               "the operator's tests (tests/operator) saw it in kube-apiserver's audit log. The chart's RBAC "
+               "rules must grant exactly these, plus the few requests tests/chart/chart_rbac_test.cc lists as not "
+               "reached by those tests. Written by FAIRBENCH_UPDATE_API_USAGE=1 ctest -R ChartRbacTest after the "
+               "operator tests ran.")
                .dump()
         << ",\n  \"user\": \"system:serviceaccount:default:fairbench-controller\",\n  \"observedIn\": [";
     for (size_t i = 0; i < tests.size(); ++i) out << (i ? ",\n    " : "\n    ") << tests[i].dump();

@@ -221,8 +221,8 @@ TEST_F(ChartTest, TheDeploymentRunsHardenedLeaderElectedControllers) {
     if (p["targetPort"] == "grpc") grpc_port = p["port"];
   }
   ASSERT_NE(grpc_port, 0) << service->dump(1);
-  EXPECT_EQ(flags.at("--agent-address"), Str((*service)["metadata"], "name") + "." + kNamespace +
-                                             ".svc:" + std::to_string(grpc_port));
+  EXPECT_EQ(flags.at("--agent-address"),
+            Str((*service)["metadata"], "name") + "." + kNamespace + ".svc:" + std::to_string(grpc_port));
   const json* sa = Find(objects, "ServiceAccount");
   ASSERT_NE(sa, nullptr);
   EXPECT_EQ(pod["serviceAccountName"], (*sa)["metadata"]["name"]);

@@ -98,8 +98,8 @@ TEST_F(ChartTlsTest, GeneratedCertificatesCarryAMutualTlsStream) {
     grpc::ChannelArguments args;
     args.SetSslTargetNameOverride(server_name);
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    auto stub = v1::AgentHub::NewStub(
-        grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(server->port), *creds, args));
+    auto stub =
+        v1::AgentHub::NewStub(grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(server->port), *creds, args));
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + 10s);
     auto stream = stub->Connect(&ctx);

@@ -74,15 +74,47 @@ class ChartCluster : public operator_test::ClusterTest {
     for (int i = 0; i < 3; ++i) {
       auto creds = cluster_->Node(kNodes[i]);
       ASSERT_TRUE(creds.ok()) << creds.status().ToString();
-      Start(kNodes[i], {testing::BinaryPath("fairbench-test-kubelet"), "--kubeconfig", creds->kubeconfig,
-                        "--tls-cert-file", creds->cert, "--tls-private-key-file", creds->key, "--proxy-kubeconfig",
-                        creds->proxy_kubeconfig, "--listen-netns", cluster_->node_netns(), "--node", kNodes[i], "--cpus", cpus[i], "--memory", "4Gi",
-                        "--labels", roles[i], "--container-runtime", "docker", "--docker-host", DockerHost(),
-                        "--pod-ip-base", "127.0.4" + std::to_string(i), "--listen", cluster_->node_address() + ":0", "--log-dir",
-                        (root_ / kNodes[i]).string(), "--heartbeat", "1s", "--restart-backoff", "10s",
-                        "--stats-period", "2s"});
+      Start(kNodes[i], {testing::BinaryPath("fairbench-test-kubelet"),
+                        "--kubeconfig",
+                        creds->kubeconfig,
+                        "--tls-cert-file",
+                        creds->cert,
+                        "--tls-private-key-file",
+                        creds->key,
+                        "--proxy-kubeconfig",
+                        creds->proxy_kubeconfig,
+                        "--listen-netns",
+                        cluster_->node_netns(),
+                        "--node",
+                        kNodes[i],
+                        "--cpus",
+                        cpus[i],
+                        "--memory",
+                        "4Gi",
+                        "--labels",
+                        roles[i],
+                        "--container-runtime",
+                        "docker",
+                        "--docker-host",
+                        DockerHost(),
+                        "--pod-ip-base",
+                        "127.0.4" + std::to_string(i),
+                        "--listen",
+                        cluster_->node_address() + ":0",
+                        "--log-dir",
+                        (root_ / kNodes[i]).string(),
+                        "--heartbeat",
+                        "1s",
+                        "--restart-backoff",
+                        "10s",
+                        "--stats-period",
+                        "2s"});
     }
-    ASSERT_TRUE(Eventually([&] { return Run({"get", "nodes"}).out.find(kNodes[2]) != std::string::npos; }, 20s))
+    ASSERT_TRUE(Eventually(
+        [&] {
+          return Run({"get", "nodes"}).out.find(kNodes[2]) != std::string::npos;
+        },
+        20s))
         << Logs();
     // The namespace enforces "restricted": every pod the chart and the
     // operator make must pass it.
@@ -122,13 +154,16 @@ class ChartCluster : public operator_test::ClusterTest {
       agent_port_ = FreePort();
       metrics_port_ = FreePort();
     }
-    std::vector<std::string> values = {
-        "--namespace", kNamespace, "--set", "image.registry=fairbench.test", "--set", "image.tag=test",
-        "--set", "controller.listenAddress=$(POD_IP)", "--set",
-        "controller.agentPort=" + std::to_string(agent_port_), "--set",
-        "controller.metricsPort=" + std::to_string(metrics_port_), "--set",
-        "controller.leaderElection.leaseDuration=4s", "--set", "controller.leaderElection.renewDeadline=3s",
-        "--set", "controller.leaderElection.retryPeriod=500ms", "--set", "controller.agentTimeout=90s"};
+    std::vector<std::string> values = {"--namespace", kNamespace,
+                                       "--set",       "image.registry=fairbench.test",
+                                       "--set",       "image.tag=test",
+                                       "--set",       "controller.listenAddress=$(POD_IP)",
+                                       "--set",       "controller.agentPort=" + std::to_string(agent_port_),
+                                       "--set",       "controller.metricsPort=" + std::to_string(metrics_port_),
+                                       "--set",       "controller.leaderElection.leaseDuration=4s",
+                                       "--set",       "controller.leaderElection.renewDeadline=3s",
+                                       "--set",       "controller.leaderElection.retryPeriod=500ms",
+                                       "--set",       "controller.agentTimeout=90s"};
     values.insert(values.end(), more_values_.begin(), more_values_.end());
     return values;
   }
@@ -178,10 +213,11 @@ class ChartCluster : public operator_test::ClusterTest {
 
   // A two-target BenchmarkRun of the reference target images.
   std::string RunText(const std::string& name, const std::string& targets, const std::string& duration = "1500ms") {
-    return "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: " + name + ", namespace: " +
-           kNamespace + "}\nspec:\n  targets:\n" + targets +
+    return "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: " + name +
+           ", namespace: " + kNamespace + "}\nspec:\n  targets:\n" + targets +
            "  scenarios:\n  - name: hello\n    request: {path: /}\n    expect: {status: 200, body: \"Hello, World!\"}\n"
-           "  load: {threads: 1, connections: [8], warmup: 500ms, duration: " + duration +
+           "  load: {threads: 1, connections: [8], warmup: 500ms, duration: " +
+           duration +
            ", timeout: 1s, agents: 2}\n  cooldown: 200ms\n  placement:\n"
            "    target: {nodeSelector: {fairbench.dev/role: target}}\n"
            "    agents: {nodeSelector: {fairbench.dev/role: load}}\n";
@@ -195,8 +231,7 @@ class ChartCluster : public operator_test::ClusterTest {
                                              : "[/usr/local/bin/fairbench-target-" + server +
                                                    ", --host, 0.0.0.0, --port, \"" + port + "\", --threads, \"1\"]";
     return "  - name: " + name + "\n    image: " + Image("fairbench-target-" + server) + "\n    port: " + port +
-           "\n    command: " + cmd + "\n    resources: {cpu: \"1\", memory: " + memory +
-           "}\n    nofile: 8192\n";
+           "\n    command: " + cmd + "\n    resources: {cpu: \"1\", memory: " + memory + "}\n    nofile: 8192\n";
   }
   void Apply(const std::string& name, const std::string& text) {
     const fs::path file = root_ / (name + ".yaml");

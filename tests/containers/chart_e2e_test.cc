@@ -31,8 +31,10 @@ class ChartE2eTest : public ChartCluster {
   // A run of three targets applied; returns its first cell's result once
   // that cell has finished (null if none finishes within 120 s).
   json StartThreeTargetRun(const std::string& name) {
-    Apply(name, RunText(name, Target("one", "cpp-httplib-debian") + Target("two", "beast") +
-                                  Target("three", "cpp-httplib-debian"), "2s"));
+    Apply(name,
+          RunText(name,
+                  Target("one", "cpp-httplib-debian") + Target("two", "beast") + Target("three", "cpp-httplib-debian"),
+                  "2s"));
     json r;
     const bool started = Eventually(
         [&] {
@@ -45,7 +47,8 @@ class ChartE2eTest : public ChartCluster {
   // Each of the run's `cells` finished once: one CellFinished Event each.
   void ExpectEachCellFinishedOnce(const std::string& run, size_t cells) {
     std::map<std::string, int> finished;
-    for (const json& e : Get("events", "--field-selector", "involvedObject.name=" + run).value("items", json::array())) {
+    for (const json& e :
+         Get("events", "--field-selector", "involvedObject.name=" + run).value("items", json::array())) {
       if (e["reason"] == "CellFinished") finished[e["message"].get<std::string>().substr(0, 20)]++;
     }
     for (const auto& [cell, n] : finished) EXPECT_EQ(n, 1) << cell;
@@ -95,7 +98,8 @@ TEST_F(ChartE2eTest, TheChartInstalledAsAUserWouldRunsTheOperatorEndToEnd) {
   const auto applied = std::chrono::steady_clock::now();
   Apply("duo", RunText("duo", Target("httplib", "cpp-httplib-debian") + Target("beast", "beast")));
   // apply → first target container started (the engine's view).
-  ASSERT_TRUE(Eventually([&] { return !ContainersLabelled("io.kubernetes.container.name=target", true).empty(); }, 120s))
+  ASSERT_TRUE(
+      Eventually([&] { return !ContainersLabelled("io.kubernetes.container.name=target", true).empty(); }, 120s))
       << Logs();
   const double first_target_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - applied).count();
   std::cout << "apply -> first target container running: " << first_target_s << " s\n";
@@ -121,10 +125,9 @@ TEST_F(ChartE2eTest, TheChartInstalledAsAUserWouldRunsTheOperatorEndToEnd) {
   }
   // fairbench fetch writes the record the cluster holds.
   const fs::path fetched = root_ / "fetched";
-  auto fetch = kube::RunCommand(testing::BinaryPath("fairbench"),
-                                {"fetch", "duo", "--namespace", kNamespace, "--kubeconfig", kubeconfig_, "--output",
-                                 fetched.string()},
-                                {}, 60s);
+  auto fetch = kube::RunCommand(
+      testing::BinaryPath("fairbench"),
+      {"fetch", "duo", "--namespace", kNamespace, "--kubeconfig", kubeconfig_, "--output", fetched.string()}, {}, 60s);
   ASSERT_TRUE(fetch.ok());
   ASSERT_EQ(fetch->exit_code, 0) << fetch->err;
   const json record = json::parse(ReadFile(fetched / "results.json"), nullptr, false);
@@ -158,10 +161,11 @@ TEST_F(ChartE2eTest, TheChartInstalledAsAUserWouldRunsTheOperatorEndToEnd) {
   // A target whose memory is too small: the kernel kills it, the engine
   // says OOMKilled, the cell says so, and the next target still runs.
   const std::string greedy_port = std::to_string(FreePort());
-  Apply("oom", RunText("oom", "  - name: greedy\n    image: " + Image("fairbench-target-beast") + "\n    port: " +
-                                  greedy_port +
+  Apply("oom", RunText("oom", "  - name: greedy\n    image: " + Image("fairbench-target-beast") +
+                                  "\n    port: " + greedy_port +
                                   "\n    command: [/bin/sh, -c, \"/usr/local/bin/fairbench-target-beast --host 0.0.0.0 "
-                                  "--port " + greedy_port +
+                                  "--port " +
+                                  greedy_port +
                                   " --threads 1 & sleep 1.5; x=0123456789; while :; do x=$x$x; done\"]\n"
                                   "    resources: {cpu: \"1\", memory: 32Mi}\n    nofile: 4096\n" +
                                   Target("after", "cpp-httplib-debian")));
@@ -176,8 +180,10 @@ TEST_F(ChartE2eTest, TheChartInstalledAsAUserWouldRunsTheOperatorEndToEnd) {
   // or of the controllers is left on any node.
   Apply("gone", RunText("gone", Target("long", "cpp-httplib-debian"), "60s"));
   ASSERT_TRUE(Eventually(
-      [&] { return Run({"get", "br", "gone", "-n", kNamespace, "-o", "jsonpath={.status.current}"}).out.find("long") !=
-                   std::string::npos; },
+      [&] {
+        return Run({"get", "br", "gone", "-n", kNamespace, "-o", "jsonpath={.status.current}"}).out.find("long") !=
+               std::string::npos;
+      },
       120s))
       << Logs();
   ASSERT_TRUE(Eventually([&] { return !ContainersLabelled("io.kubernetes.container.name=agent", true).empty(); }, 60s));
@@ -213,7 +219,12 @@ TEST_F(ChartE2eTest, KillingTheLeadersContainerTheStandbyResumes) {
   const auto ids = ContainersLabelled("io.kubernetes.pod.name=" + old_leader, true);
   ASSERT_EQ(ids.size(), 1u) << old_leader;
   ASSERT_EQ(Docker({"kill", ids[0]}).exit_code, 0);
-  ASSERT_TRUE(Eventually([&] { const std::string l = Leader(); return !l.empty() && l != old_leader; }, 30s))
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const std::string l = Leader();
+        return !l.empty() && l != old_leader;
+      },
+      30s))
       << Logs();
   ASSERT_TRUE(Finishes("resume", 240s)) << Logs();
   const json run = Get("br/resume");
@@ -247,14 +258,16 @@ TEST_F(ChartE2eTest, AHelmUpgradeRollsTheControllersAndTheRunInFlightFinishes) {
     std::ofstream(file) << text;
   };
   edit(next / "Chart.yaml", "version: 0.1.0", "version: 0.1.1");
-  edit(next / "templates/deployment.yaml", "              path: /readyz\n              port: metrics\n            periodSeconds: 2",
+  edit(next / "templates/deployment.yaml",
+       "              path: /readyz\n              port: metrics\n            periodSeconds: 2",
        "              path: /readyz\n              port: metrics\n            periodSeconds: 1");
   edit(next / "templates/crds.yaml", "        - name: Age\n",
        "        - name: Leader\n          type: string\n          jsonPath: .status.leader\n          priority: 1\n"
        "        - name: Age\n");
   auto revision = [&] {
     return Run({"get", "deployment", "fairbench-controller", "-n", kNamespace, "-o",
-                "jsonpath={.metadata.annotations.deployment\\.kubernetes\\.io/revision}"}).out;
+                "jsonpath={.metadata.annotations.deployment\\.kubernetes\\.io/revision}"})
+        .out;
   };
   ASSERT_EQ(revision(), "1");
   const std::string old_leader = Leader();
@@ -294,13 +307,20 @@ TEST_F(ChartE2eTest, AHelmUpgradeRollsTheControllersAndTheRunInFlightFinishes) {
   EXPECT_EQ(c["livenessProbe"]["httpGet"]["path"], "/healthz") << "the liveness probe lost in the upgrade";
   const json sets = Get("rs", "-l", "app.kubernetes.io/component=controller");
   EXPECT_EQ(sets["items"].size(), 2u) << "no new ReplicaSet: " << sets.dump().substr(0, 2000);
-  EXPECT_NE(Ok({"get", "crd", "benchmarkruns.fairbench.dev", "-o", "jsonpath={.spec.versions[0].additionalPrinterColumns[*].name}"})
+  EXPECT_NE(Ok({"get", "crd", "benchmarkruns.fairbench.dev", "-o",
+                "jsonpath={.spec.versions[0].additionalPrinterColumns[*].name}"})
                 .find("Leader"),
             std::string::npos)
       << "the CRD was not upgraded";
 
   // The run in flight ends, every cell once, the one finished before as it was.
-  ASSERT_TRUE(Eventually([&] { const std::string l = Leader(); return !l.empty() && l != old_leader; }, 60s)) << Logs();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const std::string l = Leader();
+        return !l.empty() && l != old_leader;
+      },
+      60s))
+      << Logs();
   ASSERT_TRUE(Finishes("rolled", 240s)) << Logs();
   const json run = Get("br/rolled");
   ASSERT_EQ(run["status"]["phase"], "Succeeded") << run["status"].dump(1);
@@ -319,7 +339,8 @@ TEST_F(ChartE2eTest, AHelmUpgradeRollsTheControllersAndTheRunInFlightFinishes) {
 TEST_F(ChartE2eTest, AStatusRuleRemovedIsNamedAndRestoringItRecovers) {
   const std::string chart = Render("templates/rbac.yaml");
   std::ofstream(root_ / "rbac.yaml") << chart;
-  const std::string rule = "  - apiGroups: [fairbench.dev]\n    resources: [benchmarkruns/status]\n    verbs: [patch]\n";
+  const std::string rule =
+      "  - apiGroups: [fairbench.dev]\n    resources: [benchmarkruns/status]\n    verbs: [patch]\n";
   const size_t at = chart.find(rule);
   ASSERT_NE(at, std::string::npos) << "the chart's rule changed shape";
   std::string without = chart;

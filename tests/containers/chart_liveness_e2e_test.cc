@@ -51,8 +51,10 @@ TEST_F(ChartLivenessE2eTest, AHungControllerIsRestartedByItsLivenessProbeAndTheR
             << deployment["spec"]["template"]["spec"].value("terminationGracePeriodSeconds", json("(default 30)"))
             << "\n";
 
-  Apply("hung", RunText("hung", Target("one", "cpp-httplib-debian") + Target("two", "beast") +
-                                    Target("three", "cpp-httplib-debian"), "2s"));
+  Apply("hung",
+        RunText("hung",
+                Target("one", "cpp-httplib-debian") + Target("two", "beast") + Target("three", "cpp-httplib-debian"),
+                "2s"));
   json before;
   ASSERT_TRUE(Eventually(
       [&] {
@@ -103,7 +105,8 @@ TEST_F(ChartLivenessE2eTest, AHungControllerIsRestartedByItsLivenessProbeAndTheR
     if (e["reason"] == "Unhealthy" && message.rfind("Liveness probe failed: Get \"http://" + ip, 0) == 0) {
       unhealthy += e.value("count", 1);
     }
-    if (e["reason"] == "Killing" && message == "Container controller failed liveness probe, will be restarted") killing++;
+    if (e["reason"] == "Killing" && message == "Container controller failed liveness probe, will be restarted")
+      killing++;
   }
   EXPECT_GE(unhealthy, probe.value("failureThreshold", 3)) << events.dump(1);
   EXPECT_EQ(killing, 1) << events.dump(1);

@@ -49,8 +49,8 @@ TEST_F(ChartStoreE2eTest, AFinishedRunGoesToThePostgreSqlTheChartWasGiven) {
       << (run.is_object() ? run["status"].dump(1) : "") << Logs();
   EXPECT_EQ(run["status"]["phase"], "Succeeded") << run["status"].dump(1);
   const json& stored = run["status"]["stored"];
-  EXPECT_EQ(stored["store"], "PostgreSQL store postgresql://fairbench@127.0.0.1:" + std::to_string(pg_->port()) +
-                                 "/results")
+  EXPECT_EQ(stored["store"],
+            "PostgreSQL store postgresql://fairbench@127.0.0.1:" + std::to_string(pg_->port()) + "/results")
       << stored;
   const int64_t id = stored["id"].get<int64_t>();
 
@@ -67,10 +67,10 @@ TEST_F(ChartStoreE2eTest, AFinishedRunGoesToThePostgreSqlTheChartWasGiven) {
   EXPECT_EQ((*runs)[0].identities[0].rfind("image ", 0), 0u) << (*runs)[0].identities[0];
 
   const fs::path fetched = root_ / "fetched";
-  auto fetch = kube::RunCommand(testing::BinaryPath("fairbench"),
-                                {"fetch", "stored", "--namespace", kNamespace, "--kubeconfig", kubeconfig_, "--output",
-                                 fetched.string()},
-                                {}, 60s);
+  auto fetch = kube::RunCommand(
+      testing::BinaryPath("fairbench"),
+      {"fetch", "stored", "--namespace", kNamespace, "--kubeconfig", kubeconfig_, "--output", fetched.string()}, {},
+      60s);
   ASSERT_TRUE(fetch.ok());
   ASSERT_EQ(fetch->exit_code, 0) << fetch->err;
   auto record = (*store)->LoadResultsJson(id);
@@ -82,10 +82,9 @@ TEST_F(ChartStoreE2eTest, AFinishedRunGoesToThePostgreSqlTheChartWasGiven) {
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   EXPECT_EQ(*rows, std::to_string(id) + "|stored|" + run["metadata"]["uid"].get<std::string>() + "\n");
 
-  const std::string said = Run({"get", "events", "-n", kNamespace, "-o", "json"}).out + run.dump() +
-                           Run({"logs", "-n", kNamespace, "-l", "app.kubernetes.io/component=controller",
-                                "--tail=-1", "--prefix"})
-                               .out;
+  const std::string said =
+      Run({"get", "events", "-n", kNamespace, "-o", "json"}).out + run.dump() +
+      Run({"logs", "-n", kNamespace, "-l", "app.kubernetes.io/component=controller", "--tail=-1", "--prefix"}).out;
   EXPECT_EQ(said.find(testing::PostgresServer::kPassword), std::string::npos) << "the store's password was shown";
   EXPECT_NE(said.find("ResultStored"), std::string::npos);
 }

@@ -63,24 +63,29 @@ class ChartTlsE2eTest : public ChartCluster {
   // Secret mounted at /tls make it the agent under test.
   void AgentPod(const std::string& name, const std::vector<std::string>& tls_args, const std::string& secret = "",
                 const std::string& token = "") {
-    std::string args = "[--controller, " + AgentAddress() + ", --id, " + name + ", --node, $(NODE_NAME), --give-up-after, \"5\"";
+    std::string args =
+        "[--controller, " + AgentAddress() + ", --id, " + name + ", --node, $(NODE_NAME), --give-up-after, \"5\"";
     for (const std::string& a : tls_args) args += ", " + a;
     args += "]";
     const std::string token_env =
-        token.empty() ? "{name: FAIRBENCH_AGENT_TOKEN, valueFrom: {secretKeyRef: {name: fairbench-agent-token, key: token}}}"
-                      : "{name: FAIRBENCH_AGENT_TOKEN, value: " + token + "}";
-    std::string text = std::string("apiVersion: v1\nkind: Pod\nmetadata: {name: ") + name + ", namespace: " + kNamespace +
+        token.empty()
+            ? "{name: FAIRBENCH_AGENT_TOKEN, valueFrom: {secretKeyRef: {name: fairbench-agent-token, key: token}}}"
+            : "{name: FAIRBENCH_AGENT_TOKEN, value: " + token + "}";
+    std::string text = std::string("apiVersion: v1\nkind: Pod\nmetadata: {name: ") + name +
+                       ", namespace: " + kNamespace +
                        "}\nspec:\n  restartPolicy: Never\n  nodeSelector: {fairbench.dev/role: load}\n"
                        "  securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}\n"
-                       "  containers:\n  - name: agent\n    image: " + Image("fairbench-agent") + "\n    args: " + args +
-                       "\n    env:\n    - " + token_env +
+                       "  containers:\n  - name: agent\n    image: " +
+                       Image("fairbench-agent") + "\n    args: " + args + "\n    env:\n    - " + token_env +
                        "\n    - {name: NODE_NAME, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}\n"
                        "    resources: {requests: {cpu: 50m, memory: 64Mi}, limits: {memory: 128Mi}}\n"
                        "    securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, "
                        "capabilities: {drop: [ALL]}}\n";
     if (!secret.empty()) {
-      text += "    volumeMounts: [{name: tls, mountPath: /tls, readOnly: true}]\n"
-              "  volumes: [{name: tls, secret: {secretName: " + secret + "}}]\n";
+      text +=
+          "    volumeMounts: [{name: tls, mountPath: /tls, readOnly: true}]\n"
+          "  volumes: [{name: tls, secret: {secretName: " +
+          secret + "}}]\n";
     }
     Apply(name, text);
   }
@@ -153,9 +158,9 @@ TEST_F(ChartTlsE2eTest, AgentsReachTheControllerOverMutualTlsAndNothingElseDoes)
     const json& spec = p["spec"];
     agent_nodes.insert(spec.value("nodeName", std::string()));
     const std::string args = spec["containers"][0]["args"].dump();
-    for (const char* want : {"\"--tls-ca\",\"/etc/fairbench/agent-tls/ca.crt\"",
-                             "\"--tls-cert\",\"/etc/fairbench/agent-tls/tls.crt\"",
-                             "\"--tls-key\",\"/etc/fairbench/agent-tls/tls.key\""}) {
+    for (const char* want :
+         {"\"--tls-ca\",\"/etc/fairbench/agent-tls/ca.crt\"", "\"--tls-cert\",\"/etc/fairbench/agent-tls/tls.crt\"",
+          "\"--tls-key\",\"/etc/fairbench/agent-tls/tls.key\""}) {
       EXPECT_NE(args.find(want), std::string::npos) << want << " in " << args;
     }
     EXPECT_EQ(spec["volumes"][0]["secret"]["secretName"], "fairbench-agent-tls") << spec.dump();
@@ -212,18 +217,19 @@ TEST_F(ChartTlsE2eTest, AgentsReachTheControllerOverMutualTlsAndNothingElseDoes)
   // Agents outside the run, the installation's token in each.
   const fs::path foreign = root_ / "foreign";
   fs::create_directories(foreign);
-  auto made = kube::RunCommand("openssl",
-                               {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                                "-days", "1", "-subj", "/CN=fairbench-agent", "-keyout", (foreign / "tls.key").string(),
-                                "-out", (foreign / "tls.crt").string()},
-                               {}, 20s);
+  auto made = kube::RunCommand(
+      "openssl",
+      {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj",
+       "/CN=fairbench-agent", "-keyout", (foreign / "tls.key").string(), "-out", (foreign / "tls.crt").string()},
+      {}, 20s);
   ASSERT_TRUE(made.ok() && made->exit_code == 0) << (made.ok() ? made->err : made.status().ToString());
   fs::copy_file(files / "ca.crt", foreign / "ca.crt");
   Ok({"create", "secret", "generic", "foreign-agent-tls", "-n", kNamespace, "--from-file", foreign.string()});
   const double token_refusals = Metric("fairbench_agent_streams_refused_total{reason=\"token\"}");
   EXPECT_EQ(token_refusals, 0) << "the run's agents had the token";
   const std::vector<std::string> ca = {"--tls-ca", "/tls/ca.crt"};
-  const std::vector<std::string> own = {"--tls-ca", "/tls/ca.crt", "--tls-cert", "/tls/tls.crt", "--tls-key", "/tls/tls.key"};
+  const std::vector<std::string> own = {"--tls-ca",     "/tls/ca.crt", "--tls-cert",
+                                        "/tls/tls.crt", "--tls-key",   "/tls/tls.key"};
   AgentPod("plain", {});
   AgentPod("no-client-cert", ca, "fairbench-agent-tls");
   AgentPod("foreign-cert", own, "foreign-agent-tls");
@@ -252,9 +258,11 @@ TEST_F(ChartTlsE2eTest, AgentsReachTheControllerOverMutualTlsAndNothingElseDoes)
   // The controller's log names each handshake it refused (gRPC's own
   // line, OpenSSL's reason): plain text, no certificate, an unknown CA.
   const std::string refusals = Ok({"logs", leader, "-n", kNamespace});
-  for (const char* why : {"Handshake failed with fatal error SSL_ERROR_SSL: error:0A00010B:SSL routines::wrong version number",
-                          "Handshake failed with fatal error SSL_ERROR_SSL: error:0A0000C7:SSL routines::peer did not return a certificate",
-                          "Handshake failed with fatal error SSL_ERROR_SSL: error:0A000086:SSL routines::certificate verify failed"}) {
+  for (
+      const char* why :
+      {"Handshake failed with fatal error SSL_ERROR_SSL: error:0A00010B:SSL routines::wrong version number",
+       "Handshake failed with fatal error SSL_ERROR_SSL: error:0A0000C7:SSL routines::peer did not return a certificate",
+       "Handshake failed with fatal error SSL_ERROR_SSL: error:0A000086:SSL routines::certificate verify failed"}) {
     EXPECT_NE(refusals.find(why), std::string::npos) << why << "\n" << refusals;
   }
   EXPECT_TRUE(std::regex_search(refusals, std::regex("refused agent wrong-token from chart-load-[12]: wrong token")))

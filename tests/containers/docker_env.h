@@ -77,9 +77,9 @@ inline std::vector<std::string> ContainersLabelled(const std::string& label, boo
 
 // Fails the test (not skips it) when there is no engine: the fixtures start
 // one, and CI must run these tests.
-#define FAIRBENCH_NEED_ENGINE()                                                                       \
-  do {                                                                                                \
-    ASSERT_FALSE(::fairbench::containers::DockerHost().empty())                                      \
+#define FAIRBENCH_NEED_ENGINE()                                                                          \
+  do {                                                                                                   \
+    ASSERT_FALSE(::fairbench::containers::DockerHost().empty())                                          \
         << "no Docker engine answers: scripts/docker-engine start (ctest runs it as containers.engine)"; \
   } while (0)
 

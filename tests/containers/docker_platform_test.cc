@@ -95,19 +95,29 @@ class DockerPlatformTest : public ::testing::Test {
   }
   std::string WriteRun(const std::string& targets, const std::string& duration = "1s",
                        const std::string& levels = "8") {
-    const std::string text = "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: " + run_ +
-                             "}\nspec:\n  targets:\n" + targets +
-                             "  scenarios:\n  - name: hello\n    request: {path: /}\n    expect: {status: 200, body: \"Hello, World!\"}\n"
-                             "  - name: json\n    request: {path: /api/status}\n    expect: {status: 200}\n"
-                             "  load: {threads: 1, connections: [" + levels + "], warmup: 300ms, duration: " + duration +
-                             ", timeout: 2s, agents: 1}\n  cooldown: 200ms\n";
+    const std::string text =
+        "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: " + run_ + "}\nspec:\n  targets:\n" +
+        targets +
+        "  scenarios:\n  - name: hello\n    request: {path: /}\n    expect: {status: 200, body: \"Hello, World!\"}\n"
+        "  - name: json\n    request: {path: /api/status}\n    expect: {status: 200}\n"
+        "  load: {threads: 1, connections: [" +
+        levels + "], warmup: 300ms, duration: " + duration + ", timeout: 2s, agents: 1}\n  cooldown: 200ms\n";
     std::ofstream(Path("run.yaml")) << text;
     return Path("run.yaml");
   }
   std::vector<std::string> Argv(const std::string& run_file, std::vector<std::string> extra = {}) const {
-    std::vector<std::string> a = {testing::BinaryPath("fairbench"), "run", run_file, "--platform", "docker",
-                                  "--docker-host", DockerHost(), "--output", Path("out"),
-                                  "--lock-file", Path("load.lock"), "-q"};
+    std::vector<std::string> a = {testing::BinaryPath("fairbench"),
+                                  "run",
+                                  run_file,
+                                  "--platform",
+                                  "docker",
+                                  "--docker-host",
+                                  DockerHost(),
+                                  "--output",
+                                  Path("out"),
+                                  "--lock-file",
+                                  Path("load.lock"),
+                                  "-q"};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   }
@@ -239,7 +249,8 @@ TEST_F(DockerPlatformTest, TwoTargetsRunOneAtATimeWithTheirLimitsEnforced) {
   for (const char* target : {"beast", "httplib"}) {
     std::smatch m;
     const std::string notes = record["environment"]["notes"].dump();
-    ASSERT_TRUE(std::regex_search(notes, m, std::regex(std::string("target ") + target + R"(: memory peak ([0-9.]+) MiB)")))
+    ASSERT_TRUE(
+        std::regex_search(notes, m, std::regex(std::string("target ") + target + R"(: memory peak ([0-9.]+) MiB)")))
         << notes;
     const double peak = std::stod(m[1]) * 1024 * 1024;
     EXPECT_LT(peak, (std::string(target) == "beast" ? 256.0 : 128.0) * 1024 * 1024);
@@ -283,7 +294,8 @@ TEST_F(DockerPlatformTest, ATargetOverItsMemoryLimitIsOomKilledAndTheRunGoesOn) 
     }
   }
   EXPECT_TRUE(ContainersLabelled("fairbench.dev/run=" + run_).empty());
-  EXPECT_NE(ReadFile(Path("out/report.md")).find("target beast: CPU quota 4 cores is more than the"), std::string::npos);
+  EXPECT_NE(ReadFile(Path("out/report.md")).find("target beast: CPU quota 4 cores is more than the"),
+            std::string::npos);
 }
 
 // A target container killed mid-cell (docker kill, from outside) fails its
@@ -391,7 +403,8 @@ TEST_F(DockerPlatformTest, BadInputGetsOneLineNamingTheCause) {
   for (const std::string& a : Argv(run)) as_nobody.push_back(a);
   for (size_t i = 0; i < as_nobody.size(); ++i) {
     if (as_nobody[i] == "--output") as_nobody[i + 1] = "/tmp/fairbench-docker-nobody-" + std::to_string(getpid());
-    if (as_nobody[i] == "--lock-file") as_nobody[i + 1] = "/tmp/fairbench-docker-nobody-" + std::to_string(getpid()) + ".lock";
+    if (as_nobody[i] == "--lock-file")
+      as_nobody[i + 1] = "/tmp/fairbench-docker-nobody-" + std::to_string(getpid()) + ".lock";
   }
   EXPECT_EQ(Run(as_nobody), 2);
   EXPECT_NE(Stderr().find("permission denied on the Docker engine's socket " + socket), std::string::npos) << Stderr();
@@ -427,8 +440,9 @@ TEST_F(DockerPlatformTest, BadInputGetsOneLineNamingTheCause) {
   std::filesystem::remove_all(Path("out"));
 
   // An image whose user cannot bind the port (80, without capabilities).
-  const std::string low = "  - name: low\n    image: " + Image("fairbench-target-beast") +
-                          "\n    port: 80\n    args: [--host, 127.0.0.1, --port, \"80\", --threads, \"1\"]\n    nofile: 4096\n";
+  const std::string low =
+      "  - name: low\n    image: " + Image("fairbench-target-beast") +
+      "\n    port: 80\n    args: [--host, 127.0.0.1, --port, \"80\", --threads, \"1\"]\n    nofile: 4096\n";
   run = WriteRun(low);
   EXPECT_EQ(Run(Argv(run)), 3) << Stderr();
   record = Record();
@@ -460,8 +474,9 @@ TEST_F(DockerPlatformTest, APortTheImageDoesNotListenOnIsRefusedBeforeAnyContain
   run_ += "-port";  // a label no other test of this process uses: its events are this test's
   const std::string image = Image("fairbench-target-nginx");
   ASSERT_EQ(Inspect(image)["Config"]["ExposedPorts"], json::parse(R"({"8080/tcp":{}})")) << image;
-  const std::string since = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
-                                               std::chrono::system_clock::now().time_since_epoch()).count() - 1);
+  const std::string since = std::to_string(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count() -
+      1);
   const std::string run = WriteRun("  - name: nginx\n    image: " + image + "\n    port: 42881\n    nofile: 4096\n");
   EXPECT_EQ(Run(Argv(run)), 2) << Stderr();
   EXPECT_EQ(Trim(Stderr()), run + ": spec.targets[0].port: 42881 is not where image " + image +
@@ -471,8 +486,9 @@ TEST_F(DockerPlatformTest, APortTheImageDoesNotListenOnIsRefusedBeforeAnyContain
   EXPECT_FALSE(std::filesystem::exists(Path("out"))) << "the output folder was made: the run had started";
   // What the engine did for this run's label, from its own event stream.
   const auto created = [&] {
-    const std::string until = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
-                                                 std::chrono::system_clock::now().time_since_epoch()).count() + 1);
+    const std::string until = std::to_string(
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count() +
+        1);
     auto r = Docker({"events", "--since", since, "--until", until, "--filter", "type=container", "--filter",
                      "label=fairbench.dev/run=" + run_, "--format", "{{.Action}}"});
     EXPECT_EQ(r.exit_code, 0) << r.err;

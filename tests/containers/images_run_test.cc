@@ -29,7 +29,8 @@ using namespace std::chrono_literals;
 
 const std::vector<std::string> kLocked = {"--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges"};
 
-std::vector<std::string> RunArgs(std::vector<std::string> extra, const std::string& image, std::vector<std::string> args) {
+std::vector<std::string> RunArgs(std::vector<std::string> extra, const std::string& image,
+                                 std::vector<std::string> args) {
   std::vector<std::string> a = {"run", "--rm"};
   a.insert(a.end(), kLocked.begin(), kLocked.end());
   a.insert(a.end(), extra.begin(), extra.end());
@@ -43,8 +44,9 @@ std::vector<std::string> RunArgs(std::vector<std::string> extra, const std::stri
 // name), an image left running as root.
 TEST(ImagesRun, EveryImageHasANumericNonRootUser) {
   FAIRBENCH_NEED_ENGINE();
-  for (const std::string name : {"fairbench-controller", "fairbench-agent", "fairbench-target-beast",
-                                 "fairbench-target-cpp-httplib-debian", "fairbench-target-nginx", "fairbench-target-grpc"}) {
+  for (const std::string name :
+       {"fairbench-controller", "fairbench-agent", "fairbench-target-beast", "fairbench-target-cpp-httplib-debian",
+        "fairbench-target-nginx", "fairbench-target-grpc"}) {
     const nlohmann::json image = Inspect(Image(name));
     ASSERT_TRUE(image.is_object()) << Image(name) << " was not built (containers.images)";
     EXPECT_EQ(image["Config"]["User"], "65532:65532") << name;
@@ -99,8 +101,9 @@ struct TargetImage {
 // needs a writable root (nginx outside /tmp), a server running as root.
 TEST(ImagesRun, EachTargetImageServesTheFourEndpointsAsItsUser) {
   FAIRBENCH_NEED_ENGINE();
-  for (const TargetImage& t : {TargetImage{"fairbench-target-beast", {}}, TargetImage{"fairbench-target-cpp-httplib-debian", {}},
-                               TargetImage{"fairbench-target-nginx", {"--tmpfs", "/tmp"}}}) {
+  for (const TargetImage& t :
+       {TargetImage{"fairbench-target-beast", {}}, TargetImage{"fairbench-target-cpp-httplib-debian", {}},
+        TargetImage{"fairbench-target-nginx", {"--tmpfs", "/tmp"}}}) {
     SCOPED_TRACE(t.name);
     auto port = testing::FreeLoopbackPort();
     ASSERT_TRUE(port.ok());
@@ -170,8 +173,18 @@ TEST(ImagesRun, TheGrpcTargetImageServesEchoAsItsUser) {
   ASSERT_TRUE(dir.ok());
   const std::string json = (dir->path() / "out.json").string();
   testing::SubprocessOptions o;
-  o.argv = {testing::BinaryPath("fairbench-agent"), "load", "--grpc", "fairbench.echo.v1.Echo/Unary",
-            "http://127.0.0.1:" + std::to_string(*port), "-t1", "-c2", "--streams", "4", "-d1s", "--json", json};
+  o.argv = {testing::BinaryPath("fairbench-agent"),
+            "load",
+            "--grpc",
+            "fairbench.echo.v1.Echo/Unary",
+            "http://127.0.0.1:" + std::to_string(*port),
+            "-t1",
+            "-c2",
+            "--streams",
+            "4",
+            "-d1s",
+            "--json",
+            json};
   o.stdout_to = testing::Redirect::File((dir->path() / "out").string());
   o.stderr_to = testing::Redirect::File((dir->path() / "err").string());
   auto p = testing::Subprocess::Start(o);
@@ -204,9 +217,12 @@ TEST(ImagesRun, TheNofileHelperRaisesTheLimitInATargetContainer) {
   auto install = Docker(RunArgs({"--network", "none", "-v", mount, "--entrypoint", "/usr/local/bin/fairbench-nofile"},
                                 Image("fairbench-agent"), {"--install", "/helper/fairbench-nofile"}));
   ASSERT_EQ(install.exit_code, 0) << install.err;
-  const std::vector<std::string> target = {"--network", "none", "-v", mount + ":ro", "--ulimit", "nofile=1024:4096",
+  const std::vector<std::string> target = {"--network",    "none",
+                                           "-v",           mount + ":ro",
+                                           "--ulimit",     "nofile=1024:4096",
                                            "--entrypoint", "/helper/fairbench-nofile"};
-  auto raised = Docker(RunArgs(target, Image("fairbench-target-beast"), {"--nofile=4096", "--", "cat", "/proc/self/limits"}));
+  auto raised =
+      Docker(RunArgs(target, Image("fairbench-target-beast"), {"--nofile=4096", "--", "cat", "/proc/self/limits"}));
   ASSERT_EQ(raised.exit_code, 0) << raised.err;
   EXPECT_TRUE(std::regex_search(raised.out, std::regex(R"(Max open files\s+4096\s+4096\s+files)"))) << raised.out;
   EXPECT_NE(raised.err.find("fairbench-nofile: nofile 4096"), std::string::npos) << raised.err;
@@ -259,7 +275,8 @@ TEST(ImagesRun, TheControllerImageReconcilesARunWithAServiceAccountsFiles) {
   auto rendered = kube::RunCommand(kube_cluster.bin_dir() + "/helm",
                                    {"template", "fairbench", (kRoot / "charts/fairbench").string(), "--namespace", ns},
                                    {{"HOME", root.string()}}, 60s);
-  ASSERT_TRUE(rendered.ok() && rendered->exit_code == 0) << (rendered.ok() ? rendered->err : rendered.status().message());
+  ASSERT_TRUE(rendered.ok() && rendered->exit_code == 0)
+      << (rendered.ok() ? rendered->err : rendered.status().message());
   const std::string identity = testing::ChartIdentityObjects(rendered->out);
   const std::string identity_file = (root / "identity.yaml").string();
   std::ofstream(identity_file) << identity;
@@ -302,7 +319,8 @@ TEST(ImagesRun, TheControllerImageReconcilesARunWithAServiceAccountsFiles) {
   ASSERT_EQ(started.exit_code, 0) << started.err;
 
   const std::string run =
-      "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: image-test, namespace: " + ns + "}\n"
+      "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: image-test, namespace: " + ns +
+      "}\n"
       "spec:\n  targets:\n  - name: a\n    image: example.org/target:1\n  scenarios:\n  - name: hello\n"
       "    request: {path: /}\n";
   std::ofstream(root / "run.yaml") << run;
@@ -322,7 +340,8 @@ TEST(ImagesRun, TheControllerImageReconcilesARunWithAServiceAccountsFiles) {
     if (!queued) std::this_thread::sleep_for(100ms);
   }
   const auto logs = Docker({"logs", name});
-  EXPECT_TRUE(queued) << "phase '" << phase << "', events " << reasons << "; the controller's log:\n" << logs.out << logs.err;
+  EXPECT_TRUE(queued) << "phase '" << phase << "', events " << reasons << "; the controller's log:\n"
+                      << logs.out << logs.err;
   const nlohmann::json inspect = Inspect(name);
   EXPECT_TRUE(inspect["State"]["Running"].get<bool>()) << logs.err;
   Docker({"rm", "-f", name});

@@ -45,7 +45,8 @@ TEST_F(DockerKubeletTest, GrpcReadinessProbeOfAContainer) {
     }
     return false;
   };
-  Json pod = WaitPod("grpc", [&](const Json& p) { return ready(p, "echo"); }, 60s);
+  Json pod = WaitPod(
+      "grpc", [&](const Json& p) { return ready(p, "echo"); }, 60s);
   EXPECT_NE(pod["status"]["containerStatuses"][0].value("containerID", "").rfind("docker://", 0), std::string::npos);
   std::this_thread::sleep_for(1500ms);  // a probe or more of the other
   EXPECT_FALSE(ready(*Pod("grpc"), "unknown")) << "Ready although its service is unknown to the server";

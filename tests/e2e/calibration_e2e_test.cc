@@ -19,8 +19,8 @@ namespace fairbench {
 namespace {
 
 using namespace std::chrono_literals;
-using nlohmann::json;
 using e2e::ReadFile;
+using nlohmann::json;
 
 // Catches: spec.calibration ignored, its verdict left out of results.json
 // or the report, the stall it asked for not the one injected (the

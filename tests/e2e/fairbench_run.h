@@ -32,8 +32,8 @@ inline std::optional<int> RunFairbench(const std::filesystem::path& dir, const s
                                        std::chrono::seconds timeout = std::chrono::seconds(90)) {
   std::ofstream(dir / "run.yaml") << yaml;
   testing::SubprocessOptions o;
-  o.argv = {testing::BinaryPath("fairbench"), "run",      (dir / "run.yaml").string(), "--output", (dir / "out").string(),
-            "--lock-file",                    (dir / "lock").string()};
+  o.argv = {testing::BinaryPath("fairbench"), "run",         (dir / "run.yaml").string(), "--output",
+            (dir / "out").string(),           "--lock-file", (dir / "lock").string()};
   o.stdout_to = testing::Redirect::File((dir / "stdout.txt").string());
   o.stderr_to = testing::Redirect::File((dir / "stderr.txt").string());
   auto p = testing::Subprocess::Start(o);

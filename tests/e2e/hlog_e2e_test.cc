@@ -25,8 +25,8 @@ namespace fairbench {
 namespace {
 
 using namespace std::chrono_literals;
-using nlohmann::json;
 using e2e::ReadFile;
+using nlohmann::json;
 
 const std::string kModules = FAIRBENCH_SOURCE_DIR "/.tools/node_modules";
 

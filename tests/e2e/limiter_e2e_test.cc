@@ -23,17 +23,20 @@ namespace fairbench {
 namespace {
 
 using namespace std::chrono_literals;
-using nlohmann::json;
 using e2e::ReadFile;
+using nlohmann::json;
 
 // Runs `targets` (YAML list items) with one scenario and `load`; the
 // record of the run, or an empty object after a failure reported here.
 json RunFairbench(const std::filesystem::path& d, const std::string& targets, const std::string& load,
                   std::string* report = nullptr) {
-  const std::string run = "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: limiter}\nspec:\n"
-                          "  targets:\n" + targets +
-                          "  scenarios:\n  - name: hello\n    request: {path: /}\n    expect: {status: 200}\n"
-                          "  load: " + load + "\n  cooldown: 0s\n";
+  const std::string run =
+      "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: limiter}\nspec:\n"
+      "  targets:\n" +
+      targets +
+      "  scenarios:\n  - name: hello\n    request: {path: /}\n    expect: {status: 200}\n"
+      "  load: " +
+      load + "\n  cooldown: 0s\n";
   const std::optional<int> exit_code = e2e::RunFairbench(d, run);
   if (!exit_code.has_value()) return json::object();
   EXPECT_EQ(*exit_code, 0) << ReadFile(d / "stderr.txt");
@@ -49,11 +52,11 @@ TEST(LimiterE2eTest, TargetAtItsCpuQuotaIsTargetCpu) {
   auto dir = testing::TempDir::Create("fairbench-limiter-e2e");
   ASSERT_TRUE(dir.ok());
   std::string report;
-  const json record = RunFairbench(dir->path(),
-                          "  - name: beast\n    resources: {cpu: 200m}\n    local:\n      command: [" +
-                              testing::BinaryPath("fairbench-target-beast") +
-                              ", --port, \"{port}\", --threads, \"1\"]\n",
-                          "{threads: 1, connections: [16], warmup: 300ms, duration: 1500ms, timeout: 1s}", &report);
+  const json record =
+      RunFairbench(dir->path(),
+                   "  - name: beast\n    resources: {cpu: 200m}\n    local:\n      command: [" +
+                       testing::BinaryPath("fairbench-target-beast") + ", --port, \"{port}\", --threads, \"1\"]\n",
+                   "{threads: 1, connections: [16], warmup: 300ms, duration: 1500ms, timeout: 1s}", &report);
   ASSERT_EQ(record["cells"].size(), 1u) << record.dump().substr(0, 2000);
   const json& cpus = record["run"]["status"]["cpus"];
   ASSERT_EQ(cpus.size(), 1u);
@@ -85,11 +88,11 @@ TEST(LimiterE2eTest, FewConnectionsToAFixedDelayAreConnections) {
   ASSERT_TRUE(dir.ok());
   constexpr int kConnections = 4;
   constexpr double kDelaySeconds = 0.010;
-  const json record = RunFairbench(dir->path(),
-                          "  - name: delay\n    local:\n      command: [" +
-                              testing::BinaryPath("fairbench-test-delay-server") +
-                              ", --port, \"{port}\", --delay, 10ms]\n",
-                          "{threads: 1, connections: [4], warmup: 300ms, duration: 1500ms, timeout: 1s}");
+  const json record =
+      RunFairbench(dir->path(),
+                   "  - name: delay\n    local:\n      command: [" +
+                       testing::BinaryPath("fairbench-test-delay-server") + ", --port, \"{port}\", --delay, 10ms]\n",
+                   "{threads: 1, connections: [4], warmup: 300ms, duration: 1500ms, timeout: 1s}");
   ASSERT_EQ(record["cells"].size(), 1u) << record.dump().substr(0, 2000);
   const json& result = record["cells"][0]["result"];
   ASSERT_EQ(result["state"], "Succeeded") << result.dump();

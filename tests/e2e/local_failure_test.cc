@@ -130,8 +130,9 @@ class LocalFailureTest : public ::testing::Test {
   // levels given: cells in the order target × scenario × level.
   std::string WriteRun(const std::string& targets, const std::string& levels, const std::string& duration,
                        bool two = true) {
-    std::string text = "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: failure}\nspec:\n  targets:\n" +
-                       targets + "  scenarios:\n  - name: hello\n    request: {path: /}\n    expect: {status: 200}\n";
+    std::string text =
+        "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: failure}\nspec:\n  targets:\n" +
+        targets + "  scenarios:\n  - name: hello\n    request: {path: /}\n    expect: {status: 200}\n";
     if (two) text += "  - name: json\n    request: {path: /api/status}\n    expect: {status: 200}\n";
     text += "  load: {threads: 1, connections: [" + levels + "], warmup: 300ms, duration: " + duration +
             ", timeout: 1s, agents: 1}\n  cooldown: 200ms\n";
@@ -208,8 +209,14 @@ TEST_F(LocalFailureTest, AnOutputFolderThatBecomesReadOnlyStopsTheRunAndKeepsThe
   const std::vector<pid_t> children = testing::ChildProcesses(p->pid());
   ASSERT_FALSE(children.empty());
   SubprocessOptions ro;
-  ro.argv = {"nsenter", "-t", std::to_string(p->pid()), "-m", "sh", "-c",
-             "mount --bind \"$0\" \"$0\" && mount -o remount,bind,ro \"$0\"", out_};
+  ro.argv = {"nsenter",
+             "-t",
+             std::to_string(p->pid()),
+             "-m",
+             "sh",
+             "-c",
+             "mount --bind \"$0\" \"$0\" && mount -o remount,bind,ro \"$0\"",
+             out_};
   auto m = Subprocess::Start(ro);
   ASSERT_TRUE(m.ok());
   auto ms = m->Wait(10s);
@@ -265,9 +272,15 @@ TEST_F(LocalFailureTest, AFullDiskStopsTheRunAndTheLastRecordResumes) {
   // left (but the filler) to SAVED, where the test can read it after the
   // namespace is gone.
   std::vector<std::string> argv = {
-      "unshare", "-m", "--propagation", "private", "sh", "-c",
+      "unshare",
+      "-m",
+      "--propagation",
+      "private",
+      "sh",
+      "-c",
       "mount -t tmpfs -o size=16m tmpfs \"$0\" || exit 90; \"$@\"; rc=$?; rm -f \"$0/filler\"; "
-      "cp -a \"$0/.\" \"" + saved + "/\"; exit $rc",
+      "cp -a \"$0/.\" \"" +
+          saved + "/\"; exit $rc",
       out_};
   for (const std::string& a : RunArgv(run, out_)) argv.push_back(a);
   auto p = Start(argv);
@@ -378,7 +391,9 @@ TEST_P(InterruptTest, TheLoadStopsWithinASecondAndTheRecordSaysWhere) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Signals, InterruptTest, ::testing::Values(SIGTERM, SIGINT),
-                         [](const ::testing::TestParamInfo<int>& i) { return i.param == SIGTERM ? "Sigterm" : "Sigint"; });
+                         [](const ::testing::TestParamInfo<int>& i) {
+                           return i.param == SIGTERM ? "Sigterm" : "Sigint";
+                         });
 
 // A target that ignores SIGTERM (the misbehaving server with
 // --ignore-sigterm: its log says it got the signal and went on) is killed
@@ -406,9 +421,10 @@ TEST_F(LocalFailureTest, ATargetThatIgnoresSigtermIsKilledAfterTheGracePeriod) {
   for (const json& n : r["environment"]["notes"]) {
     EXPECT_EQ(n.get<std::string>().find("target alpha: teardown"), std::string::npos) << "alpha stopped on SIGTERM";
   }
-  EXPECT_NE(ReadFile(out_ + "/logs/controller.log")
-                .find("target stubborn could not be torn down cleanly: did not exit within 2 s of SIGTERM; killed (SIGKILL)"),
-            std::string::npos);
+  EXPECT_NE(
+      ReadFile(out_ + "/logs/controller.log")
+          .find("target stubborn could not be torn down cleanly: did not exit within 2 s of SIGTERM; killed (SIGKILL)"),
+      std::string::npos);
   EXPECT_NE(ReadFile(out_ + "/logs/stubborn.log").find("SIGTERM ignored"), std::string::npos)
       << "the target never saw SIGTERM";
   // From the end of stubborn's cell to the start of alpha's warmup: the
@@ -440,7 +456,8 @@ TEST_F(LocalFailureTest, ASecondSignalExitsAtOnce) {
   ASSERT_TRUE(p.ok());
   // Until the target and the agent are up, and a second more (under load).
   const auto give_up = std::chrono::steady_clock::now() + 60s;
-  while (testing::ChildProcesses(p->pid()).size() < 2 && std::chrono::steady_clock::now() < give_up) std::this_thread::sleep_for(20ms);
+  while (testing::ChildProcesses(p->pid()).size() < 2 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(20ms);
   std::this_thread::sleep_for(1500ms);
   const std::vector<pid_t> children = testing::ChildProcesses(p->pid());
   ASSERT_GE(children.size(), 2u);

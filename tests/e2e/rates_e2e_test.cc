@@ -26,8 +26,8 @@ namespace fairbench {
 namespace {
 
 using namespace std::chrono_literals;
-using nlohmann::json;
 using e2e::ReadFile;
+using nlohmann::json;
 
 int64_t ClockNs(clockid_t clock) {
   timespec ts{};

@@ -76,17 +76,18 @@ class RunE2eTest : public ::testing::Test {
   }
   std::string Target(const std::string& name, const std::string& server = "beast") {
     return "  - name: " + name + "\n    local:\n      command: [" + testing::BinaryPath("fairbench-target-" + server) +
-           ", --port, \"{port}\", --threads, \"1\", --request-log, " + dir_->path().string() + "/" + name + ".requests]\n";
+           ", --port, \"{port}\", --threads, \"1\", --request-log, " + dir_->path().string() + "/" + name +
+           ".requests]\n";
   }
   std::string WriteRun(const std::string& targets, const std::string& extra_scenarios = "", int agents = 1,
                        const std::string& duration = "1s", const std::string& extra_load = "") {
-    const std::string text = "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: e2e}\nspec:\n  targets:\n" +
-                             targets +
-                             "  scenarios:\n"
-                             "  - name: hello\n    request: {path: /}\n    expect: {status: 200, body: \"Hello, World!\"}\n"
-                             "  - name: json\n    request: {path: /api/status}\n    expect: {status: 200, contentType: application/json}\n" +
-                             extra_scenarios + "  load: {threads: 1, connections: [8], warmup: 300ms, duration: " + duration +
-                             ", timeout: 1s, agents: " + std::to_string(agents) + extra_load + "}\n  cooldown: 500ms\n";
+    const std::string text =
+        "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: e2e}\nspec:\n  targets:\n" + targets +
+        "  scenarios:\n"
+        "  - name: hello\n    request: {path: /}\n    expect: {status: 200, body: \"Hello, World!\"}\n"
+        "  - name: json\n    request: {path: /api/status}\n    expect: {status: 200, contentType: application/json}\n" +
+        extra_scenarios + "  load: {threads: 1, connections: [8], warmup: 300ms, duration: " + duration +
+        ", timeout: 1s, agents: " + std::to_string(agents) + extra_load + "}\n  cooldown: 500ms\n";
     const std::string path = dir_->path().string() + "/run.yaml";
     std::ofstream(path) << text;
     return path;
@@ -141,10 +142,10 @@ class RunE2eTest : public ::testing::Test {
 class ProcSampler {
  public:
   struct Sample {
-    double at = 0;       // seconds since the epoch
-    double cpu = 0;      // user + system seconds so far
-    uint64_t rss = 0;    // bytes (VmRSS)
-    uint64_t anon = 0;   // bytes (RssAnon)
+    double at = 0;      // seconds since the epoch
+    double cpu = 0;     // user + system seconds so far
+    uint64_t rss = 0;   // bytes (VmRSS)
+    uint64_t anon = 0;  // bytes (RssAnon)
   };
   explicit ProcSampler(std::string marker) : marker_(std::move(marker)), thread_([this] { Loop(); }) {}
   ~ProcSampler() { Stop(); }
@@ -256,8 +257,8 @@ void ExpectRequestsPerSecondMatchesTheTarget(const json& res, const std::vector<
   const double bucket = overlapping / buckets;
   const double slack = 2.0 * res["connections"].get<double>();
   std::cout << res["target"].get<std::string>() << "/" << res["scenario"].get<std::string>() << ": " << measured
-            << " requests in the window, the target counted " << estimate << " (" << inside << "…" << overlapping
-            << ")" << std::endl;
+            << " requests in the window, the target counted " << estimate << " (" << inside << "…" << overlapping << ")"
+            << std::endl;
   EXPECT_GE(measured, inside - slack - 0.25 * bucket) << res.dump();
   EXPECT_LE(measured, overlapping + slack + 0.25 * bucket) << res.dump();
   EXPECT_NEAR(measured, estimate, 0.5 * bucket + slack)
@@ -461,7 +462,8 @@ TEST_F(RunE2eTest, AKilledControllerResumesWithoutLosingFinishedCells) {
 }
 
 TEST_F(RunE2eTest, AFailingEndpointIsReportedAndNotLoaded) {
-  const std::string broken = "  - name: wrong\n    request: {path: /api/status}\n    expect: {status: 200, body: nope}\n";
+  const std::string broken =
+      "  - name: wrong\n    request: {path: /api/status}\n    expect: {status: 200, body: nope}\n";
   const std::string run = WriteRun(Target("alpha"), broken);
   EXPECT_EQ(Run(run), 3) << Stderr();
   const json r = Results();
@@ -551,8 +553,9 @@ TEST_F(RunE2eTest, ScriptedScenariosRunOnEveryAgentAndKeepEachDone) {
 
 TEST_F(RunE2eTest, BrokenRunFilesAreRefusedWithTheirMessage) {
   const std::string path = dir_->path().string() + "/bad.yaml";
-  std::ofstream(path) << "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: bad}\nspec:\n"
-                         "  targets: []\n  scenarios:\n  - name: hello\n    request: {path: /}\n  load: {conections: [1]}\n";
+  std::ofstream(path)
+      << "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: bad}\nspec:\n"
+         "  targets: []\n  scenarios:\n  - name: hello\n    request: {path: /}\n  load: {conections: [1]}\n";
   EXPECT_EQ(Run(path), 2);
   const std::string err = Stderr();
   EXPECT_NE(err.find("spec.load.conections: unknown field (did you mean \"connections\"?)"), std::string::npos) << err;
@@ -563,7 +566,9 @@ TEST_F(RunE2eTest, BrokenRunFilesAreRefusedWithTheirMessage) {
   // A script file that is not there is an error on its field, before any
   // target starts. Catches: the file read only when the scenario runs.
   std::ofstream(path) << "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: bad}\nspec:\n"
-                         "  targets:\n" << Target("alpha") << "  scenarios:\n  - name: echo\n"
+                         "  targets:\n"
+                      << Target("alpha")
+                      << "  scenarios:\n  - name: echo\n"
                          "    script: {file: post_echo.lua}\n";
   EXPECT_EQ(Run(path), 2);
   EXPECT_NE(Stderr().find("spec.scenarios[0].script.file: cannot read \"post_echo.lua\" (relative to the run file)"),
@@ -595,9 +600,9 @@ TEST_F(RunE2eTest, AProfileOfACellThatDoesNotExistIsRefused) {
 // a constant rate cannot be combined with pipeline > 1).
 TEST_F(RunE2eTest, ARateWithPipeliningIsRefusedBeforeAnythingStarts) {
   const std::string marker = dir_->path().string() + "/target-started";
-  const std::string run = WriteRun("  - name: alpha\n    local:\n      command: [/bin/sh, -c, \"touch " + marker +
-                                       "; exec sleep 30\"]\n",
-                                   "", 1, "1s", ", rate: 100, pipeline: 4");
+  const std::string run =
+      WriteRun("  - name: alpha\n    local:\n      command: [/bin/sh, -c, \"touch " + marker + "; exec sleep 30\"]\n",
+               "", 1, "1s", ", rate: 100, pipeline: 4");
   EXPECT_EQ(Run(run), 2);
   const std::string err = Stderr();
   EXPECT_EQ(err.rfind(run + ":", 0), 0u) << err;
@@ -637,7 +642,8 @@ TEST_F(RunE2eTest, BareProgramNamesAreFoundNextToFairbench) {
     named |= note.get<std::string>().rfind("target alpha ran " + bin + "/fairbench-target-beast --port ", 0) == 0;
   }
   EXPECT_TRUE(named) << r["environment"].dump();
-  EXPECT_NE(ReadFile(out_ + "/report.md").find("target alpha ran " + bin + "/fairbench-target-beast"), std::string::npos);
+  EXPECT_NE(ReadFile(out_ + "/report.md").find("target alpha ran " + bin + "/fairbench-target-beast"),
+            std::string::npos);
 }
 
 // HTTPS, h2 and h2c end to end: the run file's scheme, protocol and
@@ -795,7 +801,8 @@ TEST_F(RunE2eTest, GrpcChecksBeforeTheLoadAndReadinessByHealth) {
   EXPECT_EQ(Run(run), 3) << Stderr();
   const json r = Results();
   std::map<std::string, json> cells;
-  for (const json& c : r["cells"]) cells[c["result"]["target"].get<std::string>() + "/" + c["result"]["scenario"].get<std::string>()] = c["result"];
+  for (const json& c : r["cells"])
+    cells[c["result"]["target"].get<std::string>() + "/" + c["result"]["scenario"].get<std::string>()] = c["result"];
   // UNAVAILABLE was asked for: every call ended so, none an error.
   const json& unavailable = cells["echo/unavailable"];
   ASSERT_EQ(unavailable["state"], "Succeeded") << unavailable.dump();
@@ -804,7 +811,8 @@ TEST_F(RunE2eTest, GrpcChecksBeforeTheLoadAndReadinessByHealth) {
   EXPECT_FALSE(unavailable.contains("errors")) << unavailable.dump();
   EXPECT_EQ(cells["echo/wrong-status"]["reason"], "VerificationFailed");
   EXPECT_NE(cells["echo/wrong-status"]["message"].get<std::string>().find("expected gRPC status OK, got NOT_FOUND"),
-            std::string::npos) << cells["echo/wrong-status"].dump();
+            std::string::npos)
+      << cells["echo/wrong-status"].dump();
   EXPECT_EQ(cells["echo/wrong-reply"]["reason"], "VerificationFailed");
   EXPECT_NE(cells["echo/wrong-reply"]["message"].get<std::string>().find("aGk="), std::string::npos)
       << cells["echo/wrong-reply"].dump();
@@ -825,7 +833,8 @@ TEST_F(RunE2eTest, GrpcChecksBeforeTheLoadAndReadinessByHealth) {
     const json& c = cells["unready/" + scenario];
     EXPECT_EQ(c["state"], "Failed") << c.dump();
     EXPECT_EQ(c["reason"], "NotReady") << c.dump();
-    EXPECT_NE(c["message"].get<std::string>().find("code = NotFound desc = service name unknown"), std::string::npos) << c.dump();
+    EXPECT_NE(c["message"].get<std::string>().find("code = NotFound desc = service name unknown"), std::string::npos)
+        << c.dump();
   }
 }
 
@@ -839,8 +848,9 @@ TEST_F(RunE2eTest, AGrpcSloSearchRunsConstantRateTrials) {
   const std::string text =
       "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: grpc-slo}\nspec:\n  targets:\n"
       "  - name: echo\n    protocol: grpc\n    local:\n      command: [" +
-      testing::BinaryPath("fairbench-target-grpc") + ", --port, \"{port}\", --threads, \"1\", --delay-ms, \"5\", --request-log, " +
-      dir_->path().string() + "/echo.requests]\n"
+      testing::BinaryPath("fairbench-target-grpc") +
+      ", --port, \"{port}\", --threads, \"1\", --delay-ms, \"5\", --request-log, " + dir_->path().string() +
+      "/echo.requests]\n"
       "  scenarios:\n"
       "  - name: unary\n    grpc: {method: fairbench.echo.v1.Echo/Unary, message: {payload: aGk=}, descriptorSet: echo.desc}\n"
       "    slo: {p99: 500ms, startRate: 100, maxSteps: 3}\n"

@@ -39,7 +39,8 @@ std::string ReadFile(const std::string& p) {
 size_t ListeningSockets(pid_t pid) {
   std::set<std::string> inodes;
   const std::string fd_dir = "/proc/" + std::to_string(pid) + "/fd";
-  for (const auto& e : std::filesystem::directory_iterator(fd_dir, std::filesystem::directory_options::skip_permission_denied)) {
+  for (const auto& e :
+       std::filesystem::directory_iterator(fd_dir, std::filesystem::directory_options::skip_permission_denied)) {
     std::error_code ec;
     const std::string t = std::filesystem::read_symlink(e.path(), ec).string();
     if (!ec && t.rfind("socket:[", 0) == 0) inodes.insert(t.substr(8, t.size() - 9));
@@ -71,12 +72,11 @@ class RunTlsE2eTest : public ::testing::Test {
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     auto client = m->IssueClient("fairbench-agent");
     ASSERT_TRUE(client.ok());
-    for (const auto& [name, text] : std::vector<std::pair<std::string, std::string>>{
-             {"ca.crt", m->ca.cert_pem},
-             {"hub.crt", m->server.cert_pem},
-             {"hub.key", m->server.key_pem},
-             {"agent.crt", client->cert_pem},
-             {"agent.key", client->key_pem}}) {
+    for (const auto& [name, text] : std::vector<std::pair<std::string, std::string>>{{"ca.crt", m->ca.cert_pem},
+                                                                                     {"hub.crt", m->server.cert_pem},
+                                                                                     {"hub.key", m->server.key_pem},
+                                                                                     {"agent.crt", client->cert_pem},
+                                                                                     {"agent.key", client->key_pem}}) {
       std::ofstream(dir_->File(name)) << text;
     }
   }
@@ -102,9 +102,9 @@ class RunTlsE2eTest : public ::testing::Test {
     return testing::Subprocess::Start(o);
   }
   std::vector<std::string> MutualTlsFlags() {
-    return {"--hub-tls-cert",   dir_->File("hub.crt"),   "--hub-tls-key",   dir_->File("hub.key"),
-            "--hub-tls-client-ca", dir_->File("ca.crt"), "--agent-tls-ca",  dir_->File("ca.crt"),
-            "--agent-tls-cert", dir_->File("agent.crt"), "--agent-tls-key", dir_->File("agent.key")};
+    return {"--hub-tls-cert",      dir_->File("hub.crt"),   "--hub-tls-key",   dir_->File("hub.key"),
+            "--hub-tls-client-ca", dir_->File("ca.crt"),    "--agent-tls-ca",  dir_->File("ca.crt"),
+            "--agent-tls-cert",    dir_->File("agent.crt"), "--agent-tls-key", dir_->File("agent.key")};
   }
 
   std::optional<testing::TempDir> dir_;

@@ -29,15 +29,16 @@ namespace fairbench {
 namespace {
 
 using namespace std::chrono_literals;
-using nlohmann::json;
 using e2e::ReadFile;
+using nlohmann::json;
 
 constexpr int kVerifyEvery = 10;
 constexpr int kConnections = 2;
 
 std::string Target(const std::string& name, const std::string& mode, const std::filesystem::path& stats) {
-  return "  - name: " + name + "\n    local:\n      command: [" + testing::BinaryPath("fairbench-test-misbehaving-server") +
-         ", --port, \"{port}\", --mode, " + mode + ", --stats-file, " + stats.string() + "]\n";
+  return "  - name: " + name + "\n    local:\n      command: [" +
+         testing::BinaryPath("fairbench-test-misbehaving-server") + ", --port, \"{port}\", --mode, " + mode +
+         ", --stats-file, " + stats.string() + "]\n";
 }
 
 // Runs `targets` with the scenario and `duration` of load; the record of
@@ -46,11 +47,14 @@ json RunFairbench(const std::filesystem::path& d, const std::string& targets, co
                   std::string* report) {
   const std::string run =
       "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: vary}\nspec:\n"
-      "  targets:\n" + targets +
+      "  targets:\n" +
+      targets +
       "  scenarios:\n  - name: echo\n    request: {path: \"/echo/{n}\"}\n    expect: {status: 200, body: \"{n}\"}\n"
-      "    vary: {seed: 42, verifyEvery: " + std::to_string(kVerifyEvery) + "}\n"
-      "  load: {threads: 1, connections: [" + std::to_string(kConnections) + "], warmup: 0s, duration: " + duration +
-      ", timeout: 1s}\n  cooldown: 0s\n";
+      "    vary: {seed: 42, verifyEvery: " +
+      std::to_string(kVerifyEvery) +
+      "}\n"
+      "  load: {threads: 1, connections: [" +
+      std::to_string(kConnections) + "], warmup: 0s, duration: " + duration + ", timeout: 1s}\n  cooldown: 0s\n";
   if (!e2e::RunFairbench(d, run).has_value()) return json::object();
   const std::filesystem::path results = d / "out" / "results.json";
   EXPECT_TRUE(std::filesystem::exists(results)) << ReadFile(d / "stderr.txt");
@@ -84,12 +88,12 @@ TEST(VaryE2eTest, HonestCachingAndBadHeaders) {
   ASSERT_TRUE(dir.ok());
   const std::filesystem::path d = dir->path();
   std::string report;
-  const json record = RunFairbench(d,
-                                   Target("honest", "echo", d / "honest.json") +
-                                       Target("cached", "echo-cached", d / "cached.json") +
-                                       Target("length", "echo-wrong-length", d / "length.json") +
-                                       Target("nodate", "echo-no-date", d / "nodate.json"),
-                                   "1s", &report);
+  const json record =
+      RunFairbench(d,
+                   Target("honest", "echo", d / "honest.json") + Target("cached", "echo-cached", d / "cached.json") +
+                       Target("length", "echo-wrong-length", d / "length.json") +
+                       Target("nodate", "echo-no-date", d / "nodate.json"),
+                   "1s", &report);
   ASSERT_EQ(record["cells"].size(), 4u) << record.dump().substr(0, 2000);
 
   const json* honest = Cell(record, "honest");

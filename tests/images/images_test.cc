@@ -103,8 +103,8 @@ struct Instruction {
 };
 
 struct Stage {
-  std::string image;  // FROM's image
-  std::string name;   // AS name, or ""
+  std::string image;                      // FROM's image
+  std::string name;                       // AS name, or ""
   std::vector<Instruction> instructions;  // after FROM
 };
 
@@ -221,8 +221,8 @@ std::vector<std::string> CopiedBinaries(const Stage& runtime) {
 
 struct Image {
   std::string name;
-  std::string dockerfile;                // relative to the root
-  std::vector<std::string> binaries;     // the first one is the entrypoint
+  std::string dockerfile;             // relative to the root
+  std::vector<std::string> binaries;  // the first one is the entrypoint
 };
 
 std::ostream& operator<<(std::ostream& os, const Image& i) { return os << i.name; }
@@ -232,7 +232,9 @@ const std::vector<Image>& FairbenchImages() {
       {"fairbench-controller", "images/controller/Dockerfile", {"fairbench-controller"}},
       {"fairbench-agent", "images/agent/Dockerfile", {"fairbench-agent", "fairbench-nofile"}},
       {"fairbench-target-beast", "targets/beast/Dockerfile", {"fairbench-target-beast"}},
-      {"fairbench-target-cpp-httplib-debian", "targets/cpp-httplib-debian/Dockerfile", {"fairbench-target-cpp-httplib-debian"}},
+      {"fairbench-target-cpp-httplib-debian",
+       "targets/cpp-httplib-debian/Dockerfile",
+       {"fairbench-target-cpp-httplib-debian"}},
       {"fairbench-target-nginx", "targets/nginx/Dockerfile", {"fairbench-target-nginx"}},
       {"fairbench-target-grpc", "targets/grpc/Dockerfile", {"fairbench-target-grpc"}},
   };
@@ -478,10 +480,11 @@ TEST_P(DockerfileTest, CarriesTheOciLabelsFromTheBuildArgs) {
   }
   std::string labels;
   for (const std::string& l : Args(runtime(), "LABEL")) labels += l + " ";
-  for (const std::string& label : std::vector<std::string>{"org.opencontainers.image.source=\"$FAIRBENCH_SOURCE\"",
-                                   "org.opencontainers.image.version=\"$FAIRBENCH_VERSION\"",
-                                   "org.opencontainers.image.revision=\"$FAIRBENCH_REVISION\"",
-                                   "org.opencontainers.image.title=\"" + GetParam().name + "\""}) {
+  for (const std::string& label :
+       std::vector<std::string>{"org.opencontainers.image.source=\"$FAIRBENCH_SOURCE\"",
+                                "org.opencontainers.image.version=\"$FAIRBENCH_VERSION\"",
+                                "org.opencontainers.image.revision=\"$FAIRBENCH_REVISION\"",
+                                "org.opencontainers.image.title=\"" + GetParam().name + "\""}) {
     EXPECT_NE(labels.find(label), std::string::npos) << label;
   }
 }
@@ -541,8 +544,8 @@ TEST_P(DockerfileTest, RuntimePackagesHoldEveryLibraryTheBuiltBinariesLoad) {
   const auto file_owner = PackagesOf({files.begin(), files.end()});
   for (const std::string& f : files) {
     ASSERT_TRUE(file_owner.count(f)) << f << " belongs to no Debian package";
-    EXPECT_TRUE(listed.count(file_owner.at(f))) << image.dockerfile << ": " << f << " comes with "
-                                                << file_owner.at(f) << ", which the runtime stage lacks";
+    EXPECT_TRUE(listed.count(file_owner.at(f)))
+        << image.dockerfile << ": " << f << " comes with " << file_owner.at(f) << ", which the runtime stage lacks";
     needed.insert(file_owner.at(f));
     elves.emplace_back(f, Ldd(f));
   }
@@ -690,7 +693,14 @@ class ReadOnlyRootTest : public ::testing::Test {
 
   Result<testing::Subprocess> Start(const std::vector<std::string>& argv) {
     testing::SubprocessOptions o;
-    o.argv = {strace_, "-f", "-ff", "-qq", "-y", "-o", dir_->File("trace"), "-e",
+    o.argv = {strace_,
+              "-f",
+              "-ff",
+              "-qq",
+              "-y",
+              "-o",
+              dir_->File("trace"),
+              "-e",
               "trace=open,openat,creat,mkdir,mkdirat,rename,renameat,renameat2,unlink,unlinkat,rmdir,link,linkat,"
               "symlink,symlinkat,truncate",
               "--"};
@@ -772,8 +782,8 @@ class ReadOnlyRootTest : public ::testing::Test {
   void ServeOnce(const std::string& binary, const std::vector<std::string>& extra = {}, bool tls = false) {
     auto port = testing::FreeLoopbackPort();
     ASSERT_TRUE(port.ok());
-    std::vector<std::string> argv = {testing::BinaryPath(binary), "--host", "127.0.0.1", "--port",
-                                     std::to_string(*port), "--threads", "1"};
+    std::vector<std::string> argv = {testing::BinaryPath(binary), "--host",    "127.0.0.1", "--port",
+                                     std::to_string(*port),       "--threads", "1"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     auto p = Start(argv);
     ASSERT_TRUE(p.ok()) << p.status().ToString();
@@ -813,10 +823,11 @@ TEST_F(ReadOnlyRootTest, AgentWritesNothing) {
 
 TEST_F(ReadOnlyRootTest, ControllerWritesNothingWhileStarting) {
   const std::string kubeconfig = dir_->File("kubeconfig");
-  std::ofstream(kubeconfig) << "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-                               "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1', insecure-skip-tls-verify: true}}]\n"
-                               "users: [{name: u, user: {token: t}}]\n"
-                               "contexts: [{name: c, context: {cluster: c, user: u}}]\n";
+  std::ofstream(kubeconfig)
+      << "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+         "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1', insecure-skip-tls-verify: true}}]\n"
+         "users: [{name: u, user: {token: t}}]\n"
+         "contexts: [{name: c, context: {cluster: c, user: u}}]\n";
   auto p = Start({testing::BinaryPath("fairbench-controller"), "--kubeconfig", kubeconfig, "--metrics-address",
                   "127.0.0.1:0", "--agent-listen", "127.0.0.1:0"});
   ASSERT_TRUE(p.ok()) << p.status().ToString();
@@ -844,9 +855,9 @@ TEST_F(ReadOnlyRootTest, BeastAndHttplibTargetsWriteNothing) {
 TEST_F(ReadOnlyRootTest, NginxTargetWritesOnlyUnderTmpdir) {
   ServeOnce("fairbench-target-nginx");
   const std::set<std::string> written = Written();
-  EXPECT_TRUE(std::any_of(written.begin(), written.end(),
-                          [&](const std::string& p) { return p.rfind(tmpdir_.string() + "/", 0) == 0; }))
-      << "nginx's work folder is not under $TMPDIR";
+  EXPECT_TRUE(std::any_of(written.begin(), written.end(), [&](const std::string& p) {
+    return p.rfind(tmpdir_.string() + "/", 0) == 0;
+  })) << "nginx's work folder is not under $TMPDIR";
   ExpectWritesOnlyUnder({tmpdir_.string()});
 }
 
@@ -990,7 +1001,8 @@ TEST_F(ImagesScriptTest, DefaultsNameTheAgentImageTheControllerRuns) {
   const std::vector<std::string> lines = Lines(r.out);
   ASSERT_EQ(lines.size(), 1u) << r.out;
   // fairbench-controller's default --agent-image (controller/operator/controller_main.cc).
-  EXPECT_NE(lines[0].find(" -t ghcr.io/fairbench/fairbench-agent:" FAIRBENCH_VERSION " "), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find(" -t ghcr.io/fairbench/fairbench-agent:" FAIRBENCH_VERSION " "), std::string::npos)
+      << lines[0];
   EXPECT_NE(lines[0].find("--build-arg FAIRBENCH_VERSION=" FAIRBENCH_VERSION " "), std::string::npos) << lines[0];
   const std::string git = Tool("git");
   if (git.empty()) return;
@@ -1004,9 +1016,11 @@ TEST_F(ImagesScriptTest, OnlyPicksImagesAndPushFollowsEachBuild) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> lines = Lines(r.out);
   ASSERT_EQ(lines.size(), 4u) << r.out;
-  EXPECT_EQ(lines[0].rfind("docker build --network host -f " + (kRoot / "images/agent/Dockerfile").string(), 0), 0u) << lines[0];
+  EXPECT_EQ(lines[0].rfind("docker build --network host -f " + (kRoot / "images/agent/Dockerfile").string(), 0), 0u)
+      << lines[0];
   EXPECT_EQ(lines[1], "docker push ghcr.io/fairbench/fairbench-agent:" FAIRBENCH_VERSION);
-  EXPECT_EQ(lines[2].rfind("docker build --network host -f " + (kRoot / "targets/nginx/Dockerfile").string(), 0), 0u) << lines[2];
+  EXPECT_EQ(lines[2].rfind("docker build --network host -f " + (kRoot / "targets/nginx/Dockerfile").string(), 0), 0u)
+      << lines[2];
   EXPECT_EQ(lines[3], "docker push ghcr.io/fairbench/fairbench-target-nginx:" FAIRBENCH_VERSION);
 
   r = Images({"--dry-run", "--revision", "r", "--only", "fairbench"});
@@ -1085,11 +1099,12 @@ TEST_F(ImagesScriptTest, RunsTheCommandsItPrints) {
 // reported built.
 TEST_F(ImagesScriptTest, AnImageWhoseBaseCannotBeHadIsSkippedWithTheReason) {
   const fs::path p = bin_ / "docker";
-  std::ofstream(p) << "#!/bin/sh\nprintf '%s\\n' \"docker $*\" >> \"$FAKE_ENGINE_LOG\"\n"
-                   << "case \"$1 $2 $3\" in\n"
-                   << "  'image inspect debian:bookworm-slim') exit 1 ;;\n"
-                   << "  'pull debian:bookworm-slim ') echo 'Error response from daemon: no route to registry' >&2; exit 1 ;;\n"
-                   << "esac\nexit 0\n";
+  std::ofstream(p)
+      << "#!/bin/sh\nprintf '%s\\n' \"docker $*\" >> \"$FAKE_ENGINE_LOG\"\n"
+      << "case \"$1 $2 $3\" in\n"
+      << "  'image inspect debian:bookworm-slim') exit 1 ;;\n"
+      << "  'pull debian:bookworm-slim ') echo 'Error response from daemon: no route to registry' >&2; exit 1 ;;\n"
+      << "esac\nexit 0\n";
   fs::permissions(p, fs::perms::owner_all);
   auto r = Images({"--revision", "r", "--only", "fairbench-agent,fairbench-target-nginx"});
   EXPECT_EQ(r.exit_code, 1) << "nothing could be built";

@@ -98,8 +98,9 @@ class Auth : public testenv::KubeTest {
     CreateServiceAccount(service_account);
     Json request = {{"apiVersion", "authentication.k8s.io/v1"}, {"kind", "TokenRequest"}, {"spec", Json::object()}};
     if (!bound_secret.empty()) {
-      auto secret = client_->Create(resources::Secrets(), ns(),
-                                    Json{{"apiVersion", "v1"}, {"kind", "Secret"}, {"metadata", {{"name", bound_secret}}}});
+      auto secret =
+          client_->Create(resources::Secrets(), ns(),
+                          Json{{"apiVersion", "v1"}, {"kind", "Secret"}, {"metadata", {{"name", bound_secret}}}});
       EXPECT_TRUE(secret.ok()) << secret.error().ToString();
       if (!secret.ok()) return "";
       request["spec"]["boundObjectRef"] = {
@@ -118,10 +119,9 @@ class Auth : public testenv::KubeTest {
     EXPECT_TRUE(client_->Delete(resources::Secrets(), ns(), secret).ok());
     EXPECT_TRUE(Eventually(
         [&] {
-          auto review = client_->Create(kTokenReviews, "",
-                                        Json{{"apiVersion", "authentication.k8s.io/v1"},
-                                             {"kind", "TokenReview"},
-                                             {"spec", {{"token", token}}}});
+          auto review = client_->Create(
+              kTokenReviews, "",
+              Json{{"apiVersion", "authentication.k8s.io/v1"}, {"kind", "TokenReview"}, {"spec", {{"token", token}}}});
           return review.ok() && !(*review)["status"].value("authenticated", false);
         },
         std::chrono::seconds(20)))
@@ -160,8 +160,8 @@ class Auth : public testenv::KubeTest {
     ASSERT_TRUE(who.ok()) << who.error().ToString();
     EXPECT_EQ(*who, User(service_account));
   }
-  std::string Write(const std::string& name, const std::string& text, fs::perms perms = fs::perms::owner_read |
-                                                                                       fs::perms::owner_write) {
+  std::string Write(const std::string& name, const std::string& text,
+                    fs::perms perms = fs::perms::owner_read | fs::perms::owner_write) {
     std::string p = dir_ + "/" + name;
     std::ofstream(p) << text;
     fs::permissions(p, perms);
@@ -294,7 +294,8 @@ TEST_F(Auth, TokensNameTheirUserInTheAuditLog) {
   if (HasFatalFailure()) return;
   auto controller_client = ClientWith(controller);
   // RBAC takes the new binding a moment after it is written.
-  ASSERT_TRUE(Eventually([&] { return controller_client->Get(resources::Pods(), ns(), "p").reason() == Reason::kNotFound; }));
+  ASSERT_TRUE(
+      Eventually([&] { return controller_client->Get(resources::Pods(), ns(), "p").reason() == Reason::kNotFound; }));
 
   RestConfig wrong = Config();
   wrong.credentials = std::make_shared<StaticToken>("nope");
@@ -387,7 +388,8 @@ TEST_F(Auth, ExecPluginRunsAgainAfterA401) {
   std::string state = Write("current", revoked);
   std::string plugin = Write("plugin.sh",
                              "#!/bin/sh\nprintf '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
-                             "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"%s\"}}' \"$(cat " + state + ")\"\n",
+                             "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"%s\"}}' \"$(cat " +
+                                 state + ")\"\n",
                              fs::perms::owner_all);
   FakeClock clock;
   ExecConfig ec;
@@ -418,21 +420,38 @@ TEST_F(Auth, KubeconfigsForTheClusterWork) {
   const std::string server = cluster_->server();
   const std::string with_cert = Write("cert.kubeconfig",
                                       "apiVersion: v1\nkind: Config\ncurrent-context: admin\n"
-                                      "clusters:\n- name: c\n  cluster:\n    server: " + server + "\n"
-                                      "    certificate-authority: " + cluster_->pki("ca.crt") + "\n"
-                                      "users:\n- name: admin\n  user:\n"
-                                      "    client-certificate-data: " + Base64Encode(FileText(cluster_->pki("admin.crt"))) + "\n"
-                                      "    client-key-data: " + Base64Encode(FileText(cluster_->pki("admin.key"))) + "\n"
-                                      "contexts:\n- name: admin\n  context: {cluster: c, user: admin}\n");
-  const std::string with_token = Write("token.kubeconfig",
-                                       "apiVersion: v1\nkind: Config\ncurrent-context: bench\n"
-                                       "clusters:\n- name: c\n  cluster:\n    server: " + server + "\n"
-                                       "    certificate-authority-data: " + Base64Encode(ca_pem_) + "\n"
-                                       "users:\n- name: bench\n  user:\n    token: " + Token("bench") + "\n"
-                                       "contexts:\n- name: bench\n  context: {cluster: c, user: bench, namespace: " +
-                                           ns() + "}\n");
-  for (const auto& [path, user] : std::vector<std::pair<std::string, std::string>>{
-           {cluster_->admin_kubeconfig(), "kubernetes-admin"}, {with_cert, "kubernetes-admin"}, {with_token, User("bench")}}) {
+                                      "clusters:\n- name: c\n  cluster:\n    server: " +
+                                          server +
+                                          "\n"
+                                          "    certificate-authority: " +
+                                          cluster_->pki("ca.crt") +
+                                          "\n"
+                                          "users:\n- name: admin\n  user:\n"
+                                          "    client-certificate-data: " +
+                                          Base64Encode(FileText(cluster_->pki("admin.crt"))) +
+                                          "\n"
+                                          "    client-key-data: " +
+                                          Base64Encode(FileText(cluster_->pki("admin.key"))) +
+                                          "\n"
+                                          "contexts:\n- name: admin\n  context: {cluster: c, user: admin}\n");
+  const std::string with_token =
+      Write("token.kubeconfig",
+            "apiVersion: v1\nkind: Config\ncurrent-context: bench\n"
+            "clusters:\n- name: c\n  cluster:\n    server: " +
+                server +
+                "\n"
+                "    certificate-authority-data: " +
+                Base64Encode(ca_pem_) +
+                "\n"
+                "users:\n- name: bench\n  user:\n    token: " +
+                Token("bench") +
+                "\n"
+                "contexts:\n- name: bench\n  context: {cluster: c, user: bench, namespace: " +
+                ns() + "}\n");
+  for (const auto& [path, user] :
+       std::vector<std::pair<std::string, std::string>>{{cluster_->admin_kubeconfig(), "kubernetes-admin"},
+                                                        {with_cert, "kubernetes-admin"},
+                                                        {with_token, User("bench")}}) {
     auto cfg = LoadKubeconfig({{path}, "", nullptr});
     ASSERT_TRUE(cfg.ok()) << path << ": " << cfg.status().ToString();
     auto who = WhoAmI(*cfg);

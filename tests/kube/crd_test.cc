@@ -203,8 +203,8 @@ TEST_F(Crd, DefaultsApplyOnReadAfterTheSchemaGainsOne) {
   ASSERT_TRUE(client_->Create(Scratch(), ns(), Run("r1")).ok());
   auto crd = client_->Get(resources::CustomResourceDefinitions(), "", "scratchruns." + Group());
   ASSERT_TRUE(crd.ok());
-  (*crd)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["cooldown"] =
-      {{"type", "string"}, {"default", "10s"}};
+  (*crd)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["cooldown"] = {
+      {"type", "string"}, {"default", "10s"}};
   auto updated = client_->Update(resources::CustomResourceDefinitions(), *crd);
   ASSERT_TRUE(updated.ok()) << updated.error().ToString();
   EXPECT_EQ((*updated)["metadata"]["generation"], 2);

@@ -32,7 +32,8 @@ class Events : public testenv::KubeTest {
 TEST_F(Events, RecordedInTheObjectsNamespaceAndNamedAfterIt) {
   auto run = CreateRun("cpp-frameworks");
   ASSERT_TRUE(run.ok()) << run.error().ToString();
-  EventRecorder recorder(*client_, clock_, {"fairbench-controller", "node-1", "controller-0", 16, std::chrono::minutes(10)});
+  EventRecorder recorder(*client_, clock_,
+                         {"fairbench-controller", "node-1", "controller-0", 16, std::chrono::minutes(10)});
   auto recorded = recorder.Normal(*run, "TargetDeployed", "drogon is ready on node-1");
   ASSERT_TRUE(recorded.ok()) << recorded.error().ToString();
   auto events = EventClient(*client_).List(ns());

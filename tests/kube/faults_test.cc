@@ -34,15 +34,15 @@ TEST(FaultConfigText, ParsesEveryKeyAndNamesTheBadOne) {
   EXPECT_EQ(c->users, (std::set<std::string>{"alice"}));
   EXPECT_FALSE(c->include_watches);
   EXPECT_EQ(c->seed, 42u);
-  for (const auto& [text, named] : std::vector<std::pair<std::string, std::string>>{
-           {"error=1.5", "error=1.5"},
-           {"throttle=x", "throttle=x"},
-           {"latency=fast", "latency=fast"},
-           {"codes=502", "codes=502"},
-           {"methods=GOT", "methods=GOT"},
-           {"seed=-1", "seed=-1"},
-           {"drop=0.1", "unknown key 'drop'"},
-           {"error", "'error' is not KEY=VALUE"}}) {
+  for (const auto& [text, named] :
+       std::vector<std::pair<std::string, std::string>>{{"error=1.5", "error=1.5"},
+                                                        {"throttle=x", "throttle=x"},
+                                                        {"latency=fast", "latency=fast"},
+                                                        {"codes=502", "codes=502"},
+                                                        {"methods=GOT", "methods=GOT"},
+                                                        {"seed=-1", "seed=-1"},
+                                                        {"drop=0.1", "unknown key 'drop'"},
+                                                        {"error", "'error' is not KEY=VALUE"}}) {
     auto bad = FaultConfig::Parse(text);
     ASSERT_FALSE(bad.ok()) << text;
     EXPECT_NE(bad.status().message().find(named), std::string::npos) << bad.status().message();

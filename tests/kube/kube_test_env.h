@@ -63,9 +63,7 @@ inline std::unique_ptr<Client> ClientFor(const std::string& url, ClientOptions o
 // The tests' BenchmarkRun CRD (testdata/benchmarkrun-crd.yaml): a group of
 // its own, so that it lives in the shared cluster beside the product's.
 inline const std::string kTestGroup = "kubetest.fairbench.dev";
-inline ResourceType TestRuns() {
-  return {kTestGroup, "v1alpha1", "BenchmarkRun", "benchmarkruns", Scope::kNamespaced};
-}
+inline ResourceType TestRuns() { return {kTestGroup, "v1alpha1", "BenchmarkRun", "benchmarkruns", Scope::kNamespaced}; }
 
 inline Json BenchmarkRun(const std::string& name, int threads = 4, const std::string& ns = "default") {
   return {{"apiVersion", kTestGroup + "/v1alpha1"},
@@ -200,7 +198,8 @@ class KubeTest : public ::testing::Test {
     ASSERT_TRUE(created.ok() || created.reason() == Reason::kAlreadyExists) << created.error().ToString();
     ASSERT_TRUE(Eventually(
         [&] {
-          auto got = client_->Get(resources::CustomResourceDefinitions(), "", crd["metadata"]["name"].get<std::string>());
+          auto got =
+              client_->Get(resources::CustomResourceDefinitions(), "", crd["metadata"]["name"].get<std::string>());
           if (!got.ok()) return false;
           for (const auto& c : (*got)["status"].value("conditions", Json::array())) {
             if (c.value("type", "") == "Established" && c.value("status", "") == "True") return true;

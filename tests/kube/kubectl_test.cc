@@ -40,7 +40,8 @@ std::vector<std::string> Row(const std::string& table, size_t index) {
 TEST_F(Kubectl, ApplyGetYamlDeleteAndTheInvalidMessage) {
   InstallCrd();
   if (HasFatalFailure()) return;
-  EXPECT_EQ(Ok({"apply", "-f", Data("benchmarkrun.yaml")}), "benchmarkrun.kubetest.fairbench.dev/cpp-frameworks created\n");
+  EXPECT_EQ(Ok({"apply", "-f", Data("benchmarkrun.yaml")}),
+            "benchmarkrun.kubetest.fairbench.dev/cpp-frameworks created\n");
   // Applying the same file again is idempotent.
   EXPECT_EQ(Ok({"apply", "-f", Data("benchmarkrun.yaml")}),
             "benchmarkrun.kubetest.fairbench.dev/cpp-frameworks unchanged\n");
@@ -108,12 +109,16 @@ TEST_F(Kubectl, WatchPrintsEachChange) {
   ASSERT_TRUE(watch->WaitFor("cpp-frameworks", 10s)) << watch->output();
   EXPECT_NE(watch->output().find("PHASE"), std::string::npos);
   watch->Mark();
-  ASSERT_TRUE(client_->Patch(TestRuns(), ns(), "cpp-frameworks", PatchType::kMerge,
-                             R"({"status":{"phase":"Running","progress":"1/4"}})", {}, "status").ok());
+  ASSERT_TRUE(client_
+                  ->Patch(TestRuns(), ns(), "cpp-frameworks", PatchType::kMerge,
+                          R"({"status":{"phase":"Running","progress":"1/4"}})", {}, "status")
+                  .ok());
   ASSERT_TRUE(watch->WaitFor("1/4", 10s)) << watch->output();
   watch->Mark();
-  ASSERT_TRUE(client_->Patch(TestRuns(), ns(), "cpp-frameworks", PatchType::kMerge,
-                             R"({"status":{"phase":"Succeeded","progress":"4/4"}})", {}, "status").ok());
+  ASSERT_TRUE(client_
+                  ->Patch(TestRuns(), ns(), "cpp-frameworks", PatchType::kMerge,
+                          R"({"status":{"phase":"Succeeded","progress":"4/4"}})", {}, "status")
+                  .ok());
   ASSERT_TRUE(watch->WaitFor("Succeeded", 10s)) << watch->output();
   watch->Kill();
 }
@@ -140,8 +145,7 @@ TEST_F(Kubectl, ServerSideApplyAndConflicts) {
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.reason(), Reason::kConflict) << refused.error().ToString();
   EXPECT_EQ(refused.error().http_code, 409);
-  EXPECT_EQ(refused.error().message,
-            "Apply failed with 1 conflict: conflict with \"kubectl\": .spec.load.threads");
+  EXPECT_EQ(refused.error().message, "Apply failed with 1 conflict: conflict with \"kubectl\": .spec.load.threads");
   apply.force = true;
   auto forced = client_->Apply(TestRuns(), mine, apply);
   ASSERT_TRUE(forced.ok()) << forced.error().ToString();
@@ -163,8 +167,9 @@ TEST_F(Kubectl, ServerSideApplyAndConflicts) {
   // apply's.
   PatchOptions patch;
   patch.field_manager = "fairbench-controller";
-  ASSERT_TRUE(client_->Patch(TestRuns(), ns(), "cpp-frameworks", PatchType::kMerge,
-                             R"({"spec":{"load":{"threads":3}}})", patch).ok());
+  ASSERT_TRUE(
+      client_->Patch(TestRuns(), ns(), "cpp-frameworks", PatchType::kMerge, R"({"spec":{"load":{"threads":3}}})", patch)
+          .ok());
   conflict = Run({"apply", "--server-side", "-f", Data("benchmarkrun.yaml")});
   EXPECT_NE(conflict.exit_code, 0);
   EXPECT_NE(conflict.err.find("error: Apply failed with 1 conflict: conflict with \"fairbench-controller\" using "
@@ -189,8 +194,8 @@ TEST_F(Kubectl, DiscoveryEventsAndBuiltInTables) {
   InstallCrd();
   if (HasFatalFailure()) return;
   const std::string group = Ok({"api-resources", "--api-group", "kubetest.fairbench.dev"});
-  EXPECT_EQ(Row(group, 1),
-            (std::vector<std::string>{"benchmarkruns", "kbr", "kubetest.fairbench.dev/v1alpha1", "true", "BenchmarkRun"}))
+  EXPECT_EQ(Row(group, 1), (std::vector<std::string>{"benchmarkruns", "kbr", "kubetest.fairbench.dev/v1alpha1", "true",
+                                                     "BenchmarkRun"}))
       << group;
   Ok({"apply", "-f", Data("benchmarkrun.yaml")});
   auto run = client_->Get(TestRuns(), ns(), "cpp-frameworks");
@@ -217,9 +222,9 @@ TEST_F(Kubectl, DiscoveryEventsAndBuiltInTables) {
   EXPECT_TRUE(deployed[0].size() >= 2 && deployed[0].back() == 's' &&
               deployed[0].find_first_not_of("0123456789") == deployed[0].size() - 1)
       << events;
-  EXPECT_EQ(std::vector<std::string>(deployed.begin() + 1, deployed.end()),
-            (std::vector<std::string>{"Normal", "TargetDeployed", "benchmarkrun/cpp-frameworks", "drogon", "is",
-                                      "ready"}))
+  EXPECT_EQ(
+      std::vector<std::string>(deployed.begin() + 1, deployed.end()),
+      (std::vector<std::string>{"Normal", "TargetDeployed", "benchmarkrun/cpp-frameworks", "drogon", "is", "ready"}))
       << events;
   EXPECT_EQ(std::vector<std::string>(lost.begin() + 1, lost.end()),
             (std::vector<std::string>{"Warning", "AgentLost", "benchmarkrun/cpp-frameworks", "agent", "1", "stopped",

@@ -371,7 +371,8 @@ LoadSlotConfig FastSlot(const std::string& identity, const std::string& ns) {
 // Catches: a survivor that takes the slot while a holder in another
 // process still renews it, or that waits far past the lease after a SIGKILL.
 TEST_F(LoadSlotTest, CrashedHolderProcessIsReplacedOnlyAfterExpiry) {
-  auto child = testenv::ChildProcess::Spawn("/proc/self/exe", {}, {"FAIRBENCH_SLOT_CHILD_URL=" + url(), "FAIRBENCH_SLOT_CHILD_NS=" + ns()});
+  auto child = testenv::ChildProcess::Spawn("/proc/self/exe", {},
+                                            {"FAIRBENCH_SLOT_CHILD_URL=" + url(), "FAIRBENCH_SLOT_CHILD_NS=" + ns()});
   ASSERT_TRUE(child);
   ASSERT_TRUE(child->WaitFor("held\n", 10s)) << child->output();
 

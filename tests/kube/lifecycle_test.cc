@@ -54,7 +54,9 @@ TEST_F(Lifecycle, GenerationCountsSpecChangesOnly) {
   auto r = client_->Create(runs_, ns(), Run("r1"));
   ASSERT_TRUE(r.ok()) << r.error().ToString();
   EXPECT_EQ((*r)["metadata"]["generation"], 1);
-  EXPECT_EQ(Merge("r1", {{"metadata", {{"labels", {{"a", "b"}}}, {"annotations", {{"c", "d"}}}}}})["metadata"]["generation"], 1);
+  EXPECT_EQ(
+      Merge("r1", {{"metadata", {{"labels", {{"a", "b"}}}, {"annotations", {{"c", "d"}}}}}})["metadata"]["generation"],
+      1);
   EXPECT_EQ(Merge("r1", {{"metadata", {{"finalizers", {"fairbench.dev/cleanup"}}}}})["metadata"]["generation"], 1);
   EXPECT_EQ(Merge("r1", {{"status", {{"phase", "Running"}}}}, "status")["metadata"]["generation"], 1);
   EXPECT_EQ(Merge("r1", {{"spec", {{"load", {{"threads", 9}}}}}})["metadata"]["generation"], 2);
@@ -118,7 +120,9 @@ TEST_F(Lifecycle, StatusIsNotFoundWhenTheSubresourceIsOff) {
   const std::string name = "nostatusruns." + testenv::kTestGroup;
   Json crd = testenv::LoadYaml("benchmarkrun-crd.yaml");
   crd["metadata"]["name"] = name;
-  crd["spec"]["names"] = {{"plural", "nostatusruns"}, {"singular", "nostatusrun"}, {"kind", "NoStatusRun"},
+  crd["spec"]["names"] = {{"plural", "nostatusruns"},
+                          {"singular", "nostatusrun"},
+                          {"kind", "NoStatusRun"},
                           {"listKind", "NoStatusRunList"}};
   crd["spec"]["versions"][0].erase("subresources");
   crd["spec"]["versions"][0].erase("additionalPrinterColumns");
@@ -131,7 +135,8 @@ TEST_F(Lifecycle, StatusIsNotFoundWhenTheSubresourceIsOff) {
   w["status"] = {{"phase", "Queued"}};
   ApiResult<Json> created = ApiError{};
   // The new resource is served a moment after the CRD is established.
-  ASSERT_TRUE(Eventually([&] { return (created = client_->Create(no_status, ns(), w)).ok(); }, std::chrono::seconds(30)))
+  ASSERT_TRUE(
+      Eventually([&] { return (created = client_->Create(no_status, ns(), w)).ok(); }, std::chrono::seconds(30)))
       << created.error().ToString();
   EXPECT_EQ((*created)["status"]["phase"], "Queued");  // kept: no subresource
   auto status = client_->GetStatus(no_status, ns(), "w1");
@@ -160,8 +165,9 @@ TEST_F(Lifecycle, Finalizers) {
   EXPECT_EQ((*again)["kind"], "BenchmarkRun");
   EXPECT_EQ(Rv(*again), Rv(*deleting));
 
-  auto added = client_->Patch(runs_, ns(), "r1", PatchType::kMerge,
-                              R"({"metadata":{"finalizers":["fairbench.dev/cleanup","fairbench.dev/report","x.dev/new"]}})");
+  auto added =
+      client_->Patch(runs_, ns(), "r1", PatchType::kMerge,
+                     R"({"metadata":{"finalizers":["fairbench.dev/cleanup","fairbench.dev/report","x.dev/new"]}})");
   ASSERT_EQ(added.reason(), Reason::kInvalid) << added.error().ToString();
   EXPECT_NE(added.error().message.find("no new finalizers can be added if the object is being deleted"),
             std::string::npos)
@@ -270,8 +276,9 @@ TEST_F(GarbageCollection, BackgroundDeletesDependentsAfterTheOwner) {
   ASSERT_TRUE(Eventually([&] { return !Exists(resources::ConfigMaps(), "config"); }, kGcTimeout));
   // A dependent with a finalizer is terminating until it is released.
   ASSERT_TRUE(Eventually([&] { return Terminating(resources::ConfigMaps(), "report"); }, kGcTimeout));
-  ASSERT_TRUE(client_->Patch(resources::ConfigMaps(), ns(), "report", PatchType::kMerge,
-                             R"({"metadata":{"finalizers":null}})").ok());
+  ASSERT_TRUE(
+      client_->Patch(resources::ConfigMaps(), ns(), "report", PatchType::kMerge, R"({"metadata":{"finalizers":null}})")
+          .ok());
   EXPECT_FALSE(Exists(resources::ConfigMaps(), "report"));
 }
 
@@ -289,8 +296,9 @@ TEST_F(GarbageCollection, ForegroundWaitsForBlockingDependents) {
   // the owner waits for it.
   ASSERT_TRUE(Eventually([&] { return Terminating(resources::ConfigMaps(), "report"); }, kGcTimeout));
   EXPECT_TRUE(Terminating(runs_, "owner"));
-  ASSERT_TRUE(client_->Patch(resources::ConfigMaps(), ns(), "report", PatchType::kMerge,
-                             R"({"metadata":{"finalizers":null}})").ok());
+  ASSERT_TRUE(
+      client_->Patch(resources::ConfigMaps(), ns(), "report", PatchType::kMerge, R"({"metadata":{"finalizers":null}})")
+          .ok());
   ASSERT_TRUE(Eventually([&] { return !Exists(runs_, "owner"); }, kGcTimeout));
 }
 
@@ -372,7 +380,8 @@ TEST_F(Lifecycle, DeletePreconditions) {
   EXPECT_EQ(by_uid.error().message,
             "Operation cannot be fulfilled on BenchmarkRun." + testenv::kTestGroup +
                 " \"r1\": the UID in the precondition (not-it) does not match the UID in record (" +
-                (*r)["metadata"]["uid"].get<std::string>() + "). The object might have been deleted and then recreated");
+                (*r)["metadata"]["uid"].get<std::string>() +
+                "). The object might have been deleted and then recreated");
   DeleteOptions stale;
   stale.precondition_resource_version = "1";
   auto by_rv = client_->Delete(runs_, ns(), "r1", stale);

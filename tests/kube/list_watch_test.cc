@@ -31,10 +31,13 @@ class Watcher {
  public:
   Watcher(Client& client, ResourceType r, std::string ns, WatchOptions options)
       : thread_([this, &client, r, ns, options](std::stop_token stop) {
-          auto end = client.Watch(r, ns, options, [this](WatchEvent&& e) {
-            std::lock_guard<std::mutex> lock(mu_);
-            events_.push_back(std::move(e));
-          }, stop);
+          auto end = client.Watch(
+              r, ns, options,
+              [this](WatchEvent&& e) {
+                std::lock_guard<std::mutex> lock(mu_);
+                events_.push_back(std::move(e));
+              },
+              stop);
           std::lock_guard<std::mutex> lock(mu_);
           end_ = std::make_unique<ApiResult<WatchEnd>>(std::move(end));
         }) {}
@@ -300,7 +303,8 @@ TEST_F(ListWatch, BookmarksOnlyWhenAskedFor) {
   auto ev = a.events();
   ASSERT_GE(ev.size(), 2u);
   EXPECT_EQ(ev[0].type, WatchEvent::Type::kAdded);
-  auto bookmark = std::find_if(ev.begin(), ev.end(), [](const WatchEvent& e) { return e.type == WatchEvent::Type::kBookmark; });
+  auto bookmark =
+      std::find_if(ev.begin(), ev.end(), [](const WatchEvent& e) { return e.type == WatchEvent::Type::kBookmark; });
   ASSERT_NE(bookmark, ev.end());
   EXPECT_EQ(bookmark->object["kind"], "Secret");
   EXPECT_GE(RvNumber(bookmark->ResourceVersion()), RvNumber(ev[0].ResourceVersion()));
@@ -341,12 +345,13 @@ TEST_F(ListWatch, ErrorsBeforeStreamingAreOrdinaryResponses) {
   EXPECT_EQ(end.reason(), Reason::kBadRequest) << end.error().ToString();
 
   ResourceType service_accounts{"", "v1", "ServiceAccount", "serviceaccounts", Scope::kNamespaced};
-  ASSERT_TRUE(client_->Create(service_accounts, ns(), {{"apiVersion", "v1"}, {"kind", "ServiceAccount"},
-                                                       {"metadata", {{"name", "nobody"}}}}).ok());
-  auto token = client_->CreateSubresource(service_accounts, ns(), "nobody", "token",
-                                          {{"apiVersion", "authentication.k8s.io/v1"},
-                                           {"kind", "TokenRequest"},
-                                           {"spec", {{"expirationSeconds", 600}}}});
+  ASSERT_TRUE(client_
+                  ->Create(service_accounts, ns(),
+                           {{"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", {{"name", "nobody"}}}})
+                  .ok());
+  auto token = client_->CreateSubresource(
+      service_accounts, ns(), "nobody", "token",
+      {{"apiVersion", "authentication.k8s.io/v1"}, {"kind", "TokenRequest"}, {"spec", {{"expirationSeconds", 600}}}});
   ASSERT_TRUE(token.ok()) << token.error().ToString();
   RestConfig cfg;
   cfg.server = url();
@@ -358,7 +363,8 @@ TEST_F(ListWatch, ErrorsBeforeStreamingAreOrdinaryResponses) {
   ASSERT_EQ(denied.reason(), Reason::kForbidden) << denied.error().ToString();
   EXPECT_EQ(denied.error().message, "configmaps is forbidden: User \"system:serviceaccount:" + ns() +
                                         ":nobody\" cannot watch resource \"configmaps\" in API group \"\" in the "
-                                        "namespace \"" + ns() + "\"");
+                                        "namespace \"" +
+                                        ns() + "\"");
 }
 
 // Catches: timeoutSeconds not sent (the watch would run on), or a stop
@@ -449,8 +455,8 @@ TEST_F(ListWatch, InformerRewatchesFromLastRvAndRelistsOnlyAfterGone) {
   ro.max_watch_timeout = std::chrono::seconds(1);
   Informer informer(*client_, cms, ns(), ro);
   std::atomic<int> adds{0}, updates{0}, deletes{0};
-  informer.AddHandlers({[&](const Json&) { ++adds; }, [&](const Json&, const Json&) { ++updates; },
-                        [&](const Json&) { ++deletes; }});
+  informer.AddHandlers(
+      {[&](const Json&) { ++adds; }, [&](const Json&, const Json&) { ++updates; }, [&](const Json&) { ++deletes; }});
   informer.Start();
   ASSERT_TRUE(informer.WaitForSync(std::chrono::seconds(5)));
   EXPECT_EQ(informer.size(), 1u);
@@ -489,8 +495,8 @@ TEST_F(ListWatch, InformerRewatchesFromLastRvAndRelistsOnlyAfterGone) {
       << informer.stats().watches << ", failures " << informer.stats().failures;
   EXPECT_FALSE(informer.Get(ns() + "/r1").has_value());
   EXPECT_GT(informer.stats().relists_after_gone, gone_before);
-  EXPECT_TRUE(relisted_only_after_gone()) << "lists " << informer.stats().lists << ", after 410 "
-                                          << informer.stats().relists_after_gone;
+  EXPECT_TRUE(relisted_only_after_gone())
+      << "lists " << informer.stats().lists << ", after 410 " << informer.stats().relists_after_gone;
   EXPECT_EQ(deletes.load(), 1);
   EXPECT_EQ(adds.load(), 3);
 

@@ -33,7 +33,8 @@ class RbacKubectl : public testenv::KubeTest {
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
     sa_user_ = "system:serviceaccount:" + ns() + ":fairbench-controller";
-    auto sa = fairbench::testing::AdminKubectl(*cluster_, {"-n", ns(), "create", "serviceaccount", "fairbench-controller"});
+    auto sa =
+        fairbench::testing::AdminKubectl(*cluster_, {"-n", ns(), "create", "serviceaccount", "fairbench-controller"});
     ASSERT_TRUE(sa.ok()) << sa.status().ToString();
     auto token = fairbench::testing::AdminKubectl(
         *cluster_, {"-n", ns(), "create", "token", "fairbench-controller", "--duration=10m"});
@@ -44,7 +45,9 @@ class RbacKubectl : public testenv::KubeTest {
     // The ServiceAccount admission refuses the namespace's pods until
     // kube-controller-manager has made its "default" ServiceAccount.
     ASSERT_TRUE(testenv::Eventually(
-        [&] { return client_->Get(ResourceType{"", "v1", "ServiceAccount", "serviceaccounts"}, ns(), "default").ok(); },
+        [&] {
+          return client_->Get(ResourceType{"", "v1", "ServiceAccount", "serviceaccounts"}, ns(), "default").ok();
+        },
         20s));
     admin_ = dir_ + "/admin.kubeconfig";
     controller_ = dir_ + "/controller.kubeconfig";
@@ -180,8 +183,9 @@ TEST_F(RbacKubectl, ABadTokenIsUnauthorized) {
   ASSERT_TRUE(WriteTextFile(bad, fairbench::testing::KubeconfigFor(*cluster_, ns(), "not-a-token")));
   auto get = Run(bad, {"get", "configmaps"});
   EXPECT_NE(get.exit_code, 0);
-  const std::string said = "error: You must be logged in to the server (the server has asked for the client to "
-                           "provide credentials)\n";
+  const std::string said =
+      "error: You must be logged in to the server (the server has asked for the client to "
+      "provide credentials)\n";
   ASSERT_GE(get.err.size(), said.size()) << get.err;
   EXPECT_EQ(get.err.substr(get.err.size() - said.size()), said) << get.err;
   auto cfg = LoadKubeconfig({{bad}, "", nullptr});

@@ -73,11 +73,13 @@ TEST_F(StatusCodes, CreateIs201ApplyCreatingIs201UpdatesAre200) {
   auto created = Call("POST", runs_, Run("r1").dump());
   ASSERT_EQ(created.code, 201) << created.body;
   EXPECT_EQ(created.json()["metadata"]["managedFields"][0]["manager"], "status-codes-test");
-  auto applied = Call("PATCH", runs_ + "/r2", Run("r2").dump(), "application/apply-patch+yaml", {{"fieldManager", "m"}});
+  auto applied =
+      Call("PATCH", runs_ + "/r2", Run("r2").dump(), "application/apply-patch+yaml", {{"fieldManager", "m"}});
   EXPECT_EQ(applied.code, 201) << applied.body;
   auto reapplied = Call("PATCH", runs_ + "/r2",
-                        "apiVersion: " + testenv::kTestGroup + "/v1alpha1\nkind: BenchmarkRun\nmetadata:\n  name: r2\n"
-                        "spec:\n  targets:\n  - {name: drogon, port: 8080}\n  load: {threads: 6}\n",
+                        "apiVersion: " + testenv::kTestGroup +
+                            "/v1alpha1\nkind: BenchmarkRun\nmetadata:\n  name: r2\n"
+                            "spec:\n  targets:\n  - {name: drogon, port: 8080}\n  load: {threads: 6}\n",
                         "application/apply-patch+yaml; charset=utf-8", {{"fieldManager", "m"}});
   EXPECT_EQ(reapplied.code, 200) << reapplied.body;
   EXPECT_EQ(reapplied.json()["spec"]["load"]["threads"], 6);
@@ -163,13 +165,12 @@ TEST_F(StatusCodes, WatchAcceptsOneAndDeleteTakesQueryOrBody) {
   watch.path_and_query = runs_ + "?watch=1&timeoutSeconds=1";
   watch.timeout = std::chrono::seconds(10);
   std::string streamed;
-  auto w = transport_->Stream(
-      watch,
-      [&](std::string_view chunk) {
-        streamed.append(chunk);
-        return true;
-      },
-      {});
+  auto w = transport_->Stream(watch,
+                              [&](std::string_view chunk) {
+                                streamed.append(chunk);
+                                return true;
+                              },
+                              {});
   ASSERT_TRUE(w.ok()) << w.status().ToString();
   EXPECT_EQ(w->status, 200);
   // watch=1 is a watch: events, one a line (not a list), until timeoutSeconds.
@@ -209,7 +210,10 @@ TEST_F(StatusCodes, WatchAcceptsOneAndDeleteTakesQueryOrBody) {
 TEST_F(StatusCodes, ClientDeleteCollectionBySelector) {
   auto cms = resources::ConfigMaps();
   for (const char* n : {"a", "b", "c"}) {
-    ASSERT_TRUE(client_->Create(cms, ns(), testenv::ConfigMapJson(n, {{"k", "v"}}, {{"keep", n == std::string("c") ? "yes" : "no"}})).ok());
+    ASSERT_TRUE(client_
+                    ->Create(cms, ns(),
+                             testenv::ConfigMapJson(n, {{"k", "v"}}, {{"keep", n == std::string("c") ? "yes" : "no"}}))
+                    .ok());
   }
   ListOptions sel;
   sel.label_selector = "keep=no";

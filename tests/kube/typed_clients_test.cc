@@ -76,8 +76,8 @@ class TypedClients : public Kubectl {
 TEST_F(TypedClients, ConfigMapFromTheGeneratorAndTheTypedClientAreOneObject) {
   const std::string binary = dir_ + "/binary";
   ASSERT_TRUE(WriteTextFile(binary, std::string("\x00\xff\x01 not UTF-8", 13)));
-  const json by_kubectl = KubectlDryRun({"configmap", "c1", "--from-literal=a=b", "--from-literal=empty=",
-                                         "--from-file=bin=" + binary});
+  const json by_kubectl =
+      KubectlDryRun({"configmap", "c1", "--from-literal=a=b", "--from-literal=empty=", "--from-file=bin=" + binary});
   EXPECT_EQ(by_kubectl["binaryData"]["bin"], "AP8BIG5vdCBVVEYtOA==") << by_kubectl.dump(2);
 
   ConfigMap cm;
@@ -112,7 +112,8 @@ TEST_F(TypedClients, PodWithEveryMetadataFieldIsSentAsKubectlSendsIt) {
   const json pod = json::parse(R"({
     "apiVersion": "v1", "kind": "Pod",
     "metadata": {
-      "name": "bench-drogon", "namespace": ")" + ns() + R"(",
+      "name": "bench-drogon", "namespace": ")" +
+                               ns() + R"(",
       "labels": {"app.kubernetes.io/managed-by": "fairbench", "fairbench.dev/run": "bench"},
       "annotations": {"fairbench.dev/notes": "target drogon: Guaranteed QoS"},
       "finalizers": ["fairbench.dev/records"],
@@ -163,7 +164,8 @@ TEST_F(TypedClients, PodWithEveryMetadataFieldIsSentAsKubectlSendsIt) {
 TEST_F(TypedClients, LeaseIsSentAsKubectlSendsIt) {
   const json lease = json::parse(R"({
     "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-    "metadata": {"name": "fairbench-controller", "namespace": ")" + ns() + R"(",
+    "metadata": {"name": "fairbench-controller", "namespace": ")" +
+                                 ns() + R"(",
                  "labels": {"app.kubernetes.io/name": "fairbench"}},
     "spec": {"holderIdentity": "fairbench-controller-7d9f_4b1c", "leaseDurationSeconds": 15,
              "acquireTime": "2025-03-01T10:00:00.123456Z", "renewTime": "2025-03-01T10:00:02.654321Z",
@@ -188,9 +190,11 @@ TEST_F(TypedClients, LeaseIsSentAsKubectlSendsIt) {
 TEST_F(TypedClients, EventIsSentAsKubectlSendsIt) {
   const json event = json::parse(R"({
     "apiVersion": "v1", "kind": "Event",
-    "metadata": {"name": "bench.17f0c2a1b2c3d4e5", "namespace": ")" + ns() + R"("},
+    "metadata": {"name": "bench.17f0c2a1b2c3d4e5", "namespace": ")" +
+                                 ns() + R"("},
     "involvedObject": {"apiVersion": "fairbench.dev/v1alpha1", "kind": "BenchmarkRun", "name": "bench",
-                       "namespace": ")" + ns() + R"(", "uid": "0b6f7d2e-1111-4222-8333-944455556666",
+                       "namespace": ")" +
+                                 ns() + R"(", "uid": "0b6f7d2e-1111-4222-8333-944455556666",
                        "resourceVersion": "42"},
     "reason": "TargetDeployed", "message": "drogon is ready", "type": "Normal",
     "source": {"component": "fairbench-controller", "host": "node-1"},
@@ -259,9 +263,17 @@ class Helm : public Kubectl {
   }
   std::vector<std::string> Chart(const char* verb, const std::string& tag) const {
     // The values docs/local-cluster.md's test-cluster steps use.
-    return {verb, "fairbench", std::string(FAIRBENCH_SOURCE_DIR) + "/charts/fairbench", "--set",
-            "image.registry=fairbench.test", "--set", "image.tag=" + tag, "--set",
-            "controller.listenAddress=$(POD_IP)", "--set", "crds.enabled=false"};
+    return {verb,
+            "fairbench",
+            std::string(FAIRBENCH_SOURCE_DIR) + "/charts/fairbench",
+            "--set",
+            "image.registry=fairbench.test",
+            "--set",
+            "image.tag=" + tag,
+            "--set",
+            "controller.listenAddress=$(POD_IP)",
+            "--set",
+            "crds.enabled=false"};
   }
   // kind/namespace/name of each object `helm template` renders.
   std::vector<std::tuple<std::string, std::string, std::string>> Rendered(const std::string& tag) {
@@ -301,8 +313,8 @@ class Helm : public Kubectl {
          {"rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", Scope::kCluster}}};
     auto it = kTypes.find(kind);
     if (it == kTypes.end()) return Status::NotFound("no resource for kind " + kind);
-    auto got = client_->Get(it->second, it->second.scope == Scope::kCluster ? "" : (ns.empty() ? this->ns() : ns),
-                            name);
+    auto got =
+        client_->Get(it->second, it->second.scope == Scope::kCluster ? "" : (ns.empty() ? this->ns() : ns), name);
     if (!got.ok()) return Status::NotFound(got.error().ToString());
     return *got;
   }
@@ -385,9 +397,8 @@ TEST_F(Helm, InstallListUpgradeUninstallTheChart) {
     // Helm deletes in the background: a Deployment with a foreground
     // finalizer, say, may take a moment to go.
     // Named captures: clang 14 cannot capture structured bindings.
-    EXPECT_TRUE(testenv::Eventually([&, &k = kind, &o = object_ns, &n = name] {
-      return !GetRendered(k, o, n).ok();
-    }, 20s))
+    EXPECT_TRUE(
+        testenv::Eventually([&, &k = kind, &o = object_ns, &n = name] { return !GetRendered(k, o, n).ok(); }, 20s))
         << kind << " " << object_ns << "/" << name;
   }
   ListOptions helm_owned;

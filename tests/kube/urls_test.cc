@@ -25,7 +25,8 @@ class Urls : public testenv::KubeTest {
   }
   void CreateConfigMaps(int n) {
     for (int i = 0; i < n; ++i) {
-      auto created = client_->Create(resources::ConfigMaps(), ns(), ConfigMapJson("cm-" + std::to_string(i), {{"i", "x"}}));
+      auto created =
+          client_->Create(resources::ConfigMaps(), ns(), ConfigMapJson("cm-" + std::to_string(i), {{"i", "x"}}));
       ASSERT_TRUE(created.ok()) << created.error().ToString();
     }
   }
@@ -194,7 +195,8 @@ TEST_F(Urls, ExpiredContinueTokenIsGone) {
   EXPECT_EQ(expired.error().http_code, 410);
   EXPECT_EQ(expired.error().status_reason, "Expired");
   EXPECT_EQ(expired.error().message.rfind("The provided continue parameter is too old to display a consistent list "
-                                          "result.", 0),
+                                          "result.",
+                                          0),
             0u)
       << expired.error().message;
 }
@@ -206,8 +208,8 @@ class AfterFirstPage final : public HttpTransport {
       : inner_(url, {}, "fairbench-test"), hook_(std::move(hook)) {}
   Result<HttpResponse> Do(const HttpRequest& r) override {
     auto resp = inner_.Do(r);
-    bool first_page = r.path_and_query.find("limit=") != std::string::npos &&
-                      r.path_and_query.find("continue=") == std::string::npos;
+    bool first_page =
+        r.path_and_query.find("limit=") != std::string::npos && r.path_and_query.find("continue=") == std::string::npos;
     if (first_page && !fired_) {
       fired_ = true;
       hook_();
@@ -234,9 +236,9 @@ TEST_F(Urls, ListAllStartsOverWhenItsContinueTokenExpires) {
   RestConfig cfg;
   cfg.server = url();
   Client paged(cfg, std::make_unique<AfterFirstPage>(url(), [&] {
-    ASSERT_TRUE(client_->Create(cms, ns(), ConfigMapJson("late", {{"i", "x"}})).ok());
-    ASSERT_TRUE(cluster_->Compact().ok());
-  }));
+                 ASSERT_TRUE(client_->Create(cms, ns(), ConfigMapJson("late", {{"i", "x"}})).ok());
+                 ASSERT_TRUE(cluster_->Compact().ok());
+               }));
   ListOptions lo;
   lo.limit = 2;
   auto all = paged.ListAll(cms, ns(), lo);

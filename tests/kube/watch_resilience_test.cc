@@ -34,8 +34,8 @@ TEST_F(WatchResilience, InformerCacheEndsEqualToTheServerState) {
   ro.backoff = {std::chrono::milliseconds(5), std::chrono::milliseconds(100), 2.0, 0.2};
   ro.min_watch_timeout = std::chrono::seconds(1);  // many clean closes too
   ro.max_watch_timeout = std::chrono::seconds(2);
-  ro.max_retry_after = std::chrono::seconds(0);    // honour 429 with the backoff only: keep the test short
-  ro.page_size = 7;                                // paginated re-lists
+  ro.max_retry_after = std::chrono::seconds(0);  // honour 429 with the backoff only: keep the test short
+  ro.page_size = 7;                              // paginated re-lists
   ClientOptions reader_options = testenv::FastRetries();
   reader_options.max_retry_after = std::chrono::seconds(0);
   auto reader = testenv::ClientFor(url(), reader_options);

@@ -64,7 +64,8 @@ TEST_F(Writes, CreateErrors) {
   Json other_ns = testenv::BenchmarkRun("r3", 4, ns() + "-elsewhere");
   auto mismatch = client_->Create(runs_, ns(), other_ns);
   EXPECT_EQ(mismatch.reason(), Reason::kBadRequest) << mismatch.error().ToString();
-  EXPECT_EQ(mismatch.error().message, "the namespace of the provided object does not match the namespace sent on the request");
+  EXPECT_EQ(mismatch.error().message,
+            "the namespace of the provided object does not match the namespace sent on the request");
   const std::string missing = ns() + "-missing";
   auto no_ns = client_->Create(runs_, missing, testenv::BenchmarkRun("r4", 4, missing));
   EXPECT_EQ(no_ns.reason(), Reason::kNotFound) << no_ns.error().ToString();
@@ -139,8 +140,9 @@ TEST_F(Writes, MergePatchSemantics) {
   r["metadata"]["labels"] = {{"a", "1"}, {"b", "2"}};
   r["spec"]["targets"].push_back({{"name", "crow"}, {"port", 8081}});
   ASSERT_TRUE(client_->Create(runs_, ns(), r).ok());
-  auto p = client_->Patch(runs_, ns(), "r1", PatchType::kMerge,
-                          R"({"metadata":{"labels":{"a":null,"c":"3"}},"spec":{"targets":[{"name":"hical","port":9000}]}})");
+  auto p =
+      client_->Patch(runs_, ns(), "r1", PatchType::kMerge,
+                     R"({"metadata":{"labels":{"a":null,"c":"3"}},"spec":{"targets":[{"name":"hical","port":9000}]}})");
   ASSERT_TRUE(p.ok()) << p.error().ToString();
   EXPECT_FALSE((*p)["metadata"]["labels"].contains("a"));
   EXPECT_EQ((*p)["metadata"]["labels"]["c"], "3");
@@ -198,7 +200,8 @@ TEST_F(Writes, ServerSideApply) {
   ASSERT_FALSE(conflict.error().causes.empty());
   EXPECT_EQ(conflict.error().causes[0].reason, "FieldManagerConflict");
   EXPECT_EQ(conflict.error().causes[0].field, ".spec.load.threads");
-  EXPECT_EQ(conflict.error().message, "Apply failed with 1 conflict: conflict with \"fairbench-controller\": .spec.load.threads");
+  EXPECT_EQ(conflict.error().message,
+            "Apply failed with 1 conflict: conflict with \"fairbench-controller\": .spec.load.threads");
   person.force = true;
   auto forced = client_->Apply(runs_, Run("r1", 8), person);
   ASSERT_TRUE(forced.ok());
@@ -240,22 +243,32 @@ TEST_F(Writes, ForbiddenAndUnauthorized) {
   ResourceType service_accounts{"", "v1", "ServiceAccount", "serviceaccounts", Scope::kNamespaced};
   ResourceType roles{"rbac.authorization.k8s.io", "v1", "Role", "roles", Scope::kNamespaced};
   ResourceType bindings{"rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", Scope::kNamespaced};
-  ASSERT_TRUE(client_->Create(service_accounts, ns(), {{"apiVersion", "v1"}, {"kind", "ServiceAccount"},
-                                                       {"metadata", {{"name", "reader"}}}}).ok());
-  ASSERT_TRUE(client_->Create(roles, ns(), {{"apiVersion", "rbac.authorization.k8s.io/v1"}, {"kind", "Role"},
-                                            {"metadata", {{"name", "read-configmaps"}}},
-                                            {"rules", {{{"apiGroups", {""}}, {"resources", {"configmaps"}},
-                                                        {"verbs", {"get", "list", "watch"}}}}}}).ok());
-  ASSERT_TRUE(client_->Create(bindings, ns(), {{"apiVersion", "rbac.authorization.k8s.io/v1"}, {"kind", "RoleBinding"},
-                                               {"metadata", {{"name", "reader"}}},
-                                               {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"},
-                                                            {"name", "read-configmaps"}}},
-                                               {"subjects", {{{"kind", "ServiceAccount"}, {"name", "reader"},
-                                                              {"namespace", ns()}}}}}).ok());
-  auto token = client_->CreateSubresource(service_accounts, ns(), "reader", "token",
-                                          {{"apiVersion", "authentication.k8s.io/v1"},
-                                           {"kind", "TokenRequest"},
-                                           {"spec", {{"expirationSeconds", 600}}}});
+  ASSERT_TRUE(client_
+                  ->Create(service_accounts, ns(),
+                           {{"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", {{"name", "reader"}}}})
+                  .ok());
+  ASSERT_TRUE(
+      client_
+          ->Create(
+              roles, ns(),
+              {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+               {"kind", "Role"},
+               {"metadata", {{"name", "read-configmaps"}}},
+               {"rules", {{{"apiGroups", {""}}, {"resources", {"configmaps"}}, {"verbs", {"get", "list", "watch"}}}}}})
+          .ok());
+  ASSERT_TRUE(
+      client_
+          ->Create(
+              bindings, ns(),
+              {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+               {"kind", "RoleBinding"},
+               {"metadata", {{"name", "reader"}}},
+               {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", "read-configmaps"}}},
+               {"subjects", {{{"kind", "ServiceAccount"}, {"name", "reader"}, {"namespace", ns()}}}}})
+          .ok());
+  auto token = client_->CreateSubresource(
+      service_accounts, ns(), "reader", "token",
+      {{"apiVersion", "authentication.k8s.io/v1"}, {"kind", "TokenRequest"}, {"spec", {{"expirationSeconds", 600}}}});
   ASSERT_TRUE(token.ok()) << token.error().ToString();
   auto as = [&](const std::string& bearer) {
     RestConfig cfg;
@@ -273,7 +286,8 @@ TEST_F(Writes, ForbiddenAndUnauthorized) {
   ASSERT_EQ(denied.reason(), Reason::kForbidden) << denied.error().ToString();
   EXPECT_EQ(denied.error().message, "configmaps is forbidden: User \"system:serviceaccount:" + ns() +
                                         ":reader\" cannot create resource \"configmaps\" in API group \"\" in the "
-                                        "namespace \"" + ns() + "\"");
+                                        "namespace \"" +
+                                        ns() + "\"");
   auto stranger = as("not-a-token-anyone-issued");
   auto unauthorized = stranger->Get(runs_, ns(), "x");
   EXPECT_EQ(unauthorized.reason(), Reason::kUnauthorized) << unauthorized.error().ToString();

@@ -41,26 +41,25 @@ class ApiServerKubeletRoutes : public KubeletTest {
   // for good leaves its Node.
   void CreateDeadNode(int port) {
     dead_node_ = node_ + "-dead";
-    Json node = {{"apiVersion", "v1"},
-                 {"kind", "Node"},
-                 {"metadata", {{"name", dead_node_}}},
-                 {"spec", {{"taints", {{{"key", "fairbench.dev/kubelet-test"}, {"value", "only-pinned"},
-                                        {"effect", "NoSchedule"}}}}}}};
+    Json node = {
+        {"apiVersion", "v1"},
+        {"kind", "Node"},
+        {"metadata", {{"name", dead_node_}}},
+        {"spec",
+         {{"taints", {{{"key", "fairbench.dev/kubelet-test"}, {"value", "only-pinned"}, {"effect", "NoSchedule"}}}}}}};
     auto c = client_->Create(kube::resources::Nodes(), "", node);
     ASSERT_TRUE(c.ok()) << c.error().ToString();
     Json status = {{"status",
                     {{"addresses", {{{"type", "InternalIP"}, {"address", cluster_->node_address()}}}},
                      {"daemonEndpoints", {{"kubeletEndpoint", {{"Port", port}}}}}}}};
-    auto s = client_->Patch(kube::resources::Nodes(), "", dead_node_, kube::PatchType::kMerge, status.dump(), {},
-                            "status");
+    auto s =
+        client_->Patch(kube::resources::Nodes(), "", dead_node_, kube::PatchType::kMerge, status.dump(), {}, "status");
     ASSERT_TRUE(s.ok()) << s.error().ToString();
   }
   void CreatePod(const std::string& name, const std::string& node, std::vector<std::string> containers,
                  const std::string& image = "x", const std::vector<std::string>& args = {}) {
-    Json pod = {{"apiVersion", "v1"},
-                {"kind", "Pod"},
-                {"metadata", {{"name", name}}},
-                {"spec", {{"restartPolicy", "Never"}}}};
+    Json pod = {
+        {"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", name}}}, {"spec", {{"restartPolicy", "Never"}}}};
     if (!node.empty()) {
       pod["spec"]["nodeName"] = node;
     } else {
@@ -126,10 +125,10 @@ TEST_F(ApiServerKubeletRoutes, PodLogErrorsReachTheClientAsTheServerSaysThem) {
   auto unreachable = Log("two", {{"container", "a"}});
   ASSERT_FALSE(unreachable.ok());
   EXPECT_EQ(unreachable.error().http_code, 500) << unreachable.error().ToString();
-  EXPECT_EQ(unreachable.error().message,
-            "Get \"https://" + cluster_->node_address() + ":" + std::to_string(dead_port) + "/containerLogs/" + ns() +
-                "/two/a\": dial tcp " + cluster_->node_address() + ":" + std::to_string(dead_port) +
-                ": connect: connection refused");
+  EXPECT_EQ(unreachable.error().message, "Get \"https://" + cluster_->node_address() + ":" + std::to_string(dead_port) +
+                                             "/containerLogs/" + ns() + "/two/a\": dial tcp " +
+                                             cluster_->node_address() + ":" + std::to_string(dead_port) +
+                                             ": connect: connection refused");
 
   // A node that does not exist: kube-apiserver says NotFound, naming the
   // node as if it were a pod (its words in 1.37).
@@ -161,8 +160,7 @@ TEST_F(ApiServerKubeletRoutes, PodLogErrorsReachTheClientAsTheServerSaysThem) {
   auto waiting = Log("unpulled");
   ASSERT_FALSE(waiting.ok());
   EXPECT_EQ(waiting.error().reason, kube::Reason::kBadRequest) << waiting.error().ToString();
-  EXPECT_EQ(waiting.error().message,
-            "container \"main\" in pod \"unpulled\" is waiting to start: ErrImagePull");
+  EXPECT_EQ(waiting.error().message, "container \"main\" in pod \"unpulled\" is waiting to start: ErrImagePull");
   WaitPod("done", [](const Json& p) { return Phase(p) == "Succeeded"; });
   auto finished = Log("done");
   ASSERT_TRUE(finished.ok()) << finished.error().ToString();

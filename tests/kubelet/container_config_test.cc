@@ -13,7 +13,8 @@ namespace {
 
 using Json = nlohmann::json;
 
-ContainerInputs Inputs(const Json& container, const Json& pod_security = Json::object(), const std::string& user = "65532") {
+ContainerInputs Inputs(const Json& container, const Json& pod_security = Json::object(),
+                       const std::string& user = "65532") {
   ContainerInputs in;
   in.pod = {{"metadata", {{"name", "p"}, {"namespace", "ns"}, {"uid", "u-1"}}},
             {"spec", {{"containers", Json::array({container})}}}};
@@ -61,9 +62,10 @@ TEST(ContainerConfigTest, CommandAndArgsOverTheImagesEntrypointAndCmd) {
 // the wrong unit, NanoCpus (which the engine refuses above the machine's
 // CPUs), the node's CPUs not pinned.
 TEST(ContainerConfigTest, LimitsBecomeCgroupLimits) {
-  Json b = Body(Inputs({{"name", "c"},
-                        {"image", "i"},
-                        {"resources", {{"limits", {{"memory", "256Mi"}, {"cpu", "500m"}}}, {"requests", {{"cpu", "250m"}}}}}}));
+  Json b = Body(
+      Inputs({{"name", "c"},
+              {"image", "i"},
+              {"resources", {{"limits", {{"memory", "256Mi"}, {"cpu", "500m"}}}, {"requests", {{"cpu", "250m"}}}}}}));
   const Json& h = b["HostConfig"];
   EXPECT_EQ(h["Memory"], 256LL << 20);
   EXPECT_EQ(h["MemorySwap"], 256LL << 20);
@@ -91,7 +93,10 @@ TEST(ContainerConfigTest, LimitsBecomeCgroupLimits) {
 // (or the engine's profile used where Kubernetes' default is Unconfined),
 // capabilities or the read-only root not passed, fsGroup not a group.
 TEST(ContainerConfigTest, SecurityContext) {
-  const Json pod_sc = {{"runAsUser", 1000}, {"runAsGroup", 3000}, {"fsGroup", 2000}, {"supplementalGroups", {4000}},
+  const Json pod_sc = {{"runAsUser", 1000},
+                       {"runAsGroup", 3000},
+                       {"fsGroup", 2000},
+                       {"supplementalGroups", {4000}},
                        {"seccompProfile", {{"type", "RuntimeDefault"}}}};
   Json b = Body(Inputs({{"name", "c"},
                         {"image", "i"},
@@ -115,7 +120,8 @@ TEST(ContainerConfigTest, SecurityContext) {
   EXPECT_EQ(b["HostConfig"]["SecurityOpt"], Json({"seccomp=unconfined"}));
   EXPECT_EQ(b["HostConfig"]["ReadonlyRootfs"], false);
   // runAsGroup alone keeps the image's user.
-  b = Body(Inputs({{"name", "c"}, {"image", "i"}, {"securityContext", {{"runAsGroup", 7}}}}, Json::object(), "65532:65532"));
+  b = Body(
+      Inputs({{"name", "c"}, {"image", "i"}, {"securityContext", {{"runAsGroup", 7}}}}, Json::object(), "65532:65532"));
   EXPECT_EQ(b["User"], "65532:7");
 }
 
@@ -131,8 +137,10 @@ TEST(ContainerConfigTest, RunAsNonRootRefusesARootImage) {
     auto b = DockerCreateBody(Inputs(container, non_root, image_user));
     return b.ok() ? std::string() : b.status().message();
   };
-  EXPECT_EQ(refused("", c), "container has runAsNonRoot and image will run as root (pod: \"p_ns(u-1)\", container: web)");
-  EXPECT_EQ(refused("0:0", c), "container has runAsNonRoot and image will run as root (pod: \"p_ns(u-1)\", container: web)");
+  EXPECT_EQ(refused("", c),
+            "container has runAsNonRoot and image will run as root (pod: \"p_ns(u-1)\", container: web)");
+  EXPECT_EQ(refused("0:0", c),
+            "container has runAsNonRoot and image will run as root (pod: \"p_ns(u-1)\", container: web)");
   EXPECT_EQ(refused("nginx", c),
             "container has runAsNonRoot and image has non-numeric user (nginx), cannot verify user is non-root (pod: "
             "\"p_ns(u-1)\", container: web)");
@@ -159,8 +167,8 @@ TEST(ContainerConfigTest, MountsAreBinds) {
   in.labels = {{"io.kubernetes.pod.name", "p"}};
   in.env = {{"A", "1"}, {"B", "x=y"}};
   const Json b = Body(in);
-  EXPECT_EQ(b["HostConfig"]["Binds"],
-            Json({"/k/v/tmp:/tmp", "/k/v/sa:/var/run/secrets/kubernetes.io/serviceaccount:ro", "/k/etc-hosts:/etc/hosts"}));
+  EXPECT_EQ(b["HostConfig"]["Binds"], Json({"/k/v/tmp:/tmp", "/k/v/sa:/var/run/secrets/kubernetes.io/serviceaccount:ro",
+                                            "/k/etc-hosts:/etc/hosts"}));
   EXPECT_EQ(b["Labels"]["io.kubernetes.pod.name"], "p");
   EXPECT_EQ(b["Env"], Json({"A=1", "B=x=y"}));
 }

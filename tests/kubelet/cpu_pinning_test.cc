@@ -38,8 +38,8 @@ class CpuPinningTest : public KubeletTest {
                        "    image: example.org/sh:1\n    args: ['echo $$$$ > " +
                        PidFile(name) + "; exec sleep 600']\n";
     if (!cpu.empty()) {
-      yaml += "    resources: {limits: {cpu: '" + cpu + "', memory: 64Mi}, requests: {cpu: '" + cpu +
-              "', memory: 64Mi}}\n";
+      yaml +=
+          "    resources: {limits: {cpu: '" + cpu + "', memory: 64Mi}, requests: {cpu: '" + cpu + "', memory: 64Mi}}\n";
     }
     Apply(yaml);
   }
@@ -47,10 +47,13 @@ class CpuPinningTest : public KubeletTest {
   // The pod's process, once it runs.
   pid_t Pid(const std::string& pod) {
     std::string text;
-    EXPECT_TRUE(Eventually([&] {
-      text = ReadFile(PidFile(pod));
-      return !text.empty() && text.back() == '\n';
-    }, 15s)) << "pod " << pod << " never started: " << ReadFile(dir_->File("kubelet.err"));
+    EXPECT_TRUE(Eventually(
+        [&] {
+          text = ReadFile(PidFile(pod));
+          return !text.empty() && text.back() == '\n';
+        },
+        15s))
+        << "pod " << pod << " never started: " << ReadFile(dir_->File("kubelet.err"));
     return text.empty() ? -1 : static_cast<pid_t>(std::stoi(text));
   }
   // Waits for the process's CPUs to become `want`; returns the last seen.
@@ -144,8 +147,8 @@ TEST_F(CpuPinningTest, StaticPolicyPinsContainersOfTheEngine) {
   auto pod = [&](const std::string& name, bool guaranteed) {
     std::string yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + "}\nspec:\n  nodeName: " + node_ +
                        "\n  terminationGracePeriodSeconds: 1\n  automountServiceAccountToken: false\n"
-                       "  containers:\n  - name: main\n    image: " + image +
-                       "\n    command: [/bin/sh, -c, 'exec sleep 600']\n";
+                       "  containers:\n  - name: main\n    image: " +
+                       image + "\n    command: [/bin/sh, -c, 'exec sleep 600']\n";
     if (guaranteed) yaml += "    resources: {limits: {cpu: '1', memory: 64Mi}}\n";
     Apply(yaml);
   };
@@ -179,8 +182,8 @@ TEST_F(CpuPinningTest, StaticPolicyPinsContainersOfTheEngine) {
 // without a word (the kubelet refuses to start).
 TEST(CpuManagerFlags, BadReservedCpusStopTheKubeletAtStartUp) {
   auto run = [](const std::vector<std::string>& extra) {
-    std::vector<std::string> args = {"--kubeconfig", "/nonexistent", "--node", "n", "--cpus", "0-1",
-                                     "--log-dir", "/tmp", "--images", "/nonexistent"};
+    std::vector<std::string> args = {"--kubeconfig", "/nonexistent", "--node", "n",        "--cpus",
+                                     "0-1",          "--log-dir",    "/tmp",   "--images", "/nonexistent"};
     args.insert(args.end(), extra.begin(), extra.end());
     auto r = kube::RunCommand(fairbench::testing::BinaryPath("fairbench-test-kubelet"), args, {}, 10s);
     EXPECT_TRUE(r.ok());

@@ -100,8 +100,8 @@ class KubeletTest : public ::testing::Test {
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     cluster_ = *c;
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    auto created = fairbench::testing::TestNamespace::Create(
-        *cluster_, std::string("kubelet-") + (info ? info->name() : "test"));
+    auto created =
+        fairbench::testing::TestNamespace::Create(*cluster_, std::string("kubelet-") + (info ? info->name() : "test"));
     ASSERT_TRUE(created.ok()) << created.status().ToString();
     ns_.emplace(std::move(*created));
     // The namespace's name is unique in the cluster: so is the node's.
@@ -133,8 +133,8 @@ class KubeletTest : public ::testing::Test {
     ip_range_.emplace(std::move(*range));
     ip_base_ = ip_range_->base();
     std::ofstream images(dir_->File("images.yaml"));
-    images << "example.org/fairbench/httplib:dev: [" << fairbench::testing::BinaryPath("fairbench-target-cpp-httplib-debian")
-           << "]\n"
+    images << "example.org/fairbench/httplib:dev: ["
+           << fairbench::testing::BinaryPath("fairbench-target-cpp-httplib-debian") << "]\n"
            << "example.org/fairbench/grpc:dev: [" << fairbench::testing::BinaryPath("fairbench-target-grpc") << "]\n"
            << "example.org/sh:1: [/bin/sh, -c]\n";
   }
@@ -215,9 +215,9 @@ class KubeletTest : public ::testing::Test {
     ASSERT_TRUE(p.ok()) << p.status().ToString();
     kubelet_ = std::make_unique<fairbench::testing::Subprocess>(std::move(*p));
     started_ = true;
-    ASSERT_TRUE(Eventually([&] {
-      return ReadFile(dir_->File("kubelet.out")).find("listening on") != std::string::npos;
-    }, 20s)) << ReadFile(dir_->File("kubelet.err"));
+    ASSERT_TRUE(
+        Eventually([&] { return ReadFile(dir_->File("kubelet.out")).find("listening on") != std::string::npos; }, 20s))
+        << ReadFile(dir_->File("kubelet.err"));
     const std::string out = ReadFile(dir_->File("kubelet.out"));
     kubelet_port_ = std::stoi(out.substr(out.rfind(':') + 1));
   }

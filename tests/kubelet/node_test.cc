@@ -24,8 +24,9 @@ TEST_F(KubeletTest, NodeRegistersReadyWithLabelsTaintsCapacityAndHeartbeats) {
   // TaintNodesByCondition admission plugin adds node.kubernetes.io/not-ready
   // to a new Node, which kube-controller-manager's node lifecycle controller
   // removes once the node says Ready.
-  const Json want_taints = {{{"key", "dedicated"}, {"value", "bench"}, {"effect", "NoSchedule"}},
-                            {{"key", "fairbench.dev/kubelet-test"}, {"value", "only-pinned"}, {"effect", "NoSchedule"}}};
+  const Json want_taints = {
+      {{"key", "dedicated"}, {"value", "bench"}, {"effect", "NoSchedule"}},
+      {{"key", "fairbench.dev/kubelet-test"}, {"value", "only-pinned"}, {"effect", "NoSchedule"}}};
   EXPECT_TRUE(Eventually(
       [&] {
         node = Json::parse(KubectlOk({"get", "node", node_, "-o", "json"}));
@@ -93,9 +94,11 @@ TEST_F(KubeletTest, ExitsOnSigtermKillingItsPods) {
 kind: Pod
 metadata: {name: sleeper}
 spec:
-  nodeName: )" + node_ + R"(
+  nodeName: )" +
+        node_ + R"(
   containers:
-  - {name: main, image: "example.org/sh:1", args: ["echo $$$$ > )" + marker + R"(; exec sleep 60"]}
+  - {name: main, image: "example.org/sh:1", args: ["echo $$$$ > )" +
+        marker + R"(; exec sleep 60"]}
 )");
   WaitPod("sleeper", [](const Json& p) { return Phase(p) == "Running"; });
   ASSERT_TRUE(Eventually([&] { return !ReadFile(marker).empty(); }));

@@ -396,7 +396,8 @@ TEST_F(KubeletTest, HttpsReadinessProbeSpeaksTlsWithoutVerifying) {
   StartKubelet();
   // openssl s_server -www answers any GET with 200 and a status page.
   auto server = [&](const std::string& name, int port, const std::string& scheme) {
-    return "  - name: " + name + "\n    image: example.org/sh:1\n    args: ['exec openssl s_server -quiet -www -accept \"$POD_IP\":" +
+    return "  - name: " + name +
+           "\n    image: example.org/sh:1\n    args: ['exec openssl s_server -quiet -www -accept \"$POD_IP\":" +
            std::to_string(port) + " -cert " + (*certs)->self_cert + " -key " + (*certs)->self_key + "']\n" +
            "    env: [{name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}]\n" +
            "    readinessProbe: {httpGet: {path: /, port: " + std::to_string(port) + ", scheme: " + scheme +

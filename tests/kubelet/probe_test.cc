@@ -53,7 +53,9 @@ TEST_F(ProbeTest, FailedLivenessProbeKillsAndRestartsTheContainer) {
   std::ofstream(www + "/healthz") << "ok";
   Apply("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  nodeName: " + node_ +
         "\n  terminationGracePeriodSeconds: 5\n  containers:\n  - name: web\n    image: example.org/sh:1\n"
-        "    args: ['exec python3 -m http.server 8095 --bind $(POD_IP) --directory " + www + "']\n"
+        "    args: ['exec python3 -m http.server 8095 --bind $(POD_IP) --directory " +
+        www +
+        "']\n"
         "    env: [{name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}]\n"
         "    livenessProbe: {httpGet: {path: /healthz, port: 8095}, periodSeconds: 1, failureThreshold: 2}\n");
   Json pod = WaitPod("web", [](const Json& p) { return Condition(p, "Ready") == "True"; });
@@ -90,9 +92,14 @@ TEST_F(ProbeTest, StartupProbeGatesTheOthersAndKillsWhenItFails) {
   Apply("apiVersion: v1\nkind: Pod\nmetadata: {name: slow}\nspec:\n  nodeName: " + node_ +
         "\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: main\n    image: example.org/sh:1\n"
         "    args: ['exec sleep 600']\n"
-        "    startupProbe: {exec: {command: [test, -f, " + started + "]}, periodSeconds: 1, failureThreshold: 30}\n"
-        "    livenessProbe: {exec: {command: [touch, " + liveness_ran + "]}, periodSeconds: 1}\n"
-        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: never}\nspec:\n  nodeName: " + node_ +
+        "    startupProbe: {exec: {command: [test, -f, " +
+        started +
+        "]}, periodSeconds: 1, failureThreshold: 30}\n"
+        "    livenessProbe: {exec: {command: [touch, " +
+        liveness_ran +
+        "]}, periodSeconds: 1}\n"
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: never}\nspec:\n  nodeName: " +
+        node_ +
         "\n  restartPolicy: Never\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: main\n"
         "    image: example.org/sh:1\n    args: ['exec sleep 600']\n"
         "    startupProbe: {exec: {command: ['false']}, periodSeconds: 1, failureThreshold: 2}\n");
@@ -145,7 +152,8 @@ TEST_F(ProbeTest, LivenessKillOfAServerThatStoppedAnsweringEndsInSigkill) {
   }
   ASSERT_GT(pid, 0) << "no process serves " << ip << ":8096";
   ASSERT_EQ(kill(pid, SIGSTOP), 0);
-  pod = WaitPod("frozen", [](const Json& p) { return Phase(p) == "Failed"; }, 20s);
+  pod = WaitPod(
+      "frozen", [](const Json& p) { return Phase(p) == "Failed"; }, 20s);
   const Json t = Status(pod, "web")["state"]["terminated"];
   EXPECT_EQ(t["exitCode"], 137) << "a stopped process ends only by SIGKILL: 128 + 9";
   EXPECT_TRUE(HasEvent("frozen", "Killing", "Container web failed liveness probe"));
@@ -163,18 +171,23 @@ TEST_F(ProbeTest, LivenessProbeRestartsAContainerOfTheEngine) {
   StartKubelet({"--container-runtime", "docker", "--docker-host", containers::DockerHost()});
   Apply("apiVersion: v1\nkind: Pod\nmetadata: {name: alive}\nspec:\n  nodeName: " + node_ +
         "\n  terminationGracePeriodSeconds: 2\n  automountServiceAccountToken: false\n  containers:\n"
-        "  - name: main\n    image: " + image +
+        "  - name: main\n    image: " +
+        image +
         "\n    command: [/bin/sh, -c, 'touch /tmp/healthy; exec sleep 600']\n"
         "    livenessProbe: {exec: {command: [test, -f, /tmp/healthy]}, periodSeconds: 1, failureThreshold: 1}\n");
-  Json pod = WaitPod("alive", [](const Json& p) { return Condition(p, "Ready") == "True"; }, 60s);
+  Json pod = WaitPod(
+      "alive", [](const Json& p) { return Condition(p, "Ready") == "True"; }, 60s);
   const std::string first = Status(pod, "main").value("containerID", "");
   ASSERT_EQ(first.rfind("docker://", 0), 0u) << first;
   auto rm = containers::Docker({"exec", first.substr(9), "rm", "/tmp/healthy"});
   ASSERT_EQ(rm.exit_code, 0) << rm.err;
-  pod = WaitPod("alive", [](const Json& p) {
-    const Json s = Status(p, "main");
-    return s.value("restartCount", 0) == 1 && s["state"].contains("running");
-  }, 30s);
+  pod = WaitPod(
+      "alive",
+      [](const Json& p) {
+        const Json s = Status(p, "main");
+        return s.value("restartCount", 0) == 1 && s["state"].contains("running");
+      },
+      30s);
   EXPECT_NE(Status(pod, "main").value("containerID", ""), first);
   // sleep is PID 1 of its namespace, where SIGTERM without a handler is
   // ignored: SIGKILL after the grace period.

@@ -24,7 +24,9 @@ TEST_F(ServiceTest, ClientDialsNamePortOfAServiceWhoseTargetPortDiffers) {
   // A server that greets each connection on POD_IP:8099 (perl, in the image).
   Apply("apiVersion: v1\nkind: Pod\nmetadata: {name: greeter, labels: {app: greeter}}\nspec:\n  nodeName: " + node_ +
         "\n  terminationGracePeriodSeconds: 1\n  automountServiceAccountToken: false\n  containers:\n"
-        "  - name: main\n    image: " + image + "\n"
+        "  - name: main\n    image: " +
+        image +
+        "\n"
         "    command: [perl, -MIO::Socket::INET, -e, '$s = IO::Socket::INET->new(LocalAddr => $ENV{POD_IP},"
         " LocalPort => 8099, Listen => 8, ReuseAddr => 1) or die $!; while ($c = $s->accept) {"
         " print $c \"hello from $ENV{HOSTNAME}\\n\"; close $c }']\n"
@@ -35,18 +37,22 @@ TEST_F(ServiceTest, ClientDialsNamePortOfAServiceWhoseTargetPortDiffers) {
         "  ports: [{port: 80, targetPort: 8099}]\n"
         "---\napiVersion: v1\nkind: Service\nmetadata: {name: named}\nspec:\n  selector: {app: greeter}\n"
         "  ports: [{port: 8080, targetPort: greet}]\n");
-  WaitPod("greeter", [](const Json& p) { return Condition(p, "Ready") == "True"; }, 60s);
+  WaitPod(
+      "greeter", [](const Json& p) { return Condition(p, "Ready") == "True"; }, 60s);
   // The client reads one line from each Service by name (a few tries: the
   // names appear in its /etc/hosts within a second of the server's Ready).
   Apply("apiVersion: v1\nkind: Pod\nmetadata: {name: client}\nspec:\n  nodeName: " + node_ +
         "\n  restartPolicy: Never\n  automountServiceAccountToken: false\n  containers:\n"
-        "  - name: main\n    image: " + image + "\n"
+        "  - name: main\n    image: " +
+        image +
+        "\n"
         "    command: [bash, -c, 'for n in 1 2 3 4 5 6 7 8 9 10; do"
-        " if exec 3<>/dev/tcp/web/80 && exec 4<>/dev/tcp/named." + ns() + ".svc/8080; then"
+        " if exec 3<>/dev/tcp/web/80 && exec 4<>/dev/tcp/named." +
+        ns() +
+        ".svc/8080; then"
         " head -1 <&3; head -1 <&4; exit 0; fi; sleep 1; done; exit 1']\n");
-  Json client = WaitPod("client", [](const Json& p) {
-    return Phase(p) == "Succeeded" || Phase(p) == "Failed";
-  }, 60s);
+  Json client = WaitPod(
+      "client", [](const Json& p) { return Phase(p) == "Succeeded" || Phase(p) == "Failed"; }, 60s);
   EXPECT_EQ(Phase(client), "Succeeded");
   EXPECT_EQ(KubectlOk({"logs", "client"}), "hello from greeter\nhello from greeter\n");
 }

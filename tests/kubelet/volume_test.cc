@@ -15,20 +15,26 @@ class VolumeTest : public KubeletTest {
     if (HasFatalFailure()) return;
     // A TokenRequest needs the namespace's ServiceAccount, which its
     // controller makes a moment after the namespace.
-    ASSERT_TRUE(Eventually([&] {
-      return client_->Get({"", "v1", "ServiceAccount", "serviceaccounts", kube::Scope::kNamespaced}, ns(), "default")
-          .ok();
-    }, 20s)) << "no ServiceAccount default in " << ns();
+    ASSERT_TRUE(Eventually(
+        [&] {
+          return client_
+              ->Get({"", "v1", "ServiceAccount", "serviceaccounts", kube::Scope::kNamespaced}, ns(), "default")
+              .ok();
+        },
+        20s))
+        << "no ServiceAccount default in " << ns();
   }
   void Objects() {
-    Apply("apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\ndata: {user: YWRtaW4=, pass: czNjcjN0}\n---\n"
-          "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {greeting: hello}\n");
+    Apply(
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\ndata: {user: YWRtaW4=, pass: czNjcjN0}\n---\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {greeting: hello}\n");
   }
   // A pod whose volumes are every kind, and whose program prints what it
   // reads there (`image`, `command` and `node` as given).
   std::string VolumesPod(const std::string& image, const std::string& command_key) {
     return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: volumes\n  labels: {app: vol, tier: x}\n"
-           "  annotations: {note: 'say \"hi\"'}\nspec:\n  nodeName: " + node_ +
+           "  annotations: {note: 'say \"hi\"'}\nspec:\n  nodeName: " +
+           node_ +
            "\n  terminationGracePeriodSeconds: 1\n  volumes:\n"
            "  - {name: s, secret: {secretName: creds, defaultMode: 256, items: [{key: user, path: u/name}]}}\n"
            "  - {name: c, configMap: {name: settings}}\n"
@@ -41,7 +47,8 @@ class VolumeTest : public KubeletTest {
            "          - {path: ns, fieldRef: {fieldPath: metadata.namespace}}\n"
            "          - {path: labels, fieldRef: {fieldPath: metadata.labels}}\n"
            "          - {path: note, fieldRef: {fieldPath: \"metadata.annotations['note']\"}}\n"
-           "  containers:\n  - name: main\n    image: " + image + "\n    " + command_key +
+           "  containers:\n  - name: main\n    image: " +
+           image + "\n    " + command_key +
            ": ['cat /etc/s/u/name; echo; stat -c %a /etc/s/u/name; cat /etc/c/greeting; echo; "
            "cat /etc/p/pass; echo; cat /etc/p/greeting; echo; cat /etc/p/name; echo; cat /etc/p/ns; echo; "
            "cat /etc/p/labels; echo; cat /etc/p/note; echo; cat /etc/p/token; echo; exec sleep 600']\n"
@@ -51,12 +58,15 @@ class VolumeTest : public KubeletTest {
   // Checks what the pod printed; the token through a TokenReview.
   void CheckPrinted(const std::string& pod) {
     std::string log;
-    ASSERT_TRUE(Eventually([&] {
-      auto r = Kubectl({"logs", pod});
-      log = r.out;
-      return r.exit_code == 0 && std::count(log.begin(), log.end(), '\n') >= 11;
-    }, 30s)) << log << ReadFile(dir_->File("kubelet.err")) << Pod(pod).value_or(Json()).dump()
-             << KubectlOk({"get", "events"});
+    ASSERT_TRUE(Eventually(
+        [&] {
+          auto r = Kubectl({"logs", pod});
+          log = r.out;
+          return r.exit_code == 0 && std::count(log.begin(), log.end(), '\n') >= 11;
+        },
+        30s))
+        << log << ReadFile(dir_->File("kubelet.err")) << Pod(pod).value_or(Json()).dump()
+        << KubectlOk({"get", "events"});
     std::istringstream in(log);
     std::vector<std::string> lines;
     for (std::string line; std::getline(in, line);) lines.push_back(line);
@@ -103,10 +113,11 @@ TEST_F(VolumeTest, SecretConfigMapAndProjectedVolumesOfAProcess) {
 // ContainerCreating with a FailedMount Event until the Secret exists.
 TEST_F(VolumeTest, MissingSecretWaitsInContainerCreatingUntilItExists) {
   StartKubelet();
-  Apply("apiVersion: v1\nkind: Pod\nmetadata: {name: waits}\nspec:\n  nodeName: " + node_ +
-        "\n  terminationGracePeriodSeconds: 1\n  volumes: [{name: s, secret: {secretName: later}}]\n"
-        "  containers:\n  - name: main\n    image: example.org/sh:1\n"
-        "    args: ['cat /etc/later/key; echo; exec sleep 600']\n    volumeMounts: [{name: s, mountPath: /etc/later}]\n");
+  Apply(
+      "apiVersion: v1\nkind: Pod\nmetadata: {name: waits}\nspec:\n  nodeName: " + node_ +
+      "\n  terminationGracePeriodSeconds: 1\n  volumes: [{name: s, secret: {secretName: later}}]\n"
+      "  containers:\n  - name: main\n    image: example.org/sh:1\n"
+      "    args: ['cat /etc/later/key; echo; exec sleep 600']\n    volumeMounts: [{name: s, mountPath: /etc/later}]\n");
   kube::ListOptions o;
   o.field_selector = "involvedObject.name=waits";
   std::string message;

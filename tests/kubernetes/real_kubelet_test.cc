@@ -211,7 +211,8 @@ TEST_F(RealKubeletTest, TheStaticPolicyGivesAGuaranteedPodACpuOfItsOwn) {
   // What fairbench reads from inside its own target pod, against the host's
   // view of the same process: on two CPUs, once the first pod gave its CPU
   // back.
-  auto deleted = AdminKubectl(*cluster_, {"delete", "pod", "guaranteed", "--grace-period=1", "--wait=true", "--timeout=60s"});
+  auto deleted =
+      AdminKubectl(*cluster_, {"delete", "pod", "guaranteed", "--grace-period=1", "--wait=true", "--timeout=60s"});
   ASSERT_TRUE(deleted.ok()) << deleted.status().ToString();
   std::string host_cpus;
   const api::TargetCpus t = DeployTarget(&host_cpus);

@@ -78,7 +78,9 @@ TEST(KubernetesWatchTest, AnInformerAwayPastACompactionGetsGoneAndListsAgainLosi
   const ResourceType cms = resources::ConfigMaps();
   const std::string ns = "default";
   auto cm = [&](const std::string& name, int v) {
-    return Json{{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", name}, {"namespace", ns}}},
+    return Json{{"apiVersion", "v1"},
+                {"kind", "ConfigMap"},
+                {"metadata", {{"name", name}, {"namespace", ns}}},
                 {"data", {{"v", std::to_string(v)}}}};
   };
   for (int i = 0; i < 20; ++i) ASSERT_TRUE((*writer)->Create(cms, ns, cm("cm-" + std::to_string(i), 0)).ok());

@@ -55,8 +55,8 @@ class ManifestsKubectlTest : public ::testing::Test {
     cluster_.emplace(std::move(*cluster));
   }
   kube::CommandResult Kubectl(std::vector<std::string> args) {
-    args.insert(args.begin(), {"--kubeconfig", cluster_ ? cluster_->admin_kubeconfig() : dir_ + "/none",
-                               "--cache-dir", dir_ + "/cache"});
+    args.insert(args.begin(), {"--kubeconfig", cluster_ ? cluster_->admin_kubeconfig() : dir_ + "/none", "--cache-dir",
+                               dir_ + "/cache"});
     auto r = kube::RunCommand(kubectl_, args, {{"HOME", dir_}, {"KUBECONFIG", ""}}, 60s);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : kube::CommandResult{};
@@ -93,14 +93,16 @@ TEST_F(ManifestsKubectlTest, KubectlInstallsTheCrdAndTheStudyRun) {
   EXPECT_NE(r.out.find("PHASE"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("cpp-frameworks"), std::string::npos) << r.out;
   // The server applied the CRD's defaults: they are the model's.
-  r = Kubectl({"get", "br", "cpp-frameworks", "-o", "jsonpath={.spec.load.timeout} {.spec.cooldown} {.spec.repetitions}"});
+  r = Kubectl(
+      {"get", "br", "cpp-frameworks", "-o", "jsonpath={.spec.load.timeout} {.spec.cooldown} {.spec.repetitions}"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "2s 10s 1");
 
   const std::string broken = dir_ + "/broken.yaml";
-  std::ofstream(broken) << "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: broken}\n"
-                           "spec:\n  targets: [{name: x, port: 8080}]\n  scenarios: [{name: hello, request: {path: /}}]\n"
-                           "  load: {threads: four}\n";
+  std::ofstream(broken)
+      << "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: broken}\n"
+         "spec:\n  targets: [{name: x, port: 8080}]\n  scenarios: [{name: hello, request: {path: /}}]\n"
+         "  load: {threads: four}\n";
   r = Kubectl({"apply", "-f", broken});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("spec.load.threads"), std::string::npos) << r.err;

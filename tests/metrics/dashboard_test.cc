@@ -77,9 +77,9 @@ TEST(DashboardTest, ParsesWithRunAndTargetVariables) {
 TEST(DashboardTest, ShowsThroughputLatencyErrorsAndTargetMemory) {
   std::string all;
   for (const std::string& q : Queries(Dashboard())) all += q + "\n";
-  for (const char* name : {"fairbench_requests_per_second", "fairbench_request_duration_percentile_seconds",
-                           "fairbench_request_duration_seconds_bucket", "fairbench_errors_total",
-                           "fairbench_target_memory_bytes"}) {
+  for (const char* name :
+       {"fairbench_requests_per_second", "fairbench_request_duration_percentile_seconds",
+        "fairbench_request_duration_seconds_bucket", "fairbench_errors_total", "fairbench_target_memory_bytes"}) {
     EXPECT_NE(all.find(name), std::string::npos) << name;
   }
 }

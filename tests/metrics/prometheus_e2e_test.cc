@@ -86,7 +86,8 @@ class PrometheusE2eTest : public ::testing::Test {
     auto dir = testing::TempDir::Create("fairbench-prom");
     ASSERT_TRUE(dir.ok());
     dir_.emplace(std::move(*dir));
-    ASSERT_TRUE(std::filesystem::exists("/usr/bin/prometheus")) << "install Debian's prometheus package (scripts/setup)";
+    ASSERT_TRUE(std::filesystem::exists("/usr/bin/prometheus"))
+        << "install Debian's prometheus package (scripts/setup)";
   }
   std::string Path(const std::string& name) const { return dir_->File(name); }
 
@@ -95,8 +96,9 @@ class PrometheusE2eTest : public ::testing::Test {
     auto port = testing::FreeLoopbackPort();
     ASSERT_TRUE(port.ok());
     prom_port_ = *port;
-    std::ofstream(Path("prometheus.yml")) << "global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}\n"
-                                          << "scrape_configs:" << scrape_configs << "\n";
+    std::ofstream(Path("prometheus.yml"))
+        << "global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}\n"
+        << "scrape_configs:" << scrape_configs << "\n";
     SubprocessOptions o;
     o.argv = {"/usr/bin/prometheus", "--config.file=" + Path("prometheus.yml"), "--storage.tsdb.path=" + Path("tsdb"),
               "--web.listen-address=127.0.0.1:" + std::to_string(prom_port_), "--log.level=warn"};
@@ -148,7 +150,8 @@ class PrometheusE2eTest : public ::testing::Test {
   }
   std::string WriteRun(const std::string& targets) {
     const std::string text =
-        "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: prom-e2e}\nspec:\n  targets:\n" + targets +
+        "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: prom-e2e}\nspec:\n  targets:\n" +
+        targets +
         "  scenarios:\n"
         "  - name: hello\n    request: {path: /}\n    expect: {status: 200, body: \"Hello, World!\"}\n"
         "  load: {threads: 1, connections: [8], warmup: 300ms, duration: 3s, timeout: 1s, agents: 1}\n"
@@ -158,7 +161,12 @@ class PrometheusE2eTest : public ::testing::Test {
   }
   Result<Subprocess> StartFairbench(std::vector<std::string> extra) {
     SubprocessOptions o;
-    o.argv = {testing::BinaryPath("fairbench"), "run", Path("run.yaml"), "--output", Path("out"), "--lock-file",
+    o.argv = {testing::BinaryPath("fairbench"),
+              "run",
+              Path("run.yaml"),
+              "--output",
+              Path("out"),
+              "--lock-file",
               Path("load.lock")};
     o.argv.insert(o.argv.end(), extra.begin(), extra.end());
     o.stdout_to = testing::Redirect::File(Path("stdout.txt"));
@@ -214,7 +222,8 @@ std::string Substitute(std::string expr) {
   const std::vector<std::pair<std::string, std::string>> vars = {
       {"$__rate_interval", "5s"}, {"$run", "prom-e2e"}, {"$target", ".*"}, {"$scenario", ".*"}};
   for (const auto& [k, v] : vars) {
-    for (size_t at = expr.find(k); at != std::string::npos; at = expr.find(k, at + v.size())) expr.replace(at, k.size(), v);
+    for (size_t at = expr.find(k); at != std::string::npos; at = expr.find(k, at + v.size()))
+      expr.replace(at, k.size(), v);
   }
   return expr;
 }
@@ -317,15 +326,15 @@ TEST_F(PrometheusE2eTest, RemoteWrittenSamplesAreOneSecondApartAndMatchTheTimeli
   StartPrometheus(" []", true);
   if (HasFatalFailure()) return;
   WriteRun(Target("alpha", "beast"));
-  auto run = StartFairbench(
-      {"--remote-write-url", "http://127.0.0.1:" + std::to_string(prom_port_) + "/api/v1/write"});
+  auto run = StartFairbench({"--remote-write-url", "http://127.0.0.1:" + std::to_string(prom_port_) + "/api/v1/write"});
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   auto status = run->Wait(90s);
   ASSERT_TRUE(status.ok());
   ASSERT_TRUE(status->success()) << status->ToString() << ReadFile(Path("stderr.txt"));
   const std::string err = ReadFile(Path("stderr.txt"));
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(err, m, std::regex(R"(remote write: (\d+) samples sent in (\d+) requests, (\d+) dropped)")))
+  ASSERT_TRUE(
+      std::regex_search(err, m, std::regex(R"(remote write: (\d+) samples sent in (\d+) requests, (\d+) dropped)")))
       << err;
   EXPECT_GT(std::stoull(m[1]), 0u);
   EXPECT_EQ(m[3], "0") << err;

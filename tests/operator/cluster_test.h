@@ -114,8 +114,8 @@ class ClusterTest : public ::testing::Test {
     agent_port_ = FreePort();
     const std::string bin = testing::BinDir();
     std::ofstream(root_ / "images.yaml") << "example.org/fairbench/agent:dev: [" << bin << "/fairbench-agent]\n"
-                                          << "example.org/fairbench/target:dev: [" << bin
-                                          << "/fairbench-target-cpp-httplib-debian]\n";
+                                         << "example.org/fairbench/target:dev: [" << bin
+                                         << "/fairbench-target-cpp-httplib-debian]\n";
   }
   // Kubernetes' own control plane (testing::KubeCluster), its admin
   // kubeconfig as kubeconfig_ and the kubectl built with it; with `crd`, the
@@ -164,11 +164,13 @@ class ClusterTest : public ::testing::Test {
   // controller pods run as. Returns the kubeconfig's path.
   std::string Installation(const std::string& ns, bool all_namespaces = false) {
     const std::string helm = cluster_->bin_dir() + "/helm";
-    auto rendered = kube::RunCommand(helm, {"template", "fairbench", std::string(FAIRBENCH_SOURCE_DIR) + "/charts/fairbench",
-                                            "--namespace", ns, "--set",
-                                            std::string("controller.watchAllNamespaces=") + (all_namespaces ? "true" : "false")},
-                                     {{"HOME", root_.string()}}, 60s);
-    EXPECT_TRUE(rendered.ok() && rendered->exit_code == 0) << (rendered.ok() ? rendered->err : rendered.status().ToString());
+    auto rendered = kube::RunCommand(
+        helm,
+        {"template", "fairbench", std::string(FAIRBENCH_SOURCE_DIR) + "/charts/fairbench", "--namespace", ns, "--set",
+         std::string("controller.watchAllNamespaces=") + (all_namespaces ? "true" : "false")},
+        {{"HOME", root_.string()}}, 60s);
+    EXPECT_TRUE(rendered.ok() && rendered->exit_code == 0)
+        << (rendered.ok() ? rendered->err : rendered.status().ToString());
     if (!rendered.ok()) return "";
     const std::string kept = testing::ChartIdentityObjects(rendered->out);
     const fs::path file = root_ / ("installation-" + ns + ".yaml");
@@ -192,7 +194,8 @@ class ClusterTest : public ::testing::Test {
     std::string line;
     while (std::getline(in, line)) {
       const json event = json::parse(line, nullptr, false);
-      if (event.is_discarded() || event.value(json::json_pointer("/user/username"), std::string()) != kControllerUser) continue;
+      if (event.is_discarded() || event.value(json::json_pointer("/user/username"), std::string()) != kControllerUser)
+        continue;
       used.insert(ApiRequestKind(event));
     }
     const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -238,17 +241,31 @@ class ClusterTest : public ::testing::Test {
   // `extra`: more of its flags (--cpu-manager-policy static …).
   void Kubelet(const std::string& node, const std::string& cpus, const std::string& labels, const std::string& ip_base,
                const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> argv = {testing::BinaryPath("fairbench-test-kubelet"), "--node", node, "--cpus", cpus,
-                                     "--memory", "4Gi", "--labels", labels, "--images",
-                                     (root_ / "images.yaml").string(), "--pod-ip-base", ip_base, "--listen",
-                                     cluster_->node_address() + ":0", "--log-dir", (root_ / node).string(),
-                                     "--heartbeat", "1s"};
+    std::vector<std::string> argv = {testing::BinaryPath("fairbench-test-kubelet"),
+                                     "--node",
+                                     node,
+                                     "--cpus",
+                                     cpus,
+                                     "--memory",
+                                     "4Gi",
+                                     "--labels",
+                                     labels,
+                                     "--images",
+                                     (root_ / "images.yaml").string(),
+                                     "--pod-ip-base",
+                                     ip_base,
+                                     "--listen",
+                                     cluster_->node_address() + ":0",
+                                     "--log-dir",
+                                     (root_ / node).string(),
+                                     "--heartbeat",
+                                     "1s"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     auto creds = cluster_->Node(node);
     ASSERT_TRUE(creds.ok()) << creds.status().ToString();
-    argv.insert(argv.end(), {"--kubeconfig", creds->kubeconfig, "--tls-cert-file", creds->cert,
-                             "--tls-private-key-file", creds->key, "--proxy-kubeconfig", creds->proxy_kubeconfig,
-                             "--listen-netns", cluster_->node_netns()});
+    argv.insert(argv.end(),
+                {"--kubeconfig", creds->kubeconfig, "--tls-cert-file", creds->cert, "--tls-private-key-file",
+                 creds->key, "--proxy-kubeconfig", creds->proxy_kubeconfig, "--listen-netns", cluster_->node_netns()});
     Start(node, std::move(argv));
   }
   std::string Log(const std::string& name) { return ReadFile(root_ / (name + ".log")); }

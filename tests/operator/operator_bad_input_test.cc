@@ -27,15 +27,19 @@ class OperatorBadInputTest : public ClusterTest {
   void Nodes() {
     Kubelet("node-target", "0", "fairbench.dev/role=target", "127.0.20");
     Kubelet("node-load-1", "1", "fairbench.dev/role=load", "127.0.21");
-    ASSERT_TRUE(Eventually([&] { return Run({"get", "nodes"}).out.find("node-load-1") != std::string::npos; }, 20s))
+    ASSERT_TRUE(Eventually(
+        [&] {
+          return Run({"get", "nodes"}).out.find("node-load-1") != std::string::npos;
+        },
+        20s))
         << Logs();
   }
   void Controller(const std::string& kubeconfig) {
     const std::string agent = "127.0.0.1:" + std::to_string(agent_port_);
-    Start("controller", {testing::BinaryPath("fairbench-controller"), "--kubeconfig", kubeconfig, "--identity", "ctl",
-                         "--agent-listen", agent, "--agent-address", agent, "--agent-image",
-                         "example.org/fairbench/agent:dev", "--nofile-helper-path",
-                         testing::BinaryPath("fairbench-nofile"), "--agent-timeout", "20s"});
+    Start("controller",
+          {testing::BinaryPath("fairbench-controller"), "--kubeconfig", kubeconfig, "--identity", "ctl",
+           "--agent-listen", agent, "--agent-address", agent, "--agent-image", "example.org/fairbench/agent:dev",
+           "--nofile-helper-path", testing::BinaryPath("fairbench-nofile"), "--agent-timeout", "20s"});
   }
   bool Ended(const std::string& run) {
     const std::string p = Phase(run);
@@ -92,8 +96,9 @@ TEST_F(OperatorBadInputTest, TargetPlacementNoNodeSatisfiesIsAConditionAndAnEven
   Controller(controller_kubeconfig_);
   ApplyRun("ghost-node", "example.org/fairbench/target:dev",
            "    target: {nodeName: node-missing}\n    agents: {nodeSelector: {fairbench.dev/role: load}}\n");
-  ApplyRun("no-match", "example.org/fairbench/target:dev",
-           "    target: {nodeSelector: {fairbench.dev/role: gpu}}\n    agents: {nodeSelector: {fairbench.dev/role: load}}\n");
+  ApplyRun(
+      "no-match", "example.org/fairbench/target:dev",
+      "    target: {nodeSelector: {fairbench.dev/role: gpu}}\n    agents: {nodeSelector: {fairbench.dev/role: load}}\n");
   for (const std::string run : {"ghost-node", "no-match"}) {
     ASSERT_TRUE(Eventually([&] { return Ended(run); }, 60s)) << run << ": phase " << Phase(run) << "\n" << Logs();
     EXPECT_EQ(Phase(run), "Failed");
@@ -230,8 +235,8 @@ TEST_F(OperatorBadInputTest, AnUnreachableApiServerIsWaitedFor) {
   text.replace(at, server.size(), "https://127.0.0.1:" + std::to_string((*proxy)->port()));
   std::ofstream(early) << text;
   Controller(early);
-  ASSERT_TRUE(Eventually([&] { return Log("controller").find("cannot reach the API server") != std::string::npos; },
-                         10s))
+  ASSERT_TRUE(
+      Eventually([&] { return Log("controller").find("cannot reach the API server") != std::string::npos; }, 10s))
       << Log("controller");
   // Longer than the 30 one-second attempts the controller once made before
   // exiting.

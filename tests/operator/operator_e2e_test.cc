@@ -47,7 +47,11 @@ class OperatorE2eTest : public ClusterTest {
     Kubelet("node-target", "0", "fairbench.dev/role=target", "127.0.10");
     Kubelet("node-load-1", "1", "fairbench.dev/role=load", "127.0.11");
     Kubelet("node-load-2", "1", "fairbench.dev/role=load", "127.0.12");
-    ASSERT_TRUE(Eventually([&] { return Run({"get", "nodes"}).out.find("node-load-2") != std::string::npos; }, 20s))
+    ASSERT_TRUE(Eventually(
+        [&] {
+          return Run({"get", "nodes"}).out.find("node-load-2") != std::string::npos;
+        },
+        20s))
         << Run({"get", "nodes"}).err;
     Controller("ctl-1");
     Controller("ctl-2");
@@ -71,11 +75,33 @@ class OperatorE2eTest : public ClusterTest {
     const std::string kubeconfig = installations_[ns];
     std::vector<std::string> argv;
     if (!controller_cpus_.empty()) argv = {"taskset", "-c", controller_cpus_};
-    argv.insert(argv.end(), {testing::BinaryPath("fairbench-controller"), "--kubeconfig", kubeconfig, "--identity", id,
-               "--namespace", ns, "--pod-namespace", ns, "--leader-election-id", election, "--agent-listen", agent,
-               "--agent-address", agent, "--agent-image", "example.org/fairbench/agent:dev", "--nofile-helper-path",
-               testing::BinaryPath("fairbench-nofile"), "--agent-timeout", "60s", "--leader-lease-duration", "4s",
-               "--leader-renew-deadline", "3s", "--leader-retry-period", "500ms"});
+    argv.insert(argv.end(), {testing::BinaryPath("fairbench-controller"),
+                             "--kubeconfig",
+                             kubeconfig,
+                             "--identity",
+                             id,
+                             "--namespace",
+                             ns,
+                             "--pod-namespace",
+                             ns,
+                             "--leader-election-id",
+                             election,
+                             "--agent-listen",
+                             agent,
+                             "--agent-address",
+                             agent,
+                             "--agent-image",
+                             "example.org/fairbench/agent:dev",
+                             "--nofile-helper-path",
+                             testing::BinaryPath("fairbench-nofile"),
+                             "--agent-timeout",
+                             "60s",
+                             "--leader-lease-duration",
+                             "4s",
+                             "--leader-renew-deadline",
+                             "3s",
+                             "--leader-retry-period",
+                             "500ms"});
     if (!result_store_.empty()) argv.insert(argv.end(), {"--result-store", result_store_});
     Start(id, std::move(argv));
   }
@@ -99,10 +125,12 @@ class OperatorE2eTest : public ClusterTest {
   std::string Target(const std::string& name, const std::string& server, const std::string& memory = "256Mi") {
     // A port of its own: the pods share this machine's loopback, where a
     // real cluster gives each pod a network namespace.
-    return "  - name: " + name + "\n    image: example.org/fairbench/target:dev\n    port: " + std::to_string(FreePort()) +
+    return "  - name: " + name +
+           "\n    image: example.org/fairbench/target:dev\n    port: " + std::to_string(FreePort()) +
            "\n    command: [" + testing::BinaryPath("fairbench-target-" + server) +
-           ", --host, 0.0.0.0, --port, \"{port}\", --threads, \"1\", --request-log, " + (root_ / (name + ".requests")).string() +
-           "]\n    resources: {cpu: \"1\", memory: " + memory + "}\n"
+           ", --host, 0.0.0.0, --port, \"{port}\", --threads, \"1\", --request-log, " +
+           (root_ / (name + ".requests")).string() + "]\n    resources: {cpu: \"1\", memory: " + memory +
+           "}\n"
            // Below this machine's hard limit (20,000), which the helper cannot raise here.
            "    nofile: 8192\n";
   }
@@ -118,18 +146,20 @@ class OperatorE2eTest : public ClusterTest {
     Ok({"apply", "-f", file.string()});
   }
   static std::string RunText(const std::string& name, const std::string& targets, const std::string& duration = "1s",
-                             const std::string& ns = "default", const std::string& connections = "[8]",
-                             int agents = 2, const std::string& load_role = "load") {
+                             const std::string& ns = "default", const std::string& connections = "[8]", int agents = 2,
+                             const std::string& load_role = "load") {
     return "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: " + name + ", namespace: " + ns +
            "}\nspec:\n  targets:\n" + targets +
            "  scenarios:\n  - name: hello\n    request: {path: /}\n"
            "    expect: {status: 200, body: \"Hello, World!\"}\n"
-           "  load: {threads: 1, connections: " + connections + ", warmup: 300ms, duration: " + duration +
-           ", timeout: 1s, agents: " + std::to_string(agents) + "}\n"
+           "  load: {threads: 1, connections: " +
+           connections + ", warmup: 300ms, duration: " + duration + ", timeout: 1s, agents: " + std::to_string(agents) +
+           "}\n"
            "  cooldown: 200ms\n"
            "  placement:\n"
            "    target: {nodeSelector: {fairbench.dev/role: target}}\n"
-           "    agents: {nodeSelector: {fairbench.dev/role: " + load_role + "}}\n";
+           "    agents: {nodeSelector: {fairbench.dev/role: " +
+           load_role + "}}\n";
   }
 };
 
@@ -212,7 +242,8 @@ TEST_F(OperatorE2eTest, TwoRunsAppliedAtOnceSucceedOneTargetAtATime) {
   for (const json& note : record["environment"]["notes"]) {
     const std::string n = note.get<std::string>();
     placed |= n.find("target on node node-target, 2 agent(s) on node(s) node-load-1, node-load-2") != std::string::npos;
-    nofile_read_back += n.find(": nofile in force: 8192, read back in the pod by fairbench-nofile") != std::string::npos;
+    nofile_read_back +=
+        n.find(": nofile in force: 8192, read back in the pod by fairbench-nofile") != std::string::npos;
   }
   EXPECT_TRUE(placed) << record["environment"].dump(1);
   EXPECT_EQ(nofile_read_back, 2) << record["environment"].dump(1);
@@ -227,10 +258,11 @@ TEST_F(OperatorE2eTest, TwoRunsAppliedAtOnceSucceedOneTargetAtATime) {
 // Catches: configMapRef not read (agents sent nothing to run), the script
 // sent to one agent only, done()'s output lost on the way to the record.
 TEST_F(OperatorE2eTest, AScriptFromAConfigMapRunsOnEveryAgent) {
-  Apply("scripts", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: scripts}\ndata:\n  users.lua: |\n"
-                   "    local n = 0\n"
-                   "    function request() n = n + 1; return wrk.format(nil, \"/users/\" .. n) end\n"
-                   "    function done(summary) io.write(\"users done: \" .. summary.requests .. \"\\n\") end\n");
+  Apply("scripts",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: scripts}\ndata:\n  users.lua: |\n"
+        "    local n = 0\n"
+        "    function request() n = n + 1; return wrk.format(nil, \"/users/\" .. n) end\n"
+        "    function done(summary) io.write(\"users done: \" .. summary.requests .. \"\\n\") end\n");
   std::string text = RunText("scripted", Target("alpha", "beast"));
   const std::string plain = "    request: {path: /}\n    expect: {status: 200, body: \"Hello, World!\"}\n";
   ASSERT_NE(text.find(plain), std::string::npos);
@@ -242,8 +274,9 @@ TEST_F(OperatorE2eTest, AScriptFromAConfigMapRunsOnEveryAgent) {
   const json run = Get("br/scripted");
   ASSERT_EQ(run["status"]["phase"], "Succeeded") << run["status"].dump(1) << Logs();
   const fs::path fetched = root_ / "fetched-scripted";
-  auto fetch = kube::RunCommand(testing::BinaryPath("fairbench"),
-                                {"fetch", "scripted", "--kubeconfig", kubeconfig_, "--output", fetched.string()}, {}, 60s);
+  auto fetch =
+      kube::RunCommand(testing::BinaryPath("fairbench"),
+                       {"fetch", "scripted", "--kubeconfig", kubeconfig_, "--output", fetched.string()}, {}, 60s);
   ASSERT_TRUE(fetch.ok());
   ASSERT_EQ(fetch->exit_code, 0) << fetch->err;
   const json record = json::parse(ReadFile(fetched / "results.json"), nullptr, false);
@@ -265,8 +298,8 @@ TEST_F(OperatorE2eTest, AScriptFromAConfigMapRunsOnEveryAgent) {
 // (the check's reply would not match), the grpc probe not honoured (the
 // target never ready), calls not counted against what the target served.
 TEST_F(OperatorE2eTest, AGrpcRunWithItsDescriptorSetInAConfigMap) {
-  Ok({"create", "configmap", "echo-desc", "--from-file=echo.desc=" + std::string(FAIRBENCH_SOURCE_DIR) +
-                                               "/examples/grpc-echo.desc"});
+  Ok({"create", "configmap", "echo-desc",
+      "--from-file=echo.desc=" + std::string(FAIRBENCH_SOURCE_DIR) + "/examples/grpc-echo.desc"});
   ASSERT_TRUE(Get("configmap/echo-desc").contains("binaryData")) << Get("configmap/echo-desc").dump();
   std::string target = Target("echo", "grpc");
   const std::string image_line = "    image: example.org/fairbench/target:dev\n";
@@ -319,11 +352,11 @@ TEST_F(OperatorE2eTest, AnOomKilledTargetIsRecordedAndTheRunGoesOn) {
   if (!MemoryLimitsEnforced()) GTEST_SKIP() << "no memory cgroup can be created here: limits are not enforced";
   // Serves, then (5 s in, during its 6 s cell) becomes a process that eats
   // memory without end: its 32 MiB limit must stop it.
-  const std::string hungry = "  - name: hungry\n    image: example.org/fairbench/target:dev\n    port: " +
-                             std::to_string(FreePort()) + "\n    command: [sh, -c, '" +
-                             testing::BinaryPath("fairbench-target-beast") +
-                             " --host 0.0.0.0 --port \"$0\" --threads 1 & sleep 5; exec tail /dev/zero', \"{port}\"]\n"
-                             "    resources: {cpu: \"1\", memory: 32Mi}\n    nofile: 8192\n";
+  const std::string hungry =
+      "  - name: hungry\n    image: example.org/fairbench/target:dev\n    port: " + std::to_string(FreePort()) +
+      "\n    command: [sh, -c, '" + testing::BinaryPath("fairbench-target-beast") +
+      " --host 0.0.0.0 --port \"$0\" --threads 1 & sleep 5; exec tail /dev/zero', \"{port}\"]\n"
+      "    resources: {cpu: \"1\", memory: 32Mi}\n    nofile: 8192\n";
   ApplyRun("hungry", hungry + Target("alpha", "cpp-httplib-debian"), "6s");
   ASSERT_TRUE(Finishes("hungry")) << Logs();
   const json run = Get("br/hungry");
@@ -355,7 +388,8 @@ double Now() { return std::chrono::duration<double>(std::chrono::system_clock::n
 TEST_F(OperatorE2eTest, DeletingARunMidCellStopsItsLoadAndLeavesNothing) {
   ApplyRun("doomed", Target("alpha", "cpp-httplib-debian"), "30s");
   ASSERT_TRUE(Eventually([&] { return LastServed(root_ / "alpha.requests") > Now() - 0.5; }, 60s))
-      << "the load never started\n" << Logs();
+      << "the load never started\n"
+      << Logs();
   std::set<std::string> pods;
   const json before = Get("pods");
   for (const json& p : before.value("items", json::array())) pods.insert(p["metadata"]["name"].get<std::string>());
@@ -379,12 +413,15 @@ TEST_F(OperatorE2eTest, DeletingARunMidCellStopsItsLoadAndLeavesNothing) {
     const json e = json::parse(line, nullptr, false);
     if (e.is_discarded() || e.value("stage", "") != "ResponseComplete") continue;
     const std::string verb = e.value("verb", "");
-    if ((verb != "delete" && verb != "deletecollection") || e.value(json::json_pointer("/objectRef/resource"), "") != "pods") continue;
+    if ((verb != "delete" && verb != "deletecollection") ||
+        e.value(json::json_pointer("/objectRef/resource"), "") != "pods")
+      continue;
     if (e.value(json::json_pointer("/responseStatus/code"), 0) >= 300) continue;
     const std::string who = e.value(json::json_pointer("/user/username"), "");
     const std::string name = e.value(json::json_pointer("/objectRef/name"), "");
     for (const std::string& pod : pods) {
-      if ((name == pod || (verb == "deletecollection" && name.empty())) && !removed_by.count(pod)) removed_by[pod] = who;
+      if ((name == pod || (verb == "deletecollection" && name.empty())) && !removed_by.count(pod))
+        removed_by[pod] = who;
     }
   }
   for (const std::string& pod : pods) {
@@ -421,10 +458,13 @@ TEST_F(OperatorE2eTest, ARunGoneWithoutItsControllersLeavesItsPodsToTheGarbageCo
   for (std::string line; std::getline(audit, line);) {
     const json e = json::parse(line, nullptr, false);
     if (e.is_discarded() || e.value("stage", "") != "ResponseComplete" || e.value("verb", "") != "delete") continue;
-    if (e.value(json::json_pointer("/user/username"), "") != "system:serviceaccount:kube-system:generic-garbage-collector") continue;
+    if (e.value(json::json_pointer("/user/username"), "") !=
+        "system:serviceaccount:kube-system:generic-garbage-collector")
+      continue;
     collected.insert(e.value(json::json_pointer("/objectRef/name"), ""));
   }
-  for (const std::string& pod : pods) EXPECT_TRUE(collected.count(pod)) << pod << " was not removed by the garbage collector";
+  for (const std::string& pod : pods)
+    EXPECT_TRUE(collected.count(pod)) << pod << " was not removed by the garbage collector";
 }
 
 // Catches: the product CRD deleted while runs still hold their finalizer
@@ -434,7 +474,8 @@ TEST_F(OperatorE2eTest, ARunGoneWithoutItsControllersLeavesItsPodsToTheGarbageCo
 TEST_F(OperatorE2eTest, DeletingTheCrdWaitsForTheRunsFinalizers) {
   ApplyRun("held", Target("alpha", "cpp-httplib-debian"), "30s");
   ASSERT_TRUE(Eventually([&] { return LastServed(root_ / "alpha.requests") > Now() - 0.5; }, 60s))
-      << "the load never started\n" << Logs();
+      << "the load never started\n"
+      << Logs();
   // With no controller to finish the clean-up, the run stays, terminating,
   // and so does its CRD.
   for (const char* c : {"ctl-1", "ctl-2"}) processes_.erase(c);
@@ -448,7 +489,11 @@ TEST_F(OperatorE2eTest, DeletingTheCrdWaitsForTheRunsFinalizers) {
   EXPECT_TRUE(held["metadata"].contains("deletionTimestamp"));
   // A controller again: it cleans up, drops the finalizer, and the CRD goes.
   Controller("ctl-3");
-  EXPECT_TRUE(Eventually([&] { return Run({"get", "crd", "benchmarkruns.fairbench.dev"}).exit_code != 0; }, 60s))
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return Run({"get", "crd", "benchmarkruns.fairbench.dev"}).exit_code != 0;
+      },
+      60s))
       << Logs();
   EXPECT_TRUE(Eventually([&] { return Get("pods")["items"].empty(); }, 30s)) << Get("pods").dump(1);
   processes_.erase("ctl-3");
@@ -486,7 +531,8 @@ TEST_F(OperatorE2eTest, TheChartsRbacAllowsWhatTheControllerAsksAndNoMore) {
     if (!kind["namespaced"].get<bool>() && !cluster_scoped.count(resource)) continue;
     bool allowed = false;
     for (const std::string& name : names) {
-      std::vector<std::string> args = {kind["verb"].get<std::string>(), name.empty() ? resource : resource + "/" + name};
+      std::vector<std::string> args = {kind["verb"].get<std::string>(),
+                                       name.empty() ? resource : resource + "/" + name};
       if (kind.contains("subresource")) args.push_back("--subresource=" + kind["subresource"].get<std::string>());
       if (kind["namespaced"].get<bool>()) {
         args.insert(args.end(), {"-n", "default"});
@@ -524,8 +570,9 @@ TEST_F(OperatorE2eTest, RestrictedPodSecurityRefusesARootTargetWithTheServersMes
          "    pod-security.kubernetes.io/enforce: restricted\n";
   Ok({"apply", "-f", (root_ / "restricted.yaml").string()});
   Controller("strict-1", "restricted", FreePort());
-  ApplyRun("strict", Target("alpha", "cpp-httplib-debian") + Target("rooted", "beast") +
-                         "    securityContext: {runAsNonRoot: false, runAsUser: 0}\n",
+  ApplyRun("strict",
+           Target("alpha", "cpp-httplib-debian") + Target("rooted", "beast") +
+               "    securityContext: {runAsNonRoot: false, runAsUser: 0}\n",
            "1s", "restricted");
   ASSERT_TRUE(Finishes("strict", "restricted")) << Logs();
   const json run = Get("br/strict", "restricted");
@@ -670,7 +717,6 @@ TEST_F(OperatorE2eTest, TwoInstallationsShareTheLoadSlot) {
       << std::fixed << "alpha " << alpha_from << ".." << alpha_to << ", beta " << beta_from << ".." << beta_to;
 }
 
-
 // The same cluster, with the controllers' requests failing the ways a real
 // API server's do, through a FaultProxy in front of it: 5xx (an overloaded
 // or restarting kube-apiserver), 429 with Retry-After (API Priority and
@@ -696,7 +742,11 @@ class OperatorUnderFaultsTest : public OperatorE2eTest {
     Kubelet("node-target", "0", "fairbench.dev/role=target", "127.0.10");
     Kubelet("node-load-1", "1", "fairbench.dev/role=load", "127.0.11");
     Kubelet("node-load-2", "1", "fairbench.dev/role=load", "127.0.12");
-    ASSERT_TRUE(Eventually([&] { return Run({"get", "nodes"}).out.find("node-load-2") != std::string::npos; }, 20s))
+    ASSERT_TRUE(Eventually(
+        [&] {
+          return Run({"get", "nodes"}).out.find("node-load-2") != std::string::npos;
+        },
+        20s))
         << Run({"get", "nodes"}).err;
     Controller("ctl-1");
     Controller("ctl-2");
@@ -722,11 +772,12 @@ TEST_F(OperatorUnderFaultsTest, EveryRunCompletesWithEachCellOnceAndTheRetriesLo
     std::vector<std::string> targets;
     std::vector<int> connections;
   };
-  const std::vector<Spec> specs = {{"first", {"alpha", "beta"}, {8, 16}}, {"second", {"gamma"}, {8}},
-                                   {"third", {"delta"}, {8, 16}}};
-  Apply("runs", RunText("first", Target("alpha", "cpp-httplib-debian") + Target("beta", "beast"), "1s", "default", "[8, 16]") +
-                    "---\n" + RunText("second", Target("gamma", "cpp-httplib-debian")) + "---\n" +
-                    RunText("third", Target("delta", "beast"), "1s", "default", "[8, 16]"));
+  const std::vector<Spec> specs = {
+      {"first", {"alpha", "beta"}, {8, 16}}, {"second", {"gamma"}, {8}}, {"third", {"delta"}, {8, 16}}};
+  Apply("runs",
+        RunText("first", Target("alpha", "cpp-httplib-debian") + Target("beta", "beast"), "1s", "default", "[8, 16]") +
+            "---\n" + RunText("second", Target("gamma", "cpp-httplib-debian")) + "---\n" +
+            RunText("third", Target("delta", "beast"), "1s", "default", "[8, 16]"));
   for (const Spec& spec : specs) {
     ASSERT_TRUE(Finishes(spec.run, "default", 150s)) << spec.run << ": phase " << Phase(spec.run) << "\n" << Logs();
   }
@@ -756,9 +807,9 @@ TEST_F(OperatorUnderFaultsTest, EveryRunCompletesWithEachCellOnceAndTheRetriesLo
     // The stored record (read with a healthy identity) holds the same cells
     // with the same figures and start times.
     const fs::path fetched = root_ / ("fetched-" + spec.run);
-    auto fetch = kube::RunCommand(testing::BinaryPath("fairbench"),
-                                  {"fetch", spec.run, "--kubeconfig", kubeconfig_, "--output", fetched.string()}, {},
-                                  60s);
+    auto fetch =
+        kube::RunCommand(testing::BinaryPath("fairbench"),
+                         {"fetch", spec.run, "--kubeconfig", kubeconfig_, "--output", fetched.string()}, {}, 60s);
     ASSERT_TRUE(fetch.ok());
     ASSERT_EQ(fetch->exit_code, 0) << fetch->err;
     const json record = json::parse(ReadFile(fetched / "results.json"), nullptr, false);
@@ -789,8 +840,8 @@ TEST_F(OperatorUnderFaultsTest, EveryRunCompletesWithEachCellOnceAndTheRetriesLo
     uint64_t served = 0;
     for (const Bucket& b : log) served += b.count;
     EXPECT_GE(served, counted[t]) << t;
-    EXPECT_LT(static_cast<double>(served), 2.0 * static_cast<double>(counted[t])) << t << ": served " << served
-                                                                                 << ", the cells counted " << counted[t];
+    EXPECT_LT(static_cast<double>(served), 2.0 * static_cast<double>(counted[t]))
+        << t << ": served " << served << ", the cells counted " << counted[t];
   }
   for (size_t i = 0; i < spans.size(); ++i) {
     for (size_t j = i + 1; j < spans.size(); ++j) {
@@ -814,7 +865,8 @@ TEST_F(OperatorUnderFaultsTest, EveryRunCompletesWithEachCellOnceAndTheRetriesLo
     EXPECT_GE(executed, 1u) << spec.run;
     EXPECT_LE(executed, leaderships) << spec.run << " was executed again by the same leader\n" << logs;
   }
-  const std::regex retry(R"((GET|POST|PUT|PATCH|DELETE) /apis?/\S+: (\d{3}) \w+.*; retrying in (\d+) ms( \(Retry-After\))?)");
+  const std::regex retry(
+      R"((GET|POST|PUT|PATCH|DELETE) /apis?/\S+: (\d{3}) \w+.*; retrying in (\d+) ms( \(Retry-After\))?)");
   std::map<std::string, int> retries_by_code;
   int honoured_retry_after = 0;
   for (auto it = std::sregex_iterator(logs.begin(), logs.end(), retry); it != std::sregex_iterator(); ++it) {
@@ -830,17 +882,17 @@ TEST_F(OperatorUnderFaultsTest, EveryRunCompletesWithEachCellOnceAndTheRetriesLo
 
   // The faults the proxy injected, by kind: each kind happened.
   const kubetest::FaultCounts injected = proxy_->faults().counts();
-  const std::pair<const char*, uint64_t> kinds[] = {{"error", injected.server_errors},     {"throttle", injected.throttles},
-                                                    {"latency", injected.latencies},        {"watch-drop", injected.watch_drops},
-                                                    {"expire", injected.expirations},       {"timeout", injected.timeouts}};
+  const std::pair<const char*, uint64_t> kinds[] = {
+      {"error", injected.server_errors},    {"throttle", injected.throttles}, {"latency", injected.latencies},
+      {"watch-drop", injected.watch_drops}, {"expire", injected.expirations}, {"timeout", injected.timeouts}};
   for (const auto& [kind, n] : kinds) {
     EXPECT_GT(n, 0u) << "no " << kind << " fault was injected: " << injected.ToString();
     RecordProperty(std::string("faults_") + kind, static_cast<int>(n));
   }
   std::string retried;
   for (const auto& [code, n] : retries_by_code) retried += " " + code + "×" + std::to_string(n);
-  std::cout << "faults injected: " << injected.ToString() << "\nretries logged by code:" << retried << "; leaderships " << leaderships << "; runs done in "
-            << seconds << " s\n";
+  std::cout << "faults injected: " << injected.ToString() << "\nretries logged by code:" << retried << "; leaderships "
+            << leaderships << "; runs done in " << seconds << " s\n";
 }
 
 // What a target pod got, read from inside it, on a node whose kubelet
@@ -857,7 +909,11 @@ class OperatorCpusTest : public OperatorE2eTest {
     Kubelet("node-target", "0-1", "fairbench.dev/role=target", "127.0.14",
             {"--cpu-manager-policy", policy, "--reserved-cpus", policy == "static" ? "0" : ""});
     Kubelet("node-load-1", "0", "fairbench.dev/role=load", "127.0.15");
-    ASSERT_TRUE(Eventually([&] { return Run({"get", "nodes"}).out.find("node-load-1") != std::string::npos; }, 20s))
+    ASSERT_TRUE(Eventually(
+        [&] {
+          return Run({"get", "nodes"}).out.find("node-load-1") != std::string::npos;
+        },
+        20s))
         << Run({"get", "nodes"}).err;
     controller_cpus_ = "0";
     Controller("ctl-1");
@@ -941,8 +997,9 @@ TEST_F(OperatorCpusTest, UnderTheNonePolicyCellsAreFlaggedOrFailWhenExclusivityI
   ASSERT_EQ(failed["results"].size(), 1u) << failed.dump(1);
   EXPECT_EQ(failed["results"][0]["state"], "Failed");
   EXPECT_EQ(failed["results"][0]["reason"], "CpusNotExclusive");
-  EXPECT_NE(failed["results"][0]["message"].get<std::string>().find("node node-target's kubelet CPU manager policy is none"),
-            std::string::npos)
+  EXPECT_NE(
+      failed["results"][0]["message"].get<std::string>().find("node node-target's kubelet CPU manager policy is none"),
+      std::string::npos)
       << failed["results"][0].dump(1);
 }
 

@@ -117,8 +117,8 @@ Result<EngineAnswer> DockerClient::Do(std::string_view method, const std::string
   if (rc != CURLE_OK) {
     const std::string detail = error[0] != '\0' ? error : curl_easy_strerror(rc);
     if (rc == CURLE_OPERATION_TIMEDOUT) {
-      return Status::DeadlineExceeded("the Docker engine on " + socket_ + " did not answer " + m + " " + path + " within " +
-                                      std::to_string(timeout.count()) + " ms");
+      return Status::DeadlineExceeded("the Docker engine on " + socket_ + " did not answer " + m + " " + path +
+                                      " within " + std::to_string(timeout.count()) + " ms");
     }
     if (rc == CURLE_COULDNT_CONNECT) return Status::Unavailable(SocketTrouble(socket_, detail));
     return Status::Unavailable("the Docker engine on " + socket_ + ": " + m + " " + path + ": " + detail);
@@ -133,7 +133,8 @@ Status DockerClient::ErrorOf(const EngineAnswer& answer, const std::string& what
   if (!j.is_discarded()) message = kube::json_read::String(j, "message");
   if (message.empty()) message = answer.body.substr(0, 200);
   while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
-  const std::string text = what + ": " + message + " (HTTP " + std::to_string(answer.status) + " from the Docker engine)";
+  const std::string text =
+      what + ": " + message + " (HTTP " + std::to_string(answer.status) + " from the Docker engine)";
   if (answer.status == 404) return Status::NotFound(text);
   if (answer.status == 409) return Status::FailedPrecondition(text);
   if (answer.status == 400) return Status::InvalidArgument(text);
@@ -199,7 +200,8 @@ Result<std::string> DockerClient::Logs(const std::string& id) const {
 }
 
 Result<nlohmann::json> DockerClient::Stats(const std::string& id) const {
-  return GetJson("/containers/" + Escape(id) + "/stats?stream=false&one-shot=true", "stats of container " + id.substr(0, 12));
+  return GetJson("/containers/" + Escape(id) + "/stats?stream=false&one-shot=true",
+                 "stats of container " + id.substr(0, 12));
 }
 
 Result<nlohmann::json> DockerClient::ListContainers(const std::map<std::string, std::string>& labels) const {

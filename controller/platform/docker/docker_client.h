@@ -75,7 +75,8 @@ class DockerClient {
   // A command run in a running container (POST /containers/{id}/exec, then
   // /exec/{id}/start detached, its state polled): its exit code, or
   // DeadlineExceeded when it runs longer than `timeout`.
-  Result<int> Exec(const std::string& id, const std::vector<std::string>& argv, std::chrono::milliseconds timeout) const;
+  Result<int> Exec(const std::string& id, const std::vector<std::string>& argv,
+                   std::chrono::milliseconds timeout) const;
   // DELETE /containers/{id}?force=1&v=1. A container already gone is fine.
   Status RemoveContainer(const std::string& id) const;
 

@@ -132,8 +132,9 @@ class StandIn {
 };
 
 std::string Answer(int status, const std::string& body) {
-  return "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Type: application/json\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  return "HTTP/1.1 " + std::to_string(status) +
+         " X\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\nConnection: close\r\n\r\n" + body;
 }
 
 // Catches: an unversioned path, the image name not escaped, a 404 taken for
@@ -146,7 +147,8 @@ TEST(DockerClient, TheEnginesErrorIsItsMessageWithAKind) {
     auto r = DockerClient(sock).InspectImage("example.org/x:1");
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), Status::Code::kNotFound);
-    EXPECT_EQ(r.status().message(), "image example.org/x:1: No such image: example.org/x:1 (HTTP 404 from the Docker engine)");
+    EXPECT_EQ(r.status().message(),
+              "image example.org/x:1: No such image: example.org/x:1 (HTTP 404 from the Docker engine)");
     EXPECT_EQ(engine.request().rfind("GET /v1.41/images/example.org%2Fx%3A1/json HTTP/1.1\r\n", 0), 0u);
   }
   std::filesystem::remove(sock);

@@ -112,16 +112,24 @@ std::optional<report::TargetExit> GoneFromInspect(const nlohmann::json& inspect)
   return exit;
 }
 
-
 class DockerTarget final : public TargetInstance {
  public:
-  DockerTarget(std::shared_ptr<docker::DockerClient> client, std::shared_ptr<std::set<std::string>> live, std::string name,
-               std::string id, uint16_t port, ReadyCheck ready, std::string log,
+  DockerTarget(std::shared_ptr<docker::DockerClient> client, std::shared_ptr<std::set<std::string>> live,
+               std::string name, std::string id, uint16_t port, ReadyCheck ready, std::string log,
                std::string description, int64_t nofile, bool port_chosen, std::chrono::milliseconds grace,
                std::string capped, std::shared_ptr<std::vector<std::string>> notes)
-      : notes_(std::move(notes)), client_(std::move(client)), live_(std::move(live)), name_(std::move(name)), id_(std::move(id)), port_(port),
-        ready_(std::move(ready)), log_(std::move(log)),
-        description_(std::move(description)), nofile_(nofile), port_chosen_(port_chosen), grace_(grace),
+      : notes_(std::move(notes)),
+        client_(std::move(client)),
+        live_(std::move(live)),
+        name_(std::move(name)),
+        id_(std::move(id)),
+        port_(port),
+        ready_(std::move(ready)),
+        log_(std::move(log)),
+        description_(std::move(description)),
+        nofile_(nofile),
+        port_chosen_(port_chosen),
+        grace_(grace),
         capped_(std::move(capped)) {}
 
   ~DockerTarget() override {
@@ -138,8 +146,8 @@ class DockerTarget final : public TargetInstance {
       if (stop.stop_requested()) return Status::Cancelled(name_ + ": stopped while waiting for it to be ready");
       if (auto gone = Gone()) {
         const std::string line = LastLine(SaveLog());
-        return Status::Unavailable(name_ + " " + gone->text + " before it was ready" + (line.empty() ? "" : ": \"" + line + "\"") +
-                                   " (see " + log_ + ")");
+        return Status::Unavailable(name_ + " " + gone->text + " before it was ready" +
+                                   (line.empty() ? "" : ": \"" + line + "\"") + " (see " + log_ + ")");
       }
       const Status ready = ProbeReady(ready_, std::chrono::milliseconds(500));
       if (ready.ok()) return Status::Ok();
@@ -269,7 +277,8 @@ class DockerTarget final : public TargetInstance {
       notes_->push_back("target " + name_ + ": memory peak " + mib.str() +
                         " MiB over the container's life (its cgroup's high-water mark, page cache included)");
     }
-    Status stopped = client_->StopContainer(id_, std::chrono::duration_cast<std::chrono::seconds>(grace_ + std::chrono::milliseconds(999)));
+    Status stopped = client_->StopContainer(
+        id_, std::chrono::duration_cast<std::chrono::seconds>(grace_ + std::chrono::milliseconds(999)));
     bool killed = false;
     if (auto inspect = client_->InspectContainer(id_); inspect.ok()) {
       const nlohmann::json& state = jr::Object(*inspect, "State");
@@ -351,8 +360,9 @@ Result<std::unique_ptr<DockerPlatform>> DockerPlatform::Create(DockerPlatformOpt
   auto local = LocalPlatform::Create(options.local);
   if (!local.ok()) return local.status();
   std::unique_ptr<DockerPlatform> p(new DockerPlatform(std::move(options), std::move(*local), std::move(client)));
-  p->engine_version_ = "Docker Engine " + jr::String(*version, "Version") + " (API " + jr::String(*version, "ApiVersion") +
-                       ", " + jr::String(*version, "Os") + " " + jr::String(*version, "KernelVersion") + ")";
+  p->engine_version_ = "Docker Engine " + jr::String(*version, "Version") + " (API " +
+                       jr::String(*version, "ApiVersion") + ", " + jr::String(*version, "Os") + " " +
+                       jr::String(*version, "KernelVersion") + ")";
   p->owner_ = DockerOwnerOfThisProcess();
   if (Status s = p->RemoveLeftovers(); !s.ok()) return s;
   return p;
@@ -471,7 +481,8 @@ Result<std::unique_ptr<TargetInstance>> DockerPlatform::Deploy(const DeployReque
   if (Status s = client_->StartContainer(*id); !s.ok()) {
     (void)client_->RemoveContainer(*id);
     live_->erase(*id);
-    if (s.message().find("rlimit type 7") != std::string::npos || s.message().find("RLIMIT_NOFILE") != std::string::npos) {
+    if (s.message().find("rlimit type 7") != std::string::npos ||
+        s.message().find("RLIMIT_NOFILE") != std::string::npos) {
       const int64_t hard = HardNofile();
       return Status::InvalidArgument(
           field + ".nofile: " + std::to_string(nofile) + " is more than the Docker engine may give a container here" +
@@ -481,13 +492,13 @@ Result<std::unique_ptr<TargetInstance>> DockerPlatform::Deploy(const DeployReque
     return Status::InvalidArgument("target " + target.name + ": " + s.message());
   }
   const std::string log = (std::filesystem::path(options_.local.log_dir) / (target.name + ".log")).string();
-  const std::string description = "container of " + target.image + " (" + limits + ", host network, port " +
-                                  std::to_string(port) + ")";
+  const std::string description =
+      "container of " + target.image + " (" + limits + ", host network, port " + std::to_string(port) + ")";
   ran_[target.name] = description;
   spdlog::info("started target {} as container {} ({})", target.name, id->substr(0, 12), description);
-  auto instance = std::make_unique<DockerTarget>(
-      client_, live_, target.name, *id, port, ReadyCheck::For(target, "127.0.0.1", port), log, description, nofile, wants_port, options_.local.target_stop_grace, capped,
-      notes_);
+  auto instance = std::make_unique<DockerTarget>(client_, live_, target.name, *id, port,
+                                                 ReadyCheck::For(target, "127.0.0.1", port), log, description, nofile,
+                                                 wants_port, options_.local.target_stop_grace, capped, notes_);
   instance->SetPinnedCpus(local_->target_cpus().size());
   return std::unique_ptr<TargetInstance>(std::move(instance));
 }
@@ -496,8 +507,8 @@ Result<std::vector<std::string>> DockerPlatform::EnsureAgents(const AgentRequest
   return local_->EnsureAgents(request, stop);
 }
 
-Result<std::unique_ptr<LoadSlot>> DockerPlatform::AcquireSlot(const std::string& holder, std::chrono::milliseconds timeout,
-                                                             std::stop_token stop) {
+Result<std::unique_ptr<LoadSlot>> DockerPlatform::AcquireSlot(const std::string& holder,
+                                                              std::chrono::milliseconds timeout, std::stop_token stop) {
   return local_->AcquireSlot(holder, timeout, stop);
 }
 
@@ -510,8 +521,8 @@ report::Environment DockerPlatform::Describe() const {
                     "; spec.resources enforced by the kernel through the engine (CPU quota, memory without swap, "
                     "nofile as the container's RLIMIT_NOFILE); memory is the container's working set (usage minus "
                     "inactive file cache, as docker stats shows it)");
-  e.notes.push_back("agents: fairbench-agent processes next to the engine, pinned to CPUs " + CpuListText(e.agent_cpus) +
-                    ", without limits");
+  e.notes.push_back("agents: fairbench-agent processes next to the engine, pinned to CPUs " +
+                    CpuListText(e.agent_cpus) + ", without limits");
   for (const std::string& c : capped_) e.notes.push_back(c);
   for (const std::string& q : quota_notes_) e.notes.push_back(q);
   for (const std::string& n : *notes_) e.notes.push_back(n);

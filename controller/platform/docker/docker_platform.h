@@ -90,7 +90,8 @@ class DockerPlatform final : public Platform {
   int removed_leftovers() const { return removed_leftovers_; }
 
  private:
-  DockerPlatform(DockerPlatformOptions options, std::unique_ptr<LocalPlatform> local, std::shared_ptr<docker::DockerClient> client)
+  DockerPlatform(DockerPlatformOptions options, std::unique_ptr<LocalPlatform> local,
+                 std::shared_ptr<docker::DockerClient> client)
       : options_(std::move(options)), local_(std::move(local)), client_(std::move(client)) {}
   Status RemoveLeftovers();
 

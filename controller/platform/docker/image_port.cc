@@ -33,7 +33,8 @@ std::string PortList(const std::vector<int32_t>& ports) {
 }  // namespace
 
 std::vector<int32_t> ExposedTcpPorts(const nlohmann::json& image_inspect) {
-  const nlohmann::json& exposed = kube::json_read::Object(kube::json_read::Object(image_inspect, "Config"), "ExposedPorts");
+  const nlohmann::json& exposed =
+      kube::json_read::Object(kube::json_read::Object(image_inspect, "Config"), "ExposedPorts");
   std::vector<int32_t> ports;
   for (const auto& item : exposed.items()) {
     const std::string_view k = item.key();

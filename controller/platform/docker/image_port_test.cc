@@ -130,9 +130,10 @@ class StandInEngine {
             break;
           }
         }
-        const std::string out = "HTTP/1.1 " + std::to_string(status) +
-                                " X\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-                                "\r\nConnection: close\r\n\r\n" + body;
+        const std::string out =
+            "HTTP/1.1 " + std::to_string(status) +
+            " X\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+            "\r\nConnection: close\r\n\r\n" + body;
         (void)!write(c, out.data(), out.size());
         close(c);
       }
@@ -163,8 +164,9 @@ TEST(CheckImagePorts, EveryTargetAgainstItsImageInTheEngine) {
   const std::string dir = mkdtemp(t);
   const std::string sock = dir + "/e.sock";
   {
-    StandInEngine engine(sock, {{"/images/example.org%2Fgood%3A1/json", R"({"Config":{"ExposedPorts":{"8080/tcp":{}}}})"},
-                                {"/images/example.org%2Fnginx%3A1/json", R"({"Config":{"ExposedPorts":{"8080/tcp":{}}}})"}});
+    StandInEngine engine(sock,
+                         {{"/images/example.org%2Fgood%3A1/json", R"({"Config":{"ExposedPorts":{"8080/tcp":{}}}})"},
+                          {"/images/example.org%2Fnginx%3A1/json", R"({"Config":{"ExposedPorts":{"8080/tcp":{}}}})"}});
     ASSERT_TRUE(engine.bound());
     api::BenchmarkRunSpec spec;
     spec.targets = {Target(42881), Target(8080), Target(42881)};

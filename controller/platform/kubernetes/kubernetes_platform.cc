@@ -43,7 +43,8 @@ std::vector<std::string> ContainerCommand(const api::Target& target) {
 // How the pod's container `container` ended, or nullopt while it may run.
 std::optional<report::TargetExit> PodGone(const kube::Pod& pod, const std::string& container) {
   report::TargetExit exit;
-  if (const kube::ContainerStatus* c = pod.status.FindContainer(container); c != nullptr && c->state == f::kTerminated) {
+  if (const kube::ContainerStatus* c = pod.status.FindContainer(container);
+      c != nullptr && c->state == f::kTerminated) {
     exit.exit_code = c->exit_code;
     if (c->signal != 0) exit.signal = c->signal;
     exit.oom_killed = c->state_reason == f::kReasonOomKilled;
@@ -54,7 +55,8 @@ std::optional<report::TargetExit> PodGone(const kube::Pod& pod, const std::strin
   for (const kube::ContainerStatus& init : pod.status.init_container_statuses) {
     if (init.state == f::kTerminated && init.exit_code != 0) {
       exit.exit_code = init.exit_code;
-      exit.text = "could not start: init container " + init.name + " exited with code " + std::to_string(init.exit_code);
+      exit.text =
+          "could not start: init container " + init.name + " exited with code " + std::to_string(init.exit_code);
       return exit;
     }
   }
@@ -144,8 +146,8 @@ kube::ApiResult<Json> CreatePod(kube::Client& client, const std::string& ns, Jso
         created.error().reason != kube::Reason::kServiceUnavailable) {
       maybe_created = true;  // only 429 and 503 say that nothing was done
     }
-    if (created.ok() ||
-        !RetryAfter(created.error(), "POST", kube::resources::Pods().Path(ns, ""), attempt, kWriteAttempts, backoff, stop)) {
+    if (created.ok() || !RetryAfter(created.error(), "POST", kube::resources::Pods().Path(ns, ""), attempt,
+                                    kWriteAttempts, backoff, stop)) {
       return created;
     }
   }
@@ -190,8 +192,8 @@ Status DeletePodAndWait(kube::Client& client, const std::string& ns, const std::
 class KubeTarget final : public TargetInstance {
  public:
   KubeTarget(kube::Client& client, const KubernetesPlatformOptions& options, std::string ns, std::string pod,
-             std::string target, std::string node, uint16_t port, std::string description, bool wrapped,
-             int64_t nofile, std::optional<api::CpuQuantity> asked)
+             std::string target, std::string node, uint16_t port, std::string description, bool wrapped, int64_t nofile,
+             std::optional<api::CpuQuantity> asked)
       : wrapped_(wrapped),
         nofile_(nofile),
         asked_(asked),
@@ -209,7 +211,9 @@ class KubeTarget final : public TargetInstance {
     MutexLock lock(mu_);
     return TargetPlacement{node_, ip_, port_};
   }
-  std::string LogLocation() const override { return "kubectl logs -n " + ns_ + " " + pod_ + " -c " + k8s::kTargetContainer; }
+  std::string LogLocation() const override {
+    return "kubectl logs -n " + ns_ + " " + pod_ + " -c " + k8s::kTargetContainer;
+  }
   std::string Description() const override { return description_; }
 
   // The helper wrote the limit it left in force as the container's first
@@ -259,7 +263,8 @@ class KubeTarget final : public TargetInstance {
     for (;;) {
       if (stop.stop_requested()) return Status::Cancelled(target_ + ": stopped while waiting for it to be ready");
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
-      auto got = pods_.Get(ns_, pod_, Timeout(std::clamp(left, std::chrono::milliseconds(100), options_.api_call_timeout)));
+      auto got =
+          pods_.Get(ns_, pod_, Timeout(std::clamp(left, std::chrono::milliseconds(100), options_.api_call_timeout)));
       if (got.ok()) {
         Remember(*got);
         if (auto gone = PodGone(*got, k8s::kTargetContainer)) {
@@ -283,7 +288,7 @@ class KubeTarget final : public TargetInstance {
       }
       const auto wait = std::min<SteadyClock::duration>(options_.poll_interval, deadline - SteadyClock::now());
       if (!SystemClock::Instance().SleepFor(std::max<SteadyClock::duration>(wait, SteadyClock::duration::zero()),
-                                                  stop)) {
+                                            stop)) {
         return Status::Cancelled(target_ + ": stopped while waiting for it to be ready");
       }
     }
@@ -329,7 +334,8 @@ class KubeTarget final : public TargetInstance {
         f.not_read = "fairbench-nofile's fairbench-cpus line is missing from the target's log";
       }
     }
-    auto config = client_.Get(kube::resources::Nodes(), "", node_ + "/proxy/configz", Timeout(options_.api_call_timeout));
+    auto config =
+        client_.Get(kube::resources::Nodes(), "", node_ + "/proxy/configz", Timeout(options_.api_call_timeout));
     if (!config.ok()) {
       f.policy_not_read = "the kubelet's /configz through the node proxy: " + config.error().ToString();
     } else {
@@ -343,7 +349,8 @@ class KubeTarget final : public TargetInstance {
     // for a raw path (the query string rides along unescaped).
     const std::string path = k8s::SummaryPath(node_);
     const std::string prefix = "/api/v1/nodes/";
-    auto got = client_.Get(kube::resources::Nodes(), "", path.substr(prefix.size()), Timeout(options_.api_call_timeout));
+    auto got =
+        client_.Get(kube::resources::Nodes(), "", path.substr(prefix.size()), Timeout(options_.api_call_timeout));
     if (!got.ok()) return Status::Unavailable("stats/summary of node " + node_ + ": " + got.error().ToString());
     return k8s::UsageFromSummary(*got, ns_, pod_, k8s::kTargetContainer);
   }
@@ -359,8 +366,8 @@ class KubeTarget final : public TargetInstance {
     if (!pod.status.pod_ip.empty()) ip_ = pod.status.pod_ip;
   }
 
-  const bool wrapped_;    // started through fairbench-nofile
-  const int64_t nofile_;  // asked for
+  const bool wrapped_;                           // started through fairbench-nofile
+  const int64_t nofile_;                         // asked for
   const std::optional<api::CpuQuantity> asked_;  // resources.cpu
   kube::Client& client_;
   const KubernetesPlatformOptions options_;
@@ -395,7 +402,9 @@ std::string NodeSummary(const kube::Node& node) {
 }  // namespace
 
 KubernetesPlatform::KubernetesPlatform(kube::Client& client, KubernetesPlatformOptions options)
-    : client_(client), options_(std::move(options)), ns_(options_.ns.empty() ? client.default_namespace() : options_.ns) {}
+    : client_(client),
+      options_(std::move(options)),
+      ns_(options_.ns.empty() ? client.default_namespace() : options_.ns) {}
 
 KubernetesPlatform::~KubernetesPlatform() = default;
 
@@ -440,10 +449,10 @@ Status KubernetesPlatform::DeleteAndWait(const std::string& name, int64_t grace,
   // their CPUs before the pod goes; a kubelet that does not finish it (its
   // node is gone) gets a few seconds past the grace period, then the pod is
   // deleted at once.
-  const auto graceful = std::min<std::chrono::milliseconds>(
-      options_.teardown_timeout, std::chrono::seconds(grace) + std::chrono::seconds(5));
-  Status s = DeletePodAndWait(client_, ns_, name, grace, graceful, options_.poll_interval, options_.api_call_timeout,
-                              stop);
+  const auto graceful = std::min<std::chrono::milliseconds>(options_.teardown_timeout,
+                                                            std::chrono::seconds(grace) + std::chrono::seconds(5));
+  Status s =
+      DeletePodAndWait(client_, ns_, name, grace, graceful, options_.poll_interval, options_.api_call_timeout, stop);
   if (s.code() != Status::Code::kDeadlineExceeded) return s;
   spdlog::warn("pod {}/{} was not removed by its kubelet: deleting it at once", ns_, name);
   return DeletePodAndWait(client_, ns_, name, 0, options_.teardown_timeout, options_.poll_interval,
@@ -476,7 +485,8 @@ Result<std::unique_ptr<TargetInstance>> KubernetesPlatform::Deploy(const DeployR
   const api::Target& target = request.target;
   if (stop.stop_requested()) return Status::Cancelled("stopped before deploying " + target.name);
   if (target.image.empty()) {
-    return Status::InvalidArgument("spec.targets[" + std::to_string(request.target_index) + "].image: required on Kubernetes");
+    return Status::InvalidArgument("spec.targets[" + std::to_string(request.target_index) +
+                                   "].image: required on Kubernetes");
   }
   std::string node;
   if (auto choice = node_choice(request.run.name); choice && !choice->target_node.empty()) {
@@ -533,8 +543,7 @@ Result<std::unique_ptr<TargetInstance>> KubernetesPlatform::Deploy(const DeployR
   const std::string description = "pod " + ns_ + "/" + pod_name + " (image " + target.image + ") on node " + node;
   return std::unique_ptr<TargetInstance>(new KubeTarget(client_, options_, ns_, pod_name, target.name, node,
                                                         static_cast<uint16_t>(target.port), description,
-                                                        !params.command.empty(), target.nofile,
-                                                        target.resources.cpu));
+                                                        !params.command.empty(), target.nofile, target.resources.cpu));
 }
 
 Result<std::vector<std::string>> KubernetesPlatform::EnsureAgents(const AgentRequest& request, std::stop_token stop) {
@@ -674,10 +683,12 @@ report::Environment KubernetesPlatform::Describe() const {
                       std::to_string(choice.agent_nodes.size()) + " agent(s) on node(s) " + list +
                       " (never the target's node)");
   }
-  e.notes.push_back("pods pinned with spec.nodeName (plus the placement's nodeSelector and tolerations); requests == "
-                    "limits for Guaranteed QoS, whole CPUs for exclusive cores under the kubelet's static CPU manager");
-  e.notes.push_back("target memory is the container's working set and CPU its cumulative usage, from the kubelet's "
-                    "stats/summary (sampled every ~10-15 s, timed by the kubelet's own timestamps)");
+  e.notes.push_back(
+      "pods pinned with spec.nodeName (plus the placement's nodeSelector and tolerations); requests == "
+      "limits for Guaranteed QoS, whole CPUs for exclusive cores under the kubelet's static CPU manager");
+  e.notes.push_back(
+      "target memory is the container's working set and CPU its cumulative usage, from the kubelet's "
+      "stats/summary (sampled every ~10-15 s, timed by the kubelet's own timestamps)");
   e.notes.insert(e.notes.end(), notes_.begin(), notes_.end());
   return e;
 }

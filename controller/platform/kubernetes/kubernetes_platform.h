@@ -47,10 +47,10 @@
 namespace fairbench::controller {
 
 struct KubernetesPlatformOptions {
-  std::string ns;                  // where pods go; "" = the client's default namespace
-  std::string agent_image;         // also holds the fairbench-nofile helper
+  std::string ns;           // where pods go; "" = the client's default namespace
+  std::string agent_image;  // also holds the fairbench-nofile helper
   std::string nofile_helper_path = "/usr/local/bin/fairbench-nofile";  // in agent_image
-  std::string agent_token_secret;  // Secret with the agent token
+  std::string agent_token_secret;                                      // Secret with the agent token
   std::string agent_token_key = "token";
   // The agents' TLS (pod_templates.h): their Secret, whether they show a
   // client certificate, the name they expect; empty secret: plain text.
@@ -60,14 +60,14 @@ struct KubernetesPlatformOptions {
   std::string controller_address;  // host:port agents dial
   api::MemoryQuantity agent_memory{512LL << 20};
   int agent_give_up_after_seconds = 30;
-  kube::LoadSlotConfig slot;       // identity is filled from `identity` + the holder when empty
-  std::string identity;            // this controller (installation/pod)
+  kube::LoadSlotConfig slot;  // identity is filled from `identity` + the holder when empty
+  std::string identity;       // this controller (installation/pod)
   std::string fairbench_version;
   int64_t grace_period_seconds = 5;
   std::chrono::milliseconds poll_interval{150};
   std::chrono::milliseconds api_call_timeout{1000};
   std::chrono::milliseconds teardown_timeout{30000};
-  Clock* clock = nullptr;    // for the slot; null = system clock
+  Clock* clock = nullptr;  // for the slot; null = system clock
 };
 
 class KubernetesPlatform final : public Platform {
@@ -84,8 +84,7 @@ class KubernetesPlatform final : public Platform {
 
   // Lists the nodes and picks the run's target and agent nodes; keeps the
   // choice for Deploy and EnsureAgents.
-  Result<k8s::NodeChoice> ChooseNodes(const RunIdentity& run, const api::Placement& placement, int agents,
-                                      int threads);
+  Result<k8s::NodeChoice> ChooseNodes(const RunIdentity& run, const api::Placement& placement, int agents, int threads);
   // Restores a choice recorded earlier (a resumed run).
   void SetNodeChoice(const std::string& run, k8s::NodeChoice choice);
   std::optional<k8s::NodeChoice> node_choice(const std::string& run) const;
@@ -106,7 +105,7 @@ class KubernetesPlatform final : public Platform {
   const std::string ns_;
   mutable Mutex mu_;
   std::map<std::string, k8s::NodeChoice> choices_ GUARDED_BY(mu_);  // run name → nodes
-  std::vector<kube::Node> nodes_ GUARDED_BY(mu_);  // last node list
+  std::vector<kube::Node> nodes_ GUARDED_BY(mu_);                   // last node list
   std::string last_target_node_ GUARDED_BY(mu_);
   std::vector<std::string> notes_ GUARDED_BY(mu_);
 };

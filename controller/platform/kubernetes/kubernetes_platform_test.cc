@@ -40,7 +40,6 @@ using kube::Json;
 using kube::testenv::Eventually;
 using SteadyClock = std::chrono::steady_clock;
 
-
 // A node's kubelet endpoint as the API server's node proxy reaches it:
 // HTTPS with the node's serving certificate, in the cluster's node network
 // namespace at its node address. Serves GET /stats/summary with the body
@@ -200,15 +199,17 @@ class KubernetesPlatformTest : public kube::testenv::KubeTest {
                        {"osImage", "Debian GNU/Linux 12 (bookworm)"},
                        {"containerRuntimeVersion", "containerd://1.7.0"},
                        {"kubeletVersion", "v1.30.0"}}}}}};
-    auto patched = client_->Patch(kube::resources::Nodes(), "", name, kube::PatchType::kMerge, status.dump(), {}, "status");
+    auto patched =
+        client_->Patch(kube::resources::Nodes(), "", name, kube::PatchType::kMerge, status.dump(), {}, "status");
     ASSERT_TRUE(patched.ok()) << patched.error().ToString();
-    auto untainted = client_->Patch(kube::resources::Nodes(), "", name, kube::PatchType::kMerge,
-                                    R"({"spec":{"taints":null}})");
+    auto untainted =
+        client_->Patch(kube::resources::Nodes(), "", name, kube::PatchType::kMerge, R"({"spec":{"taints":null}})");
     ASSERT_TRUE(untainted.ok()) << untainted.error().ToString();
     ASSERT_TRUE(Eventually([&] {
       auto got = client_->Get(kube::resources::Nodes(), "", name);
       return got.ok() && (*got)["spec"].value("taints", Json::array()).empty();
-    })) << "node " << name << " keeps a taint";
+    })) << "node "
+        << name << " keeps a taint";
   }
 
   KubernetesPlatformOptions Options() {
@@ -246,13 +247,13 @@ class KubernetesPlatformTest : public kube::testenv::KubeTest {
     ASSERT_TRUE(p.ok()) << p.error().ToString();
   }
   void MarkReady(const std::string& name, const std::string& ip, const std::string& container = "target") {
-    PatchPodStatus(name, {{"phase", "Running"},
-                          {"podIP", ip},
-                          {"qosClass", "Guaranteed"},
-                          {"conditions", Json::array({{{"type", "Ready"}, {"status", "True"}}})},
-                          {"containerStatuses", Json::array({{{"name", container},
-                                                              {"ready", true},
-                                                              {"state", {{"running", Json::object()}}}}})}});
+    PatchPodStatus(name,
+                   {{"phase", "Running"},
+                    {"podIP", ip},
+                    {"qosClass", "Guaranteed"},
+                    {"conditions", Json::array({{{"type", "Ready"}, {"status", "True"}}})},
+                    {"containerStatuses",
+                     Json::array({{{"name", container}, {"ready", true}, {"state", {{"running", Json::object()}}}}})}});
   }
   void MarkTerminated(const std::string& name, int code, const std::string& reason,
                       const std::string& container = "target") {
@@ -378,9 +379,10 @@ TEST_F(KubernetesPlatformTest, WaitReadyHonoursTheDeadline) {
   KubernetesPlatform platform(*client_, Options());
   auto deployed = platform.Deploy(Request(), {});
   ASSERT_TRUE(deployed.ok());
-  PatchPodStatus("study-drogon", {{"phase", "Pending"},
-                                  {"containerStatuses", Json::array({{{"name", "target"},
-                                                                      {"state", {{"waiting", {{"reason", "ImagePullBackOff"}}}}}}})}});
+  PatchPodStatus("study-drogon",
+                 {{"phase", "Pending"},
+                  {"containerStatuses",
+                   Json::array({{{"name", "target"}, {"state", {{"waiting", {{"reason", "ImagePullBackOff"}}}}}}})}});
   const auto start = SteadyClock::now();
   const Status s = (*deployed)->WaitReady(start + std::chrono::milliseconds(1000), {});
   const auto took = SteadyClock::now() - start;

@@ -128,9 +128,8 @@ Result<std::string> PickTargetNode(const std::vector<kube::Node>& all, const api
   return Status::FailedPrecondition(field + ": no eligible node matches " + selector + ": " + JoinCauses(causes));
 }
 
-Result<std::vector<std::string>> PickAgentNodes(const std::vector<kube::Node>& all,
-                                                const api::NodePlacement& placement, const std::string& target_node,
-                                                int agents, int threads) {
+Result<std::vector<std::string>> PickAgentNodes(const std::vector<kube::Node>& all, const api::NodePlacement& placement,
+                                                const std::string& target_node, int agents, int threads) {
   std::vector<std::string> out;
   if (agents <= 0) return out;
   const std::vector<const kube::Node*> nodes = SortedNodes(all);
@@ -167,7 +166,8 @@ Result<std::vector<std::string>> PickAgentNodes(const std::vector<kube::Node>& a
     if (eligible.empty()) {
       const std::string target = " (the target's node is " + Quote(target_node) + ")";
       if (causes.empty()) {
-        return Status::FailedPrecondition(field + ": no node other than the target's node matches " + selector + target);
+        return Status::FailedPrecondition(field + ": no node other than the target's node matches " + selector +
+                                          target);
       }
       return Status::FailedPrecondition(field + ": no eligible node other than the target's node matches " + selector +
                                         target + ": " + JoinCauses(causes));

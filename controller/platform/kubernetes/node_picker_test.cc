@@ -97,7 +97,8 @@ std::vector<Case> Cases() {
     Case c{"only_one_node", "agents silently co-located with the target", {}, {}};
     c.nodes = {{"solo"}};
     c.code = Status::Code::kFailedPrecondition;
-    c.message = "spec.placement.agents: no node other than the target's node matches {} (the target's node is \"solo\")";
+    c.message =
+        "spec.placement.agents: no node other than the target's node matches {} (the target's node is \"solo\")";
     cs.push_back(c);
   }
   {
@@ -136,8 +137,9 @@ std::vector<Case> Cases() {
     Case c{"untolerated_taint", "a tainted node chosen without a toleration", {}, Roles()};
     c.nodes = {{"t", kTargetRole, true, false, {Taint("dedicated", "bench", "NoSchedule")}}, {"l", kLoadRole}};
     c.code = Status::Code::kFailedPrecondition;
-    c.message = "spec.placement.target.nodeSelector: no eligible node matches {fairbench.dev/role=target}: node \"t\" "
-                "has taint dedicated=bench:NoSchedule that is not tolerated";
+    c.message =
+        "spec.placement.target.nodeSelector: no eligible node matches {fairbench.dev/role=target}: node \"t\" "
+        "has taint dedicated=bench:NoSchedule that is not tolerated";
     cs.push_back(c);
   }
   {
@@ -179,8 +181,9 @@ std::vector<Case> Cases() {
     c.placement.target.node_selector = kTargetRole;
     c.nodes = {{"t", kTargetRole}, {"x"}};
     c.code = Status::Code::kFailedPrecondition;
-    c.message = "spec.placement.agents.nodeSelector: no node other than the target's node matches "
-                "{fairbench.dev/role=target} (the target's node is \"t\")";
+    c.message =
+        "spec.placement.agents.nodeSelector: no node other than the target's node matches "
+        "{fairbench.dev/role=target} (the target's node is \"t\")";
     cs.push_back(c);
   }
   {
@@ -198,8 +201,9 @@ std::vector<Case> Cases() {
     c.placement.target.node_name = "a";
     c.threads = 4;
     c.code = Status::Code::kFailedPrecondition;
-    c.message = "spec.placement.agents: no eligible node other than the target's node matches {} (the target's node "
-                "is \"a\"): node \"b\" has 2 CPUs allocatable, fewer than the 4 threads of an agent";
+    c.message =
+        "spec.placement.agents: no eligible node other than the target's node matches {} (the target's node "
+        "is \"a\"): node \"b\" has 2 CPUs allocatable, fewer than the 4 threads of an agent";
     cs.push_back(c);
   }
   {
@@ -287,10 +291,10 @@ TEST(NodePickerTest, ToleratesLikeKubernetes) {
   };
   const std::vector<T> table = {
       {{"k", "Equal", "v", "NoSchedule", std::nullopt}, true},
-      {{"k", "", "v", "", std::nullopt}, true},              // default operator Equal, any effect
+      {{"k", "", "v", "", std::nullopt}, true},  // default operator Equal, any effect
       {{"k", "Equal", "w", "NoSchedule", std::nullopt}, false},
       {{"k", "Exists", "", "", std::nullopt}, true},
-      {{"", "Exists", "", "", std::nullopt}, true},          // empty key + Exists tolerates everything
+      {{"", "Exists", "", "", std::nullopt}, true},  // empty key + Exists tolerates everything
       {{"k", "Exists", "", "NoExecute", std::nullopt}, false},
       {{"j", "Exists", "", "", std::nullopt}, false},
   };

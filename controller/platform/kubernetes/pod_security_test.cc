@@ -26,7 +26,6 @@ namespace {
 using Json = nlohmann::json;
 using namespace std::chrono_literals;
 
-
 class PodSecurityTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -128,46 +127,38 @@ TEST_F(PodSecurityTest, EachRestrictedFieldIsWhatTheStandardAsksFor) {
   };
   const std::vector<Case> cases = {
       {"pod runAsNonRoot", &target, Json::json_pointer("/spec/securityContext/runAsNonRoot"),
-       target_refused +
-           "runAsNonRoot != true (pod or containers \"fairbench-nofile\", \"target\" must set "
-           "securityContext.runAsNonRoot=true)"},
+       target_refused + "runAsNonRoot != true (pod or containers \"fairbench-nofile\", \"target\" must set "
+                        "securityContext.runAsNonRoot=true)"},
       {"pod seccompProfile", &target, Json::json_pointer("/spec/securityContext/seccompProfile"),
-       target_refused +
-           "seccompProfile (pod or containers \"fairbench-nofile\", \"target\" must set "
-           "securityContext.seccompProfile.type to \"RuntimeDefault\" or \"Localhost\")"},
+       target_refused + "seccompProfile (pod or containers \"fairbench-nofile\", \"target\" must set "
+                        "securityContext.seccompProfile.type to \"RuntimeDefault\" or \"Localhost\")"},
       {"init container capabilities", &target,
        Json::json_pointer("/spec/initContainers/0/securityContext/capabilities"),
-       target_refused +
-           "unrestricted capabilities (container \"fairbench-nofile\" must set "
-           "securityContext.capabilities.drop=[\"ALL\"])"},
+       target_refused + "unrestricted capabilities (container \"fairbench-nofile\" must set "
+                        "securityContext.capabilities.drop=[\"ALL\"])"},
       {"init container allowPrivilegeEscalation", &target,
        Json::json_pointer("/spec/initContainers/0/securityContext/allowPrivilegeEscalation"),
-       target_refused +
-           "allowPrivilegeEscalation != false (container \"fairbench-nofile\" must set "
-           "securityContext.allowPrivilegeEscalation=false)"},
+       target_refused + "allowPrivilegeEscalation != false (container \"fairbench-nofile\" must set "
+                        "securityContext.allowPrivilegeEscalation=false)"},
       {"target capabilities", &target, Json::json_pointer("/spec/containers/0/securityContext/capabilities"),
        target_refused +
            "unrestricted capabilities (container \"target\" must set securityContext.capabilities.drop=[\"ALL\"])"},
       {"target allowPrivilegeEscalation", &target,
        Json::json_pointer("/spec/containers/0/securityContext/allowPrivilegeEscalation"),
-       target_refused +
-           "allowPrivilegeEscalation != false (container \"target\" must set "
-           "securityContext.allowPrivilegeEscalation=false)"},
+       target_refused + "allowPrivilegeEscalation != false (container \"target\" must set "
+                        "securityContext.allowPrivilegeEscalation=false)"},
       {"agent runAsNonRoot", &agent, Json::json_pointer("/spec/securityContext/runAsNonRoot"),
-       agent_refused +
-           "runAsNonRoot != true (pod or container \"agent\" must set securityContext.runAsNonRoot=true)"},
+       agent_refused + "runAsNonRoot != true (pod or container \"agent\" must set securityContext.runAsNonRoot=true)"},
       {"agent seccompProfile", &agent, Json::json_pointer("/spec/securityContext/seccompProfile"),
-       agent_refused +
-           "seccompProfile (pod or container \"agent\" must set securityContext.seccompProfile.type to "
-           "\"RuntimeDefault\" or \"Localhost\")"},
+       agent_refused + "seccompProfile (pod or container \"agent\" must set securityContext.seccompProfile.type to "
+                       "\"RuntimeDefault\" or \"Localhost\")"},
       {"agent capabilities", &agent, Json::json_pointer("/spec/containers/0/securityContext/capabilities"),
        agent_refused +
            "unrestricted capabilities (container \"agent\" must set securityContext.capabilities.drop=[\"ALL\"])"},
       {"agent allowPrivilegeEscalation", &agent,
        Json::json_pointer("/spec/containers/0/securityContext/allowPrivilegeEscalation"),
-       agent_refused +
-           "allowPrivilegeEscalation != false (container \"agent\" must set "
-           "securityContext.allowPrivilegeEscalation=false)"},
+       agent_refused + "allowPrivilegeEscalation != false (container \"agent\" must set "
+                       "securityContext.allowPrivilegeEscalation=false)"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);

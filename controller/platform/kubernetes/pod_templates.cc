@@ -128,7 +128,8 @@ std::string AgentPodName(std::string_view run, int index) {
 std::string LabelValue(std::string_view value) { return DnsLabelName(value); }
 
 std::string RunPodsSelector(std::string_view run) {
-  return std::string(api::label::kManagedBy) + "=" + api::label::kFairbench + "," + api::label::kRun + "=" + LabelValue(run);
+  return std::string(api::label::kManagedBy) + "=" + api::label::kFairbench + "," + api::label::kRun + "=" +
+         LabelValue(run);
 }
 
 Json OwnerReferences(const RunIdentity& run) {
@@ -175,11 +176,13 @@ Json TargetLabels(const TargetPodParams& p) {
 Json TargetReadinessProbe(const api::Target& t) {
   const api::Readiness readiness = api::EffectiveReadiness(t);
   const auto timeout_s = std::chrono::ceil<std::chrono::seconds>(readiness.timeout).count();
-  Json probe = {{"httpGet", {{"path", readiness.path}, {"port", t.port}, {"scheme", t.scheme == Scheme::kHttps ? "HTTPS" : "HTTP"}}},
-                {"periodSeconds", 1},
-                {"timeoutSeconds", 1},
-                {"successThreshold", 1},
-                {"failureThreshold", std::max<int64_t>(1, timeout_s)}};
+  Json probe = {
+      {"httpGet",
+       {{"path", readiness.path}, {"port", t.port}, {"scheme", t.scheme == Scheme::kHttps ? "HTTPS" : "HTTP"}}},
+      {"periodSeconds", 1},
+      {"timeoutSeconds", 1},
+      {"successThreshold", 1},
+      {"failureThreshold", std::max<int64_t>(1, timeout_s)}};
   if (api::EffectiveProtocol(t) == Protocol::kH2c) {
     // The kubelet's httpGet speaks HTTP/1.1 (or h2 by ALPN over TLS): an
     // h2c listener (HTTP/2 with prior knowledge only) is probed as a port.
@@ -226,7 +229,8 @@ Json TargetContainer(const api::Target& t, const Json& resources) {
 bool AddsSysResource(const api::Target& t) {
   bool sys_resource = false;
   if (t.security_context && t.security_context->capabilities) {
-    for (const std::string& c : t.security_context->capabilities->add) sys_resource |= c == "SYS_RESOURCE" || c == "ALL";
+    for (const std::string& c : t.security_context->capabilities->add)
+      sys_resource |= c == "SYS_RESOURCE" || c == "ALL";
   }
   return sys_resource;
 }
@@ -246,13 +250,13 @@ std::string WrapInNofileHelper(const TargetPodParams& p, const Json& resources, 
   container["volumeMounts"] = Json::array({{{"name", "fairbench-bin"}, {"mountPath", kHelperDir}, {"readOnly", true}}});
   // The init container gets the target's resources, so the pod stays in
   // the same QoS class and asks for nothing more.
-  spec["initContainers"] = Json::array(
-      {{{"name", kNofileContainer},
-        {"image", p.helper_image},
-        {"command", Json::array({p.helper_path, "--install", kHelperInPod})},
-        {"volumeMounts", Json::array({{{"name", "fairbench-bin"}, {"mountPath", kHelperDir}}})},
-        {"resources", resources},
-        {"securityContext", RestrictedContainer()}}});
+  spec["initContainers"] =
+      Json::array({{{"name", kNofileContainer},
+                    {"image", p.helper_image},
+                    {"command", Json::array({p.helper_path, "--install", kHelperInPod})},
+                    {"volumeMounts", Json::array({{{"name", "fairbench-bin"}, {"mountPath", kHelperDir}}})},
+                    {"resources", resources},
+                    {"securityContext", RestrictedContainer()}}});
   spec["volumes"] = Json::array({{{"name", "fairbench-bin"}, {"emptyDir", Json::object()}}});
   return "target " + t.name + ": nofile " + std::to_string(t.nofile) +
          " set by the fairbench-nofile wrapper (soft limit raised, up to the runtime's hard limit" +
@@ -292,7 +296,8 @@ PodTemplate TargetPod(const TargetPodParams& p) {
   if (!p.command.empty()) {
     out.notes.push_back(WrapInNofileHelper(p, resources, container, spec));
   } else {
-    out.notes.push_back("target " + t.name + ": nofile was left to the container runtime (no command in the spec, so "
+    out.notes.push_back("target " + t.name +
+                        ": nofile was left to the container runtime (no command in the spec, so "
                         "the image's entrypoint cannot be wrapped; asked for " +
                         std::to_string(t.nofile) + ")");
   }
@@ -302,8 +307,10 @@ PodTemplate TargetPod(const TargetPodParams& p) {
     // still resolve (ClusterFirstWithHostNet).
     spec["hostNetwork"] = true;
     spec["dnsPolicy"] = "ClusterFirstWithHostNet";
-    out.notes.push_back("target " + t.name + ": on its node's network (hostNetwork): agents reach it at the node's "
-                        "address, port " + std::to_string(t.port));
+    out.notes.push_back("target " + t.name +
+                        ": on its node's network (hostNetwork): agents reach it at the node's "
+                        "address, port " +
+                        std::to_string(t.port));
   }
   out.notes.push_back(QosNote(t));
   out.notes.push_back(SecurityNote(t));
@@ -315,13 +322,15 @@ PodTemplate TargetPod(const TargetPodParams& p) {
 }
 
 Json AgentPod(const AgentPodParams& p) {
-  Json labels = {{api::label::kManagedBy, api::label::kFairbench}, {api::label::kName, api::label::kAgentApp}, {api::label::kRun, LabelValue(p.run.name)}};
+  Json labels = {{api::label::kManagedBy, api::label::kFairbench},
+                 {api::label::kName, api::label::kAgentApp},
+                 {api::label::kRun, LabelValue(p.run.name)}};
   if (!p.run_namespace.empty()) labels[api::label::kRunNamespace] = LabelValue(p.run_namespace);
-  const Json env = Json::array(
-      {{{"name", "POD_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
-       {{"name", "NODE_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.nodeName"}}}}}},
-       {{"name", "FAIRBENCH_AGENT_TOKEN"},
-        {"valueFrom", {{"secretKeyRef", {{"name", p.token_secret}, {"key", p.token_key}}}}}}});
+  const Json env =
+      Json::array({{{"name", "POD_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
+                   {{"name", "NODE_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.nodeName"}}}}}},
+                   {{"name", "FAIRBENCH_AGENT_TOKEN"},
+                    {"valueFrom", {{"secretKeyRef", {{"name", p.token_secret}, {"key", p.token_key}}}}}}});
   Json args = Json::array({"--controller", p.controller_address, "--id", "$(POD_NAME)", "--node", "$(NODE_NAME)",
                            "--give-up-after", std::to_string(p.give_up_after_seconds)});
   if (!p.tls_secret.empty()) {
@@ -338,12 +347,11 @@ Json AgentPod(const AgentPodParams& p) {
       args.push_back(p.tls_server_name);
     }
   }
-  Json container = {
-      {"name", kAgentContainer},
-      {"image", p.image},
-      {"args", std::move(args)},
-      {"env", env},
-      {"resources", Resources(api::CpuQuantity{int64_t{std::max(1, p.threads)} * 1000}, p.memory)}};
+  Json container = {{"name", kAgentContainer},
+                    {"image", p.image},
+                    {"args", std::move(args)},
+                    {"env", env},
+                    {"resources", Resources(api::CpuQuantity{int64_t{std::max(1, p.threads)} * 1000}, p.memory)}};
   // Restricted, and a read-only root: the agent writes nothing.
   Json sc = RestrictedContainer();
   sc["readOnlyRootFilesystem"] = true;

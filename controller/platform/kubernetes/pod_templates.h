@@ -80,12 +80,12 @@ struct TargetPodParams {
   RunIdentity run;
   std::string run_namespace;  // the run's, when not the pod's: no owner reference, a label instead
   api::Target target;
-  std::string node;               // spec.nodeName
-  api::NodePlacement placement;   // spec.placement.target
+  std::string node;              // spec.nodeName
+  api::NodePlacement placement;  // spec.placement.target
   // The container's full command (entrypoint and arguments); empty: the
   // image's own, and nofile cannot be set.
   std::vector<std::string> command;
-  std::string helper_image;       // holds the helper (the agent image)
+  std::string helper_image;                                     // holds the helper (the agent image)
   std::string helper_path = "/usr/local/bin/fairbench-nofile";  // in helper_image
   int64_t grace_period_seconds = 5;
 };
@@ -109,9 +109,9 @@ struct AgentPodParams {
   RunIdentity run;
   std::string run_namespace;  // as in TargetPodParams
   int index = 0;
-  std::string node;               // spec.nodeName, never the target's
-  api::NodePlacement placement;   // spec.placement.agents
-  int threads = 1;                // whole CPUs requested and limited
+  std::string node;              // spec.nodeName, never the target's
+  api::NodePlacement placement;  // spec.placement.agents
+  int threads = 1;               // whole CPUs requested and limited
   std::string image;
   std::string controller_address;  // host:port the agent dials
   std::string token_secret;        // Secret holding the agent token

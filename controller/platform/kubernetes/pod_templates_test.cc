@@ -84,14 +84,16 @@ TEST(PodTemplatesTest, HostNetworkPutsTheTargetOnItsNodesNetwork) {
   const PodTemplate t = TargetPod(p);
   EXPECT_EQ(t.pod["spec"]["hostNetwork"], true);
   EXPECT_EQ(t.pod["spec"]["dnsPolicy"], "ClusterFirstWithHostNet");
-  EXPECT_EQ(t.notes[1], "target drogon: on its node's network (hostNetwork): agents reach it at the node's address, port 8080");
+  EXPECT_EQ(t.notes[1],
+            "target drogon: on its node's network (hostNetwork): agents reach it at the node's address, port 8080");
 }
 
 // Catches: the kubelet's CPU manager policy read from the wrong place of
 // its /configz, or an answer without one taken for a policy.
 TEST(PodTemplatesTest, CpuManagerPolicyComesFromTheKubeletsConfigz) {
   std::string why;
-  EXPECT_EQ(CpuManagerPolicy(Json::parse(R"({"kubeletconfig": {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0"}})"), &why),
+  EXPECT_EQ(CpuManagerPolicy(
+                Json::parse(R"({"kubeletconfig": {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0"}})"), &why),
             "static");
   EXPECT_EQ(CpuManagerPolicy(Json::parse(R"({"kubeletconfig": {"cpuManagerPolicy": "none"}})"), &why), "none");
   EXPECT_EQ(CpuManagerPolicy(Json::parse(R"({"cpuManagerPolicy": "static"})"), &why), "");
@@ -255,7 +257,8 @@ TEST(PodTemplatesTest, GrpcTargetsUseTheKubeletsGrpcProbe) {
   auto probe = TargetPod(p).pod["spec"]["containers"][0]["readinessProbe"];
   EXPECT_FALSE(probe.contains("httpGet"));
   EXPECT_EQ(probe["grpc"], (nlohmann::json{{"port", p.target.port}})) << probe.dump();
-  p.target.readiness = api::Readiness{"/", std::chrono::seconds(5), api::GrpcReadiness{"fairbench.echo.v1.Echo", std::nullopt}};
+  p.target.readiness =
+      api::Readiness{"/", std::chrono::seconds(5), api::GrpcReadiness{"fairbench.echo.v1.Echo", std::nullopt}};
   probe = TargetPod(p).pod["spec"]["containers"][0]["readinessProbe"];
   EXPECT_EQ(probe["grpc"]["service"], "fairbench.echo.v1.Echo");
   EXPECT_EQ(probe["failureThreshold"], 5);
@@ -310,10 +313,11 @@ TEST(PodTemplatesTest, TheRunsSecurityContextReplacesTheRestrictedDefaults) {
 // Catches: the helper's shortfall line not found, or a reached limit taken
 // for a shortfall.
 TEST(PodTemplatesTest, NofileShortfallComesFromTheHelpersWarning) {
-  EXPECT_EQ(NofileShortfall("fairbench-nofile: asked for nofile 65536, the hard limit is 20000 and cannot be raised "
-                            "(no CAP_SYS_RESOURCE); continuing with less (--at-most)\nfairbench-nofile: nofile 20000\n"),
-            "asked for nofile 65536, the hard limit is 20000 and cannot be raised (no CAP_SYS_RESOURCE); continuing "
-            "with less (--at-most)");
+  EXPECT_EQ(
+      NofileShortfall("fairbench-nofile: asked for nofile 65536, the hard limit is 20000 and cannot be raised "
+                      "(no CAP_SYS_RESOURCE); continuing with less (--at-most)\nfairbench-nofile: nofile 20000\n"),
+      "asked for nofile 65536, the hard limit is 20000 and cannot be raised (no CAP_SYS_RESOURCE); continuing "
+      "with less (--at-most)");
   EXPECT_EQ(NofileShortfall("fairbench-nofile: nofile 65536\n"), std::nullopt);
 }
 

@@ -14,8 +14,8 @@ std::string SummaryPath(std::string_view node) {
 
 Result<TargetUsage> UsageFromSummary(const Json& summary, std::string_view ns, std::string_view pod,
                                      std::string_view container) {
-  const std::string where = "stats/summary: container " + std::string(container) + " of pod " + std::string(ns) +
-                            "/" + std::string(pod);
+  const std::string where =
+      "stats/summary: container " + std::string(container) + " of pod " + std::string(ns) + "/" + std::string(pod);
   if (!summary.is_object() || !summary.contains("pods") || !summary["pods"].is_array()) {
     return Status::NotFound(where + ": the summary lists no pods");
   }

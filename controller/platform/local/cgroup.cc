@@ -112,11 +112,13 @@ Result<std::unique_ptr<TargetCgroup>> TargetCgroup::Create(const std::string& na
       if (std::string(h) == "cpu") g->cpu_dir_ = dir;
     }
     if (memory_limit) {
-      if (Status s = Write(g->memory_dir_ + "/memory.limit_in_bytes", std::to_string(*memory_limit)); !s.ok()) return fail(s);
+      if (Status s = Write(g->memory_dir_ + "/memory.limit_in_bytes", std::to_string(*memory_limit)); !s.ok())
+        return fail(s);
     }
     if (cpu_millicores && !g->cpu_dir_.empty()) {
       if (Status s = Write(g->cpu_dir_ + "/cpu.cfs_period_us", "100000"); !s.ok()) return fail(s);
-      if (Status s = Write(g->cpu_dir_ + "/cpu.cfs_quota_us", std::to_string(*cpu_millicores * 100)); !s.ok()) return fail(s);
+      if (Status s = Write(g->cpu_dir_ + "/cpu.cfs_quota_us", std::to_string(*cpu_millicores * 100)); !s.ok())
+        return fail(s);
     }
     return g;
   }
@@ -169,8 +171,6 @@ bool TargetCgroup::OomKilled() const {
   return StatValue(Read(memory_dir_ + "/memory.oom_control"), "oom_kill").value_or(0) > 0;
 }
 
-std::string TargetCgroup::Describe() const {
-  return "cgroup v" + std::to_string(version_) + " " + memory_dir_;
-}
+std::string TargetCgroup::Describe() const { return "cgroup v" + std::to_string(version_) + " " + memory_dir_; }
 
 }  // namespace fairbench::controller

@@ -30,7 +30,8 @@ namespace fairbench::controller {
 class TargetCgroup {
  public:
   // `name` must be unique on the machine (e.g. "run-target-pid").
-  static Result<std::unique_ptr<TargetCgroup>> Create(const std::string& name, std::optional<int64_t> memory_limit_bytes,
+  static Result<std::unique_ptr<TargetCgroup>> Create(const std::string& name,
+                                                      std::optional<int64_t> memory_limit_bytes,
                                                       std::optional<int64_t> cpu_millicores);
   ~TargetCgroup();
   TargetCgroup(const TargetCgroup&) = delete;
@@ -50,9 +51,9 @@ class TargetCgroup {
  private:
   TargetCgroup() = default;
   int version_ = 0;
-  std::string memory_dir_;  // v2: the group; v1: in the memory hierarchy
-  std::string cpu_dir_;     // v1 only
-  std::string cpuacct_dir_; // v1 only
+  std::string memory_dir_;   // v2: the group; v1: in the memory hierarchy
+  std::string cpu_dir_;      // v1 only
+  std::string cpuacct_dir_;  // v1 only
   std::vector<std::string> procs_;
   std::vector<std::string> dirs_;  // created, removed in reverse
 };

@@ -40,7 +40,8 @@ TEST_F(TargetCgroupTest, MeasuresMemoryAndCpuOfEveryProcessInIt) {
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   ProcessOptions o;
   // A child that burns CPU for a moment, then holds 20 MB in a shell variable.
-  o.argv = {"sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; x=$(head -c 20000000 /dev/zero | tr '\\0' a); sleep 5"};
+  o.argv = {"sh", "-c",
+            "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; x=$(head -c 20000000 /dev/zero | tr '\\0' a); sleep 5"};
   o.cgroup_procs = (*g)->procs_files();
   auto p = Process::Start(o);
   ASSERT_TRUE(p.ok());

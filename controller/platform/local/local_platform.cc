@@ -31,9 +31,7 @@
 namespace fairbench::controller {
 namespace {
 
-api::Time WallNow() {
-  return std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now());
-}
+api::Time WallNow() { return std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now()); }
 
 std::string ThisHost() {
   char host[256] = {};
@@ -110,10 +108,16 @@ std::string BinaryIdentity(pid_t pid) {
 
 class LocalTarget final : public TargetInstance {
  public:
-  LocalTarget(std::string name, Process process, std::unique_ptr<TargetCgroup> cgroup, uint16_t port,
-              ReadyCheck ready, std::string log, std::string description, int64_t nofile)
-      : name_(std::move(name)), process_(std::move(process)), cgroup_(std::move(cgroup)), port_(port),
-        ready_(std::move(ready)), log_(std::move(log)), description_(std::move(description)), nofile_(nofile) {}
+  LocalTarget(std::string name, Process process, std::unique_ptr<TargetCgroup> cgroup, uint16_t port, ReadyCheck ready,
+              std::string log, std::string description, int64_t nofile)
+      : name_(std::move(name)),
+        process_(std::move(process)),
+        cgroup_(std::move(cgroup)),
+        port_(port),
+        ready_(std::move(ready)),
+        log_(std::move(log)),
+        description_(std::move(description)),
+        nofile_(nofile) {}
 
   // The port came from "{port}" in the command: say which one was used.
   void SetPortChosen() { port_chosen_ = true; }
@@ -178,7 +182,8 @@ class LocalTarget final : public TargetInstance {
     std::string last = "no answer yet";
     while (std::chrono::steady_clock::now() < deadline) {
       if (stop.stop_requested()) return Status::Cancelled(name_ + ": stopped while waiting for it to be ready");
-      if (auto gone = Gone()) return Status::Unavailable(name_ + " " + gone->text + " before it was ready (see " + log_ + ")");
+      if (auto gone = Gone())
+        return Status::Unavailable(name_ + " " + gone->text + " before it was ready (see " + log_ + ")");
       const Status ready = ProbeReady(ready_, std::chrono::milliseconds(500));
       if (ready.ok()) return Status::Ok();
       last = ready.message();
@@ -218,7 +223,8 @@ class LocalTarget final : public TargetInstance {
     spdlog::info("target {} stopped: {}", name_, e.ToString());
     cgroup_.reset();  // kills stragglers, removes the group
     if (e.killed_after_grace) {
-      return Status::DeadlineExceeded("did not exit within " + FormatGrace(stop_grace_) + " of SIGTERM; killed (SIGKILL)");
+      return Status::DeadlineExceeded("did not exit within " + FormatGrace(stop_grace_) +
+                                      " of SIGTERM; killed (SIGKILL)");
     }
     return Status::Ok();
   }
@@ -265,15 +271,19 @@ Result<std::unique_ptr<LocalPlatform>> LocalPlatform::Create(LocalPlatformOption
   if (options.agent_cpus.empty()) options.agent_cpus = a.cpus;
   for (int c : options.target_cpus) {
     if (std::find(allowed.begin(), allowed.end(), c) == allowed.end()) {
-      return Status::InvalidArgument("target CPU " + std::to_string(c) + " is not available (allowed: " + CpuListText(allowed) + ")");
+      return Status::InvalidArgument("target CPU " + std::to_string(c) +
+                                     " is not available (allowed: " + CpuListText(allowed) + ")");
     }
   }
   for (int c : options.agent_cpus) {
     if (std::find(allowed.begin(), allowed.end(), c) == allowed.end()) {
-      return Status::InvalidArgument("agent CPU " + std::to_string(c) + " is not available (allowed: " + CpuListText(allowed) + ")");
+      return Status::InvalidArgument("agent CPU " + std::to_string(c) +
+                                     " is not available (allowed: " + CpuListText(allowed) + ")");
     }
-    if (allowed.size() > 1 && std::find(options.target_cpus.begin(), options.target_cpus.end(), c) != options.target_cpus.end()) {
-      return Status::InvalidArgument("CPU " + std::to_string(c) + " is both a target CPU and an agent CPU: they must not share a core");
+    if (allowed.size() > 1 &&
+        std::find(options.target_cpus.begin(), options.target_cpus.end(), c) != options.target_cpus.end()) {
+      return Status::InvalidArgument("CPU " + std::to_string(c) +
+                                     " is both a target CPU and an agent CPU: they must not share a core");
     }
   }
   std::error_code ec;
@@ -294,11 +304,13 @@ report::Environment LocalPlatform::Describe() const {
                                 ", agents to CPUs " + CpuListText(options_.agent_cpus)};
   if (options_.target_cpus == options_.agent_cpus) n.push_back("WARNING: a single CPU is shared by targets and agents");
   if (cgroups_used_) {
-    n.push_back("each target runs in a cgroup of its own: spec.resources are enforced (memory limit, CPU quota); memory is the "
-                "cgroup's working set (usage minus inactive file cache, as docker stats shows it)");
+    n.push_back(
+        "each target runs in a cgroup of its own: spec.resources are enforced (memory limit, CPU quota); memory is the "
+        "cgroup's working set (usage minus inactive file cache, as docker stats shows it)");
   } else {
-    n.push_back("memory is the resident set of the target's process tree (from /proc): no writable cgroup here, so "
-                "spec.resources are not enforced");
+    n.push_back(
+        "memory is the resident set of the target's process tree (from /proc): no writable cgroup here, so "
+        "spec.resources are not enforced");
   }
   for (const auto& [name, what] : ran_) n.push_back("target " + name + " ran " + what);
   e.notes.insert(e.notes.end(), n.begin(), n.end());
@@ -309,7 +321,8 @@ Result<std::unique_ptr<TargetInstance>> LocalPlatform::Deploy(const DeployReques
   const api::Target& target = request.target;
   if (stop.stop_requested()) return Status::Cancelled("stopped before deploying " + target.name);
   if (!target.local || target.local->command.empty()) {
-    return Status::InvalidArgument("target " + target.name + " has no local.command: it cannot run on the local platform");
+    return Status::InvalidArgument("target " + target.name +
+                                   " has no local.command: it cannot run on the local platform");
   }
   bool wants_port = false;
   for (const std::string& arg : target.local->command) wants_port |= arg.find("{port}") != std::string::npos;
@@ -339,7 +352,8 @@ Result<std::unique_ptr<TargetInstance>> LocalPlatform::Deploy(const DeployReques
     std::optional<int64_t> memory, cpu;
     if (target.resources.memory) memory = target.resources.memory->bytes;
     if (target.resources.cpu) cpu = target.resources.cpu->millicores;
-    auto g = TargetCgroup::Create(target.name + "-" + std::to_string(getpid()) + "-" + std::to_string(++deployed_), memory, cpu);
+    auto g = TargetCgroup::Create(target.name + "-" + std::to_string(getpid()) + "-" + std::to_string(++deployed_),
+                                  memory, cpu);
     if (g.ok()) {
       cgroup = std::move(*g);
       o.cgroup_procs = cgroup->procs_files();
@@ -356,9 +370,9 @@ Result<std::unique_ptr<TargetInstance>> LocalPlatform::Deploy(const DeployReques
   std::string description;
   for (const std::string& arg : o.argv) description += (description.empty() ? "" : " ") + arg;
   ran_[target.name] = description;
-  auto instance = std::make_unique<LocalTarget>(target.name, std::move(*process), std::move(cgroup), port,
-                                                ReadyCheck::For(target, "127.0.0.1", port), o.log_file, description,
-                                                target.nofile);
+  auto instance =
+      std::make_unique<LocalTarget>(target.name, std::move(*process), std::move(cgroup), port,
+                                    ReadyCheck::For(target, "127.0.0.1", port), o.log_file, description, target.nofile);
   if (wants_port) instance->SetPortChosen();
   instance->SetPinnedCpus(o.cpus.size());
   instance->SetStopGrace(options_.target_stop_grace);
@@ -387,8 +401,15 @@ Result<std::vector<std::string>> LocalPlatform::EnsureAgents(const AgentRequest&
     if (!agent_ids_[i].empty()) continue;
     const std::string id = "local-agent-" + std::to_string(i) + "-" + std::to_string(agent_generation_++);
     ProcessOptions o;
-    o.argv = {options_.agent_binary, "--controller", options_.controller_address, "--id", id, "--cpus",
-              CpuListText(options_.agent_cpus), "--give-up-after", "10"};
+    o.argv = {options_.agent_binary,
+              "--controller",
+              options_.controller_address,
+              "--id",
+              id,
+              "--cpus",
+              CpuListText(options_.agent_cpus),
+              "--give-up-after",
+              "10"};
     o.argv.insert(o.argv.end(), options_.agent_args.begin(), options_.agent_args.end());
     o.env["FAIRBENCH_AGENT_TOKEN"] = options_.token;  // not on the command line, where ps shows it
     o.cpus = options_.agent_cpus;
@@ -412,8 +433,8 @@ std::vector<pid_t> LocalPlatform::AgentPids() {
   return out;
 }
 
-Result<std::unique_ptr<LoadSlot>> LocalPlatform::AcquireSlot(const std::string& holder, std::chrono::milliseconds timeout,
-                                                            std::stop_token stop) {
+Result<std::unique_ptr<LoadSlot>> LocalPlatform::AcquireSlot(const std::string& holder,
+                                                             std::chrono::milliseconds timeout, std::stop_token stop) {
   const int fd = open(options_.lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   if (fd < 0) return Status::IoError("cannot open lock file '" + options_.lock_file + "': " + std::strerror(errno));
   const auto deadline = std::chrono::steady_clock::now() + timeout;

@@ -46,17 +46,17 @@
 namespace fairbench::controller {
 
 struct LocalPlatformOptions {
-  std::string agent_binary;          // path of fairbench-agent
-  std::string controller_address;    // host:port the agents dial
-  std::string token;                 // given to the agents in their environment, never in argv
+  std::string agent_binary;             // path of fairbench-agent
+  std::string controller_address;       // host:port the agents dial
+  std::string token;                    // given to the agents in their environment, never in argv
   std::vector<std::string> agent_args;  // more flags for every agent (its TLS files)
   std::string log_dir;
-  std::string base_dir;              // relative working dirs start here (the run file's directory)
-  std::string program_dir;           // bare program names are looked up here first (the fairbench binary's folder)
+  std::string base_dir;     // relative working dirs start here (the run file's directory)
+  std::string program_dir;  // bare program names are looked up here first (the fairbench binary's folder)
   std::string fairbench_version;
   std::string lock_file = "/tmp/fairbench-load.lock";
-  std::vector<int> target_cpus;      // empty: first half of the allowed CPUs
-  std::vector<int> agent_cpus;       // empty: second half
+  std::vector<int> target_cpus;  // empty: first half of the allowed CPUs
+  std::vector<int> agent_cpus;   // empty: second half
   // Put each target in a cgroup of its own when the machine allows it
   // (limits from spec.resources enforced, memory read like docker stats).
   bool use_cgroups = true;

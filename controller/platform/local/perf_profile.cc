@@ -71,8 +71,13 @@ class PerfSession final : public ProfileSession {
  public:
   PerfSession(Process process, std::string perf, PerfOptions options, std::string command, int32_t hz,
               std::streamoff log_offset)
-      : process_(std::move(process)), perf_(std::move(perf)), options_(std::move(options)),
-        command_(std::move(command)), hz_(hz), log_offset_(log_offset), started_(Clock::now()) {}
+      : process_(std::move(process)),
+        perf_(std::move(perf)),
+        options_(std::move(options)),
+        command_(std::move(command)),
+        hz_(hz),
+        log_offset_(log_offset),
+        started_(Clock::now()) {}
 
   ~PerfSession() override {
     if (!finished_) {
@@ -122,9 +127,9 @@ class PerfSession final : public ProfileSession {
       std::filesystem::remove(text_file);
       RemoveFiles();
       return NotRecorded(report::ProfileState::kFailed,
-                         stop.stop_requested() ? "stopped while reading the samples"
-                                               : "perf script took longer than " +
-                                                     std::to_string(kScriptTimeout.count()) + " s",
+                         stop.stop_requested()
+                             ? "stopped while reading the samples"
+                             : "perf script took longer than " + std::to_string(kScriptTimeout.count()) + " s",
                          command_, hz_);
     }
     const std::string text = ReadFrom(text_file, 0);
@@ -183,8 +188,17 @@ Result<std::unique_ptr<ProfileSession>> StartPerfProfile(const std::vector<pid_t
   }
   if (pids.empty()) return Status::Unavailable("the target has no process left to sample");
   const auto bound = std::chrono::ceil<std::chrono::seconds>(request.max_duration);
-  const std::vector<std::string> argv = {*perf, "record", "-F", std::to_string(request.frequency_hz), "-g", "-p",
-                                         Joined(pids), "-o", options.data_file, "--", "sleep",
+  const std::vector<std::string> argv = {*perf,
+                                         "record",
+                                         "-F",
+                                         std::to_string(request.frequency_hz),
+                                         "-g",
+                                         "-p",
+                                         Joined(pids),
+                                         "-o",
+                                         options.data_file,
+                                         "--",
+                                         "sleep",
                                          std::to_string(std::max<int64_t>(1, bound.count()))};
   const std::string command = "perf record -F " + std::to_string(request.frequency_hz) + " -g -p " + Joined(pids);
   std::error_code ec;

@@ -302,8 +302,8 @@ Result<TreeUsage> SampleProcessTree(pid_t root) {
     while (rest >> field) f.push_back(field);
     // After "pid (comm) ": state(0) ppid(1) … utime(11) stime(12) … rss(21)
     if (f.size() < 22) continue;
-    all[static_cast<pid_t>(pid)] = Info{static_cast<pid_t>(std::stol(f[1])), std::stoull(f[21]),
-                                        std::stoull(f[11]) + std::stoull(f[12])};
+    all[static_cast<pid_t>(pid)] =
+        Info{static_cast<pid_t>(std::stol(f[1])), std::stoull(f[21]), std::stoull(f[11]) + std::stoull(f[12])};
   }
   closedir(dir);
   if (all.count(root) == 0) return Status::NotFound("process " + std::to_string(root) + " is gone");

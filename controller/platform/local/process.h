@@ -27,9 +27,9 @@ struct ProcessOptions {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;  // added to the controller's environment
   std::string working_dir;
-  std::vector<int> cpus;   // empty: inherit
-  uint64_t nofile = 0;     // 0: inherit
-  std::string log_file;    // stdout and stderr, appended; empty: /dev/null
+  std::vector<int> cpus;    // empty: inherit
+  uint64_t nofile = 0;      // 0: inherit
+  std::string log_file;     // stdout and stderr, appended; empty: /dev/null
   std::string stderr_file;  // stderr alone, appended, when set (stdout stays in log_file)
   // cgroup.procs files the child joins before exec (TargetCgroup).
   std::vector<std::string> cgroup_procs;

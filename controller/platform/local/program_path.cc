@@ -16,7 +16,8 @@ bool IsExecutableFile(const std::filesystem::path& p) {
 
 }  // namespace
 
-Result<std::string> ResolveProgram(const std::string& program, const std::string& program_dir, const std::string& path_env) {
+Result<std::string> ResolveProgram(const std::string& program, const std::string& program_dir,
+                                   const std::string& path_env) {
   if (program.empty()) return Status::InvalidArgument("the command's program is empty");
   if (program.find('/') != std::string::npos) return program;
   std::string searched;

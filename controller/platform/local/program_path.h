@@ -14,6 +14,7 @@
 namespace fairbench::controller {
 
 // The path to execute; NotFound naming every place searched.
-Result<std::string> ResolveProgram(const std::string& program, const std::string& program_dir, const std::string& path_env);
+Result<std::string> ResolveProgram(const std::string& program, const std::string& program_dir,
+                                   const std::string& path_env);
 
 }  // namespace fairbench::controller

@@ -130,9 +130,11 @@ int main(int argc, char** argv) {
     if (a == "--at-most") {
       at_most = true;
     } else if (a.rfind("--nofile=", 0) == 0) {
-      if (!ParseCount(argv[i] + 9, &wanted)) return Usage(("--nofile: '" + a.substr(9) + "' is not a positive count").c_str());
+      if (!ParseCount(argv[i] + 9, &wanted))
+        return Usage(("--nofile: '" + a.substr(9) + "' is not a positive count").c_str());
     } else if (a == "--nofile" && i + 1 < argc) {
-      if (!ParseCount(argv[++i], &wanted)) return Usage(("--nofile: '" + std::string(argv[i]) + "' is not a positive count").c_str());
+      if (!ParseCount(argv[++i], &wanted))
+        return Usage(("--nofile: '" + std::string(argv[i]) + "' is not a positive count").c_str());
     } else {
       return Usage(("unknown option '" + a + "'").c_str());
     }

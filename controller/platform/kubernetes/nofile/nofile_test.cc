@@ -61,7 +61,7 @@ bool HasSysResource() {
 // Runs `argv` with the given NOFILE limits (unset: inherited) and, unless
 // `privileged`, without CAP_SYS_RESOURCE. Bounded: killed after 10 s.
 Outcome RunHelper(const std::vector<std::string>& argv, std::optional<rlim_t> soft = std::nullopt,
-            std::optional<rlim_t> hard = std::nullopt, bool privileged = false) {
+                  std::optional<rlim_t> hard = std::nullopt, bool privileged = false) {
   char dir_template[] = "/tmp/nofile-test-XXXXXX";
   const std::string dir = mkdtemp(dir_template);
   const std::string out_path = dir + "/out", err_path = dir + "/err";
@@ -124,7 +124,8 @@ std::string WithoutCpus(const std::string& err) {
 // runtime's default, often 1024), or a report that differs from what the
 // command actually gets.
 TEST(NofileHelperTest, RaisesSoftLimitToRequest) {
-  const Outcome o = RunHelper({kHelper, "--nofile=4096", "--", "/bin/sh", "-c", "ulimit -n"}, rlim_t{1024}, rlim_t{8192});
+  const Outcome o =
+      RunHelper({kHelper, "--nofile=4096", "--", "/bin/sh", "-c", "ulimit -n"}, rlim_t{1024}, rlim_t{8192});
   EXPECT_EQ(o.exit_code, 0) << o.err;
   EXPECT_EQ(o.out, "4096\n");
   EXPECT_EQ(WithoutCpus(o.err), "fairbench-nofile: nofile 4096\n");
@@ -133,7 +134,8 @@ TEST(NofileHelperTest, RaisesSoftLimitToRequest) {
 // Catches: a limit above the request left in place (nofile is part of the
 // benchmark's fairness: every target gets the same).
 TEST(NofileHelperTest, LowersSoftLimitToRequest) {
-  const Outcome o = RunHelper({kHelper, "--nofile=300", "--", "/bin/sh", "-c", "ulimit -n"}, rlim_t{2048}, rlim_t{8192});
+  const Outcome o =
+      RunHelper({kHelper, "--nofile=300", "--", "/bin/sh", "-c", "ulimit -n"}, rlim_t{2048}, rlim_t{8192});
   EXPECT_EQ(o.exit_code, 0) << o.err;
   EXPECT_EQ(o.out, "300\n");
 }
@@ -141,7 +143,8 @@ TEST(NofileHelperTest, LowersSoftLimitToRequest) {
 // Catches: a request above an unraisable hard limit passing silently (the
 // target would run with fewer files than the report claims).
 TEST(NofileHelperTest, FailsClearlyAboveTheHardLimit) {
-  const Outcome o = RunHelper({kHelper, "--nofile=65536", "--", "/bin/sh", "-c", "echo ran"}, rlim_t{512}, rlim_t{1024});
+  const Outcome o =
+      RunHelper({kHelper, "--nofile=65536", "--", "/bin/sh", "-c", "echo ran"}, rlim_t{512}, rlim_t{1024});
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_EQ(o.out, "");  // the command did not run
   EXPECT_EQ(o.err,
@@ -152,8 +155,8 @@ TEST(NofileHelperTest, FailsClearlyAboveTheHardLimit) {
 // Catches: --at-most failing like the strict mode, or not reaching the
 // hard limit it can have.
 TEST(NofileHelperTest, AtMostWarnsAndContinuesAtTheHardLimit) {
-  const Outcome o =
-      RunHelper({kHelper, "--nofile=65536", "--at-most", "--", "/bin/sh", "-c", "ulimit -n"}, rlim_t{512}, rlim_t{1024});
+  const Outcome o = RunHelper({kHelper, "--nofile=65536", "--at-most", "--", "/bin/sh", "-c", "ulimit -n"}, rlim_t{512},
+                              rlim_t{1024});
   EXPECT_EQ(o.exit_code, 0) << o.err;
   EXPECT_EQ(o.out, "1024\n");
   EXPECT_EQ(WithoutCpus(o.err),
@@ -174,8 +177,8 @@ TEST(NofileHelperTest, RaisesHardLimitWithCapSysResource) {
 // Catches: arguments of the command taken as the helper's own options, and
 // the command not replacing the helper (exec, same pid).
 TEST(NofileHelperTest, PassesArgumentsThroughAndExecs) {
-  const Outcome o = RunHelper({kHelper, "--nofile=256", "--", "/bin/sh", "-c", "echo \"$0 $1\"",
-                         "--nofile=9", "--at-most"});
+  const Outcome o =
+      RunHelper({kHelper, "--nofile=256", "--", "/bin/sh", "-c", "echo \"$0 $1\"", "--nofile=9", "--at-most"});
   EXPECT_EQ(o.exit_code, 0) << o.err;
   EXPECT_EQ(o.out, "--nofile=9 --at-most\n");
 }
@@ -186,8 +189,8 @@ TEST(NofileHelperTest, PassesArgumentsThroughAndExecs) {
 // Catches: the line missing, printed after the exec (never), or read from
 // another process than the one the target becomes.
 TEST(NofileHelperTest, SaysTheCpusTheCommandGets) {
-  const Outcome o =
-      RunHelper({kHelper, "--nofile=256", "--", "/bin/sh", "-c", "sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status"});
+  const Outcome o = RunHelper({kHelper, "--nofile=256", "--", "/bin/sh", "-c",
+                               "sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status"});
   EXPECT_EQ(o.exit_code, 0) << o.err;
   const auto view = fairbench::CpuViewFromLog(o.err);
   ASSERT_TRUE(view.has_value()) << o.err;
