@@ -27,7 +27,7 @@
 #include "agent/request_mix.h"
 #include "agent/script.h"
 #include "agent/url.h"
-#include "common/api/cpu_list.h"
+#include "api/cpu_list.h"
 #include "common/load_rules.h"
 #include "common/tls_files.h"
 #include "common/signals.h"

@@ -13,7 +13,7 @@
 #include "agent/h2_connection.h"
 #include "agent/load_command.h"
 #include "agent/request.h"
-#include "common/api/validate.h"
+#include "api/validate.h"
 #include "common/wire_job.h"
 
 namespace fairbench::agent {

@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "common/changes/change_points.h"
+#include "controller/changes/change_points.h"
 
 namespace {
 

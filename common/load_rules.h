@@ -1,6 +1,6 @@
 // LoadRules: the limits and the request syntax a load must meet, kept once.
 // Every gate a load passes takes them from here — the run file's validation
-// (common/api/validate.cc), the wire codec (wire::FromProto), the agent's
+// (api/validate.cc), the wire codec (wire::FromProto), the agent's
 // `load` command (agent/load_command.cc) and its engine (ValidateOptions,
 // agent/engine.cc, and ValidateRequest, agent/request.cc) — so that the run
 // file refuses what an agent would refuse. Each gate words its refusal in

@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/api/codec.h"
-#include "common/api/loader.h"
+#include "api/codec.h"
+#include "api/loader.h"
 
 namespace {
 

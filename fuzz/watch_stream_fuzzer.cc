@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/api/loader.h"
+#include "api/loader.h"
 #include "controller/kube/client.h"
 #include "controller/kube/line_splitter.h"
 #include "controller/kube/objects.h"

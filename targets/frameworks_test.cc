@@ -16,7 +16,7 @@
 #include <set>
 #include <sstream>
 
-#include "common/api/loader.h"
+#include "api/loader.h"
 
 namespace fairbench::targets {
 namespace {
@@ -76,11 +76,19 @@ const std::vector<std::string>& BuildsOtherSources() {
   return words;
 }
 
+// A server's main() is in <framework>_main.cc, '-' written '_'.
+std::string MainFile(std::string name) {
+  for (char& c : name) {
+    if (c == '-') c = '_';
+  }
+  return name + "_main.cc";
+}
+
 class FrameworkSourceTest : public ::testing::TestWithParam<Framework> {};
 
 TEST_P(FrameworkSourceTest, ServerBuildsItsJsonWithTheFrameworksOwnFacility) {
   const Framework& f = GetParam();
-  const std::string source = ReadFile(kSourceDir / "targets" / f.name / "main.cc");
+  const std::string source = ReadFile(kSourceDir / "targets" / f.name / MainFile(f.name));
   ASSERT_FALSE(source.empty());
   for (const std::string& token : f.json_tokens) {
     EXPECT_NE(source.find(token), std::string::npos) << f.name << " does not use " << token;
@@ -114,7 +122,7 @@ TEST_P(FrameworkSourceTest, CMakeFindsAnInstalledFrameworkAndBuildsNoneOfIt) {
   // The server and its CMake, nothing else.
   std::set<std::string> files;
   for (const auto& e : std::filesystem::directory_iterator(dir)) files.insert(e.path().filename().string());
-  EXPECT_EQ(files, (std::set<std::string>{"CMakeLists.txt", "main.cc"})) << dir;
+  EXPECT_EQ(files, (std::set<std::string>{"CMakeLists.txt", MainFile(f.name)})) << dir;
 }
 
 INSTANTIATE_TEST_SUITE_P(Frameworks, FrameworkSourceTest, ::testing::ValuesIn(Frameworks()), NameOf);

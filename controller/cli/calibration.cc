@@ -17,8 +17,8 @@
 #include <sstream>
 #include <thread>
 
-#include "common/api/loader.h"
-#include "common/api/validate.h"
+#include "api/loader.h"
+#include "api/validate.h"
 #include "common/base64.h"
 
 namespace fairbench::controller {

@@ -15,9 +15,9 @@
 #include <cstdint>
 #include <string>
 
-#include "common/api/benchmark_run.h"
+#include "api/benchmark_run.h"
 #include "common/histogram.h"
-#include "common/report/run_record.h"
+#include "controller/report/run_record.h"
 #include "common/status.h"
 #include "controller/cli/local_run.h"
 #include "controller/cli/selftest_judge.h"

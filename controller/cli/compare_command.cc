@@ -8,10 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/report/compare.h"
-#include "common/report/html.h"
-#include "common/report/markdown.h"
-#include "common/report/run_record.h"
+#include "controller/report/compare.h"
+#include "controller/report/html.h"
+#include "controller/report/markdown.h"
+#include "controller/report/run_record.h"
 
 namespace fairbench::controller {
 namespace {

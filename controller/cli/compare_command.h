@@ -13,7 +13,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "common/report/run_record.h"
+#include "controller/report/run_record.h"
 #include "common/status.h"
 
 namespace fairbench::controller {

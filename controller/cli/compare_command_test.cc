@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/report/run_record.h"
+#include "controller/report/run_record.h"
 #include "testing/support/bin_dir.h"
 #include "testing/support/temp_dir.h"
 

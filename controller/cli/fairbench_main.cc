@@ -14,7 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/allocator.h"
-#include "common/api/crd.h"
+#include "api/crd.h"
 #include "common/cli.h"
 #include "controller/cli/compare_command.h"
 #include "controller/cli/fetch_command.h"

@@ -2,9 +2,9 @@
 
 #include <cstdio>
 
-#include "common/api/cells.h"
-#include "common/report/html.h"
-#include "common/report/markdown.h"
+#include "api/cells.h"
+#include "controller/report/html.h"
+#include "controller/report/markdown.h"
 #include "controller/cli/store_flag.h"
 #include "controller/kube/client.h"
 #include "controller/kube/kubeconfig.h"

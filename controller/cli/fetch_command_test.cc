@@ -11,9 +11,9 @@
 #include <map>
 #include <sstream>
 
-#include "common/api/cells.h"
-#include "common/report/html.h"
-#include "common/report/markdown.h"
+#include "api/cells.h"
+#include "controller/report/html.h"
+#include "controller/report/markdown.h"
 #include "controller/results/result_store.h"
 #include "controller/store/configmap_run_store.h"
 #include "controller/store/file_run_store.h"

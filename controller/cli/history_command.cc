@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/api/time_text.h"
-#include "common/changes/change_points.h"
-#include "common/report/format.h"
+#include "api/time_text.h"
+#include "controller/changes/change_points.h"
+#include "controller/report/format.h"
 #include "common/units.h"
 #include "controller/cli/store_flag.h"
 #include "controller/results/result_store.h"

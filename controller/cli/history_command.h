@@ -16,7 +16,7 @@
 //                     [--metric rps|p99|both] [--format text|json|junit]
 //                     [--min-change 1%] [--output FILE]
 //     every series (as `history series` makes it: the latest fingerprint
-//     of each) through change-point detection (common/changes/) on
+//     of each) through change-point detection (controller/changes/) on
 //     requests/s and p99: each change with its size, regression or
 //     improvement, the runs before and after and its p-value. Fails (exit
 //     1) when a regression of at least the threshold is still in force at

@@ -4,7 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/api/cells.h"
+#include "api/cells.h"
 
 namespace fairbench::controller {
 namespace {

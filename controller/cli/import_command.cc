@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "common/api/time_text.h"
+#include "api/time_text.h"
 #include "controller/cli/compare_command.h"
 #include "controller/cli/store_flag.h"
 #include "controller/results/result_store.h"

@@ -12,18 +12,18 @@
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "common/api/cells.h"
-#include "common/api/well_known.h"
+#include "api/cells.h"
+#include "api/well_known.h"
 #include "common/units.h"
-#include "common/report/html.h"
-#include "common/report/markdown.h"
+#include "controller/report/html.h"
+#include "controller/report/markdown.h"
 #include "controller/cli/calibration.h"
 #include "controller/cli/hlog_recorder.h"
 #include "controller/cli/store_flag.h"
 #include "controller/orchestrator/observer_fanout.h"
 #include "controller/platform/docker/docker_platform.h"
 #include "controller/platform/local/local_platform.h"
-#include "controller/platform/local/process.h"
+#include "host/process.h"
 #include "controller/store/file_run_store.h"
 
 namespace fairbench::controller {
@@ -69,7 +69,7 @@ struct RunPlatform {
   std::unique_ptr<Platform> platform;
   std::vector<int> target_cpus, agent_cpus;
   // This process beside the agents, off the targets' CPUs, for the run.
-  std::unique_ptr<ProcessPin> pin;
+  std::unique_ptr<host::ProcessPin> pin;
 };
 
 Result<RunPlatform> MakePlatform(const api::BenchmarkRun& run, const std::string& base_dir, const std::string& output,
@@ -104,7 +104,7 @@ Result<RunPlatform> MakePlatform(const api::BenchmarkRun& run, const std::string
     out.target_cpus = (*created)->target_cpus();
     out.agent_cpus = (*created)->agent_cpus();
     out.platform = std::move(*created);
-    if (out.target_cpus != out.agent_cpus) out.pin = std::make_unique<ProcessPin>(out.agent_cpus);
+    if (out.target_cpus != out.agent_cpus) out.pin = std::make_unique<host::ProcessPin>(out.agent_cpus);
     return out;
   }
   if (f.max_nofile > 0) {
@@ -117,7 +117,7 @@ Result<RunPlatform> MakePlatform(const api::BenchmarkRun& run, const std::string
   out.target_cpus = (*created)->target_cpus();
   out.agent_cpus = (*created)->agent_cpus();
   out.platform = std::move(*created);
-  if (out.target_cpus != out.agent_cpus) out.pin = std::make_unique<ProcessPin>(out.agent_cpus);
+  if (out.target_cpus != out.agent_cpus) out.pin = std::make_unique<host::ProcessPin>(out.agent_cpus);
   return out;
 }
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "common/api/benchmark_run.h"
+#include "api/benchmark_run.h"
 #include "controller/bootstrap/shutdown_signals.h"
 #include "controller/cli/progress.h"
 #include "controller/cli/run_command.h"

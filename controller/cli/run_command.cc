@@ -8,9 +8,9 @@
 #include <mutex>
 #include <thread>
 
-#include "common/api/cpu_list.h"
-#include "common/api/loader.h"
-#include "common/api/validate.h"
+#include "api/cpu_list.h"
+#include "api/loader.h"
+#include "api/validate.h"
 #include "common/tls_files.h"
 #include "common/units.h"
 #include "controller/bootstrap/agent_endpoint.h"

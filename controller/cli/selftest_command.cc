@@ -20,8 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/api/loader.h"
-#include "common/api/validate.h"
+#include "api/loader.h"
+#include "api/validate.h"
 #include "common/base64.h"
 #include "common/histogram.h"
 #include "common/units.h"

@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/report/run_record.h"
+#include "controller/report/run_record.h"
 #include "controller/results/result_store.h"
 #include "testing/support/bin_dir.h"
 #include "testing/support/http_client.h"

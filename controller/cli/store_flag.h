@@ -11,7 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "common/report/run_record.h"
+#include "controller/report/run_record.h"
 
 namespace fairbench::controller {
 

@@ -3,7 +3,7 @@
 #include <cstdlib>
 
 #include "controller/kube/api_fields.h"
-#include "controller/kube/json_read.h"
+#include "common/json_read.h"
 
 namespace fairbench::kube {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "common/api/time_text.h"
+#include "api/time_text.h"
 #include "common/mutex.h"
 #include "controller/kube/api_fields.h"
 

@@ -12,7 +12,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "common/api/time_text.h"
+#include "api/time_text.h"
 #include "common/mutex.h"
 #include "controller/kube/api_fields.h"
 

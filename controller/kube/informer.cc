@@ -2,7 +2,7 @@
 
 #include "common/mutex.h"
 #include "controller/kube/api_fields.h"
-#include "controller/kube/json_read.h"
+#include "common/json_read.h"
 
 namespace fairbench::kube {
 

@@ -10,7 +10,7 @@
 
 #include "controller/kube/exec_credential.h"
 #include "controller/kube/in_cluster_config.h"
-#include "common/api/time_text.h"
+#include "api/time_text.h"
 #include "common/base64.h"
 #include "testing/kubetest/tls_material.h"
 

@@ -1,8 +1,8 @@
 #include "controller/kube/objects.h"
 
-#include "controller/kube/json_read.h"
+#include "common/json_read.h"
 
-#include "common/api/time_text.h"
+#include "api/time_text.h"
 #include "controller/kube/api_fields.h"
 
 namespace fairbench::kube {

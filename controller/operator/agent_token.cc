@@ -2,18 +2,18 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/api/well_known.h"
+#include "api/well_known.h"
 #include "common/base64.h"
 #include "controller/hub/agent_hub.h"
 #include "controller/kube/api_fields.h"
 #include "common/clock.h"
-#include "controller/kube/json_read.h"
+#include "common/json_read.h"
 
 namespace fairbench::controller {
 namespace {
 
 namespace f = kube::fields;
-namespace jr = kube::json_read;
+namespace jr = json_read;
 
 constexpr char kTokenKey[] = "token";
 

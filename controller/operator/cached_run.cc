@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
-#include "common/api/loader.h"
-#include "common/api/well_known.h"
+#include "api/loader.h"
+#include "api/well_known.h"
 #include "controller/kube/api_fields.h"
-#include "controller/kube/json_read.h"
+#include "common/json_read.h"
 #include "controller/operator/reconciler.h"
 
 namespace fairbench::controller {
@@ -32,7 +32,7 @@ bool CancelRequested(const kube::ObjectMeta& meta) {
 }
 
 Result<CachedRun> CachedRun::Parse(Json object) {
-  auto meta = kube::ObjectMeta::FromJson(kube::json_read::Object(object, kube::fields::kMetadata));
+  auto meta = kube::ObjectMeta::FromJson(json_read::Object(object, kube::fields::kMetadata));
   if (!meta.ok()) return meta.status();
   CachedRun view;
   view.meta = std::move(meta).value();

@@ -13,7 +13,7 @@
 
 #include <optional>
 
-#include "common/api/benchmark_run.h"
+#include "api/benchmark_run.h"
 #include "common/status.h"
 #include "controller/kube/objects.h"
 

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "common/api/well_known.h"
+#include "api/well_known.h"
 
 namespace fairbench::controller {
 namespace {

@@ -30,8 +30,8 @@
 #include <spdlog/spdlog.h>
 
 #include "common/allocator.h"
-#include "common/api/codec.h"
-#include "common/api/conditions.h"
+#include "api/codec.h"
+#include "api/conditions.h"
 #include "common/signals.h"
 #include "common/units.h"
 #include "controller/hub/agent_hub.h"

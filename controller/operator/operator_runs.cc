@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/api/well_known.h"
+#include "api/well_known.h"
 #include "controller/store/configmap_run_store.h"
 
 namespace fairbench::controller {

@@ -10,7 +10,7 @@
 
 #include <algorithm>
 
-#include "common/api/loader.h"
+#include "api/loader.h"
 #include "common/base64.h"
 #include "controller/store/test_records.h"
 #include "tests/kube/kube_test_env.h"

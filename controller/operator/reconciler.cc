@@ -4,23 +4,23 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/api/cells.h"
-#include "common/api/codec.h"
-#include "common/api/conditions.h"
-#include "common/api/grpc_calls.h"
-#include "common/api/loader.h"
-#include "common/api/validate.h"
-#include "common/api/well_known.h"
+#include "api/cells.h"
+#include "api/codec.h"
+#include "api/conditions.h"
+#include "api/grpc_calls.h"
+#include "api/loader.h"
+#include "api/validate.h"
+#include "api/well_known.h"
 #include "common/base64.h"
 #include "controller/kube/api_fields.h"
-#include "controller/kube/json_read.h"
+#include "common/json_read.h"
 #include "controller/operator/cached_run.h"
 
 namespace fairbench::controller {
 namespace {
 
 using kube::Json;
-namespace jr = kube::json_read;
+namespace jr = json_read;
 namespace f = kube::fields;
 
 api::Time WallNow() { return std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now()); }

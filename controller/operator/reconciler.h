@@ -34,7 +34,7 @@
 #include <optional>
 #include <string>
 
-#include "common/api/benchmark_run.h"
+#include "api/benchmark_run.h"
 #include "common/status.h"
 #include "controller/kube/client.h"
 #include "controller/kube/event_recorder.h"

@@ -15,8 +15,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/api/cells.h"
-#include "common/api/validate.h"
+#include "api/cells.h"
+#include "api/validate.h"
 #include "common/clock.h"
 #include "controller/kube/exec_credential.h"
 #include "controller/kube/kubeconfig.h"

@@ -4,8 +4,8 @@
 
 #include <random>
 
-#include "common/api/time_text.h"
-#include "common/api/well_known.h"
+#include "api/time_text.h"
+#include "api/well_known.h"
 #include "controller/results/pg_result_store.h"
 #include "controller/store/configmap_run_store.h"
 

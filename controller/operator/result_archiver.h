@@ -39,7 +39,7 @@
 #include <string>
 #include <thread>
 
-#include "common/api/benchmark_run.h"
+#include "api/benchmark_run.h"
 #include "common/backoff.h"
 #include "controller/kube/client.h"
 #include "controller/kube/event_recorder.h"

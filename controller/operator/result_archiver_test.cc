@@ -11,8 +11,8 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "common/api/loader.h"
-#include "common/api/time_text.h"
+#include "api/loader.h"
+#include "api/time_text.h"
 #include "controller/store/configmap_run_store.h"
 #include "controller/store/test_records.h"
 #include "testing/support/temp_dir.h"

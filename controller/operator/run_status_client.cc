@@ -2,9 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/api/codec.h"
-#include "common/api/conditions.h"
-#include "common/api/well_known.h"
+#include "api/codec.h"
+#include "api/conditions.h"
+#include "api/well_known.h"
 #include "common/mutex.h"
 
 namespace fairbench::controller {

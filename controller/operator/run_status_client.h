@@ -23,7 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/api/benchmark_run.h"
+#include "api/benchmark_run.h"
 #include "common/mutex.h"
 #include "controller/kube/client.h"
 #include "controller/kube/event_recorder.h"

@@ -4,9 +4,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/api/cells.h"
-#include "common/api/codec.h"
-#include "common/api/conditions.h"
+#include "api/cells.h"
+#include "api/codec.h"
+#include "api/conditions.h"
 #include "common/mutex.h"
 
 namespace fairbench::controller {

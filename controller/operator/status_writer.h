@@ -88,7 +88,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/api/benchmark_run.h"
+#include "api/benchmark_run.h"
 #include "common/backoff.h"
 #include "common/mutex.h"
 #include "controller/kube/client.h"

@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include "common/api/codec.h"
+#include "api/codec.h"
 #include "controller/kube/curl_transport.h"
 #include "controller/kube/exec_credential.h"
 #include "controller/store/test_records.h"

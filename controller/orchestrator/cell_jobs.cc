@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "common/api/quantity.h"
+#include "api/quantity.h"
 #include "common/base64.h"
-#include "common/report/cell_checks.h"
+#include "controller/report/cell_checks.h"
 
 namespace fairbench::controller {
 namespace {

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "common/api/cells.h"
+#include "api/cells.h"
 #include "common/metrics.h"
-#include "common/report/run_record.h"
+#include "controller/report/run_record.h"
 #include "common/wire_job.h"
 #include "common/wrk_summary.h"
 #include "controller/platform/platform.h"

@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "common/api/validate.h"
+#include "api/validate.h"
 
 namespace fairbench::controller {
 namespace {

@@ -14,7 +14,7 @@
 
 #include <string>
 
-#include "common/api/benchmark_run.h"
+#include "api/benchmark_run.h"
 #include "common/clock.h"
 
 namespace fairbench::controller {

@@ -16,7 +16,7 @@
 #include <stop_token>
 
 #include "common/clock.h"
-#include "common/report/profile.h"
+#include "controller/report/profile.h"
 #include "controller/platform/platform.h"
 
 namespace fairbench::controller {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "common/report/limiter.h"
+#include "controller/report/limiter.h"
 #include "controller/hub/cell_aggregator.h"
 #include "controller/orchestrator/cell_jobs.h"
 #include "controller/orchestrator/cell_phase.h"

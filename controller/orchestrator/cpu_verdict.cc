@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "common/api/cpu_list.h"
+#include "api/cpu_list.h"
 
 namespace fairbench::controller {
 namespace {

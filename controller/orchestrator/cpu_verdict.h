@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "common/api/benchmark_run.h"
+#include "api/benchmark_run.h"
 #include "common/cpu_view.h"
 #include "controller/hub/agent_pool.h"
 #include "controller/platform/platform.h"

@@ -10,11 +10,11 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/api/conditions.h"
+#include "api/conditions.h"
 #include "controller/orchestrator/cpu_verdict.h"
 #include "common/mutex.h"
-#include "common/report/format.h"
-#include "common/report/limiter.h"
+#include "controller/report/format.h"
+#include "controller/report/limiter.h"
 #include "common/units.h"
 #include "controller/hub/cell_aggregator.h"
 #include "controller/orchestrator/cell_jobs.h"

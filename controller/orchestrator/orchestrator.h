@@ -44,11 +44,11 @@
 #include <string>
 #include <vector>
 
-#include "common/api/benchmark_run.h"
-#include "common/api/cells.h"
+#include "api/benchmark_run.h"
+#include "api/cells.h"
 #include "common/clock.h"
 #include "common/mutex.h"
-#include "common/report/run_record.h"
+#include "controller/report/run_record.h"
 #include "controller/hub/agent_pool.h"
 #include "controller/orchestrator/run_observer.h"
 #include "controller/orchestrator/run_store.h"

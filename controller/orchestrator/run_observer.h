@@ -7,9 +7,9 @@
 
 #include <string>
 
-#include "common/api/benchmark_run.h"
+#include "api/benchmark_run.h"
 #include "common/metrics.h"
-#include "common/report/run_record.h"
+#include "controller/report/run_record.h"
 #include "controller/platform/platform.h"
 
 namespace fairbench::controller {

@@ -9,8 +9,8 @@
 
 #include <optional>
 
-#include "common/api/cells.h"
-#include "common/report/run_record.h"
+#include "api/cells.h"
+#include "controller/report/run_record.h"
 #include "common/status.h"
 
 namespace fairbench::controller {

@@ -12,11 +12,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/api/grpc_calls.h"
+#include "api/grpc_calls.h"
 #include "common/metrics.h"
 #include "controller/orchestrator/cell_jobs.h"
-#include "controller/platform/grpc_probe.h"
-#include "controller/platform/http_probe.h"
+#include "host/grpc_probe.h"
+#include "host/http_probe.h"
 
 namespace fairbench::controller {
 namespace {
@@ -43,7 +43,7 @@ std::string Clip(const std::string& s, size_t n = 80) {
 // expected response message.
 Status VerifyGrpcCall(const std::string& host, uint16_t port, Scheme scheme, const api::ScenarioSettings& settings) {
   const api::GrpcCallSpec& g = *settings.grpc;
-  GrpcProbeRequest call;
+  host::GrpcProbeRequest call;
   call.host = host;
   call.port = port;
   call.tls = scheme == Scheme::kHttps;
@@ -52,7 +52,7 @@ Status VerifyGrpcCall(const std::string& host, uint16_t port, Scheme scheme, con
   for (const auto& [k, v] : GrpcJob(g).metadata) call.metadata.emplace_back(k, v);
   call.deadline = std::chrono::duration_cast<std::chrono::milliseconds>(g.deadline.value_or(std::chrono::seconds(5)));
   call.server_streaming = g.kind == api::GrpcCallSpec::Kind::kServerStreaming;
-  auto answer = GrpcProbeCall(call);
+  auto answer = host::GrpcProbeCall(call);
   const std::string what = g.method + ": ";
   if (!answer.ok()) return Status::Unavailable(what + answer.status().message());
   const api::GrpcCode expected = settings.expect.grpc_status.value_or(api::GrpcCode::kOk);
@@ -245,7 +245,7 @@ Status VerifyScenario(const std::string& host, uint16_t port, Scheme scheme, con
   const std::vector<api::WeightedRequest>& requests = settings.requests;
   for (size_t i = 0; i < requests.size(); ++i) {
     const api::Request r = VariedRequest(requests[i].request, settings);
-    ProbeRequest p;
+    host::ProbeRequest p;
     p.method = r.method;
     p.host = host;
     p.port = port;
@@ -255,7 +255,7 @@ Status VerifyScenario(const std::string& host, uint16_t port, Scheme scheme, con
     for (const auto& [k, v] : r.headers) p.headers.emplace_back(k, v);
     p.body = r.EffectiveBody();
     p.timeout = std::chrono::seconds(5);
-    auto response = HttpProbe(p);
+    auto response = host::HttpProbe(p);
     const std::string what = r.method + " " + r.path + ": ";
     if (!response.ok()) return Status::Unavailable(what + response.status().message());
     const api::Expect e = VariedExpect(settings);

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/api/cells.h"
+#include "api/cells.h"
 #include "common/protocol.h"
 #include "common/status.h"
 

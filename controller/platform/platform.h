@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "common/api/benchmark_run.h"
+#include "api/benchmark_run.h"
 #include "common/cpu_view.h"
 #include "common/protocol.h"
-#include "common/report/run_record.h"
+#include "controller/report/run_record.h"
 #include "common/status.h"
 
 namespace fairbench::controller {

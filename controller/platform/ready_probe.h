@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/api/benchmark_run.h"
+#include "api/benchmark_run.h"
 #include "common/protocol.h"
 #include "common/status.h"
 

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/report/run_record.h"
+#include "controller/report/run_record.h"
 #include "testing/support/bin_dir.h"
 #include "testing/support/ports.h"
 #include "testing/support/postgres_server.h"

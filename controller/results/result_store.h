@@ -31,7 +31,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/report/run_record.h"
+#include "controller/report/run_record.h"
 #include "common/status.h"
 
 namespace fairbench::results {

@@ -1,12 +1,12 @@
 #include "controller/results/run_index.h"
 
-#include "common/api/quantity.h"
+#include "api/quantity.h"
 
 #include <chrono>
 
 #include <nlohmann/json.hpp>
 
-#include "common/api/cpu_list.h"
+#include "api/cpu_list.h"
 #include "controller/store/configmap_run_store.h"
 
 namespace fairbench::results {

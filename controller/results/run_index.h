@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "common/report/run_record.h"
+#include "controller/report/run_record.h"
 
 namespace fairbench::results {
 

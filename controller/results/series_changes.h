@@ -1,6 +1,6 @@
 // The change points of one stored series, judged as `fairbench history
 // check` judges them: one metric (requests/s or p99) of a Series
-// (result_store.h) through E-Divisive means (common/changes/), each change
+// (result_store.h) through E-Divisive means (controller/changes/), each change
 // with whether it is a regression still in force at the newest run and
 // whether it fails a threshold. `history check` and `fairbench serve`'s
 // series page both call this, so the page marks exactly the changes the
@@ -14,7 +14,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "common/changes/change_points.h"
+#include "controller/changes/change_points.h"
 #include "controller/results/result_store.h"
 
 namespace fairbench::results {

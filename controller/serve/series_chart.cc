@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "common/report/format.h"
-#include "common/report/svg.h"
+#include "controller/report/format.h"
+#include "controller/report/svg.h"
 
 namespace fairbench::serve {
 namespace {

@@ -4,7 +4,7 @@
 // last run before it and the first after, and the mean of each segment
 // between change points as a level.
 //
-// The report's charts (common/report/svg.h) have neither links nor
+// The report's charts (controller/report/svg.h) have neither links nor
 // markers, so this draws its own, in the same manner: colours and sizes as
 // attributes, no script, a <title> on every mark (a point's run and value;
 // a marker's direction and size) and on the chart. All text is escaped.
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "common/report/chart.h"
+#include "controller/report/chart.h"
 
 namespace fairbench::serve {
 

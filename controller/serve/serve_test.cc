@@ -14,8 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/report/compare.h"
-#include "common/report/html.h"
+#include "controller/report/compare.h"
+#include "controller/report/html.h"
 #include "controller/results/result_store.h"
 #include "controller/serve/store_server.h"
 #include "controller/serve/store_site.h"

@@ -6,10 +6,10 @@
 #include <optional>
 #include <vector>
 
-#include "common/api/time_text.h"
-#include "common/report/compare.h"
-#include "common/report/format.h"
-#include "common/report/html.h"
+#include "api/time_text.h"
+#include "controller/report/compare.h"
+#include "controller/report/format.h"
+#include "controller/report/html.h"
 #include "controller/results/run_index.h"
 #include "controller/results/series_changes.h"
 #include "controller/serve/series_chart.h"

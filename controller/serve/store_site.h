@@ -6,7 +6,7 @@
 //                            (repeatable), limit), the series, a form to
 //                            compare two runs
 //   /runs/ID                 the run's report: report.html as `fairbench
-//                            run` writes it (common/report/html.h)
+//                            run` writes it (controller/report/html.h)
 //   /runs/ID/results.json    the stored record, byte for byte
 //   /series?target=&scenario=&connections=&rate=&fingerprint=
 //                            one series as a chart and a table, its change

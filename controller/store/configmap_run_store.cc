@@ -13,8 +13,8 @@
 #include "common/base64.h"
 #include "common/backoff.h"
 #include "common/clock.h"
-#include "common/report/html.h"
-#include "common/report/markdown.h"
+#include "controller/report/html.h"
+#include "controller/report/markdown.h"
 
 namespace fairbench::controller {
 namespace {

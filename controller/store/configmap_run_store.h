@@ -50,7 +50,7 @@
 #include <optional>
 #include <string>
 
-#include "common/api/benchmark_run.h"
+#include "api/benchmark_run.h"
 #include "common/backoff.h"
 #include "controller/kube/client.h"
 #include "controller/orchestrator/run_store.h"

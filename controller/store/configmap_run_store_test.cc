@@ -8,8 +8,8 @@
 #include <functional>
 
 #include "common/base64.h"
-#include "common/report/html.h"
-#include "common/report/markdown.h"
+#include "controller/report/html.h"
+#include "controller/report/markdown.h"
 #include "controller/kube/curl_transport.h"
 #include "controller/store/test_records.h"
 #include "tests/kube/kube_test_env.h"

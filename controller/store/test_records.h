@@ -18,10 +18,10 @@
 #include <thread>
 #include <vector>
 
-#include "common/api/codec.h"
+#include "api/codec.h"
 #include "common/base64.h"
 #include "common/histogram.h"
-#include "common/report/run_record.h"
+#include "controller/report/run_record.h"
 #include "controller/kube/client.h"
 #include "controller/kube/credentials.h"
 #include "controller/kube/curl_transport.h"

@@ -8,7 +8,7 @@
 #
 #   fairbench_framework_server(<framework> BUILD "<how the framework is built>" [VERSION <version>])
 #
-# which makes fairbench-target-<framework> from main.cc (C++20, -Wall
+# which makes fairbench-target-<framework> from <framework>_main.cc (C++20, -Wall
 # -Wextra, installed to bin/), linked with fairbench_target_common: the
 # command line, --describe, the request log and the signal handling every
 # fairbench target shares (targets/common/target_main.h), compiled from this
@@ -65,7 +65,8 @@ function(fairbench_framework_server framework)
   cmake_parse_arguments(S "" "BUILD;VERSION" "" ${ARGN})
   set(FAIRBENCH_FRAMEWORK_BUILD "${S_BUILD}" CACHE STRING "how the framework was built, for --describe")
   set(server fairbench-target-${framework})
-  add_executable(${server} main.cc)
+  string(REPLACE "-" "_" main_file "${framework}_main.cc")
+  add_executable(${server} ${main_file})
   target_link_libraries(${server} PRIVATE fairbench_target_common)
   target_compile_options(${server} PRIVATE -Wall -Wextra)
   string(TOUPPER "${CMAKE_BUILD_TYPE}" build_type)

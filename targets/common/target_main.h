@@ -1,5 +1,5 @@
 // TargetMain: what every target's main() does the same way, so that a
-// server's main.cc holds only its framework's part (routes, threads, how it
+// server's <framework>_main.cc holds only its framework's part (routes, threads, how it
 // stops):
 //   - the command line: TargetFlags (target_flags.h) plus --describe, which
 //     prints the server's fairness facts as one JSON object and exits 0
@@ -56,7 +56,7 @@ std::optional<uint64_t> ParseUserId(std::string_view text);
 #define FAIRBENCH_COMPILER "gcc " __VERSION__
 #endif
 
-// The facts of this build, from the macros above (as the main.cc that
+// The facts of this build, from the macros above (as the <framework>_main.cc that
 // includes this header was compiled) and the running process.
 struct BuildFacts {
   std::string version;          // the framework's pinned version, where its source has no macro

@@ -5,7 +5,7 @@
 
 #include "testing/kubelet/cpu_manager.h"
 #include "testing/kubelet/pod_spec.h"
-#include "controller/kube/json_read.h"
+#include "common/json_read.h"
 
 namespace fairbench::kubelet {
 
@@ -13,7 +13,7 @@ using Json = nlohmann::json;
 
 namespace {
 
-namespace jr = ::fairbench::kube::json_read;
+namespace jr = json_read;
 
 std::string QuantityText(const Json& q) { return q.is_string() ? q.get<std::string>() : q.dump(); }
 

@@ -18,18 +18,18 @@
 #include <functional>
 
 #include "common/base64.h"
-#include "controller/kube/json_read.h"
+#include "common/json_read.h"
 #include "testing/kubelet/pod_worker.h"
 #include "testing/kubelet/pod_worker_container.h"
 
 namespace fairbench::kubelet {
 
 using kube::Json;
-namespace jr = kube::json_read;
+namespace jr = json_read;
 
 namespace {
 
-namespace jr = ::fairbench::kube::json_read;
+namespace jr = json_read;
 
 constexpr char kServiceAccountDir[] = "/var/run/secrets/kubernetes.io/serviceaccount";
 constexpr char kServiceAccountVolume[] = "kube-api-access";

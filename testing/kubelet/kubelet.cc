@@ -13,8 +13,8 @@
 #include <sstream>
 
 #include "common/mutex.h"
-#include "common/api/time_text.h"
-#include "controller/kube/json_read.h"
+#include "api/time_text.h"
+#include "common/json_read.h"
 
 namespace fairbench::kubelet {
 
@@ -23,7 +23,7 @@ using SysClock = std::chrono::system_clock;
 
 namespace {
 
-namespace jr = ::fairbench::kube::json_read;
+namespace jr = json_read;
 
 std::string FirstLine(const std::string& path) {
   std::ifstream in(path);

@@ -22,12 +22,12 @@
 
 #include "common/base64.h"
 #include "common/mutex.h"
-#include "controller/platform/grpc_probe.h"
-#include "controller/platform/http_probe.h"
-#include "controller/platform/docker/container_cgroup.h"
-#include "common/api/time_text.h"
+#include "host/grpc_probe.h"
+#include "host/http_probe.h"
+#include "host/container_cgroup.h"
+#include "api/time_text.h"
 #include "testing/kubelet/pod_worker_container.h"
-#include "controller/kube/json_read.h"
+#include "common/json_read.h"
 
 namespace fairbench::kubelet {
 
@@ -35,7 +35,7 @@ using kube::Json;
 
 namespace {
 
-namespace jr = ::fairbench::kube::json_read;
+namespace jr = json_read;
 
 std::string RandomHex(size_t n) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -175,7 +175,7 @@ void PinProcessTree(pid_t root, const std::vector<int>& cpus) {
   cpu_set_t set;
   CPU_ZERO(&set);
   for (int c : cpus) CPU_SET(c, &set);
-  for (pid_t pid : controller::ProcessTreePids(root)) {
+  for (pid_t pid : host::ProcessTreePids(root)) {
     const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
     DIR* dir = opendir(tasks.c_str());
     if (dir == nullptr) continue;
@@ -457,11 +457,11 @@ EnvList HostMounts(const Json& pod, const Json& container, const std::function<s
 
 // The container's command, environment (HOSTNAME first) and working
 // directory as a process runs them, mount paths made host paths.
-controller::ProcessOptions ProcessOptionsFor(const ImageEntry& image, const Json& container, const EnvList& env,
-                                             const EnvList& mounts, const std::string& hostname) {
+host::ProcessOptions ProcessOptionsFor(const ImageEntry& image, const Json& container, const EnvList& env,
+                                       const EnvList& mounts, const std::string& hostname) {
   EnvList full_env = {{"HOSTNAME", hostname}};
   for (auto& [k, v] : env) full_env.emplace_back(k, SubstituteMounts(v, mounts));
-  controller::ProcessOptions po;
+  host::ProcessOptions po;
   for (const std::string& a : ComposeArgv(image, container)) {
     po.argv.push_back(SubstituteMounts(ExpandWith(a, env), mounts));
   }
@@ -521,7 +521,7 @@ void PodWorker::StartContainer(Container& c) {
   auto env = ContainerEnv(c);
   if (!env) return;
   const EnvList mounts = HostMounts(pod_, c.spec, [this](const Json& v) { return VolumeDir(v); });
-  controller::ProcessOptions po = ProcessOptionsFor(image->second, c.spec, *env, mounts, name_);
+  host::ProcessOptions po = ProcessOptionsFor(image->second, c.spec, *env, mounts, name_);
   c.cpus = ContainerCpus(c);
   po.cpus = c.cpus;
   po.nofile = kNofile;
@@ -537,7 +537,7 @@ void PodWorker::StartContainer(Container& c) {
     std::optional<int64_t> mem;
     std::optional<int64_t> cpu;
     ResourceLimits(c.spec, &mem, &cpu);
-    auto cg = controller::TargetCgroup::Create(
+    auto cg = host::TargetCgroup::Create(
         "kubelet-" + config_.node_name + "-" + uid_.substr(0, 8) + "-" + c.name + "-" + std::to_string(c.restart_count),
         mem, cpu);
     if (cg.ok()) {
@@ -551,7 +551,7 @@ void PodWorker::StartContainer(Container& c) {
   c.last_stats.reset();
   Event(false, "Pulled", "Container image \"" + c.image + "\" already present on machine");
   Event(false, "Created", "Created container " + c.name);
-  auto p = controller::Process::Start(po);
+  auto p = host::Process::Start(po);
   if (!p.ok()) {
     Event(true, "Failed", "Error: failed to start container \"" + c.name + "\": " + p.status().message());
     c.process.reset();
@@ -610,7 +610,7 @@ void PodWorker::KillForProbe(Container& c, int kind) {
   }
 }
 
-void PodWorker::OnExit(Container& c, const controller::ExitInfo& exit) {
+void PodWorker::OnExit(Container& c, const host::ExitInfo& exit) {
   c.state = Container::State::kTerminated;
   c.finished_at = SysClock::now();
   c.ready = false;
@@ -773,7 +773,7 @@ void PodWorker::FinishTermination() {
           if (c.state == Container::State::kRunning) std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
       } else if (c.state == Container::State::kRunning && c.process) {
-        controller::ExitInfo e = c.process->Stop(std::chrono::milliseconds(0));
+        host::ExitInfo e = c.process->Stop(std::chrono::milliseconds(0));
         OnExit(c, e);
       }
     }
@@ -821,19 +821,19 @@ ProbeOutcome RunProbe(const KubeletConfig& config, const ProbeCall& call) {
   }
   if (call.probe.contains("exec")) {
     // exec: the command runs beside the container (same CPUs), exit 0 = success.
-    controller::ProcessOptions po;
+    host::ProcessOptions po;
     for (const Json& a : call.probe["exec"].value("command", Json::array())) {
       if (a.is_string()) po.argv.push_back(a.get<std::string>());
     }
     po.cpus = call.cpus;
-    auto p = po.argv.empty() ? Result<controller::Process>(Status::InvalidArgument("empty exec probe"))
-                             : controller::Process::Start(po);
+    auto p =
+        po.argv.empty() ? Result<host::Process>(Status::InvalidArgument("empty exec probe")) : host::Process::Start(po);
     if (!p.ok()) {
       out.output = p.status().message();
       return out;
     }
     const auto deadline = Clock::now() + std::chrono::seconds(timeout);
-    std::optional<controller::ExitInfo> exit;
+    std::optional<host::ExitInfo> exit;
     while (!(exit = p->Poll()) && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     if (!exit) {
       exit = p->Stop(std::chrono::milliseconds(0));
@@ -853,8 +853,8 @@ ProbeOutcome RunProbe(const KubeletConfig& config, const ProbeCall& call) {
     // over plaintext h2c to the pod IP and the port; SERVING = success,
     // anything else (an answer, a gRPC error, no connection) a failure.
     const std::string service = jr::String(call.probe["grpc"], "service");
-    auto h = controller::GrpcHealthCheck(call.host, static_cast<uint16_t>(call.port), /*tls=*/false, service,
-                                         std::chrono::seconds(timeout));
+    auto h = host::GrpcHealthCheck(call.host, static_cast<uint16_t>(call.port), /*tls=*/false, service,
+                                   std::chrono::seconds(timeout));
     out.ok = h.ok() && h->ok();
     out.output = h.ok() ? h->Describe()
                         : "error: failed to connect service at \"" + call.host + ":" + std::to_string(call.port) +
@@ -868,7 +868,7 @@ ProbeOutcome RunProbe(const KubeletConfig& config, const ProbeCall& call) {
   // one probing thread and reads on another, which ThreadSanitizer cannot
   // see ordered.
   const Json get = call.probe.value("httpGet", Json::object());
-  controller::ProbeRequest request;
+  host::ProbeRequest request;
   request.host = call.host;
   request.port = static_cast<uint16_t>(call.port);
   request.scheme = jr::String(get, "scheme") == "HTTPS" ? Scheme::kHttps : Scheme::kHttp;
@@ -878,7 +878,7 @@ ProbeOutcome RunProbe(const KubeletConfig& config, const ProbeCall& call) {
     request.headers.emplace_back(jr::String(h, "name"), jr::String(h, "value"));
   }
   request.timeout = std::chrono::seconds(timeout);
-  auto res = controller::HttpProbe(request);
+  auto res = host::HttpProbe(request);
   out.ok = res.ok() && res->status >= 200 && res->status < 400;
   if (!res.ok()) {
     out.output = std::string("Get \"") + std::string(ToString(request.scheme)) + "://" + call.host + ":" +
@@ -1180,7 +1180,7 @@ void PodWorker::Run(std::stop_token stop) {
   for (auto* list : {&init_, &main_}) {
     for (auto& cp : *list) {
       if (cp->process && cp->state == Container::State::kRunning) {
-        controller::Process p = std::move(*cp->process);
+        host::Process p = std::move(*cp->process);
         cp->process.reset();
         lock.unlock();
         p.Stop(std::chrono::milliseconds(500));
@@ -1232,7 +1232,7 @@ PodStats PodWorker::Sample() {
       s.name = c.name;
       s.start_time = c.started_at;
       s.time = now;
-      auto tree = controller::SampleProcessTree(c.process ? c.process->pid() : static_cast<pid_t>(c.host_pid));
+      auto tree = host::SampleProcessTree(c.process ? c.process->pid() : static_cast<pid_t>(c.host_pid));
       double cpu_seconds = 0;
       if (tree.ok()) {
         s.rss_bytes = tree->rss_bytes;
@@ -1245,7 +1245,7 @@ PodStats PodWorker::Sample() {
         if (auto cpu = c.cgroup->CpuSeconds(); cpu.ok()) cpu_seconds = *cpu;
       } else if (c.host_pid > 0) {
         // The container's own cgroup, as cAdvisor reads it.
-        if (auto u = controller::ContainerCgroup::Of(c.host_pid).Read()) {
+        if (auto u = host::ContainerCgroup::Of(c.host_pid).Read()) {
           s.working_set_bytes = u->memory_bytes;
           cpu_seconds = u->cpu_seconds;
         }

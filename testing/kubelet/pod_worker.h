@@ -29,9 +29,9 @@
 #include "common/mutex.h"
 #include "controller/kube/client.h"
 #include "controller/kube/event_recorder.h"
-#include "controller/platform/local/cgroup.h"
-#include "controller/platform/docker/docker_client.h"
-#include "controller/platform/local/process.h"
+#include "host/cgroup.h"
+#include "host/docker_client.h"
+#include "host/process.h"
 #include "testing/kubelet/container_config.h"
 #include "testing/kubelet/cpu_manager.h"
 #include "testing/kubelet/pod_spec.h"
@@ -164,7 +164,7 @@ class PodWorker {
   void FlushEvents() REQUIRES(mu_);
   void Tick() REQUIRES(mu_);
   void StartContainer(Container& c) REQUIRES(mu_);
-  void OnExit(Container& c, const controller::ExitInfo& exit);
+  void OnExit(Container& c, const host::ExitInfo& exit);
   bool ShouldRestart(const Container& c) const REQUIRES(mu_);
   void BeginTermination() REQUIRES(mu_);
   void FinishTermination() REQUIRES(mu_);

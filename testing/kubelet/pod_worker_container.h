@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "controller/platform/local/cgroup.h"
-#include "controller/platform/local/process.h"
+#include "host/cgroup.h"
+#include "host/process.h"
 #include "testing/kubelet/pod_worker.h"
 
 namespace fairbench::kubelet {
@@ -24,8 +24,8 @@ struct PodWorker::Container {
   bool init = false;
   std::string name;
   std::string image;
-  std::optional<controller::Process> process;
-  std::unique_ptr<controller::TargetCgroup> cgroup;
+  std::optional<host::Process> process;
+  std::unique_ptr<host::TargetCgroup> cgroup;
   enum class State { kWaiting, kRunning, kTerminated } state = State::kWaiting;
   std::string waiting_reason = "ContainerCreating";
   std::string waiting_message;

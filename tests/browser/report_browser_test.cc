@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/report/format.h"
+#include "controller/report/format.h"
 #include "tests/browser/devtools_pipe.h"
 #include "testing/support/bin_dir.h"
 #include "testing/support/subprocess.h"

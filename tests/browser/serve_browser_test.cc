@@ -18,8 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/report/format.h"
-#include "common/report/run_record.h"
+#include "controller/report/format.h"
+#include "controller/report/run_record.h"
 #include "controller/results/result_store.h"
 #include "tests/browser/devtools_pipe.h"
 #include "testing/support/bin_dir.h"

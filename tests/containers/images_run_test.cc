@@ -13,7 +13,7 @@
 #include <sstream>
 #include <thread>
 
-#include "controller/platform/http_probe.h"
+#include "host/http_probe.h"
 #include "testing/support/bin_dir.h"
 #include "testing/support/kube_cluster.h"
 #include "testing/support/nginx_fixture.h"
@@ -116,14 +116,14 @@ TEST(ImagesRun, EachTargetImageServesTheFourEndpointsAsItsUser) {
     ASSERT_EQ(started.exit_code, 0) << started.err;
     ASSERT_TRUE(testing::WaitForPort("127.0.0.1", *port, 20s).ok()) << Docker({"logs", name}).err;
     auto get = [&](const std::string& method, const std::string& path, const std::string& body) {
-      controller::ProbeRequest r;
+      host::ProbeRequest r;
       r.host = "127.0.0.1";
       r.port = *port;
       r.method = method;
       r.path = path;
       r.body = body;
       if (!body.empty()) r.headers = {{"Content-Type", "application/json"}};
-      return controller::HttpProbe(r);
+      return host::HttpProbe(r);
     };
     auto hello = get("GET", "/", "");
     ASSERT_TRUE(hello.ok()) << hello.status().message();

@@ -41,7 +41,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/api/loader.h"
+#include "api/loader.h"
 #include "controller/kube/exec_credential.h"
 #include "controller/platform/kubernetes/pod_templates.h"
 #include "testing/support/bin_dir.h"

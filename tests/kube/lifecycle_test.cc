@@ -2,7 +2,7 @@
 // finalizers, ownerReferences and garbage collection, graceful pod deletion,
 // as Kubernetes' own control plane does them (the shared cluster: its
 // kube-apiserver, and kube-controller-manager's garbage collector).
-#include "common/api/time_text.h"
+#include "api/time_text.h"
 #include "tests/kube/kube_test_env.h"
 
 namespace fairbench::kube {

@@ -1,7 +1,7 @@
 // KUBE-API.md §3: writes, errors, optimistic concurrency, patches, against
 // Kubernetes' own API server (the shared cluster), with the fault proxy's
 // faults where a test needs them.
-#include "common/api/time_text.h"
+#include "api/time_text.h"
 #include "controller/kube/typed_client.h"
 #include "tests/kube/kube_test_env.h"
 

@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "controller/platform/local/cgroup.h"
+#include "host/cgroup.h"
 #include "testing/support/http_client.h"
 #include "testing/support/test_certs.h"
 #include "tests/kubelet/kubelet_test_env.h"
@@ -495,8 +495,7 @@ TEST_F(KubeletTest, AdmissionRejectsAndOomKills) {
   EXPECT_EQ(away["status"].value("reason", ""), "NodeAffinity");
 
   // OOM: only where this machine lets the kubelet enforce a memory limit.
-  auto probe =
-      controller::TargetCgroup::Create("kubelet-test-probe-" + std::to_string(getpid()), 64 << 20, std::nullopt);
+  auto probe = host::TargetCgroup::Create("kubelet-test-probe-" + std::to_string(getpid()), 64 << 20, std::nullopt);
   if (!probe.ok()) GTEST_SKIP() << "no writable memory cgroup here: " << probe.status().ToString();
   probe->reset();
   Apply("apiVersion: v1\nkind: Pod\nmetadata: {name: hog}\nspec:\n  nodeName: " + node_ +

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <thread>
 
-#include "common/api/crd.h"
+#include "api/crd.h"
 #include "controller/kube/exec_credential.h"
 #include "testing/support/kube_cluster.h"
 #include "testing/support/temp_dir.h"

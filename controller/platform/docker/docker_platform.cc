@@ -16,18 +16,18 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/api/cells.h"
-#include "common/api/cpu_list.h"
-#include "common/api/time_text.h"
+#include "api/cells.h"
+#include "api/cpu_list.h"
+#include "api/time_text.h"
 #include "common/units.h"
 #include "controller/platform/ready_probe.h"
-#include "controller/kube/json_read.h"
-#include "controller/platform/docker/container_cgroup.h"
+#include "common/json_read.h"
+#include "host/container_cgroup.h"
 #include "controller/platform/docker/image_port.h"
 #include "controller/platform/local/environment.h"
 
 namespace fairbench::controller {
-namespace jr = kube::json_read;
+namespace jr = json_read;
 namespace {
 
 Result<uint16_t> FreePort() {
@@ -180,10 +180,10 @@ class DockerTarget final : public TargetInstance {
       cgroup_looked_up_ = true;
       if (auto inspect = client_->InspectContainer(id_); inspect.ok()) {
         const int64_t pid = jr::Int(jr::Object(*inspect, "State"), "Pid");
-        if (pid > 0) cgroup_ = ContainerCgroup::Of(pid);
+        if (pid > 0) cgroup_ = host::ContainerCgroup::Of(pid);
       }
     }
-    if (auto u = cgroup_.Read()) return *u;
+    if (auto u = cgroup_.Read()) return TargetUsage{u->memory_bytes, u->cpu_seconds, u->sampled_at};
     // The cgroup's files cannot be read (another driver or hierarchy): the
     // engine's stats, with its own timestamp.
     auto stats = client_->Stats(id_);
@@ -332,7 +332,7 @@ class DockerTarget final : public TargetInstance {
   std::chrono::milliseconds grace_;
   std::string capped_;
   std::optional<report::TargetExit> gone_;
-  ContainerCgroup cgroup_;
+  host::ContainerCgroup cgroup_;
   bool cgroup_looked_up_ = false;
   int64_t peak_ = 0;
   bool removed_ = false;

@@ -45,7 +45,7 @@
 #include <string>
 #include <vector>
 
-#include "controller/platform/docker/docker_client.h"
+#include "host/docker_client.h"
 #include "controller/platform/local/local_platform.h"
 #include "controller/platform/platform.h"
 

@@ -5,7 +5,7 @@
 #include <charconv>
 #include <string_view>
 
-#include "controller/kube/json_read.h"
+#include "common/json_read.h"
 
 namespace fairbench::controller {
 namespace {
@@ -33,8 +33,7 @@ std::string PortList(const std::vector<int32_t>& ports) {
 }  // namespace
 
 std::vector<int32_t> ExposedTcpPorts(const nlohmann::json& image_inspect) {
-  const nlohmann::json& exposed =
-      kube::json_read::Object(kube::json_read::Object(image_inspect, "Config"), "ExposedPorts");
+  const nlohmann::json& exposed = json_read::Object(json_read::Object(image_inspect, "Config"), "ExposedPorts");
   std::vector<int32_t> ports;
   for (const auto& item : exposed.items()) {
     const std::string_view k = item.key();

@@ -22,9 +22,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/api/benchmark_run.h"
+#include "api/benchmark_run.h"
 #include "common/status.h"
-#include "controller/platform/docker/docker_client.h"
+#include "host/docker_client.h"
 
 namespace fairbench::controller {
 

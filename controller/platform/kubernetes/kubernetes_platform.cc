@@ -9,13 +9,13 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/api/cells.h"
-#include "common/api/quantity.h"
+#include "api/cells.h"
+#include "api/quantity.h"
 #include "common/backoff.h"
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "controller/kube/api_fields.h"
-#include "controller/kube/json_read.h"
+#include "common/json_read.h"
 #include "controller/kube/resource.h"
 #include "controller/kube/typed_client.h"
 #include "controller/platform/kubernetes/pod_templates.h"
@@ -27,7 +27,7 @@ namespace {
 using Json = nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
 namespace f = kube::fields;
-namespace jr = kube::json_read;
+namespace jr = json_read;
 
 // The container command of a target on Kubernetes: spec.targets[].command
 // and args with "{port}" replaced; none when no command is given (the

@@ -27,7 +27,7 @@
 #include <sstream>
 #include <thread>
 
-#include "common/api/time_text.h"
+#include "api/time_text.h"
 #include "controller/platform/kubernetes/pod_templates.h"
 #include "controller/store/test_records.h"
 #include "testing/support/netns.h"

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "common/api/quantity.h"
+#include "api/quantity.h"
 #include "controller/kube/api_fields.h"
 #include "controller/kube/api_fields.h"
 

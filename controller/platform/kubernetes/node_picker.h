@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "common/api/benchmark_run.h"
+#include "api/benchmark_run.h"
 #include "common/status.h"
 #include "controller/kube/objects.h"
 

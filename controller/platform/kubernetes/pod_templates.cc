@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "common/api/cells.h"
+#include "api/cells.h"
 #include "common/log_lines.h"
-#include "common/api/quantity.h"
+#include "api/quantity.h"
 
 namespace fairbench::controller::k8s {
 namespace {

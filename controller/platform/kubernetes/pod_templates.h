@@ -50,7 +50,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/api/benchmark_run.h"
+#include "api/benchmark_run.h"
 #include "controller/platform/platform.h"
 
 namespace fairbench::controller::k8s {

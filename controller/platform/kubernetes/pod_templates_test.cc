@@ -13,7 +13,7 @@
 #include <sstream>
 #include <string>
 
-#include "common/api/names.h"
+#include "api/names.h"
 
 namespace fairbench::controller::k8s {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "common/api/time_text.h"
+#include "api/time_text.h"
 
 namespace fairbench::controller::k8s {
 

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/api/time_text.h"
+#include "api/time_text.h"
 
 namespace fairbench::controller::k8s {
 namespace {

@@ -2,7 +2,7 @@
 // to its numbers (host, kernel, CPU model, CPUs, memory, fairbench version).
 #pragma once
 
-#include "common/report/run_record.h"
+#include "controller/report/run_record.h"
 
 namespace fairbench::controller {
 

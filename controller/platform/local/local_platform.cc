@@ -20,10 +20,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/api/cells.h"
-#include "common/api/cpu_list.h"
+#include "api/cells.h"
+#include "api/cpu_list.h"
 #include "controller/platform/ready_probe.h"
-#include "controller/platform/local/cgroup.h"
+#include "host/cgroup.h"
 #include "controller/platform/local/environment.h"
 #include "controller/platform/local/perf_profile.h"
 #include "controller/platform/local/program_path.h"
@@ -108,8 +108,8 @@ std::string BinaryIdentity(pid_t pid) {
 
 class LocalTarget final : public TargetInstance {
  public:
-  LocalTarget(std::string name, Process process, std::unique_ptr<TargetCgroup> cgroup, uint16_t port, ReadyCheck ready,
-              std::string log, std::string description, int64_t nofile)
+  LocalTarget(std::string name, host::Process process, std::unique_ptr<host::TargetCgroup> cgroup, uint16_t port,
+              ReadyCheck ready, std::string log, std::string description, int64_t nofile)
       : name_(std::move(name)),
         process_(std::move(process)),
         cgroup_(std::move(cgroup)),
@@ -147,7 +147,7 @@ class LocalTarget final : public TargetInstance {
     o.perf = perf_program_;
     o.data_file = profile_prefix_ + "-" + std::to_string(++profiles_) + ".data";
     o.log_file = profile_prefix_ + ".log";
-    return StartPerfProfile(ProcessTreePids(process_.pid()), request, o);
+    return StartPerfProfile(host::ProcessTreePids(process_.pid()), request, o);
   }
 
   // The limit the target process runs with: below the one asked for when
@@ -213,13 +213,13 @@ class LocalTarget final : public TargetInstance {
       auto cpu = cgroup_->CpuSeconds();
       if (memory.ok() && cpu.ok()) return TargetUsage{*memory, *cpu, WallNow()};
     }
-    auto u = SampleProcessTree(process_.pid());
+    auto u = host::SampleProcessTree(process_.pid());
     if (!u.ok()) return u.status();
     return TargetUsage{u->rss_bytes, u->cpu_seconds, WallNow()};
   }
 
   Status Teardown() override {
-    const ExitInfo e = process_.Stop(stop_grace_);
+    const host::ExitInfo e = process_.Stop(stop_grace_);
     spdlog::info("target {} stopped: {}", name_, e.ToString());
     cgroup_.reset();  // kills stragglers, removes the group
     if (e.killed_after_grace) {
@@ -232,8 +232,8 @@ class LocalTarget final : public TargetInstance {
 
  private:
   std::string name_;
-  Process process_;
-  std::unique_ptr<TargetCgroup> cgroup_;
+  host::Process process_;
+  std::unique_ptr<host::TargetCgroup> cgroup_;
   uint16_t port_;
   ReadyCheck ready_;
   std::string log_;
@@ -265,7 +265,7 @@ class FileLockSlot final : public LoadSlot {
 std::string CpuListText(const std::vector<int>& cpus) { return api::FormatCpuList(api::CpuList{cpus}); }
 
 Result<std::unique_ptr<LocalPlatform>> LocalPlatform::Create(LocalPlatformOptions options) {
-  const std::vector<int> allowed = AllowedCpus();
+  const std::vector<int> allowed = host::AllowedCpus();
   auto [t, a] = api::SplitInHalves(api::CpuList{allowed});
   if (options.target_cpus.empty()) options.target_cpus = t.cpus;
   if (options.agent_cpus.empty()) options.agent_cpus = a.cpus;
@@ -293,7 +293,7 @@ Result<std::unique_ptr<LocalPlatform>> LocalPlatform::Create(LocalPlatformOption
 }
 
 LocalPlatform::~LocalPlatform() {
-  for (Process& p : agents_) p.Stop(std::chrono::seconds(2));
+  for (host::Process& p : agents_) p.Stop(std::chrono::seconds(2));
 }
 
 report::Environment LocalPlatform::Describe() const {
@@ -332,7 +332,7 @@ Result<std::unique_ptr<TargetInstance>> LocalPlatform::Deploy(const DeployReques
     if (!free.ok()) return free.status();
     port = *free;
   }
-  ProcessOptions o;
+  host::ProcessOptions o;
   for (const std::string& arg : target.local->command) o.argv.push_back(api::SubstitutePort(arg, port));
   for (const auto& [k, v] : target.env) o.env[k] = v;
   for (const auto& [k, v] : target.local->env) o.env[k] = api::SubstitutePort(v, port);
@@ -347,13 +347,13 @@ Result<std::unique_ptr<TargetInstance>> LocalPlatform::Deploy(const DeployReques
   o.cpus = options_.target_cpus;
   o.nofile = static_cast<uint64_t>(target.nofile);
   o.log_file = (std::filesystem::path(options_.log_dir) / (target.name + ".log")).string();
-  std::unique_ptr<TargetCgroup> cgroup;
+  std::unique_ptr<host::TargetCgroup> cgroup;
   if (options_.use_cgroups) {
     std::optional<int64_t> memory, cpu;
     if (target.resources.memory) memory = target.resources.memory->bytes;
     if (target.resources.cpu) cpu = target.resources.cpu->millicores;
-    auto g = TargetCgroup::Create(target.name + "-" + std::to_string(getpid()) + "-" + std::to_string(++deployed_),
-                                  memory, cpu);
+    auto g = host::TargetCgroup::Create(
+        target.name + "-" + std::to_string(getpid()) + "-" + std::to_string(++deployed_), memory, cpu);
     if (g.ok()) {
       cgroup = std::move(*g);
       o.cgroup_procs = cgroup->procs_files();
@@ -363,7 +363,7 @@ Result<std::unique_ptr<TargetInstance>> LocalPlatform::Deploy(const DeployReques
     }
   }
   cgroups_used_ = cgroup != nullptr;
-  auto process = Process::Start(o);
+  auto process = host::Process::Start(o);
   if (!process.ok()) return Status::InvalidArgument("target " + target.name + ": " + process.status().message());
   spdlog::info("started target {} (pid {}) on 127.0.0.1:{}, CPUs {}{}", target.name, process->pid(), port,
                CpuListText(o.cpus), cgroup ? ", " + cgroup->Describe() : "");
@@ -389,7 +389,7 @@ Result<std::vector<std::string>> LocalPlatform::EnsureAgents(const AgentRequest&
   for (size_t i = 0; i < agents_.size(); ++i) {
     if (auto e = agents_[i].Poll()) {
       spdlog::warn("agent {} {}; starting a new one", agent_ids_[i], e->ToString());
-      agents_[i] = Process();
+      agents_[i] = host::Process();
       agent_ids_[i].clear();
     }
   }
@@ -400,7 +400,7 @@ Result<std::vector<std::string>> LocalPlatform::EnsureAgents(const AgentRequest&
   for (size_t i = 0; i < static_cast<size_t>(count); ++i) {
     if (!agent_ids_[i].empty()) continue;
     const std::string id = "local-agent-" + std::to_string(i) + "-" + std::to_string(agent_generation_++);
-    ProcessOptions o;
+    host::ProcessOptions o;
     o.argv = {options_.agent_binary,
               "--controller",
               options_.controller_address,
@@ -415,7 +415,7 @@ Result<std::vector<std::string>> LocalPlatform::EnsureAgents(const AgentRequest&
     o.cpus = options_.agent_cpus;
     o.nofile = 1 << 20;  // capped at the hard limit
     o.log_file = (std::filesystem::path(options_.log_dir) / ("agent-" + std::to_string(i) + ".log")).string();
-    auto p = Process::Start(o);
+    auto p = host::Process::Start(o);
     if (!p.ok()) return Status::InvalidArgument("cannot start an agent: " + p.status().message());
     agents_[i] = std::move(*p);
     agent_ids_[i] = id;
@@ -429,7 +429,7 @@ void LocalPlatform::KillAgent(size_t index, int signal) {
 
 std::vector<pid_t> LocalPlatform::AgentPids() {
   std::vector<pid_t> out;
-  for (const Process& p : agents_) out.push_back(p.pid());
+  for (const host::Process& p : agents_) out.push_back(p.pid());
   return out;
 }
 

@@ -41,7 +41,7 @@
 #include <vector>
 
 #include "controller/platform/platform.h"
-#include "controller/platform/local/process.h"
+#include "host/process.h"
 
 namespace fairbench::controller {
 
@@ -90,7 +90,7 @@ class LocalPlatform final : public Platform {
  private:
   explicit LocalPlatform(LocalPlatformOptions options) : options_(std::move(options)) {}
   LocalPlatformOptions options_;
-  std::vector<Process> agents_;
+  std::vector<host::Process> agents_;
   std::vector<std::string> agent_ids_;
   int agent_generation_ = 0;
   int deployed_ = 0;

@@ -9,7 +9,7 @@
 #include <sstream>
 #include <thread>
 
-#include "controller/platform/local/process.h"
+#include "host/process.h"
 #include "controller/platform/local/program_path.h"
 
 namespace fairbench::controller {
@@ -69,7 +69,7 @@ report::CellProfile NotRecorded(report::ProfileState state, std::string message,
 
 class PerfSession final : public ProfileSession {
  public:
-  PerfSession(Process process, std::string perf, PerfOptions options, std::string command, int32_t hz,
+  PerfSession(host::Process process, std::string perf, PerfOptions options, std::string command, int32_t hz,
               std::streamoff log_offset)
       : process_(std::move(process)),
         perf_(std::move(perf)),
@@ -108,17 +108,17 @@ class PerfSession final : public ProfileSession {
                          command_, hz_);
     }
     const std::string text_file = options_.data_file + ".txt";
-    ProcessOptions o;
+    host::ProcessOptions o;
     o.argv = {perf_, "script", "-F", "comm,tid,ip,sym,dso", "-i", options_.data_file};
     o.log_file = text_file;
     o.stderr_file = options_.log_file;
-    auto script = Process::Start(o);
+    auto script = host::Process::Start(o);
     if (!script.ok()) {
       RemoveFiles();
       return NotRecorded(report::ProfileState::kFailed, "perf script: " + script.status().message(), command_, hz_);
     }
     const auto deadline = Clock::now() + kScriptTimeout;
-    std::optional<ExitInfo> exit;
+    std::optional<host::ExitInfo> exit;
     while (!(exit = script->Poll()) && Clock::now() < deadline && !stop.stop_requested()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -159,7 +159,7 @@ class PerfSession final : public ProfileSession {
     std::filesystem::remove(options_.data_file + ".old", ec);
   }
 
-  Process process_;
+  host::Process process_;
   std::string perf_;
   PerfOptions options_;
   std::string command_;
@@ -204,10 +204,10 @@ Result<std::unique_ptr<ProfileSession>> StartPerfProfile(const std::vector<pid_t
   std::error_code ec;
   std::filesystem::remove(options.data_file, ec);
   const std::streamoff offset = FileSize(options.log_file);
-  ProcessOptions o;
+  host::ProcessOptions o;
   o.argv = argv;
   o.log_file = options.log_file;
-  auto process = Process::Start(o);
+  auto process = host::Process::Start(o);
   if (!process.ok()) return Status::Unavailable("cannot run perf: " + process.status().message());
   return std::unique_ptr<ProfileSession>(
       new PerfSession(std::move(*process), *perf, options, command, request.frequency_hz, offset));
