@@ -315,8 +315,11 @@ class Case:
             self.url = f"http://127.0.0.1:{ctx['port']}/"
 
     def server_pid(self):
-        return {"accuracy": self.ctx.get("delay_pid"), "grpc": self.ctx.get("grpc_pid")}.get(self.mode,
-                                                                                          self.ctx["nginx_pid"])
+        if self.mode == "accuracy":
+            return self.ctx["delay_pid"]
+        if self.mode == "grpc":
+            return self.ctx["grpc_pid"]
+        return self.ctx["nginx_pid"]  # only started when a mode needs it
 
     def served(self):
         if self.mode == "accuracy":
