@@ -198,7 +198,8 @@ class RealKubeletTest : public ::testing::Test {
 // the reserved CPU handed to a Guaranteed pod, or a pod's CPUs not what
 // the kernel enforces (the list is the container's own view).
 TEST_F(RealKubeletTest, TheStaticPolicyGivesAGuaranteedPodACpuOfItsOwn) {
-  Node("static");
+  ASSERT_NO_FATAL_FAILURE(Node("static"));
+  if (IsSkipped()) return;
   Pod("guaranteed", "1");
   Pod("shared", "");
   const std::set<int> own = Cpus("guaranteed");
@@ -229,7 +230,8 @@ TEST_F(RealKubeletTest, TheStaticPolicyGivesAGuaranteedPodACpuOfItsOwn) {
 // default policy the same Guaranteed pod may run on every CPU of the node,
 // the BestEffort pod's CPUs included.
 TEST_F(RealKubeletTest, TheNonePolicySharesEveryCpuWithAGuaranteedPod) {
-  Node("none");
+  ASSERT_NO_FATAL_FAILURE(Node("none"));
+  if (IsSkipped()) return;
   Pod("guaranteed", "1");
   Pod("shared", "");
   const std::set<int> own = Cpus("guaranteed");
