@@ -8,6 +8,7 @@
 #include "agent/request.h"
 #include "agent/tls_context.h"
 #include "agent/url.h"
+#include "common/load_rules.h"
 
 namespace fairbench::agent {
 namespace {
@@ -42,11 +43,7 @@ void SetPace(const wire::JobSpec& job, const JobLocal& local, EngineOptions* o) 
   o->connections = job.connections;
   o->warmup = job.warmup;
   o->duration = job.duration;
-  o->timeout = job.timeout;
-  // The server's DEADLINE_EXCEEDED must come before the agent gives up.
-  if (job.grpc && job.grpc->deadline.count() > 0) {
-    o->timeout = std::max(o->timeout, job.grpc->deadline + std::chrono::seconds(1));
-  }
+  o->timeout = load_rules::AnswerTimeout(job.timeout, job.grpc ? job.grpc->deadline : std::chrono::nanoseconds(0));
   o->interval = job.interval;
   o->keep_alive = job.keep_alive;
   o->pipeline = job.pipeline;

@@ -238,5 +238,17 @@ TEST(LoadRulesTest, GrpcOwnMetadataAtEveryGate) {
   EXPECT_FALSE(load_rules::IsGrpcOwnMetadata("x-tenant"));
 }
 
+// Catches: the agent giving up on a gRPC call before its deadline's
+// DEADLINE_EXCEEDED can come, or a timeout raised for calls without one.
+TEST(LoadRulesTest, AGrpcDeadlineRaisesTheAnswerTimeout) {
+  using std::chrono::nanoseconds;
+  using std::chrono::seconds;
+  EXPECT_EQ(load_rules::AnswerTimeout(seconds(2), nanoseconds(0)), seconds(2));
+  EXPECT_EQ(load_rules::AnswerTimeout(seconds(2), seconds(3)), seconds(4));
+  EXPECT_EQ(load_rules::AnswerTimeout(seconds(10), seconds(3)), seconds(10));
+  // The agent's gate: JobOptionsTest.GrpcFlagsAndJobBuildEqualOptions; the
+  // controller's: CellJobsTest.GrpcCallsReachEveryJobAsHttp2.
+}
+
 }  // namespace
 }  // namespace fairbench::agent

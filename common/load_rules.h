@@ -10,7 +10,9 @@
 // Constants and pure functions; thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <string_view>
 #include <utility>
@@ -57,6 +59,17 @@ inline constexpr double kMinRate = 1e-3;
 
 // The shortest snapshot interval an agent keeps up with.
 inline constexpr int64_t kMinIntervalNs = 10'000'000;
+
+// How long a load waits for an answer: its timeout, but for gRPC calls with
+// a deadline at least a second past it, so that the server's
+// DEADLINE_EXCEEDED comes before the load gives up on the call (and the
+// controller waits that long for an agent's last answers). A deadline of
+// zero is none.
+constexpr std::chrono::nanoseconds AnswerTimeout(std::chrono::nanoseconds timeout,
+                                                 std::chrono::nanoseconds grpc_deadline) {
+  if (grpc_deadline.count() <= 0) return timeout;
+  return std::max(timeout, grpc_deadline + std::chrono::nanoseconds(std::chrono::seconds(1)));
+}
 
 // RFC 9110's tchar: what a method and a header name are made of.
 constexpr bool IsTokenChar(char c) {

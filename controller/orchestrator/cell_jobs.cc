@@ -5,6 +5,7 @@
 
 #include "api/quantity.h"
 #include "common/base64.h"
+#include "common/load_rules.h"
 #include "controller/report/cell_checks.h"
 
 namespace fairbench::controller {
@@ -61,6 +62,11 @@ std::chrono::nanoseconds StartLead(int64_t connections, int agents, int threads)
   return std::chrono::milliseconds(100) + std::chrono::microseconds(25 * connections / std::max(1, agents * threads));
 }
 
+std::chrono::nanoseconds AnswerTimeout(const api::ScenarioSettings& settings) {
+  return load_rules::AnswerTimeout(
+      settings.timeout, settings.grpc ? settings.grpc->deadline.value_or(api::Duration(0)) : api::Duration(0));
+}
+
 std::vector<wire::JobSpec> BuildCellJobs(const api::ScenarioSettings& settings, const api::Cell& cell,
                                          const TargetPlacement& target, int agents,
                                          std::chrono::system_clock::time_point start, const std::string& job_id) {
@@ -108,10 +114,7 @@ std::vector<wire::JobSpec> BuildCellJobs(const api::ScenarioSettings& settings, 
     job.threads = static_cast<uint32_t>(std::max<int64_t>(1, std::min<int64_t>(settings.threads, conns)));
     job.warmup = settings.warmup;
     job.duration = settings.duration;
-    job.timeout = settings.timeout;
-    // The server's DEADLINE_EXCEEDED must come before the agent gives up on the call.
-    if (job.grpc && job.grpc->deadline.count() > 0)
-      job.timeout = std::max(job.timeout, job.grpc->deadline + std::chrono::seconds(1));
+    job.timeout = AnswerTimeout(settings);
     job.interval = std::chrono::seconds(1);
     job.keep_alive = settings.keep_alive;
     job.pipeline = static_cast<uint32_t>(settings.pipeline);

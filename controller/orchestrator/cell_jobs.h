@@ -18,14 +18,19 @@
 
 namespace fairbench::controller {
 
-// How long before the load's start the jobs are sent, so that every agent
-// has its connections open when it begins (agents open about 50 per
-// millisecond per thread, so the lead grows with the connections).
 // A gRPC scenario's call as jobs carry it (resolved: request_message and
 // kind set by api::ResolveGrpcCalls); metadata keys lower-cased.
 wire::JobGrpc GrpcJob(const api::GrpcCallSpec& call);
 
+// How long before the load's start the jobs are sent, so that every agent
+// has its connections open when it begins (agents open about 50 per
+// millisecond per thread, so the lead grows with the connections).
 std::chrono::nanoseconds StartLead(int64_t connections, int agents, int threads);
+
+// How long the scenario's agents wait for an answer (load_rules::
+// AnswerTimeout: its timeout, or a gRPC deadline's second more), and so
+// how long after the load's end the controller waits for their last ones.
+std::chrono::nanoseconds AnswerTimeout(const api::ScenarioSettings& settings);
 
 // The vary seed of agent `index` of a cell, from the scenario's seed and
 // the cell's key (its target, scenario, connections and repetition): no

@@ -110,6 +110,8 @@ TEST(CellJobsTest, GrpcCallsReachEveryJobAsHttp2) {
   where.scheme = Scheme::kHttps;
   EXPECT_EQ(BuildCellJobs(GrpcSettings(), CellOf(4), where, 1, std::chrono::system_clock::now(), "j")[0].protocol,
             Protocol::kH2);
+  // The controller waits as long as its agents do (its cell timeline).
+  EXPECT_EQ(AnswerTimeout(GrpcSettings()), 4s);
 }
 
 // Catches: gRPC counts dropped between the agents' totals and the result,

@@ -195,7 +195,7 @@ Orchestrator::CellRun::Failed Orchestrator::CellRun::StartJobs() {
   const auto lead = StartLead(cell_.connections, agents_, settings_.threads);
   const auto start_wall = o_.clock_.WallNow() + std::chrono::duration_cast<std::chrono::system_clock::duration>(lead);
   timeline_ = MakeCellTimeline(o_.clock_.Now() + lead, settings_.warmup, settings_.duration,
-                               settings_.timeout + o_.options_.job_grace);
+                               AnswerTimeout(settings_) + o_.options_.job_grace);
   job_id_ = run_.metadata.name + "/" + cell_.Key() + "/" + std::to_string(++o_.job_counter_);
   const std::vector<wire::JobSpec> jobs = BuildCellJobs(settings_, cell_, where_, agents_, start_wall, job_id_);
 
