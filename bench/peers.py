@@ -15,7 +15,10 @@ For every mode a peer supports, fairbench-agent and the peer run alternately
                      request at a fixed load, the rate reached and each tool's latency
   accuracy           a constant --accuracy-rate against fairbench-test-delay-server
                      --delay D over 50 connections: the known answer is D; each tool's
-                     p50 error (its p50 - D) and the pairs' difference of |error|
+                     p50 error (its p50 from the send - D: fairbench-agent's uncorrected
+                     latency, as the peers measure) and the pairs' difference of |error|,
+                     its interval widened by half of each tool's output resolution
+                     (RESOLUTION_US: hey prints 0.1 ms steps, fortio and Locust 1 ms)
   https              HTTPS keep-alive closed loop, 100 connections (nginx, TLS, HTTP/1.1 only)
   h2                 HTTP/2 over TLS, 100 requests in flight (nginx, h2 by ALPN): the agent and
                      oha as 10 connections x 10 streams; the Go tools as 100 workers over
@@ -40,7 +43,9 @@ the server's CPU (from /proc/PID/stat) per request served; how often each
 slept per request served (the generator's voluntary context switches from
 wait4, the server's summed over /proc/PID/task/*/status: at a light load
 each sleep is a wake-up to pay for, so these say why a CPU figure moved);
-the tool's own p50 and p99. A run with errors the tool reported (a request cut off by the
+the tool's own p50 and p99; in closed-loop modes the server's CPUs busy
+(its CPU time over the wall time: at 1.0 of its one CPU no tool can drive
+it faster, so requests/s ties). A run with errors the tool reported (a request cut off by the
 end of the run is not one) or a server count below the tool's is invalid,
 and so is its pair; statistics are over valid pairs.
 
@@ -176,8 +181,12 @@ def parse_agent(text):
         g = d["grpc"]
         errors += g["calls"] - g["status"]["OK"] + sum(g["protocolErrors"].values())
     lat = d.get("latency", {}).get("percentilesUs", {})
+    # At a constant rate "latency" runs from each request's due time (corrected
+    # for coordinated omission); "uncorrectedLatency" from its first byte
+    # written, as every peer measures it.
+    sent = d.get("uncorrectedLatency", {}).get("percentilesUs", {})
     return {"requests": requests, "errors": errors, "seconds": d["measureSeconds"],
-            "p50_us": lat.get("p50"), "p99_us": lat.get("p99")}
+            "p50_us": lat.get("p50"), "p99_us": lat.get("p99"), "p50_sent_us": sent.get("p50", lat.get("p50"))}
 
 
 def parse_oha(text):
@@ -268,6 +277,17 @@ def parse_ghz(text):
     pct = {p["percentage"]: p["latency"] / 1e3 for p in d.get("latencyDistribution") or []}
     return {"requests": requests, "errors": max(errors, 0), "seconds": d["total"] / 1e9,
             "p50_us": pct.get(50), "p99_us": pct.get(99)}
+
+
+# How finely each tool's p50 can be read near the accuracy mode's 2 ms, in
+# microseconds: a reading printed in steps of R is the true value ± R/2, so
+# the accuracy verdict's interval is widened by half of both tools' R.
+# fairbench-agent: HdrHistogram, 3 significant digits (2 µs at 2 ms); oha
+# and vegeta: the exact figure; hey: "%4.4f secs" (0.1 ms); fortio: its
+# histogram's 1 ms bucket at -r 0.001 (its default), interpolated; Locust:
+# whole milliseconds.
+RESOLUTION_US = {"fairbench": 2, "oha": 0, "vegeta": 0, "hey": 100, "fortio": 1000, "fortio-uniform": 1000,
+                 "locust": 1000, "ghz": 0}
 
 
 PARSERS = {"fairbench": parse_agent, "oha": parse_oha, "hey": parse_hey, "fortio": parse_fortio,
@@ -476,10 +496,15 @@ def one_run(tool, binary, case, tmp, index):
     r["server_rps_wall"] = basis / wall
     r["cpu_per_request_us"] = cpu / max(basis, 1) * 1e6
     r["server_cpu_per_request_us"] = server_cpu / max(basis, 1) * 1e6
+    r["server_busy_cpus"] = server_cpu / wall  # the server's CPUs in use: 1.0 is all of its one
     r["sleeps_per_request"] = sleeps / max(basis, 1)
     r["server_sleeps_per_request"] = server_sleeps / max(basis, 1)
     if case.mode == "accuracy" and r.get("p50_us") is not None:
-        r["p50_error_us"] = r["p50_us"] - case.args.delay_us
+        # Like for like: each tool's p50 from the moment it sent (the peers
+        # know no other); fairbench's from the due time is kept beside it.
+        r["p50_error_us"] = r.get("p50_sent_us", r["p50_us"]) - case.args.delay_us
+        if "p50_sent_us" in r:
+            r["p50_due_error_us"] = r["p50_us"] - case.args.delay_us
     why = []
     if r["errors"]:
         why.append(f"{r['errors']} errors")
@@ -551,6 +576,8 @@ FIGURES = {
                ("server_rps_wall", "requests/s (server/wall)", False, False),
                ("cpu_per_request_us", "generator CPU us/request", True, False),
                ("server_cpu_per_request_us", "server CPU us/request", True, False),
+               # Why requests/s can tie: a server at 1.0 of its one CPU cannot go faster; shown, not judged.
+               ("server_busy_cpus", "server CPUs busy", None, False),
                ("rss_kb", "peak RSS KiB", True, False)],
     # The rate asked for is the same for both: the rate reached is shown, not judged.
     "rate": [("server_rps_window", "requests/s reached (server)", None, False),
@@ -561,9 +588,11 @@ FIGURES = {
              ("server_sleeps_per_request", "server sleeps/request", None, False),
              ("p50_us", "p50 latency us (tool's own)", None, False),
              ("p99_us", "p99 latency us (tool's own)", None, False)],
-    "accuracy": [("p50_error_us", "p50 error us (p50 - D)", None, False),
+    "accuracy": [("p50_error_us", "p50 error us (p50 from send - D)", None, False),
                  ("abs_p50_error_us", "|p50 error| us: fairbench - peer", True, True),
-                 ("cpu_per_request_us", "generator CPU us/request", True, False)],
+                 ("cpu_per_request_us", "generator CPU us/request", True, False),
+                 ("sleeps_per_request", "generator sleeps/request", None, False),
+                 ("server_sleeps_per_request", "server sleeps/request", None, False)],
 }
 
 
@@ -581,6 +610,13 @@ def judge(st, lower_better, peer, difference):
     return {MET: "fairbench ahead", MISSED: f"{peer} ahead"}.get(v, "no verdict")
 
 
+def widened(st, half):
+    """ratio_stats' interval widened by `half` on each side (a reading known only to ± half)."""
+    if half:
+        st = dict(st, ci95=[st["ci95"][0] - half, st["ci95"][1] + half], resolution_half=half)
+    return st
+
+
 def summarise(mode, peer, runs):
     valid = [i for i, (f, p) in enumerate(zip(runs["fairbench"], runs[peer])) if f["valid"] and p["valid"]]
     out = {"valid_pairs": len(valid), "pairs": len(runs["fairbench"]), "figures": {}}
@@ -593,7 +629,8 @@ def summarise(mode, peer, runs):
         fig = {"label": label, "fairbench": statistics.median(f for f, _ in vals),
                peer: statistics.median(p for _, p in vals)}
         if difference:
-            st = ratio_stats([abs(f) - abs(p) for f, p in vals])
+            st = widened(ratio_stats([abs(f) - abs(p) for f, p in vals]),
+                         (RESOLUTION_US["fairbench"] + RESOLUTION_US.get(peer, 0)) / 2)
         elif all(p for _, p in vals):
             st = ratio_stats([f / p for f, p in vals])
         else:
@@ -718,6 +755,8 @@ def print_summary(mode, peer, s):
     for key, fig in s["figures"].items():
         st = fig.get("stats")
         spread = f"{st['median']:>8.2f}  {spread_text(st)}" if st else ""
+        if st and st.get("resolution_half"):
+            spread += f" (widened ±{st['resolution_half']:g} us: the readings' resolution)"
         print(f"   {fig['label']:34}{_num(fig['fairbench']):>12}{_num(fig[peer]):>12}{spread}  {fig.get('verdict', '')}")
     print(flush=True)
 
@@ -744,7 +783,7 @@ SAMPLES = {
         "goaway": 0, "h2Protocol": 0, "handshake": 0, "portExhaustion": 0, "read": 0, "rstStream": 0, "script": 0,
         "status": 0, "timeout": 0, "write": 0}, "statusClasses": {"1xx": 0, "2xx": 200, "3xx": 0, "4xx": 0,
         "5xx": 0, "other": 0}, "latency": {"percentilesUs": {"p50": 2139, "p75": 2147, "p90": 2157, "p99": 2291,
-        "p99.9": 3772}, "meanUs": 2150.2}}""",
+        "p99.9": 3772}, "meanUs": 2150.2}, "uncorrectedLatency": {"percentilesUs": {"p50": 2101, "p99": 2187}}}""",
     # oha 1.16.0 -z 1s -c 10 -q 200 --no-tui --output-format json (delay server, 2 ms), cut down: seconds.
     # The request aborted by the deadline was in flight at the end: not an error.
     "oha": """{"summary": {"successRate": 1.0, "total": 1.001602978, "slowest": 0.007071117, "fastest": 0.002074755,
@@ -848,6 +887,9 @@ class ParserTest(unittest.TestCase):
 
     def test_fairbench(self):
         self.check("fairbench")
+        # Catches: the accuracy mode comparing fairbench's latency from the
+        # due time with the peers' from the send.
+        self.assertEqual(PARSERS["fairbench"](SAMPLES["fairbench"])["p50_sent_us"], 2101)
 
     def test_oha(self):
         self.check("oha")
@@ -882,6 +924,19 @@ class ParserTest(unittest.TestCase):
         self.assertEqual(judge(behind, False, "oha", False), "oha ahead")
         self.assertEqual(judge(behind, True, "oha", False), "fairbench ahead")
         self.assertEqual(judge(ratio_stats([0.8] * 3), True, "oha", False), "too few pairs")
+
+    def test_a_coarse_reading_widens_the_accuracy_interval(self):
+        # Catches: a verdict on a difference smaller than the peer's output
+        # can show (hey prints 0.1 ms steps: 30 µs closer is no verdict).
+        def run(error_us):
+            return {"valid": True, "p50_error_us": error_us, "cpu_per_request_us": 1.0}
+        runs = {"fairbench": [run(130 + i % 2) for i in range(7)],
+                "hey": [run(100) for _ in range(7)], "oha": [run(100) for _ in range(7)]}
+        hey = summarise("accuracy", "hey", runs)["figures"]["abs_p50_error_us"]
+        oha = summarise("accuracy", "oha", runs)["figures"]["abs_p50_error_us"]
+        self.assertEqual(oha["verdict"], "oha ahead")
+        self.assertEqual(hey["verdict"], "no verdict")
+        self.assertAlmostEqual(hey["stats"]["ci95"][0], oha["stats"]["ci95"][0] - 50, places=6)
 
 
 if __name__ == "__main__":
