@@ -8,10 +8,15 @@ namespace {
 
 void AppendLabels(std::string& out, const std::vector<std::string>& names, const std::vector<std::string>& values,
                   const std::string* le) {
-  if (names.empty() && le == nullptr) return;
+  // A label with an empty value is no label to Prometheus: left out (a
+  // closed-loop cell's empty `rate`).
+  bool any = le != nullptr;
+  for (size_t i = 0; i < names.size() && i < values.size() && !any; ++i) any = !values[i].empty();
+  if (!any) return;
   out += '{';
   bool first = true;
   for (size_t i = 0; i < names.size() && i < values.size(); ++i) {
+    if (values[i].empty()) continue;
     if (!first) out += ',';
     first = false;
     out += names[i];

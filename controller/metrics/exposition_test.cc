@@ -53,6 +53,26 @@ TEST(ExpositionTest, CounterWithLabelsInDeclaredOrder) {
             "fairbench_requests_total{run=\"r1\",target=\"httplib\",scenario=\"hello\"} 7.5\n");
 }
 
+// Catches: a label with an empty value written out (Prometheus reads it as
+// no label, so the text would only differ from the same series without it),
+// or braces left behind when every value is empty.
+TEST(ExpositionTest, AnEmptyLabelValueIsNoLabel) {
+  MetricFamily f;
+  f.name = "fairbench_requests_total";
+  f.help = "Complete responses.";
+  f.type = MetricType::kCounter;
+  f.label_names = {"run", "rate"};
+  f.series.push_back({{"r1", ""}, 3, {}, 0, 0});
+  f.series.push_back({{"r1", "2000/s"}, 4, {}, 0, 0});
+  f.series.push_back({{"", ""}, 5, {}, 0, 0});
+  EXPECT_EQ(RenderText({f}),
+            "# HELP fairbench_requests_total Complete responses.\n"
+            "# TYPE fairbench_requests_total counter\n"
+            "fairbench_requests_total{run=\"r1\"} 3\n"
+            "fairbench_requests_total{run=\"r1\",rate=\"2000/s\"} 4\n"
+            "fairbench_requests_total 5\n");
+}
+
 TEST(ExpositionTest, NoLabelsNoBracesAndEmptyFamiliesLeftOut) {
   MetricFamily g;
   g.name = "fairbench_queue_length";

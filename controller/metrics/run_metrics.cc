@@ -10,7 +10,15 @@
 namespace fairbench::metrics {
 namespace {
 
-const std::vector<std::string> kCellLabels = {"run", "target", "scenario", "connections"};
+const std::vector<std::string> kCellLabels = {"run", "target", "scenario", "connections", "rate"};
+
+// A scenarios[].rates level as the `rate` label says it; "" (no label) for
+// a cell of none.
+std::string RateLabel(const std::optional<api::RateLevel>& level) {
+  if (!level) return "";
+  if (level->is_share()) return std::to_string(level->percent) + "%";
+  return std::to_string(level->per_second) + "/s";
+}
 
 struct Percentile {
   const char* label;
@@ -64,7 +72,9 @@ bool HoldsSlot(api::Stage s) { return s != api::Stage::kWaitingForSlot; }
 class Batch {
  public:
   Batch(const std::vector<std::string>& names, const std::vector<std::string>& values) {
-    for (size_t i = 0; i < names.size(); ++i) base_.emplace_back(names[i], values[i]);
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (!values[i].empty()) base_.emplace_back(names[i], values[i]);  // empty: no label
+    }
   }
   void Add(const std::string& name, double value, int64_t ts,
            std::initializer_list<std::pair<const char*, std::string>> extra = {}) {
@@ -144,7 +154,7 @@ RunMetrics::RunMetrics(MetricRegistry& registry, RunMetricsOptions options)
 }
 
 std::vector<std::string> RunMetrics::Labels(const CellKey& key) const {
-  return {std::get<0>(key), std::get<1>(key), std::get<2>(key), std::to_string(std::get<3>(key))};
+  return {std::get<0>(key), std::get<1>(key), std::get<2>(key), std::to_string(std::get<3>(key)), std::get<4>(key)};
 }
 
 void RunMetrics::RunQueued(const std::string& run) {
@@ -239,7 +249,7 @@ void RunMetrics::OnStage(const api::BenchmarkRun& run, const api::CurrentCell& c
     }
     if (slot_holder_) registry_.Set(slot_holder_family_, {slot_holder_->first, slot_holder_->second}, 1);
     if (*current.stage == api::Stage::kWarmingUp) {
-      const CellKey key{name, current.target, current.scenario, current.connections};
+      const CellKey key{name, current.target, current.scenario, current.connections, RateLabel(current.rate_level)};
       CellState& st = cells_[key];
       if (st.buckets.empty()) st.buckets.assign(LatencyBoundsSeconds().size() + 1, 0);
       PublishCell(key, st);
@@ -252,7 +262,7 @@ void RunMetrics::OnCellDone(const report::RunRecord& record, const report::CellR
   const api::CellResult& r = cell.result;
   if (r.state != api::CellState::kSucceeded || !r.memory_loaded) return;
   MutexLock lock(mu_);
-  const CellKey key{record.run.metadata.name, r.target, r.scenario, r.connections};
+  const CellKey key{record.run.metadata.name, r.target, r.scenario, r.connections, RateLabel(r.rate_level)};
   registry_.Set(target_memory_peak_, Labels(key), static_cast<double>(*r.memory_loaded));
 }
 
@@ -302,7 +312,7 @@ void RunMetrics::AppendCellCounters(const CellKey& key, const CellState& st, int
 void RunMetrics::OnInterval(const std::string& run, const api::CurrentCell& cell, const Snapshot& merged,
                             api::Time end) {
   MutexLock lock(mu_);
-  const CellKey key{run, cell.target, cell.scenario, cell.connections};
+  const CellKey key{run, cell.target, cell.scenario, cell.connections, RateLabel(cell.rate_level)};
   CellState& st = cells_[key];
   if (st.buckets.empty()) st.buckets.assign(LatencyBoundsSeconds().size() + 1, 0);
   const std::vector<std::string> l = Labels(key);
@@ -348,7 +358,8 @@ void RunMetrics::OnTargetUsage(const std::string& run, const api::CurrentCell& c
   registry_.Set(target_memory_, t, static_cast<double>(usage.memory_bytes));
   registry_.Set(target_cpu_, t, usage.cpu_seconds);
   if (cell.stage == api::Stage::kMeasuring) {
-    const std::vector<std::string> l = Labels({run, cell.target, cell.scenario, cell.connections});
+    const std::vector<std::string> l =
+        Labels({run, cell.target, cell.scenario, cell.connections, RateLabel(cell.rate_level)});
     double peak = 0;
     registry_.Get(target_memory_peak_, l, &peak);
     registry_.Set(target_memory_peak_, l, std::max(peak, static_cast<double>(usage.memory_bytes)));

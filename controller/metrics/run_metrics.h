@@ -3,7 +3,9 @@
 // timestamps).
 //
 // Series, all prefixed fairbench_, in base units, labelled by run, target,
-// scenario and connections (a cell's repetitions add up in the same series):
+// scenario, connections and rate — a cell of scenarios[].rates: its level,
+// "2000/s" or "50%"; none for other cells (a cell's repetitions add up in
+// the same series):
 //   per cell, counting the measurement only (as results.json does):
 //     requests_total, read_bytes_total, errors_total{kind},
 //     responses_total{status_class}, grpc_calls_total{code} (gRPC cells:
@@ -85,7 +87,8 @@ class RunMetrics final : public controller::RunObserver {
                      const controller::TargetUsage& usage) override;
 
  private:
-  using CellKey = std::tuple<std::string, std::string, std::string, int64_t>;  // run, target, scenario, connections
+  // run, target, scenario, connections, rate level ("" when none)
+  using CellKey = std::tuple<std::string, std::string, std::string, int64_t, std::string>;
   struct CellState {
     Counters counters;              // measurement so far
     std::vector<uint64_t> buckets;  // per bound (+ overflow), not cumulative

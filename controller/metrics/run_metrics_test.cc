@@ -191,6 +191,37 @@ TEST_F(RunMetricsTest, RepetitionsAddUpAndEachStartsWithASample) {
   EXPECT_EQ(requests[3], std::make_pair(int64_t{9000}, 15.0));
 }
 
+// Catches: the cells of scenarios[].rates at one connection count (one per
+// level) added up in one series, or a closed-loop cell given a rate label
+// (its series would change name for every dashboard): each level is a
+// series of its own, scraped and remote-written, and a cell of no level
+// has none.
+TEST_F(RunMetricsTest, EachRateLevelIsASeriesOfItsOwn) {
+  api::CurrentCell low = Cell("beast");
+  low.rate_level = api::RateLevel{2000, 0};
+  api::CurrentCell half = Cell("beast");
+  half.rate_level = api::RateLevel{0, 50};
+  metrics_->OnInterval("r1", low, Interval(1, Phase::kMeasure, 0, 1000, 10, 50), At(1000));
+  metrics_->OnInterval("r1", half, Interval(1, Phase::kMeasure, 0, 1000, 7, 50), At(2000));
+  metrics_->OnInterval("r1", Cell("beast"), Interval(1, Phase::kMeasure, 0, 1000, 3, 50), At(3000));
+  const std::string text = Scrape();
+  const std::string cell = R"(run="r1",target="beast",scenario="hello",connections="8")";
+  EXPECT_EQ(Value(text, "fairbench_requests_total{" + cell + R"(,rate="2000/s"})"), 10) << text;
+  EXPECT_EQ(Value(text, "fairbench_requests_total{" + cell + R"(,rate="50%"})"), 7) << text;
+  EXPECT_EQ(Value(text, "fairbench_requests_total{" + cell + "}"), 3) << text;
+  const auto at = [&](const std::string& rate) {
+    return sink_.Series("fairbench_requests_total", "beast", {{"rate", rate}}).back().second;
+  };
+  EXPECT_EQ(at("2000/s"), 10);
+  EXPECT_EQ(at("50%"), 7);
+  EXPECT_EQ(at(""), 3);
+  for (const auto& batch : sink_.batches) {
+    for (const RemoteSample& s : batch) {
+      for (const auto& [name, value] : s.labels) EXPECT_FALSE(name == "rate" && value.empty()) << "sent empty";
+    }
+  }
+}
+
 TEST_F(RunMetricsTest, TargetUsageAndPeakDuringMeasurement) {
   controller::TargetUsage u{50 << 20, 1.5};
   metrics_->OnTargetUsage("r1", Cell("beast", api::Stage::kSamplingIdle), u);

@@ -16,7 +16,11 @@ std::string EncodeWriteRequest(const std::vector<RemoteSample>& samples) {
   std::vector<RemoteLabels> order;
   std::vector<std::vector<const RemoteSample*>> by_series;
   for (const RemoteSample& s : samples) {
-    RemoteLabels sorted = s.labels;
+    RemoteLabels sorted;
+    // An empty value is no label (remote write does not take one).
+    for (const auto& label : s.labels) {
+      if (!label.second.empty()) sorted.push_back(label);
+    }
     std::sort(sorted.begin(), sorted.end());
     auto [it, inserted] = index.try_emplace(sorted, order.size());
     if (inserted) {

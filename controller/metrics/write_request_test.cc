@@ -54,6 +54,21 @@ TEST(WriteRequestTest, SeriesGatheredLabelsSortedSamplesInTimeOrder) {
   EXPECT_EQ((*out)[2].labels, (RemoteLabels{{"__name__", "y"}, {"run", "r"}}));
 }
 
+// Catches: a label with an empty value sent (Prometheus' remote write takes
+// none), or the same series with and without it sent as two.
+TEST(WriteRequestTest, AnEmptyLabelValueIsNoLabel) {
+  std::vector<RemoteSample> in = {
+      {{{"__name__", "x_total"}, {"rate", ""}, {"run", "r"}}, 1, 1000},
+      {{{"__name__", "x_total"}, {"run", "r"}}, 2, 2000},
+  };
+  auto out = DecodeWriteRequest(EncodeWriteRequest(in));
+  ASSERT_TRUE(out.ok());
+  ASSERT_EQ(out->size(), 2u);
+  const RemoteLabels x = {{"__name__", "x_total"}, {"run", "r"}};
+  EXPECT_EQ((*out)[0].labels, x);
+  EXPECT_EQ((*out)[1].labels, x);
+}
+
 TEST(WriteRequestTest, BadInputIsAnError) {
   EXPECT_FALSE(SnappyUncompress("definitely not snappy").ok());
   EXPECT_FALSE(DecodeWriteRequest("\xff\xff\xff").ok());

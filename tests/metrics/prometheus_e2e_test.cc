@@ -148,13 +148,16 @@ class PrometheusE2eTest : public ::testing::Test {
     return "  - name: " + name + "\n    local:\n      command: [" + testing::BinaryPath("fairbench-target-" + server) +
            ", --port, \"{port}\", --threads, \"1\"]\n";
   }
-  std::string WriteRun(const std::string& targets) {
+  // `scenario_more`: more lines of the scenario (e.g. its rates).
+  std::string WriteRun(const std::string& targets, const std::string& scenario_more = "",
+                       const std::string& duration = "3s") {
     const std::string text =
         "apiVersion: fairbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: prom-e2e}\nspec:\n  targets:\n" +
         targets +
         "  scenarios:\n"
-        "  - name: hello\n    request: {path: /}\n    expect: {status: 200, body: \"Hello, World!\"}\n"
-        "  load: {threads: 1, connections: [8], warmup: 300ms, duration: 3s, timeout: 1s, agents: 1}\n"
+        "  - name: hello\n    request: {path: /}\n    expect: {status: 200, body: \"Hello, World!\"}\n" +
+        scenario_more + "  load: {threads: 1, connections: [8], warmup: 300ms, duration: " + duration +
+        ", timeout: 1s, agents: 1}\n"
         "  cooldown: 200ms\n";
     std::ofstream(Path("run.yaml")) << text;
     return Path("run.yaml");
@@ -293,6 +296,7 @@ TEST_F(PrometheusE2eTest, ScrapedDuringARunRequestsRiseToTheResult) {
     EXPECT_EQ(s.labels.at("run"), "prom-e2e");
     EXPECT_EQ(s.labels.at("scenario"), "hello");
     EXPECT_EQ(s.labels.at("connections"), "8");
+    EXPECT_EQ(s.labels.count("rate"), 0u) << "a closed-loop cell has no rate level";
     EXPECT_EQ(s.labels.at("job"), "fairbench");
     EXPECT_EQ(s.labels.at("instance"), metrics_address);
     ASSERT_GE(s.samples.size(), 3u);
@@ -395,6 +399,39 @@ TEST_F(PrometheusE2eTest, RemoteWrittenSamplesAreOneSecondApartAndMatchTheTimeli
   const auto inf = RawSamples("fairbench_request_duration_seconds_bucket{le=\"+Inf\"}");
   ASSERT_EQ(inf.size(), 1u);
   EXPECT_EQ(inf[0].samples.back().value, cell["result"]["requests"].get<double>());
+}
+
+// Catches: the cells of scenarios[].rates (one per level, at the same
+// connections) written into one series, or the closed-loop cell they start
+// from given a rate label: Prometheus stores a series per level, each
+// ending at its cell's result.
+TEST_F(PrometheusE2eTest, EachRateLevelIsASeriesOfItsOwn) {
+  StartPrometheus(" []", true);
+  if (HasFatalFailure()) return;
+  WriteRun(Target("alpha", "beast"), "    rates: [200, \"50%\"]\n", "1s");
+  auto run = StartFairbench({"--remote-write-url", "http://127.0.0.1:" + std::to_string(prom_port_) + "/api/v1/write"});
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  auto status = run->Wait(90s);
+  ASSERT_TRUE(status.ok());
+  ASSERT_TRUE(status->success()) << status->ToString() << ReadFile(Path("stderr.txt"));
+  std::map<std::string, double> want;  // rate label ("" for none): the cell's requests
+  const json results = Results();
+  for (const json& c : results["cells"]) {
+    const json& r = c["result"];
+    ASSERT_EQ(r["state"], "Succeeded") << r.dump();
+    std::string level;
+    if (r.contains("rateLevel"))
+      level = r["rateLevel"].is_string() ? r["rateLevel"].get<std::string>()
+                                         : std::to_string(r["rateLevel"].get<int>()) + "/s";
+    want[level] = r["requests"].get<double>();
+  }
+  ASSERT_EQ(want.size(), 3u) << "a closed loop, 200/s and 50%";
+  std::map<std::string, double> got;
+  for (const SeriesData& s : RawSamples("fairbench_requests_total")) {
+    ASSERT_FALSE(s.samples.empty());
+    got[s.labels.count("rate") ? s.labels.at("rate") : ""] = s.samples.back().value;
+  }
+  EXPECT_EQ(got, want) << ReadFile(Path("prometheus.log"));
 }
 
 }  // namespace
