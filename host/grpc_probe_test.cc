@@ -381,6 +381,8 @@ TEST(GrpcProbeTest, ConcurrentCallsEachGetTheirOwnReply) {
   ASSERT_TRUE(m.ok());
   constexpr int kThreads = 8, kCalls = 5;
   std::atomic<int> right{0};
+  std::mutex mu;
+  std::vector<std::string> wrong;  // what each call that went wrong said
   std::vector<std::thread> threads;
   for (int i = 0; i < kThreads; ++i) {
     threads.emplace_back([&, i] {
@@ -389,12 +391,20 @@ TEST(GrpcProbeTest, ConcurrentCallsEachGetTheirOwnReply) {
         GrpcProbeRequest r = Request(t.port(), "fairbench.echo.v1.Echo/Unary", "");
         r.message = std::string{'\x0a', static_cast<char>(payload.size())} + payload;  // EchoRequest{payload}
         auto c = GrpcProbeCall(r);
-        if (c.ok() && c->grpc_code == 0 && c->messages.size() == 1 && c->messages[0] == r.message) ++right;
+        if (c.ok() && c->grpc_code == 0 && c->messages.size() == 1 && c->messages[0] == r.message) {
+          ++right;
+          continue;
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        wrong.push_back(payload + ": " +
+                        (c.ok() ? "grpc " + std::to_string(c->grpc_code) + " " + c->grpc_message + ", " +
+                                      std::to_string(c->messages.size()) + " messages"
+                                : c.status().ToString()));
       }
     });
   }
   for (auto& th : threads) th.join();
-  EXPECT_EQ(right.load(), kThreads * kCalls);
+  EXPECT_EQ(right.load(), kThreads * kCalls) << ::testing::PrintToString(wrong);
   EXPECT_EQ(t.server->counts().unary.load(), static_cast<uint64_t>(kThreads * kCalls));
 }
 
