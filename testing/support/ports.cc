@@ -45,18 +45,22 @@ Result<uint16_t> FreeLoopbackPort() {
   static thread_local std::mt19937 rng(std::random_device{}() ^ static_cast<unsigned>(getpid()));
   std::uniform_int_distribution<int> pick(20000, 32767);
   for (int attempt = 0; attempt < 200; ++attempt) {
-    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return Status::IoError(std::string("socket: ") + std::strerror(errno));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     const int port = pick(rng);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-    close(fd);
-    if (free) return static_cast<uint16_t>(port);
+    if (PortFreeOnEveryAddress(static_cast<uint16_t>(port))) return static_cast<uint16_t>(port);
   }
   return Status::IoError("no free loopback port in 20000-32767 after 200 tries");
+}
+
+bool PortFreeOnEveryAddress(uint16_t port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  addr.sin_port = htons(port);
+  const bool free = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return free;
 }
 
 bool PortAccepts(const std::string& host, uint16_t port) {

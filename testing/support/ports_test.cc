@@ -29,6 +29,24 @@ TEST(PortsTest, FreePortIsRefusedUntilSomeoneListens) {
   close(fd);
 }
 
+// Catches: a free port checked on 127.0.0.1 only: a port another address
+// holds (here 127.0.0.2, as a real kubelet holds one on 198.18.N.1) would
+// be handed out, and a test server binding 0.0.0.0 on it would fail.
+TEST(PortsTest, APortBoundOnAnotherAddressIsNotFree) {
+  auto port = FreeLoopbackPort();
+  ASSERT_TRUE(port.ok()) << port.status().ToString();
+  EXPECT_TRUE(PortFreeOnEveryAddress(*port));
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  ASSERT_EQ(inet_pton(AF_INET, "127.0.0.2", &addr.sin_addr), 1);
+  addr.sin_port = htons(*port);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  EXPECT_FALSE(PortFreeOnEveryAddress(*port));
+  close(fd);
+  EXPECT_TRUE(PortFreeOnEveryAddress(*port));
+}
+
 TEST(PortsTest, RejectsNamesThatAreNotAddresses) {
   EXPECT_EQ(WaitForPort("localhost", 80, std::chrono::milliseconds(10)).code(), Status::Code::kInvalidArgument);
 }
