@@ -46,8 +46,18 @@ fb6KcYuUHR9JvIS4UM77wMFkxC82XXNI2d9xUH/39yeN5Y2XJnNbEby7
 -----END PRIVATE KEY-----
 )";
 
+// The fuzzer's files, removed when the process exits normally (a crash
+// keeps them, with the input that caused it).
+struct FuzzDir {
+  fs::path path;
+  ~FuzzDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
 const fs::path& Dir() {
-  static const fs::path dir = [] {
+  static const FuzzDir dir = [] {
     fs::path d = fs::temp_directory_path() / ("fairbench-kubeconfig-fuzz-" + std::to_string(getpid()));
     fs::create_directories(d);
     Write(d / "ca.crt", kCert);
@@ -55,9 +65,9 @@ const fs::path& Dir() {
     Write(d / "client.key", kKey);
     Write(d / "token", "fuzz-token\n");
     Write(d / "empty", "");
-    return d;
+    return FuzzDir{d};
   }();
-  return dir;
+  return dir.path;
 }
 
 }  // namespace
